@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class IdpConfig(AppConfig):
+    name = "idp"
+    verbose_name = "Identity platform"

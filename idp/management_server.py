@@ -1,0 +1,82 @@
+"""The management server: /health/live, /health/ready and /metrics on their own port (9000).
+
+It runs as a small threaded HTTP server beside the public server, in the same process, so the
+public port never answers these paths (PublicPortGuardMiddleware turns them away there)."""
+import logging
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from django.http import HttpResponseNotFound
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+logger = logging.getLogger("idp.management")
+MANAGEMENT_PATHS = ("/health", "/metrics")
+
+
+def database_ready():
+    from django.db import close_old_connections, connection
+
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        return True, "UP"
+    except Exception as exc:  # any database failure means not ready
+        return False, exc.__class__.__name__
+    finally:
+        close_old_connections()
+
+
+class Handler(BaseHTTPRequestHandler):
+    server_version = "idp-management"
+
+    def do_GET(self):
+        path = self.path.split("?", 1)[0]
+        if path == "/health/live":
+            self._json(200, '{"status":"UP"}')
+        elif path in ("/health/ready", "/health"):
+            ok, detail = database_ready()
+            body = '{"status":"UP","checks":[{"name":"database","status":"UP"}]}' if ok else (
+                '{"status":"DOWN","checks":[{"name":"database","status":"DOWN","error":"%s"}]}' % detail
+            )
+            self._json(200 if ok else 503, body)
+        elif path == "/metrics":
+            payload = generate_latest()
+            self.send_response(200)
+            self.send_header("Content-Type", CONTENT_TYPE_LATEST)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+        else:
+            self._json(404, '{"error":"not_found"}')
+
+    def _json(self, status, body):
+        data = body.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, fmt, *args):
+        logger.debug(fmt, *args)
+
+
+def start_management_server(host, port):
+    """Serve in a daemon thread; returns the server (call .shutdown() to stop)."""
+    server = ThreadingHTTPServer((host, port), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, name="management-server", daemon=True).start()
+    logger.info("management server on http://%s:%s (health, metrics)", host, port)
+    return server
+
+
+class PublicPortGuardMiddleware:
+    """Health and metrics belong to the management port; the public port answers 404."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.path.startswith(MANAGEMENT_PATHS):
+            return HttpResponseNotFound()
+        return self.get_response(request)

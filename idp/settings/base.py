@@ -1,0 +1,110 @@
+"""Settings shared by every mode. Mode modules (dev, prod, test) import this and override.
+
+Everything an operator sets comes from environment variables prefixed ``IDP_``.
+"""
+import os
+from pathlib import Path
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+VAR_DIR = Path(os.environ.get("IDP_VAR_DIR", BASE_DIR / "var"))
+
+# Dev and test get a fixed key; production refuses to start without IDP_SECRET_KEY (see prod.py).
+SECRET_KEY = os.environ.get("IDP_SECRET_KEY", "dev-only-insecure-key-change-me-0123456789abcdef")
+DEBUG = False
+ALLOWED_HOSTS = ["localhost", "127.0.0.1", "[::1]"]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "idp.apps.IdpConfig",
+    "realms",
+    "oidc",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "idp.management_server.PublicPortGuardMiddleware",
+]
+
+ROOT_URLCONF = "idp.urls"
+WSGI_APPLICATION = "idp.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+AUTH_USER_MODEL = "realms.User"
+# Only master-realm users may sign in to the admin console; the backend scopes the lookup.
+AUTHENTICATION_BACKENDS = ["realms.auth.MasterRealmBackend"]
+SILENCED_SYSTEM_CHECKS = ["auth.W004"]  # username is unique per realm, not globally (by design)
+
+# Argon2id first (new hashes), then the formats a Keycloak import may bring; Django upgrades a
+# password to the first hasher at the next successful sign-in.
+PASSWORD_HASHERS = [
+    "realms.hashers.Argon2idHasher",
+    "realms.hashers.KeycloakArgon2Hasher",
+    "realms.hashers.KeycloakPbkdf2Sha256Hasher",
+    "realms.hashers.KeycloakPbkdf2Sha512Hasher",
+    "realms.hashers.KeycloakPbkdf2Sha1Hasher",
+]
+
+LANGUAGE_CODE = "en"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+X_FRAME_OPTIONS = "DENY"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": [],
+    "UNAUTHENTICATED_USER": None,
+}
+
+# --- Product settings -------------------------------------------------------------------------
+# Public base URL ({base_url} of the spec); issuers are {base_url}/realms/<realm>.
+IDP_BASE_URL = os.environ.get("IDP_BASE_URL", "")
+IDP_MANAGEMENT_PORT = int(os.environ.get("IDP_MANAGEMENT_PORT", "9000"))
+IDP_BOOTSTRAP_ADMIN_USERNAME = os.environ.get("IDP_BOOTSTRAP_ADMIN_USERNAME", "")
+IDP_BOOTSTRAP_ADMIN_PASSWORD = os.environ.get("IDP_BOOTSTRAP_ADMIN_PASSWORD", "")
+IDP_DEV_MODE = False
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("IDP_LOG_LEVEL", "INFO")},
+    "loggers": {"django.request": {"level": "ERROR"}},
+}

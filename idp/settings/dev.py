@@ -1,0 +1,18 @@
+"""Development mode: embedded SQLite file, local-memory caches, background work in-process."""
+import os
+
+from .base import *  # noqa: F401,F403
+from .base import VAR_DIR
+
+DEBUG = os.environ.get("IDP_DEBUG", "1") == "1"
+IDP_DEV_MODE = True
+IDP_BASE_URL = os.environ.get("IDP_BASE_URL", "http://localhost:8080")
+
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": os.environ.get("IDP_DEV_DB", str(VAR_DIR / "dev.sqlite3")),
+        "OPTIONS": {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL;"},
+    }
+}
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

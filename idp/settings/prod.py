@@ -1,0 +1,22 @@
+"""Production mode: PostgreSQL and Redis are required; settings come from IDP_* variables.
+
+Missing configuration does not raise here (a traceback is not a message); ``idp.config.check``
+names the missing setting in one line when ``manage.py start`` runs.
+"""
+import os
+
+from idp.config import database_from_url, redis_cache
+
+from .base import *  # noqa: F401,F403
+
+IDP_HOSTNAME = os.environ.get("IDP_HOSTNAME", "")
+IDP_BASE_URL = os.environ.get("IDP_BASE_URL", f"https://{IDP_HOSTNAME}" if IDP_HOSTNAME else "")
+ALLOWED_HOSTS = [IDP_HOSTNAME, "localhost", "127.0.0.1"] if IDP_HOSTNAME else ["localhost", "127.0.0.1"]
+CSRF_TRUSTED_ORIGINS = [IDP_BASE_URL] if IDP_BASE_URL else []
+
+DATABASES = {"default": database_from_url(os.environ.get("IDP_DB_URL", ""))}
+CACHES = {"default": redis_cache(os.environ.get("IDP_REDIS_URL", ""))}
+
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SESSION_COOKIE_SECURE = IDP_BASE_URL.startswith("https://")
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE

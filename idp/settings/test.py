@@ -1,0 +1,16 @@
+"""Test settings: a real PostgreSQL started by scripts/test.sh (IDP_TEST_DB_URL), fast hashing."""
+import os
+
+from idp.config import database_from_url
+
+from .base import *  # noqa: F401,F403
+
+DEBUG = False
+IDP_BASE_URL = "http://testserver"
+ALLOWED_HOSTS = ["*"]
+
+_url = os.environ.get("IDP_TEST_DB_URL", "")
+if not _url:
+    raise SystemExit("IDP_TEST_DB_URL is not set: run the suite with scripts/test.sh")
+DATABASES = {"default": database_from_url(_url)}
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

@@ -1,0 +1,7 @@
+"""Public URL map. Health and metrics are not here: they live on the management port only."""
+from django.contrib import admin
+from django.urls import path
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+]

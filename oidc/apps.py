@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class OidcConfig(AppConfig):
+    name = "oidc"
+    verbose_name = "OpenID Connect"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,27 @@
+"""State the OpenID Connect endpoints keep beyond the realm model."""
+from django.db import models
+from django.utils import timezone
+
+from realms.models import Client, Realm, UserSession
+
+
+class AuthorizationCode(models.Model):
+    """An issued authorization code. Only its SHA-256 digest is stored; it is redeemed once
+    (an atomic update of ``used``), for the client and redirect URI it was issued to, before
+    ``expires_at`` (the realm's client login timeout, 60 s by default)."""
+
+    digest = models.CharField(max_length=64, primary_key=True)
+    realm = models.ForeignKey(Realm, on_delete=models.CASCADE)
+    client = models.ForeignKey(Client, on_delete=models.CASCADE)
+    user_session = models.ForeignKey(UserSession, on_delete=models.CASCADE)
+    redirect_uri = models.CharField(max_length=2048)
+    scope = models.CharField(max_length=1024, blank=True)
+    nonce = models.CharField(max_length=512, blank=True)
+    code_challenge = models.CharField(max_length=128, blank=True)
+    code_challenge_method = models.CharField(max_length=8, blank=True)
+    created = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    used = models.BooleanField(default=False)
+
+    class Meta:
+        indexes = [models.Index(fields=["expires_at"])]

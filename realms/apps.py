@@ -1,0 +1,10 @@
+from django.apps import AppConfig
+
+
+class RealmsConfig(AppConfig):
+    name = "realms"
+    verbose_name = "Realms"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from . import keys  # noqa: F401  (connects key-cache invalidation)

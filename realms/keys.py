@@ -1,0 +1,103 @@
+"""Realm signing keys: generation, rotation, and the JWK views the protocols need.
+
+Loaded keys are cached per realm and dropped when a key changes, so signing and verifying on
+the token path never parse PEM or hit the database after the first request."""
+import functools
+
+from django.db import transaction
+from django.db.models.signals import post_delete, post_save
+from jwcrypto import jwk
+
+from . import crypto
+from .models import RealmKey
+
+_KTY = {"RS256": ("RSA", {"size": 2048}), "ES256": ("EC", {"crv": "P-256"}), "EdDSA": ("OKP", {"crv": "Ed25519"})}
+
+
+def generate_key(realm, algorithm="RS256", priority=100, status=RealmKey.ACTIVE, provider_name=None):
+    kty, params = _KTY[algorithm]
+    key = jwk.JWK.generate(kty=kty, **params)
+    return store_key(realm, key, algorithm, priority=priority, status=status,
+                     provider_name=provider_name or f"{kty.lower()}-generated")
+
+
+def store_key(realm, key, algorithm, priority=100, status=RealmKey.ACTIVE, provider_name="rsa", certificate_pem="", kid=None):
+    """Persist a jwcrypto key (private part encrypted at rest)."""
+    private_pem = key.export_to_pem(private_key=True, password=None).decode()
+    public_pem = key.export_to_pem().decode()
+    return RealmKey.objects.create(
+        realm=realm,
+        kid=kid or key.thumbprint(),
+        algorithm=algorithm,
+        priority=priority,
+        status=status,
+        provider_name=provider_name,
+        private_key_encrypted=crypto.encrypt(private_pem),
+        public_key_pem=public_pem,
+        certificate_pem=certificate_pem,
+    )
+
+
+@transaction.atomic
+def rotate_key(realm, algorithm=None):
+    """A new active key with a higher priority; the old active keys of that algorithm go passive
+    (they keep verifying until the tokens they signed expire)."""
+    algorithm = algorithm or realm.default_signature_algorithm
+    current = RealmKey.objects.select_for_update().filter(realm=realm, algorithm=algorithm)
+    top = max((k.priority for k in current), default=0)
+    current.filter(status=RealmKey.ACTIVE).update(status=RealmKey.PASSIVE)
+    new = generate_key(realm, algorithm, priority=top + 10)
+    _invalidate(realm.pk)
+    return new
+
+
+class LoadedKeys:
+    """The usable keys of one realm: the signer per algorithm and every verifying key by kid."""
+
+    def __init__(self, rows):
+        self.signers = {}
+        self.by_kid = {}
+        for row in rows:  # ordered by priority, highest first
+            if row.status == RealmKey.DISABLED:
+                continue
+            key = jwk.JWK.from_pem(row.private_key_pem.encode())
+            key.update(kid=row.kid, alg=row.algorithm, use=row.use)
+            self.by_kid[row.kid] = (row.algorithm, key)
+            if row.status == RealmKey.ACTIVE:
+                self.signers.setdefault(row.algorithm, (row.kid, key))
+
+    def signer(self, algorithm):
+        """(kid, jwk) of the active key for ``algorithm`` with the highest priority."""
+        return self.signers.get(algorithm)
+
+    def jwks(self):
+        """Public JWKS of active and passive keys, each with kid, alg and use."""
+        out = []
+        for kid, (alg, key) in self.by_kid.items():
+            public = key.export_public(as_dict=True)
+            public.update(kid=kid, alg=alg, use="sig")
+            out.append(public)
+        return {"keys": out}
+
+
+@functools.lru_cache(maxsize=256)
+def _load(realm_id):
+    return LoadedKeys(list(RealmKey.objects.filter(realm_id=realm_id).order_by("-priority", "-created")))
+
+
+def realm_keys(realm) -> LoadedKeys:
+    return _load(realm.pk)
+
+
+def _invalidate(realm_id):
+    # lru_cache cannot drop one entry; key changes are rare, so drop all.
+    _load.cache_clear()
+
+
+def _on_key_change(sender, instance, **kwargs):
+    transaction.on_commit(lambda: _invalidate(instance.realm_id))
+    _invalidate(instance.realm_id)
+
+
+post_save.connect(_on_key_change, sender=RealmKey, dispatch_uid="realmkey-save")
+post_delete.connect(_on_key_change, sender=RealmKey, dispatch_uid="realmkey-delete")

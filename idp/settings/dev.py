@@ -6,7 +6,7 @@ from .base import VAR_DIR
 
 DEBUG = os.environ.get("IDP_DEBUG", "1") == "1"
 IDP_DEV_MODE = True
-IDP_BASE_URL = os.environ.get("IDP_BASE_URL", "http://localhost:8080")
+IDP_BASE_URL = os.environ.get("IDP_BASE_URL", "")  # empty: taken from each request
 
 DATABASES = {
     "default": {

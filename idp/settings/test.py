@@ -6,7 +6,7 @@ from idp.config import database_from_url
 from .base import *  # noqa: F401,F403
 
 DEBUG = False
-IDP_BASE_URL = "http://testserver"
+IDP_BASE_URL = ""  # taken from each request (http://testserver in the test client)
 ALLOWED_HOSTS = ["*"]
 
 _url = os.environ.get("IDP_TEST_DB_URL", "")

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs everything the project needs on a fresh Debian machine: system packages, then a
+# virtual environment with the project and its extras. Safe to run again (it skips what is there).
+# Usage: scripts/setup.sh [extra ...]   (extras from pyproject, e.g. test, bench)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(${IDP_APT_PACKAGES:-})
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+extras=$(IFS=,; echo "$*")
+spec="."; [ -n "$extras" ] && spec=".[$extras]"
+# Reinstall only when pyproject.toml or the extras changed.
+stamp=".venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)-${extras:-base}"
+if [ ! -f "$stamp" ]; then
+  echo "setup: installing Python packages ($spec)"
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q -e "$spec"
+  rm -f .venv/.installed-*; touch "$stamp"
+fi

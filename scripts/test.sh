@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Sets everything up and runs the whole test suite against real services it starts itself
+# (PostgreSQL and Redis on loopback, free ports, throw-away data directories), then stops them.
+# Usage: scripts/test.sh [pytest arguments]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export IDP_APT_PACKAGES="postgresql redis-server chromium"
+scripts/setup.sh test
+# shellcheck source=scripts/services.sh
+source scripts/services.sh
+trap services_stop EXIT
+services_start
+set +e
+.venv/bin/python -m pytest "$@"
+status=$?
+set -e
+exit $status

@@ -1,0 +1,8 @@
+import pytest
+
+
+@pytest.mark.django_db
+def test_database_is_postgresql():
+    from django.db import connection
+
+    assert connection.vendor == "postgresql"

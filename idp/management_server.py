@@ -14,7 +14,7 @@ MANAGEMENT_PATHS = ("/health", "/metrics")
 
 
 def database_ready():
-    from django.db import close_old_connections, connection
+    from django.db import connection
 
     try:
         with connection.cursor() as cursor:
@@ -23,7 +23,9 @@ def database_ready():
     except Exception as exc:  # any database failure means not ready
         return False, exc.__class__.__name__
     finally:
-        close_old_connections()
+        # Never keep a connection open in this thread: under gunicorn it lives in the master
+        # process, whose open sockets would otherwise be inherited by forked workers.
+        connection.close()
 
 
 class Handler(BaseHTTPRequestHandler):

@@ -17,6 +17,12 @@ CSRF_TRUSTED_ORIGINS = [IDP_BASE_URL] if IDP_BASE_URL else []
 DATABASES = {"default": database_from_url(os.environ.get("IDP_DB_URL", ""))}
 CACHES = {"default": redis_cache(os.environ.get("IDP_REDIS_URL", ""))}
 
+MIDDLEWARE = [MIDDLEWARE[0], "whitenoise.middleware.WhiteNoiseMiddleware", *MIDDLEWARE[1:]]  # noqa: F405
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_SECURE = IDP_BASE_URL.startswith("https://")
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE

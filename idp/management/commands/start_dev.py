@@ -1,0 +1,54 @@
+"""manage.py start_dev: everything for a developer in one process.
+
+Embedded SQLite, local caches, migrations applied, the bootstrap admin and a demo realm, the
+public server (plain http) and the management server (health, metrics), until stopped."""
+import sys
+
+from django.conf import settings
+from django.contrib.staticfiles.handlers import StaticFilesHandler
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+from django.core.servers.basehttp import WSGIServer, run
+from django.core.wsgi import get_wsgi_application
+
+from idp.management_server import start_management_server
+
+
+class Command(BaseCommand):
+    help = "Start the service in development mode (SQLite, local caches, demo realm)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--http-port", type=int, default=8080)
+        parser.add_argument("--management-port", type=int, default=settings.IDP_MANAGEMENT_PORT)
+        parser.add_argument("--bind", default="127.0.0.1", help="address to listen on (default loopback)")
+
+    def handle(self, *args, http_port, management_port, bind, **options):
+        if not getattr(settings, "IDP_DEV_MODE", False):
+            raise CommandError("start_dev needs the dev settings (DJANGO_SETTINGS_MODULE=idp.settings.dev)")
+        from realms.bootstrap import ensure_bootstrap_admin, ensure_demo_realm
+
+        settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
+        call_command("migrate", interactive=False, verbosity=0)
+        try:
+            admin = ensure_bootstrap_admin()
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        if admin:
+            self.stdout.write(f"Bootstrap admin '{admin.username}' created in realm master.")
+        demo_password = ensure_demo_realm()
+        if demo_password:
+            self.stdout.write(f"Demo realm 'demo' created: user 'alice', password '{demo_password}' (shown once).")
+
+        management = start_management_server(bind, management_port)
+        base = f"http://{'localhost' if bind in ('127.0.0.1', '::1') else bind}:{http_port}"
+        self.stdout.write(f"Admin console:  {base}/admin/")
+        self.stdout.write(f"Demo realm:     {base}/realms/demo/.well-known/openid-configuration")
+        self.stdout.write(f"Health:         http://{bind}:{management_port}/health/ready")
+        sys.stdout.flush()
+        handler = StaticFilesHandler(get_wsgi_application())
+        try:
+            run(bind, http_port, handler, ipv6=":" in bind, threading=True, server_cls=WSGIServer)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            management.shutdown()

@@ -1,0 +1,132 @@
+"""Typed OAuth 2.0 errors and the one place that turns them into protocol responses.
+
+Service code raises, say, ``InvalidGrant("Code not valid")``; the ``oauth_endpoint`` decorator
+(or ``error_response`` for code that renders by itself) produces the RFC 6749 §5.2 JSON body,
+the status code and, for a failed HTTP Basic client authentication, ``WWW-Authenticate``.
+Bearer-token errors at userinfo and resource servers use RFC 6750's header form instead.
+"""
+import functools
+
+from django.http import JsonResponse
+
+
+class OAuthError(Exception):
+    error = "invalid_request"
+    status = 400
+
+    def __init__(self, description="", *, status=None, headers=None, event_error=None):
+        super().__init__(description)
+        self.description = description
+        if status is not None:
+            self.status = status
+        self.headers = dict(headers or {})
+        # The error string recorded on the event (Keycloak's names: invalid_code, user_disabled ...).
+        self.event_error = event_error or self.error
+
+    def body(self):
+        out = {"error": self.error}
+        if self.description:
+            out["error_description"] = self.description
+        return out
+
+
+class InvalidRequest(OAuthError):
+    error = "invalid_request"
+
+
+class InvalidClient(OAuthError):
+    """401; when the client tried HTTP Basic, RFC 6749 §5.2 asks for WWW-Authenticate: Basic."""
+
+    error = "invalid_client"
+    status = 401
+
+    def __init__(self, description="Invalid client or Invalid client credentials", *, basic=False, **kw):
+        super().__init__(description, **kw)
+        if basic:
+            self.headers.setdefault("WWW-Authenticate", 'Basic realm="token", error="invalid_client"')
+
+
+class InvalidGrant(OAuthError):
+    error = "invalid_grant"
+
+
+class UnauthorizedClient(OAuthError):
+    error = "unauthorized_client"
+
+
+class UnsupportedGrantType(OAuthError):
+    error = "unsupported_grant_type"
+
+
+class UnsupportedTokenType(OAuthError):
+    error = "unsupported_token_type"
+
+
+class InvalidScope(OAuthError):
+    error = "invalid_scope"
+
+
+class AccessDenied(OAuthError):
+    error = "access_denied"
+    status = 403
+
+
+class InvalidToken(OAuthError):
+    """RFC 6750 §3.1: the bearer token is expired, revoked, malformed or invalid."""
+
+    error = "invalid_token"
+    status = 401
+
+    def __init__(self, description="Token verification failed", **kw):
+        super().__init__(description, **kw)
+        self.headers.setdefault("WWW-Authenticate", bearer_challenge(self.error, description))
+
+
+class InsufficientScope(OAuthError):
+    """RFC 6750 §3.1: the token lacks the scope (or role) the resource requires."""
+
+    error = "insufficient_scope"
+    status = 403
+
+    def __init__(self, description="Insufficient scope", *, scope="", **kw):
+        super().__init__(description, **kw)
+        self.headers.setdefault("WWW-Authenticate", bearer_challenge(self.error, description, scope))
+
+
+class ServerError(OAuthError):
+    error = "server_error"
+    status = 500
+
+
+def bearer_challenge(error, description="", scope=""):
+    parts = ['Bearer realm="api"']
+    if error:
+        parts.append(f'error="{error}"')
+    if description:
+        parts.append('error_description="{}"'.format(description.replace('"', "'")))
+    if scope:
+        parts.append(f'scope="{scope}"')
+    return ", ".join(parts)
+
+
+NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+
+
+def error_response(exc: OAuthError):
+    response = JsonResponse(exc.body(), status=exc.status)
+    for name, value in {**NO_STORE, **exc.headers}.items():
+        response[name] = value
+    return response
+
+
+def oauth_endpoint(view):
+    """Wrap a view (function or method) so that an OAuthError becomes its JSON response."""
+
+    @functools.wraps(view)
+    def wrapper(*args, **kwargs):
+        try:
+            return view(*args, **kwargs)
+        except OAuthError as exc:
+            return error_response(exc)
+
+    return wrapper

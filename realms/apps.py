@@ -8,3 +8,4 @@ class RealmsConfig(AppConfig):
 
     def ready(self):
         from . import keys  # noqa: F401  (connects key-cache invalidation)
+        from . import sessions  # noqa: F401  (connects session-cache invalidation)

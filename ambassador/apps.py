@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class AmbassadorConfig(AppConfig):
+    name = "ambassador"
+    verbose_name = "Ambassador (outbound proxy)"

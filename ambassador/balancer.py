@@ -1,0 +1,86 @@
+"""Instances of an upstream, load balancing and outlier ejection."""
+from __future__ import annotations
+
+import random
+import time
+
+
+class Instance:
+    __slots__ = ("host", "port", "key", "authority", "authority_b", "active", "failures", "ejected_until", "ejections",
+                 "idle", "h2", "removed")
+
+    def __init__(self, host: str, port: int):
+        self.host = host
+        self.port = port
+        self.key = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        self.authority = self.key
+        self.authority_b = self.key.encode()
+        self.active = 0  # requests in flight, for least_request
+        self.failures = 0  # consecutive failures, for outlier ejection
+        self.ejected_until = 0.0
+        self.ejections = 0
+        self.idle: list = []  # idle HTTP/1.1 connections (LIFO keeps warm ones warm)
+        self.h2 = None  # the shared HTTP/2 connection, when the upstream speaks h2
+        self.removed = False
+
+    def __repr__(self) -> str:
+        return f"Instance({self.key})"
+
+
+class Balancer:
+    """round_robin or least_request (power of two choices) over the instances not ejected.
+
+    An instance with ``consecutive_failures`` failed tries in a row is ejected for
+    ``eject_for * number of ejections`` (capped at 5 minutes), but never more than
+    ``max_ejected_ratio`` of the instances at once; if every candidate is ejected the least recently
+    failed one is still used rather than failing outright.
+    """
+
+    def __init__(self, kind: str, outlier, clock=time.monotonic, on_eject=None):
+        self.least = kind == "least_request"
+        self.outlier = outlier
+        self.clock = clock
+        self.instances: list[Instance] = []
+        self.rr = 0
+        self.on_eject = on_eject
+
+    def set_instances(self, instances: list[Instance]) -> None:
+        self.instances = instances
+
+    def pick(self, tried=()) -> Instance | None:
+        insts = self.instances
+        n = len(insts)
+        if n == 0:
+            return None
+        now = self.clock()
+        if n == 1:
+            return insts[0]
+        cands = [i for i in insts if i.ejected_until <= now and i not in tried]
+        if not cands:
+            cands = [i for i in insts if i.ejected_until <= now] or [i for i in insts if i not in tried] or insts
+        if len(cands) == 1:
+            return cands[0]
+        if self.least:
+            a, b = random.sample(cands, 2)
+            return a if a.active <= b.active else b
+        self.rr += 1
+        return cands[self.rr % len(cands)]
+
+    def success(self, inst: Instance) -> None:
+        inst.failures = 0
+
+    def failure(self, inst: Instance) -> None:
+        inst.failures += 1
+        if inst.failures < self.outlier.consecutive_failures:
+            return
+        now = self.clock()
+        if inst.ejected_until > now:
+            return
+        ejected = sum(1 for i in self.instances if i.ejected_until > now)
+        if ejected + 1 > self.outlier.max_ejected_ratio * len(self.instances):
+            return
+        inst.ejections += 1
+        inst.ejected_until = now + min(300.0, self.outlier.eject_for * inst.ejections)
+        inst.failures = 0
+        if self.on_eject is not None:
+            self.on_eject(inst)

@@ -1,0 +1,83 @@
+"""The live state built from one configuration; replaced as a whole on SIGHUP."""
+from __future__ import annotations
+
+from .retry import RetryBudget
+from .upstream import Upstream
+
+
+class Route:
+    __slots__ = ("cfg", "up", "prefix", "path", "methods", "headers", "codes", "latency", "retries",
+                 "breaker_rejections", "fallbacks", "last_good", "metrics")
+
+    def __init__(self, cfg, up: Upstream, metrics):
+        self.cfg = cfg
+        self.up = up
+        self.prefix = cfg.path_prefix.encode() if cfg.path_prefix else None
+        self.path = cfg.path.encode() if cfg.path else None
+        self.methods = frozenset(m.encode() for m in cfg.methods) if cfg.methods else None
+        self.headers = tuple((k.encode(), v.encode()) for k, v in cfg.headers)
+        self.metrics = metrics
+        # Label lookups cost more than the increment; resolve them once per route.
+        self.codes: dict = {}
+        self.latency = metrics.latency.labels(cfg.name, up.name)
+        self.retries = metrics.retries.labels(cfg.name, up.name)
+        self.breaker_rejections = metrics.breaker_rejections.labels(up.name)
+        self.fallbacks = metrics.fallbacks.labels(cfg.name)
+        self.last_good = {} if cfg.fallback is not None and cfg.fallback.last_good else None
+
+    def matches(self, req) -> bool:
+        if self.methods is not None and req.method not in self.methods:
+            return False
+        if self.path is not None and req.path != self.path:
+            return False
+        if self.prefix is not None and not req.path.startswith(self.prefix):
+            return False
+        for k, v in self.headers:
+            if req.lc.get(k) != v:
+                return False
+        return True
+
+    def observe(self, status: int, elapsed: float) -> None:
+        c = self.codes.get(status)
+        if c is None:
+            c = self.codes[status] = self.metrics.requests.labels(self.cfg.name, self.up.name, str(status))
+        c.inc()
+        self.latency.observe(elapsed)
+
+
+class Runtime:
+    def __init__(self, config, metrics, loop):
+        self.config = config
+        self.upstreams = {name: Upstream(cfg, metrics, loop) for name, cfg in config.upstreams.items()}
+        self.routes = [Route(r, self.upstreams[r.upstream], metrics) for r in config.routes]
+        self.budget = RetryBudget(config.retry_budget)
+        self.in_flight = 0
+        self.retired = False
+        self.closed = False
+
+    async def start(self) -> None:
+        for up in self.upstreams.values():
+            await up.start()
+
+    def match(self, req) -> Route | None:
+        for r in self.routes:
+            if r.matches(req):
+                return r
+        return None
+
+    def retire(self) -> None:
+        """Replaced by a reload: finish what is in flight, then let go of the connections."""
+        self.retired = True
+        for up in self.upstreams.values():
+            up.closed = True  # answered connections are closed rather than pooled
+            for inst in up.balancer.instances:
+                for conn in list(inst.idle):
+                    conn.close()
+        if self.in_flight == 0:
+            self.close()
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            for up in self.upstreams.values():
+                up.close()

@@ -1,0 +1,154 @@
+"""Metrics (Prometheus, own port), JSON access log, OpenTelemetry spans."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class Metrics:
+    def __init__(self):
+        r = self.registry = CollectorRegistry()
+        self.requests = Counter("ambassador_requests", "Calls answered to the client", ["route", "upstream", "code"], registry=r)
+        self.latency = Histogram("ambassador_request_duration_seconds", "Time from request head to end of response",
+                                 ["route", "upstream"], buckets=LATENCY_BUCKETS, registry=r)
+        self.upstream_errors = Counter("ambassador_upstream_errors", "Failed tries by cause",
+                                       ["upstream", "kind"], registry=r)
+        self.timeouts = Counter("ambassador_timeouts", "Timeouts (per_try or overall)", ["upstream", "kind"], registry=r)
+        self.retries = Counter("ambassador_retries", "Retries sent", ["route", "upstream"], registry=r)
+        self.budget_exhausted = Counter("ambassador_retry_budget_exhausted", "Retries refused by the retry budget",
+                                        ["upstream"], registry=r)
+        self.breaker_state = Gauge("ambassador_breaker_state", "Circuit breaker: 0 closed, 1 open, 2 half-open",
+                                   ["upstream"], registry=r)
+        self.breaker_rejections = Counter("ambassador_breaker_rejections", "Calls refused at once by an open breaker",
+                                          ["upstream"], registry=r)
+        self.token_refreshes = Counter("ambassador_token_refreshes", "Access-token fetches", ["upstream", "outcome"],
+                                       registry=r)
+        self.ejections = Counter("ambassador_outlier_ejections", "Instances ejected by outlier detection",
+                                 ["upstream"], registry=r)
+        self.instances = Gauge("ambassador_upstream_instances", "Known instances", ["upstream"], registry=r)
+        self.fallbacks = Counter("ambassador_fallbacks", "Fallback answers served", ["route"], registry=r)
+        self.stream_connections = Counter("ambassador_stream_connections", "TCP/shard listener connections",
+                                          ["listener", "outcome"], registry=r)
+        self.tls_reloads = Counter("ambassador_tls_reloads", "TLS material reloaded", ["upstream"], registry=r)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+async def serve_metrics(metrics: Metrics, host: str, port: int) -> asyncio.AbstractServer:
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            async with asyncio.timeout(5):
+                line = await reader.readline()
+                while (await reader.readline()) not in (b"\r\n", b"\n", b""):
+                    pass
+            path = line.split()[1] if len(line.split()) > 1 else b"/"
+            if path.split(b"?")[0] == b"/metrics":
+                body, status, ctype = metrics.render(), "200 OK", CONTENT_TYPE_LATEST
+            else:
+                body, status, ctype = b"not found\n", "404 Not Found", "text/plain"
+            writer.write(f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
+                         "Connection: close\r\n\r\n".encode() + body)
+            await writer.drain()
+        except (OSError, TimeoutError):
+            pass
+        finally:
+            writer.close()
+
+    return await asyncio.start_server(handle, host, port)
+
+
+class AccessLog:
+    """One JSON line per call. Lines are batched and written every 50 ms (or at 64 KiB) so a busy
+    proxy does not pay a write system call per request."""
+
+    def __init__(self, target: str | None):
+        self.fd = None
+        self.own = False
+        if target == "stdout":
+            self.fd = sys.stdout.fileno()
+        elif target == "stderr":
+            self.fd = sys.stderr.fileno()
+        elif target:
+            self.fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o640)
+            self.own = True
+        self.buf: list[str] = []
+        self.size = 0
+        self.scheduled = False
+        self.dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+    @property
+    def enabled(self) -> bool:
+        return self.fd is not None
+
+    def write(self, entry: dict) -> None:
+        line = self.dumps(entry)
+        self.buf.append(line)
+        self.size += len(line)
+        if self.size > 65536:
+            self.flush()
+        elif not self.scheduled:
+            self.scheduled = True
+            asyncio.get_running_loop().call_later(0.05, self.flush)
+
+    def flush(self) -> None:
+        self.scheduled = False
+        if not self.buf or self.fd is None:
+            return
+        data = ("\n".join(self.buf) + "\n").encode()
+        self.buf.clear()
+        self.size = 0
+        view = memoryview(data)
+        while view:
+            try:
+                n = os.write(self.fd, view)
+            except BlockingIOError:
+                continue
+            view = view[n:]
+
+    def close(self) -> None:
+        self.flush()
+        if self.own and self.fd is not None:
+            os.close(self.fd)
+        self.fd = None
+
+
+class Tracing:
+    """An OpenTelemetry tracer with the configured exporters. Spans are only created when something
+    will receive them (an OTLP endpoint, or a processor added by an embedding program or a test);
+    otherwise the client's ``traceparent`` is forwarded untouched."""
+
+    def __init__(self, service_name: str, otlp_endpoint: str | None, enabled: bool = True):
+        from opentelemetry.propagators.textmap import DefaultGetter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+        self.enabled = enabled
+        self.active = False
+        self.provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
+        self.tracer = self.provider.get_tracer("ambassador")
+        self.propagator = TraceContextTextMapPropagator()
+        self.getter = DefaultGetter()
+        if enabled and otlp_endpoint:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+            from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+            endpoint = otlp_endpoint.rstrip("/")
+            if not endpoint.endswith("/v1/traces"):
+                endpoint += "/v1/traces"
+            self.add_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+
+    def add_processor(self, processor) -> None:
+        self.provider.add_span_processor(processor)
+        self.active = self.enabled
+
+    def shutdown(self) -> None:
+        self.provider.shutdown()

@@ -1,0 +1,392 @@
+"""Upstream runtime: instances, balancer, breaker, TLS, token and HTTP/1.1 keep-alive pools."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+import time
+
+import httptools
+
+from . import discovery
+from .balancer import Balancer, Instance
+from .breaker import Breaker
+from .tls import ReloadingContext
+from .tokens import TokenSource
+
+log = logging.getLogger("ambassador.upstream")
+
+
+class ConnectFailure(Exception):
+    """The connection (TCP or TLS handshake) could not be made: nothing reached the upstream."""
+
+
+class UpstreamReset(Exception):
+    """The connection broke before the whole response was read."""
+
+
+class Exchange:
+    """One request/response on an upstream connection. Protocol callbacks push into it; the proxy
+    awaits ``head`` and then attaches a sink that receives body chunks synchronously."""
+
+    __slots__ = ("conn", "status", "reason", "headers", "keep_alive", "head", "sink", "pending", "done", "error",
+                 "body_sent", "received", "pump")
+
+    def __init__(self, conn, loop):
+        self.conn = conn
+        self.status = 0
+        self.reason = b""
+        self.headers: list = []
+        self.keep_alive = True
+        self.head = loop.create_future()
+        self.sink = None
+        self.pending: list = []
+        self.done = False
+        self.error: BaseException | None = None
+        self.body_sent = False
+        self.received = False  # any response byte seen (a reset before that is a clean "nothing happened")
+        self.pump = None
+
+    def head_done(self) -> None:
+        if not self.head.done():
+            self.head.set_result(self)
+
+    def data(self, chunk: bytes) -> None:
+        if self.sink is not None:
+            self.sink.data(chunk)
+        else:
+            self.pending.append(chunk)
+
+    def complete(self) -> None:
+        self.done = True
+        if self.sink is not None:
+            self.sink.end()
+
+    def fail(self, exc: BaseException) -> None:
+        if self.done or self.error is not None:
+            return
+        self.error = exc
+        if not self.head.done():
+            self.head.set_exception(exc)
+        elif self.sink is not None:
+            self.sink.fail(exc)
+
+    def attach(self, sink) -> None:
+        self.sink = sink
+        if self.pending:
+            for chunk in self.pending:
+                sink.data(chunk)
+            self.pending.clear()
+        if self.done:
+            sink.end()
+        elif self.error is not None:
+            sink.fail(self.error)
+
+    @property
+    def reusable(self) -> bool:
+        return self.done and self.keep_alive and self.body_sent
+
+
+class H1Conn(asyncio.Protocol):
+    """An HTTP/1.1 client connection to one instance, one exchange at a time."""
+
+    def __init__(self, upstream, inst: Instance, generation: int):
+        self.upstream = upstream
+        self.inst = inst
+        self.generation = generation
+        self.loop = upstream.loop
+        self.transport = None
+        self.parser = httptools.HttpResponseParser(self)
+        self.ex: Exchange | None = None
+        self.closed = False
+        self.reused = False
+        self.head_only = False  # the current request is HEAD: the response has no body whatever it says
+        self.skip_interim = False
+        self.write_paused = False
+        self.drain: asyncio.Future | None = None
+        self.idle_since = 0.0
+
+    # asyncio.Protocol
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def connection_lost(self, exc) -> None:
+        self.closed = True
+        try:
+            self.inst.idle.remove(self)
+        except ValueError:
+            pass
+        if self.drain is not None and not self.drain.done():
+            self.drain.set_exception(UpstreamReset("connection lost"))
+        ex = self.ex
+        if ex is not None and not ex.done:
+            ex.fail(UpstreamReset(str(exc) if exc else "connection closed by upstream"))
+
+    def pause_writing(self) -> None:
+        self.write_paused = True
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+        if self.drain is not None and not self.drain.done():
+            self.drain.set_result(None)
+        self.drain = None
+
+    def data_received(self, data: bytes) -> None:
+        ex = self.ex
+        if ex is None:
+            self.transport.abort()  # bytes nobody asked for: the connection cannot be trusted
+            return
+        ex.received = True
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError as e:
+            ex.fail(UpstreamReset(f"malformed response: {e}"))
+            self.close()
+
+    def eof_received(self):
+        return False
+
+    # httptools callbacks
+    def on_status(self, reason: bytes) -> None:
+        self.ex.reason = reason
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self.ex.headers.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        ex = self.ex
+        status = self.parser.get_status_code()
+        if status < 200:
+            # 1xx interim answers are not forwarded (the proxy answers Expect: 100-continue itself).
+            ex.headers = []
+            self.skip_interim = True
+            return
+        ex.status = status
+        ex.keep_alive = self.parser.should_keep_alive()
+        ex.head_done()
+        if self.head_only:
+            # llhttp would wait for a body that a HEAD answer never carries; finish here and use a
+            # fresh parser for the next exchange.
+            self.parser = httptools.HttpResponseParser(self)
+            self.head_only = False
+            ex.complete()
+
+    def on_body(self, body: bytes) -> None:
+        self.ex.data(body)
+
+    def on_message_complete(self) -> None:
+        if self.skip_interim:
+            self.skip_interim = False
+            return
+        ex = self.ex
+        if ex is not None and not ex.done:
+            ex.complete()
+
+    # use
+    def send(self, head: bytes, body, chunked: bool, head_only: bool) -> Exchange:
+        ex = self.ex = Exchange(self, self.loop)
+        self.head_only = head_only
+        if body is None:
+            self.transport.write(head)
+            ex.body_sent = True
+        elif body.complete_in_memory():
+            self.transport.write(head + body.framed(chunked))
+            ex.body_sent = True
+        else:
+            self.transport.write(head)
+            ex.pump = self.loop.create_task(self._pump(ex, body, chunked))
+        return ex
+
+    async def _pump(self, ex: Exchange, body, chunked: bool) -> None:
+        write = self.transport.write
+        try:
+            async for chunk in body.stream():
+                if self.closed:
+                    return
+                if chunked:
+                    write(b"%x\r\n%b\r\n" % (len(chunk), chunk))
+                else:
+                    write(chunk)
+                if self.write_paused:
+                    self.drain = self.loop.create_future()
+                    await self.drain
+            if chunked and not self.closed:
+                write(b"0\r\n\r\n")
+            ex.body_sent = True
+        except (UpstreamReset, ConnectionError):
+            self.close()
+        except ClientGone:
+            self.close()
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            if self.transport is not None:
+                self.transport.abort()
+        ex = self.ex
+        if ex is not None and ex.pump is not None and not ex.pump.done():
+            ex.pump.cancel()
+
+    def pause_reading(self) -> None:
+        if not self.closed:
+            self.transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        if not self.closed:
+            self.transport.resume_reading()
+
+
+class ClientGone(Exception):
+    """The client went away while its request body was being streamed."""
+
+
+class Upstream:
+    def __init__(self, cfg, metrics, loop):
+        self.cfg = cfg
+        self.name = cfg.name
+        self.loop = loop
+        self.metrics = metrics
+        self.h2 = cfg.protocol == "h2"
+        self.balancer = Balancer(cfg.balance, cfg.outlier,
+                                 on_eject=lambda inst: metrics.ejections.labels(cfg.name).inc())
+        gauge = metrics.breaker_state.labels(cfg.name)
+        gauge.set(0)
+        self.breaker = Breaker(cfg.breaker, on_change=gauge.set)
+        self.tls = None
+        if cfg.tls is not None:
+            self.tls = ReloadingContext(cfg.tls, alpn=["h2"] if self.h2 else ["http/1.1"],
+                                        on_reload=self._tls_reloaded)
+        self.token = None
+        if cfg.token is not None:
+            refreshes = metrics.token_refreshes
+            self.token = TokenSource(cfg.token, on_fetch=lambda outcome: refreshes.labels(cfg.name, outcome).inc())
+        self.closed = False
+        self.tasks: list[asyncio.Task] = []
+        self.connect_timeout = cfg.pool.connect_timeout
+        self.max_idle = cfg.pool.max_idle
+        self.idle_timeout = cfg.pool.idle_timeout
+        if cfg.dns is None:
+            self.balancer.set_instances([self._instance(h, p) for h, p in cfg.instances])
+            metrics.instances.labels(cfg.name).set(len(cfg.instances))
+
+    def _instance(self, host: str, port: int) -> Instance:
+        inst = Instance(host, port)
+        if self.cfg.host:
+            inst.authority = self.cfg.host
+        elif self.cfg.dns is not None:
+            d = self.cfg.dns
+            inst.authority = d.name if d.port in (80, 443) else f"{d.name}:{d.port}"
+        elif port in (80, 443):
+            inst.authority = host
+        inst.authority_b = inst.authority.encode()
+        return inst
+
+    def server_name(self, inst: Instance) -> str:
+        if self.cfg.tls is not None and self.cfg.tls.server_name:
+            return self.cfg.tls.server_name
+        return self.cfg.dns.name if self.cfg.dns is not None else inst.host
+
+    async def start(self) -> None:
+        if self.cfg.dns is not None:
+            first = self.loop.create_future()
+            self.tasks.append(self.loop.create_task(discovery.watch(self.cfg.dns, self._apply_dns, first)))
+            try:
+                async with asyncio.timeout(5):
+                    await first
+            except TimeoutError:
+                log.warning("upstream %s: first DNS lookup still pending", self.name)
+        self.tasks.append(self.loop.create_task(self._reap_idle()))
+
+    def _apply_dns(self, addrs: list[str]) -> None:
+        port = self.cfg.dns.port
+        current = {i.host: i for i in self.balancer.instances}
+        new = [current.pop(a, None) or self._instance(a, port) for a in addrs]
+        for gone in current.values():
+            gone.removed = True
+            self._close_instance(gone)
+        self.balancer.set_instances(new)
+        self.metrics.instances.labels(self.name).set(len(new))
+        log.info("upstream %s: instances %s", self.name, ", ".join(i.key for i in new) or "(none)")
+
+    def _close_instance(self, inst: Instance) -> None:
+        for conn in list(inst.idle):
+            conn.close()
+        inst.idle.clear()
+        if inst.h2 is not None:
+            inst.h2.close_when_idle()
+            inst.h2 = None
+
+    def _tls_reloaded(self) -> None:
+        self.metrics.tls_reloads.labels(self.name).inc()
+        for inst in self.balancer.instances:
+            self._close_instance(inst)
+
+    async def _reap_idle(self) -> None:
+        while True:
+            await asyncio.sleep(min(5.0, self.idle_timeout / 2))
+            limit = time.monotonic() - self.idle_timeout
+            for inst in self.balancer.instances:
+                for conn in [c for c in inst.idle if c.idle_since < limit]:
+                    conn.close()
+            if self.tls is not None:
+                self.tls.context()  # notice rotated files even when no new connection is needed
+
+    async def acquire(self, inst: Instance):
+        if self.h2:
+            from .h2conn import acquire_h2
+            return await acquire_h2(self, inst)
+        idle = inst.idle
+        generation = self.tls.generation if self.tls is not None else 0
+        while idle:
+            conn = idle.pop()
+            if not conn.closed and conn.generation == generation and not conn.transport.is_closing():
+                conn.reused = True
+                return conn
+            conn.close()
+        return await self.connect(inst, lambda gen: H1Conn(self, inst, gen))
+
+    async def connect(self, inst: Instance, factory):
+        ctx = server_hostname = None
+        generation = 0
+        if self.tls is not None:
+            ctx = self.tls.context()
+            generation = self.tls.generation
+            server_hostname = self.server_name(inst)
+        try:
+            async with asyncio.timeout(self.connect_timeout):
+                _, conn = await self.loop.create_connection(lambda: factory(generation), inst.host, inst.port,
+                                                            ssl=ctx, server_hostname=server_hostname)
+        except TimeoutError:
+            raise ConnectFailure(f"connect to {inst.key} timed out after {self.connect_timeout:g}s") from None
+        except ssl.SSLError as e:
+            raise ConnectFailure(f"TLS with {inst.key} failed: {e.reason or e}") from None
+        except OSError as e:
+            raise ConnectFailure(f"connect to {inst.key} failed: {e.strerror or e}") from None
+        return conn
+
+    def release(self, conn) -> None:
+        if self.h2:
+            return
+        ex = conn.ex
+        conn.ex = None
+        if self.closed or conn.closed or ex is None or not ex.reusable or conn.inst.removed \
+                or len(conn.inst.idle) >= self.max_idle:
+            conn.close()
+            return
+        conn.idle_since = time.monotonic()
+        conn.inst.idle.append(conn)
+
+    def release_broken(self, conn) -> None:
+        """Give up on the exchange in progress; the connection cannot carry another one."""
+        if self.h2:
+            conn.cancel_stream()
+        else:
+            conn.close()
+            conn.ex = None
+
+    def close(self) -> None:
+        self.closed = True
+        for t in self.tasks:
+            t.cancel()
+        for inst in self.balancer.instances:
+            self._close_instance(inst)

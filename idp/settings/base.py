@@ -24,6 +24,7 @@ INSTALLED_APPS = [
     "idp.apps.IdpConfig",
     "realms",
     "oidc",
+    "webhooks",
 ]
 
 MIDDLEWARE = [
@@ -108,3 +109,10 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("IDP_LOG_LEVEL", "INFO")},
     "loggers": {"django.request": {"level": "ERROR"}},
 }
+
+# Celery (idp/celery.py): Redis broker in production; dev mode runs background work in-process.
+CELERY_BROKER_URL = os.environ.get("IDP_REDIS_URL", "")
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True

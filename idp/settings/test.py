@@ -14,3 +14,6 @@ if not _url:
     raise SystemExit("IDP_TEST_DB_URL is not set: run the suite with scripts/test.sh")
 DATABASES = {"default": database_from_url(_url)}
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# Real Redis for Celery tests (workers started by the tests themselves).
+CELERY_BROKER_URL = os.environ.get("IDP_TEST_REDIS_URL", "")

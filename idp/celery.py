@@ -1,0 +1,24 @@
+"""The Celery app: Redis broker (IDP_REDIS_URL) in production, workers + beat started with
+``celery -A idp worker -B`` (or separate ``celery -A idp beat``). In dev mode nothing uses the
+broker: background work runs in-process (CELERY_TASK_ALWAYS_EAGER, and the webhooks runner)."""
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "idp.settings.dev")
+
+app = Celery("idp")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+
+@app.on_after_configure.connect
+def _periodic_tasks(sender, **kwargs):
+    from django.conf import settings
+
+    from webhooks import conf
+
+    if "webhooks" in settings.INSTALLED_APPS:
+        sender.add_periodic_task(conf.get("IDP_WEBHOOK_SWEEP_INTERVAL"), sender.signature("webhooks.sweep"),
+                                 name="webhooks sweep")
+        sender.add_periodic_task(3600.0, sender.signature("webhooks.purge"), name="webhooks retention")

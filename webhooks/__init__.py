@@ -1,0 +1,1 @@
+"""Standard Webhooks: the sender (outbox, Celery delivery, log, redelivery) and a reusable receiver."""

@@ -1,0 +1,45 @@
+"""Webhook settings with their defaults, read at call time so that tests can override them.
+
+Every value can be set in Django settings under the same name; the mode files (dev, prod) only
+set what differs from these defaults."""
+from django.conf import settings
+
+# Delay before attempt 2, 3, ... (attempt 1 is immediate): 10 attempts over a little over 3 days.
+DEFAULT_RETRY_SCHEDULE = [5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]
+
+
+def get(name):
+    return getattr(settings, name, _DEFAULTS[name]() if callable(_DEFAULTS[name]) else _DEFAULTS[name])
+
+
+def _dev():
+    return getattr(settings, "IDP_DEV_MODE", False)
+
+
+def _redis_url():
+    broker = getattr(settings, "CELERY_BROKER_URL", "") or ""
+    return broker if broker.startswith(("redis://", "rediss://")) else ""
+
+
+_DEFAULTS = {
+    "IDP_WEBHOOK_TIMEOUT": 15.0,  # seconds to wait for the receiver's answer (spec: 15-30 s)
+    "IDP_WEBHOOK_RETRY_SCHEDULE": DEFAULT_RETRY_SCHEDULE,
+    "IDP_WEBHOOK_RETRY_JITTER": 0.2,  # each delay is stretched or shrunk by up to 20 %
+    "IDP_WEBHOOK_MAX_RETRY_AFTER": 86400,  # a Retry-After longer than a day is capped
+    "IDP_WEBHOOK_THROTTLE_SECONDS": 30,  # first slow-down after 429/502/504; doubles up to 1 h
+    "IDP_WEBHOOK_DISABLE_AFTER": 5 * 86400,  # consecutive failure this long disables an endpoint
+    "IDP_WEBHOOK_RESPONSE_BODY_LIMIT": 1024,  # bytes of a response body kept in the log
+    "IDP_WEBHOOK_RETENTION_DAYS": 30,  # delivery log, delivered messages, receiver records
+    "IDP_WEBHOOK_SWEEP_INTERVAL": 5.0,  # seconds between outbox sweeps (retries, lost tasks)
+    "IDP_WEBHOOK_REDISPATCH_AFTER": 60.0,  # a dispatched but unclaimed delivery is sent again
+    "IDP_WEBHOOK_LEASE_MARGIN": 30.0,  # a claimed delivery is taken back after timeout + this
+    "IDP_WEBHOOK_DEFAULT_CONCURRENCY": 10,
+    "IDP_WEBHOOK_ALLOW_HTTP": _dev,  # dev mode: http targets allowed (with a warning)
+    # Networks (CIDR) that may be targeted although not public; dev mode allows loopback.
+    "IDP_WEBHOOK_ALLOWED_NETWORKS": lambda: ["127.0.0.0/8", "::1/128"] if _dev() else [],
+    "IDP_WEBHOOK_CA_BUNDLE": "",  # extra CA file for receivers behind a private CA; "" = system
+    "IDP_WEBHOOK_REDIS_URL": _redis_url,  # concurrency and rate limits; "" = in-process limits
+    "IDP_WEBHOOK_INPROCESS": _dev,  # dev mode: deliveries run in a thread of the web process
+    "IDP_WEBHOOK_RECEIVER_MAX_ATTEMPTS": 5,  # then the received event is dead-lettered
+    "IDP_WEBHOOK_RECEIVER_RETRY_BASE": 10.0,  # seconds; doubles after every handler failure
+}

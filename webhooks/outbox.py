@@ -1,0 +1,49 @@
+"""The transactional outbox: a listener of ``realm_event`` that writes the webhook message and its
+deliveries in the caller's transaction, and hands them to the workers only after the commit.
+
+If the change rolls back, no message exists; if the hand-off after the commit is lost (broker
+down, process killed), the sweeper finds the committed, undispatched deliveries."""
+import json
+
+from django.db import transaction
+from django.dispatch import receiver
+from django.utils import timezone
+
+from realms.events import realm_event
+from realms.models import Event
+
+from . import catalogue, dispatch
+from .models import Delivery, Endpoint, Message
+
+
+@receiver(realm_event, sender=Event, dispatch_uid="webhooks.outbox")
+def on_realm_event(sender, event, **kwargs):
+    event_type = catalogue.webhook_type(event)
+    if event_type is None:
+        return
+    endpoints = [e for e in Endpoint.objects.filter(realm_id=event.realm_id, enabled=True).only("id", "event_types")
+                 if e.subscribes_to(event_type)]
+    if endpoints:
+        publish(event.realm, event_type, catalogue.payload_data(event, event.realm.name),
+                endpoints=endpoints, occurred_at=event.time, source_event_id=event.id)
+
+
+def payload_bytes(event_type, occurred_at, data):
+    body = {"type": event_type, "timestamp": occurred_at.isoformat().replace("+00:00", "Z"), "data": data}
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def publish(realm, event_type, data, *, endpoints, occurred_at=None, source_event_id=""):
+    """Write one message and a delivery per endpoint in the current transaction; returns it."""
+    now = timezone.now()
+    message = Message.objects.create(
+        realm=realm, type=event_type, payload=payload_bytes(event_type, occurred_at or now, data).decode(),
+        created_at=now, source_event_id=source_event_id,
+    )
+    deliveries = Delivery.objects.bulk_create([
+        Delivery(message=message, endpoint=e, next_attempt_at=now, dispatched_at=now, created_at=now)
+        for e in endpoints
+    ])
+    ids = [d.pk for d in deliveries]
+    transaction.on_commit(lambda: dispatch.deliveries(ids))
+    return message

@@ -57,7 +57,8 @@ class Balancer:
             return insts[0]
         cands = [i for i in insts if i.ejected_until <= now and i not in tried]
         if not cands:
-            cands = [i for i in insts if i.ejected_until <= now] or [i for i in insts if i not in tried] or insts
+            # Every healthy instance was tried already: an ejected one not yet tried beats a repeat.
+            cands = [i for i in insts if i not in tried] or [i for i in insts if i.ejected_until <= now] or insts
         if len(cands) == 1:
             return cands[0]
         if self.least:

@@ -448,8 +448,7 @@ class HTTPProxy:
         try:
             while True:
                 if not first and not breaker.allow():
-                    last_cause, last_detail = "circuit_open", f"circuit breaker for upstream {up.name} opened"
-                    break
+                    break  # the breaker opened meanwhile: answer with the failure that we saw
                 first = False
                 inst = up.balancer.pick(tried)
                 if inst is None:

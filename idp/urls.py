@@ -1,7 +1,8 @@
 """Public URL map. Health and metrics are not here: they live on the management port only."""
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("realms/<str:realm>/", include("oidc.urls")),
 ]

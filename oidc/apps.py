@@ -5,3 +5,6 @@ class OidcConfig(AppConfig):
     name = "oidc"
     verbose_name = "OpenID Connect"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from . import realm_cache  # noqa: F401  (connects the cache invalidation signals)

@@ -1,0 +1,321 @@
+"""The token endpoint's work: authenticate the client, run the grant, emit the event.
+
+Grants: ``authorization_code`` (PKCE, spec 1 §3-§4), ``refresh_token`` (rotation; with the
+realm's Revoke Refresh Token, single use with reuse detection that ends the session),
+``client_credentials`` (the client's service account) and ``password`` (only with Direct Access
+Grants). ``scope=offline_access`` yields an offline token backed by an offline session.
+
+Database writes that must survive a failed request (a redeemed code, a session ended on
+refresh-token reuse) are committed before the error is raised; everything a successful grant
+writes commits together with its event.
+"""
+from dataclasses import dataclass, field
+
+from django.contrib.auth.hashers import make_password
+from django.db import transaction
+from django.db.models import Q
+
+from realms import bruteforce, sessions
+from realms.events import emit
+from realms.models import ClientSession, User, UserSession
+
+from . import tokens
+from .client_auth import authenticate
+from .codes import redeem_code
+from .errors import InvalidGrant, InvalidRequest, InvalidScope, OAuthError, UnauthorizedClient, UnsupportedGrantType
+
+EVENTS = {
+    "authorization_code": "CODE_TO_TOKEN",
+    "refresh_token": "REFRESH_TOKEN",
+    "client_credentials": "CLIENT_LOGIN",
+    "password": "LOGIN",
+}
+
+
+@dataclass
+class Exchange:
+    """One token request as it goes: what the error event and the CORS headers need."""
+
+    realm_config: object
+    issuer: str
+    params: object
+    ip_address: str
+    client_config: object = None
+    auth_method: str = ""
+    user_id: str = ""
+    session_id: str = ""
+    details: dict = field(default_factory=dict)
+
+    @property
+    def realm(self):
+        return self.realm_config.realm
+
+
+def token_endpoint_url(issuer):
+    return f"{issuer}/protocol/openid-connect/token"
+
+
+def handle_token_request(request, exchange: Exchange) -> dict:
+    """The JSON body of the token response; raises OAuthError (after emitting the error event)."""
+    params = exchange.params
+    grant_type = params.get("grant_type", "")
+    if not grant_type:
+        raise InvalidRequest("Missing form parameter: grant_type")
+    event_type = EVENTS.get(grant_type)
+    if event_type is None:
+        raise UnsupportedGrantType(f"Unsupported grant_type {grant_type[:64]}")
+    exchange.details["grant_type"] = grant_type
+    try:
+        exchange.client_config, exchange.auth_method = authenticate(
+            request, exchange.realm_config, params,
+            audiences=(exchange.issuer, token_endpoint_url(exchange.issuer)),
+        )
+        exchange.details["client_auth_method"] = exchange.auth_method
+        body = GRANTS[grant_type](exchange)
+    except OAuthError as exc:
+        _emit(exchange, event_type + "_ERROR", error=exc.event_error)
+        raise
+    return body
+
+
+def _emit(exchange, event_type, error=""):
+    emit(exchange.realm, event_type,
+         client_id=exchange.client_config.client_id if exchange.client_config else exchange.params.get("client_id", ""),
+         user_id=exchange.user_id, session_id=exchange.session_id, ip_address=exchange.ip_address,
+         error=error, details=exchange.details)
+
+
+def _context(exchange, user, scopes, openid, user_session=None, client_session=None, nonce="", roles=None):
+    config = exchange.client_config
+    user_roles = roles if roles is not None else exchange.realm_config.user_roles(user)
+    acr = None
+    if user_session is not None:
+        notes = client_session.notes if client_session is not None else {}
+        # A code answered from the SSO cookie is level 0; a sign-in with credentials level 1.
+        acr = notes.get("acr") or ("0" if notes.get("SSO_AUTH") == "true" else "1")
+    return tokens.TokenContext(
+        realm=exchange.realm, client_config=config, user=user, issuer=exchange.issuer, scopes=scopes,
+        openid=openid, user_session=user_session, client_session=client_session, nonce=nonce, acr=acr,
+        roles=tokens.restricted_roles(config, user_roles, scopes),
+    )
+
+
+def _success(exchange, ctx, event_type, body, at_claims):
+    exchange.details.update(token_id=at_claims["jti"], scope=ctx.scope)
+    if ctx.refresh_claims:
+        exchange.details.update(refresh_token_id=ctx.refresh_claims["jti"],
+                                refresh_token_type=ctx.refresh_claims["typ"])
+        if exchange.realm.revoke_refresh_token:
+            # Remember the newest refresh token: only it (and, within refresh_token_max_reuse,
+            # the one just used) may be presented next.
+            notes = dict(ctx.client_session.notes or {})
+            notes["rt_latest"] = ctx.refresh_claims["jti"]
+            ctx.client_session.notes = notes
+            ClientSession.objects.filter(pk=ctx.client_session.pk).update(notes=notes)
+    _emit(exchange, event_type)
+    return body
+
+
+def _offline(exchange, ctx):
+    """Move the context onto a new offline session (scope offline_access), if allowed."""
+    if not tokens.has_offline_access(ctx):
+        raise InvalidScope("Offline tokens not allowed for the user or client", event_error="not_allowed")
+    online = ctx.user_session
+    offline = sessions.create_user_session(exchange.realm, ctx.user, ip_address=online.ip_address,
+                                           auth_methods=online.auth_methods, offline=True)
+    # auth_time stays the sign-in's, not the offline session's creation.
+    UserSession.objects.filter(pk=offline.pk).update(auth_time=online.auth_time)
+    offline.auth_time = online.auth_time
+    client_session = sessions.get_or_create_client_session(
+        offline, ctx.client, redirect_uri=ctx.client_session.redirect_uri if ctx.client_session else "",
+        scope=ctx.scope)
+    ctx.user_session, ctx.client_session = offline, client_session
+    exchange.session_id = offline.pk
+
+
+def _wants_offline(scopes):
+    return any(s.name == tokens.OFFLINE_ACCESS for s in scopes)
+
+
+# authorization_code --------------------------------------------------------------------------
+
+def authorization_code(exchange):
+    params = exchange.params
+    client = exchange.client_config.client
+    if not client.standard_flow_enabled:
+        raise UnauthorizedClient("Client not allowed to exchange code", event_error="not_allowed")
+    # Committed on its own: a failed exchange must still burn the code.
+    row = redeem_code(client=client, code=params.get("code", ""), redirect_uri=params.get("redirect_uri", ""),
+                      code_verifier=params.get("code_verifier", ""))
+    exchange.session_id = row.user_session_id
+    user_session = sessions.get_valid_session(exchange.realm, row.user_session_id)
+    if user_session is None:
+        raise InvalidGrant("Session not active", event_error="user_session_not_found")
+    user = user_session.user
+    exchange.user_id = user.pk
+    client_session = ClientSession.objects.filter(user_session=user_session, client=client).first()
+    if client_session is None:
+        raise InvalidGrant("Session not active", event_error="invalid_code")
+    client_session.user_session, client_session.client = user_session, client
+    scopes, openid = tokens.resolve_scopes(exchange.client_config, row.scope)
+    with transaction.atomic():
+        ctx = _context(exchange, user, scopes, openid, user_session, client_session, nonce=row.nonce)
+        if _wants_offline(scopes):
+            _offline(exchange, ctx)
+        sessions.touch(user_session, client_session)
+        body, at_claims = tokens.token_response(ctx)
+        exchange.details["code_id"] = row.digest[:16]
+        return _success(exchange, ctx, "CODE_TO_TOKEN", body, at_claims)
+
+
+# refresh_token -------------------------------------------------------------------------------
+
+class _ReuseDetected(Exception):
+    pass
+
+
+def refresh_token(exchange):
+    params = exchange.params
+    realm = exchange.realm
+    client = exchange.client_config.client
+    token = params.get("refresh_token", "")
+    if not token:
+        raise InvalidRequest("Missing parameter: refresh_token")
+    try:
+        claims = tokens.decode(realm, token, exchange.issuer)
+    except tokens.TokenError:
+        raise InvalidGrant("Invalid refresh token", event_error="invalid_token") from None
+    typ = claims.get("typ")
+    if typ not in (tokens.TYP_REFRESH, tokens.TYP_OFFLINE):
+        raise InvalidGrant("Invalid refresh token", event_error="invalid_token")
+    if claims.get("azp") != client.client_id:
+        raise InvalidGrant("Invalid refresh token. Token client and authorized client don't match",
+                           event_error="invalid_token")
+    exchange.user_id, exchange.session_id = claims.get("sub", ""), claims.get("sid", "")
+    user_session = sessions.get_valid_session(realm, claims.get("sid"))
+    if (user_session is None or user_session.offline != (typ == tokens.TYP_OFFLINE)
+            or user_session.user_id != claims.get("sub")):
+        raise InvalidGrant("Session not active" if typ == tokens.TYP_REFRESH else "Offline session not active",
+                           event_error="invalid_token")
+    user = user_session.user
+    client_session = ClientSession.objects.filter(user_session=user_session, client=client).first()
+    if client_session is None:
+        raise InvalidGrant("Session doesn't have required client", event_error="invalid_token")
+    client_session.user_session, client_session.client = user_session, client
+    if not sessions.client_session_valid(client_session):
+        raise InvalidGrant("Session not active", event_error="invalid_token")
+    scopes, openid = _refresh_scopes(exchange.client_config, claims.get("scope", ""), params.get("scope"))
+    try:
+        with transaction.atomic():
+            if realm.revoke_refresh_token:
+                client_session = _check_reuse(client_session, claims["jti"], realm.refresh_token_max_reuse)
+            ctx = _context(exchange, user, scopes, openid, user_session, client_session)
+            sessions.touch(user_session, client_session)
+            body, at_claims = tokens.token_response(ctx)
+            return _success(exchange, ctx, "REFRESH_TOKEN", body, at_claims)
+    except _ReuseDetected:
+        # A refresh token used twice means two holders: end the session for both (committed
+        # before the error goes out).
+        sessions.end_session(user_session, reason="refresh_token_reuse")
+        raise InvalidGrant("Maximum allowed refresh token reuse exceeded", event_error="invalid_token") from None
+
+
+def _refresh_scopes(config, granted, requested):
+    """A refresh may narrow the scope (RFC 6749 §6), never widen it."""
+    granted_names = set(granted.split())
+    if requested:
+        asked = requested.split()
+        if not set(asked) <= granted_names:
+            raise InvalidScope("Invalid scopes: " + requested)
+        granted = " ".join(asked)
+    return tokens.resolve_scopes(config, granted)
+
+
+def _check_reuse(client_session, jti, max_reuse):
+    """Keycloak's refresh-token reuse rules on the locked client session row.
+
+    ``rt_latest`` is the newest refresh token handed out; ``rt_current``/``rt_uses`` the token
+    being used and how often. Presenting the newest token makes it current; presenting the
+    current one again counts a reuse (allowed ``max_reuse`` times); anything else is stale."""
+    locked = ClientSession.objects.select_for_update().get(pk=client_session.pk)
+    notes = dict(locked.notes or {})
+    if jti == notes.get("rt_latest") and jti != notes.get("rt_current"):
+        notes["rt_current"], notes["rt_uses"] = jti, 0
+    elif jti != notes.get("rt_current"):
+        raise _ReuseDetected()
+    if notes.get("rt_uses", 0) > max_reuse:
+        raise _ReuseDetected()
+    notes["rt_uses"] = notes.get("rt_uses", 0) + 1
+    client_session.notes = notes
+    ClientSession.objects.filter(pk=client_session.pk).update(notes=notes)
+    return client_session
+
+
+# client_credentials --------------------------------------------------------------------------
+
+def client_credentials(exchange):
+    config = exchange.client_config
+    client = config.client
+    if client.public_client or not client.service_accounts_enabled:
+        raise UnauthorizedClient("Client not enabled to retrieve service account", event_error="invalid_client")
+    account = config.service_account()
+    if account is None:
+        raise UnauthorizedClient("Client not enabled to retrieve service account", event_error="invalid_client")
+    user, roles = account
+    exchange.user_id = user.pk
+    if not user.enabled:
+        raise InvalidRequest(f"User '{user.username}' disabled", event_error="user_disabled")
+    scopes, _ = tokens.resolve_scopes(config, exchange.params.get("scope", ""))
+    # No session: client-credentials tokens are transient (Keycloak's default), no refresh token.
+    ctx = _context(exchange, user, scopes, False, roles=roles)
+    body, at_claims = tokens.token_response(ctx, with_refresh=False)
+    return _success(exchange, ctx, "CLIENT_LOGIN", body, at_claims)
+
+
+# password ------------------------------------------------------------------------------------
+
+def password(exchange):
+    params = exchange.params
+    realm = exchange.realm
+    client = exchange.client_config.client
+    if not client.direct_access_grants_enabled:
+        raise UnauthorizedClient("Client not allowed for direct access grants", event_error="not_allowed")
+    username, secret = params.get("username", ""), params.get("password", "")
+    exchange.details["username"] = username[:255]
+    scopes, openid = tokens.resolve_scopes(exchange.client_config, params.get("scope", ""))
+    lookup = Q(username=username.lower()) | Q(username=username)
+    if realm.login_with_email_allowed and "@" in username:
+        lookup |= Q(email__iexact=username)
+    user = User.objects.filter(lookup, realm=realm, service_account_client__isnull=True).first() if username else None
+    if user is None:
+        make_password(secret or "x")  # same cost as a real check: unknown names are not revealed
+        raise InvalidGrant("Invalid user credentials", event_error="user_not_found")
+    exchange.user_id = user.pk
+    if bruteforce.is_locked(realm, user):
+        raise InvalidGrant("Invalid user credentials", event_error="user_temporarily_disabled")
+    if not user.check_password(secret):
+        bruteforce.record_failure(realm, user, exchange.ip_address)
+        raise InvalidGrant("Invalid user credentials", event_error="invalid_user_credentials")
+    if not user.enabled:
+        raise InvalidGrant("Account disabled", event_error="user_disabled")
+    if user.required_actions:
+        raise InvalidGrant("Account is not fully set up", event_error="resolve_required_actions")
+    bruteforce.record_success(realm, user)
+    with transaction.atomic():
+        user_session = sessions.create_user_session(realm, user, ip_address=exchange.ip_address,
+                                                    auth_methods=("pwd",))
+        client_session = sessions.get_or_create_client_session(user_session, client, scope=params.get("scope", ""))
+        exchange.session_id = user_session.pk
+        ctx = _context(exchange, user, scopes, openid, user_session, client_session)
+        if _wants_offline(scopes):
+            _offline(exchange, ctx)
+        body, at_claims = tokens.token_response(ctx)
+        return _success(exchange, ctx, "LOGIN", body, at_claims)
+
+
+GRANTS = {
+    "authorization_code": authorization_code,
+    "refresh_token": refresh_token,
+    "client_credentials": client_credentials,
+    "password": password,
+}

@@ -1,0 +1,196 @@
+"""The endpoints beside the token endpoint: discovery, userinfo, introspection, revocation.
+
+Each takes parsed input and returns the JSON body, or raises an OAuthError; the views only parse
+and render.
+"""
+import hashlib
+import time
+
+from django.core.cache import cache
+
+from realms import sessions
+from realms.events import emit
+from realms.models import ClientScope, ClientSession, User
+
+from . import jose, tokens
+from .client_auth import authenticate
+from .errors import InvalidRequest, InvalidToken, OAuthError, UnauthorizedClient
+
+AUTH_METHODS = ["client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt"]
+SIGNING_ALGS = ["RS256", "ES256", "EdDSA"]
+
+
+def endpoint(issuer, suffix):
+    return f"{issuer}/protocol/openid-connect/{suffix}"
+
+
+def discovery_document(realm, issuer):
+    scopes = list(ClientScope.objects.filter(realm=realm, protocol="openid-connect")
+                  .order_by("name").values_list("name", flat=True))
+    auth_algs = sorted(jose.ASYMMETRIC | jose.SYMMETRIC)
+    return {
+        "issuer": issuer,
+        "authorization_endpoint": endpoint(issuer, "auth"),
+        "token_endpoint": endpoint(issuer, "token"),
+        "introspection_endpoint": endpoint(issuer, "token/introspect"),
+        "userinfo_endpoint": endpoint(issuer, "userinfo"),
+        "end_session_endpoint": endpoint(issuer, "logout"),
+        "revocation_endpoint": endpoint(issuer, "revoke"),
+        "jwks_uri": endpoint(issuer, "certs"),
+        "frontchannel_logout_supported": True,
+        "frontchannel_logout_session_supported": True,
+        "backchannel_logout_supported": True,
+        "backchannel_logout_session_supported": True,
+        "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials", "password"],
+        "response_types_supported": ["code"],
+        "response_modes_supported": ["query"],
+        "subject_types_supported": ["public"],
+        "id_token_signing_alg_values_supported": SIGNING_ALGS,
+        "token_endpoint_auth_methods_supported": AUTH_METHODS,
+        "token_endpoint_auth_signing_alg_values_supported": auth_algs,
+        "introspection_endpoint_auth_methods_supported": AUTH_METHODS,
+        "introspection_endpoint_auth_signing_alg_values_supported": auth_algs,
+        "revocation_endpoint_auth_methods_supported": AUTH_METHODS,
+        "revocation_endpoint_auth_signing_alg_values_supported": auth_algs,
+        "code_challenge_methods_supported": ["plain", "S256"],
+        "scopes_supported": ["openid", *[s for s in scopes if s != "openid"]],
+        "claims_supported": ["aud", "sub", "iss", "auth_time", "name", "given_name", "family_name",
+                             "preferred_username", "email", "email_verified", "acr", "azp", "nonce", "sid"],
+        "claims_parameter_supported": False,
+        "request_parameter_supported": False,
+        "request_uri_parameter_supported": False,
+        "tls_client_certificate_bound_access_tokens": False,
+    }
+
+
+# Revoked access tokens: their jti is remembered until they would have expired anyway.
+
+def _revoked_key(jti):
+    return "oidc:revoked-at:" + hashlib.sha256(str(jti).encode()).hexdigest()
+
+
+def is_revoked(claims):
+    return bool(claims.get("jti")) and cache.get(_revoked_key(claims["jti"])) is not None
+
+
+def _live_subject(realm_config, claims):
+    """(user, user session or None, client config) when the token is still backed by an enabled
+    user, a live session (if it has one) and an enabled client; else None."""
+    config = realm_config.client(claims.get("azp", ""))
+    if config is None or not config.client.enabled:
+        return None
+    sid = claims.get("sid")
+    if sid:
+        user_session = sessions.get_valid_session(realm_config.realm, sid)
+        if user_session is None or user_session.user_id != claims.get("sub"):
+            return None
+        if not ClientSession.objects.filter(user_session_id=sid, client=config.client).exists():
+            return None
+        user = user_session.user
+    else:
+        user_session = None
+        user = User.objects.filter(pk=claims.get("sub"), realm=realm_config.realm).first()
+    if user is None or not user.enabled:
+        return None
+    return user, user_session, config
+
+
+def _bearer(request, params):
+    header = request.META.get("HTTP_AUTHORIZATION", "")
+    if header[:7].lower() == "bearer ":
+        return header[7:].strip()
+    return params.get("access_token", "") if request.method == "POST" else ""
+
+
+def userinfo(request, realm_config, issuer, params):
+    """(claims, client config) for the bearer access token; InvalidToken (401) otherwise."""
+    token = _bearer(request, params)
+    if not token:
+        raise InvalidToken("Missing bearer token", event_error="user_not_found")
+    realm = realm_config.realm
+    try:
+        claims = tokens.decode(realm, token, issuer)
+    except tokens.TokenError:
+        raise InvalidToken("Token verification failed") from None
+    if claims.get("typ") != tokens.TYP_BEARER or is_revoked(claims):
+        raise InvalidToken("Token verification failed")
+    live = _live_subject(realm_config, claims)
+    if live is None:
+        emit(realm, "USERINFO_REQUEST_ERROR", client_id=claims.get("azp", ""), user_id=claims.get("sub", ""),
+             session_id=claims.get("sid", ""), error="user_session_not_found")
+        raise InvalidToken("Session not active or user disabled")
+    user, user_session, config = live
+    scopes, openid = tokens.resolve_scopes(config, claims.get("scope", ""))
+    ctx = tokens.TokenContext(
+        realm=realm, client_config=config, user=user, issuer=issuer, scopes=scopes, openid=openid,
+        user_session=user_session, roles=tokens.restricted_roles(config, realm_config.user_roles(user), scopes),
+    )
+    emit(realm, "USERINFO_REQUEST", client_id=config.client_id, user_id=user.pk, session_id=claims.get("sid", ""))
+    return tokens.userinfo_claims(ctx), config
+
+
+def introspect(request, realm_config, issuer, params, ip_address=""):
+    """(RFC 7662 body, authenticated client config). Only authenticated clients may ask."""
+    realm = realm_config.realm
+    try:
+        config, _ = authenticate(request, realm_config, params,
+                                 audiences=(issuer, endpoint(issuer, "token"), endpoint(issuer, "token/introspect")),
+                                 allow_bearer_only=True)
+    except OAuthError as exc:
+        emit(realm, "INTROSPECT_TOKEN_ERROR", client_id=params.get("client_id", ""), ip_address=ip_address,
+             error=exc.event_error)
+        raise
+    token = params.get("token", "")
+    if not token:
+        raise InvalidRequest("Token not provided")
+    inactive = {"active": False}
+    try:
+        claims = tokens.decode(realm, token, issuer)
+    except tokens.TokenError:
+        return inactive, config
+    if claims.get("typ") not in (tokens.TYP_BEARER, tokens.TYP_REFRESH, tokens.TYP_OFFLINE, tokens.TYP_ID):
+        return inactive, config
+    if is_revoked(claims) or _live_subject(realm_config, claims) is None:
+        return inactive, config
+    body = dict(claims)
+    body["active"] = True
+    body["client_id"] = claims.get("azp")
+    body["token_type"] = claims.get("typ")
+    if "preferred_username" in claims:
+        body["username"] = claims["preferred_username"]
+    emit(realm, "INTROSPECT_TOKEN", client_id=config.client_id, user_id=claims.get("sub", ""),
+         session_id=claims.get("sid", ""), ip_address=ip_address)
+    return body, config
+
+
+def revoke(request, realm_config, issuer, params, ip_address=""):
+    """RFC 7009. Returns the authenticated client config; unknown or invalid tokens are not an
+    error (200), a token of another client is."""
+    realm = realm_config.realm
+    config, _ = authenticate(request, realm_config, params,
+                             audiences=(issuer, endpoint(issuer, "token"), endpoint(issuer, "revoke")))
+    token = params.get("token", "")
+    if not token:
+        raise InvalidRequest("Token not provided")
+    try:
+        claims = tokens.decode(realm, token, issuer)
+    except tokens.TokenError:
+        return config
+    if claims.get("azp") != config.client_id:
+        emit(realm, "REVOKE_GRANT_ERROR", client_id=config.client_id, ip_address=ip_address, error="invalid_client")
+        raise UnauthorizedClient("Unmatching clients", status=400)
+    typ = claims.get("typ")
+    if typ in (tokens.TYP_REFRESH, tokens.TYP_OFFLINE):
+        # Revoking a refresh (or offline) token ends this client's share of the session: every
+        # token issued from it stops refreshing and stops introspecting as active.
+        sid = claims.get("sid")
+        ClientSession.objects.filter(user_session_id=sid, client=config.client).delete()
+        user_session = sessions.get_valid_session(realm, sid)
+        if (user_session is not None and user_session.offline
+                and not ClientSession.objects.filter(user_session_id=sid).exists()):
+            sessions.end_session(user_session, reason="revoked")
+    elif typ == tokens.TYP_BEARER and claims.get("jti"):
+        cache.set(_revoked_key(claims["jti"]), 1, timeout=max(int(claims.get("exp", 0)) - int(time.time()), 1))
+    emit(realm, "REVOKE_GRANT", client_id=config.client_id, user_id=claims.get("sub", ""),
+         session_id=claims.get("sid", ""), ip_address=ip_address)
+    return config

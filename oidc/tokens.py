@@ -1,0 +1,260 @@
+"""Minting and reading the realm's tokens: access token, ID token, refresh/offline token.
+
+Access and ID tokens are JWTs signed with the realm's active key for the algorithm in effect
+(the realm's Default Signature Algorithm unless the client overrides it), so resource servers
+validate them locally against the JWKS. Refresh tokens are only ever read by this server, so, as
+in Keycloak, they are signed with a per-realm HMAC key (HS512): cheap to sign and verify and
+useless to anyone else. They carry the session id (``sid``); their ``jti`` is tracked only when
+the realm revokes refresh tokens.
+"""
+import functools
+import hashlib
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+from realms import sessions
+from realms.keys import realm_keys
+
+from . import jose
+from .errors import InvalidScope, ServerError
+from .mappers import ACCESS, ID, INTROSPECTION, USERINFO, apply_mappers
+
+REFRESH_ALG = "HS512"
+TYP_BEARER, TYP_ID, TYP_REFRESH, TYP_OFFLINE = "Bearer", "ID", "Refresh", "Offline"
+OFFLINE_ACCESS = "offline_access"
+
+
+def issuer_for(request, realm_name):
+    base = settings.IDP_BASE_URL.rstrip("/") if settings.IDP_BASE_URL else f"{request.scheme}://{request.get_host()}"
+    return f"{base}/realms/{realm_name}"
+
+
+# Refresh-token keys -----------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=1024)
+def _derive(secret_key, realm_id):
+    key = HKDF(algorithm=hashes.SHA512(), length=64, salt=None,
+               info=f"idp refresh tokens {realm_id}".encode()).derive(secret_key.encode())
+    return hashlib.sha256(key).hexdigest()[:16], key
+
+
+def refresh_signing_key(realm):
+    """(kid, key) derived from SECRET_KEY for this realm; changing SECRET_KEY (with the old one in
+    SECRET_KEY_FALLBACKS) rotates it without breaking refresh tokens already out."""
+    return _derive(settings.SECRET_KEY, realm.pk)
+
+
+def refresh_verifying_keys(realm):
+    return dict(_derive(k, realm.pk) for k in (settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", ())))
+
+
+# Scopes ---------------------------------------------------------------------------------------
+
+def resolve_scopes(client_config, requested):
+    """(client scopes in effect, openid requested, names requested): default scopes always,
+    optional ones when asked for; a name the client does not have is invalid_scope."""
+    names = [n for n in (requested or "").split() if n]
+    scopes = list(client_config.default_scopes)
+    default_names = {s.name for s in scopes}
+    for name in dict.fromkeys(names):
+        if name == "openid" or name in default_names:
+            continue
+        optional = client_config.optional_scopes.get(name)
+        if optional is None:
+            raise InvalidScope("Invalid scopes: " + " ".join(names))
+        scopes.append(optional)
+    return scopes, "openid" in names
+
+
+def scope_claim(scopes, openid):
+    names = sorted(s.name for s in scopes if s.include_in_token_scope)
+    return " ".join((["openid"] if openid else []) + names)
+
+
+# Token building -------------------------------------------------------------------------------
+
+@dataclass
+class TokenContext:
+    """Everything the claims of one token response depend on."""
+
+    realm: object
+    client_config: object
+    user: object
+    issuer: str
+    scopes: list
+    openid: bool = False
+    user_session: object = None
+    client_session: object = None
+    nonce: str = ""
+    acr: str | None = None
+    roles: frozenset = field(default_factory=frozenset)
+    refresh_claims: dict | None = None  # set when a refresh token was minted
+
+    @property
+    def client(self):
+        return self.client_config.client
+
+    @property
+    def sid(self):
+        return self.user_session.pk if self.user_session is not None else None
+
+    @property
+    def scope(self):
+        return scope_claim(self.scopes, self.openid)
+
+
+def restricted_roles(client_config, user_roles, scopes):
+    """The user's roles the client may see given its scope (Keycloak: full scope or scope roles)."""
+    allowed = client_config.allowed_role_ids(scopes)
+    if allowed is None:
+        return frozenset(user_roles)
+    return frozenset(r for r in user_roles if r.id in allowed)
+
+
+def has_offline_access(ctx):
+    return any(r.client_id is None and r.name == OFFLINE_ACCESS for r in ctx.roles)
+
+
+def _int_attr(client, key):
+    try:
+        return int(client.attributes.get(key) or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _signer(realm, alg):
+    signer = realm_keys(realm).signer(alg)
+    if signer is None:
+        raise ServerError(f"No active {alg} key in realm")
+    return signer
+
+
+def _sign(realm, alg, claims, typ="JWT"):
+    kid, key = _signer(realm, alg)
+    return jose.sign(claims, alg=alg, key=key, kid=kid, typ=typ)
+
+
+def access_token_claims(ctx, now):
+    lifespan = _int_attr(ctx.client, "access.token.lifespan") or ctx.realm.access_token_lifespan
+    exp = now + lifespan
+    if ctx.client_session is not None and not ctx.user_session.offline:
+        # An access token never outlives the session it was issued from.
+        exp = min(exp, int(sessions.client_session_expiry(ctx.client_session).timestamp()))
+    claims = {"exp": exp, "iat": now, "jti": str(uuid.uuid4()), "iss": ctx.issuer}
+    claims["typ"] = TYP_BEARER
+    claims["azp"] = ctx.client.client_id
+    if ctx.sid:
+        claims["sid"] = ctx.sid
+    apply_mappers(ctx.client_config.mappers_for(ctx.scopes), claims, ctx, ACCESS)
+    claims["scope"] = ctx.scope
+    return claims
+
+
+def id_token_claims(ctx, now, access_token, alg):
+    claims = {"exp": now + (_int_attr(ctx.client, "access.token.lifespan") or ctx.realm.access_token_lifespan),
+              "iat": now, "jti": str(uuid.uuid4()), "iss": ctx.issuer, "aud": ctx.client.client_id,
+              "sub": ctx.user.pk, "typ": TYP_ID, "azp": ctx.client.client_id}
+    if ctx.user_session is not None:
+        claims["auth_time"] = int(ctx.user_session.auth_time.timestamp())
+        claims["sid"] = ctx.sid
+    if ctx.nonce:
+        claims["nonce"] = ctx.nonce
+    if access_token:
+        claims["at_hash"] = jose.half_hash(access_token, alg)
+    apply_mappers(ctx.client_config.mappers_for(ctx.scopes), claims, ctx, ID)
+    claims["aud"] = claims["aud"] if claims.get("aud") else ctx.client.client_id
+    claims["sub"] = ctx.user.pk
+    return claims
+
+
+def userinfo_claims(ctx):
+    claims = {"sub": ctx.user.pk}
+    apply_mappers(ctx.client_config.mappers_for(ctx.scopes), claims, ctx, USERINFO)
+    claims["sub"] = ctx.user.pk
+    return claims
+
+
+def introspection_claims(ctx, token_claims):
+    """Claims for an introspection answer: the token's own, with introspection mappers re-run."""
+    claims = dict(token_claims)
+    apply_mappers(ctx.client_config.mappers_for(ctx.scopes), claims, ctx, INTROSPECTION)
+    return claims
+
+
+def refresh_token(ctx, now):
+    """(token, claims) of a new refresh or offline token for the context's client session."""
+    offline = ctx.user_session.offline
+    exp = int(sessions.client_session_expiry(ctx.client_session).timestamp())
+    claims = {"exp": exp, "iat": now, "jti": str(uuid.uuid4()), "iss": ctx.issuer, "aud": ctx.issuer,
+              "sub": ctx.user.pk, "typ": TYP_OFFLINE if offline else TYP_REFRESH,
+              "azp": ctx.client.client_id, "sid": ctx.sid, "scope": ctx.scope}
+    kid, key = refresh_signing_key(ctx.realm)
+    return jose.sign(claims, alg=REFRESH_ALG, key=key, kid=kid), claims
+
+
+def token_response(ctx, *, with_refresh=True):
+    """The JSON body of a successful token response, and the access token's claims."""
+    now = int(time.time())
+    client = ctx.client
+    realm = ctx.realm
+    at_alg = client.attributes.get("access.token.signed.response.alg") or realm.default_signature_algorithm
+    at_claims = access_token_claims(ctx, now)
+    typ = "at+jwt" if client.attributes.get("access.token.header.type.rfc9068") == "true" else "JWT"
+    access_token = _sign(realm, at_alg, at_claims, typ)
+    body = {"access_token": access_token, "expires_in": at_claims["exp"] - now}
+    if with_refresh and ctx.client_session is not None:
+        token, rt_claims = refresh_token(ctx, now)
+        body["refresh_expires_in"] = 0 if rt_claims["typ"] == TYP_OFFLINE and not realm.offline_session_max_lifespan_enabled \
+            else rt_claims["exp"] - now
+        body["refresh_token"] = token
+        ctx.refresh_claims = rt_claims
+    else:
+        body["refresh_expires_in"] = 0
+    body["token_type"] = "Bearer"
+    if ctx.openid:
+        id_alg = client.attributes.get("id.token.signed.response.alg") or realm.default_signature_algorithm
+        body["id_token"] = _sign(realm, id_alg, id_token_claims(ctx, now, access_token, id_alg))
+    body["not-before-policy"] = max(realm.not_before, client.not_before)
+    if ctx.sid:
+        body["session_state"] = ctx.sid
+    body["scope"] = ctx.scope
+    return body, at_claims
+
+
+# Reading tokens -------------------------------------------------------------------------------
+
+class TokenError(Exception):
+    """The token is not one of this realm's valid tokens."""
+
+
+def decode(realm, token, issuer, *, now=None, leeway=0):
+    """Verified claims of a token this realm issued (any typ), or TokenError."""
+    try:
+        header, claims, signing_input, signature = jose.parse(token)
+        alg, kid = header.get("alg"), header.get("kid")
+        if alg == REFRESH_ALG:
+            key = refresh_verifying_keys(realm).get(kid)
+            if key is None:
+                raise TokenError("unknown key")
+        else:
+            entry = realm_keys(realm).by_kid.get(kid)
+            if entry is None or entry[0] != alg:
+                raise TokenError("unknown key")
+            key = entry[1]
+        jose.verify_signature(alg, key, signing_input, signature)
+    except jose.JoseError as exc:
+        raise TokenError(str(exc)) from exc
+    if claims.get("iss") != issuer:
+        raise TokenError("wrong issuer")
+    exp = claims.get("exp")
+    now = int(time.time()) if now is None else now
+    if exp is not None and (not isinstance(exp, int) or exp + leeway <= now):
+        raise TokenError("expired")
+    if claims.get("iat", 0) < max(realm.not_before, 0):
+        raise TokenError("issued before the realm's not-before")
+    return claims

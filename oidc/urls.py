@@ -1,0 +1,15 @@
+"""OpenID Connect URLs, included from idp/urls.py at ``realms/<realm>/``."""
+from django.urls import path
+
+from .views import discovery, token, userinfo
+
+OIDC = "protocol/openid-connect/"
+
+urlpatterns = [
+    path(".well-known/openid-configuration", discovery.openid_configuration, name="oidc-discovery"),
+    path(OIDC + "certs", discovery.certs, name="oidc-certs"),
+    path(OIDC + "token", token.token, name="oidc-token"),
+    path(OIDC + "token/introspect", token.introspect, name="oidc-introspect"),
+    path(OIDC + "revoke", token.revoke, name="oidc-revoke"),
+    path(OIDC + "userinfo", userinfo.userinfo, name="oidc-userinfo"),
+]

@@ -1,0 +1,22 @@
+"""What every protocol view starts with: the realm's cached configuration and its issuer."""
+from django.http import JsonResponse
+
+from ..errors import NO_STORE
+from ..realm_cache import get_realm
+from ..tokens import issuer_for
+
+
+def realm_context(request, realm_name):
+    """(RealmConfig, issuer); Http404 for an unknown or disabled realm."""
+    return get_realm(realm_name), issuer_for(request, realm_name)
+
+
+def client_ip(request):
+    return request.META.get("REMOTE_ADDR", "")
+
+
+def json_no_store(body, status=200):
+    response = JsonResponse(body, status=status)
+    for name, value in NO_STORE.items():
+        response[name] = value
+    return response

@@ -1,0 +1,61 @@
+"""Token, introspection and revocation endpoints (POST, form-encoded, client-authenticated)."""
+from django.http import HttpResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_http_methods
+
+from .. import cors, services
+from ..errors import OAuthError, error_response
+from ..grants import Exchange, handle_token_request
+from .common import client_ip, json_no_store, realm_context
+
+METHODS = ["POST", "OPTIONS"]
+
+
+def _respond(request, produce):
+    """Run ``produce() -> (body, client config)``; render its body or its OAuthError, with the
+    CORS headers of the client when it is known."""
+    holder = {}
+    try:
+        body, holder["config"] = produce(holder)
+        response = json_no_store(body) if body is not None else HttpResponse(status=200)
+    except OAuthError as exc:
+        response = error_response(exc)
+    config = holder.get("config")
+    return cors.add(request, response, config.web_origins if config else None)
+
+
+@csrf_exempt
+@require_http_methods(METHODS)
+def token(request, realm):
+    if request.method == "OPTIONS":
+        return cors.preflight(request, HttpResponse(), METHODS)
+    realm_config, issuer = realm_context(request, realm)
+    exchange = Exchange(realm_config=realm_config, issuer=issuer, params=request.POST, ip_address=client_ip(request))
+
+    def produce(holder):
+        try:
+            return handle_token_request(request, exchange), exchange.client_config
+        finally:
+            holder["config"] = exchange.client_config
+
+    return _respond(request, produce)
+
+
+@csrf_exempt
+@require_http_methods(METHODS)
+def introspect(request, realm):
+    if request.method == "OPTIONS":
+        return cors.preflight(request, HttpResponse(), METHODS)
+    realm_config, issuer = realm_context(request, realm)
+    return _respond(request, lambda holder: services.introspect(
+        request, realm_config, issuer, request.POST, client_ip(request)))
+
+
+@csrf_exempt
+@require_http_methods(METHODS)
+def revoke(request, realm):
+    if request.method == "OPTIONS":
+        return cors.preflight(request, HttpResponse(), METHODS)
+    realm_config, issuer = realm_context(request, realm)
+    return _respond(request, lambda holder: (None, services.revoke(
+        request, realm_config, issuer, request.POST, client_ip(request))))

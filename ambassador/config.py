@@ -504,7 +504,7 @@ def _upstream(c: _Checker, name: str, node: Any) -> UpstreamConfig | None:
         url = c.string(tn, tk, "token_url")
         if url is not None and not url.startswith(("http://", "https://")):
             c.err(f"{tk}.token_url", f"must be an http(s) URL, got {url!r}")
-        if ("client_secret" in tn) == ("client_secret_file" in tn):
+        if (tn.get("client_secret") is not None) == (tn.get("client_secret_file") is not None):
             c.err(tk, "set exactly one of client_secret or client_secret_file")
         auth = tn.get("auth", "basic")
         if auth not in ("basic", "post"):

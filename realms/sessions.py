@@ -174,6 +174,15 @@ def touch(user_session, client_session=None):
         ClientSession.objects.filter(pk=client_session.pk).update(last_refresh=now)
 
 
+def reauthenticated(user_session, auth_methods):
+    """The user signed in again within this session (prompt=login, max_age): new auth_time."""
+    now = timezone.now()
+    user_session.auth_time = now
+    user_session.auth_methods = list(auth_methods)
+    UserSession.objects.filter(pk=user_session.pk).update(auth_time=now, auth_methods=user_session.auth_methods)
+    _cache_put(user_session)
+
+
 def get_or_create_client_session(user_session, client, *, redirect_uri="", scope="") -> ClientSession:
     """This client's session within the SSO session; a repeated sign-in of the same client
     refreshes it (new redirect URI and scope, idle timer reset)."""

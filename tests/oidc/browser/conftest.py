@@ -1,10 +1,13 @@
-"""Fixtures of the browser-side OIDC tests: one realm with a key, a confidential and a public
-client, and a user. Passwords are Argon2id (slow on purpose): only the tests that sign in set one."""
+"""Fixtures of the browser-side OIDC tests: a realm made by create_realm (Keycloak's built-ins
+and a key), a confidential and a public client with the realm's default client scopes, and a
+user. Passwords are Argon2id (slow on purpose): only the tests that sign in set one."""
 import pytest
 from django.core.cache import cache
 
-from realms import keys
-from realms.models import Client, Realm, User
+from realms.models import Client
+from realms.services import add_default_client_scopes, create_realm, create_user
+
+PASSWORD = "correct horse battery staple"
 
 
 @pytest.fixture(autouse=True)
@@ -16,29 +19,35 @@ def _fresh_cache():
 
 @pytest.fixture
 def realm(db):
-    realm = Realm.objects.create(name="acme")
-    keys.generate_key(realm)
-    return realm
+    return create_realm("acme")
 
 
-@pytest.fixture
-def client_app(realm):
-    client = Client(realm=realm, client_id="web-app", redirect_uris=["https://app.example/cb"],
-                    attributes={"post.logout.redirect.uris": "+"})
-    client.set_secret("s3cret-of-web-app")
+def make_client(realm, client_id, **fields):
+    client = Client(realm=realm, client_id=client_id, **fields)
+    if client.confidential:
+        client.set_secret(f"secret-of-{client_id}")
     client.save()
+    add_default_client_scopes(client)
     return client
 
 
 @pytest.fixture
+def client_app(realm):
+    return make_client(realm, "web-app", redirect_uris=["https://app.example/cb"],
+                       attributes={"post.logout.redirect.uris": "+"})
+
+
+@pytest.fixture
 def public_app(realm):
-    return Client.objects.create(
-        realm=realm, client_id="spa", public_client=True,
-        redirect_uris=["https://spa.example/cb", "http://127.0.0.1/native"],
-    )
+    return make_client(realm, "spa", public_client=True,
+                       redirect_uris=["https://spa.example/cb", "http://127.0.0.1/native"])
 
 
 @pytest.fixture
 def user(realm):
-    return User.objects.create(realm=realm, username="alice", email="alice@example.com",
-                               first_name="Alice", last_name="Liddell")
+    return create_user(realm, "alice", email="alice@example.com", first_name="Alice", last_name="Liddell")
+
+
+@pytest.fixture
+def user_with_password(realm):
+    return create_user(realm, "bob", password=PASSWORD, email="bob@example.com")

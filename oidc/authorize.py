@@ -1,0 +1,273 @@
+"""The authorization endpoint's protocol work (spec 1 §4, RFC 6749 §4.1, RFC 7636, OIDC Core §3.1).
+
+Order matters: ``client_id`` and ``redirect_uri`` are checked first. Until the redirect URI is
+known to be registered for the client, an error is shown on a page and never redirected
+(RFC 6749 §4.1.2.1: otherwise the endpoint would be an open redirector). Every later error goes
+back to the client as ``error``/``error_description``/``state`` on the redirect URI.
+
+PKCE policy (docs/decisions/0007-pkce-policy.md): a public client must send a challenge (RFC
+9700 §2.1.1), as must a client whose attribute ``pkce.code.challenge.method`` is set. The method
+must be S256, except for a client whose attribute is ``plain`` (a client that cannot compute
+SHA-256, spec 1 §4).
+"""
+import re
+from dataclasses import asdict, dataclass
+
+from django.http import HttpResponseRedirect
+from django.utils import timezone
+
+from realms import auth_sessions, events, flows, sessions, sso_cookie, themes
+
+from . import codes, tokens
+from .errors import AccessDenied, InvalidRequest, OAuthError, UnauthorizedClient
+from .realm_cache import get_realm
+from .redirects import is_valid_redirect_uri, with_params
+
+PROTOCOL = "openid-connect"
+RESPONSE_MODES = ("query", "form_post")
+# RFC 7636 §4.2: BASE64URL-ENCODE(SHA256(verifier)) is exactly 43 characters; a plain
+# challenge is a verifier: 43 to 128 unreserved characters.
+_S256_CHALLENGE = re.compile(r"^[A-Za-z0-9\-_]{43}$")
+_PLAIN_CHALLENGE = re.compile(r"^[A-Za-z0-9\-._~]{43,128}$")
+
+
+class UnsupportedResponseType(OAuthError):
+    error = "unsupported_response_type"
+
+
+class LoginRequired(OAuthError):
+    error = "login_required"
+
+
+class InteractionRequired(OAuthError):
+    error = "interaction_required"
+
+
+class RequestNotSupported(OAuthError):
+    error = "request_not_supported"
+
+
+class RequestUriNotSupported(OAuthError):
+    error = "request_uri_not_supported"
+
+
+class UntrustedRequest(Exception):
+    """An error found before the redirect URI is trusted: shown to the user, never redirected."""
+
+    def __init__(self, message, event_error="invalid_request"):
+        super().__init__(message)
+        self.message = message
+        self.event_error = event_error
+
+
+class AuthorizationError(Exception):
+    """An OAuth error to send back to the client on its (trusted) redirect URI."""
+
+    def __init__(self, oauth_error, *, redirect_uri, state, response_mode="query"):
+        super().__init__(oauth_error.description)
+        self.oauth_error = oauth_error
+        self.redirect_uri = redirect_uri
+        self.state = state
+        self.response_mode = response_mode
+
+
+@dataclass
+class AuthorizationRequest:
+    redirect_uri: str
+    response_mode: str
+    scope: str
+    state: str
+    nonce: str
+    code_challenge: str
+    code_challenge_method: str
+    prompt: list
+    max_age: int | None
+    login_hint: str
+    idp_hint: str
+
+
+def _single(params, name):
+    values = params.getlist(name)
+    if len(values) > 1:
+        raise InvalidRequest(f"Duplicated parameter: {name}")
+    return values[0] if values else ""
+
+
+def _trusted_client(realm_config, params):
+    """(client config, redirect URI) once both are known good, else UntrustedRequest."""
+    for name in ("client_id", "redirect_uri"):
+        if len(params.getlist(name)) > 1:
+            raise UntrustedRequest(f"Duplicated parameter: {name}")
+    client_id = params.get("client_id", "")
+    if not client_id:
+        raise UntrustedRequest("Missing parameter: client_id")
+    client_config = realm_config.client(client_id)
+    if client_config is None:
+        raise UntrustedRequest("Client not found.", "client_not_found")
+    client = client_config.client
+    if not client.enabled:
+        raise UntrustedRequest("Client disabled.", "client_disabled")
+    if client.protocol != PROTOCOL:
+        raise UntrustedRequest("Wrong client protocol.", "invalid_client")
+    if client.bearer_only:
+        raise UntrustedRequest("Bearer-only applications are not allowed to initiate browser login.",
+                               "not_allowed")
+    redirect_uri = params.get("redirect_uri", "")
+    if not redirect_uri:
+        raise UntrustedRequest("Missing parameter: redirect_uri")
+    if not is_valid_redirect_uri(client.redirect_uris, redirect_uri):
+        raise UntrustedRequest("Invalid parameter: redirect_uri", "invalid_redirect_uri")
+    return client_config, redirect_uri
+
+
+def _pkce(client, params):
+    challenge = _single(params, "code_challenge")
+    method = _single(params, "code_challenge_method")
+    required = client.pkce_method
+    if not challenge:
+        if method:
+            raise InvalidRequest("Missing parameter: code_challenge")
+        if required or client.public_client:
+            raise InvalidRequest("Missing parameter: code_challenge_method" if not required
+                                 else "Missing parameter: code_challenge")
+        return "", ""
+    method = method or codes.PLAIN  # RFC 7636 §4.3
+    if method not in (codes.S256, codes.PLAIN):
+        raise InvalidRequest("Invalid parameter: code_challenge_method")
+    if method == codes.PLAIN and required != codes.PLAIN:
+        raise InvalidRequest("Invalid parameter: code_challenge_method")
+    pattern = _S256_CHALLENGE if method == codes.S256 else _PLAIN_CHALLENGE
+    if not pattern.match(challenge):
+        raise InvalidRequest("Invalid parameter: code_challenge")
+    return challenge, method
+
+
+def parse_request(client_config, params, redirect_uri) -> AuthorizationRequest:
+    """Validate everything after the redirect URI; raises OAuthError (to be redirected)."""
+    client = client_config.client
+    for name in params:
+        if len(params.getlist(name)) > 1:
+            raise InvalidRequest(f"Duplicated parameter: {name}")
+    if params.get("request"):
+        raise RequestNotSupported("Request objects are not supported")
+    if params.get("request_uri"):
+        raise RequestUriNotSupported("Request URIs are not supported")
+    response_type = params.get("response_type", "")
+    if not response_type:
+        raise InvalidRequest("Missing parameter: response_type")
+    if response_type != "code":
+        raise UnsupportedResponseType("Unsupported response_type")
+    if not client.standard_flow_enabled:
+        raise UnauthorizedClient("Client is not allowed to initiate browser login with given response_type. "
+                                 "Standard flow is disabled for the client.")
+    scope = params.get("scope", "")
+    tokens.resolve_scopes(client_config, scope)  # raises InvalidScope for a scope the client lacks
+    challenge, method = _pkce(client, params)
+    prompt = [p for p in params.get("prompt", "").split() if p]
+    if "none" in prompt and len(prompt) > 1:
+        raise InvalidRequest("Invalid parameter: prompt")
+    max_age = params.get("max_age", "")
+    if max_age and not max_age.isdigit():
+        raise InvalidRequest("Invalid parameter: max_age")
+    return AuthorizationRequest(
+        redirect_uri=redirect_uri, response_mode=params.get("response_mode") or "query", scope=scope,
+        state=params.get("state", ""), nonce=params.get("nonce", ""), code_challenge=challenge,
+        code_challenge_method=method, prompt=prompt, max_age=int(max_age) if max_age else None,
+        login_hint=params.get("login_hint", ""), idp_hint=params.get("kc_idp_hint", ""),
+    )
+
+
+def start_authorization(request, realm_name, params):
+    """Answer an authorization request: the login page, a redirect with a code (SSO), or an
+    error (page or redirect). Raises UntrustedRequest / AuthorizationError for the view."""
+    realm_config = get_realm(realm_name)
+    realm = realm_config.realm
+    try:
+        client_config, redirect_uri = _trusted_client(realm_config, params)
+    except UntrustedRequest as exc:
+        events.emit(realm, "LOGIN_ERROR", client_id=params.get("client_id", "")[:255],
+                    ip_address=request.META.get("REMOTE_ADDR", ""), error=exc.event_error,
+                    details={"redirect_uri": params.get("redirect_uri", "")[:2048]})
+        raise
+    client = client_config.client
+    response_mode = params.get("response_mode") or "query"
+    state = params.get("state", "")
+    try:
+        if response_mode not in RESPONSE_MODES:
+            response_mode = "query"
+            raise InvalidRequest("Invalid parameter: response_mode")
+        authz = parse_request(client_config, params, redirect_uri)
+    except OAuthError as exc:
+        events.emit(realm, "LOGIN_ERROR", client_id=client.client_id, ip_address=request.META.get("REMOTE_ADDR", ""),
+                    error=exc.event_error, details={"redirect_uri": redirect_uri, "reason": exc.description})
+        raise AuthorizationError(exc, redirect_uri=redirect_uri, state=state, response_mode=response_mode)
+
+    existing = sso_cookie.session_from_request(request, realm)
+    force_login = "login" in authz.prompt
+    if authz.max_age is not None and existing is not None:
+        age = (timezone.now() - existing.auth_time).total_seconds()
+        force_login = force_login or age > authz.max_age
+    auth_session = auth_sessions.start(
+        request, realm, client, protocol=PROTOCOL, client_data=asdict(authz),
+        force_login=force_login, login_hint=authz.login_hint,
+    )
+    return flows.advance(request, realm, client, auth_session, interactive="none" not in authz.prompt)
+
+
+# Responses ---------------------------------------------------------------------------------------
+
+def authorization_response(request, realm, *, redirect_uri, response_mode, params):
+    params = {**params, "iss": tokens.issuer_for(request, realm.name)}  # RFC 9207
+    if response_mode == "form_post":
+        fields = [(k, v) for k, v in params.items() if v not in (None, "")]
+        return themes.render(request, realm, "form-post.html", {"action": redirect_uri, "fields": fields})
+    return HttpResponseRedirect(with_params(redirect_uri, params))
+
+
+def error_redirect(request, realm, exc: AuthorizationError):
+    return authorization_response(request, realm, redirect_uri=exc.redirect_uri, response_mode=exc.response_mode,
+                                  params={**exc.oauth_error.body(), "state": exc.state})
+
+
+def error_page(request, realm, message, status=400):
+    return themes.render(request, realm, "error.html", {"message": message}, status=status)
+
+
+def _complete(ctx, user_session):
+    """The user is signed in: a client session, a code, the LOGIN event, the redirect."""
+    data = ctx.auth_session.client_data
+    client = ctx.client
+    client_session = sessions.get_or_create_client_session(
+        user_session, client, redirect_uri=data["redirect_uri"], scope=data["scope"])
+    sessions.touch(user_session, client_session)
+    code = codes.issue_code(
+        client=client, user_session=user_session, redirect_uri=data["redirect_uri"], scope=data["scope"],
+        nonce=data["nonce"], code_challenge=data["code_challenge"],
+        code_challenge_method=data["code_challenge_method"],
+    )
+    events.emit(ctx.realm, "LOGIN", client_id=client.client_id, user_id=ctx.user.pk, session_id=user_session.pk,
+                ip_address=ctx.ip_address, details={
+                    "auth_method": PROTOCOL, "auth_type": "code", "response_type": "code",
+                    "response_mode": data["response_mode"], "redirect_uri": data["redirect_uri"],
+                    "username": ctx.user.username, "consent": "no_consent_required",
+                    "code_id": user_session.pk,
+                })
+    return authorization_response(ctx.request, ctx.realm, redirect_uri=data["redirect_uri"],
+                                  response_mode=data["response_mode"],
+                                  params={"code": code, "state": data["state"]})
+
+
+_FLOW_ERRORS = {"login_required": LoginRequired, "interaction_required": InteractionRequired}
+
+
+def _fail(ctx, error):
+    data = ctx.auth_session.client_data
+    exc_class = _FLOW_ERRORS.get(error)
+    oauth_error = exc_class("") if exc_class else AccessDenied("Sign-in could not be completed")
+    events.emit(ctx.realm, "LOGIN_ERROR", client_id=ctx.client.client_id, ip_address=ctx.ip_address,
+                user_id=ctx.auth_session.user_id, error=error, details={"redirect_uri": data["redirect_uri"]})
+    return error_redirect(ctx.request, ctx.realm, AuthorizationError(
+        oauth_error, redirect_uri=data["redirect_uri"], state=data["state"], response_mode=data["response_mode"]))
+
+
+flows.register_protocol(PROTOCOL, _complete, _fail)

@@ -1,0 +1,21 @@
+"""The authorization endpoint: ``/realms/<realm>/protocol/openid-connect/auth``."""
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_http_methods
+
+from ..authorize import AuthorizationError, UntrustedRequest, error_page, error_redirect, start_authorization
+from ..realm_cache import get_realm
+
+
+# OIDC Core §3.1.2.1 allows the request as a form POST from the client's site: a cross-site
+# navigation by design, so Django's CSRF check does not apply (nothing is changed by it that a
+# GET could not do).
+@csrf_exempt
+@require_http_methods(["GET", "POST"])
+def authorize(request, realm):
+    params = request.GET if request.method == "GET" else request.POST
+    try:
+        return start_authorization(request, realm, params)
+    except UntrustedRequest as exc:
+        return error_page(request, get_realm(realm).realm, exc.message)
+    except AuthorizationError as exc:
+        return error_redirect(request, get_realm(realm).realm, exc)

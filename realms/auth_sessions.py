@@ -1,0 +1,102 @@
+"""Authentication sessions: the server-side state of one sign-in in progress.
+
+A browser holds one ``AUTH_SESSION_ID`` cookie per realm (a random root id); each authorization
+request opens a tab (a random tab id carried in the login form's URL), so sign-ins in two
+browser tabs do not disturb each other (Keycloak's root/tab authentication sessions). The
+record holds the protocol's original request (opaque to the engine), the state of the flow's
+steps and the user once identified. It lives in the shared cache and expires after the realm's
+``access_code_lifespan_login`` (Keycloak's "Login timeout", 30 minutes by default): a sign-in
+left longer starts over.
+"""
+import secrets
+import time
+from dataclasses import asdict, dataclass, field
+
+from django.core.cache import cache
+
+COOKIE = "AUTH_SESSION_ID"
+
+
+def cookie_path(realm):
+    return f"/realms/{realm.name}/"
+
+
+@dataclass
+class AuthSession:
+    root_id: str
+    tab_id: str
+    realm_id: str
+    client_pk: str
+    protocol: str
+    # The protocol's own request (OIDC: redirect_uri, state, nonce, PKCE ...), opaque here.
+    client_data: dict
+    created: float = field(default_factory=time.time)
+    force_login: bool = False
+    login_hint: str = ""
+    # Steps passed or skipped, by execution path ("0", "3.1" ...), and the step now showing a form.
+    executions: dict = field(default_factory=dict)
+    current: str = ""
+    flow_done: bool = False
+    user_id: str = ""
+    auth_methods: list = field(default_factory=list)
+    remember_me: bool = False
+    # The SSO session the Cookie step found; reused instead of a new one.
+    sso_session_id: str = ""
+    notes: dict = field(default_factory=dict)
+    new_root: bool = False
+
+    def expired(self, realm) -> bool:
+        return time.time() > self.created + realm.access_code_lifespan_login
+
+
+def _key(root_id, tab_id):
+    return f"idp:authsess:{root_id}:{tab_id}"
+
+
+def start(request, realm, client, *, protocol, client_data, force_login=False, login_hint="") -> AuthSession:
+    root_id = request.COOKIES.get(COOKIE, "")
+    new_root = not (root_id and len(root_id) <= 64 and root_id.replace("-", "").replace("_", "").isalnum())
+    if new_root:
+        root_id = secrets.token_urlsafe(24)
+    auth_session = AuthSession(
+        root_id=root_id, tab_id=secrets.token_urlsafe(9), realm_id=realm.pk, client_pk=client.pk,
+        protocol=protocol, client_data=dict(client_data), force_login=force_login,
+        login_hint=login_hint or "", new_root=new_root,
+    )
+    save(auth_session, realm)
+    return auth_session
+
+
+def load(request, realm, tab_id) -> AuthSession | None:
+    """The tab's record when this browser owns it and it has not expired; else None."""
+    root_id = request.COOKIES.get(COOKIE, "")
+    if not root_id or not tab_id:
+        return None
+    data = cache.get(_key(root_id, tab_id))
+    if not data or data.get("realm_id") != realm.pk:
+        return None
+    auth_session = AuthSession(**data)
+    auth_session.new_root = False
+    if auth_session.expired(realm):
+        discard(auth_session)
+        return None
+    return auth_session
+
+
+def save(auth_session, realm):
+    remaining = auth_session.created + realm.access_code_lifespan_login - time.time()
+    data = asdict(auth_session)
+    data.pop("new_root")
+    cache.set(_key(auth_session.root_id, auth_session.tab_id), {**data, "new_root": False},
+              max(int(remaining) + 1, 1))
+
+
+def discard(auth_session):
+    cache.delete(_key(auth_session.root_id, auth_session.tab_id))
+
+
+def set_cookie(response, request, realm, auth_session):
+    if auth_session.new_root:
+        response.set_cookie(COOKIE, auth_session.root_id, path=cookie_path(realm), httponly=True,
+                            secure=request.is_secure(), samesite="Lax")
+    return response

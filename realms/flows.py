@@ -1,0 +1,423 @@
+"""The sign-in flow engine (spec 1 §2, "Authentication flow"), protocol-neutral.
+
+A flow is an ordered list of executions; each is a step (an *authenticator*, named by its
+Keycloak provider id) or a sub-flow, with a requirement:
+
+* REQUIRED: must succeed. CONDITIONAL (sub-flows): runs only when its *condition* steps hold,
+  otherwise it is skipped. When a flow level has REQUIRED or CONDITIONAL executions, its
+  ALTERNATIVE ones are ignored (Keycloak's rule).
+* ALTERNATIVE: the first that succeeds completes its level; one that does not apply (e.g. the
+  Cookie step without an SSO session) is passed over.
+* DISABLED: never runs.
+
+Steps come from a registry keyed by provider id; other apps register theirs
+(``register_authenticator``) from their AppConfig.ready without touching this module. An
+execution whose provider is not registered is treated as unavailable: passed over as an
+alternative, failing the flow as a requirement. Required actions (``UPDATE_PASSWORD`` ...) run
+after the flow from a registry of their own.
+
+State lives in the authentication session (``realms.auth_sessions``): which executions are done
+and which one shows a form, so a POST goes to the step that asked for it. The realm's flow is
+found by alias through flow loaders; the built-in ``browser`` flow is defined here in code
+(see docs/decisions/0006-sign-in-flow-engine.md for how stored flows plug in).
+"""
+import logging
+from dataclasses import dataclass, field
+
+from django.db import transaction
+
+from . import auth_sessions, events, sessions, sso_cookie, themes
+from .models import User
+
+logger = logging.getLogger("idp.flows")
+
+REQUIRED, ALTERNATIVE, CONDITIONAL, DISABLED = "REQUIRED", "ALTERNATIVE", "CONDITIONAL", "DISABLED"
+_DONE, _SKIPPED = "success", "skipped"
+
+
+# Flow definitions --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Execution:
+    requirement: str
+    authenticator: str = ""  # provider id of a step; empty for a sub-flow
+    flow: "Flow | None" = None
+    config: dict = field(default_factory=dict, hash=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Flow:
+    alias: str
+    executions: tuple
+
+
+def step(provider_id, requirement, **config):
+    return Execution(requirement=requirement, authenticator=provider_id, config=config)
+
+
+def sub_flow(alias, requirement, *executions):
+    return Execution(requirement=requirement, flow=Flow(alias, tuple(executions)))
+
+
+# Keycloak 26's built-in "browser" flow.
+BROWSER_FLOW = Flow("browser", (
+    step("auth-cookie", ALTERNATIVE),
+    step("auth-spnego", DISABLED),
+    step("identity-provider-redirector", ALTERNATIVE),
+    sub_flow("forms", ALTERNATIVE,
+        step("auth-username-password-form", REQUIRED),
+        sub_flow("Browser - Conditional 2FA", CONDITIONAL,
+            step("conditional-user-configured", REQUIRED),
+            step("auth-otp-form", ALTERNATIVE),
+            step("webauthn-authenticator", DISABLED),
+            step("auth-recovery-authn-code-form", DISABLED),
+        ),
+    ),
+))
+
+BUILTIN_FLOWS = {BROWSER_FLOW.alias: BROWSER_FLOW}
+_flow_loaders = []
+
+
+def register_flow_loader(loader):
+    """``loader(realm, alias) -> Flow | None``; consulted before the built-in flows, so a realm
+    with a stored (copied and changed) flow gets it."""
+    if loader not in _flow_loaders:
+        _flow_loaders.append(loader)
+
+
+def get_flow(realm, alias):
+    for loader in _flow_loaders:
+        flow = loader(realm, alias)
+        if flow is not None:
+            return flow
+    return BUILTIN_FLOWS.get(alias)
+
+
+# Outcomes and steps --------------------------------------------------------------------------
+
+@dataclass
+class Outcome:
+    SUCCESS, ATTEMPTED, CHALLENGE, FAILURE = "success", "attempted", "challenge", "failure"
+    kind: str
+    response: object = None  # the page to show for CHALLENGE / FAILURE
+    error: str = ""
+
+    @classmethod
+    def success(cls):
+        return cls(cls.SUCCESS)
+
+    @classmethod
+    def attempted(cls):
+        return cls(cls.ATTEMPTED)
+
+    @classmethod
+    def challenge(cls, response):
+        return cls(cls.CHALLENGE, response)
+
+    @classmethod
+    def failure(cls, error, response=None):
+        return cls(cls.FAILURE, response, error)
+
+
+class Authenticator:
+    """A step of a flow. ``authenticate`` runs when the flow reaches the step; ``action`` when
+    the form it showed is posted back. Conditions (``is_condition``) only answer ``matches``."""
+
+    provider_id = ""
+    display_name = ""
+    requires_user = False
+    is_condition = False
+
+    def authenticate(self, ctx) -> Outcome:
+        raise NotImplementedError
+
+    def action(self, ctx) -> Outcome:
+        return self.authenticate(ctx)
+
+    def configured_for(self, ctx, user) -> bool:
+        """Whether the user has what this step needs (e.g. an OTP credential)."""
+        return True
+
+    def matches(self, ctx, flow) -> bool:
+        raise NotImplementedError
+
+
+class RequiredAction:
+    """Something the user must do after signing in (Keycloak's required actions)."""
+
+    provider_id = ""
+
+    def challenge(self, ctx):
+        raise NotImplementedError
+
+    def process(self, ctx) -> Outcome:
+        """SUCCESS when done (the action is then removed from the user), else CHALLENGE."""
+        raise NotImplementedError
+
+
+_authenticators = {}
+_required_actions = {}
+
+
+def register_authenticator(authenticator):
+    """Register a step (class or instance) under its provider id; returns it (usable as a class
+    decorator)."""
+    instance = authenticator() if isinstance(authenticator, type) else authenticator
+    _authenticators[instance.provider_id] = instance
+    return authenticator
+
+
+def get_authenticator(provider_id):
+    return _authenticators.get(provider_id)
+
+
+def register_required_action(action):
+    instance = action() if isinstance(action, type) else action
+    _required_actions[instance.provider_id] = instance
+    return action
+
+
+def get_required_action(provider_id):
+    return _required_actions.get(provider_id)
+
+
+# Context -------------------------------------------------------------------------------------
+
+class AuthContext:
+    """What a step sees: the request, realm, client, the authentication session and the user."""
+
+    def __init__(self, request, realm, client, auth_session, *, is_action=False):
+        self.request = request
+        self.realm = realm
+        self.client = client
+        self.auth_session = auth_session
+        self.is_action = is_action
+        self.execution_path = ""
+        self.config = {}
+        self._user = None
+        self.user_session = None  # an SSO session found by the Cookie step
+
+    @property
+    def user(self):
+        if self._user is None and self.auth_session.user_id:
+            self._user = User.objects.filter(pk=self.auth_session.user_id, realm=self.realm).first()
+        return self._user
+
+    def set_user(self, user):
+        self._user = user
+        self.auth_session.user_id = user.pk
+
+    def add_auth_method(self, method):
+        if method not in self.auth_session.auth_methods:
+            self.auth_session.auth_methods.append(method)
+
+    @property
+    def ip_address(self):
+        return self.request.META.get("REMOTE_ADDR", "")
+
+    @property
+    def action_url(self):
+        from urllib.parse import urlencode
+
+        query = urlencode({"tab": self.auth_session.tab_id, "client_id": self.client.client_id})
+        return f"/realms/{self.realm.name}/login-actions/authenticate?{query}"
+
+    def render(self, page, context=None, status=200):
+        base = {"action_url": self.action_url, "client": self.client, "auth_session": self.auth_session}
+        return themes.render(self.request, self.realm, page, {**base, **(context or {})}, status=status)
+
+    def login_error(self, error, *, user=None, username=""):
+        """Record a LOGIN_ERROR event (user_not_found, invalid_user_credentials, user_disabled ...)."""
+        details = {"auth_method": self.auth_session.protocol,
+                   "redirect_uri": self.auth_session.client_data.get("redirect_uri", "")}
+        if username:
+            details["username"] = username
+        events.emit(self.realm, "LOGIN_ERROR", client_id=self.client.client_id,
+                    user_id=user.pk if user is not None else "", ip_address=self.ip_address,
+                    error=error, details=details)
+
+
+# The engine ----------------------------------------------------------------------------------
+
+def execution_levels(flow):
+    active = [e for e in flow.executions if e.requirement != DISABLED]
+    conditions, required, alternatives = [], [], []
+    for index, execution in enumerate(flow.executions):
+        if execution not in active:
+            continue
+        auth = get_authenticator(execution.authenticator) if execution.authenticator else None
+        if auth is not None and auth.is_condition:
+            conditions.append((index, execution))
+        elif execution.requirement in (REQUIRED, CONDITIONAL):
+            required.append((index, execution))
+        else:
+            alternatives.append((index, execution))
+    return conditions, required, alternatives
+
+
+def _conditions_hold(ctx, flow):
+    conditions, _, _ = execution_levels(flow)
+    if not conditions:
+        return False  # a conditional flow without a condition never runs (as in Keycloak)
+    return all(get_authenticator(e.authenticator).matches(ctx, flow) for _, e in conditions)
+
+
+def is_configured(ctx, execution, user):
+    """Whether ``execution`` could run for ``user``: a registered step configured for them, or a
+    sub-flow with such a step."""
+    if execution.flow is not None:
+        return any(is_configured(ctx, e, user) for e in execution.flow.executions if e.requirement != DISABLED)
+    auth = get_authenticator(execution.authenticator)
+    return auth is not None and not auth.is_condition and auth.configured_for(ctx, user)
+
+
+def _run_execution(ctx, path, execution):
+    if execution.flow is not None:
+        return _run_flow(ctx, execution.flow, path + ".")
+    auth = get_authenticator(execution.authenticator)
+    if auth is None:
+        logger.debug("flow step %s is not available; passed over", execution.authenticator)
+        return Outcome.attempted()
+    if auth.requires_user and ctx.user is None:
+        return Outcome.failure("user_not_identified")
+    ctx.execution_path, ctx.config = path, execution.config
+    if ctx.is_action and ctx.auth_session.current == path:
+        ctx.is_action = False  # the post is consumed; later steps start afresh
+        outcome = auth.action(ctx)
+    else:
+        outcome = auth.authenticate(ctx)
+    if outcome.kind in (Outcome.CHALLENGE, Outcome.FAILURE):
+        ctx.auth_session.current = path
+    return outcome
+
+
+def _run_flow(ctx, flow, prefix=""):
+    _, required, alternatives = execution_levels(flow)
+    state = ctx.auth_session.executions
+    if required:
+        for index, execution in required:
+            path = f"{prefix}{index}"
+            if state.get(path) in (_DONE, _SKIPPED):
+                continue
+            if execution.requirement == CONDITIONAL:
+                if execution.flow is None or not _conditions_hold(ctx, execution.flow):
+                    state[path] = _SKIPPED
+                    continue
+            outcome = _run_execution(ctx, path, execution)
+            if outcome.kind == Outcome.SUCCESS:
+                state[path] = _DONE
+                continue
+            if outcome.kind == Outcome.ATTEMPTED:
+                return Outcome.failure("required_step_unavailable")
+            return outcome
+        return Outcome.success()
+    for index, execution in alternatives:
+        path = f"{prefix}{index}"
+        if state.get(path) == _DONE:
+            return Outcome.success()
+        if state.get(path) == _SKIPPED:
+            continue
+        outcome = _run_execution(ctx, path, execution)
+        if outcome.kind == Outcome.SUCCESS:
+            state[path] = _DONE
+            return outcome
+        if outcome.kind == Outcome.ATTEMPTED:
+            state[path] = _SKIPPED
+            continue
+        return outcome
+    return Outcome.attempted() if alternatives else Outcome.success()
+
+
+def _run_required_actions(ctx):
+    user = ctx.user
+    for name in list(user.required_actions or ()):
+        action = get_required_action(name)
+        if action is None:
+            continue  # not enabled on this server (Keycloak skips disabled required actions too)
+        path = f"required:{name}"
+        if ctx.is_action and ctx.auth_session.current == path:
+            ctx.is_action = False
+            outcome = action.process(ctx)
+            if outcome.kind != Outcome.SUCCESS:
+                return outcome
+            user.required_actions = [a for a in user.required_actions if a != name]
+            user.save(update_fields=["required_actions"])
+            continue
+        ctx.auth_session.current = path
+        return Outcome.challenge(action.challenge(ctx))
+    return Outcome.success()
+
+
+def run(ctx) -> Outcome:
+    """Advance the sign-in as far as it goes: SUCCESS (user known, actions done) or the page."""
+    if not ctx.auth_session.flow_done:
+        flow = get_flow(ctx.realm, ctx.realm.browser_flow)
+        if flow is None:
+            return Outcome.failure("flow_not_found")
+        outcome = _run_flow(ctx, flow)
+        if outcome.kind == Outcome.ATTEMPTED or (outcome.kind == Outcome.SUCCESS and ctx.user is None):
+            return Outcome.failure("no_step_authenticated")
+        if outcome.kind != Outcome.SUCCESS:
+            return outcome
+        ctx.auth_session.flow_done = True
+    if ctx.user is None or not ctx.user.enabled:
+        return Outcome.failure("user_disabled")
+    return _run_required_actions(ctx)
+
+
+# Completion ----------------------------------------------------------------------------------
+
+_protocols = {}
+
+
+def register_protocol(name, complete, fail):
+    """``complete(ctx, user_session) -> HttpResponse`` answers the client once the user is signed
+    in; ``fail(ctx, error) -> HttpResponse`` when the sign-in cannot succeed."""
+    _protocols[name] = (complete, fail)
+
+
+def establish_sso_session(ctx):
+    """The SSO session for the signed-in user: the one the Cookie step found, or a new one.
+    A different user signing in in the same browser ends the previous user's session."""
+    auth_session = ctx.auth_session
+    existing = ctx.user_session
+    if existing is None and auth_session.sso_session_id:
+        existing = sessions.get_valid_session(ctx.realm, auth_session.sso_session_id)
+    if existing is None:
+        existing = sso_cookie.session_from_request(ctx.request, ctx.realm)
+    if existing is not None and existing.user_id == ctx.user.pk:
+        if auth_session.auth_methods:  # the user proved themselves again (prompt=login, max_age)
+            sessions.reauthenticated(existing, auth_session.auth_methods)
+        sessions.touch(existing)
+        return existing
+    if existing is not None:
+        sessions.end_session(existing, reason=sessions.REASON_LOGOUT)
+    return sessions.create_user_session(
+        ctx.realm, ctx.user, ip_address=ctx.ip_address, auth_methods=auth_session.auth_methods,
+        remember_me=auth_session.remember_me,
+    )
+
+
+def advance(request, realm, client, auth_session, *, is_action=False, interactive=True):
+    """Run the flow for this authentication session and answer the browser: the next page, or,
+    once signed in, the protocol's response with the SSO cookie set. When the client forbade
+    interaction (OIDC prompt=none), any page to show fails with ``login_required`` (no user
+    yet) or ``interaction_required`` (a required action is pending)."""
+    ctx = AuthContext(request, realm, client, auth_session, is_action=is_action)
+    complete, fail = _protocols[auth_session.protocol]
+    outcome = run(ctx)
+    if not interactive and outcome.kind != Outcome.SUCCESS:
+        auth_sessions.discard(auth_session)
+        return fail(ctx, "interaction_required" if auth_session.flow_done else "login_required")
+    if outcome.kind == Outcome.SUCCESS:
+        with transaction.atomic():
+            user_session = establish_sso_session(ctx)
+            response = complete(ctx, user_session)
+        auth_sessions.discard(auth_session)
+        return sso_cookie.set_cookie(response, request, realm, user_session)
+    if outcome.response is None:
+        auth_sessions.discard(auth_session)
+        return fail(ctx, outcome.error)
+    auth_sessions.save(auth_session, realm)
+    return auth_sessions.set_cookie(outcome.response, request, realm, auth_session)

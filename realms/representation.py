@@ -420,7 +420,8 @@ def _parse(data, p):
         "defaultOptionalClientScopes": _str_list, "components": _dict, "privateKey": _str,
     })
     top = p.take(rest, "", spec, derived=_DERIVED["realm"] - {"realm"}, required=("realm",))
-    out = {"name": top["realm"], "settings": _model_fields(_REALM_FIELDS, top)}
+    out = {"name": top["realm"], "settings": _model_fields(_REALM_FIELDS, top),
+           "version": _major_version(data.get("keycloakVersion"))}
     for prefix, field_name in _POLICY_PREFIXES:
         out["settings"].setdefault(field_name, {})
     for key, value in policies.items():
@@ -740,6 +741,16 @@ def _builtin_client(rep):
     return _parse_client(rep, f"(built-in client {rep['clientId']})", p)
 
 
+_MIGRATED_SCOPES = {"acr": 18, "basic": 25}
+
+
+def _major_version(value):
+    """Major version of ``keycloakVersion`` ("9.0.0-SNAPSHOT" -> 9); a file without one is
+    treated as current."""
+    head = value.split(".", 1)[0] if isinstance(value, str) else ""
+    return int(head) if head.isdigit() else 10**6
+
+
 def _merge_builtins(r):
     name = r["name"]
     added_scopes = set()
@@ -749,18 +760,16 @@ def _merge_builtins(r):
         if rep["name"] not in scope_names:
             r["scopes"].append(_parse_scope(rep, f"(built-in client scope {rep['name']})", p))
             added_scopes.add(rep["name"])
-    # A built-in scope added here is linked like Keycloak's migrations link scopes introduced
-    # after the file was written: to the realm defaults and to clients that list scopes.
-    if r["default_default_scopes"] is None:
-        r["default_default_scopes"] = []
-    if r["default_optional_scopes"] is None:
-        r["default_optional_scopes"] = []
-    for scope in builtins.DEFAULT_DEFAULT_SCOPES:
-        if scope in added_scopes and scope not in r["default_default_scopes"]:
-            r["default_default_scopes"].append(scope)
-    for scope in builtins.DEFAULT_OPTIONAL_SCOPES:
-        if scope in added_scopes and scope not in r["default_optional_scopes"]:
-            r["default_optional_scopes"].append(scope)
+    # A file's explicit scope lists are kept as written, except that an export from a Keycloak
+    # older than a built-in scope gets it linked as Keycloak's migration would (acr came with
+    # 18, basic with 25); a file without lists gets the built-in defaults.
+    migrated = {s for s, since in _MIGRATED_SCOPES.items() if s in added_scopes and r["version"] < since}
+    for key, defaults in (("default_default_scopes", builtins.DEFAULT_DEFAULT_SCOPES),
+                          ("default_optional_scopes", builtins.DEFAULT_OPTIONAL_SCOPES)):
+        if r[key] is None:
+            r[key] = list(defaults)
+        else:
+            r[key] += [s for s in defaults if s in migrated and s not in r[key]]
     scope_protocol = {s["fields"]["name"]: s["fields"].get("protocol", builtins.OIDC) for s in r["scopes"]}
     for client in r["clients"]:
         protocol = client["fields"].get("protocol", builtins.OIDC)
@@ -768,7 +777,7 @@ def _merge_builtins(r):
                               ("optional_scopes", builtins.DEFAULT_OPTIONAL_SCOPES)):
             if client[key] is not None:
                 client[key] += [s for s in defaults
-                                if s in added_scopes and scope_protocol[s] == protocol and s not in client[key]]
+                                if s in migrated and scope_protocol[s] == protocol and s not in client[key]]
 
     client_ids = {c["fields"]["client_id"] for c in r["clients"]}
     added_clients = set()
@@ -874,23 +883,34 @@ class _Applier:
         except KeyError:
             raise RepresentationError(path, f"unknown client scope {name!r}") from None
 
-    def realm_role(self, name, path):
+    def realm_role(self, name, path, create=False):
+        if name not in self.realm_roles and create:
+            self.realm_roles[name] = self.created_role(name, None, path)
         try:
             return self.realm_roles[name]
         except KeyError:
             raise RepresentationError(path, f"unknown realm role {name!r}") from None
 
-    def client_role(self, client_id, name, path):
-        self.client(client_id, path)
+    def client_role(self, client_id, name, path, create=False):
+        client = self.client(client_id, path)
+        if (client_id, name) not in self.client_roles and create:
+            self.client_roles[(client_id, name)] = self.created_role(name, client, path)
         try:
             return self.client_roles[(client_id, name)]
         except KeyError:
             raise RepresentationError(path, f"unknown role {name!r} of client {client_id!r}") from None
 
-    def roles_from(self, realm_names, client_map, path, realm_key="realmRoles", client_key="clientRoles"):
-        roles = [self.realm_role(n, f"{path}.{realm_key}[{i}]") for i, n in enumerate(realm_names)]
+    def created_role(self, name, client, path):
+        # Keycloak creates a role that a user, group or scope mapping names but the file does
+        # not define (real exports rely on it); composites and the default role must exist.
+        self.p.unsupported(path, f"role {name!r} is not defined in roles; created empty, as Keycloak does")
+        return self.new_role({"_path": path, "fields": {"name": name}}, client)
+
+    def roles_from(self, realm_names, client_map, path, realm_key="realmRoles", client_key="clientRoles",
+                   create=False):
+        roles = [self.realm_role(n, f"{path}.{realm_key}[{i}]", create) for i, n in enumerate(realm_names)]
         for client_id, names in client_map.items():
-            roles += [self.client_role(client_id, n, f"{path}.{client_key}.{client_id}[{i}]")
+            roles += [self.client_role(client_id, n, f"{path}.{client_key}.{client_id}[{i}]", create)
                       for i, n in enumerate(names)]
         return roles
 
@@ -1000,11 +1020,12 @@ class _Applier:
     def add_scope_mappings(self):
         r = self.r
         for m in r["scope_mappings"]:
-            roles = [self.realm_role(n, f"{m['_path']}.roles[{i}]") for i, n in enumerate(m["roles"])]
+            roles = [self.realm_role(n, f"{m['_path']}.roles[{i}]", True) for i, n in enumerate(m["roles"])]
             self.mapping_target(m).scope_roles.add(*roles)
         for owner, mappings in r["client_scope_mappings"].items():
             for m in mappings:
-                roles = [self.client_role(owner, n, f"{m['_path']}.roles[{i}]") for i, n in enumerate(m["roles"])]
+                roles = [self.client_role(owner, n, f"{m['_path']}.roles[{i}]", True)
+                         for i, n in enumerate(m["roles"])]
                 self.mapping_target(m).scope_roles.add(*roles)
 
     def mapping_target(self, m):
@@ -1017,7 +1038,7 @@ class _Applier:
         fields["id"] = self.id_for(Group, fields.get("id"))
         group = self.save(Group(realm=self.realm, parent=parent, **fields), g["_path"], _GROUP_FIELDS)
         self.groups[group.path] = group
-        group.roles.add(*self.roles_from(g["realm_roles"], g["client_roles"], g["_path"]))
+        group.roles.add(*self.roles_from(g["realm_roles"], g["client_roles"], g["_path"], create=True))
         for child in g["children"]:
             self.add_group(child, group)
 
@@ -1028,7 +1049,7 @@ class _Applier:
         if u["service_account_client"]:
             user.service_account_client = self.client(u["service_account_client"], f"{u['_path']}.serviceAccountClientId")
         self.save(user, u["_path"], _USER_FIELDS)
-        user.roles.add(*self.roles_from(u["realm_roles"], u["client_roles"], u["_path"]))
+        user.roles.add(*self.roles_from(u["realm_roles"], u["client_roles"], u["_path"], create=True))
         groups = []
         for i, path in enumerate(u["groups"]):
             key = path if path.startswith("/") else "/" + path

@@ -1,0 +1,25 @@
+"""The admin console's realm switcher, shown in the header of every admin page."""
+from django import template
+from django.urls import NoReverseMatch, reverse
+
+from ..admin import current_realm
+from ..models import Realm
+
+register = template.Library()
+
+
+@register.inclusion_tag("admin/realms/realm_switcher.html", takes_context=True)
+def realm_switcher(context):
+    request = context["request"]
+    opts = context.get("opts")
+    # After switching, go back to the list the admin was on (an object page belongs to the old realm).
+    try:
+        back = reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist") if opts else request.path
+    except NoReverseMatch:
+        back = request.path
+    return {
+        "realms": Realm.objects.only("id", "name"),
+        "current": current_realm(request),
+        "next": back,
+        "csrf_token": context.get("csrf_token"),
+    }

@@ -365,3 +365,48 @@ def test_client_scope_mapping_on_scopes_and_cross_client_composites():
 
     # write -> staff (client to realm) -> api:read (realm to client)
     assert {str(r) for r in expand_composites([write])} == {"api:write", "staff", "api:read"}
+
+
+def test_ec_and_eddsa_keys_and_key_status_round_trip():
+    from realms.keys import generate_key, rotate_key
+    from realms.services import create_realm
+
+    realm = create_realm("keyring")
+    rotate_key(realm)  # the first RS256 key goes passive, a new one signs
+    generate_key(realm, "ES256", priority=50)
+    generate_key(realm, "EdDSA", priority=40, status=RealmKey.DISABLED)
+    rep = export_realm(realm)
+    providers = sorted((c["providerId"], c["config"]["active"][0], c["config"]["enabled"][0])
+                       for c in rep["components"]["org.keycloak.keys.KeyProvider"])
+    assert providers == [("ecdsa-generated", "true", "true"), ("eddsa-generated", "false", "false"),
+                         ("rsa", "false", "true"), ("rsa", "true", "true")]
+    ec = next(c for c in rep["components"]["org.keycloak.keys.KeyProvider"] if c["providerId"] == "ecdsa-generated")
+    assert ec["config"]["ecdsaEllipticCurveKey"] == ["P-256"] and ec["config"]["ecdsaPublicKey"]
+
+    rep["realm"] = "keyring-copy"
+    copy_realm = import_realm(rep).realm
+
+    def public(r):
+        return sorted((k.algorithm, k.status, k.priority, k.public_key_pem) for k in RealmKey.objects.filter(realm=r))
+
+    assert public(copy_realm) == public(realm)
+    assert realm_keys(copy_realm).signer("ES256") is not None
+    assert realm_keys(copy_realm).signer("EdDSA") is None  # disabled keys neither sign nor verify
+
+
+def test_keycloak_kid_and_generated_provider_without_material():
+    data = load("quickstarts-kc9-full-export-realm-b.json")
+    realm = import_realm(data).realm
+    key = RealmKey.objects.get(realm=realm)
+    from cryptography.hazmat.primitives import serialization
+
+    spki = serialization.load_pem_public_key(key.public_key_pem.encode()).public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    # Keycloak's kid: base64url(SHA-256(SubjectPublicKeyInfo)), so its tokens keep verifying.
+    assert key.kid == base64.urlsafe_b64encode(hashlib.sha256(spki).digest()).rstrip(b"=").decode()
+
+    hand_written = {"realm": "gen", "components": {"org.keycloak.keys.KeyProvider": [
+        {"name": "my-ec", "providerId": "ecdsa-generated", "config": {"priority": ["7"]}}]}}
+    realm = import_realm(hand_written).realm
+    key = RealmKey.objects.get(realm=realm)
+    assert (key.algorithm, key.priority, key.provider_name) == ("ES256", 7, "my-ec")

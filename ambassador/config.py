@@ -416,7 +416,7 @@ def build(data: Any, source: str, base_dir: Path) -> Config:
 
     t = c.mapping(top.get("telemetry"), "telemetry",
                   {"metrics_address", "metrics_port", "access_log", "otlp_endpoint", "service_name", "tracing"})
-    metrics_address = c.address(t, "telemetry", "127.0.0.1") if "metrics_address" in t else "127.0.0.1"
+    metrics_address = c.string(t, "telemetry", "metrics_address", "127.0.0.1")
     if not is_loopback(metrics_address):
         c.err("telemetry.metrics_address", f"{metrics_address} is not a loopback address; metrics stay on loopback")
     access_log = t.get("access_log", "stdout")

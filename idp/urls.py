@@ -5,4 +5,5 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("realms/<str:realm>/", include("oidc.urls")),
+    path("realms/<str:realm>/login-actions/", include("realms.urls")),
 ]

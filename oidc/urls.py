@@ -1,11 +1,12 @@
 """OpenID Connect URLs, included from idp/urls.py at ``realms/<realm>/``."""
 from django.urls import path
 
-from .views import discovery, token, userinfo
+from .views import authorize, discovery, token, userinfo
 
 OIDC = "protocol/openid-connect/"
 
 urlpatterns = [
+    path(OIDC + "auth", authorize.authorize, name="oidc-auth"),
     path(".well-known/openid-configuration", discovery.openid_configuration, name="oidc-discovery"),
     path(OIDC + "certs", discovery.certs, name="oidc-certs"),
     path(OIDC + "token", token.token, name="oidc-token"),

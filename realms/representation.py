@@ -1267,7 +1267,9 @@ def export_realm(realm):
     """The realm as a RealmRepresentation dict (secrets and keys included, like a Keycloak
     full export)."""
     rep = {"id": realm.id, "realm": realm.name}
-    rep.update(_json_fields(realm, _REALM_FIELDS))
+    # Unset optional values are left out, as Keycloak leaves out nulls (an empty email or
+    # federationLink would mean something else to Keycloak).
+    rep.update({k: v for k, v in _json_fields(realm, _REALM_FIELDS).items() if v not in ("", None)})
     rep.update(realm.otp_policy)
     rep.update(realm.webauthn_policy)
 
@@ -1290,7 +1292,7 @@ def export_realm(realm):
 
     rep["users"] = []
     for user in User.objects.filter(realm=realm).select_related("service_account_client").order_by("username"):
-        u = _json_fields(user, _USER_FIELDS)
+        u = {k: v for k, v in _json_fields(user, _USER_FIELDS).items() if v != ""}
         u["createdTimestamp"] = _millis(user.created)
         u["credentials"] = [_credential_rep(c) for c in user.credentials.order_by("-priority", "created")]
         u["realmRoles"], u["clientRoles"] = _role_names(list(user.roles.all().select_related("client")))
@@ -1311,7 +1313,8 @@ def export_realm(realm):
 
     rep["clients"] = []
     for c in clients:
-        crep = _json_fields(c, _CLIENT_FIELDS)
+        crep = {k: v for k, v in _json_fields(c, _CLIENT_FIELDS).items()
+                if v != "" or k not in ("registrationAccessToken", "name", "description")}
         secret = c.get_secret()
         if secret:
             crep["secret"] = secret

@@ -96,7 +96,7 @@ class Receiver:
             self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
         self.host, self.port = host, self.httpd.server_address[1]
         self.scheme = "https" if tls else "http"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
 
     def url(self, path="/hook", host=None):

@@ -1,0 +1,61 @@
+"""Telling a realm's admins that an endpoint was disabled: an admin event (through
+``realms.events.emit``, so it is stored when admin events are on) and, when the realm has an SMTP
+server configured, an email to its administrators after the commit."""
+import logging
+
+from django.core.mail import EmailMessage, get_connection
+from django.db import transaction
+
+from realms.events import emit
+from realms.models import Event, User
+from realms.roles import client_role_names, effective_roles, realm_role_names
+
+logger = logging.getLogger("idp.webhooks")
+
+RESOURCE_TYPE = "WEBHOOK_ENDPOINT"
+
+
+def endpoint_disabled(endpoint, reason):
+    realm = endpoint.realm
+    emit(realm, "UPDATE", kind=Event.ADMIN, resource_type=RESOURCE_TYPE,
+         resource_path=f"webhooks/{endpoint.pk}", details={"enabled": False, "reason": reason})
+    if (realm.smtp_server or {}).get("host"):
+        transaction.on_commit(lambda: _email(realm, endpoint, reason))
+
+
+def admin_emails(realm):
+    """Master-realm admins, and the realm's own users holding realm-management's realm-admin."""
+    emails = []
+    for user in User.objects.filter(realm__name="master", enabled=True).exclude(email=""):
+        if "admin" in realm_role_names(effective_roles(user)):
+            emails.append(user.email)
+    if not realm.is_master:
+        for user in User.objects.filter(realm=realm, enabled=True).exclude(email=""):
+            if "realm-admin" in client_role_names(effective_roles(user)).get("realm-management", []):
+                emails.append(user.email)
+    return sorted(set(emails))
+
+
+def _email(realm, endpoint, reason):
+    recipients = admin_emails(realm)
+    if not recipients:
+        return
+    smtp = realm.smtp_server
+    truthy = ("true", "1", True)
+    connection = get_connection(
+        "django.core.mail.backends.smtp.EmailBackend", host=smtp["host"], port=int(smtp.get("port") or 25),
+        username=smtp.get("user") or None if smtp.get("auth") in truthy else None,
+        password=smtp.get("password") or None if smtp.get("auth") in truthy else None,
+        use_tls=smtp.get("starttls") in truthy, use_ssl=smtp.get("ssl") in truthy, timeout=10,
+    )
+    message = EmailMessage(
+        subject=f"Webhook endpoint disabled in realm {realm.name}",
+        body=(f"The webhook endpoint {endpoint.url} (id {endpoint.pk}) of realm {realm.name} was disabled:\n"
+              f"{reason}.\n\nEvents for it are kept in the delivery log; enable the endpoint and redeliver "
+              "them from the admin console or the admin REST API once it answers again.\n"),
+        from_email=smtp.get("from") or None, to=recipients, connection=connection,
+    )
+    try:
+        message.send()
+    except OSError as exc:
+        logger.warning("webhooks: could not email the admins of realm %s: %s", realm.name, exc)

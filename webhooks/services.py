@@ -1,0 +1,164 @@
+"""What the admin console and the REST API do with endpoints: one function per operation, each
+raising ``WebhookError`` (turned into a 400 in one place) for input it refuses."""
+from datetime import timedelta
+
+from django.db import transaction
+from django.utils import timezone
+
+from . import catalogue, conf
+from .http import TargetRefused, check_url
+from .models import Delivery, Endpoint, EndpointSecret, Message
+from .outbox import publish
+from .signing import InvalidSecret, decode_secret, generate_key_pair, generate_secret
+
+DEFAULT_ROTATION_OVERLAP = 24 * 3600
+TEST_EVENT_TYPE = "webhook.test"
+
+
+class WebhookError(ValueError):
+    """Input refused; the message is safe to show to the caller."""
+
+
+def validate_url(url):
+    try:
+        check_url(url)
+    except TargetRefused as exc:
+        raise WebhookError(str(exc)) from None
+    return url
+
+
+def validate_event_types(types):
+    if not isinstance(types, list) or not all(isinstance(t, str) and t for t in types):
+        raise WebhookError("eventTypes is a list of event type names")
+    known = set(catalogue.all_types()) | {TEST_EVENT_TYPE}
+    prefixes = {t.split(".", 1)[0] + ".*" for t in known}
+    for t in types:
+        if t != "*" and t not in known and t not in prefixes:
+            raise WebhookError(f"unknown event type {t!r}")
+    return types
+
+
+def _add_secret(endpoint, kind, secret=None, now=None):
+    if kind == EndpointSecret.ED25519:
+        private, public = generate_key_pair()
+        row = EndpointSecret(endpoint=endpoint, kind=kind, public_key=public, created_at=now or timezone.now())
+        row.secret = private
+        row.save()
+        return public
+    if secret is None:
+        secret = generate_secret()
+    else:
+        try:
+            decode_secret(secret)
+        except InvalidSecret as exc:
+            raise WebhookError(str(exc)) from None
+    row = EndpointSecret(endpoint=endpoint, kind=EndpointSecret.HMAC, created_at=now or timezone.now())
+    row.secret = secret
+    row.save()
+    return secret
+
+
+@transaction.atomic
+def create_endpoint(realm, url, event_types=(), description="", enabled=True, secret=None,
+                    signature="v1", rate_limit=0, max_concurrency=None):
+    """Returns (endpoint, secret): the ``whsec_`` secret, or the ``whpk_`` key for ``v1a``,
+    shown to the caller once."""
+    if signature not in ("v1", "v1a"):
+        raise WebhookError("signature is v1 or v1a")
+    endpoint = Endpoint.objects.create(
+        realm=realm, url=validate_url(url), event_types=validate_event_types(list(event_types)),
+        description=description, enabled=enabled, rate_limit=_non_negative(rate_limit, "rateLimit"),
+        max_concurrency=_positive(max_concurrency or conf.get("IDP_WEBHOOK_DEFAULT_CONCURRENCY"), "maxConcurrency"),
+    )
+    shown = _add_secret(endpoint, EndpointSecret.ED25519 if signature == "v1a" else EndpointSecret.HMAC, secret)
+    return endpoint, shown
+
+
+def _positive(value, name):
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise WebhookError(f"{name} is a positive integer")
+    return value
+
+
+def _non_negative(value, name):
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise WebhookError(f"{name} is a non-negative integer")
+    return value
+
+
+FIELDS = {"url": "url", "eventTypes": "event_types", "description": "description", "enabled": "enabled",
+          "rateLimit": "rate_limit", "maxConcurrency": "max_concurrency"}
+
+
+@transaction.atomic
+def update_endpoint(endpoint, **changes):
+    """``changes`` in model field names. Enabling an endpoint clears its failure state."""
+    if "url" in changes:
+        validate_url(changes["url"])
+    if "event_types" in changes:
+        validate_event_types(changes["event_types"])
+    if "rate_limit" in changes:
+        _non_negative(changes["rate_limit"], "rateLimit")
+    if "max_concurrency" in changes:
+        _positive(changes["max_concurrency"], "maxConcurrency")
+    if "enabled" in changes and not isinstance(changes["enabled"], bool):
+        raise WebhookError("enabled is a boolean")
+    if "description" in changes and not isinstance(changes["description"], str):
+        raise WebhookError("description is a string")
+    if changes.get("enabled") and not endpoint.enabled:
+        changes.update(disabled_reason="", failing_since=None, throttled_until=None, throttle_step=0)
+    for name, value in changes.items():
+        setattr(endpoint, name, value)
+    endpoint.save()
+    return endpoint
+
+
+@transaction.atomic
+def rotate_secret(endpoint, overlap_seconds=DEFAULT_ROTATION_OVERLAP, secret=None, signature=None):
+    """Add a new secret; the current ones keep signing for ``overlap_seconds`` (0 after a leak:
+    they stop at once). Returns the new secret (or public key), shown once."""
+    if not isinstance(overlap_seconds, int) or isinstance(overlap_seconds, bool) or overlap_seconds < 0:
+        raise WebhookError("overlapSeconds is a non-negative integer")
+    now = timezone.now()
+    kind = {None: None, "v1": EndpointSecret.HMAC, "v1a": EndpointSecret.ED25519}.get(signature, "bad")
+    if kind == "bad":
+        raise WebhookError("signature is v1 or v1a")
+    current = [s for s in endpoint.secrets.all() if s.expires_at is None or s.expires_at > now]
+    kind = kind or (current[-1].kind if current else EndpointSecret.HMAC)
+    ends = now + timedelta(seconds=overlap_seconds)
+    for s in current:
+        if s.expires_at is None or s.expires_at > ends:
+            s.expires_at = ends
+            s.save(update_fields=["expires_at"])
+    shown = _add_secret(endpoint, kind, secret, now=now)
+    # Expired secrets are of no use to anyone; they are dropped rather than kept encrypted.
+    endpoint.secrets.filter(expires_at__lte=now).delete()
+    return shown
+
+
+@transaction.atomic
+def send_test_event(endpoint):
+    """A ``webhook.test`` event to this endpoint only, through the normal delivery path."""
+    return publish(endpoint.realm, TEST_EVENT_TYPE, {"realm": endpoint.realm.name, "endpointId": endpoint.pk},
+                   endpoints=[endpoint])
+
+
+def redeliver_event(endpoint, message_id):
+    """Redeliver one event to this endpoint (a new delivery if it never had one)."""
+    from .delivery import redeliver
+
+    message = Message.objects.filter(pk=message_id, realm_id=endpoint.realm_id).first()
+    if message is None:
+        raise WebhookError("unknown event id")
+    with transaction.atomic():
+        Delivery.objects.get_or_create(message=message, endpoint=endpoint,
+                                       defaults={"next_attempt_at": timezone.now()})
+        return redeliver(Delivery.objects.filter(message=message, endpoint=endpoint))
+
+
+def redeliver_range(endpoint, since, until, failed_only=False):
+    from . import delivery
+
+    if since >= until:
+        raise WebhookError("since must be before until")
+    return delivery.redeliver_range(endpoint, since, until, failed_only=failed_only)

@@ -93,10 +93,10 @@ def new_verifier():
 
 
 def exchange(http, realm, code, *, client_id="app", secret=SECRET, redirect_uri=REDIRECT, verifier=None, **extra):
+    headers = {k: extra.pop(k) for k in list(extra) if k.startswith("HTTP_")}
     data = {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri, **extra}
     if verifier is not None:
         data["code_verifier"] = verifier
-    headers = {}
     if secret:
         headers["HTTP_AUTHORIZATION"] = basic(client_id, secret)
     else:

@@ -1,0 +1,163 @@
+"""Discovery, JWKS and key rotation, userinfo, introspection (RFC 7662), revocation (RFC 7009), CORS."""
+from realms import sessions
+from realms.keys import rotate_key
+from oidc.tokens import decode
+from realms.models import ClientSession, Event
+
+from .conftest import REDIRECT, SECRET, basic, code_for, exchange, refresh, url
+
+
+def issuer(realm):
+    return f"http://testserver/realms/{realm.name}"
+
+
+def signed_tokens(http, realm, user, scope="openid"):
+    code, user_session = code_for(realm, user, scope=scope)
+    resp = exchange(http, realm, code)
+    assert resp.status_code == 200, resp.content
+    return resp.json(), user_session
+
+
+def test_discovery_document(http, realm):
+    doc = http.get(f"/realms/{realm.name}/.well-known/openid-configuration").json()
+    assert doc["issuer"] == issuer(realm)
+    assert doc["token_endpoint"] == issuer(realm) + "/protocol/openid-connect/token"
+    assert doc["jwks_uri"].endswith("/protocol/openid-connect/certs")
+    assert "S256" in doc["code_challenge_methods_supported"]
+    assert {"authorization_code", "refresh_token", "client_credentials"} <= set(doc["grant_types_supported"])
+    assert "private_key_jwt" in doc["token_endpoint_auth_methods_supported"]
+    assert {"openid", "profile", "email", "offline_access"} <= set(doc["scopes_supported"])
+
+
+def test_key_rotation_old_tokens_verify_new_tokens_use_new_kid(http, realm, alice):
+    from oidc import jose
+
+    old, _ = signed_tokens(http, realm, alice)
+    old_kid = jose.parse(old["access_token"])[0]["kid"]
+    new_key = rotate_key(realm)
+    jwks = http.get(url(realm, "certs")).json()
+    kids = {k["kid"] for k in jwks["keys"]}
+    assert {old_kid, new_key.kid} <= kids and all("d" not in k for k in jwks["keys"])
+    new, _ = signed_tokens(http, realm, alice)
+    assert jose.parse(new["access_token"])[0]["kid"] == new_key.kid
+    decode(realm, old["access_token"], issuer(realm))  # passive key still verifies
+    introspected = http.post(url(realm, "token/introspect"), {"token": old["access_token"]},
+                             HTTP_AUTHORIZATION=basic("app", SECRET)).json()
+    assert introspected["active"] is True
+
+
+def test_userinfo_get_and_post(http, realm, alice):
+    body, _ = signed_tokens(http, realm, alice)
+    auth = {"HTTP_AUTHORIZATION": "Bearer " + body["access_token"]}
+    got = http.get(url(realm, "userinfo"), **auth)
+    assert got.status_code == 200 and got.json()["sub"] == alice.pk
+    assert got.json()["email"] == "alice@example.org" and got.json()["preferred_username"] == "alice"
+    posted = http.post(url(realm, "userinfo"), {"access_token": body["access_token"]})
+    assert posted.status_code == 200 and posted.json() == got.json()
+
+
+def test_userinfo_refuses_bad_tokens(http, realm, alice):
+    body, user_session = signed_tokens(http, realm, alice)
+    missing = http.get(url(realm, "userinfo"))
+    assert missing.status_code == 401 and 'error="invalid_token"' in missing["WWW-Authenticate"]
+    refresh_as_bearer = http.get(url(realm, "userinfo"), HTTP_AUTHORIZATION="Bearer " + body["refresh_token"])
+    assert refresh_as_bearer.status_code == 401
+    sessions.end_session(user_session)
+    ended = http.get(url(realm, "userinfo"), HTTP_AUTHORIZATION="Bearer " + body["access_token"])
+    assert ended.status_code == 401
+
+
+def introspect(http, realm, token, client=("app", SECRET)):
+    return http.post(url(realm, "token/introspect"), {"token": token}, HTTP_AUTHORIZATION=basic(*client))
+
+
+def test_introspection_active_and_sees_disabled_user_at_once(http, realm, alice):
+    realm.events_enabled = True
+    realm.save()
+    body, _ = signed_tokens(http, realm, alice)
+    resp = introspect(http, realm, body["access_token"], ("api", "api-secret-" + "y" * 20))
+    data = resp.json()
+    assert data["active"] is True and data["sub"] == alice.pk and data["client_id"] == "app"
+    assert data["username"] == "alice" and data["token_type"] == "Bearer"
+    assert introspect(http, realm, body["refresh_token"]).json()["active"] is True
+    alice.enabled = False
+    alice.save()
+    assert introspect(http, realm, body["access_token"]).json() == {"active": False}
+    assert Event.objects.filter(realm=realm, type="INTROSPECT_TOKEN").exists()
+
+
+def test_introspection_inactive_cases(http, realm, alice):
+    body, user_session = signed_tokens(http, realm, alice)
+    assert introspect(http, realm, "garbage").json() == {"active": False}
+    head, payload, sig = body["access_token"].split(".")
+    assert introspect(http, realm, f"{head}.{payload}.{sig[::-1]}").json() == {"active": False}
+    sessions.end_session(user_session)
+    assert introspect(http, realm, body["access_token"]).json() == {"active": False}
+
+
+def test_introspection_requires_client_authentication(http, realm, alice):
+    body, _ = signed_tokens(http, realm, alice)
+    resp = http.post(url(realm, "token/introspect"), {"token": body["access_token"]})
+    assert resp.status_code == 401 and resp.json()["error"] == "invalid_client"
+    resp = introspect(http, realm, body["access_token"], ("app", "wrong"))
+    assert resp.status_code == 401
+
+
+def test_revoke_refresh_token_ends_client_session(http, realm, alice):
+    realm.events_enabled = True
+    realm.save()
+    body, user_session = signed_tokens(http, realm, alice)
+    resp = http.post(url(realm, "revoke"), {"token": body["refresh_token"], "token_type_hint": "refresh_token"},
+                     HTTP_AUTHORIZATION=basic("app", SECRET))
+    assert resp.status_code == 200
+    assert not ClientSession.objects.filter(user_session=user_session, client__client_id="app").exists()
+    assert refresh(http, realm, body["refresh_token"]).json()["error"] == "invalid_grant"
+    assert introspect(http, realm, body["access_token"]).json() == {"active": False}
+    assert Event.objects.filter(realm=realm, type="REVOKE_GRANT").exists()
+
+
+def test_revoke_access_token_and_unknown_token(http, realm, alice):
+    body, _ = signed_tokens(http, realm, alice)
+    auth = {"HTTP_AUTHORIZATION": basic("app", SECRET)}
+    assert http.post(url(realm, "revoke"), {"token": body["access_token"]}, **auth).status_code == 200
+    assert introspect(http, realm, body["access_token"]).json() == {"active": False}
+    assert http.post(url(realm, "revoke"), {"token": "not-a-token"}, **auth).status_code == 200
+
+
+def test_revoke_offline_token_ends_offline_session(http, realm, alice):
+    from realms.models import UserSession
+
+    body, _ = signed_tokens(http, realm, alice, scope="openid offline_access")
+    sid = decode(realm, body["refresh_token"], issuer(realm))["sid"]
+    http.post(url(realm, "revoke"), {"token": body["refresh_token"]}, HTTP_AUTHORIZATION=basic("app", SECRET))
+    assert not UserSession.objects.filter(pk=sid).exists()
+
+
+def test_revoke_token_of_another_client_is_refused(http, realm, alice):
+    from .conftest import SPA_REDIRECT, new_verifier
+
+    verifier = new_verifier()
+    code, _ = code_for(realm, alice, "spa", redirect_uri=SPA_REDIRECT, verifier=verifier)
+    body = exchange(http, realm, code, client_id="spa", secret=None, redirect_uri=SPA_REDIRECT,
+                    verifier=verifier).json()
+    resp = http.post(url(realm, "revoke"), {"token": body["refresh_token"]}, HTTP_AUTHORIZATION=basic("app", SECRET))
+    assert resp.status_code == 400
+
+
+def test_cors_for_registered_origins_only(http, realm, alice):
+    code, _ = code_for(realm, alice)
+    allowed = exchange(http, realm, code, HTTP_ORIGIN="https://app.example")
+    assert allowed["Access-Control-Allow-Origin"] == "https://app.example"  # "+" = redirect URI origins
+    code, _ = code_for(realm, alice)
+    other = exchange(http, realm, code, HTTP_ORIGIN="https://evil.example")
+    assert other.status_code == 200 and "Access-Control-Allow-Origin" not in other
+    pre = http.options(url(realm, "token"), HTTP_ORIGIN="https://app.example",
+                       HTTP_ACCESS_CONTROL_REQUEST_METHOD="POST")
+    assert pre.status_code == 200 and "POST" in pre["Access-Control-Allow-Methods"]
+    certs = http.get(url(realm, "certs"), HTTP_ORIGIN="https://anywhere.example")
+    assert certs["Access-Control-Allow-Origin"] == "https://anywhere.example"
+    body = exchange(http, realm, code_for(realm, alice)[0]).json()
+    info = http.get(url(realm, "userinfo"), HTTP_AUTHORIZATION="Bearer " + body["access_token"],
+                    HTTP_ORIGIN="https://app.example")
+    assert info["Access-Control-Allow-Origin"] == "https://app.example"
+    assert REDIRECT.startswith("https://app.example")

@@ -12,9 +12,15 @@ PASSWORD = "correct horse battery staple"
 
 @pytest.fixture(autouse=True)
 def _fresh_cache():
+    # Every test re-creates realm "acme" under a new id inside a rolled-back transaction (no
+    # delete signals), so the per-process realm configuration must be dropped as well.
+    from oidc import realm_cache
+
     cache.clear()
+    realm_cache._by_name.clear()
     yield
     cache.clear()
+    realm_cache._by_name.clear()
 
 
 @pytest.fixture

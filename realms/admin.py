@@ -398,10 +398,42 @@ class RealmDefaultClientScopeInline(RealmScopedInline):
 class RealmForm(forms.ModelForm):
     default_signature_algorithm = forms.ChoiceField(choices=RealmKey.ALGORITHMS, initial="RS256")
 
+    class Meta:
+        # Keycloak's console names, where the field name alone reads poorly; durations in seconds.
+        labels = {
+            "ssl_required": "Require SSL",
+            "display_name_html": "HTML display name",
+            "sso_session_idle_timeout": "SSO Session Idle (s)",
+            "sso_session_max_lifespan": "SSO Session Max (s)",
+            "sso_session_idle_timeout_remember_me": "SSO Session Idle Remember Me (s)",
+            "sso_session_max_lifespan_remember_me": "SSO Session Max Remember Me (s)",
+            "client_session_idle_timeout": "Client Session Idle (s)",
+            "client_session_max_lifespan": "Client Session Max (s)",
+            "offline_session_idle_timeout": "Offline Session Idle (s)",
+            "offline_session_max_lifespan": "Offline Session Max (s)",
+            "client_offline_session_idle_timeout": "Client Offline Session Idle (s)",
+            "client_offline_session_max_lifespan": "Client Offline Session Max (s)",
+            "access_token_lifespan": "Access Token Lifespan (s)",
+            "access_token_lifespan_for_implicit_flow": "Access Token Lifespan For Implicit Flow (s)",
+            "access_code_lifespan": "Client login timeout (s)",
+            "access_code_lifespan_user_action": "Login action timeout (s)",
+            "access_code_lifespan_login": "Login timeout (s)",
+            "action_token_generated_by_admin_lifespan": "Default admin-initiated action lifespan (s)",
+            "action_token_generated_by_user_lifespan": "User-initiated action lifespan (s)",
+            "oauth2_device_code_lifespan": "OAuth 2.0 Device Code Lifespan (s)",
+            "oauth2_device_polling_interval": "OAuth 2.0 Device Polling Interval (s)",
+            "smtp_server": "SMTP server",
+            "otp_policy": "OTP policy",
+            "webauthn_policy": "WebAuthn policy",
+            "events_expiration": "Expiration (s)",
+            "admin_events_details_enabled": "Include representation",
+        }
+
 
 @admin.register(Realm)
 class RealmAdmin(ConsoleAdmin):
     form = RealmForm
+    show_full_result_count = True  # the one list that spans realms
     list_display = ("name", "display_name", "enabled", "work_in_realm")
     search_fields = ("name", "display_name")
     actions = ["rotate_signing_key"]

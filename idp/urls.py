@@ -2,8 +2,11 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from oidc import demo as oidc_demo
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("realms/<str:realm>/", include("oidc.urls")),
+    path("demo/api/whoami", oidc_demo.whoami, name="demo-whoami"),
     path("realms/<str:realm>/login-actions/", include("realms.urls")),
 ]

@@ -1,0 +1,229 @@
+"""Local access-token validation for APIs (resource servers), spec 1 §4 "Resource server call".
+
+An API validates each bearer token itself, without calling the identity provider: the signature
+against the realm's JWKS (fetched over HTTP from the certs URL, cached, fetched again when a token
+names an unknown ``kid``, at most once per ``REFETCH_INTERVAL``), then ``iss``, ``aud``, ``exp``
+(with a small leeway), the algorithm (asymmetric allow-list only: never ``none``, never HMAC with
+a public key) and the scope or role the endpoint requires. Failures answer 401 with
+``WWW-Authenticate: Bearer error="invalid_token"``; a valid token without the required scope or
+role answers 403 ``insufficient_scope`` (RFC 6750 §3.1).
+
+Use ``require_bearer(realm="demo", audience="my-api", scope="read")`` on a Django view, or
+``BearerAuthentication`` in Django REST framework (settings ``OIDC_RESOURCE_SERVER``:
+``{"ISSUER": ..., "AUDIENCE": ...}``).
+"""
+import functools
+import threading
+import time
+
+import requests
+from django.conf import settings
+from jwcrypto import jwk
+from rest_framework import authentication, exceptions
+
+from . import jose
+from .errors import InsufficientScope, InvalidToken, OAuthError, error_response
+
+DEFAULT_ALGORITHMS = ("RS256", "ES256", "EdDSA", "PS256")
+LEEWAY = 30
+JWKS_TTL = 600
+REFETCH_INTERVAL = 10
+FETCH_TIMEOUT = (3, 5)
+
+
+class JWKSCache:
+    """The issuer's public keys by kid, fetched over HTTP and kept ``JWKS_TTL`` seconds."""
+
+    def __init__(self, url, session=None):
+        self.url = url
+        self.keys = {}
+        self.fetched_at = None
+        self._lock = threading.Lock()
+        self._session = session or requests.Session()
+
+    def _fetch(self):
+        response = self._session.get(self.url, timeout=FETCH_TIMEOUT)
+        response.raise_for_status()
+        keys = {}
+        for entry in response.json().get("keys", []):
+            if entry.get("use", "sig") != "sig" or not entry.get("kid"):
+                continue
+            try:
+                key = jwk.JWK(**entry)
+            except (jwk.InvalidJWKValue, TypeError, ValueError):
+                continue
+            if not key.has_private:
+                keys[entry["kid"]] = key
+        self.keys = keys
+
+    def get(self, kid):
+        now = time.monotonic()
+        stale = self.fetched_at is None or now - self.fetched_at > JWKS_TTL
+        if not stale and kid in self.keys:
+            return self.keys[kid]
+        # Unknown kid (a key rotation) or stale set: fetch again, but never more often than
+        # REFETCH_INTERVAL, so garbage kids cannot make the API hammer the identity provider.
+        if stale or now - self.fetched_at >= REFETCH_INTERVAL:
+            with self._lock:
+                if self.fetched_at is None or time.monotonic() - self.fetched_at >= REFETCH_INTERVAL or stale:
+                    try:
+                        self._fetch()
+                    except (requests.RequestException, ValueError):
+                        if self.fetched_at is None:
+                            raise InvalidToken("Signing keys unavailable") from None
+                    self.fetched_at = time.monotonic()
+        return self.keys.get(kid)
+
+
+class BearerValidator:
+    def __init__(self, *, issuer, audience, algorithms=DEFAULT_ALGORITHMS, leeway=LEEWAY, jwks_url=None):
+        bad = [a for a in algorithms if a not in jose.ASYMMETRIC]
+        if bad:
+            raise ValueError(f"algorithms not allowed for bearer tokens: {bad}")
+        self.issuer = issuer
+        self.audience = audience
+        self.algorithms = frozenset(algorithms)
+        self.leeway = leeway
+        self.jwks = JWKSCache(jwks_url or f"{issuer}/protocol/openid-connect/certs")
+
+    def validate(self, token) -> dict:
+        """The token's claims; InvalidToken unless signature, iss, aud, exp and alg are right."""
+        try:
+            header, claims, signing_input, signature = jose.parse(token)
+        except jose.JoseError:
+            raise InvalidToken("Malformed token") from None
+        alg = header.get("alg")
+        if alg not in self.algorithms:
+            raise InvalidToken("Algorithm not allowed")
+        if header.get("typ", "JWT") not in ("JWT", "at+jwt", "application/at+jwt"):
+            raise InvalidToken("Not an access token")
+        key = self.jwks.get(header.get("kid"))
+        if key is None:
+            raise InvalidToken("Unknown signing key")
+        try:
+            jose.verify_signature(alg, key, signing_input, signature)
+        except jose.JoseError:
+            raise InvalidToken("Invalid signature") from None
+        if claims.get("iss") != self.issuer:
+            raise InvalidToken("Wrong issuer")
+        aud = claims.get("aud")
+        if self.audience not in (aud if isinstance(aud, list) else [aud]):
+            raise InvalidToken("Wrong audience")
+        now = time.time()
+        exp = claims.get("exp")
+        if not isinstance(exp, (int, float)) or exp + self.leeway < now:
+            raise InvalidToken("Token expired")
+        nbf = claims.get("nbf")
+        if isinstance(nbf, (int, float)) and nbf - self.leeway > now:
+            raise InvalidToken("Token not yet valid")
+        if claims.get("typ", "Bearer") != "Bearer":
+            raise InvalidToken("Not an access token")
+        return claims
+
+
+def check_scope_and_role(claims, scope=None, role=None):
+    """InsufficientScope unless every scope in ``scope`` is granted and the token carries
+    ``role`` (a realm role, or ``client:role`` for a client role)."""
+    if scope:
+        granted = set(str(claims.get("scope", "")).split())
+        missing = [s for s in scope.split() if s not in granted]
+        if missing:
+            raise InsufficientScope("Missing scope", scope=scope)
+    if role:
+        if ":" in role:
+            client_id, name = role.split(":", 1)
+            roles = ((claims.get("resource_access") or {}).get(client_id) or {}).get("roles") or []
+        else:
+            name, roles = role, (claims.get("realm_access") or {}).get("roles") or []
+        if name not in roles:
+            raise InsufficientScope("Missing role")
+
+
+_validators = {}
+_validators_lock = threading.Lock()
+
+
+def validator(issuer, audience, algorithms=DEFAULT_ALGORITHMS) -> BearerValidator:
+    """One validator (and one JWKS cache) per issuer and audience in the process."""
+    key = (issuer, audience, tuple(algorithms))
+    found = _validators.get(key)
+    if found is None:
+        with _validators_lock:
+            found = _validators.setdefault(key, BearerValidator(issuer=issuer, audience=audience, algorithms=algorithms))
+    return found
+
+
+def _issuer(request, realm, issuer):
+    if issuer:
+        return issuer
+    base = (getattr(settings, "OIDC_RESOURCE_SERVER_BASE_URL", "") or settings.IDP_BASE_URL
+            or f"{request.scheme}://{request.get_host()}")
+    return f"{base.rstrip('/')}/realms/{realm}"
+
+
+def bearer_token(request):
+    header = request.META.get("HTTP_AUTHORIZATION", "")
+    if header[:7].lower() != "bearer " or not header[7:].strip():
+        raise InvalidToken("Missing bearer token")
+    return header[7:].strip()
+
+
+def require_bearer(realm=None, audience=None, scope=None, role=None, *, issuer=None, algorithms=DEFAULT_ALGORITHMS):
+    """View decorator: the view runs only for a valid token; its claims are ``request.token``."""
+    if not (realm or issuer) or not audience:
+        raise ValueError("require_bearer needs realm (or issuer) and audience")
+
+    def decorate(view):
+        @functools.wraps(view)
+        def wrapper(request, *args, **kwargs):
+            try:
+                claims = validator(_issuer(request, realm, issuer), audience, algorithms).validate(bearer_token(request))
+                check_scope_and_role(claims, scope, role)
+            except OAuthError as exc:
+                return error_response(exc)
+            request.token = claims
+            return view(request, *args, **kwargs)
+        return wrapper
+    return decorate
+
+
+class TokenUser:
+    """The caller as DRF sees it: authenticated, identified by the token's subject."""
+
+    is_authenticated = True
+    is_anonymous = False
+
+    def __init__(self, claims):
+        self.claims = claims
+        self.pk = self.id = claims.get("sub")
+        self.username = claims.get("preferred_username", "")
+
+    def __str__(self):
+        return self.username or str(self.pk)
+
+
+class BearerAuthentication(authentication.BaseAuthentication):
+    """DRF authentication: ``request.user`` is a TokenUser, ``request.auth`` the claims.
+
+    Configure with settings.OIDC_RESOURCE_SERVER = {"ISSUER": ..., "AUDIENCE": ...}; a view may
+    set ``required_scope`` / ``required_role``."""
+
+    def authenticate(self, request):
+        header = request.META.get("HTTP_AUTHORIZATION", "")
+        if header[:7].lower() != "bearer ":
+            return None
+        conf = settings.OIDC_RESOURCE_SERVER
+        try:
+            claims = validator(conf["ISSUER"], conf["AUDIENCE"], conf.get("ALGORITHMS", DEFAULT_ALGORITHMS)).validate(
+                bearer_token(request))
+        except OAuthError as exc:
+            raise exceptions.AuthenticationFailed(exc.description) from None
+        view = request.parser_context.get("view") if getattr(request, "parser_context", None) else None
+        try:
+            check_scope_and_role(claims, getattr(view, "required_scope", None), getattr(view, "required_role", None))
+        except InsufficientScope as exc:
+            raise exceptions.PermissionDenied(exc.description) from None
+        return TokenUser(claims), claims
+
+    def authenticate_header(self, request):
+        return 'Bearer realm="api", error="invalid_token"'

@@ -196,8 +196,8 @@ def admin_event(request, realm, operation, resource_type, resource_path, obj=Non
     )
 
 
-def object_event(request, operation, obj, target=None):
-    resource_type, resource_path = target or resource_of(obj)
+def object_event(request, operation, obj):
+    resource_type, resource_path = resource_of(obj)
     return admin_event(request, owning_realm(obj), operation, resource_type, resource_path,
                        None if operation == "DELETE" else obj)
 

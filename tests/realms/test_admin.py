@@ -416,6 +416,7 @@ def test_set_password_through_the_console(console, acme):
     url = f"/admin/realms/user/{user.pk}/password/"
     response = console.post(url, {"new_password1": "n3w-Passw0rd", "new_password2": "typo"})
     assert response.status_code == 200 and errors_of(response)
+    assert "n3w-Passw0rd" not in response.content.decode()  # never echoed back, even on an error
     assert not user.has_usable_password()
 
     response = console.post(url, {"new_password1": "n3w-Passw0rd", "new_password2": "n3w-Passw0rd",

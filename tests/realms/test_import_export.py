@@ -410,3 +410,24 @@ def test_keycloak_kid_and_generated_provider_without_material():
     realm = import_realm(hand_written).realm
     key = RealmKey.objects.get(realm=realm)
     assert (key.algorithm, key.priority, key.provider_name) == ("ES256", 7, "my-ec")
+
+
+def test_unsupported_keys_are_listed_with_their_paths():
+    result = import_realm({
+        "realm": "partial",
+        "identityProviders": [{"alias": "google"}],
+        "clients": [{"clientId": "app", "authorizationSettings": {"resources": []}, "access": {"view": True}}],
+        "users": [{"username": "u", "federatedIdentities": [{"identityProvider": "google"}], "totp": False}],
+        "groups": [{"name": "g", "path": "/g", "subGroups": [{"name": "h", "path": "/g/h", "parentId": "x",
+                                                               "unknownThing": 1}]}],
+        "components": {"org.keycloak.storage.UserStorageProvider": [{"providerId": "ldap", "name": "corp"}]},
+    })
+    assert result.warnings == [
+        "identityProviders: not supported, not imported",
+        "clients[0].authorizationSettings: not supported, not imported",
+        "groups[0].subGroups[0].unknownThing: not supported, not imported",
+        "users[0].federatedIdentities: not supported, not imported",
+        'components["org.keycloak.storage.UserStorageProvider"][0]: component \'ldap\' '
+        "(org.keycloak.storage.UserStorageProvider) not supported, not imported",
+    ]
+    assert Group.objects.get(realm=result.realm, name="h").parent.name == "g"

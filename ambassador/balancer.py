@@ -7,7 +7,7 @@ import time
 
 class Instance:
     __slots__ = ("host", "port", "key", "authority", "authority_b", "active", "failures", "ejected_until", "ejections",
-                 "idle", "h2", "removed")
+                 "idle", "removed")
 
     def __init__(self, host: str, port: int):
         self.host = host
@@ -20,7 +20,6 @@ class Instance:
         self.ejected_until = 0.0
         self.ejections = 0
         self.idle: list = []  # idle HTTP/1.1 connections (LIFO keeps warm ones warm)
-        self.h2 = None  # the shared HTTP/2 connection, when the upstream speaks h2
         self.removed = False
 
     def __repr__(self) -> str:

@@ -89,7 +89,6 @@ class UpstreamConfig:
     instances: tuple[tuple[str, int], ...]
     dns: DNSConfig | None
     balance: str
-    protocol: str
     host: str | None
     tls: TLSConfig | None
     token: TokenConfig | None
@@ -351,7 +350,7 @@ def build(data: Any, source: str, base_dir: Path) -> Config:
     top = c.mapping(data, "", {"listener", "upstreams", "routes", "retry_budget", "telemetry",
                                "tcp_listeners", "shard_listeners"})
     listener = None
-    if "listener" in top:
+    if top.get("listener") is not None:
         node = c.mapping(top["listener"], "listener",
                          {"address", "port", "force_bind", "drain_timeout", "retry_buffer"}, {"port"})
         address, port, force = c.bind(node, "listener")
@@ -400,9 +399,6 @@ def build(data: Any, source: str, base_dir: Path) -> Config:
             upstream = n.get("upstream")
             if upstream is not None and upstream not in up_nodes:
                 c.err(f"{key}.upstream", f"no upstream named {upstream!r}")
-                continue
-            if section == "tcp_listeners" and upstream in upstreams and upstreams[upstream].protocol != "http1":
-                c.err(f"{key}.upstream", "a TCP listener forwards raw bytes; the upstream must not set protocol: h2")
                 continue
             if port is not None and upstream is not None:
                 streams.append(StreamListenerConfig(kind, address, port, upstream, force,
@@ -455,7 +451,7 @@ def _nonneg_number(c: _Checker, node: dict, key: str, name: str, default: float)
 def _upstream(c: _Checker, name: str, node: Any) -> UpstreamConfig | None:
     key = f"upstreams.{name}"
     before = len(c.errors)
-    n = c.mapping(node, key, {"instances", "dns", "balance", "protocol", "host", "tls", "token",
+    n = c.mapping(node, key, {"instances", "dns", "balance", "host", "tls", "token",
                               "breaker", "outlier", "pool"})
     instances: list[tuple[str, int]] = []
     dns = None
@@ -484,9 +480,6 @@ def _upstream(c: _Checker, name: str, node: Any) -> UpstreamConfig | None:
     balance = n.get("balance", "round_robin")
     if balance not in ("round_robin", "least_request"):
         c.err(f"{key}.balance", f"must be round_robin or least_request, got {balance!r}")
-    protocol = n.get("protocol", "http1")
-    if protocol not in ("http1", "h2"):
-        c.err(f"{key}.protocol", f"must be http1 or h2, got {protocol!r}")
     tls = None
     if n.get("tls") is not None:
         tn = c.mapping(n["tls"], f"{key}.tls", {"ca", "cert", "key", "server_name", "verify", "reload_check"})
@@ -527,11 +520,9 @@ def _upstream(c: _Checker, name: str, node: Any) -> UpstreamConfig | None:
     pool = PoolConfig(c.integer(pn, f"{key}.pool", "max_idle", 64, 0),
                       c.duration(pn, f"{key}.pool", "idle_timeout", 30.0),
                       c.duration(pn, f"{key}.pool", "connect_timeout", 1.0))
-    if protocol == "h2" and tls is None:
-        c.err(f"{key}.protocol", "h2 needs tls (HTTP/2 is negotiated with ALPN)")
     if len(c.errors) > before:
         return None
-    return UpstreamConfig(name, tuple(instances), dns, balance, protocol, c.string(n, key, "host"),
+    return UpstreamConfig(name, tuple(instances), dns, balance, c.string(n, key, "host"),
                           tls, token, breaker, outlier, pool)
 
 

@@ -246,7 +246,6 @@ class Upstream:
         self.name = cfg.name
         self.loop = loop
         self.metrics = metrics
-        self.h2 = cfg.protocol == "h2"
         self.balancer = Balancer(cfg.balance, cfg.outlier,
                                  on_eject=lambda inst: metrics.ejections.labels(cfg.name).inc())
         gauge = metrics.breaker_state.labels(cfg.name)
@@ -254,8 +253,7 @@ class Upstream:
         self.breaker = Breaker(cfg.breaker, on_change=gauge.set)
         self.tls = None
         if cfg.tls is not None:
-            self.tls = ReloadingContext(cfg.tls, alpn=["h2"] if self.h2 else ["http/1.1"],
-                                        on_reload=self._tls_reloaded)
+            self.tls = ReloadingContext(cfg.tls, alpn=["http/1.1"], on_reload=self._tls_reloaded)
         self.token = None
         if cfg.token is not None:
             refreshes = metrics.token_refreshes
@@ -312,9 +310,6 @@ class Upstream:
         for conn in list(inst.idle):
             conn.close()
         inst.idle.clear()
-        if inst.h2 is not None:
-            inst.h2.close_when_idle()
-            inst.h2 = None
 
     def _tls_reloaded(self) -> None:
         self.metrics.tls_reloads.labels(self.name).inc()
@@ -332,9 +327,6 @@ class Upstream:
                 self.tls.context()  # notice rotated files even when no new connection is needed
 
     async def acquire(self, inst: Instance):
-        if self.h2:
-            from .h2conn import acquire_h2
-            return await acquire_h2(self, inst)
         idle = inst.idle
         generation = self.tls.generation if self.tls is not None else 0
         while idle:
@@ -365,8 +357,6 @@ class Upstream:
         return conn
 
     def release(self, conn) -> None:
-        if self.h2:
-            return
         ex = conn.ex
         conn.ex = None
         if self.closed or conn.closed or ex is None or not ex.reusable or conn.inst.removed \
@@ -378,11 +368,8 @@ class Upstream:
 
     def release_broken(self, conn) -> None:
         """Give up on the exchange in progress; the connection cannot carry another one."""
-        if self.h2:
-            conn.cancel_stream()
-        else:
-            conn.close()
-            conn.ex = None
+        conn.close()
+        conn.ex = None
 
     def close(self) -> None:
         self.closed = True

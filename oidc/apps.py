@@ -8,3 +8,4 @@ class OidcConfig(AppConfig):
 
     def ready(self):
         from . import realm_cache  # noqa: F401  (connects the cache invalidation signals)
+        from . import authorize, backchannel  # noqa: F401  (sign-in completion, logout propagation)

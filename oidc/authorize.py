@@ -19,6 +19,7 @@ from django.utils import timezone
 from realms import auth_sessions, events, flows, sessions, sso_cookie, themes
 
 from . import codes, tokens
+from .backchannel import ISSUER_NOTE
 from .errors import AccessDenied, InvalidRequest, OAuthError, UnauthorizedClient
 from .realm_cache import get_realm
 from .redirects import is_valid_redirect_uri, with_params
@@ -240,6 +241,11 @@ def _complete(ctx, user_session):
     client_session = sessions.get_or_create_client_session(
         user_session, client, redirect_uri=data["redirect_uri"], scope=data["scope"])
     sessions.touch(user_session, client_session)
+    issuer = tokens.issuer_for(ctx.request, ctx.realm.name)
+    if client_session.notes.get(ISSUER_NOTE) != issuer:
+        # Back-channel logout runs without a request; it signs with the issuer the client knows.
+        client_session.notes = {**client_session.notes, ISSUER_NOTE: issuer}
+        client_session.save(update_fields=["notes"])
     code = codes.issue_code(
         client=client, user_session=user_session, redirect_uri=data["redirect_uri"], scope=data["scope"],
         nonce=data["nonce"], code_challenge=data["code_challenge"],

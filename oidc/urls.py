@@ -1,12 +1,13 @@
 """OpenID Connect URLs, included from idp/urls.py at ``realms/<realm>/``."""
 from django.urls import path
 
-from .views import authorize, discovery, token, userinfo
+from .views import authorize, discovery, logout, token, userinfo
 
 OIDC = "protocol/openid-connect/"
 
 urlpatterns = [
     path(OIDC + "auth", authorize.authorize, name="oidc-auth"),
+    path(OIDC + "logout", logout.logout, name="oidc-logout"),
     path(".well-known/openid-configuration", discovery.openid_configuration, name="oidc-discovery"),
     path(OIDC + "certs", discovery.certs, name="oidc-certs"),
     path(OIDC + "token", token.token, name="oidc-token"),

@@ -1,0 +1,114 @@
+"""Back-channel logout (OpenID Connect Back-Channel Logout 1.0).
+
+When an SSO session ends (``realms.sessions.session_ended``), every OIDC client of the session
+that registered ``backchannel.logout.url`` gets a signed logout token POSTed to its back end,
+after the transaction commits (a rolled-back logout tells nobody). Session expiry is not a
+sign-out and is not propagated (Keycloak does the same).
+
+The URL comes from whoever can edit a client, so it is fetched like a client's JWKS
+(``oidc.fetch``): resolved once, public addresses only unless private ones are allowed (dev and
+test), connected to the checked address, no redirects, short timeouts.
+"""
+import logging
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import urlsplit
+
+import requests
+from django.conf import settings
+from django.db import transaction
+
+from realms import sessions
+from realms.keys import realm_keys
+
+from . import fetch, jose
+
+logger = logging.getLogger("idp.logout")
+
+EVENT = "http://schemas.openid.net/event/backchannel-logout"
+TYP = "logout+jwt"
+TOKEN_LIFETIME = 120
+TIMEOUT = (2, 3)
+ISSUER_NOTE = "iss"  # client session note: the issuer the client got its tokens from
+
+
+def issuer_of(client_session):
+    """The issuer this client knows the realm by: noted at sign-in, else the configured base URL."""
+    noted = (client_session.notes or {}).get(ISSUER_NOTE)
+    if noted:
+        return noted
+    if settings.IDP_BASE_URL:
+        return f"{settings.IDP_BASE_URL.rstrip('/')}/realms/{client_session.user_session.realm.name}"
+    return ""
+
+
+def logout_token(realm, *, issuer, client_id, user_id, sid):
+    now = int(time.time())
+    claims = {"iss": issuer, "aud": client_id, "iat": now, "exp": now + TOKEN_LIFETIME,
+              "jti": str(uuid.uuid4()), "sub": user_id, "sid": sid, "events": {EVENT: {}}}
+    alg = realm.default_signature_algorithm
+    kid, key = realm_keys(realm).signer(alg)
+    return jose.sign(claims, alg=alg, key=key, kid=kid, typ=TYP)
+
+
+def post_logout_token(url, token):
+    """POST ``logout_token=<token>``; True on a 2xx answer. Never raises."""
+    try:
+        parts = urlsplit(url)
+        if parts.scheme not in ("https", "http") or not parts.hostname:
+            raise fetch.FetchError("unsupported URL")
+        if parts.scheme == "http" and not fetch._allow_private():
+            raise fetch.FetchError("https required")
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        address = fetch._resolve(parts.hostname, port)
+        host = f"[{address}]" if address.version == 6 else str(address)
+        target = parts._replace(netloc=f"{host}:{port}").geturl()
+        with requests.Session() as http:
+            http.trust_env = False
+            http.mount("https://", fetch._PinnedHostAdapter(parts.hostname))
+            response = http.post(target, data={"logout_token": token}, timeout=TIMEOUT, allow_redirects=False,
+                                 headers={"Host": parts.netloc.rsplit("@", 1)[-1]})
+        if 200 <= response.status_code < 300:
+            return True
+        logger.warning("back-channel logout to %s answered HTTP %s", parts.hostname, response.status_code)
+    except (fetch.FetchError, requests.RequestException, ValueError) as exc:
+        logger.warning("back-channel logout to %s failed: %s", urlsplit(url).hostname, exc.__class__.__name__)
+    return False
+
+
+def pending_notifications(user_session, client_sessions):
+    """(url, token) for each OIDC client of the session with a back-channel logout URL."""
+    realm = user_session.realm
+    out = []
+    for client_session in client_sessions:
+        client = client_session.client
+        url = (client.attributes or {}).get("backchannel.logout.url", "")
+        if client.protocol != "openid-connect" or not url:
+            continue
+        client_session.user_session = user_session
+        issuer = issuer_of(client_session)
+        if not issuer:
+            logger.warning("back-channel logout of %s skipped: issuer unknown", client.client_id)
+            continue
+        out.append((url, logout_token(realm, issuer=issuer, client_id=client.client_id,
+                                      user_id=user_session.user_id, sid=user_session.pk)))
+    return out
+
+
+def send_all(notifications):
+    if not notifications:
+        return []
+    with ThreadPoolExecutor(max_workers=min(8, len(notifications))) as pool:
+        return list(pool.map(lambda n: post_logout_token(*n), notifications))
+
+
+def on_session_ended(sender, user_session, client_sessions, reason, **kwargs):
+    if reason == sessions.REASON_EXPIRED:
+        return
+    notifications = pending_notifications(user_session, client_sessions)
+    if notifications:
+        transaction.on_commit(lambda: send_all(notifications))
+
+
+sessions.session_ended.connect(on_session_ended, dispatch_uid="oidc-backchannel-logout")

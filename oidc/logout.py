@@ -1,0 +1,152 @@
+"""RP-initiated logout (OpenID Connect RP-Initiated Logout 1.0) and front-channel logout.
+
+``id_token_hint`` is verified with the realm's keys (an expired ID token is accepted: logging out
+is exactly what one does with an old session). ``post_logout_redirect_uri`` must match one of the
+client's registered post-logout redirect URIs, and a client must be known (from the hint or
+``client_id``) to use one. Without a hint the user confirms on a page first, so that a foreign
+site cannot sign users out with a link. Ending the session tells the other clients: back-channel
+by ``oidc.backchannel`` (on the ``session_ended`` signal), front-channel by the page returned
+here, which loads each client's ``frontchannel.logout.url`` in an iframe with ``iss`` and
+``sid``.
+"""
+from dataclasses import dataclass, field
+
+from django.core import signing
+from django.db import transaction
+from django.http import HttpResponseRedirect
+
+from realms import events, sessions, sso_cookie, themes
+from realms.models import ClientSession
+
+from . import tokens
+from .redirects import is_valid_redirect_uri, post_logout_redirect_uris, with_params
+
+CONFIRM_SALT = "idp.logout-confirm"
+CONFIRM_MAX_AGE = 600
+_NO_LIFETIME_LIMIT = 10 ** 10
+
+
+class LogoutError(Exception):
+    """A bad logout request: shown on a page (never redirected to an unchecked URI)."""
+
+    def __init__(self, message):
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass
+class LogoutRequest:
+    client: object = None
+    user_session: object = None
+    post_logout_redirect_uri: str = ""
+    state: str = ""
+    has_hint: bool = False
+    fields: dict = field(default_factory=dict)
+
+
+def _verify_hint(realm, issuer, hint):
+    try:
+        claims = tokens.decode(realm, hint, issuer, leeway=_NO_LIFETIME_LIMIT)
+    except tokens.TokenError as exc:
+        raise LogoutError("Invalid id_token_hint.") from exc
+    if claims.get("typ") != tokens.TYP_ID:
+        raise LogoutError("Invalid id_token_hint.")
+    return claims
+
+
+def parse_logout_request(request, realm_config, issuer, params) -> LogoutRequest:
+    realm = realm_config.realm
+    hint = params.get("id_token_hint", "")
+    client_id = params.get("client_id", "")
+    claims = _verify_hint(realm, issuer, hint) if hint else None
+    if claims is not None:
+        hinted = claims.get("azp") or (claims.get("aud") if isinstance(claims.get("aud"), str) else "")
+        if client_id and hinted and client_id != hinted:
+            raise LogoutError("The client_id does not match the id_token_hint.")
+        client_id = client_id or hinted
+    client = None
+    if client_id:
+        config = realm_config.client(client_id)
+        if config is None or not config.client.enabled:
+            raise LogoutError("Client not found.")
+        client = config.client
+    redirect_uri = params.get("post_logout_redirect_uri", "")
+    if redirect_uri:
+        if client is None:
+            raise LogoutError("Either client_id or id_token_hint is required with post_logout_redirect_uri.")
+        if not is_valid_redirect_uri(post_logout_redirect_uris(client), redirect_uri):
+            raise LogoutError("Invalid parameter: post_logout_redirect_uri")
+
+    user_session = sso_cookie.session_from_request(request, realm)
+    if claims is not None:
+        hinted_session = sessions.get_valid_session(realm, claims.get("sid", "")) if claims.get("sid") else None
+        if hinted_session is not None and hinted_session.user_id == claims.get("sub"):
+            user_session = hinted_session
+        elif user_session is not None and user_session.user_id != claims.get("sub"):
+            user_session = None  # the hint names someone else: do not sign out this browser's user
+    return LogoutRequest(
+        client=client, user_session=user_session, post_logout_redirect_uri=redirect_uri,
+        state=params.get("state", ""), has_hint=claims is not None,
+        fields={k: v for k, v in (("client_id", client_id), ("post_logout_redirect_uri", redirect_uri),
+                                  ("state", params.get("state", ""))) if v},
+    )
+
+
+def confirmation_code(realm, user_session):
+    return signing.dumps(user_session.pk, salt=f"{CONFIRM_SALT}:{realm.pk}")
+
+
+def is_confirmed(realm, logout_request, params):
+    """Whether the user confirmed this logout on our page (a signed code bound to the session)."""
+    if logout_request.has_hint or logout_request.user_session is None:
+        return True
+    try:
+        session_id = signing.loads(params.get("session_code", ""), salt=f"{CONFIRM_SALT}:{realm.pk}",
+                                   max_age=CONFIRM_MAX_AGE)
+    except signing.BadSignature:
+        return False
+    return session_id == logout_request.user_session.pk
+
+
+def end_sso_session(request, realm, logout_request, issuer):
+    """End the session (back-channel follows the signal); returns the front-channel URLs."""
+    user_session = logout_request.user_session
+    if user_session is None:
+        return []
+    frontchannel = []
+    for client_session in ClientSession.objects.select_related("client").filter(user_session=user_session):
+        client = client_session.client
+        url = (client.attributes or {}).get("frontchannel.logout.url", "")
+        if client.frontchannel_logout and client.protocol == "openid-connect" and url:
+            frontchannel.append(with_params(url, {"iss": issuer, "sid": user_session.pk}))
+    with transaction.atomic():
+        sessions.end_session(user_session, reason=sessions.REASON_LOGOUT)
+        events.emit(realm, "LOGOUT", client_id=logout_request.client.client_id if logout_request.client else "",
+                    user_id=user_session.user_id, session_id=user_session.pk,
+                    ip_address=request.META.get("REMOTE_ADDR", ""),
+                    details={"redirect_uri": logout_request.post_logout_redirect_uri} if
+                    logout_request.post_logout_redirect_uri else {})
+    return frontchannel
+
+
+def logout(request, realm_config, issuer, params):
+    """The whole endpoint: a confirmation page, or the session ended and the browser sent on."""
+    realm = realm_config.realm
+    logout_request = parse_logout_request(request, realm_config, issuer, params)
+    if not is_confirmed(realm, logout_request, params):
+        return themes.render(request, realm, "logout-confirm.html", {
+            "action": request.path, "fields": logout_request.fields,
+            "session_code": confirmation_code(realm, logout_request.user_session),
+        })
+    frontchannel = end_sso_session(request, realm, logout_request, issuer)
+    next_url = ""
+    if logout_request.post_logout_redirect_uri:
+        next_url = with_params(logout_request.post_logout_redirect_uri, {"state": logout_request.state})
+    if frontchannel:
+        response = themes.render(request, realm, "frontchannel-logout.html",
+                                 {"frames": frontchannel, "next_url": next_url})
+    elif next_url:
+        response = HttpResponseRedirect(next_url)
+    else:
+        response = themes.render(request, realm, "logged-out.html")
+    return sso_cookie.clear_cookie(response, realm)

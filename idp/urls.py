@@ -5,6 +5,7 @@ from django.urls import include, path
 from oidc import demo as oidc_demo
 
 urlpatterns = [
+    path("", include("webhooks.urls")),  # before admin/: /admin/realms/<realm>/webhooks is REST
     path("admin/", admin.site.urls),
     path("realms/<str:realm>/", include("oidc.urls")),
     path("demo/api/whoami", oidc_demo.whoami, name="demo-whoami"),

@@ -68,7 +68,8 @@ def create_endpoint(realm, url, event_types=(), description="", enabled=True, se
     endpoint = Endpoint.objects.create(
         realm=realm, url=validate_url(url), event_types=validate_event_types(list(event_types)),
         description=description, enabled=enabled, rate_limit=_non_negative(rate_limit, "rateLimit"),
-        max_concurrency=_positive(max_concurrency or conf.get("IDP_WEBHOOK_DEFAULT_CONCURRENCY"), "maxConcurrency"),
+        max_concurrency=_positive(conf.get("IDP_WEBHOOK_DEFAULT_CONCURRENCY") if max_concurrency is None
+                                  else max_concurrency, "maxConcurrency"),
     )
     shown = _add_secret(endpoint, EndpointSecret.ED25519 if signature == "v1a" else EndpointSecret.HMAC, secret)
     return endpoint, shown

@@ -19,5 +19,7 @@ def render(request, realm, page, context=None, status=200):
     response = HttpResponse(template.render({**base, **(context or {})}, request), status=status)
     # Sign-in pages hold CSRF tokens and per-sign-in state: never cache them anywhere.
     response["Cache-Control"] = "no-store, must-revalidate, max-age=0"
-    response["Referrer-Policy"] = "no-referrer"
+    # Nothing of these URLs (tab ids, client parameters) leaks to other sites. Not "no-referrer":
+    # browsers then send "Origin: null" with the form post, which the CSRF check must refuse.
+    response["Referrer-Policy"] = "same-origin"
     return response

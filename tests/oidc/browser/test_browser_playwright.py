@@ -1,0 +1,75 @@
+"""End to end in a real headless Chromium against the live server: sign in through the login
+page and land on the client's redirect URI with code and state; a wrong password shows the
+error and records LOGIN_ERROR; a second client is answered from the SSO session."""
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+from realms.models import Event
+from realms.services import create_realm, create_user
+from tests.oidc.browser.conftest import PASSWORD, make_client
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture
+def base(live_server):
+    return live_server.url.replace("localhost", "127.0.0.1")  # a loopback literal: no name lookup
+
+
+@pytest.fixture
+def setup(transactional_db, base):
+    # The clients' redirect URIs are paths of the live server itself: the browser really lands
+    # there (a 404 page is fine) and the test reads the URL it landed on.
+    realm = create_realm("acme", events_enabled=True)
+    make_client(realm, "web-app", redirect_uris=[f"{base}/web-app/cb"])
+    make_client(realm, "other-app", redirect_uris=[f"{base}/other-app/cb"])
+    create_user(realm, "bob", password=PASSWORD)
+    return realm
+
+
+def _auth_url(base, client_id, state):
+    return (f"{base}/realms/acme/protocol/openid-connect/auth?client_id={client_id}"
+            f"&redirect_uri={base}/{client_id}/cb&response_type=code&scope=openid&state={state}")
+
+
+def _query(page):
+    return parse_qs(urlsplit(page.url).query)
+
+
+def test_sign_in_through_the_login_page(setup, base):
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(_auth_url(base, "web-app", "st-browser"))
+            assert page.title() == "Sign in to acme"
+
+            page.get_by_label("Username or email").fill("bob")
+            page.get_by_label("Password").fill("not the password")
+            page.get_by_role("button", name="Sign in").click()
+            alert = page.get_by_role("alert")
+            alert.wait_for(timeout=10000)
+            assert alert.inner_text() == "Invalid username or password."
+            assert page.get_by_label("Password").get_attribute("aria-describedby") == "login-error"
+            assert page.get_by_label("Username or email").input_value() == "bob"
+
+            page.get_by_label("Password").fill(PASSWORD)
+            page.get_by_role("button", name="Sign in").click()
+            page.wait_for_url(f"{base}/web-app/cb?**", timeout=10000)
+            query = _query(page)
+            assert query["state"] == ["st-browser"] and len(query["code"][0]) >= 40
+
+            # A second client in the same browser: answered from the SSO session, no form.
+            page.goto(_auth_url(base, "other-app", "st-2"))
+            page.wait_for_url(f"{base}/other-app/cb?**", timeout=10000)
+            assert _query(page)["state"] == ["st-2"] and _query(page)["code"]
+        finally:
+            browser.close()
+    errors = list(Event.objects.filter(type="LOGIN_ERROR").values_list("error", flat=True))
+    assert errors == ["invalid_user_credentials"]
+    assert Event.objects.filter(type="LOGIN").count() == 2

@@ -1,0 +1,162 @@
+"""Admin console for webhooks: endpoints of the current realm (see realms/admin.py for how the
+console works in one realm at a time), the delivery log, and redelivery of one event or of a
+time range (filter the events by date, select them, run the action)."""
+from django import forms
+from django.contrib import admin, messages
+
+from realms.admin import RealmFilter, RealmScopedMixin, current_realm
+
+from . import delivery, services
+from .models import Delivery, DeliveryAttempt, Endpoint, Message
+
+
+class EndpointRealmFilter(RealmFilter):
+    """The console's realm filter for rows that reach their realm through the endpoint."""
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        return queryset.filter(endpoint__realm_id=value) if value else queryset.none()
+
+
+class EndpointForm(forms.ModelForm):
+    class Meta:
+        model = Endpoint
+        fields = ["realm", "url", "description", "event_types", "enabled", "rate_limit", "max_concurrency"]
+
+    def clean_url(self):
+        try:
+            return services.validate_url(self.cleaned_data["url"])
+        except services.WebhookError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def clean_event_types(self):
+        try:
+            return services.validate_event_types(self.cleaned_data["event_types"])
+        except services.WebhookError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+
+@admin.register(Endpoint)
+class EndpointAdmin(RealmScopedMixin, admin.ModelAdmin):
+    form = EndpointForm
+    line_list_fields = ("event_types",)
+    list_display = ("url", "description", "enabled", "disabled_reason", "created_at")
+    list_filter = (RealmFilter, "enabled")
+    search_fields = ("url", "description")
+    readonly_fields = ("disabled_reason", "failing_since", "throttled_until", "public_keys", "created_at")
+    actions = ["send_test_event", "rotate_secret", "rotate_secret_now", "enable"]
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        self.remember_form_realm(request, obj)
+        form = super().get_form(request, obj, change=change, **kwargs)
+        realm_field = form.base_fields.get("realm")
+        if realm_field is not None:
+            realm = self.form_realm(request)
+            realm_field.disabled = True
+            realm_field.initial = realm.pk if realm else None
+        return form
+
+    def has_add_permission(self, request):
+        return current_realm(request) is not None and super().has_add_permission(request)
+
+    @admin.display(description="Ed25519 public keys (v1a)")
+    def public_keys(self, obj):
+        return ", ".join(s.public_key for s in obj.active_secrets() if s.public_key) or "-"
+
+    def save_model(self, request, obj, form, change):
+        data = form.cleaned_data
+        if change:
+            services.update_endpoint(obj, **{k: data[k] for k in form.changed_data if k != "realm"})
+            return
+        created, secret = services.create_endpoint(
+            obj.realm, data["url"], data["event_types"], description=data["description"], enabled=data["enabled"],
+            rate_limit=data["rate_limit"], max_concurrency=data["max_concurrency"])
+        obj.pk = created.pk
+        obj._state.adding = False
+        obj.refresh_from_db()
+        messages.warning(request, f"Signing secret of {created.url} (shown once, keep it now): {secret}")
+
+    @admin.action(description="Send a test event")
+    def send_test_event(self, request, queryset):
+        for endpoint in queryset:
+            message = services.send_test_event(endpoint)
+            self.message_user(request, f"Test event {message.id} queued for {endpoint.url}.")
+
+    def _rotate(self, request, queryset, overlap):
+        for endpoint in queryset:
+            secret = services.rotate_secret(endpoint, overlap_seconds=overlap)
+            messages.warning(request, f"New secret of {endpoint.url} (shown once): {secret}")
+
+    @admin.action(description="Rotate secret (old one keeps signing for 24 h)")
+    def rotate_secret(self, request, queryset):
+        self._rotate(request, queryset, services.DEFAULT_ROTATION_OVERLAP)
+
+    @admin.action(description="Rotate secret now (after a leak: old one stops at once)")
+    def rotate_secret_now(self, request, queryset):
+        self._rotate(request, queryset, 0)
+
+    @admin.action(description="Enable (clears the failure state)")
+    def enable(self, request, queryset):
+        for endpoint in queryset:
+            services.update_endpoint(endpoint, enabled=True)
+
+
+@admin.register(Message)
+class MessageAdmin(admin.ModelAdmin):
+    """Events sent as webhooks. Redelivering a filtered date range is how a time range is replayed."""
+
+    list_display = ("id", "type", "created_at")
+    list_filter = (RealmFilter, "type")
+    date_hierarchy = "created_at"
+    search_fields = ("id", "type")
+    readonly_fields = ("id", "realm", "type", "payload", "created_at", "source_event_id")
+    actions = ["redeliver"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    @admin.action(description="Redeliver to every endpoint it went to")
+    def redeliver(self, request, queryset):
+        count = delivery.redeliver(Delivery.objects.filter(message__in=queryset))
+        self.message_user(request, f"{count} deliveries queued again (same event ids).")
+
+
+@admin.register(Delivery)
+class DeliveryAdmin(admin.ModelAdmin):
+    list_display = ("message", "endpoint", "state", "attempts", "next_attempt_at", "last_status", "last_error")
+    list_filter = (EndpointRealmFilter, "state")
+    date_hierarchy = "created_at"
+    search_fields = ("message__id", "endpoint__url")
+    list_select_related = ("message", "endpoint")
+    actions = ["redeliver"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    @admin.action(description="Redeliver")
+    def redeliver(self, request, queryset):
+        count = delivery.redeliver(queryset)
+        self.message_user(request, f"{count} deliveries queued again (same event ids).")
+
+
+@admin.register(DeliveryAttempt)
+class DeliveryAttemptAdmin(admin.ModelAdmin):
+    """The delivery log: one row per attempt."""
+
+    list_display = ("message_id", "endpoint", "number", "started_at", "status", "success", "duration_ms", "error")
+    list_filter = (EndpointRealmFilter, "success")
+    date_hierarchy = "started_at"
+    search_fields = ("message_id",)
+    list_select_related = ("endpoint",)
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

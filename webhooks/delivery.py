@@ -50,7 +50,9 @@ def attempt(delivery_id):
     token = limits.acquire(endpoint.pk, 1 if throttled else max(endpoint.max_concurrency, 1), _lease_seconds())
     if token is None:
         _give_back(d, d.next_attempt_at)
+        limits.mark_waiting(endpoint.pk)
         return
+    waiting = False
     try:
         if not limits.within_rate(endpoint.pk, 1 if throttled else endpoint.rate_limit):
             # Over this second's budget: back in a second, without pulling the next one now.
@@ -61,8 +63,9 @@ def attempt(delivery_id):
         if claimed:
             _send(d, endpoint)
     finally:
-        limits.release(endpoint.pk, token)
-    pump(endpoint.pk)
+        waiting = limits.release(endpoint.pk, token)
+    if waiting:
+        pump(endpoint.pk)
 
 
 def _give_back(d, when):
@@ -83,9 +86,21 @@ def pump(endpoint_id):
     dispatch.deliveries(ids)
 
 
+_signers = {}
+
+
 def _signer(endpoint):
-    secrets = endpoint.active_secrets()
-    return Signer([s.secret for s in secrets])
+    """The endpoint's Signer, cached per process until the endpoint changes (a rotation touches
+    it) or the first of its secrets expires."""
+    now = timezone.now()
+    cached = _signers.get(endpoint.pk)
+    if cached and cached[0] == endpoint.updated_at and (cached[1] is None or cached[1] > now):
+        return cached[2]
+    secrets = endpoint.active_secrets(now)
+    expiries = [s.expires_at for s in secrets if s.expires_at]
+    signer = Signer([s.secret for s in secrets])
+    _signers[endpoint.pk] = (endpoint.updated_at, min(expiries) if expiries else None, signer)
+    return signer
 
 
 def retry_after_seconds(value, now=None):
@@ -144,9 +159,8 @@ def _send(d, endpoint):
     fields = {"attempts": number, "last_status": status, "last_error": error[:255], "lease_until": None}
     if success:
         Delivery.objects.filter(pk=d.pk).update(state=Delivery.DELIVERED, **fields)
-        Endpoint.objects.filter(pk=endpoint.pk).filter(
-            Q(failing_since__isnull=False) | Q(throttle_step__gt=0)
-        ).update(failing_since=None, throttle_step=0, throttled_until=None)
+        if endpoint.failing_since or endpoint.throttle_step:
+            Endpoint.objects.filter(pk=endpoint.pk).update(failing_since=None, throttle_step=0, throttled_until=None)
         return
     if status == 410:
         Delivery.objects.filter(pk=d.pk).update(state=Delivery.FAILED, **fields)

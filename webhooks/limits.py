@@ -19,6 +19,12 @@ end
 return 0
 """
 
+# Release a slot and report (and clear) whether a delivery was given back while it was held.
+_RELEASE = """
+redis.call('ZREM', KEYS[1], ARGV[1])
+return redis.call('DEL', KEYS[2])
+"""
+
 _RATE = """
 local n = redis.call('INCR', KEYS[1])
 if n == 1 then redis.call('PEXPIRE', KEYS[1], 2000) end
@@ -31,7 +37,7 @@ def _redis(url):
     import redis
 
     client = redis.Redis.from_url(url)
-    return client, client.register_script(_ACQUIRE), client.register_script(_RATE)
+    return client, client.register_script(_ACQUIRE), client.register_script(_RATE), client.register_script(_RELEASE)
 
 
 class _Local:
@@ -39,6 +45,7 @@ class _Local:
         self.lock = threading.Lock()
         self.slots = {}
         self.rates = {}
+        self.waiting = set()
 
 
 _local = _Local()
@@ -50,7 +57,7 @@ def acquire(endpoint_id, limit, lease_seconds):
     now = time.time()
     url = conf.get("IDP_WEBHOOK_REDIS_URL")
     if url:
-        _, script, _ = _redis(url)
+        _, script, _, _ = _redis(url)
         ok = script(keys=[f"webhooks:slots:{endpoint_id}"],
                     args=[now, limit, now + lease_seconds, token, int(lease_seconds * 1000) + 1000])
         return token if ok else None
@@ -64,14 +71,28 @@ def acquire(endpoint_id, limit, lease_seconds):
     return token
 
 
-def release(endpoint_id, token):
+def mark_waiting(endpoint_id):
+    """A delivery of this endpoint went back to its queue for want of a slot."""
     url = conf.get("IDP_WEBHOOK_REDIS_URL")
     if url:
-        client, _, _ = _redis(url)
-        client.zrem(f"webhooks:slots:{endpoint_id}", token)
+        client, _, _, _ = _redis(url)
+        client.set(f"webhooks:waiting:{endpoint_id}", 1, ex=3600)
         return
     with _local.lock:
+        _local.waiting.add(endpoint_id)
+
+
+def release(endpoint_id, token):
+    """Free the slot; True when deliveries are waiting for one (the caller pulls the next)."""
+    url = conf.get("IDP_WEBHOOK_REDIS_URL")
+    if url:
+        _, _, _, script = _redis(url)
+        return bool(script(keys=[f"webhooks:slots:{endpoint_id}", f"webhooks:waiting:{endpoint_id}"], args=[token]))
+    with _local.lock:
         _local.slots.get(endpoint_id, {}).pop(token, None)
+        waiting = endpoint_id in _local.waiting
+        _local.waiting.discard(endpoint_id)
+        return waiting
 
 
 def within_rate(endpoint_id, per_second):
@@ -81,7 +102,7 @@ def within_rate(endpoint_id, per_second):
     second = int(time.time())
     url = conf.get("IDP_WEBHOOK_REDIS_URL")
     if url:
-        _, _, script = _redis(url)
+        _, _, script, _ = _redis(url)
         return script(keys=[f"webhooks:rate:{endpoint_id}:{second}"]) <= per_second
     with _local.lock:
         key = (endpoint_id, second)

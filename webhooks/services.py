@@ -132,6 +132,7 @@ def rotate_secret(endpoint, overlap_seconds=DEFAULT_ROTATION_OVERLAP, secret=Non
             s.expires_at = ends
             s.save(update_fields=["expires_at"])
     shown = _add_secret(endpoint, kind, secret, now=now)
+    endpoint.save(update_fields=["updated_at"])  # senders drop their cached signer
     # Expired secrets are of no use to anyone; they are dropped rather than kept encrypted.
     endpoint.secrets.filter(expires_at__lte=now).delete()
     return shown

@@ -167,15 +167,20 @@ def test_refused_target_is_logged_not_contacted(realm, receiver_server, no_dispa
 def test_full_slots_give_the_delivery_back_and_a_freed_slot_pulls_it(realm, endpoint, receiver_server, no_dispatch):
     Endpoint.objects.filter(pk=endpoint.pk).update(max_concurrency=1)
     token = limits.acquire(endpoint.pk, 1, 30)
-    d = _publish(realm, endpoint)
     try:
+        d = _publish(realm, endpoint)
         delivery.attempt(d.pk)
+        d.refresh_from_db()
+        assert d.state == Delivery.PENDING and d.dispatched_at is None and receiver_server.requests == []
+        # Another delivery gets the second slot; when it releases it, the waiting one is pulled.
+        Endpoint.objects.filter(pk=endpoint.pk).update(max_concurrency=2)
+        other = _publish(realm, endpoint)
+        delivery.attempt(other.pk)
+        assert Delivery.objects.get(pk=other.pk).state == Delivery.DELIVERED
+        assert no_dispatch == [d.pk]
+        assert Delivery.objects.get(pk=d.pk).dispatched_at is not None
     finally:
-        limits.release(endpoint.pk, token)
-    d.refresh_from_db()
-    assert d.state == Delivery.PENDING and d.dispatched_at is None and receiver_server.requests == []
-    delivery.pump(endpoint.pk)
-    assert no_dispatch == [d.pk]
+        assert limits.release(endpoint.pk, token) is False  # nobody else is waiting now
 
 
 def test_rate_limit(realm, endpoint, receiver_server, no_dispatch):

@@ -566,6 +566,9 @@ def _route(c: _Checker, i: int, node: Any, upstreams: dict, up_nodes: dict) -> R
     retry = RetryConfig()
     if "retry" in n:
         rk = f"{key}.retry"
+        if isinstance(n["retry"], dict) and True in n["retry"]:
+            # YAML 1.1 reads a bare `on:` key as the boolean true; it can only mean "on" here.
+            n["retry"] = {("on" if k is True else k): v for k, v in n["retry"].items()}
         rn = c.mapping(n["retry"], rk, {"max", "on", "backoff", "safe"})
         on = RetryConfig.on
         if "on" in rn:

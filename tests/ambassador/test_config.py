@@ -41,6 +41,33 @@ def test_issue_example_is_valid(tmp_path):
     assert cfg.routes[1].methods == frozenset({"POST"}) and cfg.routes[1].retry.max == 0
 
 
+ISSUE_TEXT = """
+listener: {address: 127.0.0.1, port: 15001}
+upstreams:
+  orders:
+    instances: ["orders-1.internal:8443", "orders-2.internal:8443"]
+    balance: least_request
+    breaker: {window: 20, trip_ratio: 0.5, open_for: 5s, half_open_probes: 1}
+routes:
+  - match: {path_prefix: /lookup/}
+    upstream: orders
+    timeout: 5s
+    per_try_timeout: 2s
+    retry: {max: 2, on: [connect-failure, reset, 502, 503, 504, timeout], backoff: 25ms..1s}
+  - match: {path_prefix: /orders, method: POST}
+    upstream: orders
+    retry: {max: 0}
+retry_budget: {ratio: 0.2, min_per_second: 10}
+telemetry: {metrics_port: 15090, access_log: stdout, otlp_endpoint: null}
+"""
+
+
+def test_issue_example_text_with_bare_on_key(tmp_path):
+    cfg = load(write(tmp_path, ISSUE_TEXT))
+    assert cfg.routes[0].retry.on == frozenset({"connect-failure", "reset", "timeout", 502, 503, 504})
+    assert cfg.upstreams["orders"].breaker.open_for == 5
+
+
 def test_durations():
     assert parse_duration("25ms") == 0.025 and parse_duration("2s") == 2 and parse_duration("1.5m") == 90
     assert parse_duration(3) == 3.0

@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""Ambassador benchmark: direct vs ambassador vs HAProxy in front of the same nginx upstream.
+
+Proxy (ambassador or HAProxy) pinned to CPU 0; nginx and wrk pinned to CPU 1. Reports requests/s
+and p50/p99 latency at 1, 10 and 100 connections, the latency each proxy adds over the direct
+path, the ambassador's answer time with its breaker open, and optionally memory over a soak.
+
+    python bench/ambassador/run.py [--duration 10] [--soak 600] [--markdown]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PY = sys.executable
+NGINX_PORT, AMB_PORT, HAP_PORT, AMB_DEAD_PORT, METRICS_PORT = 18080, 18081, 18082, 18083, 18090
+
+
+def ensure_packages() -> None:
+    missing = [p for p, b in (("nginx", "nginx"), ("wrk", "wrk"), ("haproxy", "haproxy")) if not shutil.which(b)
+               and not Path(f"/usr/sbin/{b}").exists()]
+    if missing:
+        print(f"installing {' '.join(missing)} with apt-get", file=sys.stderr)
+        subprocess.run(["apt-get", "install", "-y", *missing], check=True, stdout=subprocess.DEVNULL)
+
+
+def binary(name: str) -> str:
+    return shutil.which(name) or f"/usr/sbin/{name}"
+
+
+def wait_port(port: int, timeout: float = 10) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"nothing listening on 127.0.0.1:{port}")
+
+
+def pinned(cpu: int, cmd: list[str], **kw) -> subprocess.Popen:
+    return subprocess.Popen(["taskset", "-c", str(cpu), *cmd], **kw)
+
+
+def start_nginx(d: Path) -> subprocess.Popen:
+    conf = d / "nginx.conf"
+    conf.write_text(f"""
+worker_processes 1;
+daemon off;
+pid {d}/nginx.pid;
+error_log {d}/nginx-error.log;
+events {{ worker_connections 4096; }}
+http {{
+  access_log off;
+  keepalive_requests 1000000;
+  keepalive_timeout 120s;
+  server {{
+    listen 127.0.0.1:{NGINX_PORT} reuseport backlog=4096;
+    location / {{ default_type text/plain; return 200 "hello from nginx\\n"; }}
+  }}
+}}
+""")
+    p = pinned(1, [binary("nginx"), "-c", str(conf), "-p", str(d)], stderr=subprocess.DEVNULL)
+    wait_port(NGINX_PORT)
+    return p
+
+
+def start_ambassador(d: Path, port: int, upstream_port: int, name: str) -> subprocess.Popen:
+    cfg = d / f"{name}.yaml"
+    cfg.write_text(f"""
+listener: {{address: 127.0.0.1, port: {port}}}
+upstreams:
+  web:
+    instances: ["127.0.0.1:{upstream_port}"]
+    balance: least_request
+    breaker: {{window: 20, trip_ratio: 0.5, min_calls: 5, open_for: 1h, half_open_probes: 1}}
+    pool: {{max_idle: 256}}
+routes:
+  - match: {{path_prefix: /}}
+    upstream: web
+    timeout: 5s
+    per_try_timeout: 2s
+    retry: {{max: 2, on: [connect-failure, reset, timeout, 502, 503, 504], backoff: 25ms..1s}}
+retry_budget: {{ratio: 0.2, min_per_second: 10}}
+telemetry: {{metrics_port: {METRICS_PORT if name == "ambassador" else METRICS_PORT + 1}, access_log: {d}/{name}-access.log}}
+""")
+    p = pinned(0, [PY, "-m", "ambassador", "--config", str(cfg), "--log-level", "WARNING"], cwd=ROOT,
+               env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    wait_port(port)
+    return p
+
+
+def start_haproxy(d: Path) -> subprocess.Popen:
+    conf = d / "haproxy.cfg"
+    conf.write_text(f"""
+global
+  nbthread 1
+  maxconn 4000
+defaults
+  mode http
+  timeout connect 1s
+  timeout client 30s
+  timeout server 2s
+  timeout queue 5s
+  retries 2
+  option redispatch
+  retry-on conn-failure empty-response response-timeout 502 503 504
+  option http-keep-alive
+frontend fe
+  bind 127.0.0.1:{HAP_PORT}
+  default_backend be
+backend be
+  balance leastconn
+  http-reuse always
+  server nginx 127.0.0.1:{NGINX_PORT} maxconn 1000
+""")
+    p = pinned(0, [binary("haproxy"), "-f", str(conf), "-db"], stdout=subprocess.DEVNULL)
+    wait_port(HAP_PORT)
+    return p
+
+
+_UNIT = {"us": 1e-3, "ms": 1.0, "s": 1000.0}
+
+
+def wrk(port: int, conns: int, duration: int) -> dict:
+    out = subprocess.run(["taskset", "-c", "1", binary("wrk"), "-t1", f"-c{conns}", f"-d{duration}s", "--latency",
+                          f"http://127.0.0.1:{port}/"], capture_output=True, text=True, check=True).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+
+    def pct(p):
+        m = re.search(rf"^\s+{p}%\s+([\d.]+)(us|ms|s)$", out, re.M)
+        return float(m.group(1)) * _UNIT[m.group(2)]
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    errors = re.search(r"Socket errors: (.*)", out)
+    return {"rps": rps, "p50": pct(50), "p99": pct(99), "non2xx": int(non2xx.group(1)) if non2xx else 0,
+            "errors": errors.group(1) if errors else ""}
+
+
+def rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--duration", type=int, default=10)
+    ap.add_argument("--soak", type=int, default=0, help="seconds of load while sampling the proxy's memory")
+    ap.add_argument("--markdown", action="store_true")
+    args = ap.parse_args()
+    ensure_packages()
+    d = Path(tempfile.mkdtemp(prefix="ambassador-bench-"))
+    procs = []
+    try:
+        procs.append(start_nginx(d))
+        amb = start_ambassador(d, AMB_PORT, NGINX_PORT, "ambassador")
+        procs.append(amb)
+        procs.append(start_haproxy(d))
+        for port in (NGINX_PORT, AMB_PORT, HAP_PORT):
+            wrk(port, 10, 1)  # warm up pools and caches
+        results: dict = {}
+        for conns in (1, 10, 100):
+            for name, port in (("direct", NGINX_PORT), ("ambassador", AMB_PORT), ("haproxy", HAP_PORT)):
+                results[(name, conns)] = wrk(port, conns, args.duration)
+                print(name, conns, results[(name, conns)], file=sys.stderr)
+        # Breaker open: an upstream that refuses connections trips it, then every answer is a fast 503.
+        dead = start_ambassador(d, AMB_DEAD_PORT, 1, "ambassador-dead")
+        procs.append(dead)
+        wrk(AMB_DEAD_PORT, 1, 1)
+        breaker = {c: wrk(AMB_DEAD_PORT, c, args.duration) for c in (1, 10)}
+        print("breaker-open", breaker, file=sys.stderr)
+        soak = []
+        if args.soak:
+            load = subprocess.Popen(["taskset", "-c", "1", binary("wrk"), "-t1", "-c10", f"-d{args.soak}s",
+                                     f"http://127.0.0.1:{AMB_PORT}/"], stdout=subprocess.DEVNULL)
+            start = time.monotonic()
+            while load.poll() is None:
+                soak.append((round(time.monotonic() - start), rss_kb(amb.pid)))
+                time.sleep(min(30, max(1, args.soak / 20)))
+            soak.append((round(time.monotonic() - start), rss_kb(amb.pid)))
+        report(results, breaker, soak, args)
+    finally:
+        for p in reversed(procs):
+            p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
+def report(results, breaker, soak, args) -> None:
+    lines = [f"- Date: {datetime.date.today().isoformat()}",
+             f"- Machine: {os.cpu_count()} CPUs (`nproc` = {len(os.sched_getaffinity(0))}), {cpu_model()}",
+             f"- Command: `python bench/ambassador/run.py --duration {args.duration}"
+             + (f" --soak {args.soak}" if args.soak else "") + "`",
+             "- Pinning: proxy on CPU 0; nginx (1 worker) and wrk (1 thread) on CPU 1. Ambassador with metrics "
+             "and JSON access log on, least_request, breaker, retries 2, per-try 2 s, overall 5 s; HAProxy 1 thread, "
+             "same timeouts and retries.", "",
+             "| conns | direct req/s | ambassador req/s | haproxy req/s | amb/haproxy | direct p50/p99 ms "
+             "| amb added p50/p99 ms | haproxy added p50/p99 ms |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines_tail = [""]
+    for c in (1, 10, 100):
+        di, am, ha = results[("direct", c)], results[("ambassador", c)], results[("haproxy", c)]
+        lines.append(f"| {c} | {di['rps']:.0f} | {am['rps']:.0f} | {ha['rps']:.0f} | {am['rps'] / ha['rps']:.0%} "
+                     f"| {di['p50']:.3f} / {di['p99']:.3f} | {am['p50'] - di['p50']:.3f} / {am['p99'] - di['p99']:.3f} "
+                     f"| {ha['p50'] - di['p50']:.3f} / {ha['p99'] - di['p99']:.3f} |")
+    lines += lines_tail
+    for c, b in breaker.items():
+        lines.append(f"- Breaker open, {c} connection(s): {b['rps']:.0f} answers/s, p50 {b['p50']:.3f} ms, "
+                     f"p99 {b['p99']:.3f} ms ({b['non2xx']} answers, all 503).")
+    if soak:
+        lines += ["", "Soak (10 connections), ambassador RSS: "
+                  + ", ".join(f"{t}s {kb / 1024:.1f} MiB" for t, kb in soak)]
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

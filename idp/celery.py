@@ -18,6 +18,7 @@ def _periodic_tasks(sender, **kwargs):
 
     from webhooks import conf
 
+    sender.add_periodic_task(300.0, sender.signature("realms.purge_expired_sessions"), name="expired SSO sessions")
     if "webhooks" in settings.INSTALLED_APPS:
         sender.add_periodic_task(conf.get("IDP_WEBHOOK_SWEEP_INTERVAL"), sender.signature("webhooks.sweep"),
                                  name="webhooks sweep")

@@ -368,3 +368,32 @@ def test_update_password_required_action_through_the_pages(client, realm, client
     user_with_password.refresh_from_db()
     assert user_with_password.required_actions == []
     assert _events("UPDATE_PASSWORD")
+
+
+def test_remember_me_keeps_the_cookie_beyond_the_browser(client, realm, client_app, user_with_password):
+    realm.remember_me = True
+    realm.sso_session_max_lifespan_remember_me = 7 * 86400
+    realm.save()
+    page = client.get(AUTH, _params())
+    assert b'name="rememberMe"' in page.content
+    response = client.post(_action(page), {"username": "bob", "password": PASSWORD, "rememberMe": "on"})
+    assert response.cookies["SERVICE_IDENTITY"]["max-age"] == 7 * 86400
+    assert UserSession.objects.get().remember_me
+
+
+def test_session_cookie_without_remember_me_ends_with_the_browser(client, realm, client_app, user_with_password):
+    response = _sign_in(client, _params())
+    assert response.cookies["SERVICE_IDENTITY"]["max-age"] == ""
+    assert not UserSession.objects.get().remember_me
+
+
+def test_two_tabs_sign_in_independently(client, realm, client_app, public_app, user_with_password):
+    first = client.get(AUTH, _params(state="tab-1"))
+    second = client.get(AUTH, _params("spa", "https://spa.example/cb", state="tab-2", code_challenge=CHALLENGE,
+                                      code_challenge_method="S256"))
+    _, query = _query(client.post(_action(second), {"username": "bob", "password": PASSWORD}))
+    assert query["state"] == "tab-2"
+    # The first tab's form still works, now answered by the SSO session it posts alongside.
+    _, query = _query(client.post(_action(first), {"username": "bob", "password": PASSWORD}))
+    assert query["state"] == "tab-1"
+    assert UserSession.objects.count() == 1

@@ -25,6 +25,7 @@ INSTALLED_APPS = [
     "realms",
     "oidc",
     "webhooks",
+    "ambassador.apps.AmbassadorConfig",
 ]
 
 MIDDLEWARE = [

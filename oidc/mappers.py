@@ -6,6 +6,7 @@ A mapper applies to a token type when its config says so: ``access.token.claim``
 ``id.token.claim`` to false, ``userinfo.token.claim`` to the ID-token setting. Other apps may
 register more types with ``register``.
 """
+import functools
 import json
 
 ACCESS, ID, USERINFO, INTROSPECTION = "access", "id", "userinfo", "introspection"
@@ -33,19 +34,29 @@ def applies(mapper_config, token_type):
     return value == "true"
 
 
-def apply_mappers(mappers, claims, ctx, token_type):
+def compile_mappers(mappers, token_type):
+    """The (function, config) pairs that write claims into ``token_type``, in order; computed
+    once per client and scope combination, not per token."""
+    out = []
     for mapper in mappers:
         entry = REGISTRY.get(mapper.protocol_mapper)
         if entry is None:
             continue  # a type this server does not implement contributes nothing, as in Keycloak
         func, token_types = entry
         if token_type in token_types and applies(mapper.config, token_type):
-            func(mapper.config, claims, ctx)
+            out.append((func, mapper.config))
+    return out
+
+
+def apply_mappers(compiled, claims, ctx):
+    for func, config in compiled:
+        func(config, claims, ctx)
     return claims
 
 
 # Claim writing ---------------------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=4096)
 def _split_claim_name(name):
     """``a.b`` is nested; ``a\\.b`` is one claim named ``a.b`` (Keycloak's escape)."""
     parts, current, i = [], "", 0
@@ -61,7 +72,7 @@ def _split_claim_name(name):
             current += name[i]
         i += 1
     parts.append(current)
-    return [p for p in parts if p]
+    return tuple(p for p in parts if p)
 
 
 def _convert(value, json_type):

@@ -21,6 +21,8 @@ from realms.models import (Client, ClientScope, ClientScopeLink, Group, Protocol
                            RealmDefaultClientScope, Role, User)
 from realms.roles import effective_roles, expand_composites
 
+from .mappers import compile_mappers
+
 GENERATION_CHECK_SECONDS = 1.0
 USER_ROLES_PER_REALM = 10000
 
@@ -69,6 +71,7 @@ class ClientConfig:
                 clientscope_id__in=scope_ids).values_list("clientscope_id", "role_id"):
             self.scope_role_ids.setdefault(scope_id, set()).add(role_id)
         self._allowed_roles = {}
+        self._mapper_chains = {}
         self._service_account = None
         self.web_origins = resolve_web_origins(client)
 
@@ -88,12 +91,17 @@ class ClientConfig:
             self._allowed_roles[key] = allowed
         return allowed
 
-    def mappers_for(self, scopes):
-        out = []
-        for scope in scopes:
-            out.extend(self.scope_mappers.get(scope.pk, ()))
-        out.extend(self.client_mappers)
-        return out
+    def mappers_for(self, scopes, token_type):
+        """The compiled mapper chain for these scopes and this token type (cached)."""
+        key = (frozenset(s.pk for s in scopes), token_type)
+        chain = self._mapper_chains.get(key)
+        if chain is None:
+            mappers = []
+            for scope in scopes:
+                mappers.extend(self.scope_mappers.get(scope.pk, ()))
+            mappers.extend(self.client_mappers)
+            chain = self._mapper_chains[key] = compile_mappers(mappers, token_type)
+        return chain
 
     def service_account(self):
         """(user, roles) of the client's service account, or None."""

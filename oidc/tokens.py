@@ -150,7 +150,7 @@ def access_token_claims(ctx, now):
     claims["azp"] = ctx.client.client_id
     if ctx.sid:
         claims["sid"] = ctx.sid
-    apply_mappers(ctx.client_config.mappers_for(ctx.scopes), claims, ctx, ACCESS)
+    apply_mappers(ctx.client_config.mappers_for(ctx.scopes, ACCESS), claims, ctx)
     claims["scope"] = ctx.scope
     return claims
 
@@ -166,7 +166,7 @@ def id_token_claims(ctx, now, access_token, alg):
         claims["nonce"] = ctx.nonce
     if access_token:
         claims["at_hash"] = jose.half_hash(access_token, alg)
-    apply_mappers(ctx.client_config.mappers_for(ctx.scopes), claims, ctx, ID)
+    apply_mappers(ctx.client_config.mappers_for(ctx.scopes, ID), claims, ctx)
     claims["aud"] = claims["aud"] if claims.get("aud") else ctx.client.client_id
     claims["sub"] = ctx.user.pk
     return claims
@@ -174,7 +174,7 @@ def id_token_claims(ctx, now, access_token, alg):
 
 def userinfo_claims(ctx):
     claims = {"sub": ctx.user.pk}
-    apply_mappers(ctx.client_config.mappers_for(ctx.scopes), claims, ctx, USERINFO)
+    apply_mappers(ctx.client_config.mappers_for(ctx.scopes, USERINFO), claims, ctx)
     claims["sub"] = ctx.user.pk
     return claims
 
@@ -182,7 +182,7 @@ def userinfo_claims(ctx):
 def introspection_claims(ctx, token_claims):
     """Claims for an introspection answer: the token's own, with introspection mappers re-run."""
     claims = dict(token_claims)
-    apply_mappers(ctx.client_config.mappers_for(ctx.scopes), claims, ctx, INTROSPECTION)
+    apply_mappers(ctx.client_config.mappers_for(ctx.scopes, INTROSPECTION), claims, ctx)
     return claims
 
 

@@ -40,8 +40,17 @@ class LoopThread:
         return self.run(_call())
 
     def stop(self):
+        async def _finish():
+            # Whatever a test left running ends here, so the loop closes without pending tasks.
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await self.loop.shutdown_asyncgens()
+        self.run(_finish(), timeout=10)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(5)
+        self.loop.close()
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -126,6 +135,7 @@ class Upstream:
         self.log: list[Req] = []
         self.connections = 0
         self.writers: set = set()
+        self.tasks: set = set()
         self.server = None
         self.start()
 
@@ -145,6 +155,13 @@ class Upstream:
             for w in list(self.writers):
                 w.transport.abort()
             self.writers.clear()
+            # Connection handlers see the abort on their next read; wait for them to end.
+            if self.tasks:
+                _, pending = await asyncio.wait(list(self.tasks), timeout=2)
+                for t in pending:
+                    t.cancel()
+                if pending:
+                    await asyncio.wait(pending)
         self.lt.run(_kill())
 
     restart = start
@@ -156,6 +173,8 @@ class Upstream:
     async def _conn(self, reader, writer):
         self.connections += 1
         self.writers.add(writer)
+        task = asyncio.current_task()
+        self.tasks.add(task)
         peer = writer.get_extra_info("peercert")
         try:
             while True:
@@ -222,6 +241,7 @@ class Upstream:
             return
         finally:
             self.writers.discard(writer)
+            self.tasks.discard(task)
 
     def echo(self, req: Req) -> Resp:
         if req.path.startswith("/status/"):

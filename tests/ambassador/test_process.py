@@ -65,14 +65,16 @@ def test_console_script_check_and_errors(tmp_path):
 
 def test_manage_py_command_runs_the_proxy(tmp_path, upstream):
     u = upstream("a")
-    env_settings = "tests.ambassador.django_settings"
+    db = tmp_path / "dev.sqlite3"  # the project's dev settings; the command must never open the database
     proc, port = start(tmp_path, {"upstreams": {"svc": {"instances": [u.addr]}}, "routes": [{"upstream": "svc"}]},
-                       "env", f"DJANGO_SETTINGS_MODULE={env_settings}", sys.executable, "manage.py", "ambassador")
+                       "env", "DJANGO_SETTINGS_MODULE=idp.settings.dev", f"IDP_DEV_DB={db}",
+                       sys.executable, "manage.py", "ambassador")
     try:
         assert requests.get(f"http://127.0.0.1:{port}/via-manage", timeout=5).json()["target"] == "/via-manage"
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(10) == 0
+    assert not db.exists()
 
 
 def test_sigterm_lets_in_flight_calls_finish(tmp_path, upstream):

@@ -6,6 +6,7 @@ from ambassador import cli
 
 class Command(BaseCommand):
     help = "Run the loopback outbound proxy (ambassador) with a YAML configuration file."
+    requires_system_checks = []  # the proxy uses none of the project's models, URLs or database
 
     def add_arguments(self, parser):
         cli.add_arguments(parser)

@@ -4,7 +4,7 @@ Every endpoint is its own queue (its pending deliveries, in the database) with i
 concurrency limit (slots in Redis): a task that finds the endpoint's slots taken gives its
 delivery back to that queue and frees the worker at once, and whoever releases a slot pulls
 the next one. A slow or dead endpoint therefore holds at most ``max_concurrency`` workers, and
-the others keep flowing. See docs/decisions/0007-webhook-delivery.md.
+the others keep flowing. See docs/decisions/0008-webhook-delivery.md.
 """
 import email.utils
 import logging

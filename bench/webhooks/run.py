@@ -1,0 +1,197 @@
+"""Webhook delivery benchmark: real PostgreSQL, Redis and Celery workers, a local receiver.
+
+Phase "healthy": realm events at a fixed rate, each fanned out to every endpoint (all answer
+200); sustained deliveries/s and commit-to-delivery latency (the event's transaction commits ->
+the receiver has the request). Phase "10 % timing out": the same load with 10 % of the endpoints
+never answering; the healthy endpoints' p99 is compared with the first phase. Then receiver
+signature verification per core, ours against the standardwebhooks reference library.
+Run through bench/webhooks/run.sh (starts the services)."""
+import argparse
+import json
+import os
+import platform
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.webhooks.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.db import transaction  # noqa: E402
+
+from realms.events import emit  # noqa: E402
+from realms.models import Realm  # noqa: E402
+from webhooks import services, signing  # noqa: E402
+from webhooks.models import Delivery, Endpoint, Message  # noqa: E402
+
+
+def pct(values, p):
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))] if values else float("nan")
+
+
+def start_workers(n, threads, workdir):
+    procs = []
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    for i in range(n):
+        cmd = [sys.executable, "-m", "celery", "-A", "idp", "worker", "--pool", "threads", "--concurrency", str(threads),
+               "--loglevel", "ERROR", "--without-gossip", "--without-mingle", "--without-heartbeat",
+               "--prefetch-multiplier", "8", "--hostname", f"bench{i}@%h"]
+        if i == 0:
+            cmd += ["-B", "--schedule", str(Path(workdir) / "beat")]
+        procs.append(subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      start_new_session=True))
+    return procs
+
+
+def stop(procs):
+    for p in procs:
+        try:
+            os.killpg(p.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    for p in procs:
+        try:
+            p.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+
+
+def produce(realm, rate, duration):
+    """Emit LOGIN events at ``rate``/s; returns {realm event id: commit time}."""
+    commits = {}
+    interval = 1.0 / rate
+    start = time.monotonic()
+    n = 0
+    while time.monotonic() - start < duration:
+        due = start + n * interval
+        pause = due - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)
+        with transaction.atomic():
+            event = emit(realm, "LOGIN", user_id=f"u{n}", client_id="bench", ip_address="127.0.0.1")
+            # Registered after the outbox's hook: runs once the commit is done and the tasks are out;
+            # the commit time itself is taken by the hook registered first, below.
+        commits[event.id] = event._committed_at
+        n += 1
+    return commits
+
+
+def _stamp_commit(sender, event, **kwargs):
+    transaction.on_commit(lambda: setattr(event, "_committed_at", time.time()))
+
+
+def run_phase(name, realm, endpoints, slow, rate, duration, port, workdir, workers, threads, settle):
+    for i, ep in enumerate(endpoints):
+        kind = "slow" if i in slow else "ok"
+        Endpoint.objects.filter(pk=ep.pk).update(url=f"http://127.0.0.1:{port}/{kind}/{i}", enabled=True)
+    out = Path(workdir) / f"arrivals-{name}.json"
+    receiver = subprocess.Popen([sys.executable, str(Path(__file__).with_name("receiver.py")), str(port), str(out)],
+                                stdout=subprocess.PIPE)
+    receiver.stdout.readline()
+    procs = start_workers(workers, threads, workdir)
+    try:
+        time.sleep(3)  # workers connect
+        emit(realm, "LOGIN", user_id="warmup", client_id="bench")
+        time.sleep(2)
+        t0 = time.time()
+        commits = produce(realm, rate, duration)
+        produced_for = time.time() - t0
+        time.sleep(settle)
+    finally:
+        receiver.send_signal(signal.SIGTERM)
+        receiver.wait(timeout=30)
+        stop(procs)
+    arrivals = json.loads(out.read_text())
+    messages = dict(Message.objects.filter(source_event_id__in=list(commits)).values_list("id", "source_event_id"))
+    healthy_paths = {f"/ok/{i}" for i in range(len(endpoints)) if i not in slow}
+    latencies, times = [], []
+    for msg_id, by_path in arrivals.items():
+        event_id = messages.get(msg_id)
+        if event_id is None:
+            continue
+        for path, at in by_path.items():
+            if path in healthy_paths:
+                latencies.append((at - commits[event_id]) * 1000)
+                times.append(at)
+    expected = len(commits) * len(healthy_paths)
+    window = (max(times) - t0) if times else float("nan")
+    return {
+        "phase": name, "events": len(commits), "produced_for_s": round(produced_for, 2),
+        "healthy_endpoints": len(healthy_paths), "timing_out_endpoints": len(slow),
+        "deliveries_expected": expected, "deliveries_received": len(latencies),
+        "deliveries_per_s": round(len(latencies) / window, 1) if times else 0,
+        "p50_ms": round(pct(latencies, 50), 1), "p99_ms": round(pct(latencies, 99), 1),
+        "max_ms": round(max(latencies), 1) if latencies else None,
+    }
+
+
+def verify_bench(n=20000):
+    import standardwebhooks
+
+    secret = signing.generate_secret()
+    body = json.dumps({"type": "auth.login", "timestamp": "2026-01-01T00:00:00Z",
+                       "data": {"realm": "bench", "userId": "u" * 36, "clientId": "bench", "ipAddress": "127.0.0.1"}}).encode()
+    signer = signing.Signer([secret])
+    reqs = [signer.headers(f"msg_{i}", body) for i in range(n)]
+    ours = signing.Verifier([secret])
+    t = time.perf_counter()
+    for h in reqs:
+        ours.verify(h["webhook-id"], h["webhook-timestamp"], h["webhook-signature"], body)
+    ours_rate = n / (time.perf_counter() - t)
+    ref = standardwebhooks.Webhook(secret)
+    t = time.perf_counter()
+    for h in reqs:
+        ref.verify(body, h)
+    ref_rate = n / (time.perf_counter() - t)
+    return {"ours_per_s": round(ours_rate), "standardwebhooks_per_s": round(ref_rate),
+            "ratio": round(ours_rate / ref_rate, 2), "body_bytes": len(body)}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rate", type=float, default=50, help="realm events per second")
+    ap.add_argument("--endpoints", type=int, default=20, help="each event goes to every endpoint")
+    ap.add_argument("--duration", type=float, default=15)
+    ap.add_argument("--workers", type=int, default=2, help="Celery worker processes")
+    ap.add_argument("--threads", type=int, default=32, help="threads per worker")
+    ap.add_argument("--concurrency", type=int, default=4, help="max in flight per endpoint")
+    ap.add_argument("--settle", type=float, default=8)
+    ap.add_argument("--port", type=int, default=18765)
+    args = ap.parse_args()
+    from realms.events import realm_event
+
+    realm_event.connect(_stamp_commit, dispatch_uid="bench-commit-time")
+    Realm.objects.filter(name="bench").delete()
+    realm = Realm.objects.create(name="bench")
+    endpoints = [services.create_endpoint(realm, f"http://127.0.0.1:{args.port}/ok/{i}", ["auth.*"],
+                                          max_concurrency=args.concurrency)[0] for i in range(args.endpoints)]
+    slow = set(range(0, args.endpoints, 10))  # every tenth endpoint: 10 %
+    results = {"machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} "
+                          f"{platform.python_version()}",
+               "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "args": vars(args)}
+    with tempfile.TemporaryDirectory() as workdir:
+        results["healthy"] = run_phase("healthy", realm, endpoints, set(), args.rate, args.duration, args.port,
+                                       workdir, args.workers, args.threads, args.settle)
+        Delivery.objects.filter(endpoint__realm=realm).delete()
+        results["ten_percent_timing_out"] = run_phase("slow", realm, endpoints, slow, args.rate, args.duration,
+                                                      args.port + 1, workdir, args.workers, args.threads, args.settle)
+    h, s = results["healthy"]["p99_ms"], results["ten_percent_timing_out"]["p99_ms"]
+    results["healthy_p99_change_pct"] = round((s - h) / h * 100, 1)
+    results["verify"] = verify_bench()
+    Realm.objects.filter(name="bench").delete()
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

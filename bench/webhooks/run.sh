@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Webhook delivery benchmark against real PostgreSQL, Redis and Celery workers (started here).
+# Usage: bench/webhooks/run.sh [--rate 50 --endpoints 20 --duration 15 --workers 2 --threads 32]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+scripts/setup.sh test >/dev/null
+# shellcheck source=scripts/services.sh
+source scripts/services.sh
+trap services_stop EXIT
+services_start >/dev/null
+export PYTHONPATH=$PWD DJANGO_SETTINGS_MODULE=bench.webhooks.settings
+.venv/bin/python manage.py migrate -v0
+.venv/bin/python bench/webhooks/run.py "$@"

@@ -1,4 +1,4 @@
-"""Test settings: a real PostgreSQL started by scripts/test.sh (IDP_TEST_DB_URL), fast hashing."""
+"""Test settings: a real PostgreSQL started by scripts/test.sh (IDP_TEST_DB_URL)."""
 import os
 
 from idp.config import database_from_url

@@ -10,4 +10,5 @@ urlpatterns = [
     path("realms/<str:realm>/", include("oidc.urls")),
     path("demo/api/whoami", oidc_demo.whoami, name="demo-whoami"),
     path("realms/<str:realm>/login-actions/", include("realms.urls")),
+    path("realms/<str:realm>/protocol/", include("saml.urls")),
 ]

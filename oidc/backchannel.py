@@ -55,23 +55,10 @@ def logout_token(realm, *, issuer, client_id, user_id, sid):
 def post_logout_token(url, token):
     """POST ``logout_token=<token>``; True on a 2xx answer. Never raises."""
     try:
-        parts = urlsplit(url)
-        if parts.scheme not in ("https", "http") or not parts.hostname:
-            raise fetch.FetchError("unsupported URL")
-        if parts.scheme == "http" and not fetch._allow_private():
-            raise fetch.FetchError("https required")
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        address = fetch._resolve(parts.hostname, port)
-        host = f"[{address}]" if address.version == 6 else str(address)
-        target = parts._replace(netloc=f"{host}:{port}").geturl()
-        with requests.Session() as http:
-            http.trust_env = False
-            http.mount("https://", fetch._PinnedHostAdapter(parts.hostname))
-            response = http.post(target, data={"logout_token": token}, timeout=TIMEOUT, allow_redirects=False,
-                                 headers={"Host": parts.netloc.rsplit("@", 1)[-1]})
+        response = fetch.post(url, data={"logout_token": token}, timeout=TIMEOUT)
         if 200 <= response.status_code < 300:
             return True
-        logger.warning("back-channel logout to %s answered HTTP %s", parts.hostname, response.status_code)
+        logger.warning("back-channel logout to %s answered HTTP %s", urlsplit(url).hostname, response.status_code)
     except (fetch.FetchError, requests.RequestException, ValueError) as exc:
         logger.warning("back-channel logout to %s failed: %s", urlsplit(url).hostname, exc.__class__.__name__)
     return False

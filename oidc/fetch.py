@@ -81,3 +81,24 @@ def fetch_json(url):
         return json.loads(body)
     except ValueError as exc:
         raise FetchError("not JSON") from exc
+
+
+def post(url, *, timeout=TIMEOUT, headers=None, **kwargs):
+    """POST to a URL a client registered (a logout endpoint), under the rules of ``fetch_json``:
+    resolved once, public addresses only unless allowed, connected to the checked address, no
+    redirects, no environment proxy. Returns the response; raises FetchError or a requests
+    exception."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise FetchError("unsupported URL")
+    if parts.scheme == "http" and not _allow_private():
+        raise FetchError("https required")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    address = _resolve(parts.hostname, port)
+    host = f"[{address}]" if address.version == 6 else str(address)
+    target = parts._replace(netloc=f"{host}:{port}").geturl()
+    with requests.Session() as http:
+        http.trust_env = False
+        http.mount("https://", _PinnedHostAdapter(parts.hostname))
+        return http.post(target, timeout=timeout, allow_redirects=False,
+                         headers={**(headers or {}), "Host": parts.netloc.rsplit("@", 1)[-1]}, **kwargs)

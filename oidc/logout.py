@@ -16,7 +16,6 @@ from django.db import transaction
 from django.http import HttpResponseRedirect
 
 from realms import events, sessions, sso_cookie, themes
-from realms.models import ClientSession
 
 from . import tokens
 from .redirects import is_valid_redirect_uri, post_logout_redirect_uris, with_params
@@ -108,17 +107,12 @@ def is_confirmed(realm, logout_request, params):
     return session_id == logout_request.user_session.pk
 
 
-def end_sso_session(request, realm, logout_request, issuer):
+def end_sso_session(request, realm, logout_request):
     """End the session (back-channel follows the signal); returns the front-channel URLs."""
     user_session = logout_request.user_session
     if user_session is None:
         return []
-    frontchannel = []
-    for client_session in ClientSession.objects.select_related("client").filter(user_session=user_session):
-        client = client_session.client
-        url = (client.attributes or {}).get("frontchannel.logout.url", "")
-        if client.frontchannel_logout and client.protocol == "openid-connect" and url:
-            frontchannel.append(with_params(url, {"iss": issuer, "sid": user_session.pk}))
+    frontchannel = sessions.frontchannel_logout_urls(request, user_session)
     with transaction.atomic():
         sessions.end_session(user_session, reason=sessions.REASON_LOGOUT)
         events.emit(realm, "LOGOUT", client_id=logout_request.client.client_id if logout_request.client else "",
@@ -127,6 +121,19 @@ def end_sso_session(request, realm, logout_request, issuer):
                     details={"redirect_uri": logout_request.post_logout_redirect_uri} if
                     logout_request.post_logout_redirect_uri else {})
     return frontchannel
+
+
+def _frontchannel_url(request, user_session, client_session):
+    """An OIDC client's ``frontchannel.logout.url`` with ``iss`` and ``sid`` (Front-Channel
+    Logout 1.0 §2), whichever protocol started the logout."""
+    client = client_session.client
+    url = (client.attributes or {}).get("frontchannel.logout.url", "")
+    if not (client.frontchannel_logout and url):
+        return ""
+    return with_params(url, {"iss": tokens.issuer_for(request, user_session.realm.name), "sid": user_session.pk})
+
+
+sessions.register_frontchannel_logout("openid-connect", _frontchannel_url)
 
 
 def logout(request, realm_config, issuer, params):
@@ -138,7 +145,7 @@ def logout(request, realm_config, issuer, params):
             "action": request.path, "fields": logout_request.fields,
             "session_code": confirmation_code(realm, logout_request.user_session),
         })
-    frontchannel = end_sso_session(request, realm, logout_request, issuer)
+    frontchannel = end_sso_session(request, realm, logout_request)
     next_url = ""
     if logout_request.post_logout_redirect_uri:
         next_url = with_params(logout_request.post_logout_redirect_uri, {"state": logout_request.state})

@@ -27,6 +27,10 @@ from .models import ClientSession, User, UserSession
 # (front/back-channel) listens; receivers run inside the caller's transaction.
 session_ended = Signal()
 
+# Front-channel logout, per protocol: how the browser signs one client out. See
+# register_frontchannel_logout.
+_frontchannel_logout = {}
+
 # The idle timer is only written when it is at least this old, so a burst of requests on one
 # session costs one UPDATE, not one per request. Idle timeouts are minutes to days; seconds of
 # slack do not matter.
@@ -209,6 +213,27 @@ def end_session(user_session, *, reason=""):
                        reason=reason or REASON_LOGOUT)
     UserSession.objects.filter(pk=user_session.pk).delete()
     _cache_drop(user_session.pk)
+
+
+def register_frontchannel_logout(protocol, url_for):
+    """``url_for(request, user_session, client_session) -> str``: a URL the browser loads (in an
+    iframe of the logout page) to sign that client out, or "" when the client has none. Each
+    protocol registers one, so a logout started by any protocol reaches the clients of all."""
+    _frontchannel_logout[protocol] = url_for
+
+
+def frontchannel_logout_urls(request, user_session, exclude_client=None) -> list:
+    """The front-channel logout URLs of the session's clients (but ``exclude_client``, the one
+    that asked for the logout and gets the protocol's own answer)."""
+    urls = []
+    for client_session in ClientSession.objects.select_related("client").filter(user_session=user_session):
+        if exclude_client is not None and client_session.client_id == exclude_client.pk:
+            continue
+        url_for = _frontchannel_logout.get(client_session.client.protocol)
+        url = url_for(request, user_session, client_session) if url_for else ""
+        if url:
+            urls.append(url)
+    return urls
 
 
 def expired_sessions_purge(now=None) -> int:

@@ -24,6 +24,7 @@ INSTALLED_APPS = [
     "idp.apps.IdpConfig",
     "realms",
     "oidc",
+    "saml",
     "webhooks",
     "ambassador.apps.AmbassadorConfig",
 ]

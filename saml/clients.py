@@ -1,0 +1,111 @@
+"""A SAML client's settings, read from Keycloak's client attributes.
+
+An attribute that is absent means what Keycloak writes into a new SAML client
+(SamlProtocolFactory.setupClientDefaults): responses signed (``saml.server.signature``), client
+signatures required (``saml.client.signature``), POST binding forced, an AuthnStatement, NameID
+format ``username``, RSA_SHA256. So an imported client without them behaves as it did in
+Keycloak, and a client created here is safe by default.
+"""
+from dataclasses import dataclass
+
+from oidc.redirects import is_valid_redirect_uri
+from realms.models import Client
+
+from . import constants as c
+from .errors import UntrustedRequest
+
+_DEFAULTS = {
+    c.ATTR_SERVER_SIGNATURE: True,
+    c.ATTR_CLIENT_SIGNATURE: True,
+    c.ATTR_FORCE_POST_BINDING: True,
+    c.ATTR_AUTHNSTATEMENT: True,
+    c.ATTR_ASSERTION_SIGNATURE: False,
+    c.ATTR_ENCRYPT: False,
+    c.ATTR_FORCE_NAME_ID_FORMAT: False,
+    c.ATTR_ONETIMEUSE: False,
+}
+
+
+@dataclass
+class SamlClient:
+    client: Client
+
+    @property
+    def attributes(self):
+        return self.client.attributes or {}
+
+    def flag(self, name):
+        value = self.attributes.get(name)
+        if value in (None, ""):
+            return _DEFAULTS[name]
+        return str(value).lower() == "true"
+
+    @property
+    def entity_id(self):
+        return self.client.client_id
+
+    @property
+    def name_id_format(self):
+        name = self.attributes.get(c.ATTR_NAME_ID_FORMAT) or "username"
+        return name if name in c.NAMEID_FORMATS else "username"
+
+    def acs_url(self, requested_url, binding):
+        """The address to send the Response to: the requested ACS URL once it is registered
+        (an ACS attribute or a valid redirect URI, Keycloak's rule), else the registered one
+        for the binding, else the client's admin URL. UntrustedRequest when none is usable."""
+        registered = [u for u in (self.attributes.get(c.ATTR_ACS_POST), self.attributes.get(c.ATTR_ACS_REDIRECT)) if u]
+        if requested_url:
+            if requested_url in registered or is_valid_redirect_uri(self.client.redirect_uris, requested_url):
+                return requested_url
+            raise UntrustedRequest("Invalid requester: the assertion consumer service URL is not registered.",
+                                   "invalid_redirect_uri", client_id=self.entity_id)
+        preferred = (c.ATTR_ACS_REDIRECT, c.ATTR_ACS_POST) if binding == c.BINDING_REDIRECT else (
+            c.ATTR_ACS_POST, c.ATTR_ACS_REDIRECT)
+        for name in preferred:
+            if self.attributes.get(name):
+                return self.attributes[name]
+        if self.client.admin_url:
+            return self.client.admin_url
+        raise UntrustedRequest("The client has no assertion consumer service URL.", "invalid_redirect_uri",
+                               client_id=self.entity_id)
+
+    def response_binding(self, requested_binding, request_binding):
+        if self.flag(c.ATTR_FORCE_POST_BINDING):
+            return c.BINDING_POST
+        if requested_binding in (c.BINDING_POST, c.BINDING_REDIRECT):
+            return requested_binding
+        return request_binding
+
+    def logout_endpoint(self, prefer_binding=c.BINDING_POST):
+        """(url, binding) of the client's front-channel single logout service, or (None, None)."""
+        post, redirect = self.attributes.get(c.ATTR_SLO_POST), self.attributes.get(c.ATTR_SLO_REDIRECT)
+        if self.flag(c.ATTR_FORCE_POST_BINDING) or prefer_binding == c.BINDING_POST:
+            order = ((post, c.BINDING_POST), (redirect, c.BINDING_REDIRECT))
+        else:
+            order = ((redirect, c.BINDING_REDIRECT), (post, c.BINDING_POST))
+        for url, binding in order:
+            if url:
+                return url, binding
+        return None, None
+
+    @property
+    def soap_logout_url(self):
+        """Back-channel logout address (Keycloak falls back to the admin URL)."""
+        return self.attributes.get(c.ATTR_SLO_SOAP) or self.client.admin_url or ""
+
+    @property
+    def assertion_lifespan(self):
+        try:
+            return int(self.attributes.get(c.ATTR_ASSERTION_LIFESPAN) or 0)
+        except ValueError:
+            return 0
+
+
+def by_entity_id(realm, entity_id):
+    """The realm's SAML client with this entity id, or UntrustedRequest."""
+    client = Client.objects.filter(realm=realm, client_id=entity_id).first() if entity_id else None
+    if client is None or client.protocol != c.PROTOCOL:
+        raise UntrustedRequest("Unknown login requester.", "client_not_found", client_id=entity_id[:255])
+    if not client.enabled:
+        raise UntrustedRequest("Login requester not enabled.", "client_disabled", client_id=entity_id[:255])
+    return SamlClient(client)

@@ -1,0 +1,120 @@
+"""SAML attributes from protocol mappers (Keycloak's SAML mapper types and config keys).
+
+Mappers come from the client itself and from its linked SAML client scopes (``role_list`` by
+default). Each type turns the user into zero or more (name, name format, friendly name, values)
+attribute entries; the assertion builder writes them into one AttributeStatement.
+
+* ``saml-user-property-mapper``: ``user.attribute`` names a user property (username, email,
+  firstName, lastName, emailVerified, id).
+* ``saml-user-attribute-mapper``: ``user.attribute`` names a custom user attribute;
+  ``aggregate.attrs`` merges the values of groups' attributes of the same name.
+* ``saml-hardcode-attribute-mapper``: ``attribute.value``.
+* ``saml-role-list-mapper``: every role the user holds within the client's scope, by name;
+  ``single`` = one Attribute with all values, else one Attribute per role.
+* ``saml-group-membership-mapper``: the user's groups; ``full.path`` = "/a/b" instead of "b".
+
+Common keys: ``attribute.name``, ``attribute.nameformat`` (Basic, URI Reference, Unspecified or
+the URN), ``friendly.name``.
+"""
+from dataclasses import dataclass
+
+from realms.models import ClientScope, ProtocolMapper, Role
+from realms.roles import effective_roles, expand_composites, group_with_ancestors
+
+from . import constants as c
+
+_USER_PROPERTIES = {
+    "username": "username", "email": "email", "firstName": "first_name", "lastName": "last_name",
+    "emailVerified": "email_verified", "id": "pk",
+}
+
+
+@dataclass
+class Attribute:
+    name: str
+    name_format: str
+    friendly_name: str
+    values: list
+
+
+def _name_format(config):
+    value = config.get("attribute.nameformat") or "Basic"
+    return c.ATTRNAME_FORMATS.get(value, value)
+
+
+def _attribute(config, values, default_name=""):
+    return Attribute(config.get("attribute.name") or default_name, _name_format(config),
+                     config.get("friendly.name") or "", [str(v) for v in values])
+
+
+def mappers_for(client):
+    """The client's SAML mappers and those of its SAML client scopes (scope mappers first)."""
+    scope_ids = client.scope_links.filter(client_scope__protocol=c.PROTOCOL).values_list("client_scope_id", flat=True)
+    scoped = ProtocolMapper.objects.filter(protocol=c.PROTOCOL, client_scope_id__in=list(scope_ids)).order_by("name")
+    own = ProtocolMapper.objects.filter(protocol=c.PROTOCOL, client=client).order_by("name")
+    return list(scoped) + list(own)
+
+
+def _multi(value):
+    if value is None:
+        return []
+    return [str(v) for v in value] if isinstance(value, list) else [str(value)]
+
+
+def role_names(user, client):
+    """Names of the roles the user holds that the client may see (full scope, or its own
+    roles plus the scope roles of the client and of its SAML client scopes)."""
+    roles = effective_roles(user)
+    if not client.full_scope_allowed:
+        ids = set(Role.objects.filter(client=client).values_list("pk", flat=True))
+        ids |= set(client.scope_roles.values_list("pk", flat=True))
+        scopes = ClientScope.objects.filter(client_links__client=client, protocol=c.PROTOCOL)
+        ids |= set(Role.objects.filter(scoped_in_client_scopes__in=scopes).values_list("pk", flat=True))
+        allowed = {r.pk for r in expand_composites(list(Role.objects.filter(pk__in=ids)))}
+        roles = [r for r in roles if r.pk in allowed]
+    return sorted({r.name for r in roles})
+
+
+def _group_attribute_values(user, name):
+    values = []
+    for group in group_with_ancestors(list(user.groups.all())):
+        values += _multi((group.attributes or {}).get(name))
+    return values
+
+
+def attributes_for(user, client, mappers=None):
+    out = []
+    for mapper in mappers if mappers is not None else mappers_for(client):
+        config = mapper.config or {}
+        kind = mapper.protocol_mapper
+        if kind == "saml-user-property-mapper":
+            field = _USER_PROPERTIES.get(config.get("user.attribute", ""))
+            value = getattr(user, field) if field else None
+            if value not in (None, ""):
+                value = str(value).lower() if isinstance(value, bool) else value
+                out.append(_attribute(config, [value]))
+        elif kind == "saml-user-attribute-mapper":
+            name = config.get("user.attribute", "")
+            values = _multi((user.attributes or {}).get(name))
+            if config.get("aggregate.attrs") == "true":
+                values += [v for v in _group_attribute_values(user, name) if v not in values]
+            if values:
+                out.append(_attribute(config, values))
+        elif kind == "saml-hardcode-attribute-mapper":
+            out.append(_attribute(config, [config.get("attribute.value", "")]))
+        elif kind == "saml-role-list-mapper":
+            names = role_names(user, client)
+            if config.get("single") == "true":
+                if names:
+                    out.append(_attribute(config, names, "Role"))
+            else:
+                out += [_attribute(config, [name], "Role") for name in names]
+        elif kind == "saml-group-membership-mapper":
+            full_path = config.get("full.path", "true") == "true"
+            names = sorted(g.path if full_path else g.name for g in user.groups.all())
+            if config.get("single") == "true":
+                if names:
+                    out.append(_attribute(config, names, "member"))
+            else:
+                out += [_attribute(config, [name], "member") for name in names]
+    return out

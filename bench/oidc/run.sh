@@ -45,7 +45,7 @@ load() {
     END {printf "%-22s %8.0f req/s  p50 %6.1f ms  p99 %6.1f ms  status %s\n", n, r, p50, p99, c}'
 }
 
-echo "machine: $(lscpu | awk -F: '/Model name/{gsub(/^ +/,"",$2); print $2}'), $(nproc) cores; $(date -u +%FT%TZ)"
+echo "machine: $(lscpu | awk -F: '/Model name/{gsub(/^ +/,"",$2); print $2}'), $(nproc) cores; $(date -u +%FT%TZ); load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 load bare_django_view -m GET "$U/bench/bare"
 load client_credentials -m POST -T $FORM -H "$BASIC" -d grant_type=client_credentials "$TOKEN"
 RT=$(curl -fs -u "bench-app:$SECRET" -d grant_type=password -d username=bench-user -d password=bench-password-1 \
@@ -62,6 +62,7 @@ load demo_api_validation -m GET -H "Authorization: Bearer $AT" "http://127.0.0.1
 kill $API; wait $API 2>/dev/null || true
 echo "code_flow (login form + code exchange, 50 concurrent): $(taskset -c 1 $PY bench/oidc/codeflow.py "$U" "$DURATION" 50)"
 echo "local validation (resource-server helper, 1 core): $(taskset -c 1 $PY bench/oidc/validate.py "$U" 5)"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 kill "$SERVER"; wait "$SERVER" 2>/dev/null || true; SERVER=""
 services_stop
 

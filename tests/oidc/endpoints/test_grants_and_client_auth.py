@@ -209,3 +209,36 @@ def test_private_key_jwt_replay(http, realm, key_client):
     assert jwt_auth(http, realm, "app", token).status_code == 200
     replay = jwt_auth(http, realm, "app", token)
     assert replay.status_code == 401 and replay.json()["error"] == "invalid_client"
+
+
+def test_private_key_jwt_with_jwks_url_and_ssrf_guard(live_server, realm, settings):
+    import requests
+
+    from oidc import client_auth
+    from realms.keys import realm_keys
+
+    # The realm's own JWKS stands in for a client's published keys; its private half signs.
+    kid, key = realm_keys(realm).signer("RS256")
+    live_issuer = f"{live_server.url}/realms/{realm.name}"
+    app = client_of(realm, "app")
+    app.client_authenticator_type = "client-jwt"
+    app.attributes = {**app.attributes, "use.jwks.url": "true",
+                      "jwks.url": f"{live_issuer}/protocol/openid-connect/certs"}
+    app.save()
+
+    def post():
+        now = int(time.time())
+        token = jose.sign({"iss": "app", "sub": "app", "aud": live_issuer, "jti": str(uuid.uuid4()), "iat": now,
+                           "exp": now + 60}, alg="RS256", key=key, kid=kid)
+        return requests.post(f"{live_issuer}/protocol/openid-connect/token", data={
+            "grant_type": "client_credentials", "client_id": "app", "client_assertion": token,
+            "client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"}, timeout=10)
+
+    client_auth._jwks_by_url.clear()
+    settings.OIDC_ALLOW_PRIVATE_FETCH = True
+    assert post().status_code == 200
+    # Without the development allowance a loopback JWKS URL is never fetched.
+    client_auth._jwks_by_url.clear()
+    settings.OIDC_ALLOW_PRIVATE_FETCH = False
+    refused = post()
+    assert refused.status_code == 401 and refused.json()["error"] == "invalid_client"

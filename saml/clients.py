@@ -86,6 +86,8 @@ class SamlClient:
         for url, binding in order:
             if url:
                 return url, binding
+        if self.client.admin_url:  # Keycloak's fallback: the client's management URL
+            return self.client.admin_url, c.BINDING_POST if self.flag(c.ATTR_FORCE_POST_BINDING) else c.BINDING_REDIRECT
         return None, None
 
     @property

@@ -52,7 +52,12 @@ def mappers_for(client):
     scope_ids = client.scope_links.filter(client_scope__protocol=c.PROTOCOL).values_list("client_scope_id", flat=True)
     scoped = ProtocolMapper.objects.filter(protocol=c.PROTOCOL, client_scope_id__in=list(scope_ids)).order_by("name")
     own = ProtocolMapper.objects.filter(protocol=c.PROTOCOL, client=client).order_by("name")
-    return list(scoped) + list(own)
+    # A client often repeats a scope's mapper (Keycloak's older exports copy "role list" into
+    # every SAML client): the same type and config would only write the attribute twice.
+    unique = {}
+    for mapper in [*scoped, *own]:
+        unique.setdefault((mapper.protocol_mapper, tuple(sorted((mapper.config or {}).items()))), mapper)
+    return list(unique.values())
 
 
 def _multi(value):

@@ -12,7 +12,8 @@ ALLOWED_HOSTS = ["*"]
 _url = os.environ.get("IDP_TEST_DB_URL", "")
 if not _url:
     raise SystemExit("IDP_TEST_DB_URL is not set: run the suite with scripts/test.sh")
-DATABASES = {"default": database_from_url(_url)}
+# Live-server threads must not keep connections open past a test (teardown drops the database).
+DATABASES = {"default": {**database_from_url(_url), "CONN_MAX_AGE": 0}}
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 # Real Redis for Celery tests (workers started by the tests themselves).

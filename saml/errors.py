@@ -13,6 +13,7 @@ class UntrustedRequest(Exception):
         self.message = message
         self.event_error = event_error
         self.client_id = client_id
+        self.kind = ""  # the refused message's element name, once known (AuthnRequest ...)
 
 
 class StatusError(Exception):

@@ -60,6 +60,15 @@ def read(request, realm, *, binding, params, param, endpoint_url, expected=()):
         root = xml.parse(xml.decode_post(encoded))
     if root.tag not in {f"{{{c.NS_SAMLP}}}{kind}" for kind in expected}:
         raise UntrustedRequest("Unexpected SAML message.")
+    try:
+        return _read_checked(request, realm, root, binding=binding, params=params, param=param,
+                             endpoint_url=endpoint_url)
+    except UntrustedRequest as exc:
+        exc.kind = root.tag.rsplit("}", 1)[-1]
+        raise
+
+
+def _read_checked(request, realm, root, *, binding, params, param, endpoint_url):
     issuer_el = root.find(f"{{{c.NS_SAML}}}Issuer")
     entity_id = (issuer_el.text or "").strip() if issuer_el is not None else ""
     client = by_entity_id(realm, entity_id)

@@ -46,6 +46,8 @@ def endpoint(request, realm):
             return logout.handle_logout_response(request, realm_obj, message)
         raise UntrustedRequest("Missing parameter: SAMLRequest")
     except UntrustedRequest as exc:
+        if exc.kind in ("LogoutRequest", "LogoutResponse"):
+            event_type = "LOGOUT_ERROR"
         return _refused(request, realm_obj, exc, event_type)
 
 

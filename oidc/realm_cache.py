@@ -178,6 +178,13 @@ def get_realm(name) -> RealmConfig:
     return config
 
 
+def clear():
+    """Forget every realm's configuration in this process (other processes keep theirs until
+    a generation changes). For tests that re-create a realm under the same name."""
+    with _lock:
+        _by_name.clear()
+
+
 def invalidate(realm_id):
     with _lock:
         for name, config in list(_by_name.items()):
@@ -210,8 +217,7 @@ def _changed(sender, instance, **kwargs):
         realm_id = None
     if realm_id is None:
         # The owner is already gone (cascade); drop every realm in this process.
-        with _lock:
-            _by_name.clear()
+        clear()
         return
     invalidate(realm_id)
     transaction.on_commit(lambda: invalidate(realm_id))

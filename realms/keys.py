@@ -1,15 +1,22 @@
 """Realm signing keys: generation, rotation, and the JWK views the protocols need.
 
-Loaded keys are cached per realm and dropped when a key changes, so signing and verifying on
-the token path never parse PEM or hit the database after the first request."""
-import functools
+Loaded keys (parsed jwcrypto objects, not PEM) are cached per realm and process, so signing and
+verifying on the token path never parse PEM or hit the database after the first request. A key
+change bumps the realm's key generation in the shared Django cache (Redis in production): the
+changing process drops its copy at once, every other process notices the new generation within
+``GENERATION_CHECK_SECONDS`` (one cache read per realm and second, not per request)."""
+import threading
+import time
 
+from django.core.cache import cache
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from jwcrypto import jwk
 
 from . import crypto
 from .models import RealmKey
+
+GENERATION_CHECK_SECONDS = 1.0
 
 _KTY = {"RS256": ("RSA", {"size": 2048}), "ES256": ("EC", {"crv": "P-256"}), "EdDSA": ("OKP", {"crv": "Ed25519"})}
 
@@ -80,23 +87,49 @@ class LoadedKeys:
         return {"keys": out}
 
 
-@functools.lru_cache(maxsize=256)
-def _load(realm_id):
-    return LoadedKeys(list(RealmKey.objects.filter(realm_id=realm_id).order_by("-priority", "-created")))
+_lock = threading.Lock()
+_loaded = {}  # realm id -> LoadedKeys (with .generation and .checked)
+
+
+def _gen_key(realm_id):
+    return f"idp:realm-keys-gen:{realm_id}"
+
+
+def _load(realm_id, generation):
+    keys = LoadedKeys(list(RealmKey.objects.filter(realm_id=realm_id).order_by("-priority", "-created")))
+    keys.generation, keys.checked = generation, time.monotonic()
+    with _lock:
+        _loaded[realm_id] = keys
+    return keys
 
 
 def realm_keys(realm) -> LoadedKeys:
-    return _load(realm.pk)
+    keys = _loaded.get(realm.pk)
+    if keys is not None:
+        now = time.monotonic()
+        if now - keys.checked < GENERATION_CHECK_SECONDS:
+            return keys
+        if cache.get(_gen_key(realm.pk), 0) == keys.generation:
+            keys.checked = now
+            return keys
+    return _load(realm.pk, cache.get(_gen_key(realm.pk), 0))
 
 
 def _invalidate(realm_id):
-    # lru_cache cannot drop one entry; key changes are rare, so drop all.
-    _load.cache_clear()
+    with _lock:
+        _loaded.pop(realm_id, None)
+    key = _gen_key(realm_id)
+    try:
+        cache.incr(key)
+    except ValueError:  # no generation yet (or evicted): start one
+        cache.add(key, 1, timeout=None) or cache.incr(key)
 
 
 def _on_key_change(sender, instance, **kwargs):
-    transaction.on_commit(lambda: _invalidate(instance.realm_id))
+    # Now for this process, and again after the commit, so that no other process caches the
+    # rows as they were before it under the new generation.
     _invalidate(instance.realm_id)
+    transaction.on_commit(lambda: _invalidate(instance.realm_id))
 
 
 post_save.connect(_on_key_change, sender=RealmKey, dispatch_uid="realmkey-save")

@@ -229,7 +229,7 @@ class AuthContext:
 
     def login_error(self, error, *, user=None, username=""):
         """Record a LOGIN_ERROR event (user_not_found, invalid_user_credentials, user_disabled ...)."""
-        details = {"auth_method": self.auth_session.protocol,
+        details = {"auth_method": self.auth_session.protocol, "protocol": self.auth_session.protocol,
                    "redirect_uri": self.auth_session.client_data.get("redirect_uri", "")}
         if username:
             details["username"] = username

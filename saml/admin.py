@@ -7,7 +7,6 @@ clients and re-registers it (saml comes after realms in INSTALLED_APPS).
 """
 from django import forms
 from django.contrib import admin
-from django.core.exceptions import ValidationError
 
 from realms.admin import ClientAdmin, ClientForm
 from realms.models import Client

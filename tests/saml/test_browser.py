@@ -53,7 +53,8 @@ def test_oidc_then_saml_without_form_then_saml_logout_ends_oidc(sp_factory, user
             seen = []
             page.on("request", lambda request: seen.append(request.url))
             with page.expect_request(f"{base}/sp/acs") as acs_request:
-                page.goto(dict(info["headers"])["Location"])
+                # The answer page posts itself on load: wait only for the navigation to start.
+                page.goto(dict(info["headers"])["Location"], wait_until="commit")
             assert not any("login-actions" in url for url in seen)
             saml_response = parse_qs(acs_request.value.post_data)["SAMLResponse"][0]
             authn = sp.parse_authn_request_response(saml_response, BINDING_HTTP_POST, outstanding={req_id: "/"})
@@ -65,7 +66,7 @@ def test_oidc_then_saml_without_form_then_saml_logout_ends_oidc(sp_factory, user
             binding, info = sp.global_logout(authn.name_id)[f"{base}/realms/acme"]
             assert binding == BINDING_HTTP_REDIRECT
             with page.expect_request(re.compile(re.escape(f"{base}/sp/slo?SAMLResponse="))) as slo:
-                page.goto(dict(info["headers"])["Location"])
+                page.goto(dict(info["headers"])["Location"], wait_until="commit")
             assert sp.parse_logout_request_response(parse_qs(urlsplit(slo.value.url).query)["SAMLResponse"][0],
                                                     BINDING_HTTP_REDIRECT).status_ok()
             assert any(url.startswith(f"{base}/web-app/fc?iss=") for url in seen)

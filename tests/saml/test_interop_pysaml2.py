@@ -101,3 +101,21 @@ def test_idp_initiated_sso(sp_factory, user, browser, base):
     authn = sp.parse_authn_request_response(saml_response, BINDING_HTTP_POST)
     assert authn.in_response_to is None and authn.name_id.text == "alice"
     assert browser.get(f"{base}/realms/acme/protocol/saml/clients/nope", timeout=10).status_code == 400
+
+
+def test_response_by_redirect_binding_and_force_authn(sp_factory, user, browser, base, idp_metadata):
+    _, sp = sp_factory(**{c.ATTR_FORCE_POST_BINDING: "false", c.ATTR_ASSERTION_SIGNATURE: "true"},
+                       sp_options={"want_response_signed": False, "want_assertions_signed": True})
+    req_id, info = sp.prepare_for_authenticate(entityid=f"{base}/realms/acme", binding=BINDING_HTTP_REDIRECT,
+                                               response_binding=BINDING_HTTP_REDIRECT)
+    landed = submit_login(browser, send(browser, BINDING_HTTP_REDIRECT, info), "alice")
+    assert landed.url.startswith(f"{base}/sp/acs?SAMLResponse=")  # the SP's ACS (a 404 page here)
+    query = {k: v[0] for k, v in parse_qs(urlsplit(landed.url).query).items()}
+    assert verify_redirect_signature(query, sp.sec.sec_backend, cert=idp_certificate(idp_metadata))
+    authn = sp.parse_authn_request_response(query["SAMLResponse"], BINDING_HTTP_REDIRECT, outstanding={req_id: "/"})
+    assert authn.name_id.text == "alice"
+
+    # ForceAuthn: the SSO session does not answer; the user proves themselves again.
+    _, info = sp.prepare_for_authenticate(entityid=f"{base}/realms/acme", binding=BINDING_HTTP_REDIRECT,
+                                          force_authn="true")
+    assert 'name="password"' in send(browser, BINDING_HTTP_REDIRECT, info).text

@@ -113,7 +113,7 @@ def _name_id_and_index(response_root):
 
 def test_oidc_logout_reaches_saml_clients_front_and_back_channel(realm, keys, receiver,
                                                                 django_capture_on_commit_callbacks):
-    front = saml_client(realm, FRONT, keys[1], attributes={c.ATTR_SLO_POST: f"{FRONT}/slo"})
+    saml_client(realm, FRONT, keys[1], attributes={c.ATTR_SLO_POST: f"{FRONT}/slo"})
     saml_client(realm, BACK, keys[1], frontchannel_logout=False,
                 attributes={c.ATTR_SLO_SOAP: receiver.url("/soap")})
     http = HttpClient()

@@ -244,3 +244,19 @@ def test_metadata(http, realm):
     assert bindings == sorted((kind, b, endpoint) for kind in ("SingleLogoutService", "SingleSignOnService")
                               for b in (c.BINDING_POST, c.BINDING_REDIRECT))
     assert len(root.xpath("//md:KeyDescriptor[@use='signing']//ds:X509Certificate", namespaces=ns)) == 1
+
+
+def test_wrong_password_in_a_saml_sign_in_is_a_saml_login_error(http, sp_client, keys):
+    from realms.services import create_user
+
+    from .sp import submit_login
+
+    create_user(sp_client.realm, "alice", password="right password")
+    page = post(http, m.post_form(m.sign(m.authn_request(SP, acs=ACS), keys[0])))
+    page.text, page.url = page.content.decode(), "http://testserver/realms/acme/protocol/saml"
+    answer = submit_login(http, page, "alice", "wrong password")
+    assert answer.status_code == 200 and "Invalid username or password." in answer.content.decode()
+    event = Event.objects.get(type="LOGIN_ERROR")
+    assert (event.error, event.details["protocol"], event.details["redirect_uri"]) == (
+        "invalid_user_credentials", "saml", ACS)
+    assert not UserSession.objects.exists()

@@ -260,3 +260,27 @@ def test_wrong_password_in_a_saml_sign_in_is_a_saml_login_error(http, sp_client,
     assert (event.error, event.details["protocol"], event.details["redirect_uri"]) == (
         "invalid_user_credentials", "saml", ACS)
     assert not UserSession.objects.exists()
+
+
+def test_disabled_client_refused(http, sp_client, keys):
+    sp_client.enabled = False
+    sp_client.save()
+    assert_refused(post(http, m.post_form(m.sign(m.authn_request(SP, acs=ACS), keys[0]))),
+                   "Login requester not enabled.")
+
+
+@pytest.mark.parametrize("attributes, requested, expected", [
+    ({}, "", "username"),
+    ({c.ATTR_NAME_ID_FORMAT: "email"}, c.NAMEID_UNSPECIFIED, "email"),
+    ({}, c.NAMEID_PERSISTENT, "persistent"),
+    ({c.ATTR_NAME_ID_FORMAT: "username", c.ATTR_FORCE_NAME_ID_FORMAT: "true"}, c.NAMEID_TRANSIENT, "username"),
+])
+def test_name_id_format_requested_or_forced(sp_client, attributes, requested, expected):
+    from saml.clients import SamlClient
+    from saml.sso import _requested_format
+
+    sp_client.attributes = {**sp_client.attributes, **attributes}
+    request = m.authn_request(SP)
+    if requested:
+        etree.SubElement(request, etree.QName(c.NS_SAMLP, "NameIDPolicy"), Format=requested)
+    assert _requested_format(SamlClient(sp_client), request) == expected

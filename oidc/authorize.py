@@ -17,6 +17,7 @@ from django.http import HttpResponseRedirect
 from django.utils import timezone
 
 from realms import auth_sessions, events, flows, sessions, sso_cookie, themes
+from realms.authenticators import SSO_AUTH
 
 from . import codes, tokens
 from .backchannel import ISSUER_NOTE
@@ -241,10 +242,16 @@ def _complete(ctx, user_session):
     client_session = sessions.get_or_create_client_session(
         user_session, client, redirect_uri=data["redirect_uri"], scope=data["scope"])
     sessions.touch(user_session, client_session)
-    issuer = tokens.issuer_for(ctx.request, ctx.realm.name)
-    if client_session.notes.get(ISSUER_NOTE) != issuer:
-        # Back-channel logout runs without a request; it signs with the issuer the client knows.
-        client_session.notes = {**client_session.notes, ISSUER_NOTE: issuer}
+    notes = dict(client_session.notes)
+    # Back-channel logout runs without a request; it signs with the issuer the client knows.
+    notes[ISSUER_NOTE] = tokens.issuer_for(ctx.request, ctx.realm.name)
+    # The token endpoint derives acr from it: "0" answered from the SSO cookie, "1" signed in.
+    if ctx.auth_session.notes.get(SSO_AUTH) == "true":
+        notes[SSO_AUTH] = "true"
+    else:
+        notes.pop(SSO_AUTH, None)
+    if notes != client_session.notes:
+        client_session.notes = notes
         client_session.save(update_fields=["notes"])
     code = codes.issue_code(
         client=client, user_session=user_session, redirect_uri=data["redirect_uri"], scope=data["scope"],

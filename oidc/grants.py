@@ -17,6 +17,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from realms import bruteforce, sessions
+from realms.authenticators import SSO_AUTH
 from realms.events import emit
 from realms.models import ClientSession, User, UserSession
 
@@ -93,7 +94,7 @@ def _context(exchange, user, scopes, openid, user_session=None, client_session=N
     if user_session is not None:
         notes = client_session.notes if client_session is not None else {}
         # A code answered from the SSO cookie is level 0; a sign-in with credentials level 1.
-        acr = notes.get("acr") or ("0" if notes.get("SSO_AUTH") == "true" else "1")
+        acr = notes.get("acr") or ("0" if notes.get(SSO_AUTH) == "true" else "1")
     return tokens.TokenContext(
         realm=exchange.realm, client_config=config, user=user, issuer=exchange.issuer, scopes=scopes,
         openid=openid, user_session=user_session, client_session=client_session, nonce=nonce, acr=acr,
@@ -130,6 +131,10 @@ def _offline(exchange, ctx):
     client_session = sessions.get_or_create_client_session(
         offline, ctx.client, redirect_uri=ctx.client_session.redirect_uri if ctx.client_session else "",
         scope=ctx.scope)
+    if ctx.client_session is not None and ctx.client_session.notes.get(SSO_AUTH):
+        # Refreshed offline tokens keep the acr of the sign-in they came from.
+        client_session.notes = {**client_session.notes, SSO_AUTH: ctx.client_session.notes[SSO_AUTH]}
+        client_session.save(update_fields=["notes"])
     ctx.user_session, ctx.client_session = offline, client_session
     exchange.session_id = offline.pk
 

@@ -8,6 +8,10 @@ from .flows import Authenticator, Outcome, execution_levels, is_configured, regi
 from .models import User
 
 GENERIC_LOGIN_ERROR = "Invalid username or password."
+# Authentication-session note (Keycloak's AuthenticationManager.SSO_AUTH): the user was answered
+# from the SSO session, not by a fresh authentication; protocols copy it to the client session
+# (OIDC's acr is then "0" instead of "1").
+SSO_AUTH = "SSO_AUTH"
 
 
 @register_authenticator
@@ -27,6 +31,7 @@ class CookieAuthenticator(Authenticator):
         ctx.set_user(user_session.user)
         ctx.user_session = user_session
         ctx.auth_session.sso_session_id = user_session.pk
+        ctx.auth_session.notes[SSO_AUTH] = "true"
         return Outcome.success()
 
 

@@ -10,6 +10,7 @@ import time_machine
 from django.test import Client as HttpClient
 from django.utils import timezone
 
+from oidc import jose
 from oidc.codes import s256_challenge
 from oidc.models import AuthorizationCode
 from realms import bruteforce
@@ -185,6 +186,28 @@ def test_second_client_gets_a_code_without_a_form(client, realm, client_app, pub
     user_session = UserSession.objects.get(user=user_with_password)
     assert set(ClientSession.objects.filter(user_session=user_session).values_list("client__client_id", flat=True)) \
         == {"web-app", "spa"}
+
+
+def _acr_of_code(client, response, **params):
+    _, query = _query(response)
+    tokens = client.post("/realms/acme/protocol/openid-connect/token", {
+        "grant_type": "authorization_code", "code": query["code"], "redirect_uri": "https://app.example/cb",
+        "client_id": "web-app", "client_secret": "secret-of-web-app", **params}).json()
+    id_claims = jose.parse(tokens["id_token"])[1]
+    assert jose.parse(tokens["access_token"])[1]["acr"] == id_claims["acr"]
+    return id_claims["acr"], tokens
+
+
+def test_acr_is_1_after_a_sign_in_and_0_when_answered_from_the_sso_cookie(client, realm, client_app,
+                                                                          user_with_password):
+    assert _acr_of_code(client, _sign_in(client, _params()))[0] == "1"
+    acr, tokens = _acr_of_code(client, client.get(AUTH, _params(scope="openid offline_access")))
+    assert acr == "0"
+    refreshed = client.post("/realms/acme/protocol/openid-connect/token", {
+        "grant_type": "refresh_token", "refresh_token": tokens["refresh_token"], "client_id": "web-app",
+        "client_secret": "secret-of-web-app"}).json()
+    assert jose.parse(refreshed["id_token"])[1]["acr"] == "0"  # an offline token keeps it
+    assert _acr_of_code(client, _sign_in(client, _params(prompt="login")))[0] == "1"
 
 
 def test_sso_survives_a_restart(client, realm, client_app, user_with_password):

@@ -13,6 +13,7 @@ from realms.events import emit
 from realms.models import ClientScope, ClientSession, User
 
 from . import jose, tokens
+from .authorize import RESPONSE_MODES
 from .client_auth import authenticate
 from .errors import InvalidRequest, InvalidToken, OAuthError, UnauthorizedClient
 
@@ -43,7 +44,8 @@ def discovery_document(realm, issuer):
         "backchannel_logout_session_supported": True,
         "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials", "password"],
         "response_types_supported": ["code"],
-        "response_modes_supported": ["query"],
+        "response_modes_supported": list(RESPONSE_MODES),
+        "authorization_response_iss_parameter_supported": True,  # RFC 9207: every response carries iss
         "subject_types_supported": ["public"],
         "id_token_signing_alg_values_supported": SIGNING_ALGS,
         "token_endpoint_auth_methods_supported": AUTH_METHODS,

@@ -1,4 +1,6 @@
 """Discovery, JWKS and key rotation, userinfo, introspection (RFC 7662), revocation (RFC 7009), CORS."""
+from urllib.parse import parse_qs, urlsplit
+
 from realms import sessions
 from realms.keys import rotate_key
 from oidc.tokens import decode
@@ -27,6 +29,23 @@ def test_discovery_document(http, realm):
     assert {"authorization_code", "refresh_token", "client_credentials"} <= set(doc["grant_types_supported"])
     assert "private_key_jwt" in doc["token_endpoint_auth_methods_supported"]
     assert {"openid", "profile", "email", "offline_access"} <= set(doc["scopes_supported"])
+
+
+def test_advertised_response_modes_work_and_carry_iss(http, realm):
+    doc = http.get(f"/realms/{realm.name}/.well-known/openid-configuration").json()
+    assert doc["response_modes_supported"] == ["query", "form_post"]
+    assert doc["authorization_response_iss_parameter_supported"] is True
+    request = {"client_id": "app", "redirect_uri": REDIRECT, "response_type": "code", "scope": "openid",
+               "state": "s-1", "prompt": "none"}  # no session: answered at once with login_required
+    query = http.get(doc["authorization_endpoint"], {**request, "response_mode": "query"})
+    assert query.status_code == 302 and query["Location"].startswith(REDIRECT + "?")
+    assert parse_qs(urlsplit(query["Location"]).query) == {
+        "error": ["login_required"], "state": ["s-1"], "iss": [issuer(realm)]}
+    posted = http.get(doc["authorization_endpoint"], {**request, "response_mode": "form_post"}).content.decode()
+    assert f'action="{REDIRECT}"' in posted and 'name="error" value="login_required"' in posted
+    assert f'name="iss" value="{issuer(realm)}"' in posted and 'name="state" value="s-1"' in posted
+    fragment = http.get(doc["authorization_endpoint"], {**request, "response_mode": "fragment"})
+    assert parse_qs(urlsplit(fragment["Location"]).query)["error"] == ["invalid_request"]
 
 
 def test_key_rotation_old_tokens_verify_new_tokens_use_new_kid(http, realm, alice):

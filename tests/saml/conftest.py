@@ -19,10 +19,10 @@ def _fresh_cache():
     from oidc import realm_cache
 
     cache.clear()
-    realm_cache._by_name.clear()
+    realm_cache.clear()
     yield
     cache.clear()
-    realm_cache._by_name.clear()
+    realm_cache.clear()
 
 
 @pytest.fixture(scope="session")

@@ -34,7 +34,7 @@ def quickstart(db):
     from oidc import realm_cache
 
     cache.clear()
-    realm_cache._by_name.clear()
+    realm_cache.clear()
     realm = import_realm(json.loads(REALM_FILE.read_text())).realm
     realm.events_enabled = True
     realm.save()

@@ -71,7 +71,7 @@ def realm(db):
     from oidc import realm_cache
 
     cache.clear()
-    realm_cache._by_name.clear()
+    realm_cache.clear()
     realm = create_realm("acme", events_enabled=True)
     create_user(realm, "alice", password=PASSWORD, email="alice@example.org")
     return realm

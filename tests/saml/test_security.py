@@ -33,7 +33,7 @@ def realm(db):
     from oidc import realm_cache
 
     cache.clear()
-    realm_cache._by_name.clear()
+    realm_cache.clear()
     return create_realm("acme", events_enabled=True)
 
 

@@ -7,7 +7,7 @@ import time
 
 class Instance:
     __slots__ = ("host", "port", "key", "authority", "authority_b", "active", "failures", "ejected_until", "ejections",
-                 "idle", "removed")
+                 "idle", "h2", "h2_connecting", "removed")
 
     def __init__(self, host: str, port: int):
         self.host = host
@@ -20,6 +20,8 @@ class Instance:
         self.ejected_until = 0.0
         self.ejections = 0
         self.idle: list = []  # idle HTTP/1.1 connections (LIFO keeps warm ones warm)
+        self.h2: list = []  # HTTP/2 connections (normally one), shared by concurrent calls
+        self.h2_connecting = None  # a future while an HTTP/2 connection is being opened
         self.removed = False
 
     def __repr__(self) -> str:
@@ -51,9 +53,9 @@ class Balancer:
         n = len(insts)
         if n == 0:
             return None
-        now = self.clock()
         if n == 1:
             return insts[0]
+        now = self.clock()
         cands = [i for i in insts if i.ejected_until <= now and i not in tried]
         if not cands:
             # Every healthy instance was tried already: an ejected one not yet tried beats a repeat.

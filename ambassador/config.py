@@ -95,6 +95,7 @@ class UpstreamConfig:
     breaker: BreakerConfig
     outlier: OutlierConfig
     pool: PoolConfig
+    protocol: str = "http1"  # or "http2": h2 over TLS (ALPN), h2c with prior knowledge in cleartext
 
 
 @dataclass(frozen=True)
@@ -452,7 +453,7 @@ def _upstream(c: _Checker, name: str, node: Any) -> UpstreamConfig | None:
     key = f"upstreams.{name}"
     before = len(c.errors)
     n = c.mapping(node, key, {"instances", "dns", "balance", "host", "tls", "token",
-                              "breaker", "outlier", "pool"})
+                              "breaker", "outlier", "pool", "protocol"})
     instances: list[tuple[str, int]] = []
     dns = None
     if ("instances" in n) == ("dns" in n):
@@ -477,6 +478,9 @@ def _upstream(c: _Checker, name: str, node: Any) -> UpstreamConfig | None:
         if hp:
             dns = DNSConfig(hp[0], hp[1], ns, c.duration(dn, f"{key}.dns", "refresh", 5.0),
                             c.duration(dn, f"{key}.dns", "min_ttl", 1.0))
+    protocol = n.get("protocol", "http1")
+    if protocol not in ("http1", "http2"):
+        c.err(f"{key}.protocol", f"must be http1 or http2, got {protocol!r}")
     balance = n.get("balance", "round_robin")
     if balance not in ("round_robin", "least_request"):
         c.err(f"{key}.balance", f"must be round_robin or least_request, got {balance!r}")
@@ -523,7 +527,7 @@ def _upstream(c: _Checker, name: str, node: Any) -> UpstreamConfig | None:
     if len(c.errors) > before:
         return None
     return UpstreamConfig(name, tuple(instances), dns, balance, c.string(n, key, "host"),
-                          tls, token, breaker, outlier, pool)
+                          tls, token, breaker, outlier, pool, protocol)
 
 
 def _route(c: _Checker, i: int, node: Any, upstreams: dict, up_nodes: dict) -> RouteConfig | None:

@@ -9,7 +9,6 @@ from http import HTTPStatus
 
 import httptools
 
-from .breaker import HALF_OPEN
 from .retry import backoff, max_retries
 from .upstream import ClientGone, ConnectFailure, UpstreamReset
 
@@ -26,15 +25,41 @@ REPLAY_LIMIT_HIGH = 1 << 20
 REPLAY_LIMIT_LOW = 256 << 10
 LAST_GOOD_MAX = 256 << 10
 VIA = b"Via: 1.1 ambassador\r\n"
+VIA_H2 = (b"via", b"1.1 ambassador")  # the protocol received from the client, whatever goes upstream
+_encode_str = json.encoder.encode_basestring  # C: a JSON string literal, non-ASCII kept as is
+_LOG_LINE = ('{"ts":%.3f,"method":%s,"path":%s,"status":%d,"duration_ms":%.3f,"route":%s,"upstream":%s,'
+             '"instance":%s,"attempts":%d,"retries":%d,"error":%s,"fallback":%s,"trace_id":%s}')
+_STATUS_LINES: dict = {}
+_perf_counter = time.perf_counter
 
 
 def _status_line(status: int, reason: bytes = b"") -> bytes:
-    if not reason:
+    line = _STATUS_LINES.get((status, reason))
+    if line is not None:
+        return line
+    phrase = reason
+    if not phrase:
         try:
-            reason = HTTPStatus(status).phrase.encode()
+            phrase = HTTPStatus(status).phrase.encode()
         except ValueError:
-            reason = b"Unknown"
-    return b"HTTP/1.1 %d %b\r\n" % (status, reason)
+            phrase = b"Unknown"
+    line = b"HTTP/1.1 %d %b\r\n" % (status, phrase)
+    if len(_STATUS_LINES) < 512:  # reasons come from upstreams: keep the cache bounded
+        _STATUS_LINES[(status, reason)] = line
+    return line
+
+
+_CONNECTION_NAMES: dict = {}
+
+
+def _connection_names(value: bytes) -> frozenset:
+    """The fields a Connection header names besides keep-alive/close (already dropped): usually none."""
+    names = _CONNECTION_NAMES.get(value)
+    if names is None:
+        names = frozenset(t.strip().lower() for t in value.split(b",")) - {b"keep-alive", b"close", b""}
+        if len(_CONNECTION_NAMES) < 256:
+            _CONNECTION_NAMES[value] = names
+    return names
 
 
 def _connection_tokens(headers_lc: dict) -> frozenset:
@@ -95,6 +120,9 @@ class Body:
     def complete_in_memory(self) -> bool:
         return self.done and not self.dropped and self.error is None
 
+    def data(self) -> bytes:
+        return b"".join(self.chunks)
+
     def framed(self, chunked: bool) -> bytes:
         data = b"".join(self.chunks)
         if not chunked:
@@ -128,7 +156,7 @@ class Body:
 
 
 class Request:
-    __slots__ = ("method", "method_s", "url", "path", "headers", "lc", "version", "keep_alive", "body", "t0")
+    __slots__ = ("method", "method_s", "url", "path", "headers", "lc", "version", "keep_alive", "body", "t0", "start")
 
     def __init__(self, method, url, headers, lc, version, keep_alive, body, t0):
         self.method = method
@@ -141,11 +169,14 @@ class Request:
         self.version = version
         self.keep_alive = keep_alive
         self.body = body
-        self.t0 = t0
+        self.t0 = t0  # loop clock, for deadlines (uvloop's is in whole milliseconds)
+        self.start = _perf_counter()  # for the measured duration
 
 
 class ClientConn(asyncio.Protocol):
-    """One client connection. Requests (pipelined or not) are answered in order by one task."""
+    """One client connection. Requests (pipelined or not) are answered in order by one task, which
+    lives as long as the connection (waiting on a future between requests costs less than a new
+    task per request)."""
 
     def __init__(self, server):
         self.server = server
@@ -159,8 +190,9 @@ class ClientConn(asyncio.Protocol):
         self.hdrs: list = []
         self.closed = False
         self.draining = False
-        self.upstream_conn = None  # the upstream connection whose answer is being streamed to us
+        self.upstream_ex = None  # the upstream exchange whose answer is being streamed to us
         self.write_paused = False
+        self.waiter: asyncio.Future | None = None  # the task waits here for the next request
 
     def connection_made(self, transport) -> None:
         self.transport = transport
@@ -177,13 +209,13 @@ class ClientConn(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         self.write_paused = True
-        if self.upstream_conn is not None:
-            self.upstream_conn.pause_reading()
+        if self.upstream_ex is not None:
+            self.upstream_ex.pause()
 
     def resume_writing(self) -> None:
         self.write_paused = False
-        if self.upstream_conn is not None:
-            self.upstream_conn.resume_reading()
+        if self.upstream_ex is not None:
+            self.upstream_ex.resume()
 
     def data_received(self, data: bytes) -> None:
         try:
@@ -233,6 +265,10 @@ class ClientConn(asyncio.Protocol):
             self.transport.pause_reading()  # a client pipelining this deep waits for answers
         if self.task is None:
             self.task = self.loop.create_task(self._run())
+        elif self.waiter is not None:
+            w, self.waiter = self.waiter, None
+            if not w.done():
+                w.set_result(None)
 
     def on_body(self, data: bytes) -> None:
         self.cur.body.feed(data)
@@ -245,22 +281,30 @@ class ClientConn(asyncio.Protocol):
 
     async def _run(self) -> None:
         queue = self.queue
-        try:
-            while queue and not self.closed:
-                req = queue[0]
-                keep = await self.server.handle(self, req)
-                queue.popleft()
-                if not keep or self.closed:
+        handle = self.server.handle
+        while not self.closed:
+            if not queue:
+                if self.draining:
                     self.closed = True
                     self.transport.close()
                     return
-                if len(queue) == 32:
-                    self.transport.resume_reading()
-            if self.draining and not self.closed:
+                self.waiter = self.loop.create_future()
+                await self.waiter
+                continue
+            keep = await handle(self, queue[0])
+            queue.popleft()
+            if not keep or self.closed:
                 self.closed = True
                 self.transport.close()
-        finally:
-            self.task = None
+                return
+            if len(queue) == 32:
+                self.transport.resume_reading()
+
+    def wake(self) -> None:
+        """Shutdown: an idle connection's task notices ``draining``."""
+        w, self.waiter = self.waiter, None
+        if w is not None and not w.done():
+            w.set_result(None)
 
     def keeps_alive(self, req: Request) -> bool:
         return req.keep_alive and not self.draining and not self.server.draining
@@ -316,6 +360,10 @@ class CallInfo:
         self.fallback = None
 
 
+def _json_str(s) -> str:
+    return "null" if s is None else _encode_str(s)
+
+
 class HTTPProxy:
     """Forwarding logic shared by every client connection; holds a reference to the live runtime."""
 
@@ -336,18 +384,17 @@ class HTTPProxy:
         info = CallInfo()
         route = rt.match(req)
         span = None
-        tracing = app.tracing
-        trace_headers = None
+        trace_pairs = None
         try:
             if route is None:
                 info.status = 404
                 info.error = "no_route"
                 self._send_error(cc, req, 404, "no_route", "no route matches this request", None)
-                return self._keep(cc, req)
-            if tracing.active:
-                span, trace_headers = self._start_span(req, route)
-            await self._forward(cc, req, route, info, trace_headers)
-            return self._keep(cc, req) and info.error not in ("client_gone", "stream_broken")
+                return cc.keeps_alive(req)
+            if app.tracing.active:
+                span, trace_pairs = self._start_span(req, route)
+            await self._forward(cc, req, route, info, trace_pairs)
+            return cc.keeps_alive(req) and info.error not in ("client_gone", "stream_broken")
         except asyncio.CancelledError:
             info.error = info.error or "client_gone"
             info.status = info.status or 499
@@ -357,9 +404,6 @@ class HTTPProxy:
             self._record(req, route, info, span)
             if rt.retired and rt.in_flight == 0:
                 rt.close()
-
-    def _keep(self, cc, req) -> bool:
-        return cc.keeps_alive(req)
 
     def _start_span(self, req: Request, route):
         tracing = self.app.tracing
@@ -380,18 +424,15 @@ class HTTPProxy:
                                                      "ambassador.upstream": route.up.name})
         out: dict = {}
         tracing.propagator.inject(out, context=set_span_in_context(span))
-        headers = b"".join(b"%b: %b\r\n" % (k.encode(), v.encode("latin-1")) for k, v in out.items())
-        return span, headers
+        return span, [(k.encode(), v.encode("latin-1")) for k, v in out.items()]
 
     def _record(self, req: Request, route, info: CallInfo, span) -> None:
         app = self.app
-        elapsed = self.loop.time() - req.t0
-        rname = route.cfg.name if route is not None else "-"
-        uname = route.up.name if route is not None else "-"
+        elapsed = _perf_counter() - req.start
         if route is not None:
-            route.observe(info.status, elapsed)
+            route.stats.observe(info.status, elapsed)
         else:
-            app.metrics.requests.labels("-", "-", str(info.status)).inc()
+            app.metrics.call_stats("-", "-").observe(info.status, elapsed)
         trace_id = None
         if span is not None:
             from opentelemetry.trace import Status, StatusCode
@@ -411,13 +452,14 @@ class HTTPProxy:
                 tp = req.lc.get(b"traceparent")
                 if tp is not None and len(tp) >= 35:
                     trace_id = tp[3:35].decode("latin-1")
-            log.write({"ts": round(time.time(), 3), "method": req.method_s, "path": req.url.decode("latin-1"),
-                       "status": info.status, "duration_ms": round(elapsed * 1000, 3), "route": rname,
-                       "upstream": uname, "instance": info.instance, "attempts": info.attempts,
-                       "retries": info.retries, "error": info.error, "fallback": info.fallback,
-                       "trace_id": trace_id})
+            # Formatted by hand: a JSON encoder call costs several times this, for a fixed shape.
+            log.write_line(_LOG_LINE % (
+                time.time(), _encode_str(req.method_s), _encode_str(req.url.decode("latin-1")), info.status,
+                elapsed * 1000, route.name_json if route is not None else '"-"',
+                route.up.name_json if route is not None else '"-"', _json_str(info.instance), info.attempts,
+                info.retries, _json_str(info.error), _json_str(info.fallback), _json_str(trace_id)))
 
-    async def _forward(self, cc: ClientConn, req: Request, route, info: CallInfo, trace_headers) -> None:
+    async def _forward(self, cc: ClientConn, req: Request, route, info: CallInfo, trace_pairs) -> None:
         up = route.up
         app = self.app
         metrics = app.metrics
@@ -441,7 +483,8 @@ class HTTPProxy:
         retry_no = 0
         body = req.body
         head_only = req.method == b"HEAD"
-        base = self._base_headers(req, up)
+        http2 = up.http2
+        base = self._base_h2(req, up) if http2 else self._base_h1(req, up)
         chunked_body = body is not None and body.chunked
         last_cause, last_detail = "no_instances", f"upstream {up.name} has no instances"
         first = True
@@ -458,19 +501,31 @@ class HTTPProxy:
                 info.instance = inst.key
                 tried.append(inst)
                 inst.active += 1
-                conn = None
                 ex = None
                 token = None
                 kind = None
                 try_deadline = min(deadline, loop.time() + per_try)
                 try:
-                    async with asyncio.timeout_at(try_deadline):
-                        conn = await up.acquire(inst)
-                        if up.token is not None:
-                            token = up.token.current() or await up.token.get()
-                        head = self._head(req, inst, base, token, trace_headers, chunked_body, up)
-                        ex = conn.send(head, body, chunked_body, head_only)
+                    # The common case (a pooled connection, a cached token) awaits nothing but the
+                    # answer, bounded by one timer; only the slow paths pay for a timeout scope.
+                    conn = up.pooled(inst)
+                    if conn is None:
+                        async with asyncio.timeout_at(try_deadline):
+                            conn = await up.acquire(inst)
+                    if up.token is not None:
+                        token = up.token.current()
+                        if token is None:
+                            async with asyncio.timeout_at(try_deadline):
+                                token = await up.token.get()
+                    if http2:
+                        ex = conn.send(self._h2_headers(req, inst, base, token, trace_pairs, up), body, head_only)
+                    else:
+                        ex = conn.send(self._head(req, inst, base, token, trace_pairs), body, chunked_body, head_only)
+                    timer = loop.call_at(try_deadline, ex.expire)
+                    try:
                         await ex.head
+                    finally:
+                        timer.cancel()
                 except TimeoutError:
                     kind = "timeout"
                     overall = loop.time() >= deadline - 0.0005
@@ -486,15 +541,22 @@ class HTTPProxy:
                     info.error = "client_gone"
                     info.status = 499
                     breaker.release_probe()
-                    if conn is not None:
-                        conn.close()
+                    if ex is not None:
+                        ex.abort()
                     inst.active -= 1
                     return
+                except asyncio.CancelledError:
+                    # The client went away: give up the exchange so it does not hold a connection.
+                    breaker.release_probe()
+                    if ex is not None:
+                        ex.abort()
+                    inst.active -= 1
+                    raise
                 except Exception as e:  # token endpoint failures and the like: not the instance's fault
                     from .tokens import TokenError
 
-                    if conn is not None:
-                        up.release_broken(conn)
+                    if ex is not None:
+                        ex.abort()
                     inst.active -= 1
                     breaker.release_probe()
                     if isinstance(e, TokenError):
@@ -503,10 +565,10 @@ class HTTPProxy:
                     raise
                 if kind is not None:
                     inst.active -= 1
-                    if conn is not None:
-                        up.release_broken(conn)
-                    if kind == "reset" and conn is not None and getattr(conn, "reused", False) \
-                            and ex is not None and not ex.received and not stale_retry_done \
+                    if ex is not None:
+                        ex.abort()
+                    if kind == "reset" and ex is not None and ex.reused and not ex.received \
+                            and not stale_retry_done \
                             and (body is None or body.replayable) and (allowed_retries > 0 or retry_cfg.safe):
                         # A pooled connection the upstream had already closed: the request never
                         # reached it, so try once more on a fresh connection at no cost.
@@ -535,7 +597,7 @@ class HTTPProxy:
                     # The upstream refused our token: renew it once and replay once.
                     token_retry_done = True
                     inst.active -= 1
-                    up.release_broken(conn)
+                    ex.abort()
                     breaker.record(True)
                     tried.pop()
                     first = True
@@ -561,7 +623,7 @@ class HTTPProxy:
                     if delay is not None:
                         if budget.try_acquire():
                             inst.active -= 1
-                            up.release_broken(conn)
+                            ex.abort()
                             budget_held += 1
                             retry_no += 1
                             info.retries = retry_no
@@ -570,7 +632,7 @@ class HTTPProxy:
                             continue
                         metrics.budget_exhausted.labels(up.name).inc()
                 try:
-                    await self._respond(cc, req, route, info, conn, ex, deadline, head_only)
+                    await self._respond(cc, req, route, info, ex, deadline, head_only)
                 finally:
                     inst.active -= 1
                 return
@@ -590,21 +652,25 @@ class HTTPProxy:
             return None
         return delay
 
-    def _base_headers(self, req: Request, up) -> bytes:
-        drop = REQUEST_DROP
-        conn_tokens = _connection_tokens(req.lc)
+    def _forwarded(self, req: Request, up):
+        """The client's header fields that go upstream, in order (hop-by-hop and proxy hints removed)."""
+        conn_tokens = _connection_tokens(req.lc) if b"connection" in req.lc else ()
         strip_auth = up.token is not None
         strip_trace = self.app.tracing.active
-        out = []
         for n, v in req.headers:
             nl = n.lower()
-            if nl in drop or nl in conn_tokens:
+            if nl in REQUEST_DROP or nl in conn_tokens:
                 continue
             if strip_auth and nl == b"authorization":
                 continue
             if strip_trace and (nl == b"traceparent" or nl == b"tracestate"):
                 continue
-            out.append(b"%b: %b\r\n" % (n, v))
+            yield n, nl, v
+
+    def _base_h1(self, req: Request, up) -> bytes:
+        out = []
+        for n, _, v in self._forwarded(req, up):
+            out.append(n + b": " + v + b"\r\n")
         body = req.body
         if body is not None:
             if body.chunked:
@@ -616,46 +682,68 @@ class HTTPProxy:
         out.append(VIA)
         return b"".join(out)
 
-    def _head(self, req: Request, inst, base: bytes, token, trace_headers, chunked: bool, up) -> bytes:
+    def _head(self, req: Request, inst, base: bytes, token, trace_pairs) -> bytes:
         parts = [req.method, b" ", req.url, b" HTTP/1.1\r\nHost: ", inst.authority_b, b"\r\n", base]
         if token is not None:
-            parts.append(b"Authorization: Bearer %b\r\n" % token.encode())
-        if trace_headers:
-            parts.append(trace_headers)
+            parts.append(b"Authorization: Bearer " + token.encode() + b"\r\n")
+        if trace_pairs:
+            for k, v in trace_pairs:
+                parts.append(k + b": " + v + b"\r\n")
         parts.append(b"\r\n")
         return b"".join(parts)
 
-    async def _respond(self, cc: ClientConn, req: Request, route, info: CallInfo, conn, ex, deadline: float,
+    def _base_h2(self, req: Request, up) -> list:
+        # RFC 9113 8.2: field names in lower case; 8.2.2: no connection-specific fields (dropped above).
+        out = [(nl, v) for _, nl, v in self._forwarded(req, up)]
+        body = req.body
+        if body is not None:
+            if not body.chunked:
+                out.append((b"content-length", b"%d" % body.length))
+        elif b"content-length" in req.lc:
+            out.append((b"content-length", b"0"))
+        out.append(VIA_H2)
+        return out
+
+    def _h2_headers(self, req: Request, inst, base: list, token, trace_pairs, up) -> list:
+        headers = [(b":method", req.method), (b":scheme", up.scheme), (b":authority", inst.authority_b),
+                   (b":path", req.url)]
+        headers += base
+        if token is not None:
+            headers.append((b"authorization", b"Bearer " + token.encode()))
+        if trace_pairs:
+            headers += trace_pairs
+        return headers
+
+    async def _respond(self, cc: ClientConn, req: Request, route, info: CallInfo, ex, deadline: float,
                        head_only: bool) -> None:
-        up = route.up
         status = ex.status
         info.status = status
         keep = cc.keeps_alive(req)
-        resp_lc_conn = frozenset()
-        for n, v in ex.headers:
-            if n.lower() == b"connection":
-                resp_lc_conn = frozenset(t.strip().lower() for t in v.split(b","))
-                break
         out = [_status_line(status, ex.reason)]
         length = None
-        chunked_up = False
+        conn_value = None
         drop = RESPONSE_DROP
         for n, v in ex.headers:
             nl = n.lower()
-            if nl in drop or nl in resp_lc_conn:
+            if nl in drop:
                 if nl == b"content-length":
                     length = v
-                elif nl == b"transfer-encoding" and b"chunked" in v.lower():
-                    chunked_up = True
+                elif nl == b"connection":
+                    conn_value = v
                 continue
-            out.append(b"%b: %b\r\n" % (n, v))
+            out.append(n + b": " + v + b"\r\n")
+        if conn_value is not None:
+            # Fields the upstream named in Connection are hop-by-hop too (RFC 9110 7.6.1).
+            named = _connection_names(conn_value)
+            if named:
+                out = out[:1] + [line for line in out[1:] if line.split(b":", 1)[0].lower() not in named]
         no_body = head_only or status in BODYLESS or status < 200
         cache = None
         if route.last_good is not None and req.method == b"GET" and status == 200:
             cache = []
         if no_body:
             if length is not None:
-                out.append(b"Content-Length: %b\r\n" % length)
+                out.append(b"Content-Length: " + length + b"\r\n")
             framing_chunked = False
         elif ex.done:
             # The whole answer is already here: send it in one write with an exact length.
@@ -665,14 +753,15 @@ class HTTPProxy:
             if not keep:
                 out.append(b"Connection: close\r\n")
             out.append(b"\r\n")
+            out.append(data)
             if not cc.closed:
-                cc.transport.write(b"".join(out) + data)
+                cc.transport.write(b"".join(out))
             if cache is not None and len(data) <= LAST_GOOD_MAX:
                 route.last_good[req.url] = (status, ex.reason, ex.headers, data)
-            up.release(conn)
+            ex.release()
             return
         elif length is not None:
-            out.append(b"Content-Length: %b\r\n" % length)
+            out.append(b"Content-Length: " + length + b"\r\n")
             framing_chunked = False
         elif req.version == "1.1":
             out.append(b"Transfer-Encoding: chunked\r\n")
@@ -687,37 +776,41 @@ class HTTPProxy:
         if not cc.closed:
             cc.transport.write(b"".join(out))
         if no_body:
-            if not ex.done:
-                conn.close()  # HEAD/204/304 bodies never come; do not wait for them
-            up.release(conn)
+            if ex.done:
+                ex.release()
+            else:
+                ex.abort()  # HEAD/204/304 bodies never come; do not wait for them
             return
         fut = self.loop.create_future()
         sink = Sink(cc, framing_chunked, fut, cache)
-        cc.upstream_conn = conn
+        cc.upstream_ex = ex
         if cc.write_paused:
-            conn.pause_reading()
+            ex.pause()
         ex.attach(sink)
         try:
             async with asyncio.timeout_at(deadline):
                 await fut
         except TimeoutError:
             info.error = "stream_broken"
-            self.app.metrics.timeouts.labels(up.name, "overall").inc()
-            conn.close()
+            self.app.metrics.timeouts.labels(route.up.name, "overall").inc()
+            ex.abort()
             cc.transport.abort()  # the head is out; cutting the connection is the only honest signal
             cc.closed = True
             return
         except (UpstreamReset, ConnectionError):
             info.error = "stream_broken"
-            conn.close()
+            ex.abort()
             cc.transport.abort()
             cc.closed = True
             return
+        except asyncio.CancelledError:
+            ex.abort()
+            raise
         finally:
-            cc.upstream_conn = None
+            cc.upstream_ex = None
         if sink.cache is not None:
             route.last_good[req.url] = (status, ex.reason, ex.headers, b"".join(sink.cache))
-        up.release(conn)
+        ex.release()
 
     def _fail(self, cc: ClientConn, req: Request, route, info: CallInfo, status: int, cause: str, detail: str) -> None:
         info.error = cause

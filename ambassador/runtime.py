@@ -1,13 +1,15 @@
 """The live state built from one configuration; replaced as a whole on SIGHUP."""
 from __future__ import annotations
 
+import json
+
 from .retry import RetryBudget
 from .upstream import Upstream
 
 
 class Route:
-    __slots__ = ("cfg", "up", "prefix", "path", "methods", "headers", "codes", "latency", "retries",
-                 "breaker_rejections", "fallbacks", "last_good", "metrics")
+    __slots__ = ("cfg", "up", "prefix", "path", "methods", "headers", "stats", "retries",
+                 "breaker_rejections", "fallbacks", "last_good", "name_json")
 
     def __init__(self, cfg, up: Upstream, metrics):
         self.cfg = cfg
@@ -16,10 +18,9 @@ class Route:
         self.path = cfg.path.encode() if cfg.path else None
         self.methods = frozenset(m.encode() for m in cfg.methods) if cfg.methods else None
         self.headers = tuple((k.encode(), v.encode()) for k, v in cfg.headers)
-        self.metrics = metrics
         # Label lookups cost more than the increment; resolve them once per route.
-        self.codes: dict = {}
-        self.latency = metrics.latency.labels(cfg.name, up.name)
+        self.stats = metrics.call_stats(cfg.name, up.name)
+        self.name_json = json.dumps(cfg.name, ensure_ascii=False)  # for the access log
         self.retries = metrics.retries.labels(cfg.name, up.name)
         self.breaker_rejections = metrics.breaker_rejections.labels(up.name)
         self.fallbacks = metrics.fallbacks.labels(cfg.name)
@@ -36,13 +37,6 @@ class Route:
             if req.lc.get(k) != v:
                 return False
         return True
-
-    def observe(self, status: int, elapsed: float) -> None:
-        c = self.codes.get(status)
-        if c is None:
-            c = self.codes[status] = self.metrics.requests.labels(self.cfg.name, self.up.name, str(status))
-        c.inc()
-        self.latency.observe(elapsed)
 
 
 class Runtime:
@@ -73,6 +67,8 @@ class Runtime:
             for inst in up.balancer.instances:
                 for conn in list(inst.idle):
                     conn.close()
+                for conn in list(inst.h2):
+                    conn.retire()
         if self.in_flight == 0:
             self.close()
 

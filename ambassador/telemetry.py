@@ -5,19 +5,62 @@ import asyncio
 import json
 import os
 import sys
+from bisect import bisect_left
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricFamily
 
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class CallStats:
+    """Calls and their latencies for one (route, upstream): plain integers updated once per call, read
+    when /metrics is scraped. prometheus_client's Counter and Histogram take a lock and walk the
+    buckets in Python on every update, which cost more than the rest of the bookkeeping of a call."""
+
+    __slots__ = ("codes", "buckets", "sum")
+
+    def __init__(self):
+        self.codes: dict[int, int] = {}
+        self.buckets = [0] * (len(LATENCY_BUCKETS) + 1)  # the last one is +Inf
+        self.sum = 0.0
+
+    def observe(self, status: int, elapsed: float) -> None:
+        codes = self.codes
+        codes[status] = codes.get(status, 0) + 1
+        self.buckets[bisect_left(LATENCY_BUCKETS, elapsed)] += 1
+        self.sum += elapsed
+
+
+class CallCollector:
+    """Exposes every CallStats as ambassador_requests_total and ambassador_request_duration_seconds."""
+
+    def __init__(self, stats: dict):
+        self.stats = stats
+
+    def collect(self):
+        requests = CounterMetricFamily("ambassador_requests", "Calls answered to the client",
+                                       labels=["route", "upstream", "code"])
+        latency = HistogramMetricFamily("ambassador_request_duration_seconds",
+                                        "Time from request head to end of response", labels=["route", "upstream"])
+        for (route, upstream), st in list(self.stats.items()):
+            for code, n in sorted(st.codes.items()):
+                requests.add_metric([route, upstream, str(code)], n)
+            cumulative, total = [], 0
+            for bound, n in zip((*(repr(b) for b in LATENCY_BUCKETS), "+Inf"), st.buckets):
+                total += n
+                cumulative.append((bound, total))
+            latency.add_metric([route, upstream], cumulative, st.sum)
+        yield requests
+        yield latency
 
 
 class Metrics:
     def __init__(self):
         r = self.registry = CollectorRegistry()
-        self.requests = Counter("ambassador_requests", "Calls answered to the client", ["route", "upstream", "code"], registry=r)
-        self.latency = Histogram("ambassador_request_duration_seconds", "Time from request head to end of response",
-                                 ["route", "upstream"], buckets=LATENCY_BUCKETS, registry=r)
+        self.calls: dict[tuple[str, str], CallStats] = {}
+        r.register(CallCollector(self.calls))
         self.upstream_errors = Counter("ambassador_upstream_errors", "Failed tries by cause",
                                        ["upstream", "kind"], registry=r)
         self.timeouts = Counter("ambassador_timeouts", "Timeouts (per_try or overall)", ["upstream", "kind"], registry=r)
@@ -37,6 +80,13 @@ class Metrics:
         self.stream_connections = Counter("ambassador_stream_connections", "TCP/shard listener connections",
                                           ["listener", "outcome"], registry=r)
         self.tls_reloads = Counter("ambassador_tls_reloads", "TLS material reloaded", ["upstream"], registry=r)
+
+    def call_stats(self, route: str, upstream: str) -> CallStats:
+        """The counters of one route; kept across configuration reloads."""
+        st = self.calls.get((route, upstream))
+        if st is None:
+            st = self.calls[(route, upstream)] = CallStats()
+        return st
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
@@ -89,7 +139,9 @@ class AccessLog:
         return self.fd is not None
 
     def write(self, entry: dict) -> None:
-        line = self.dumps(entry)
+        self.write_line(self.dumps(entry))
+
+    def write_line(self, line: str) -> None:
         self.buf.append(line)
         self.size += len(line)
         if self.size > 65536:

@@ -1,7 +1,9 @@
-"""Upstream runtime: instances, balancer, breaker, TLS, token and HTTP/1.1 keep-alive pools."""
+"""Upstream runtime: instances, balancer, breaker, TLS, token, HTTP/1.1 keep-alive pools and
+multiplexed HTTP/2 connections."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import ssl
 import time
@@ -27,12 +29,13 @@ class UpstreamReset(Exception):
 
 class Exchange:
     """One request/response on an upstream connection. Protocol callbacks push into it; the proxy
-    awaits ``head`` and then attaches a sink that receives body chunks synchronously."""
+    awaits ``head`` and then attaches a sink that receives body chunks synchronously. The proxy
+    ends it with ``release()`` (answer consumed) or ``abort()`` (given up)."""
 
     __slots__ = ("conn", "status", "reason", "headers", "keep_alive", "head", "sink", "pending", "done", "error",
-                 "body_sent", "received", "pump")
+                 "body_sent", "received", "pump", "reused")
 
-    def __init__(self, conn, loop):
+    def __init__(self, conn, loop, reused: bool):
         self.conn = conn
         self.status = 0
         self.reason = b""
@@ -46,10 +49,16 @@ class Exchange:
         self.body_sent = False
         self.received = False  # any response byte seen (a reset before that is a clean "nothing happened")
         self.pump = None
+        self.reused = reused
 
     def head_done(self) -> None:
         if not self.head.done():
-            self.head.set_result(self)
+            self.head.set_result(None)  # not self: that would make every exchange a reference cycle
+
+    def expire(self) -> None:
+        """The per-try timer fired before the response head arrived."""
+        if not self.head.done():
+            self.head.set_exception(TimeoutError())
 
     def data(self, chunk: bytes) -> None:
         if self.sink is not None:
@@ -85,6 +94,21 @@ class Exchange:
     @property
     def reusable(self) -> bool:
         return self.done and self.keep_alive and self.body_sent
+
+    # HTTP/1.1: the exchange owns its connection while it runs.
+    def release(self) -> None:
+        self.conn.upstream.release(self.conn)
+
+    def abort(self) -> None:
+        conn = self.conn
+        conn.close()
+        conn.ex = None
+
+    def pause(self) -> None:
+        self.conn.pause_reading()
+
+    def resume(self) -> None:
+        self.conn.resume_reading()
 
 
 class H1Conn(asyncio.Protocol):
@@ -184,7 +208,7 @@ class H1Conn(asyncio.Protocol):
 
     # use
     def send(self, head: bytes, body, chunked: bool, head_only: bool) -> Exchange:
-        ex = self.ex = Exchange(self, self.loop)
+        ex = self.ex = Exchange(self, self.loop, self.reused)
         self.head_only = head_only
         if body is None:
             self.transport.write(head)
@@ -244,6 +268,7 @@ class Upstream:
     def __init__(self, cfg, metrics, loop):
         self.cfg = cfg
         self.name = cfg.name
+        self.name_json = json.dumps(cfg.name, ensure_ascii=False)  # for the access log
         self.loop = loop
         self.metrics = metrics
         self.balancer = Balancer(cfg.balance, cfg.outlier,
@@ -251,9 +276,12 @@ class Upstream:
         gauge = metrics.breaker_state.labels(cfg.name)
         gauge.set(0)
         self.breaker = Breaker(cfg.breaker, on_change=gauge.set)
+        self.http2 = cfg.protocol == "http2"
+        self.scheme = b"https" if cfg.tls is not None else b"http"
         self.tls = None
         if cfg.tls is not None:
-            self.tls = ReloadingContext(cfg.tls, alpn=["http/1.1"], on_reload=self._tls_reloaded)
+            self.tls = ReloadingContext(cfg.tls, alpn=["h2"] if self.http2 else ["http/1.1"],
+                                        on_reload=self._tls_reloaded)
         self.token = None
         if cfg.token is not None:
             refreshes = metrics.token_refreshes
@@ -310,6 +338,8 @@ class Upstream:
         for conn in list(inst.idle):
             conn.close()
         inst.idle.clear()
+        for conn in list(inst.h2):
+            conn.retire()  # streams in flight finish; nothing new starts on it
 
     def _tls_reloaded(self) -> None:
         self.metrics.tls_reloads.labels(self.name).inc()
@@ -320,22 +350,65 @@ class Upstream:
         while True:
             await asyncio.sleep(min(5.0, self.idle_timeout / 2))
             limit = time.monotonic() - self.idle_timeout
+            h2_limit = self.loop.time() - self.idle_timeout
             for inst in self.balancer.instances:
                 for conn in [c for c in inst.idle if c.idle_since < limit]:
+                    conn.close()
+                for conn in [c for c in inst.h2 if not c.streams and c.idle_since < h2_limit]:
                     conn.close()
             if self.tls is not None:
                 self.tls.context()  # notice rotated files even when no new connection is needed
 
-    async def acquire(self, inst: Instance):
-        idle = inst.idle
+    def pooled(self, inst: Instance):
+        """A ready connection without waiting: an idle HTTP/1.1 one, or an HTTP/2 one with room."""
         generation = self.tls.generation if self.tls is not None else 0
+        if self.http2:
+            for conn in inst.h2:
+                if conn.available(generation):
+                    return conn
+            return None
+        idle = inst.idle
         while idle:
             conn = idle.pop()
             if not conn.closed and conn.generation == generation and not conn.transport.is_closing():
                 conn.reused = True
                 return conn
             conn.close()
-        return await self.connect(inst, lambda gen: H1Conn(self, inst, gen))
+        return None
+
+    async def acquire(self, inst: Instance):
+        conn = self.pooled(inst)
+        if conn is not None:
+            return conn
+        if not self.http2:
+            return await self.connect(inst, lambda gen: H1Conn(self, inst, gen))
+        # Calls arriving together share one new connection rather than each opening their own.
+        while True:
+            pending = inst.h2_connecting
+            if pending is None:
+                break
+            failure = await asyncio.shield(pending)
+            if failure is not None:
+                raise ConnectFailure(str(failure))  # the connection we waited for could not be made
+            conn = self.pooled(inst)
+            if conn is not None:
+                return conn
+        fut = inst.h2_connecting = self.loop.create_future()
+        failure = None
+        try:
+            conn = await self.connect(inst, lambda gen: H2Conn(self, inst, gen))
+            if not conn.negotiated():
+                conn.close()
+                raise ConnectFailure(f"{inst.key} did not agree to HTTP/2 (ALPN h2)")
+            conn.start()
+            inst.h2.append(conn)
+            return conn
+        except ConnectFailure as e:
+            failure = e
+            raise
+        finally:
+            inst.h2_connecting = None
+            fut.set_result(failure)
 
     async def connect(self, inst: Instance, factory):
         ctx = server_hostname = None
@@ -366,14 +439,14 @@ class Upstream:
         conn.idle_since = time.monotonic()
         conn.inst.idle.append(conn)
 
-    def release_broken(self, conn) -> None:
-        """Give up on the exchange in progress; the connection cannot carry another one."""
-        conn.close()
-        conn.ex = None
-
     def close(self) -> None:
         self.closed = True
         for t in self.tasks:
             t.cancel()
         for inst in self.balancer.instances:
             self._close_instance(inst)
+            for conn in list(inst.h2):
+                conn.close()
+
+
+from .h2conn import H2Conn  # noqa: E402  (h2conn builds on the classes above)

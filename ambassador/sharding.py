@@ -41,12 +41,22 @@ class ShardConn:
     order (buffered until the connection is up), and a single task reads the replies back in the
     same order."""
 
-    def __init__(self, opener):
+    def __init__(self, opener, hello: list | None = None):
         self.writer = None
         self.buffer: list[bytes] = []
         self.waiting: asyncio.Queue = asyncio.Queue()
         self.broken: BaseException | None = None
         self.task = asyncio.get_running_loop().create_task(self._run(opener))
+        if hello is not None:
+            # The client switched protocol (HELLO 3) before this connection existed: say the same
+            # HELLO first, so every reply on it comes in the version the client expects.
+            self.request(encode_command(hello), _value_reply).add_done_callback(self._hello_done)
+
+    def _hello_done(self, fut: asyncio.Future) -> None:
+        if fut.cancelled() or fut.exception() is not None:
+            return
+        if isinstance(fut.result(), RedisError):
+            self._break(ConnectionError(f"shard refused HELLO: {fut.result().decode(errors='replace')}"))
 
     def request(self, data: bytes, parse) -> asyncio.Future:
         fut = asyncio.get_running_loop().create_future()
@@ -123,7 +133,7 @@ class ShardListener(StreamListener):
         def shard(inst) -> ShardConn:
             c = conns.get(inst.key)
             if c is None or c.broken is not None:
-                c = conns[inst.key] = ShardConn(lambda: self.open(up, inst))
+                c = conns[inst.key] = ShardConn(lambda: self.open(up, inst), ctx.hello)
             return c
 
         async def write_replies() -> None:
@@ -172,6 +182,8 @@ class Context:
         self.listener = listener
         self.up = up
         self.shard = shard
+        self.resp = 2  # the Redis protocol version the client asked for (HELLO)
+        self.hello: list | None = None  # that HELLO, replayed on every new shard connection
 
     def instance(self, key: bytes):
         return self.listener.ring_for(self.up).lookup(key)
@@ -199,7 +211,8 @@ def encode_command(args) -> bytes:
 
 
 async def read_reply(reader) -> tuple[object, bytes]:
-    """(value, raw bytes) of one RESP2 reply."""
+    """(value, raw bytes) of one reply, RESP2 or RESP3. The raw bytes are relayed to the client as
+    they came; the value is used only where the proxy merges replies from several shards."""
     line = await reader.readuntil(b"\r\n")
     t = line[:1]
     if t == b"+":
@@ -208,22 +221,43 @@ async def read_reply(reader) -> tuple[object, bytes]:
         return RedisError(line[1:-2]), line
     if t == b":":
         return int(line[1:-2]), line
-    if t == b"$":
+    if t == b"$" or t == b"=" or t == b"!":  # bulk string, verbatim string (RESP3), blob error (RESP3)
         n = int(line[1:-2])
         if n < 0:
             return None, line
         data = await reader.readexactly(n + 2)
-        return data[:-2], line + data
-    if t == b"*":
+        value = data[:-2]
+        if t == b"!":
+            value = RedisError(value)
+        elif t == b"=":
+            value = value[4:]  # "txt:" or "mkd:" format prefix
+        return value, line + data
+    if t == b"*" or t == b"~" or t == b">" or t == b"%" or t == b"|":  # array, set, push, map, attribute
         n = int(line[1:-2])
         if n < 0:
             return None, line
+        count = 2 * n if t == b"%" or t == b"|" else n
         items, raws = [], [line]
-        for _ in range(n):
+        for _ in range(count):
             v, r = await read_reply(reader)
             items.append(v)
             raws.append(r)
+        if t == b"|":
+            # Attributes describe the reply that follows them; relay both, use the reply's value.
+            v, r = await read_reply(reader)
+            raws.append(r)
+            return v, b"".join(raws)
+        if t == b"%":
+            items = list(zip(items[::2], items[1::2]))
         return items, b"".join(raws)
+    if t == b"_":  # null (RESP3)
+        return None, line
+    if t == b"#":  # boolean (RESP3)
+        return line[1:-2] == b"t", line
+    if t == b",":  # double (RESP3)
+        return float(line[1:-2]), line
+    if t == b"(":  # big number (RESP3)
+        return int(line[1:-2]), line
     raise ValueError(f"unexpected reply type {line[:20]!r}")
 
 
@@ -238,7 +272,7 @@ async def _value_reply(reader):
 class Redis:
     # Commands whose keys are all the arguments after the name.
     MULTI_KEY_SUM = {b"DEL", b"UNLINK", b"EXISTS", b"TOUCH"}
-    NO_KEY_LOCAL = {b"PING", b"ECHO", b"QUIT", b"CLIENT", b"SELECT", b"HELLO", b"COMMAND", b"READONLY"}
+    NO_KEY_LOCAL = {b"PING", b"ECHO", b"QUIT", b"CLIENT", b"SELECT", b"COMMAND", b"READONLY"}
     BROADCAST = {b"FLUSHDB", b"FLUSHALL", b"DBSIZE", b"KEYS"}
     UNSUPPORTED = {b"MULTI", b"EXEC", b"DISCARD", b"WATCH", b"UNWATCH", b"SUBSCRIBE", b"PSUBSCRIBE", b"SSUBSCRIBE",
                    b"UNSUBSCRIBE", b"PUNSUBSCRIBE", b"MONITOR", b"SCAN", b"RANDOMKEY", b"SWAPDB", b"MOVE", b"MIGRATE",
@@ -270,6 +304,8 @@ class Redis:
         name = args[0].upper()
         if name in self.NO_KEY_LOCAL:
             return self._local(name, args)
+        if name == b"HELLO":
+            return self._hello(args, ctx)
         if name in self.UNSUPPORTED:
             return self.error(f"{name.decode()} is not supported through the sharding proxy")
         if name in self.BROADCAST:
@@ -301,15 +337,31 @@ class Redis:
             return QUIT
         if name == b"SELECT":
             return b"+OK\r\n" if args[1:] == [b"0"] else self.error("only database 0 is available")
-        if name == b"HELLO":
-            if len(args) > 1 and args[1] != b"2":
-                return b"-NOPROTO sorry, this protocol version is not supported\r\n"
-            fields = [b"server", b"ambassador", b"proto", 2, b"mode", b"standalone"]
-            return b"*6\r\n" + b"".join(b":%d\r\n" % f if isinstance(f, int) else b"$%d\r\n%b\r\n" % (len(f), f)
-                                          for f in fields)
         if name == b"COMMAND":
             return b"*0\r\n"
         return b"+OK\r\n"  # CLIENT SETNAME/SETINFO, READONLY: nothing to carry to a shard
+
+    def _hello(self, args, ctx):
+        """HELLO goes to every shard, so each backend connection speaks the protocol version the
+        client chose; the client gets the first shard's own answer (a real server's HELLO reply).
+        Connections opened later replay it first (ShardConn)."""
+        if len(args) > 1 and args[1] not in (b"2", b"3"):
+            return b"-NOPROTO unsupported protocol version\r\n"
+        insts = ctx.instances()
+        if not insts:
+            return self.error("no instances")
+        futs = [ctx.send_to(i, encode_command(args), read_reply) for i in insts]
+        if len(args) > 1:
+            ctx.resp = int(args[1])
+            ctx.hello = list(args)
+        return self._combine_hello(futs)
+
+    async def _combine_hello(self, futs):
+        replies = [await f for f in futs]
+        for value, raw in replies:
+            if isinstance(value, RedisError):
+                return raw
+        return replies[0][1]
 
     def _broadcast(self, name, args, ctx):
         return self._combine_broadcast(name, [ctx.send_to(i, encode_command(args), _value_reply)
@@ -339,9 +391,9 @@ class Redis:
         groups = list(self._groups(keys, ctx))
         futs = [ctx.send_to(inst, encode_command([b"MGET"] + [keys[p] for p in pos]), _value_reply)
                 for inst, pos in groups]
-        return self._combine_mget(len(keys), groups, futs)
+        return self._combine_mget(len(keys), groups, futs, b"_\r\n" if ctx.resp == 3 else b"$-1\r\n")
 
-    async def _combine_mget(self, n, groups, futs):
+    async def _combine_mget(self, n, groups, futs, null: bytes):
         out: list = [None] * n
         replies = [await f for f in futs]
         for (inst, pos), values in zip(groups, replies):
@@ -349,7 +401,7 @@ class Redis:
                 return b"-" + values + b"\r\n"
             for p, v in zip(pos, values):
                 out[p] = v
-        return b"*%d\r\n" % len(out) + b"".join(b"$-1\r\n" if v is None else b"$%d\r\n%b\r\n" % (len(v), v)
+        return b"*%d\r\n" % len(out) + b"".join(null if v is None else b"$%d\r\n%b\r\n" % (len(v), v)
                                                   for v in out)
 
     def _mset(self, args, ctx):

@@ -115,7 +115,7 @@ def test_redis_sharding_one_server_view(proxy, redis_servers):
     port = free_port()
     proxy({"listener": None, "shard_listeners": [{"port": port, "protocol": "redis", "upstream": "cache"}],
            "upstreams": {"cache": {"instances": [f"127.0.0.1:{p}" for p in redis_servers]}}})
-    r = redis.Redis(host="127.0.0.1", port=port, socket_timeout=5, protocol=2)  # the listener speaks RESP2
+    r = redis.Redis(host="127.0.0.1", port=port, socket_timeout=5, protocol=2)
     assert r.ping()
     for i in range(300):
         r.set(f"key:{i}", f"value-{i}")
@@ -139,6 +139,35 @@ def test_redis_sharding_one_server_view(proxy, redis_servers):
         r.execute_command("MULTI")
     r.flushdb()
     assert r.dbsize() == 0 and all(d.dbsize() == 0 for d in direct)
+
+
+def test_redis_resp3_client_unmodified(proxy, redis_servers):
+    port = free_port()
+    proxy({"listener": None, "shard_listeners": [{"port": port, "protocol": "redis", "upstream": "cache"}],
+           "upstreams": {"cache": {"instances": [f"127.0.0.1:{p}" for p in redis_servers]}}})
+    # redis-py as it comes, asking for RESP3 on connect (HELLO 3).
+    r = redis.Redis(host="127.0.0.1", port=port, socket_timeout=5, protocol=3)
+    assert r.ping()
+    assert r.connection_pool.get_connection().protocol in (3, "3")
+    for i in range(60):
+        r.hset(f"h:{i}", mapping={"a": str(i), "b": "x"})  # maps come back as RESP3 '%'
+        r.sadd(f"s:{i}", "one", "two")  # sets as '~'
+        r.set(f"k:{i}", str(i))
+    assert r.hgetall("h:7") == {b"a": b"7", b"b": b"x"}
+    assert r.smembers("s:9") == {b"one", b"two"}
+    assert r.get("missing") is None  # RESP3 null '_'
+    assert r.mget(["k:1", "nope", "k:59"]) == [b"1", None, b"59"]
+    assert r.zadd("z", {"m": 1.5}) == 1 and r.zscore("z", "m") == 1.5  # a double ','
+    assert r.exists("k:1", "k:2", "nope") == 2 and r.dbsize() == 181
+    # Every shard connection was switched: the backends saw HELLO 3 on each.
+    direct = [redis.Redis(host="127.0.0.1", port=p, socket_timeout=5, protocol=2) for p in redis_servers]
+    clients = [c for d in direct for c in d.client_list() if c.get("cmd") != "client|list"]
+    assert clients and all(c["resp"] == "3" for c in clients)
+    with pytest.raises(redis.ResponseError, match="NOPROTO"):
+        r.execute_command("HELLO", "4")
+    r2 = redis.Redis(host="127.0.0.1", port=port, socket_timeout=5, protocol=2)  # and RESP2 still works
+    assert r2.get("k:3") == b"3" and r2.mget(["k:3", "nope"]) == [b"3", None]
+    assert r2.hgetall("h:7") == {b"a": b"7", b"b": b"x"}
 
 
 def test_ring_moves_few_keys_when_an_instance_goes():

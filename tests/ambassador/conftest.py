@@ -1,4 +1,4 @@
-"""Fixtures for the ambassador tests. No database: these run with or without pytest-django."""
+"""Fixtures for the ambassador tests. Only test_idp_tokens uses the database (our identity provider)."""
 from __future__ import annotations
 
 import pytest

@@ -32,7 +32,7 @@ def database_from_url(url):
 def redis_cache(url):
     if not url:
         return {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}["default"]
-    return {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url}
+    return {"BACKEND": "idp.cache.RedisCache", "LOCATION": url}
 
 
 def check_production(settings):

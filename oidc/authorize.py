@@ -240,19 +240,13 @@ def _complete(ctx, user_session):
     data = ctx.auth_session.client_data
     client = ctx.client
     client_session = sessions.get_or_create_client_session(
-        user_session, client, redirect_uri=data["redirect_uri"], scope=data["scope"])
+        user_session, client, redirect_uri=data["redirect_uri"], scope=data["scope"], notes={
+            # Back-channel logout runs without a request; it signs with the issuer the client knows.
+            ISSUER_NOTE: tokens.issuer_for(ctx.request, ctx.realm.name),
+            # The token endpoint derives acr from it: "0" answered from the SSO cookie, "1" signed in.
+            SSO_AUTH: "true" if ctx.auth_session.notes.get(SSO_AUTH) == "true" else None,
+        })
     sessions.touch(user_session, client_session)
-    notes = dict(client_session.notes)
-    # Back-channel logout runs without a request; it signs with the issuer the client knows.
-    notes[ISSUER_NOTE] = tokens.issuer_for(ctx.request, ctx.realm.name)
-    # The token endpoint derives acr from it: "0" answered from the SSO cookie, "1" signed in.
-    if ctx.auth_session.notes.get(SSO_AUTH) == "true":
-        notes[SSO_AUTH] = "true"
-    else:
-        notes.pop(SSO_AUTH, None)
-    if notes != client_session.notes:
-        client_session.notes = notes
-        client_session.save(update_fields=["notes"])
     code = codes.issue_code(
         client=client, user_session=user_session, redirect_uri=data["redirect_uri"], scope=data["scope"],
         nonce=data["nonce"], code_challenge=data["code_challenge"],

@@ -159,10 +159,9 @@ def authorization_code(exchange):
         raise InvalidGrant("Session not active", event_error="user_session_not_found")
     user = user_session.user
     exchange.user_id = user.pk
-    client_session = ClientSession.objects.filter(user_session=user_session, client=client).first()
+    client_session = sessions.client_session_of(user_session, client)
     if client_session is None:
         raise InvalidGrant("Session not active", event_error="invalid_code")
-    client_session.user_session, client_session.client = user_session, client
     scopes, openid = tokens.resolve_scopes(exchange.client_config, row.scope)
     with transaction.atomic():
         ctx = _context(exchange, user, scopes, openid, user_session, client_session, nonce=row.nonce)
@@ -204,10 +203,9 @@ def refresh_token(exchange):
         raise InvalidGrant("Session not active" if typ == tokens.TYP_REFRESH else "Offline session not active",
                            event_error="invalid_token")
     user = user_session.user
-    client_session = ClientSession.objects.filter(user_session=user_session, client=client).first()
+    client_session = sessions.client_session_of(user_session, client)
     if client_session is None:
         raise InvalidGrant("Session doesn't have required client", event_error="invalid_token")
-    client_session.user_session, client_session.client = user_session, client
     if not sessions.client_session_valid(client_session):
         raise InvalidGrant("Session not active", event_error="invalid_token")
     scopes, openid = _refresh_scopes(exchange.client_config, claims.get("scope", ""), params.get("scope"))

@@ -12,6 +12,7 @@ sessions: Offline Session Idle, and Offline Session Max only when enabled). A cl
 them for its own client session with the attributes ``client.session.idle.timeout`` and
 ``client.session.max.lifespan`` (offline: ``client.offline.session.*``).
 """
+import copy
 from datetime import datetime, timedelta
 
 from django.core.cache import cache
@@ -48,7 +49,11 @@ def _cache_key(session_id):
 
 
 def _cache_put(user_session):
-    cache.set(_cache_key(user_session.pk), user_session, CACHE_TTL)
+    # Cached with its user but without its realm: every reader holds the realm already
+    # (get_valid_session puts it back), and a Realm row costs more to unpickle than the rest.
+    cached = copy.copy(user_session)
+    cached._state.fields_cache.pop("realm", None)
+    cache.set(_cache_key(user_session.pk), cached, CACHE_TTL)
 
 
 def _cache_drop(*session_ids):
@@ -139,8 +144,7 @@ def create_user_session(realm, user, *, ip_address="", auth_methods=(), remember
 def _load(session_id):
     user_session = cache.get(_cache_key(session_id))
     if user_session is None:
-        user_session = (UserSession.objects.select_related("user", "realm")
-                        .filter(pk=session_id).first())
+        user_session = UserSession.objects.select_related("user").filter(pk=session_id).first()
         if user_session is not None:
             _cache_put(user_session)
     return user_session
@@ -187,22 +191,39 @@ def reauthenticated(user_session, auth_methods):
     _cache_put(user_session)
 
 
-def get_or_create_client_session(user_session, client, *, redirect_uri="", scope="") -> ClientSession:
+def get_or_create_client_session(user_session, client, *, redirect_uri="", scope="", notes=None) -> ClientSession:
     """This client's session within the SSO session; a repeated sign-in of the same client
-    refreshes it (new redirect URI and scope, idle timer reset)."""
+    refreshes it (new redirect URI and scope, idle timer reset). ``notes`` are written in the
+    same statement (a None value removes that note)."""
     now = timezone.now()
+    notes = notes or {}
     client_session, created = ClientSession.objects.get_or_create(
         user_session=user_session, client=client,
-        defaults={"redirect_uri": redirect_uri, "scope": scope, "started": now, "last_refresh": now},
+        defaults={"redirect_uri": redirect_uri, "scope": scope, "started": now, "last_refresh": now,
+                  "notes": {k: v for k, v in notes.items() if v is not None}},
     )
     if not created:
         client_session.redirect_uri = redirect_uri or client_session.redirect_uri
         client_session.scope = scope or client_session.scope
         client_session.last_refresh = now
-        client_session.save(update_fields=["redirect_uri", "scope", "last_refresh"])
+        merged = {**client_session.notes, **notes}
+        client_session.notes = {k: v for k, v in merged.items() if v is not None}
+        client_session.save(update_fields=["redirect_uri", "scope", "last_refresh", "notes"])
     client_session.user_session = user_session
     client_session.client = client
     return client_session
+
+
+def client_session_of(user_session, client) -> ClientSession | None:
+    """This client's session within the SSO session, or None (the refresh and code-exchange
+    read). A raw query: the ORM spends more CPU compiling this one-row lookup than the database
+    spends answering it, and the token endpoint runs it on every refresh."""
+    table = ClientSession._meta.db_table
+    found = next(iter(ClientSession.objects.raw(
+        f"SELECT * FROM {table} WHERE user_session_id = %s AND client_id = %s", [user_session.pk, client.pk])), None)
+    if found is not None:
+        found.user_session, found.client = user_session, client
+    return found
 
 
 def end_session(user_session, *, reason=""):

@@ -19,4 +19,5 @@ def authenticate(request, realm):
     client = auth_session and Client.objects.filter(pk=auth_session.client_pk, realm=realm_obj, enabled=True).first()
     if auth_session is None or client is None:
         return themes.render(request, realm_obj, "error.html", {"message": EXPIRED}, status=400)
+    client.realm = realm_obj  # the same row: completions read realm settings through the client
     return flows.advance(request, realm_obj, client, auth_session, is_action=request.method == "POST")

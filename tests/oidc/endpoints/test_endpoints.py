@@ -180,3 +180,14 @@ def test_cors_for_registered_origins_only(http, realm, alice):
                     HTTP_ORIGIN="https://app.example")
     assert info["Access-Control-Allow-Origin"] == "https://app.example"
     assert REDIRECT.startswith("https://app.example")
+
+
+def test_protocol_endpoints_take_the_short_middleware_path(http, realm):
+    token = http.post(url(realm, "token"), {"grant_type": "client_credentials"},
+                      HTTP_AUTHORIZATION=basic("app", SECRET))
+    assert token.status_code == 200 and token["Content-Length"] == str(len(token.content))
+    assert token["X-Content-Type-Options"] == "nosniff"  # the security middleware still runs
+    assert not token.has_header("X-Frame-Options") and not token.cookies  # no session, CSRF, framing work
+    page = http.get(url(realm, "auth"), {"client_id": "app", "redirect_uri": REDIRECT, "response_type": "code"})
+    assert page["X-Frame-Options"] == "DENY"  # sign-in pages keep the whole stack
+    assert http.post("/realms/nowhere/protocol/openid-connect/token", {}).status_code == 404

@@ -9,6 +9,8 @@ import uuid
 from django.conf import settings as django_settings
 from django.db import connection
 
+from idp.config import redis_cache
+
 from realms.keys import GENERATION_CHECK_SECONDS, realm_keys, rotate_key
 from realms.services import create_realm
 
@@ -20,7 +22,8 @@ os.environ["DJANGO_SETTINGS_MODULE"] = "idp.settings.test"
 import django
 from django.conf import settings
 settings.DATABASES["default"]["NAME"] = sys.argv[1]
-settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": sys.argv[2]}}
+from idp.config import redis_cache
+settings.CACHES = {"default": redis_cache(sys.argv[2])}
 django.setup()
 from realms.keys import realm_keys
 from realms.models import Realm
@@ -39,7 +42,7 @@ print(kid, first in realm_keys(realm).by_kid, round(time.monotonic() - started, 
 
 def test_rotation_in_one_process_reaches_another(transactional_db, settings):
     redis_url = os.environ["IDP_TEST_REDIS_URL"]
-    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": redis_url}}
+    settings.CACHES = {"default": redis_cache(redis_url)}  # production's shared cache
     realm = create_realm("k" + uuid.uuid4().hex[:10])
     worker = subprocess.Popen(
         [sys.executable, "-c", WORKER, connection.settings_dict["NAME"], redis_url, realm.name],

@@ -3,7 +3,10 @@
 
 Proxy (ambassador or HAProxy) pinned to CPU 0; nginx and wrk pinned to CPU 1. Reports requests/s
 and p50/p99 latency at 1, 10 and 100 connections, the latency each proxy adds over the direct
-path, the ambassador's answer time with its breaker open, and optionally memory over a soak.
+path, the ambassador's answer time with its breaker open (as wrk sees it and as the proxy's access
+log measures it), each proxy's CPU time per request and run-queue wait (from /proc/<pid>/schedstat,
+so a run on a shared machine says how much of a cell was waiting for a CPU), and optionally memory
+over a soak.
 
     python bench/ambassador/run.py [--duration 10] [--soak 600] [--markdown]
 """
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import platform
 import re
@@ -135,9 +139,24 @@ backend be
 _UNIT = {"us": 1e-3, "ms": 1.0, "s": 1000.0}
 
 
-def wrk(port: int, conns: int, duration: int) -> dict:
+def schedstat(pid: int) -> tuple[int, int]:
+    """Nanoseconds the process ran on a CPU, and waited for one while runnable."""
+    run, wait, _ = Path(f"/proc/{pid}/schedstat").read_text().split()
+    return int(run), int(wait)
+
+
+def wrk(port: int, conns: int, duration: int, pid: int | None = None) -> dict:
+    before = schedstat(pid) if pid else None
     out = subprocess.run(["taskset", "-c", "1", binary("wrk"), "-t1", f"-c{conns}", f"-d{duration}s", "--latency",
                           f"http://127.0.0.1:{port}/"], capture_output=True, text=True, check=True).stdout
+    total = int(re.search(r"(\d+) requests in", out).group(1))
+    cpu = {}
+    if before is not None:
+        after = schedstat(pid)
+        # CPU per request does not depend on what else the machine runs; run-queue wait says how
+        # long the proxy was ready but not scheduled (other work on the same CPU).
+        cpu = {"cpu_us": (after[0] - before[0]) / 1000 / max(total, 1),
+               "waited": (after[1] - before[1]) / 1e9 / duration}
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
 
     def pct(p):
@@ -146,7 +165,7 @@ def wrk(port: int, conns: int, duration: int) -> dict:
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     errors = re.search(r"Socket errors: (.*)", out)
     return {"rps": rps, "p50": pct(50), "p99": pct(99), "non2xx": int(non2xx.group(1)) if non2xx else 0,
-            "errors": errors.group(1) if errors else ""}
+            "errors": errors.group(1) if errors else "", **cpu}
 
 
 def rss_kb(pid: int) -> int:
@@ -169,30 +188,36 @@ def main() -> None:
         procs.append(start_nginx(d))
         amb = start_ambassador(d, AMB_PORT, NGINX_PORT, "ambassador")
         procs.append(amb)
-        procs.append(start_haproxy(d))
+        hap = start_haproxy(d)
+        procs.append(hap)
         for port in (NGINX_PORT, AMB_PORT, HAP_PORT):
             wrk(port, 10, 1)  # warm up pools and caches
         results: dict = {}
+        load = [os.getloadavg()[0]]
         for conns in (1, 10, 100):
-            for name, port in (("direct", NGINX_PORT), ("ambassador", AMB_PORT), ("haproxy", HAP_PORT)):
-                results[(name, conns)] = wrk(port, conns, args.duration)
+            for name, port, pid in (("direct", NGINX_PORT, None), ("ambassador", AMB_PORT, amb.pid),
+                                    ("haproxy", HAP_PORT, hap.pid)):
+                results[(name, conns)] = wrk(port, conns, args.duration, pid)
                 print(name, conns, results[(name, conns)], file=sys.stderr)
         # Breaker open: an upstream that refuses connections trips it, then every answer is a fast 503.
         dead = start_ambassador(d, AMB_DEAD_PORT, 1, "ambassador-dead")
         procs.append(dead)
         wrk(AMB_DEAD_PORT, 1, 1)
         breaker = {c: wrk(AMB_DEAD_PORT, c, args.duration) for c in (1, 10)}
+        time.sleep(0.2)  # the access log is written every 50 ms
+        breaker_own = own_durations(d / "ambassador-dead-access.log")
+        load.append(os.getloadavg()[0])
         print("breaker-open", breaker, file=sys.stderr)
         soak = []
         if args.soak:
-            load = subprocess.Popen(["taskset", "-c", "1", binary("wrk"), "-t1", "-c10", f"-d{args.soak}s",
-                                     f"http://127.0.0.1:{AMB_PORT}/"], stdout=subprocess.DEVNULL)
+            loadgen = subprocess.Popen(["taskset", "-c", "1", binary("wrk"), "-t1", "-c10", f"-d{args.soak}s",
+                                        f"http://127.0.0.1:{AMB_PORT}/"], stdout=subprocess.DEVNULL)
             start = time.monotonic()
-            while load.poll() is None:
+            while loadgen.poll() is None:
                 soak.append((round(time.monotonic() - start), rss_kb(amb.pid)))
                 time.sleep(min(30, max(1, args.soak / 20)))
             soak.append((round(time.monotonic() - start), rss_kb(amb.pid)))
-        report(results, breaker, soak, args)
+        report(results, breaker, soak, args, load, breaker_own)
     finally:
         for p in reversed(procs):
             p.send_signal(signal.SIGTERM)
@@ -211,8 +236,19 @@ def cpu_model() -> str:
     return platform.processor()
 
 
-def report(results, breaker, soak, args) -> None:
+def own_durations(log: Path, tail: int = 16 << 20) -> tuple[float, float, int]:
+    """p50/p99 of the proxy's own measured durations (ms) over the last lines of an access log:
+    the answer time without the load generator's scheduling noise."""
+    with log.open("rb") as f:
+        f.seek(max(0, log.stat().st_size - tail))
+        lines = f.read().splitlines()[1:]
+    values = sorted(json.loads(x)["duration_ms"] for x in lines if x)
+    return values[len(values) // 2], values[int(len(values) * 0.99)], len(values)
+
+
+def report(results, breaker, soak, args, load, breaker_own) -> None:
     lines = [f"- Date: {datetime.date.today().isoformat()}",
+             f"- Load average (1 min) at start / end of the cells: {load[0]:.2f} / {load[1]:.2f}",
              f"- Machine: {os.cpu_count()} CPUs (`nproc` = {len(os.sched_getaffinity(0))}), {cpu_model()}",
              f"- Command: `python bench/ambassador/run.py --duration {args.duration}"
              + (f" --soak {args.soak}" if args.soak else "") + "`",
@@ -220,18 +256,22 @@ def report(results, breaker, soak, args) -> None:
              "and JSON access log on, least_request, breaker, retries 2, per-try 2 s, overall 5 s; HAProxy 1 thread, "
              "same timeouts and retries.", "",
              "| conns | direct req/s | ambassador req/s | haproxy req/s | amb/haproxy | direct p50/p99 ms "
-             "| amb added p50/p99 ms | haproxy added p50/p99 ms |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| amb added p50/p99 ms | haproxy added p50/p99 ms | amb / haproxy CPU µs per req "
+             "| amb / haproxy run-queue wait |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     lines_tail = [""]
     for c in (1, 10, 100):
         di, am, ha = results[("direct", c)], results[("ambassador", c)], results[("haproxy", c)]
         lines.append(f"| {c} | {di['rps']:.0f} | {am['rps']:.0f} | {ha['rps']:.0f} | {am['rps'] / ha['rps']:.0%} "
                      f"| {di['p50']:.3f} / {di['p99']:.3f} | {am['p50'] - di['p50']:.3f} / {am['p99'] - di['p99']:.3f} "
-                     f"| {ha['p50'] - di['p50']:.3f} / {ha['p99'] - di['p99']:.3f} |")
+                     f"| {ha['p50'] - di['p50']:.3f} / {ha['p99'] - di['p99']:.3f} "
+                     f"| {am['cpu_us']:.1f} / {ha['cpu_us']:.1f} | {am['waited']:.0%} / {ha['waited']:.0%} |")
     lines += lines_tail
     for c, b in breaker.items():
         lines.append(f"- Breaker open, {c} connection(s): {b['rps']:.0f} answers/s, p50 {b['p50']:.3f} ms, "
                      f"p99 {b['p99']:.3f} ms ({b['non2xx']} answers, all 503).")
+    lines.append(f"- Breaker open, as the proxy measured it (last {breaker_own[2]} answers of its access log): "
+                 f"p50 {breaker_own[0]:.3f} ms, p99 {breaker_own[1]:.3f} ms.")
     if soak:
         lines += ["", "Soak (10 connections), ambassador RSS: "
                   + ", ".join(f"{t}s {kb / 1024:.1f} MiB" for t, kb in soak)]

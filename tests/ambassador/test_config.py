@@ -88,7 +88,7 @@ def test_every_mistake_reported_one_line_each(tmp_path):
     doc = {
         "listener": {"address": "127.0.0.1", "port": 99999, "colour": "red"},
         "upstreams": {
-            "a": {"instances": ["no-port"], "balance": "random"},
+            "a": {"instances": ["no-port"], "balance": "random", "protocol": "spdy"},
             "b": {"dns": "b.internal:80", "instances": ["x:1"]},
             "c": {"instances": ["c:1"], "tls": {"ca": "missing.pem", "cert": "c.pem"},
                   "token": {"token_url": "ftp://x", "client_id": "id"}},
@@ -105,6 +105,7 @@ def test_every_mistake_reported_one_line_each(tmp_path):
     expected = [
         "listener.colour: unknown key", "listener.port: must be a port number",
         "upstreams.a.instances[0]: must be 'host:port'", "upstreams.a.balance: must be round_robin or least_request",
+        "upstreams.a.protocol: must be http1 or http2",
         "upstreams.b: set exactly one of instances or dns",
         "upstreams.c.tls.ca: file not found: missing.pem", "upstreams.c.tls: cert and key go together",
         "upstreams.c.token.token_url: must be an http(s) URL", "upstreams.c.token: set exactly one of client_secret",

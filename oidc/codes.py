@@ -12,6 +12,7 @@ import hashlib
 import re
 import secrets
 from datetime import timedelta
+from datetime import timezone as dt_timezone
 
 from django.db import connection
 from django.utils import timezone
@@ -72,8 +73,13 @@ def _claim(digest):
     if row is None:
         return None
     values = dict(zip(_COLUMNS, row))
-    if isinstance(values["expires_at"], str):  # SQLite hands back text
-        values["expires_at"] = AuthorizationCode._meta.get_field("expires_at").to_python(values["expires_at"])
+    for name in ("expires_at", "created"):
+        value = values[name]
+        if isinstance(value, str):  # SQLite hands back text ...
+            value = AuthorizationCode._meta.get_field(name).to_python(value)
+        if timezone.is_naive(value):  # ... of a UTC time without its offset
+            value = timezone.make_aware(value, dt_timezone.utc)
+        values[name] = value
     return AuthorizationCode(digest=digest, used=True, **values)
 
 

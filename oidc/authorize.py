@@ -19,7 +19,7 @@ from django.utils import timezone
 from realms import auth_sessions, events, flows, sessions, sso_cookie, themes
 from realms.authenticators import SSO_AUTH
 
-from . import codes, tokens
+from . import codes, consent, tokens
 from .backchannel import ISSUER_NOTE
 from .errors import AccessDenied, InvalidRequest, OAuthError, UnauthorizedClient
 from .realm_cache import get_realm
@@ -235,10 +235,37 @@ def error_page(request, realm, message, status=400):
     return themes.render(request, realm, "error.html", {"message": message}, status=status)
 
 
+class ConsentRequired(OAuthError):
+    error = "consent_required"
+
+
+def _consent(ctx, user_session, data):
+    """(response or None, LOGIN event's consent detail) for a client that requires consent:
+    None once the scopes are granted; else the consent page or an error for the client."""
+    scopes = consent.shown_scopes(get_realm(ctx.realm.name).client(ctx.client.client_id), data["scope"])
+    if consent.was_asked(ctx.auth_session) and ctx.request.method == "POST":
+        if ctx.request.POST.get("consent") == "accept":
+            consent.grant(ctx.realm, ctx.user, ctx.client, scopes, ctx.ip_address)
+            return None, "consent_granted"
+        return _fail(ctx, "rejected_by_user"), ""
+    missing = scopes if "consent" in data["prompt"] else consent.not_granted(ctx.user, ctx.client, scopes)
+    if not missing:
+        return None, "persistent_consent"
+    if "none" in data["prompt"]:
+        return _fail(ctx, "consent_required"), ""
+    return consent.ask(ctx, user_session, scopes), ""
+
+
 def _complete(ctx, user_session):
-    """The user is signed in: a client session, a code, the LOGIN event, the redirect."""
+    """The user is signed in: consent if the client requires it, then a client session, a code,
+    the LOGIN event, the redirect."""
     data = ctx.auth_session.client_data
     client = ctx.client
+    consent_detail = "no_consent_required"
+    if client.consent_required:
+        response, consent_detail = _consent(ctx, user_session, data)
+        if response is not None:
+            return response
     client_session = sessions.get_or_create_client_session(
         user_session, client, redirect_uri=data["redirect_uri"], scope=data["scope"], notes={
             # Back-channel logout runs without a request; it signs with the issuer the client knows.
@@ -256,7 +283,7 @@ def _complete(ctx, user_session):
                 ip_address=ctx.ip_address, details={
                     "auth_method": PROTOCOL, "auth_type": "code", "response_type": "code",
                     "response_mode": data["response_mode"], "redirect_uri": data["redirect_uri"],
-                    "username": ctx.user.username, "consent": "no_consent_required",
+                    "username": ctx.user.username, "consent": consent_detail,
                     "code_id": user_session.pk,
                 })
     return authorization_response(ctx.request, ctx.realm, redirect_uri=data["redirect_uri"],
@@ -264,13 +291,18 @@ def _complete(ctx, user_session):
                                   params={"code": code, "state": data["state"]})
 
 
-_FLOW_ERRORS = {"login_required": LoginRequired, "interaction_required": InteractionRequired}
+_FLOW_ERRORS = {"login_required": LoginRequired, "interaction_required": InteractionRequired,
+                "consent_required": ConsentRequired}
+_FLOW_MESSAGES = {"rejected_by_user": "The user denied the consent"}
 
 
 def _fail(ctx, error):
     data = ctx.auth_session.client_data
     exc_class = _FLOW_ERRORS.get(error)
-    oauth_error = exc_class("") if exc_class else AccessDenied("Sign-in could not be completed")
+    if exc_class is not None:
+        oauth_error = exc_class("")
+    else:
+        oauth_error = AccessDenied(_FLOW_MESSAGES.get(error, "Sign-in could not be completed"))
     events.emit(ctx.realm, "LOGIN_ERROR", client_id=ctx.client.client_id, ip_address=ctx.ip_address,
                 user_id=ctx.auth_session.user_id, error=error, details={"redirect_uri": data["redirect_uri"]})
     return error_redirect(ctx.request, ctx.realm, AuthorizationError(

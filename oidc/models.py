@@ -1,4 +1,5 @@
 """State the OpenID Connect endpoints keep beyond the realm model."""
+from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
@@ -25,3 +26,18 @@ class AuthorizationCode(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["expires_at"])]
+
+
+class ConsentGrant(models.Model):
+    """The client scopes a user has granted a client that requires consent (Keycloak's user
+    consent). A sign-in asks again only for scopes not granted yet, or when ``prompt=consent``."""
+
+    realm = models.ForeignKey(Realm, on_delete=models.CASCADE)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    client = models.ForeignKey(Client, on_delete=models.CASCADE, related_name="+")
+    scope_ids = models.JSONField(default=list, help_text="Ids of the granted client scopes.")
+    created = models.DateTimeField(default=timezone.now)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "client"], name="uniq_consent_per_user_client")]

@@ -73,3 +73,23 @@ def test_sign_in_through_the_login_page(setup, base):
     errors = list(Event.objects.filter(type="LOGIN_ERROR").values_list("error", flat=True))
     assert errors == ["invalid_user_credentials"]
     assert Event.objects.filter(type="LOGIN").count() == 2
+
+
+def test_consent_page_in_the_browser(setup, base):
+    make_client(setup, "consent-app", redirect_uris=[f"{base}/consent-app/cb"], consent_required=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(_auth_url(base, "consent-app", "st-consent"))
+            page.get_by_label("Username or email").fill("bob")
+            page.get_by_label("Password").fill(PASSWORD)
+            page.get_by_role("button", name="Sign in").click()
+            page.get_by_role("heading", name="Do you grant these access privileges?").wait_for(timeout=10000)
+            assert page.get_by_role("listitem").filter(has_text="User profile").count() == 1
+            page.get_by_role("button", name="Yes").click()
+            page.wait_for_url(f"{base}/consent-app/cb?**", timeout=10000)
+            assert _query(page)["state"] == ["st-consent"] and _query(page)["code"]
+        finally:
+            browser.close()
+    assert Event.objects.filter(type="GRANT_CONSENT").count() == 1

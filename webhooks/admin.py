@@ -18,10 +18,15 @@ class EndpointRealmFilter(RealmFilter):
         return queryset.filter(endpoint__realm_id=value) if value else queryset.none()
 
 
+def _who(request):
+    return services.actor(request.user.pk, request.META.get("REMOTE_ADDR", ""), request.user.realm_id)
+
+
 class EndpointForm(forms.ModelForm):
     class Meta:
         model = Endpoint
-        fields = ["realm", "url", "description", "event_types", "enabled", "rate_limit", "max_concurrency"]
+        fields = ["realm", "url", "description", "event_types", "enabled", "rate_limit", "max_concurrency",
+                  "ownership_handshake"]
 
     def clean_url(self):
         try:
@@ -35,6 +40,17 @@ class EndpointForm(forms.ModelForm):
         except services.WebhookError as exc:
             raise forms.ValidationError(str(exc)) from None
 
+    def clean(self):
+        data = super().clean()
+        url, old = data.get("url"), self.instance
+        if url and data.get("ownership_handshake") and (
+                old._state.adding or url != old.url or not old.ownership_handshake):
+            try:
+                services.check_ownership(url)
+            except services.WebhookError as exc:
+                raise forms.ValidationError({"url": str(exc)}) from None
+        return data
+
 
 @admin.register(Endpoint)
 class EndpointAdmin(RealmScopedMixin, admin.ModelAdmin):
@@ -43,7 +59,8 @@ class EndpointAdmin(RealmScopedMixin, admin.ModelAdmin):
     list_display = ("url", "description", "enabled", "disabled_reason", "created_at")
     list_filter = (RealmFilter, "enabled")
     search_fields = ("url", "description")
-    readonly_fields = ("disabled_reason", "failing_since", "throttled_until", "public_keys", "created_at")
+    readonly_fields = ("disabled_reason", "failing_since", "throttled_until", "slow_until", "handshake_at",
+                       "public_keys", "created_at")
     actions = ["send_test_event", "rotate_secret", "rotate_secret_now", "enable"]
 
     def get_form(self, request, obj=None, change=False, **kwargs):
@@ -66,11 +83,15 @@ class EndpointAdmin(RealmScopedMixin, admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         data = form.cleaned_data
         if change:
-            services.update_endpoint(obj, **{k: data[k] for k in form.changed_data if k != "realm"})
+            # The form already set the new values on obj; the service compares with the stored row.
+            stored = Endpoint.objects.get(pk=obj.pk)
+            services.update_endpoint(stored, who=_who(request),
+                                     **{k: data[k] for k in form.changed_data if k != "realm"})
             return
         created, secret = services.create_endpoint(
             obj.realm, data["url"], data["event_types"], description=data["description"], enabled=data["enabled"],
-            rate_limit=data["rate_limit"], max_concurrency=data["max_concurrency"])
+            rate_limit=data["rate_limit"], max_concurrency=data["max_concurrency"],
+            ownership_handshake=data["ownership_handshake"], who=_who(request))
         obj.pk = created.pk
         obj._state.adding = False
         obj.refresh_from_db()
@@ -82,9 +103,16 @@ class EndpointAdmin(RealmScopedMixin, admin.ModelAdmin):
             message = services.send_test_event(endpoint)
             self.message_user(request, f"Test event {message.id} queued for {endpoint.url}.")
 
+    def delete_model(self, request, obj):
+        services.delete_endpoint(obj, who=_who(request))
+
+    def delete_queryset(self, request, queryset):
+        for endpoint in queryset:
+            services.delete_endpoint(endpoint, who=_who(request))
+
     def _rotate(self, request, queryset, overlap):
         for endpoint in queryset:
-            secret = services.rotate_secret(endpoint, overlap_seconds=overlap)
+            secret = services.rotate_secret(endpoint, overlap_seconds=overlap, who=_who(request))
             messages.warning(request, f"New secret of {endpoint.url} (shown once): {secret}")
 
     @admin.action(description="Rotate secret (old one keeps signing for 24 h)")
@@ -98,7 +126,7 @@ class EndpointAdmin(RealmScopedMixin, admin.ModelAdmin):
     @admin.action(description="Enable (clears the failure state)")
     def enable(self, request, queryset):
         for endpoint in queryset:
-            services.update_endpoint(endpoint, enabled=True)
+            services.update_endpoint(endpoint, who=_who(request), enabled=True)
 
 
 @admin.register(Message)

@@ -7,4 +7,6 @@ class WebhooksConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from . import outbox  # noqa: F401  (connects the realm_event receiver that fills the outbox)
+        from . import metrics, outbox  # noqa: F401  (outbox connects the realm_event receiver)
+
+        metrics.register()

@@ -23,6 +23,7 @@ def _redis_url():
 
 _DEFAULTS = {
     "IDP_WEBHOOK_TIMEOUT": 15.0,  # seconds to wait for the receiver's answer (spec: 15-30 s)
+    "IDP_WEBHOOK_CONNECT_TIMEOUT": 3.0,  # seconds to open a connection; a dead host is given up early
     "IDP_WEBHOOK_RETRY_SCHEDULE": DEFAULT_RETRY_SCHEDULE,
     "IDP_WEBHOOK_RETRY_JITTER": 0.2,  # each delay is stretched or shrunk by up to 20 %
     "IDP_WEBHOOK_MAX_RETRY_AFTER": 86400,  # a Retry-After longer than a day is capped
@@ -34,6 +35,15 @@ _DEFAULTS = {
     "IDP_WEBHOOK_REDISPATCH_AFTER": 60.0,  # a dispatched but unclaimed delivery is sent again
     "IDP_WEBHOOK_LEASE_MARGIN": 30.0,  # a claimed delivery is taken back after timeout + this
     "IDP_WEBHOOK_DEFAULT_CONCURRENCY": 10,
+    # Per worker process: threads sending for healthy endpoints, and sends they may have queued.
+    "IDP_WEBHOOK_SENDER_THREADS": 64,
+    "IDP_WEBHOOK_SENDER_BACKLOG": 256,
+    # Per worker process: threads for endpoints demoted after unanswered requests (the slow lane).
+    "IDP_WEBHOOK_SLOW_LANE_THREADS": 16,
+    "IDP_WEBHOOK_SLOW_LANE_SECONDS": 300,  # an endpoint stays demoted this long unless it answers
+    "IDP_WEBHOOK_SLOW_AFTER": 2.0,  # seconds without an answer that demote an endpoint at once
+    "IDP_WEBHOOK_WRITE_INTERVAL": 0.01,  # seconds results wait to be written together
+    "IDP_WEBHOOK_ORIGIN": "",  # WebHook-Request-Origin of the handshake; "" = host of IDP_BASE_URL
     "IDP_WEBHOOK_ALLOW_HTTP": _dev,  # dev mode: http targets allowed (with a warning)
     # Networks (CIDR) that may be targeted although not public; dev mode allows loopback.
     "IDP_WEBHOOK_ALLOWED_NETWORKS": lambda: ["127.0.0.0/8", "::1/128"] if _dev() else [],
@@ -42,4 +52,5 @@ _DEFAULTS = {
     "IDP_WEBHOOK_INPROCESS": _dev,  # dev mode: deliveries run in a thread of the web process
     "IDP_WEBHOOK_RECEIVER_MAX_ATTEMPTS": 5,  # then the received event is dead-lettered
     "IDP_WEBHOOK_RECEIVER_RETRY_BASE": 10.0,  # seconds; doubles after every handler failure
+    "IDP_WEBHOOK_RECEIVER_QUEUE_AGE_ALERT": 300,  # seconds: an older queued received event is an alert
 }

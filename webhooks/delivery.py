@@ -1,24 +1,30 @@
-"""Delivering one message to one endpoint: claim, sign, POST, log, then schedule what comes next.
+"""Delivering webhooks in batches: claim, sign and send, record.
 
-Every endpoint is its own queue (its pending deliveries, in the database) with its own
-concurrency limit (slots in Redis): a task that finds the endpoint's slots taken gives its
-delivery back to that queue and frees the worker at once, and whoever releases a slot pulls
-the next one. A slow or dead endpoint therefore holds at most ``max_concurrency`` workers, and
-the others keep flowing. See docs/decisions/0008-webhook-delivery.md.
+A batch of delivery ids (the deliveries of one committed event, a sweep, a redelivery, a pull
+after a slot freed) is claimed in one transaction with its endpoints' state, takes the
+endpoints' concurrency slots in one Redis call and goes to this process's sender lanes
+(``webhooks.sender``): the healthy lane, or the slow lane for endpoints demoted after requests
+that got no answer. Results are written together, one bulk insert of log rows and one update
+per outcome, then the slots are released in one call and endpoints with waiting deliveries are
+pulled. Every endpoint is its own queue (its pending rows) with its own concurrency limit, so a
+slow or dead endpoint holds at most ``max_concurrency`` requests and never the healthy lane's
+threads for long. See docs/decisions/0008-webhook-delivery.md.
 """
 import email.utils
 import logging
 import random
 import time
-from datetime import timedelta
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from . import conf, dispatch, limits, notify
 from .http import HTTPError, TargetRefused, post, prepare
-from .models import Delivery, DeliveryAttempt, Endpoint, ReceivedEvent
+from .models import Delivery, DeliveryAttempt, Endpoint, EndpointSecret, ReceivedEvent
 from .signing import InvalidSecret, Signer
 
 logger = logging.getLogger("idp.webhooks")
@@ -31,56 +37,195 @@ def _lease_seconds():
     return conf.get("IDP_WEBHOOK_TIMEOUT") + conf.get("IDP_WEBHOOK_LEASE_MARGIN")
 
 
-def attempt(delivery_id):
-    """Run one attempt of a delivery if it is due and the endpoint has a free slot."""
+@dataclass
+class EndpointState:
+    """The endpoint as the claim read it (one row of the claim's join)."""
+
+    id: str
+    realm_id: str
+    url: str
+    enabled: bool
+    max_concurrency: int
+    rate_limit: int
+    failing_since: datetime | None
+    throttled_until: datetime | None
+    throttle_step: int
+    slow_until: datetime | None
+    updated_at: datetime
+
+    def throttled(self, now):
+        return bool(self.throttled_until and self.throttled_until > now)
+
+    def slow(self, now):
+        return bool(self.slow_until and self.slow_until > now)
+
+
+@dataclass
+class Job:
+    delivery_id: int
+    message_id: str
+    payload: bytes
+    attempts: int
+    step: int
+    endpoint: EndpointState
+    signer: Signer | None
+    signer_error: str = ""
+    slot: str = ""
+    slow: bool = False  # sent by the slow lane
+
+
+@dataclass
+class Result:
+    job: Job
+    started: datetime
+    duration_ms: int
+    status: int | None
+    error: str
+    body: bytes
+    retry_after: int | None
+    no_answer: bool
+
+    @property
+    def success(self):
+        return self.status is not None and 200 <= self.status < 300
+
+
+_CLAIM_FIELDS = (
+    "pk", "message_id", "attempts", "step", "message__payload", "endpoint_id", "endpoint__realm_id",
+    "endpoint__url", "endpoint__enabled", "endpoint__max_concurrency", "endpoint__rate_limit",
+    "endpoint__failing_since", "endpoint__throttled_until", "endpoint__throttle_step", "endpoint__slow_until",
+    "endpoint__updated_at",
+)
+
+
+def _claim(ids, now):
+    """Due pending rows among ``ids`` -> sending, under a lease; rows another worker holds are
+    skipped. One transaction: the locking read (with message and endpoint) and one update."""
+    with transaction.atomic():
+        rows = list(Delivery.objects.select_for_update(skip_locked=True, of=("self",))
+                    .filter(pk__in=ids, state=Delivery.PENDING, next_attempt_at__lte=now)
+                    .values_list(*_CLAIM_FIELDS))
+        if rows:
+            Delivery.objects.filter(pk__in=[r[0] for r in rows]).update(
+                state=Delivery.SENDING, lease_until=now + timedelta(seconds=_lease_seconds()), dispatched_at=None)
+    endpoints, jobs = {}, []
+    for pk, message_id, attempts, step, payload, endpoint_id, *ep in rows:
+        state = endpoints.get(endpoint_id) or endpoints.setdefault(endpoint_id, EndpointState(endpoint_id, *ep))
+        jobs.append(Job(pk, message_id, payload.encode(), attempts, step, state, None))
+    for job in jobs:
+        try:
+            job.signer = _signer(job.endpoint, now)
+        except InvalidSecret as exc:
+            job.signer_error = str(exc)
+    return jobs
+
+
+def _back(jobs, when=None):
+    """Claimed but not sent: pending again. Refused a slot (``when`` None): the endpoint's pull
+    takes them when a slot frees, so they stay marked dispatched and the sweeper leaves them
+    alone until ``IDP_WEBHOOK_REDISPATCH_AFTER`` (a backstop; re-claiming a dead endpoint's
+    whole backlog every sweep would cost the healthy ones). Over the rate: due at ``when``, for
+    the sweeper."""
+    if not jobs:
+        return
+    changes = {"state": Delivery.PENDING, "lease_until": None}
+    if when is None:
+        changes["dispatched_at"] = timezone.now()
+    else:
+        changes.update(next_attempt_at=when, dispatched_at=None)
+    Delivery.objects.filter(pk__in=[j.delivery_id for j in jobs], state=Delivery.SENDING).update(**changes)
+
+
+def process(ids, inline=False):
+    """Claim and send a batch of deliveries. ``inline``: send and record in this thread (tests,
+    tools); otherwise the sends go to this process's lanes and this returns at once."""
+    from . import sender
+
+    ids = list(dict.fromkeys(ids))
+    lanes = None if inline else sender.lanes()
+    if lanes and not lanes.fast.wait_for_room(timeout=10.0):
+        # The healthy lane stayed full: the batch waits in the database for the next sweep.
+        Delivery.objects.filter(pk__in=ids, state=Delivery.PENDING).update(dispatched_at=None)
+        return 0
     now = timezone.now()
-    d = Delivery.objects.select_related("endpoint", "message").filter(pk=delivery_id).first()
-    if d is None or d.state != Delivery.PENDING:
-        return
-    endpoint = d.endpoint
-    if not endpoint.enabled:
-        Delivery.objects.filter(pk=d.pk, state=Delivery.PENDING).update(
-            state=Delivery.FAILED, last_error="endpoint disabled", dispatched_at=None)
-        return
-    if d.next_attempt_at > now:
-        _give_back(d, d.next_attempt_at)
-        return
-    # Slowed down after 429/502/504: one request at a time, at most one per second.
-    throttled = endpoint.throttled_until and endpoint.throttled_until > now
-    token = limits.acquire(endpoint.pk, 1 if throttled else max(endpoint.max_concurrency, 1), _lease_seconds())
-    if token is None:
-        _give_back(d, d.next_attempt_at)
-        limits.mark_waiting(endpoint.pk)
-        return
-    waiting = False
-    try:
-        if not limits.within_rate(endpoint.pk, 1 if throttled else endpoint.rate_limit):
-            # Over this second's budget: back in a second, without pulling the next one now.
-            _give_back(d, now + timedelta(seconds=1))
-            return
-        claimed = Delivery.objects.filter(pk=d.pk, state=Delivery.PENDING, next_attempt_at__lte=now).update(
-            state=Delivery.SENDING, lease_until=now + timedelta(seconds=_lease_seconds()), dispatched_at=None)
-        if claimed:
-            _send(d, endpoint)
-    finally:
-        waiting = limits.release(endpoint.pk, token)
-    if waiting:
-        pump(endpoint.pk)
+    jobs = _claim(ids, now) if ids else []
+    unclaimed = set(ids) - {j.delivery_id for j in jobs}
+    if unclaimed:
+        # Not due (a retry scheduled meanwhile) or already taken: the sweeper owns it again.
+        Delivery.objects.filter(pk__in=unclaimed, state=Delivery.PENDING, next_attempt_at__gt=now).update(
+            dispatched_at=None)
+    disabled = [j for j in jobs if not j.endpoint.enabled]
+    if disabled:
+        Delivery.objects.filter(pk__in=[j.delivery_id for j in disabled], state=Delivery.SENDING).update(
+            state=Delivery.FAILED, last_error="endpoint disabled", lease_until=None)
+    jobs = [j for j in jobs if j.endpoint.enabled]
+    slow_room = 0
+    if lanes:
+        for j in jobs:
+            j.slow = lanes.is_slow(j.endpoint, now)
+        slow_jobs = [j for j in jobs if j.slow]
+        slow_room = lanes.slow.reserve(len(slow_jobs))
+        # No room in the slow lane: back to the database; a slow send that ends pulls them.
+        lanes.slow.waiting.update(j.endpoint.id for j in slow_jobs[slow_room:])
+        _back(slow_jobs[slow_room:])
+        jobs = [j for j in jobs if not j.slow] + slow_jobs[:slow_room]
+    go, no_slot, rate_limited = _take_slots(jobs, now)
+    if lanes:
+        lanes.fast.take(sum(1 for j in go if not j.slow))
+        lanes.slow.release(slow_room - sum(1 for j in go if j.slow))
+        lanes.submit(go)
+        no_slot = lanes.park(no_slot)
+    _back(no_slot)
+    _back(rate_limited, now + timedelta(seconds=1))
+    if no_slot:
+        refused = {j.endpoint.id: j.endpoint for j in no_slot}.values()
+        for endpoint_id in limits.rewait([(ep.id, slot_limit(ep, now)) for ep in refused]):
+            pump(endpoint_id, 1)
+    if inline:
+        record([send(j) for j in go])
+    return len(go)
 
 
-def _give_back(d, when):
-    """Back to the endpoint's queue, not in the broker: pump or sweep dispatches it again."""
-    Delivery.objects.filter(pk=d.pk, state=Delivery.PENDING).update(next_attempt_at=when, dispatched_at=None)
+def slot_limit(ep, now):
+    return 1 if ep.throttled(now) else max(ep.max_concurrency, 1)
 
 
-def pump(endpoint_id):
-    """Dispatch the endpoint's next waiting delivery, if any (called when a slot frees)."""
+def _take_slots(jobs, now):
+    """Per endpoint at most ``max_concurrency`` in flight (one when slowed down) and at most
+    ``rate_limit`` per second (one when slowed down); all endpoints of the batch in one call."""
+    by_endpoint = defaultdict(list)
+    for j in jobs:
+        by_endpoint[j.endpoint.id].append(j)
+    wants = []
+    for group in by_endpoint.values():
+        ep = group[0].endpoint
+        wants.append((ep.id, len(group), slot_limit(ep, now), 1 if ep.throttled(now) else ep.rate_limit))
+    grants = limits.acquire_many(wants, _lease_seconds()) if wants else []
+    go, no_slot, rate_limited = [], [], []
+    for group, (tokens, limited) in zip(by_endpoint.values(), grants):
+        for j, token in zip(group, tokens):
+            j.slot = token
+        go += group[:len(tokens)]
+        rate_limited += group[len(tokens):len(tokens) + limited]
+        no_slot += group[len(tokens) + limited:]
+    return go, no_slot, rate_limited
+
+
+def attempt(delivery_id):
+    """Run one attempt of a delivery now, in this thread, if it is due and its endpoint has a
+    free slot (tests and tools; workers use ``process``)."""
+    process([delivery_id], inline=True)
+
+
+def pump(endpoint_id, n=1):
+    """Dispatch up to ``n`` of the endpoint's due deliveries (a slot freed): first those given
+    back for want of a slot, then any other pending one (a duplicate claim is harmless)."""
     now = timezone.now()
     with transaction.atomic():
         ids = list(Delivery.objects.select_for_update(skip_locked=True)
-                   .filter(endpoint_id=endpoint_id, state=Delivery.PENDING, dispatched_at__isnull=True,
-                           next_attempt_at__lte=now)
-                   .order_by("next_attempt_at").values_list("pk", flat=True)[:1])
+                   .filter(endpoint_id=endpoint_id, state=Delivery.PENDING, next_attempt_at__lte=now)
+                   .order_by(F("dispatched_at").asc(nulls_first=True), "next_attempt_at")
+                   .values_list("pk", flat=True)[:n])
         if ids:
             Delivery.objects.filter(pk__in=ids).update(dispatched_at=now)
     dispatch.deliveries(ids)
@@ -89,17 +234,17 @@ def pump(endpoint_id):
 _signers = {}
 
 
-def _signer(endpoint):
+def _signer(endpoint, now):
     """The endpoint's Signer, cached per process until the endpoint changes (a rotation touches
     it) or the first of its secrets expires."""
-    now = timezone.now()
-    cached = _signers.get(endpoint.pk)
+    cached = _signers.get(endpoint.id)
     if cached and cached[0] == endpoint.updated_at and (cached[1] is None or cached[1] > now):
         return cached[2]
-    secrets = endpoint.active_secrets(now)
+    secrets = [s for s in EndpointSecret.objects.filter(endpoint_id=endpoint.id)
+               if s.expires_at is None or s.expires_at > now]
     expiries = [s.expires_at for s in secrets if s.expires_at]
     signer = Signer([s.secret for s in secrets])
-    _signers[endpoint.pk] = (endpoint.updated_at, min(expiries) if expiries else None, signer)
+    _signers[endpoint.id] = (endpoint.updated_at, min(expiries) if expiries else None, signer)
     return signer
 
 
@@ -131,15 +276,16 @@ def next_delay(step, retry_after=None):
     return max(delay, retry_after or 0)
 
 
-def _send(d, endpoint):
-    number = d.attempts + 1
+def send(job):
+    """Sign with a fresh timestamp and POST once; never raises for the receiver's failures."""
     started = timezone.now()
     t0 = time.monotonic()
-    status, error, body, retry_after = None, "", b"", None
+    status, error, body, retry_after, no_answer = None, "", b"", None, False
     try:
-        target = prepare(endpoint.url)
-        payload = d.message.payload.encode()
-        resp = post(target, payload, _signer(endpoint).headers(d.message_id, payload))
+        if job.signer is None:
+            raise InvalidSecret(job.signer_error)
+        target = prepare(job.endpoint.url)
+        resp = post(target, job.payload, job.signer.headers(job.message_id, job.payload))
         status, body = resp.status, resp.body
         retry_after = retry_after_seconds(resp.headers.get("Retry-After") or resp.headers.get("retry-after"))
     except TargetRefused as exc:
@@ -147,41 +293,93 @@ def _send(d, endpoint):
     except InvalidSecret as exc:
         error = f"no usable secret: {exc}"
     except HTTPError as exc:
-        error = f"{exc.__class__.__name__}: no answer"
-    duration = int((time.monotonic() - t0) * 1000)
-    success = status is not None and 200 <= status < 300
-    DeliveryAttempt.objects.create(
-        delivery=d, endpoint=endpoint, message_id=d.message_id, number=number, started_at=started,
-        status=status, success=success, duration_ms=duration, error=error[:255],
-        response_body=body.decode("utf-8", "replace"),
-    )
+        error, no_answer = f"{exc.__class__.__name__}: no answer", True
+    return Result(job, started, int((time.monotonic() - t0) * 1000), status, error[:255], body, retry_after, no_answer)
+
+
+def unsent(job, error):
+    """The result of a send that broke inside the sender itself (logged by the caller)."""
+    return Result(job, timezone.now(), 0, None, error, b"", None, False)
+
+
+def record(results):
+    """Write a flush of results: log rows in one insert, finished deliveries in one update per
+    outcome, retries in one bulk update; then the endpoints' state, then free the slots and
+    pull what waited for them."""
+    if not results:
+        return
+    # Slots first: they are free as soon as the answer is in, whatever the database does next.
+    waiting = set(limits.release_many([(r.job.endpoint.id, r.job.slot) for r in results if r.job.slot]))
     now = timezone.now()
-    fields = {"attempts": number, "last_status": status, "last_error": error[:255], "lease_until": None}
-    if success:
-        Delivery.objects.filter(pk=d.pk).update(state=Delivery.DELIVERED, **fields)
-        if endpoint.failing_since or endpoint.throttle_step:
-            Endpoint.objects.filter(pk=endpoint.pk).update(failing_since=None, throttle_step=0, throttled_until=None)
+    DeliveryAttempt.objects.bulk_create([DeliveryAttempt(
+        delivery_id=r.job.delivery_id, endpoint_id=r.job.endpoint.id, message_id=r.job.message_id,
+        number=r.job.attempts + 1, started_at=r.started, status=r.status, success=r.success,
+        duration_ms=r.duration_ms, error=r.error, response_body=r.body.decode("utf-8", "replace"),
+    ) for r in results])
+    finished, retries = defaultdict(list), []
+    for r in results:
+        delay = None if r.success or r.status == 410 else next_delay(r.job.step, r.retry_after)
+        if delay is None:
+            state = Delivery.DELIVERED if r.success else Delivery.FAILED
+            finished[(state, r.status, r.error)].append(r.job.delivery_id)
+        else:
+            retries.append(Delivery(
+                pk=r.job.delivery_id, state=Delivery.PENDING, attempts=r.job.attempts + 1, step=r.job.step + 1,
+                next_attempt_at=now + timedelta(seconds=delay), dispatched_at=None, last_status=r.status,
+                last_error=r.error, lease_until=None))
+    sending = Delivery.objects.filter(state=Delivery.SENDING)  # a row retaken after its lease is not ours
+    for (state, status, error), ids in finished.items():
+        sending.filter(pk__in=ids).update(state=state, attempts=F("attempts") + 1, last_status=status,
+                                          last_error=error, lease_until=None)
+    if retries:
+        sending.bulk_update(retries, ["state", "attempts", "step", "next_attempt_at", "dispatched_at",
+                                      "last_status", "last_error", "lease_until"], batch_size=200)
+    by_endpoint = defaultdict(list)
+    for r in results:
+        by_endpoint[r.job.endpoint.id].append(r)
+    for group in by_endpoint.values():
+        _endpoint_outcome(group[0].job.endpoint, group, now)
+    # A freed slot that finds deliveries waiting pulls as many as the endpoint may have in
+    # flight; those refused again flag it again, so the next release pulls again.
+    for group in by_endpoint.values():
+        ep = group[0].job.endpoint
+        if ep.id in waiting:
+            pump(ep.id, slot_limit(ep, now))
+
+
+def _endpoint_outcome(ep, results, now):
+    """Endpoint state from a flush of its results: any 2xx ends failure, slow-down and demotion;
+    410 disables; 429/502/504 slow it down; no answer demotes it to the slow lane; failing for
+    days disables it. Writes only on a change."""
+    if any(r.success for r in results):
+        if ep.failing_since or ep.throttle_step or ep.slow_until:
+            Endpoint.objects.filter(pk=ep.id).update(failing_since=None, throttle_step=0, throttled_until=None,
+                                                     slow_until=None)
+            ep.failing_since = ep.throttled_until = ep.slow_until = None
+            ep.throttle_step = 0
         return
-    if status == 410:
-        Delivery.objects.filter(pk=d.pk).update(state=Delivery.FAILED, **fields)
-        disable(endpoint, "the endpoint answered 410 Gone")
+    if any(r.status == 410 for r in results):
+        disable(Endpoint.objects.select_related("realm").get(pk=ep.id), "the endpoint answered 410 Gone")
         return
-    delay = next_delay(d.step, retry_after)
-    if delay is None:
-        Delivery.objects.filter(pk=d.pk).update(state=Delivery.FAILED, **fields)
-    else:
-        Delivery.objects.filter(pk=d.pk).update(
-            state=Delivery.PENDING, step=d.step + 1, next_attempt_at=now + timedelta(seconds=delay),
-            dispatched_at=None, **fields)
-    if status in SLOW_DOWN_STATUSES:
-        step = min(endpoint.throttle_step, 10)
-        seconds = min(max(conf.get("IDP_WEBHOOK_THROTTLE_SECONDS") * 2 ** step, retry_after or 0), MAX_THROTTLE_SECONDS)
-        Endpoint.objects.filter(pk=endpoint.pk).update(
-            throttled_until=now + timedelta(seconds=seconds), throttle_step=step + 1)
-    Endpoint.objects.filter(pk=endpoint.pk, failing_since__isnull=True).update(failing_since=started)
-    failing_since = endpoint.failing_since or started
-    if now - failing_since >= timedelta(seconds=conf.get("IDP_WEBHOOK_DISABLE_AFTER")):
-        disable(endpoint, f"no successful delivery since {failing_since:%Y-%m-%d %H:%M} UTC")
+    slow_downs = [r for r in results if r.status in SLOW_DOWN_STATUSES]
+    if slow_downs:
+        step = min(ep.throttle_step, 10)
+        retry_after = max(r.retry_after or 0 for r in slow_downs)
+        seconds = min(max(conf.get("IDP_WEBHOOK_THROTTLE_SECONDS") * 2 ** step, retry_after), MAX_THROTTLE_SECONDS)
+        Endpoint.objects.filter(pk=ep.id).update(throttled_until=now + timedelta(seconds=seconds),
+                                                 throttle_step=step + 1)
+        ep.throttle_step = step + 1
+    if any(r.no_answer for r in results) and not ep.slow(now):
+        ep.slow_until = now + timedelta(seconds=conf.get("IDP_WEBHOOK_SLOW_LANE_SECONDS"))
+        Endpoint.objects.filter(pk=ep.id).update(slow_until=ep.slow_until)
+        logger.info("webhooks: endpoint %s gives no answer; sent by the slow lane until %s", ep.id, ep.slow_until)
+    first_failure = min(r.started for r in results)
+    if ep.failing_since is None:
+        Endpoint.objects.filter(pk=ep.id, failing_since__isnull=True).update(failing_since=first_failure)
+        ep.failing_since = first_failure
+    if now - ep.failing_since >= timedelta(seconds=conf.get("IDP_WEBHOOK_DISABLE_AFTER")):
+        disable(Endpoint.objects.select_related("realm").get(pk=ep.id),
+                f"no successful delivery since {ep.failing_since:%Y-%m-%d %H:%M} UTC")
 
 
 def disable(endpoint, reason):

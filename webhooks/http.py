@@ -152,17 +152,18 @@ def _host_header(target):
     return host if target.port == default else f"{host}:{target.port}"
 
 
-def post(target, body, headers, timeout=None, body_limit=None):
-    """POST once, no redirects, no retries; reads at most ``body_limit`` bytes of the answer.
+def request(method, target, body, headers, timeout=None, body_limit=None):
+    """One request, no redirects, no retries; reads at most ``body_limit`` bytes of the answer.
     Raises urllib3's HTTPError (timeouts, refused connections, TLS failures)."""
     timeout = conf.get("IDP_WEBHOOK_TIMEOUT") if timeout is None else timeout
     limit = conf.get("IDP_WEBHOOK_RESPONSE_BODY_LIMIT") if body_limit is None else body_limit
     started = time.monotonic()
     deadline = started + timeout
-    hdrs = {"Host": _host_header(target), "Content-Type": "application/json", "User-Agent": "idp-webhooks/1", **headers}
+    hdrs = {"Host": _host_header(target), "User-Agent": "idp-webhooks/1", **headers}
     resp = _pool(target).urlopen(
-        "POST", target.path, body=body, headers=hdrs, redirect=False, retries=False, assert_same_host=False,
-        timeout=urllib3.Timeout(connect=min(timeout, 10), read=timeout), preload_content=False,
+        method, target.path, body=body, headers=hdrs, redirect=False, retries=False, assert_same_host=False,
+        timeout=urllib3.Timeout(connect=min(timeout, conf.get("IDP_WEBHOOK_CONNECT_TIMEOUT")), read=timeout),
+        preload_content=False,
     )
     chunks, size, complete = [], 0, False
     try:
@@ -184,4 +185,9 @@ def post(target, body, headers, timeout=None, body_limit=None):
                     int((time.monotonic() - started) * 1000))
 
 
-__all__ = ["TargetRefused", "HTTPError", "prepare", "post", "check_url", "is_public", "resolve"]
+def post(target, body, headers, timeout=None, body_limit=None):
+    """POST a webhook body (JSON) to a prepared target."""
+    return request("POST", target, body, {"Content-Type": "application/json", **headers}, timeout, body_limit)
+
+
+__all__ = ["TargetRefused", "HTTPError", "prepare", "post", "request", "check_url", "is_public", "resolve"]

@@ -36,6 +36,12 @@ class Endpoint(models.Model):
     failing_since = models.DateTimeField(null=True, blank=True, help_text="First failure since the last success.")
     throttled_until = models.DateTimeField(null=True, blank=True, help_text="Slowed down after 429/502/504.")
     throttle_step = models.PositiveSmallIntegerField(default=0)
+    slow_until = models.DateTimeField(
+        null=True, blank=True, help_text="Sent by the slow lane until then, after requests that got no answer.")
+    ownership_handshake = models.BooleanField(
+        default=False, help_text="Before delivering, the URL must answer an OPTIONS request with "
+                                 "WebHook-Allowed-Origin (checked when the URL is saved).")
+    handshake_at = models.DateTimeField(null=True, blank=True, help_text="When the URL last agreed to be called.")
 
     class Meta:
         ordering = ["realm", "created_at"]

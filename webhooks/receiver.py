@@ -25,13 +25,14 @@ from importlib import import_module
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Min
 from django.dispatch import Signal
 from django.http import HttpResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from . import conf, dispatch
+from . import conf, dispatch, metrics
 from .models import ReceivedEvent
 from .signing import DEFAULT_TOLERANCE, VerificationError, Verifier
 
@@ -67,6 +68,7 @@ def verify_webhook(secrets, tolerance=DEFAULT_TOLERANCE):
                 _verifier(secrets, tolerance).verify_request_headers(request.headers, body)
             except VerificationError as exc:
                 logger.warning("webhook signature rejected on %s: %s", request.path, exc)
+                metrics.signature_failures.labels(view.__name__).inc()
                 return _unauthorized()
             request.webhook_id = request.headers["webhook-id"]
             return view(request, *args, **kwargs)
@@ -98,6 +100,7 @@ class WebhookReceiver:
             _verifier(self.secrets, self.tolerance).verify_request_headers(request.headers, body)
         except VerificationError as exc:
             logger.warning("webhook signature rejected by receiver %s: %s", self.source, exc)
+            metrics.signature_failures.labels(self.source).inc()
             return _unauthorized()
         try:
             event_type = json.loads(body).get("type", "")
@@ -170,9 +173,32 @@ def process(pk):
                                   "dispatched_at"])
 
 
-def sweep(now=None):
-    """Dispatch queued events that are due and not in flight (retries, lost hand-offs)."""
+_last_alert = {}
+
+
+def alert_on_queue_age(now=None):
+    """An ERROR log line (at most once a minute per receiver) when the oldest queued event is older
+    than ``IDP_WEBHOOK_RECEIVER_QUEUE_AGE_ALERT``: handlers are stuck or no worker runs. Returns
+    {receiver: age in seconds} of those over the limit."""
     now = now or timezone.now()
+    limit = conf.get("IDP_WEBHOOK_RECEIVER_QUEUE_AGE_ALERT")
+    late = {}
+    for row in (ReceivedEvent.objects.filter(status=ReceivedEvent.QUEUED, received_at__lt=now - timedelta(seconds=limit))
+                .values("source").annotate(first=Min("received_at"))):
+        age = (now - row["first"]).total_seconds()
+        late[row["source"]] = age
+        if now.timestamp() - _last_alert.get(row["source"], 0) >= 60:
+            _last_alert[row["source"]] = now.timestamp()
+            logger.error("webhook receiver %s: the oldest queued event is %d s old (alert after %d s)",
+                         row["source"], age, limit)
+    return late
+
+
+def sweep(now=None):
+    """Dispatch queued events that are due and not in flight (retries, lost hand-offs), and alert
+    when the queue's oldest event is too old."""
+    now = now or timezone.now()
+    alert_on_queue_age(now)
     stale = now - timedelta(seconds=conf.get("IDP_WEBHOOK_REDISPATCH_AFTER"))
     with transaction.atomic():
         ids = list(ReceivedEvent.objects.select_for_update(skip_locked=True)

@@ -1,12 +1,24 @@
 """What the admin console and the REST API do with endpoints: one function per operation, each
-raising ``WebhookError`` (turned into a 400 in one place) for input it refuses."""
-from datetime import timedelta
+raising ``WebhookError`` (turned into a 400 in one place) for input it refuses.
 
+Every change is an admin event (``WEBHOOK_ENDPOINT``: CREATE, UPDATE, DELETE, ACTION for a
+rotation) through ``realms.events.emit``; that resource type has no webhook type in the
+catalogue, so a change to a webhook endpoint never becomes a webhook (no loop)."""
+import json
+import socket
+from datetime import timedelta
+from urllib.parse import urlsplit
+
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from realms.events import emit
+from realms.models import Event
+
 from . import catalogue, conf
-from .http import TargetRefused, check_url
+from .http import HTTPError, TargetRefused, check_url, prepare, request
+from .notify import RESOURCE_TYPE
 from .models import Delivery, Endpoint, EndpointSecret, Message
 from .outbox import publish
 from .signing import InvalidSecret, decode_secret, generate_key_pair, generate_secret
@@ -58,20 +70,68 @@ def _add_secret(endpoint, kind, secret=None, now=None):
     return secret
 
 
-@transaction.atomic
+def actor(user_id="", ip_address="", auth_realm_id=""):
+    """Who made a change, for its admin event (Keycloak's authDetails)."""
+    return {"user_id": user_id or "", "ip_address": ip_address or "",
+            "details": {"authRealmId": auth_realm_id} if auth_realm_id else {}}
+
+
+def _admin_event(endpoint, operation, who=None, details=None):
+    realm = endpoint.realm
+    who = who or actor()
+    rep = ""
+    if realm.admin_events_details_enabled and operation != "DELETE":
+        rep = json.dumps({"id": endpoint.pk, "url": endpoint.url, "eventTypes": endpoint.event_types,
+                          "enabled": endpoint.enabled, "description": endpoint.description})
+    emit(realm, operation, kind=Event.ADMIN, resource_type=RESOURCE_TYPE, resource_path=f"webhooks/{endpoint.pk}",
+         representation=rep, user_id=who["user_id"], ip_address=who["ip_address"],
+         details={**who["details"], **(details or {})})
+
+
+def handshake_origin():
+    base = urlsplit(settings.IDP_BASE_URL or "").hostname
+    return conf.get("IDP_WEBHOOK_ORIGIN") or base or socket.getfqdn()
+
+
+def check_ownership(url):
+    """The optional handshake before real data (spec 2 §4): OPTIONS with ``WebHook-Request-Origin``;
+    only a 2xx carrying ``WebHook-Allowed-Origin`` (our origin or ``*``) agrees to be called. Same
+    address checks as every delivery; raises WebhookError otherwise."""
+    origin = handshake_origin()
+    try:
+        resp = request("OPTIONS", prepare(url), None, {"WebHook-Request-Origin": origin},
+                       timeout=min(conf.get("IDP_WEBHOOK_TIMEOUT"), 10.0))
+    except TargetRefused as exc:
+        raise WebhookError(str(exc)) from None
+    except HTTPError:
+        raise WebhookError("the URL did not answer the ownership handshake") from None
+    allowed = {k.lower(): v for k, v in resp.headers.items()}.get("webhook-allowed-origin", "").strip()
+    if not 200 <= resp.status < 300 or allowed not in (origin, "*"):
+        raise WebhookError(f"the URL did not agree to receive webhooks from {origin} "
+                           "(no WebHook-Allowed-Origin in a 2xx answer to OPTIONS)")
+
+
 def create_endpoint(realm, url, event_types=(), description="", enabled=True, secret=None,
-                    signature="v1", rate_limit=0, max_concurrency=None):
+                    signature="v1", rate_limit=0, max_concurrency=None, ownership_handshake=False, who=None):
     """Returns (endpoint, secret): the ``whsec_`` secret, or the ``whpk_`` key for ``v1a``,
-    shown to the caller once."""
+    shown to the caller once. With ``ownership_handshake`` the URL must agree first."""
     if signature not in ("v1", "v1a"):
         raise WebhookError("signature is v1 or v1a")
-    endpoint = Endpoint.objects.create(
-        realm=realm, url=validate_url(url), event_types=validate_event_types(list(event_types)),
-        description=description, enabled=enabled, rate_limit=_non_negative(rate_limit, "rateLimit"),
-        max_concurrency=_positive(conf.get("IDP_WEBHOOK_DEFAULT_CONCURRENCY") if max_concurrency is None
-                                  else max_concurrency, "maxConcurrency"),
-    )
-    shown = _add_secret(endpoint, EndpointSecret.ED25519 if signature == "v1a" else EndpointSecret.HMAC, secret)
+    validate_url(url)
+    if not isinstance(ownership_handshake, bool):
+        raise WebhookError("ownershipHandshake is a boolean")
+    if ownership_handshake:
+        check_ownership(url)  # before the transaction: no lock is held during the call
+    with transaction.atomic():
+        endpoint = Endpoint.objects.create(
+            realm=realm, url=url, event_types=validate_event_types(list(event_types)),
+            description=description, enabled=enabled, rate_limit=_non_negative(rate_limit, "rateLimit"),
+            max_concurrency=_positive(conf.get("IDP_WEBHOOK_DEFAULT_CONCURRENCY") if max_concurrency is None
+                                      else max_concurrency, "maxConcurrency"),
+            ownership_handshake=ownership_handshake, handshake_at=timezone.now() if ownership_handshake else None,
+        )
+        shown = _add_secret(endpoint, EndpointSecret.ED25519 if signature == "v1a" else EndpointSecret.HMAC, secret)
+        _admin_event(endpoint, "CREATE", who)
     return endpoint, shown
 
 
@@ -88,12 +148,12 @@ def _non_negative(value, name):
 
 
 FIELDS = {"url": "url", "eventTypes": "event_types", "description": "description", "enabled": "enabled",
-          "rateLimit": "rate_limit", "maxConcurrency": "max_concurrency"}
+          "rateLimit": "rate_limit", "maxConcurrency": "max_concurrency", "ownershipHandshake": "ownership_handshake"}
 
 
-@transaction.atomic
-def update_endpoint(endpoint, **changes):
-    """``changes`` in model field names. Enabling an endpoint clears its failure state."""
+def update_endpoint(endpoint, who=None, **changes):
+    """``changes`` in model field names. Enabling an endpoint clears its failure state; a new URL
+    (or turning the handshake on) repeats the ownership handshake when the endpoint asks for it."""
     if "url" in changes:
         validate_url(changes["url"])
     if "event_types" in changes:
@@ -102,20 +162,33 @@ def update_endpoint(endpoint, **changes):
         _non_negative(changes["rate_limit"], "rateLimit")
     if "max_concurrency" in changes:
         _positive(changes["max_concurrency"], "maxConcurrency")
-    if "enabled" in changes and not isinstance(changes["enabled"], bool):
-        raise WebhookError("enabled is a boolean")
+    for name, label in (("enabled", "enabled"), ("ownership_handshake", "ownershipHandshake")):
+        if name in changes and not isinstance(changes[name], bool):
+            raise WebhookError(f"{label} is a boolean")
     if "description" in changes and not isinstance(changes["description"], str):
         raise WebhookError("description is a string")
+    wants_handshake = changes.get("ownership_handshake", endpoint.ownership_handshake)
+    if wants_handshake and (changes.get("url", endpoint.url) != endpoint.url or not endpoint.ownership_handshake):
+        check_ownership(changes.get("url", endpoint.url))
+        changes["handshake_at"] = timezone.now()
     if changes.get("enabled") and not endpoint.enabled:
-        changes.update(disabled_reason="", failing_since=None, throttled_until=None, throttle_step=0)
-    for name, value in changes.items():
-        setattr(endpoint, name, value)
-    endpoint.save()
+        changes.update(disabled_reason="", failing_since=None, throttled_until=None, throttle_step=0, slow_until=None)
+    with transaction.atomic():
+        for name, value in changes.items():
+            setattr(endpoint, name, value)
+        endpoint.save()
+        _admin_event(endpoint, "UPDATE", who)
     return endpoint
 
 
 @transaction.atomic
-def rotate_secret(endpoint, overlap_seconds=DEFAULT_ROTATION_OVERLAP, secret=None, signature=None):
+def delete_endpoint(endpoint, who=None):
+    _admin_event(endpoint, "DELETE", who)
+    endpoint.delete()
+
+
+@transaction.atomic
+def rotate_secret(endpoint, overlap_seconds=DEFAULT_ROTATION_OVERLAP, secret=None, signature=None, who=None):
     """Add a new secret; the current ones keep signing for ``overlap_seconds`` (0 after a leak:
     they stop at once). Returns the new secret (or public key), shown once."""
     if not isinstance(overlap_seconds, int) or isinstance(overlap_seconds, bool) or overlap_seconds < 0:
@@ -135,6 +208,7 @@ def rotate_secret(endpoint, overlap_seconds=DEFAULT_ROTATION_OVERLAP, secret=Non
     endpoint.save(update_fields=["updated_at"])  # senders drop their cached signer
     # Expired secrets are of no use to anyone; they are dropped rather than kept encrypted.
     endpoint.secrets.filter(expires_at__lte=now).delete()
+    _admin_event(endpoint, "ACTION", who, {"action": "rotate-secret", "overlapSeconds": overlap_seconds})
     return shown
 
 

@@ -1,15 +1,16 @@
 """Celery tasks: thin wrappers; the work is in delivery.py and receiver.py so dev mode can run
 the same functions in a thread."""
 from celery import shared_task
+from celery.signals import worker_shutdown
 
-from . import delivery, receiver
+from . import delivery, receiver, sender
 
 
-# acks_late + reject_on_worker_lost: a task whose worker dies goes back to the broker; the
-# sweeper retakes its delivery anyway once the lease runs out, whichever comes first.
+# A batch task only claims its rows and hands them to this process's sender lanes; what makes a
+# killed worker lose nothing is the lease on the claimed rows, which the sweeper retakes.
 @shared_task(name="webhooks.deliver", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
-def deliver(delivery_id):
-    delivery.attempt(delivery_id)
+def deliver(delivery_ids):
+    delivery.process(delivery_ids)
 
 
 @shared_task(name="webhooks.process_received", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
@@ -25,3 +26,9 @@ def sweep():
 @shared_task(name="webhooks.purge", ignore_result=True)
 def purge():
     delivery.purge()
+
+
+@worker_shutdown.connect(dispatch_uid="webhooks.sender.shutdown")
+def _finish_sends(**kwargs):
+    # Warm shutdown: the sends in flight end (bounded by the timeout) and are recorded.
+    sender.shutdown()

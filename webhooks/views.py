@@ -13,7 +13,7 @@ from oidc.errors import OAuthError, error_response
 from realms.models import Realm
 
 from . import services
-from .auth import admin_claims
+from .auth import ADMIN_REALM, admin_claims
 from .models import DeliveryAttempt, Endpoint, EndpointSecret
 from .services import WebhookError
 
@@ -36,7 +36,7 @@ def admin_api(methods):
             if request.method not in methods:
                 return _error(405, "invalid_request", f"{request.method} not allowed")
             try:
-                admin_claims(request)
+                request.webhook_admin = admin_claims(request)
                 realm_obj = Realm.objects.filter(name=realm).first()
                 if realm_obj is None:
                     raise NotFound("Realm not found.")
@@ -56,6 +56,12 @@ def admin_api(methods):
         return wrapper
 
     return decorate
+
+
+def _who(request):
+    """The admin behind a REST call, for the admin events of its changes."""
+    master = Realm.objects.filter(name=ADMIN_REALM).values_list("pk", flat=True).first()
+    return services.actor(request.webhook_admin.get("sub", ""), request.META.get("REMOTE_ADDR", ""), master)
 
 
 def _endpoint(realm, endpoint_id):
@@ -79,11 +85,13 @@ def representation(endpoint):
         "signature": "v1a" if any(s.kind == EndpointSecret.ED25519 for s in active) else "v1",
         "publicKeys": [s.public_key for s in active if s.kind == EndpointSecret.ED25519],
         "disabledReason": endpoint.disabled_reason,
+        "ownershipHandshake": endpoint.ownership_handshake,
+        "handshakeAt": endpoint.handshake_at.isoformat().replace("+00:00", "Z") if endpoint.handshake_at else None,
     }
 
 
 def _fields(body):
-    unknown = set(body) - set(services.FIELDS) - {"secret", "signature", "id", "createdAt"}
+    unknown = set(body) - set(services.FIELDS) - {"secret", "signature", "id", "createdAt", "handshakeAt"}
     if unknown:
         raise WebhookError(f"unknown field {sorted(unknown)[0]!r}")
     return {services.FIELDS[k]: v for k, v in body.items() if k in services.FIELDS}
@@ -99,7 +107,7 @@ def endpoints(request, realm, body):
         raise WebhookError("url is required")
     endpoint, secret = services.create_endpoint(
         realm, fields.pop("url"), fields.pop("event_types", []), secret=body.get("secret"),
-        signature=body.get("signature", "v1"), **fields)
+        signature=body.get("signature", "v1"), who=_who(request), **fields)
     out = representation(_endpoint(realm, endpoint.pk))
     out["publicKey" if body.get("signature") == "v1a" else "secret"] = secret
     response = JsonResponse(out, status=201)
@@ -113,9 +121,9 @@ def endpoint(request, realm, body, endpoint_id):
     if request.method == "GET":
         return JsonResponse(representation(endpoint))
     if request.method == "DELETE":
-        endpoint.delete()
+        services.delete_endpoint(endpoint, who=_who(request))
     else:
-        services.update_endpoint(endpoint, **_fields(body))
+        services.update_endpoint(endpoint, who=_who(request), **_fields(body))
     return HttpResponse(status=204)
 
 
@@ -123,7 +131,7 @@ def endpoint(request, realm, body, endpoint_id):
 def rotate_secret(request, realm, body, endpoint_id):
     secret = services.rotate_secret(_endpoint(realm, endpoint_id),
                                     overlap_seconds=body.get("overlapSeconds", services.DEFAULT_ROTATION_OVERLAP),
-                                    secret=body.get("secret"), signature=body.get("signature"))
+                                    secret=body.get("secret"), signature=body.get("signature"), who=_who(request))
     return JsonResponse({"publicKey" if secret.startswith("whpk_") else "secret": secret})
 
 

@@ -107,7 +107,8 @@ def test_slow_down_statuses_throttle_the_endpoint(realm, endpoint, receiver_serv
         other = _publish(realm, ep)
         delivery.attempt(other.pk)
         other.refresh_from_db()
-        assert other.state == Delivery.PENDING and other.dispatched_at is None
+        # Back in the endpoint's queue; the slot's release pulls it (the sweeper only as a backstop).
+        assert other.state == Delivery.PENDING and other.lease_until is None
         assert len(receiver_server.requests) == 1
     finally:
         limits.release(ep.pk, token)
@@ -124,7 +125,7 @@ def test_410_disables_and_tells_the_admins(realm, endpoint, receiver_server, no_
     d.refresh_from_db()
     ep = Endpoint.objects.get(pk=endpoint.pk)
     assert d.state == Delivery.FAILED and not ep.enabled and "410" in ep.disabled_reason
-    event = Event.objects.get(kind=Event.ADMIN, resource_type="WEBHOOK_ENDPOINT")
+    event = Event.objects.get(kind=Event.ADMIN, resource_type="WEBHOOK_ENDPOINT", type="UPDATE")
     assert event.resource_path == f"webhooks/{ep.pk}" and event.details["enabled"] is False
     # Deliveries to a disabled endpoint are not attempted.
     other = _publish(realm, ep)
@@ -171,7 +172,9 @@ def test_full_slots_give_the_delivery_back_and_a_freed_slot_pulls_it(realm, endp
         d = _publish(realm, endpoint)
         delivery.attempt(d.pk)
         d.refresh_from_db()
-        assert d.state == Delivery.PENDING and d.dispatched_at is None and receiver_server.requests == []
+        assert d.state == Delivery.PENDING and d.lease_until is None and receiver_server.requests == []
+        # Left to the endpoint's pull: the sweeper does not re-claim it before the backstop delay.
+        assert delivery.sweep() == 0
         # Another delivery gets the second slot; when it releases it, the waiting one is pulled.
         Endpoint.objects.filter(pk=endpoint.pk).update(max_concurrency=2)
         other = _publish(realm, endpoint)

@@ -1,0 +1,262 @@
+"""The sending side of a worker process: two lanes of threads and one writer.
+
+The healthy lane sends for endpoints that answer; the slow lane for endpoints demoted after
+requests that got no answer (until they answer again). Each lane has its own threads, so
+endpoints that time out can only ever occupy the slow lane's threads, and a Celery task hands
+its batch to a lane and returns: no worker thread waits on a receiver. Keep-alive connections
+are reused per checked address (``webhooks.http``). Results go to one writer thread that
+records them in bulk every few milliseconds (``delivery.record``).
+
+A process that dies with sends in flight leaves their rows ``sending`` under a lease; the
+sweeper retakes them when the lease runs out (at least once).
+"""
+import collections
+import logging
+import os
+import queue
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db import connection
+from django.utils import timezone
+
+from . import conf, limits
+
+logger = logging.getLogger("idp.webhooks")
+
+_STOP = object()
+MAX_FLUSH = 500
+
+
+@dataclass
+class _Pull:
+    """A released slot found deliveries of this endpoint waiting: the writer pulls them."""
+
+    endpoint: object
+
+
+class Lane:
+    """A thread pool with a bound on the sends it holds (queued and in flight)."""
+
+    def __init__(self, name, threads, capacity):
+        self.name = name
+        self.capacity = capacity
+        self.used = 0
+        self.cond = threading.Condition()
+        self.waiting = set()  # endpoints whose deliveries found no room here
+        self.pool = ThreadPoolExecutor(threads, thread_name_prefix=f"webhooks-{name}")
+
+    def wait_for_room(self, timeout):
+        """True once the lane holds fewer sends than its capacity (False after ``timeout``)."""
+        with self.cond:
+            return self.cond.wait_for(lambda: self.used < self.capacity, timeout)
+
+    def reserve(self, n):
+        """Room for up to ``n`` sends, without waiting; returns how many."""
+        with self.cond:
+            granted = max(0, min(n, self.capacity - self.used))
+            self.used += granted
+            return granted
+
+    def take(self, n=1):
+        """Room for sends past the gate (a claimed batch, a send handed over from the healthy
+        lane): may exceed the capacity by what is already claimed, never by more."""
+        with self.cond:
+            self.used += n
+
+    def release(self, n=1):
+        if n:
+            with self.cond:
+                self.used -= n
+                self.cond.notify_all()
+
+    def free(self):
+        with self.cond:
+            return self.capacity - self.used
+
+
+class Lanes:
+    def __init__(self):
+        threads = conf.get("IDP_WEBHOOK_SENDER_THREADS")
+        self.fast = Lane("sender", threads, max(threads, conf.get("IDP_WEBHOOK_SENDER_BACKLOG")))
+        slow_threads = conf.get("IDP_WEBHOOK_SLOW_LANE_THREADS")
+        # The slow lane queues nothing: a claimed delivery starts at once, well inside its lease.
+        self.slow = Lane("slow-lane", slow_threads, slow_threads)
+        self.results = queue.SimpleQueue()
+        self.lock = threading.Lock()
+        self.active = {}  # endpoint id -> sends of this process holding one of its slots
+        self.parked = {}  # endpoint id -> deque of claimed jobs waiting for one of those slots
+        self.started = {}  # delivery id -> (endpoint id, monotonic start) of healthy-lane sends
+        self.demoted = {}  # endpoint id -> monotonic time until which this process sends it slow
+        self.writer = threading.Thread(target=self._write_forever, name="webhooks-writer", daemon=True)
+        self.writer.start()
+
+    def submit(self, jobs):
+        """Start sends that hold a slot of their endpoint."""
+        for job in jobs:
+            with self.lock:
+                self.active[job.endpoint.id] = self.active.get(job.endpoint.id, 0) + 1
+            lane = self.slow if job.slow else self.fast
+            lane.pool.submit(self._send, lane, job)
+
+    def is_slow(self, endpoint, now):
+        return endpoint.slow(now) or self.demoted.get(endpoint.id, 0) > time.monotonic()
+
+    def park(self, jobs):
+        """Jobs refused a slot may wait for the slot of one of this process's sends to the same
+        endpoint (at most one waiter per send, so a waiter starts within one send's time, well
+        inside its lease). Never for demoted endpoints, nor rate-limited or slowed-down ones
+        (their every request is counted). Returns the jobs that could not wait."""
+        rest = []
+        now = timezone.now()
+        with self.lock:
+            for job in jobs:
+                queue_ = self.parked.setdefault(job.endpoint.id, collections.deque())
+                if (self.active.get(job.endpoint.id, 0) > len(queue_) and not job.endpoint.rate_limit
+                        and not job.endpoint.throttled(now) and not self.is_slow(job.endpoint, now)):
+                    queue_.append(job)
+                else:
+                    rest.append(job)
+        return rest
+
+    def _send(self, lane, job):
+        from . import delivery
+
+        while job is not None:
+            if lane is self.fast:
+                self.started[job.delivery_id] = (job.endpoint.id, time.monotonic())
+            try:
+                result = delivery.send(job)
+            except Exception:  # a bug must not leave the row sending until its lease runs out
+                logger.exception("webhooks: sending delivery %s failed", job.delivery_id)
+                result = delivery.unsent(job, "internal error while sending")
+            finally:
+                self.started.pop(job.delivery_id, None)
+            if result.success:
+                self.demoted.pop(job.endpoint.id, None)
+            with self.lock:
+                waiting = self.parked.get(job.endpoint.id)
+                following = waiting.popleft() if waiting else None
+                if following is None:
+                    self.active[job.endpoint.id] -= 1
+                    if not self.active[job.endpoint.id]:
+                        del self.active[job.endpoint.id]
+                        self.parked.pop(job.endpoint.id, None)
+            if following is not None:
+                following.slot, result.job.slot = job.slot, ""  # the slot passes on, no Redis call
+            elif job.slot:
+                # Free at once, not after the writer: a slot held past its send starves the endpoint.
+                slot, result.job.slot = job.slot, ""
+                try:
+                    if limits.release_many([(job.endpoint.id, slot)]):
+                        self.results.put(_Pull(job.endpoint))
+                except Exception:  # Redis away: the slot frees itself when its lease runs out
+                    logger.exception("webhooks: could not release a slot of endpoint %s", job.endpoint.id)
+            self.results.put(result)
+            if following is not None and lane is self.fast and self.is_slow(following.endpoint, timezone.now()):
+                # Demoted meanwhile: its next send must not hold a healthy-lane thread.
+                following.slow = True
+                self.slow.take()
+                self.slow.pool.submit(self._send, self.slow, following)
+                following = None
+            job = following
+        lane.release()
+
+    def _demote_stuck(self):
+        """Endpoints whose healthy-lane send has waited ``IDP_WEBHOOK_SLOW_AFTER`` for an answer
+        go to the slow lane now (this process at once, the others at their next claim), not
+        after the full timeout."""
+        from .models import Endpoint
+
+        limit = time.monotonic() - conf.get("IDP_WEBHOOK_SLOW_AFTER")
+        stuck = {endpoint_id for endpoint_id, started in list(self.started.values()) if started < limit}
+        for endpoint_id in stuck - {e for e, until in self.demoted.items() if until > time.monotonic()}:
+            seconds = conf.get("IDP_WEBHOOK_SLOW_LANE_SECONDS")
+            self.demoted[endpoint_id] = time.monotonic() + seconds
+            Endpoint.objects.filter(pk=endpoint_id).update(
+                slow_until=timezone.now() + timedelta(seconds=seconds))
+            logger.info("webhooks: endpoint %s is slow to answer; sent by the slow lane", endpoint_id)
+
+    def _write_forever(self):
+        from . import delivery
+
+        interval = conf.get("IDP_WEBHOOK_WRITE_INTERVAL")
+        stopping = False
+        while not stopping:
+            try:
+                item = self.results.get(timeout=0.5)
+            except queue.Empty:
+                item = None
+            if item is _STOP:
+                break
+            try:
+                self._demote_stuck()
+            except Exception:
+                logger.exception("webhooks: could not demote slow endpoints")
+                connection.close()
+            if item is None:
+                continue
+            batch = [item]
+            deadline = time.monotonic() + interval
+            while len(batch) < MAX_FLUSH:
+                try:
+                    item = self.results.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    break
+                if item is _STOP:
+                    stopping = True
+                    break
+                batch.append(item)
+            try:
+                delivery.record([r for r in batch if not isinstance(r, _Pull)])
+                now = timezone.now()
+                for endpoint in {p.endpoint.id: p.endpoint for p in batch if isinstance(p, _Pull)}.values():
+                    delivery.pump(endpoint.id, delivery.slot_limit(endpoint, now))
+                self._pull_for_slow_lane()
+            except Exception:  # the rows stay sending; their leases run out and they are sent again
+                logger.exception("webhooks: could not record %d delivery results", len(batch))
+                connection.close()
+        connection.close()
+
+    def _pull_for_slow_lane(self):
+        """Endpoints refused for want of room in the slow lane get a pull when room frees."""
+        from . import delivery
+
+        for _ in range(min(self.slow.free(), len(self.slow.waiting))):
+            try:
+                endpoint_id = self.slow.waiting.pop()
+            except KeyError:
+                return
+            delivery.pump(endpoint_id)
+
+    def shutdown(self):
+        """Finish the sends in flight (each is bounded by the timeout), record them, stop."""
+        self.fast.pool.shutdown(wait=True)
+        self.slow.pool.shutdown(wait=True)
+        self.results.put(_STOP)
+        self.writer.join(timeout=conf.get("IDP_WEBHOOK_TIMEOUT") + 10)
+
+
+_lock = threading.Lock()
+_lanes = None
+_pid = None
+
+
+def lanes():
+    """This process's lanes, started on first use (after a fork: new ones for the child)."""
+    global _lanes, _pid
+    with _lock:
+        if _lanes is None or _pid != os.getpid():
+            _lanes, _pid = Lanes(), os.getpid()
+        return _lanes
+
+
+def shutdown():
+    global _lanes
+    with _lock:
+        current, _lanes = (_lanes, None) if _pid == os.getpid() else (None, None)
+    if current is not None:
+        current.shutdown()

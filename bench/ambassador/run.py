@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
-"""Ambassador benchmark: direct vs ambassador vs HAProxy in front of the same nginx upstream.
+"""Ambassador benchmark: direct vs bare forwarder vs ambassador vs HAProxy in front of the same nginx
+upstream. The bare forwarder (bare_forwarder.py: uvloop + httptools, no features) is the floor any
+Python proxy on this stack pays per request.
 
-Proxy (ambassador or HAProxy) pinned to CPU 0; nginx and wrk pinned to CPU 1. Reports requests/s
+Proxy (bare forwarder, ambassador or HAProxy) pinned to CPU 0; nginx and wrk pinned to CPU 1. Reports requests/s
 and p50/p99 latency at 1, 10 and 100 connections, the latency each proxy adds over the direct
 path, the ambassador's answer time with its breaker open (as wrk sees it and as the proxy's access
 log measures it), each proxy's CPU time per request and run-queue wait (from /proc/<pid>/schedstat,
 so a run on a shared machine says how much of a cell was waiting for a CPU), and optionally memory
 over a soak.
 
-    python bench/ambassador/run.py [--duration 10] [--soak 600] [--markdown]
+    python bench/ambassador/run.py [--duration 10] [--conns 1,10,100] [--soak 600]
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
-NGINX_PORT, AMB_PORT, HAP_PORT, AMB_DEAD_PORT, METRICS_PORT = 18080, 18081, 18082, 18083, 18090
+NGINX_PORT, AMB_PORT, HAP_PORT, AMB_DEAD_PORT, BARE_PORT, METRICS_PORT = 18080, 18081, 18082, 18083, 18084, 18090
 
 
 def ensure_packages() -> None:
@@ -107,6 +109,13 @@ telemetry: {{metrics_port: {METRICS_PORT if name == "ambassador" else METRICS_PO
     return p
 
 
+def start_bare(port: int, upstream_port: int) -> subprocess.Popen:
+    p = pinned(0, [PY, str(ROOT / "bench" / "ambassador" / "bare_forwarder.py"), "--port", str(port),
+                   "--upstream", f"127.0.0.1:{upstream_port}"])
+    wait_port(port)
+    return p
+
+
 def start_haproxy(d: Path) -> subprocess.Popen:
     conf = d / "haproxy.cfg"
     conf.write_text(f"""
@@ -179,8 +188,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--duration", type=int, default=10)
     ap.add_argument("--soak", type=int, default=0, help="seconds of load while sampling the proxy's memory")
-    ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--conns", default="1,10,100", help="connection counts, comma-separated")
     args = ap.parse_args()
+    args.conns = [int(c) for c in args.conns.split(",")]
     ensure_packages()
     d = Path(tempfile.mkdtemp(prefix="ambassador-bench-"))
     procs = []
@@ -188,15 +198,17 @@ def main() -> None:
         procs.append(start_nginx(d))
         amb = start_ambassador(d, AMB_PORT, NGINX_PORT, "ambassador")
         procs.append(amb)
+        bare = start_bare(BARE_PORT, NGINX_PORT)
+        procs.append(bare)
         hap = start_haproxy(d)
         procs.append(hap)
-        for port in (NGINX_PORT, AMB_PORT, HAP_PORT):
+        for port in (NGINX_PORT, BARE_PORT, AMB_PORT, HAP_PORT):
             wrk(port, 10, 1)  # warm up pools and caches
         results: dict = {}
         load = [os.getloadavg()[0]]
-        for conns in (1, 10, 100):
-            for name, port, pid in (("direct", NGINX_PORT, None), ("ambassador", AMB_PORT, amb.pid),
-                                    ("haproxy", HAP_PORT, hap.pid)):
+        for conns in args.conns:
+            for name, port, pid in (("direct", NGINX_PORT, None), ("bare", BARE_PORT, bare.pid),
+                                    ("ambassador", AMB_PORT, amb.pid), ("haproxy", HAP_PORT, hap.pid)):
                 results[(name, conns)] = wrk(port, conns, args.duration, pid)
                 print(name, conns, results[(name, conns)], file=sys.stderr)
         # Breaker open: an upstream that refuses connections trips it, then every answer is a fast 503.
@@ -251,22 +263,32 @@ def report(results, breaker, soak, args, load, breaker_own) -> None:
              f"- Load average (1 min) at start / end of the cells: {load[0]:.2f} / {load[1]:.2f}",
              f"- Machine: {os.cpu_count()} CPUs (`nproc` = {len(os.sched_getaffinity(0))}), {cpu_model()}",
              f"- Command: `python bench/ambassador/run.py --duration {args.duration}"
+             + (f" --conns {','.join(map(str, args.conns))}" if args.conns != [1, 10, 100] else "")
              + (f" --soak {args.soak}" if args.soak else "") + "`",
-             "- Pinning: proxy on CPU 0; nginx (1 worker) and wrk (1 thread) on CPU 1. Ambassador with metrics "
+             "- Pinning: proxy on CPU 0; nginx (1 worker) and wrk (1 thread) on CPU 1. Bare forwarder: uvloop + "
+             "httptools, no features (bench/ambassador/bare_forwarder.py). Ambassador with metrics "
              "and JSON access log on, least_request, breaker, retries 2, per-try 2 s, overall 5 s; HAProxy 1 thread, "
              "same timeouts and retries.", "",
-             "| conns | direct req/s | ambassador req/s | haproxy req/s | amb/haproxy | direct p50/p99 ms "
-             "| amb added p50/p99 ms | haproxy added p50/p99 ms | amb / haproxy CPU µs per req "
-             "| amb / haproxy run-queue wait |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    lines_tail = [""]
-    for c in (1, 10, 100):
-        di, am, ha = results[("direct", c)], results[("ambassador", c)], results[("haproxy", c)]
-        lines.append(f"| {c} | {di['rps']:.0f} | {am['rps']:.0f} | {ha['rps']:.0f} | {am['rps'] / ha['rps']:.0%} "
-                     f"| {di['p50']:.3f} / {di['p99']:.3f} | {am['p50'] - di['p50']:.3f} / {am['p99'] - di['p99']:.3f} "
-                     f"| {ha['p50'] - di['p50']:.3f} / {ha['p99'] - di['p99']:.3f} "
-                     f"| {am['cpu_us']:.1f} / {ha['cpu_us']:.1f} | {am['waited']:.0%} / {ha['waited']:.0%} |")
-    lines += lines_tail
+             "| conns | direct req/s | bare req/s | ambassador req/s | haproxy req/s | bare/haproxy | amb/haproxy "
+             "| direct p50/p99 ms | bare added p50/p99 ms | amb added p50/p99 ms | haproxy added p50/p99 ms "
+             "| bare / amb / haproxy CPU µs per req | amb/haproxy by CPU "
+             "| bare / amb / haproxy run-queue wait |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for c in args.conns:
+        di, br, am, ha = (results[(n, c)] for n in ("direct", "bare", "ambassador", "haproxy"))
+
+        def added(r):
+            return f"{r['p50'] - di['p50']:.3f} / {r['p99'] - di['p99']:.3f}"
+        lines.append(f"| {c} | {di['rps']:.0f} | {br['rps']:.0f} | {am['rps']:.0f} | {ha['rps']:.0f} "
+                     f"| {br['rps'] / max(ha['rps'], 1):.0%} | {am['rps'] / max(ha['rps'], 1):.0%} "
+                     f"| {di['p50']:.3f} / {di['p99']:.3f} | {added(br)} | {added(am)} | {added(ha)} "
+                     f"| {br['cpu_us']:.1f} / {am['cpu_us']:.1f} / {ha['cpu_us']:.1f} "
+                     f"| {ha['cpu_us'] / max(am['cpu_us'], 1e-9):.0%} "
+                     f"| {br['waited']:.0%} / {am['waited']:.0%} / {ha['waited']:.0%} |")
+    lines.append("")
+    lines.append("(amb/haproxy by CPU: HAProxy's CPU per request over the ambassador's, the share of HAProxy's "
+                 "throughput the ambassador reaches when both are limited by one core.)")
+    lines.append("")
     for c, b in breaker.items():
         lines.append(f"- Breaker open, {c} connection(s): {b['rps']:.0f} answers/s, p50 {b['p50']:.3f} ms, "
                      f"p99 {b['p99']:.3f} ms ({b['non2xx']} answers, all 503).")

@@ -4,12 +4,21 @@
 # Measures: a bare Django view, client-credentials grants, refresh grants, full authorization-code
 # flows (login form with Argon2id + code exchange), the demo API (local validation over HTTP) and
 # in-process local token validation. Then, in the same run, the peer (django-oauth-toolkit) when
-# PEER_RUN points to its run.sh.
-# Usage: bench/oidc/run.sh   (env: DURATION=10 WORKERS=2 PEER_RUN=path/to/dot-baseline/run.sh)
+# PEER_RUN points to its run.sh, and the in-process CPU cost per request (cpu.py).
+#
+# Two kinds of figures: wall-clock (req/s, p50, p99 under 50 concurrent clients) and CPU per
+# request: the CPU time the server's processes (gunicorn master and workers), PostgreSQL and Redis
+# spent during the run (from /proc) divided by the requests answered. On a machine others use,
+# wall-clock throughput moves with their load; CPU per request hardly does, and
+# 1 / (server CPU per request) is what one core can serve.
+# Usage: bench/oidc/run.sh   (env: DURATION=10 WORKERS=2 THREADS=4 PEER_RUN=path/to/dot-baseline/run.sh)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DURATION=${DURATION:-10}
+# gthread workers keep client connections alive; sync workers pay a TCP accept and close per
+# request (about 130 µs of server CPU more per request in our runs).
 WORKERS=${WORKERS:-2}
+THREADS=${THREADS:-4}
 command -v hey >/dev/null || apt-get install -y -qq hey >/dev/null
 scripts/setup.sh test >/dev/null
 # shellcheck source=scripts/services.sh
@@ -18,6 +27,9 @@ SERVER=""
 cleanup() { [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; wait 2>/dev/null; services_stop; }
 trap cleanup EXIT
 services_start >/dev/null
+HZ=$(getconf CLK_TCK)
+PG_PID=$(head -n1 "$SERVICES_DIR/pg/data/postmaster.pid")
+REDIS_PID=$(cat "$SERVICES_DIR/redis.pid")
 
 PORT=$(_free_port); MPORT=$(_free_port)
 export PYTHONPATH=$PWD DJANGO_SETTINGS_MODULE=bench.oidc.settings IDP_DB_URL=$IDP_TEST_DB_URL IDP_REDIS_URL=$IDP_TEST_REDIS_URL \
@@ -27,7 +39,7 @@ PY=.venv/bin/python
 $PY manage.py migrate -v0
 $PY bench/oidc/setup_realm.py >/dev/null
 taskset -c 0 $PY manage.py start --bind 127.0.0.1 --http-port "$PORT" --management-port "$MPORT" \
-  --management-bind 127.0.0.1 --workers "$WORKERS" >/dev/null 2>&1 & SERVER=$!
+  --management-bind 127.0.0.1 --workers "$WORKERS" --threads "$THREADS" >/dev/null 2>&1 & SERVER=$!
 U=http://127.0.0.1:$PORT
 for _ in $(seq 60); do curl -fs "$U/bench/bare" >/dev/null 2>&1 && break; sleep 0.5; done
 
@@ -36,21 +48,45 @@ BASIC="Authorization: Basic $(printf 'bench-app:%s' $SECRET | base64 -w0)"
 TOKEN=$U/realms/bench/protocol/openid-connect/token
 FORM=application/x-www-form-urlencoded
 
-# hey: requests/s, p50 and p99 latency (ms), and every status code seen.
-load() {
-  local name=$1; shift
-  taskset -c 1 hey -z 2s -c 50 "$@" >/dev/null  # warm-up: caches, connections
-  taskset -c 1 hey -z "${DURATION}s" -c 50 "$@" | awk -v n="$name" '
-    /Requests\/sec/ {r=$2} / 50%/ {p50=$3*1000} / 99%/ {p99=$3*1000} /^  \[[0-9]+\]/ {c=c $1 $2 " "}
-    END {printf "%-22s %8.0f req/s  p50 %6.1f ms  p99 %6.1f ms  status %s\n", n, r, p50, p99, c}'
+# CPU ticks (user + system) of processes and their children; the command name may hold spaces.
+ticks() {
+  local total=0 pid
+  for pid in "$@" $(for p in "$@"; do pgrep -P "$p" || true; done); do
+    [ -r "/proc/$pid/stat" ] && total=$((total + $(sed 's/.*) //' "/proc/$pid/stat" | awk '{print $12 + $13}')))
+  done
+  echo "$total"
+}
+snapshot() { echo "$(ticks "$1") $(ticks "$PG_PID") $(ticks "$REDIS_PID")"; }
+# cpu_per NAME_OF_UNIT COUNT BEFORE AFTER: µs of server, PostgreSQL and Redis CPU per unit.
+cpu_per() {
+  awk -v n="$2" -v hz="$HZ" -v u="$1" -v b="$3" -v a="$4" 'BEGIN {
+    split(b, x, " "); split(a, y, " "); if (n < 1) n = 1
+    s = (y[1] - x[1]) / hz / n; p = (y[2] - x[2]) / hz / n; r = (y[3] - x[3]) / hz / n
+    printf "CPU/%s: server %.0f µs (%.0f/s per core), PostgreSQL %.0f µs, Redis %.0f µs", u, s * 1e6, (s > 0 ? 1 / s : 0), p * 1e6, r * 1e6 }'
 }
 
-echo "machine: $(lscpu | awk -F: '/Model name/{gsub(/^ +/,"",$2); print $2}'), $(nproc) cores; $(date -u +%FT%TZ); load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-load bare_django_view -m GET "$U/bench/bare"
-load client_credentials -m POST -T $FORM -H "$BASIC" -d grant_type=client_credentials "$TOKEN"
+# hey: requests/s, p50 and p99 latency (ms), status codes, and CPU per request of SERVER_PID.
+load() {
+  local name=$1 pid=$2; shift 2
+  taskset -c 1 hey -z 2s -c 50 "$@" >/dev/null  # warm-up: caches, connections
+  local before out after n
+  before=$(snapshot "$pid")
+  out=$(taskset -c 1 hey -z "${DURATION}s" -c 50 "$@")
+  after=$(snapshot "$pid")
+  n=$(echo "$out" | awk '/^  \[[0-9]+\]/ {n += $2} END {print n + 0}')
+  echo "$out" | awk -v n="$name" '
+    /Requests\/sec/ {r=$2} / 50%/ {p50=$3*1000} / 99%/ {p99=$3*1000} /^  \[[0-9]+\]/ {c=c $1 $2 " "}
+    END {printf "%-22s %8.0f req/s  p50 %6.1f ms  p99 %6.1f ms  status %s| ", n, r, p50, p99, c}'
+  cpu_per request "$n" "$before" "$after"; echo
+}
+
+echo "machine: $(lscpu | awk -F: '/Model name/{gsub(/^ +/,"",$2); print $2}'), $(nproc) cores; $(date -u +%FT%TZ);" \
+  "gunicorn: $WORKERS worker(s) x $THREADS thread(s); load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+load bare_django_view "$SERVER" -m GET "$U/bench/bare"
+load client_credentials "$SERVER" -m POST -T $FORM -H "$BASIC" -d grant_type=client_credentials "$TOKEN"
 RT=$(curl -fs -u "bench-app:$SECRET" -d grant_type=password -d username=bench-user -d password=bench-password-1 \
   -d scope=openid "$TOKEN" | $PY -c 'import json,sys; print(json.load(sys.stdin)["refresh_token"])')
-load refresh_token -m POST -T $FORM -H "$BASIC" -d "grant_type=refresh_token&refresh_token=$RT" "$TOKEN"
+load refresh_token "$SERVER" -m POST -T $FORM -H "$BASIC" -d "grant_type=refresh_token&refresh_token=$RT" "$TOKEN"
 AT=$(curl -fs -u "bench-app:$SECRET" -d grant_type=client_credentials "$TOKEN" | \
   $PY -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')
 # The demo API runs as an API would: its own process (one gunicorn worker, core 0), fetching the
@@ -58,14 +94,23 @@ AT=$(curl -fs -u "bench-app:$SECRET" -d grant_type=client_credentials "$TOKEN" |
 APORT=$(_free_port)
 taskset -c 0 .venv/bin/gunicorn idp.wsgi -w 1 -b 127.0.0.1:"$APORT" --log-level warning & API=$!
 for _ in $(seq 60); do curl -fs "http://127.0.0.1:$APORT/bench/bare" >/dev/null 2>&1 && break; sleep 0.5; done
-load demo_api_validation -m GET -H "Authorization: Bearer $AT" "http://127.0.0.1:$APORT/demo/api/whoami"
+load demo_api_validation "$API" -m GET -H "Authorization: Bearer $AT" "http://127.0.0.1:$APORT/demo/api/whoami"
 kill $API; wait $API 2>/dev/null || true
-echo "code_flow (login form + code exchange, 50 concurrent): $(taskset -c 1 $PY bench/oidc/codeflow.py "$U" "$DURATION" 50)"
+before=$(snapshot "$SERVER")
+flows=$(taskset -c 1 $PY bench/oidc/codeflow.py "$U" "$DURATION" 50)
+after=$(snapshot "$SERVER")
+echo "code_flow (login form + code exchange, 50 concurrent): $flows | $(cpu_per flow "$(echo "$flows" | sed 's/flows=\([0-9]*\).*/\1/')" "$before" "$after")"
 echo "local validation (resource-server helper, 1 core): $(taskset -c 1 $PY bench/oidc/validate.py "$U" 5)"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 kill "$SERVER"; wait "$SERVER" 2>/dev/null || true; SERVER=""
+
+echo "in process, serial (bench/oidc/cpu.py):"
+taskset -c 0 $PY bench/oidc/cpu.py 1000
 services_stop
 
 if [ -n "${PEER_RUN:-}" ]; then
-  echo "peer: $(bash "$PEER_RUN" 2>/dev/null | tail -n1)"
+  # The peer is its own Django project: none of this project's settings may leak into it.
+  peer=$(env -u DJANGO_SETTINGS_MODULE -u PYTHONPATH bash "$PEER_RUN" 2>/dev/null | tail -n1 | \
+    sed -E 's/\(([0-9.]+\[[0-9]+\] )+/(/g')
+  echo "peer: $peer (load average after: $(cut -d' ' -f1-3 /proc/loadavg))"
 fi

@@ -191,3 +191,16 @@ def test_protocol_endpoints_take_the_short_middleware_path(http, realm):
     page = http.get(url(realm, "auth"), {"client_id": "app", "redirect_uri": REDIRECT, "response_type": "code"})
     assert page["X-Frame-Options"] == "DENY"  # sign-in pages keep the whole stack
     assert http.post("/realms/nowhere/protocol/openid-connect/token", {}).status_code == 404
+
+
+def test_token_path_queries_once_configuration_is_cached(http, realm, alice, django_assert_num_queries):
+    client_credentials = {"grant_type": "client_credentials"}
+    auth = {"HTTP_AUTHORIZATION": basic("app", SECRET)}
+    assert http.post(url(realm, "token"), client_credentials, **auth).status_code == 200  # warms the caches
+    with django_assert_num_queries(0):
+        assert http.post(url(realm, "token"), client_credentials, **auth).status_code == 200
+    body, _ = signed_tokens(http, realm, alice)
+    refreshed = refresh(http, realm, body["refresh_token"])
+    with django_assert_num_queries(1):  # the client session; the SSO session comes from the cache
+        refreshed = refresh(http, realm, refreshed.json()["refresh_token"])
+    assert refreshed.status_code == 200

@@ -40,8 +40,10 @@ class ReceiverQueueCollector:
                         .values("source").annotate(n=Count("id"))):
                 dead.add_metric([row["source"]], row["n"])
         finally:
-            # Scraped from the management server's thread: no connection may linger there.
-            connection.close()
+            # Scraped from the management server's thread: no connection may linger there (a
+            # caller inside a transaction, such as a test, keeps its own).
+            if not connection.in_atomic_block:
+                connection.close()
         yield oldest
         yield dead
 

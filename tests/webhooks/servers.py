@@ -67,7 +67,8 @@ class Receiver:
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 with outer.lock:
-                    outer.requests.append({"path": self.path, "headers": dict(self.headers.items()),
+                    outer.requests.append({"method": self.command, "path": self.path,
+                                           "headers": dict(self.headers.items()),
                                            "body": body, "at": time.time()})
                     reply = outer.script.pop(0) if outer.script else outer.default
                     outer.arrived.notify_all()
@@ -85,7 +86,7 @@ class Receiver:
                 except OSError:
                     pass  # the sender gave up waiting (timeouts are part of the tests)
 
-            do_GET = do_POST
+            do_GET = do_OPTIONS = do_POST
 
         _Server.address_family = family
         self.httpd = _Server((host, 0), Handler)

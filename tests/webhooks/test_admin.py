@@ -56,3 +56,22 @@ def test_actions_and_log_pages(console, realm, monkeypatch):
     for page in ("endpoint", "message", "delivery", "deliveryattempt"):
         assert console.get(f"/admin/webhooks/{page}/").status_code == 200, page
     assert console.get(f"/admin/webhooks/endpoint/{endpoint.pk}/change/").status_code == 200
+
+
+def test_console_changes_are_admin_events(console, realm):
+    from realms.models import Event
+
+    console.post("/admin/webhooks/endpoint/add/", {
+        "url": "https://hooks.example.com/in", "event_types": "", "enabled": "on", "rate_limit": "0",
+        "max_concurrency": "10"})
+    endpoint = Endpoint.objects.get(realm=realm)
+    console.post(f"/admin/webhooks/endpoint/{endpoint.pk}/change/", {
+        "url": "https://hooks.example.com/in", "event_types": "", "rate_limit": "0", "max_concurrency": "10"})
+    assert not Endpoint.objects.get(pk=endpoint.pk).enabled
+    console.post("/admin/webhooks/endpoint/", {"action": "enable", "_selected_action": [endpoint.pk]})
+    console.post(f"/admin/webhooks/endpoint/{endpoint.pk}/delete/", {"post": "yes"})
+    assert not Endpoint.objects.exists()
+    events = Event.objects.filter(realm=realm, kind=Event.ADMIN, resource_type="WEBHOOK_ENDPOINT").order_by("time")
+    admin = User.objects.get(realm__name="master", username="console-admin")
+    assert [e.type for e in events] == ["CREATE", "UPDATE", "UPDATE", "DELETE"]
+    assert {e.user_id for e in events} == {admin.pk}

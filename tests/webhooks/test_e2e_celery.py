@@ -43,9 +43,9 @@ def receiver_server():
     server.close()
 
 
-def _realm_with_user():
+def _realm_with_user(name="e2e"):
     return import_realm({
-        "realm": "e2e", "enabled": True,
+        "realm": name, "enabled": True,
         "clients": [{"clientId": "app", "secret": "app-secret-" + "x" * 20, "directAccessGrantsEnabled": True,
                      "redirectUris": ["https://app.example/cb"]}],
         "users": [{"username": "alice", "enabled": True,

@@ -166,3 +166,37 @@ def test_disabled_admin_is_401(realm, tokens):
     User.objects.filter(username="wh-admin", realm__name="master").update(enabled=False)
     resp = Client(HTTP_AUTHORIZATION=f"Bearer {tokens['admin']}").get("/admin/realms/wh-realm/webhooks")
     assert resp.status_code == 401
+
+
+def test_changes_are_admin_events_and_never_webhooks(realm, api, receiver_server, monkeypatch,
+                                                     django_capture_on_commit_callbacks):
+    from realms.models import Event, User
+    from webhooks.models import Message
+
+    monkeypatch.setattr("webhooks.dispatch.deliveries", lambda ids: None)
+    realm.admin_events_details_enabled = True
+    realm.save()
+    admin = User.objects.get(username="wh-admin", realm__name="master")
+    with django_capture_on_commit_callbacks(execute=True):
+        # An endpoint subscribed to every type: a webhook about webhooks would reach it.
+        created = api("post", "", {"url": receiver_server.url(), "eventTypes": []}, REMOTE_ADDR="203.0.113.7").json()
+        api("put", f"/{created['id']}", {"description": "changed"})
+        api("post", f"/{created['id']}/rotate-secret", {"overlapSeconds": 0})
+        api("delete", f"/{created['id']}")
+    events = list(Event.objects.filter(realm=realm, kind=Event.ADMIN).order_by("time"))
+    assert [(e.type, e.resource_type, e.resource_path) for e in events] == [
+        (op, "WEBHOOK_ENDPOINT", f"webhooks/{created['id']}") for op in ("CREATE", "UPDATE", "ACTION", "DELETE")]
+    assert all(e.user_id == admin.pk and e.details["authRealmId"] == admin.realm_id for e in events)
+    assert events[0].ip_address == "203.0.113.7" and events[2].details["action"] == "rotate-secret"
+    rep = json.loads(events[1].representation)
+    assert rep["description"] == "changed" and "secret" not in json.dumps(rep)
+    assert not Message.objects.exists()  # no loop
+
+
+def test_ownership_handshake_over_rest(realm, api, receiver_server, settings):
+    settings.IDP_WEBHOOK_ORIGIN = "idp.example.org"
+    resp = api("post", "", {"url": receiver_server.url(), "ownershipHandshake": True})
+    assert resp.status_code == 400 and "did not agree" in resp.json()["error_description"]
+    receiver_server.default = (200, {"WebHook-Allowed-Origin": "idp.example.org"}, b"")
+    body = api("post", "", {"url": receiver_server.url(), "ownershipHandshake": True}).json()
+    assert body["ownershipHandshake"] is True and body["handshakeAt"].endswith("Z")

@@ -12,7 +12,7 @@ import h2.events
 import h2.exceptions
 import h2.settings
 
-from .upstream import ClientGone, Exchange, UpstreamReset
+from .upstream import RESPONSE_DROP, ClientGone, Exchange, UpstreamReset
 
 STREAM_WINDOW = 1 << 20  # what one stream may receive before the proxy has passed it on
 CONNECTION_WINDOW = 16 << 20  # so one slow client's stream cannot stall the others
@@ -32,8 +32,8 @@ class H2Exchange(Exchange):
 
     __slots__ = ("sid", "paused", "unacked")
 
-    def __init__(self, conn, loop, reused: bool, sid: int):
-        super().__init__(conn, loop, reused)
+    def __init__(self, conn, reused: bool, sid: int):
+        super().__init__(conn, reused)
         self.sid = sid
         self.paused = False
         self.unacked = 0
@@ -149,14 +149,17 @@ class H2Conn(asyncio.Protocol):
                 if ex is None:
                     continue
                 ex.received = True
-                headers = []
+                lines = []
                 for n, v in ev.headers:
                     if n[0] == 58:  # b":"
                         if n == b":status":
                             ex.status = int(v)
+                    elif n in RESPONSE_DROP:
+                        if n == b"content-length":
+                            ex.length = v
                     else:
-                        headers.append((n, v))
-                ex.headers = headers
+                        lines.append(n + b": " + v + b"\r\n")
+                ex.lines = lines
                 ex.head_done()
             elif t is _StreamEnded:
                 ex = streams.pop(ev.stream_id, None)
@@ -194,7 +197,7 @@ class H2Conn(asyncio.Protocol):
     def send(self, headers: list, body, head_only: bool) -> H2Exchange:
         h = self.h2
         sid = h.get_next_available_stream_id()
-        ex = H2Exchange(self, self.loop, self.used > 0, sid)
+        ex = H2Exchange(self, self.used > 0, sid)
         self.used += 1
         self.streams[sid] = ex
         try:

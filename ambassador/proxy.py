@@ -1,4 +1,11 @@
-"""The HTTP listener: parse the client's HTTP/1.1, route, forward with retries, stream the answer."""
+"""The HTTP listener: parse the client's HTTP/1.1, route, forward with retries, stream the answer.
+
+The common call runs without a task: a body already in memory, a pooled HTTP/1.1 connection, a
+cached token and an answer that arrives whole and needs no retry go from the client's protocol
+callback to the upstream and back in the upstream's callback. Everything else (a connection to
+open, a token to fetch, a failed try, a retry, a streamed body, HTTP/2) continues in a task that
+runs the general retry loop from where the callbacks left off.
+"""
 from __future__ import annotations
 
 import asyncio
@@ -10,15 +17,14 @@ from http import HTTPStatus
 import httptools
 
 from .retry import backoff, max_retries
-from .upstream import ClientGone, ConnectFailure, UpstreamReset
+from .upstream import HOP_BY_HOP, ClientGone, ConnectFailure, UpstreamReset, header_name
 
-# RFC 9110 section 7.6.1, plus the pre-standard Keep-Alive/Proxy-Connection and proxy auth fields.
-HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"te", b"transfer-encoding",
-                        b"upgrade", b"trailer", b"proxy-authenticate", b"proxy-authorization"})
 # Fields the proxy rewrites or consumes itself on the way to the upstream.
 REQUEST_DROP = HOP_BY_HOP | {b"host", b"content-length", b"expect", b"x-ambassador-retry",
                              b"x-ambassador-max-retries"}
-RESPONSE_DROP = HOP_BY_HOP | {b"content-length"}
+# Forwarded unless the upstream's token or the proxy's own span replaces them.
+REQUEST_REPLACED = frozenset({b"authorization", b"traceparent", b"tracestate"})
+TRACE_FIELDS = frozenset({b"traceparent", b"tracestate"})
 FAILURE_STATUSES = frozenset({502, 503, 504})
 BODYLESS = frozenset({204, 304})
 REPLAY_LIMIT_HIGH = 1 << 20
@@ -30,7 +36,12 @@ _encode_str = json.encoder.encode_basestring  # C: a JSON string literal, non-AS
 _LOG_LINE = ('{"ts":%.3f,"method":%s,"path":%s,"status":%d,"duration_ms":%.3f,"route":%s,"upstream":%s,'
              '"instance":%s,"attempts":%d,"retries":%d,"error":%s,"fallback":%s,"trace_id":%s}')
 _STATUS_LINES: dict = {}
+_METHOD_NAMES: dict = {}  # bounded: llhttp accepts only the methods it knows
 _perf_counter = time.perf_counter
+_time = time.time
+_INF = float("inf")
+# Where a call handed over by the callbacks resumes in the general loop.
+_AFTER_FAILURE, _AFTER_STATUS, _STREAM = 1, 2, 3
 
 
 def _status_line(status: int, reason: bytes = b"") -> bytes:
@@ -156,16 +167,26 @@ class Body:
 
 
 class Request:
-    __slots__ = ("method", "method_s", "url", "path", "headers", "lc", "version", "keep_alive", "body", "t0", "start")
+    """One request head. ``lines`` are its header fields ready to forward (``Name: value\\r\\n``, the
+    fields the proxy always drops already left out); ``filter`` says that some of them may still have
+    to go, depending on the upstream (its token replaces Authorization, a span replaces the trace
+    fields, Connection may name more hop-by-hop fields)."""
 
-    def __init__(self, method, url, headers, lc, version, keep_alive, body, t0):
+    __slots__ = ("method", "method_s", "url", "path", "lines", "lc", "filter", "version", "keep_alive", "body",
+                 "t0", "start")
+
+    def __init__(self, method, url, lines, lc, filter_, version, keep_alive, body, t0):
         self.method = method
-        self.method_s = method.decode("latin-1")
+        method_s = _METHOD_NAMES.get(method)
+        if method_s is None:
+            method_s = _METHOD_NAMES[method] = method.decode("latin-1")
+        self.method_s = method_s
         self.url = url
         q = url.find(b"?")
         self.path = url if q < 0 else url[:q]
-        self.headers = headers
+        self.lines = lines
         self.lc = lc
+        self.filter = filter_
         self.version = version
         self.keep_alive = keep_alive
         self.body = body
@@ -174,9 +195,8 @@ class Request:
 
 
 class ClientConn(asyncio.Protocol):
-    """One client connection. Requests (pipelined or not) are answered in order by one task, which
-    lives as long as the connection (waiting on a future between requests costs less than a new
-    task per request)."""
+    """One client connection. Requests (pipelined or not) are answered in order: the next one starts
+    when the call answering the previous one finishes."""
 
     def __init__(self, server):
         self.server = server
@@ -184,15 +204,17 @@ class ClientConn(asyncio.Protocol):
         self.transport = None
         self.parser = httptools.HttpRequestParser(self)
         self.queue: deque[Request] = deque()
-        self.task: asyncio.Task | None = None
-        self.cur: Request | None = None
+        self.call: Call | None = None  # the call answering queue[0]
+        self.cur: Request | None = None  # the request whose body is being received
         self.url = b""
-        self.hdrs: list = []
+        self.lines: list = []
+        self.lc: dict = {}
+        self.filter = False
         self.closed = False
         self.draining = False
+        self.dispatching = False
         self.upstream_ex = None  # the upstream exchange whose answer is being streamed to us
         self.write_paused = False
-        self.waiter: asyncio.Future | None = None  # the task waits here for the next request
 
     def connection_made(self, transport) -> None:
         self.transport = transport
@@ -204,8 +226,10 @@ class ClientConn(asyncio.Protocol):
         for req in self.queue:
             if req.body is not None:
                 req.body.abort()
-        if self.task is not None and not self.task.done():
-            self.task.cancel()
+        call = self.call
+        if call is not None:
+            self.call = None
+            self.server.client_lost(call)
 
     def pause_writing(self) -> None:
         self.write_paused = True
@@ -222,8 +246,13 @@ class ClientConn(asyncio.Protocol):
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
             self._reject(501, "upgrade_not_supported", "protocol upgrades are not proxied")
+            return
         except httptools.HttpParserError as e:
             self._reject(400, "bad_request", str(e))
+            return
+        # Started once the whole packet is parsed, so a small body that came with its head is complete.
+        if self.call is None and self.queue:
+            self.next()
 
     def _reject(self, status: int, cause: str, detail: str) -> None:
         if not self.queue and not self.closed:
@@ -234,20 +263,23 @@ class ClientConn(asyncio.Protocol):
         self.closed = True
 
     # httptools callbacks
-    def on_message_begin(self) -> None:
-        self.url = b""
-        self.hdrs = []
-
     def on_url(self, url: bytes) -> None:
         self.url += url
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self.hdrs.append((name, value))
+        nl = name.lower()
+        self.lc[nl] = value
+        if nl in REQUEST_DROP:
+            if nl == b"connection":
+                self.filter = True  # it may name more hop-by-hop fields
+            return
+        if nl in REQUEST_REPLACED:
+            self.filter = True
+        self.lines.append(name + b": " + value + b"\r\n")
 
     def on_headers_complete(self) -> None:
         p = self.parser
-        hdrs = self.hdrs
-        lc = {n.lower(): v for n, v in hdrs}
+        lc = self.lc
         body = None
         te = lc.get(b"transfer-encoding")
         cl = lc.get(b"content-length")
@@ -255,20 +287,18 @@ class ClientConn(asyncio.Protocol):
             body = Body(self, self.server.retry_buffer, None, True)
         elif cl is not None and cl.strip() != b"0":
             body = Body(self, self.server.retry_buffer, int(cl), False)
-        req = Request(p.get_method(), self.url, hdrs, lc, p.get_http_version(), p.should_keep_alive(), body,
-                      self.loop.time())
+        req = Request(p.get_method(), self.url, self.lines, lc, self.filter, p.get_http_version(),
+                      p.should_keep_alive(), body, self.loop.time())
+        self.url = b""
+        self.lines = []
+        self.lc = {}
+        self.filter = False
         if body is not None and lc.get(b"expect", b"").lower() == b"100-continue" and not self.queue:
             self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         self.cur = req
         self.queue.append(req)
         if len(self.queue) > 32:
             self.transport.pause_reading()  # a client pipelining this deep waits for answers
-        if self.task is None:
-            self.task = self.loop.create_task(self._run())
-        elif self.waiter is not None:
-            w, self.waiter = self.waiter, None
-            if not w.done():
-                w.set_result(None)
 
     def on_body(self, data: bytes) -> None:
         self.cur.body.feed(data)
@@ -279,32 +309,36 @@ class ClientConn(asyncio.Protocol):
             cur.body.finish()
         self.cur = None
 
-    async def _run(self) -> None:
+    def next(self) -> None:
+        """Start answering the request at the head of the queue (and the following ones, as long as
+        they finish at once)."""
+        if self.dispatching:
+            return  # a call finished inside begin(): the loop below goes on
+        self.dispatching = True
         queue = self.queue
-        handle = self.server.handle
-        while not self.closed:
-            if not queue:
-                if self.draining:
-                    self.closed = True
-                    self.transport.close()
-                    return
-                self.waiter = self.loop.create_future()
-                await self.waiter
-                continue
-            keep = await handle(self, queue[0])
-            queue.popleft()
-            if not keep or self.closed:
-                self.closed = True
-                self.transport.close()
-                return
-            if len(queue) == 32:
-                self.transport.resume_reading()
+        begin = self.server.begin
+        try:
+            while queue and self.call is None and not self.closed:
+                begin(self, queue[0])
+        finally:
+            self.dispatching = False
 
-    def wake(self) -> None:
-        """Shutdown: an idle connection's task notices ``draining``."""
-        w, self.waiter = self.waiter, None
-        if w is not None and not w.done():
-            w.set_result(None)
+    def finish(self, keep: bool) -> None:
+        """The call answering queue[0] is over."""
+        self.call = None
+        queue = self.queue
+        queue.popleft()
+        if not keep or self.closed:
+            self.closed = True
+            self.transport.close()
+            return
+        if len(queue) == 32:
+            self.transport.resume_reading()
+        if queue:
+            self.next()
+        elif self.draining:
+            self.closed = True
+            self.transport.close()
 
     def keeps_alive(self, req: Request) -> bool:
         return req.keep_alive and not self.draining and not self.server.draining
@@ -313,14 +347,15 @@ class ClientConn(asyncio.Protocol):
 class Sink:
     """Writes the upstream's body to the client as it arrives (no buffering beyond the socket)."""
 
-    __slots__ = ("cc", "chunked", "fut", "cache", "cache_size")
+    __slots__ = ("cc", "chunked", "fut", "cache", "cache_size", "lines")
 
-    def __init__(self, cc: ClientConn, chunked: bool, fut: asyncio.Future, cache: list | None):
+    def __init__(self, cc: ClientConn, chunked: bool, fut: asyncio.Future, cache: list | None, lines: list):
         self.cc = cc
         self.chunked = chunked
         self.fut = fut
         self.cache = cache
         self.cache_size = 0
+        self.lines = lines  # the answer's header fields, for the last-good cache
 
     def data(self, chunk: bytes) -> None:
         if not self.cc.closed:
@@ -346,18 +381,41 @@ class Sink:
             self.fut.set_exception(exc)
 
 
-class CallInfo:
-    """What the access log, metrics and span say about one call."""
+class Call:
+    """One client request from routing to the end of its answer: what the access log, metrics and
+    span say about it, and where the retry loop stands."""
 
-    __slots__ = ("attempts", "retries", "instance", "error", "status", "fallback")
+    __slots__ = ("proxy", "cc", "req", "rt", "route", "span", "trace_pairs", "attempts", "retries", "instance",
+                 "error", "status", "fallback", "deadline", "allowed_retries", "base", "inst", "ex", "token",
+                 "task", "started", "resume", "kind", "cause", "detail", "sink")
 
-    def __init__(self):
+    def __init__(self, proxy, cc: ClientConn, req: Request, rt):
+        self.proxy = proxy
+        self.cc = cc
+        self.req = req
+        self.rt = rt
+        self.route = None
+        self.span = None
+        self.trace_pairs = None
         self.attempts = 0
         self.retries = 0
         self.instance = None
         self.error = None
         self.status = 0
         self.fallback = None
+        self.inst = None
+        self.ex = None
+        self.token = None
+        self.task = None
+        self.started = False
+        self.resume = None
+
+    # Upstream exchange callbacks while the call waits for its response head without a task.
+    def on_head(self) -> None:
+        self.proxy.head_arrived(self)
+
+    def on_fail(self, exc: BaseException) -> None:
+        self.proxy.try_failed(self, exc)
 
 
 def _json_str(s) -> str:
@@ -373,38 +431,193 @@ class HTTPProxy:
         self.clients: set[ClientConn] = set()
         self.draining = False
         self.retry_buffer = app.runtime.config.listener.retry_buffer
+        # Calls waiting for a response head without a task, and their per-try deadlines. One timer,
+        # set for the earliest deadline known when it was armed, checks them (rather than a timer
+        # per try): under load it fires about once per per-try timeout.
+        self.waiting: dict[Call, float] = {}
+        self.tick = None
+        self.tick_at = _INF
 
     def protocol(self) -> ClientConn:
         return ClientConn(self)
 
-    async def handle(self, cc: ClientConn, req: Request) -> bool:
+    # ------------------------------------------------------------------------------ call lifecycle
+    def begin(self, cc: ClientConn, req: Request) -> None:
         app = self.app
         rt = app.runtime
         rt.in_flight += 1
-        info = CallInfo()
-        route = rt.match(req)
-        span = None
-        trace_pairs = None
+        call = cc.call = Call(self, cc, req, rt)
+        route = call.route = rt.match(req)
+        if route is None:
+            call.status = 404
+            call.error = "no_route"
+            self._send_error(cc, req, 404, "no_route", "no route matches this request", None)
+            self._done(call)
+            return
+        if app.tracing.active:
+            call.span, call.trace_pairs = self._start_span(req, route)
+        up = route.up
+        call.deadline = req.t0 + route.cfg.timeout
+        if not up.breaker.allow():
+            route.breaker_rejections.inc()
+            self._fail(call, 503, "circuit_open", f"circuit breaker for upstream {up.name} is open")
+            self._done(call)
+            return
+        call.allowed_retries = max_retries(route.cfg.retry, req.method_s, req.lc)
+        rt.budget.in_flight += 1
+        if up.http2:
+            call.base = self._base_h2(req, up)
+        else:
+            base = call.base = self._base_h1(req, up)
+            body = req.body
+            if body is None or body.complete_in_memory():
+                source = up.token
+                token = None if source is None else source.current()
+                if source is None or token is not None:
+                    inst = call.inst = up.balancer.pick(())
+                    if inst is not None:
+                        conn = up.pooled(inst)
+                        if conn is not None:
+                            # The first try, from this callback: nothing to wait for but the answer.
+                            call.attempts = 1
+                            call.instance = inst.key
+                            inst.active += 1
+                            call.token = token
+                            ex = call.ex = conn.send(self._head(req, inst, base, token, call.trace_pairs), body,
+                                                     body is not None and body.chunked, req.method == b"HEAD")
+                            ex.owner = call
+                            when = self.loop.time() + route.cfg.per_try_timeout
+                            self._watch(call, when if when < call.deadline else call.deadline)
+                            return
+        self._continue(call, None)
+
+    def _continue(self, call: Call, resume) -> None:
+        call.resume = resume
+        call.task = self.loop.create_task(self._run(call))
+
+    def _done(self, call: Call) -> None:
+        """The call is answered: account for it and let the connection go on."""
+        self._close(call)
+        call.cc.finish(self._keep(call))
+
+    def _keep(self, call: Call) -> bool:
+        return call.cc.keeps_alive(call.req) and call.error not in ("client_gone", "stream_broken")
+
+    def _close(self, call: Call) -> None:
+        rt = call.rt
+        rt.in_flight -= 1
+        self._record(call)
+        if rt.retired and rt.in_flight == 0:
+            rt.close()
+
+    def client_lost(self, call: Call) -> None:
+        """The client's connection closed while its call was in progress."""
+        task = call.task
+        if task is not None:
+            if call.started:
+                task.cancel()
+            else:
+                # Cancelled before its first step, the coroutine would skip its cleanup; cancelled
+                # after it, the cleanup runs where it waits.
+                self.loop.call_soon(task.cancel)
+            return
+        # Waiting for the response head without a task.
+        self.waiting.pop(call, None)
+        call.error = call.error or "client_gone"
+        call.status = call.status or 499
+        call.route.up.breaker.release_probe()
+        ex = call.ex
+        ex.owner = None
+        ex.abort()
+        call.inst.active -= 1
+        call.rt.budget.in_flight -= 1
+        self._close(call)
+
+    async def _run(self, call: Call) -> None:
+        call.started = True
+        keep = False
         try:
-            if route is None:
-                info.status = 404
-                info.error = "no_route"
-                self._send_error(cc, req, 404, "no_route", "no route matches this request", None)
-                return cc.keeps_alive(req)
-            if app.tracing.active:
-                span, trace_pairs = self._start_span(req, route)
-            await self._forward(cc, req, route, info, trace_pairs)
-            return cc.keeps_alive(req) and info.error not in ("client_gone", "stream_broken")
+            await self._forward(call)
+            keep = self._keep(call)
         except asyncio.CancelledError:
-            info.error = info.error or "client_gone"
-            info.status = info.status or 499
+            call.error = call.error or "client_gone"
+            call.status = call.status or 499
             raise
         finally:
-            rt.in_flight -= 1
-            self._record(req, route, info, span)
-            if rt.retired and rt.in_flight == 0:
-                rt.close()
+            self._close(call)
+        call.cc.finish(keep)
 
+    # ------------------------------------------------------------------- the first try's callbacks
+    def _watch(self, call: Call, when: float) -> None:
+        self.waiting[call] = when
+        if when < self.tick_at:
+            if self.tick is not None:
+                self.tick.cancel()
+            self.tick_at = when
+            self.tick = self.loop.call_at(when, self._tick)
+
+    def _tick(self) -> None:
+        self.tick = None
+        self.tick_at = _INF
+        waiting = self.waiting
+        now = self.loop.time() + 0.001  # the loop's timers round to the millisecond
+        for call in [c for c, t in waiting.items() if t <= now]:
+            del waiting[call]
+            self._timed_out(call)
+        if waiting:
+            when = min(waiting.values())
+            self.tick_at = when
+            self.tick = self.loop.call_at(when, self._tick)
+
+    def _timed_out(self, call: Call) -> None:
+        call.ex.owner = None
+        call.kind = "timeout"
+        call.cause, call.detail = self._timeout_cause(call, call.inst)
+        self._continue(call, _AFTER_FAILURE)
+
+    def _timeout_cause(self, call: Call, inst) -> tuple[str, str]:
+        cfg = call.route.cfg
+        overall = self.loop.time() >= call.deadline - 0.0005
+        self.app.metrics.timeouts.labels(cfg.upstream, "overall" if overall else "per_try").inc()
+        if overall:
+            return "overall_timeout", f"no answer from {inst.key} within {cfg.timeout:g}s"
+        return "upstream_timeout", f"no answer from {inst.key} within {cfg.per_try_timeout:g}s"
+
+    def try_failed(self, call: Call, exc: BaseException) -> None:
+        """The first try's connection broke before the response head."""
+        self.waiting.pop(call, None)
+        call.kind = "reset"
+        call.cause, call.detail = "upstream_reset", f"{call.inst.key}: {exc}"
+        self._continue(call, _AFTER_FAILURE)
+
+    def head_arrived(self, call: Call) -> None:
+        """The first try's response head is here (and, usually, all of its body)."""
+        self.waiting.pop(call, None)
+        ex = call.ex
+        status = ex.status
+        route = call.route
+        if (status in route.cfg.retry.on and call.allowed_retries) or (status == 401 and call.token is not None):
+            self._continue(call, _AFTER_STATUS)  # maybe a retry: the general loop decides
+            return
+        up = route.up
+        inst = call.inst
+        if status in FAILURE_STATUSES:
+            up.balancer.failure(inst)
+            self.app.metrics.upstream_errors.labels(up.name, str(status)).inc()
+            up.breaker.record(False)
+        else:
+            up.balancer.success(inst)
+            up.breaker.record(True)
+        sink = self._respond(call, ex)
+        if sink is not None:
+            call.sink = sink
+            self._continue(call, _STREAM)
+            return
+        inst.active -= 1
+        call.rt.budget.in_flight -= 1
+        self._done(call)
+
+    # ------------------------------------------------------------------------------ span and record
     def _start_span(self, req: Request, route):
         tracing = self.app.tracing
         carrier = {}
@@ -426,24 +639,28 @@ class HTTPProxy:
         tracing.propagator.inject(out, context=set_span_in_context(span))
         return span, [(k.encode(), v.encode("latin-1")) for k, v in out.items()]
 
-    def _record(self, req: Request, route, info: CallInfo, span) -> None:
+
+    def _record(self, call: Call) -> None:
         app = self.app
+        req = call.req
+        route = call.route
         elapsed = _perf_counter() - req.start
         if route is not None:
-            route.stats.observe(info.status, elapsed)
+            route.stats.observe(call.status, elapsed)
         else:
-            app.metrics.call_stats("-", "-").observe(info.status, elapsed)
+            app.metrics.call_stats("-", "-").observe(call.status, elapsed)
         trace_id = None
+        span = call.span
         if span is not None:
             from opentelemetry.trace import Status, StatusCode
 
-            span.set_attribute("http.response.status_code", info.status)
-            span.set_attribute("ambassador.attempts", info.attempts)
-            if info.instance is not None:
-                span.set_attribute("server.address", info.instance)
-            if info.error:
-                span.set_attribute("error.type", info.error)
-                span.set_status(Status(StatusCode.ERROR, info.error))
+            span.set_attribute("http.response.status_code", call.status)
+            span.set_attribute("ambassador.attempts", call.attempts)
+            if call.instance is not None:
+                span.set_attribute("server.address", call.instance)
+            if call.error:
+                span.set_attribute("error.type", call.error)
+                span.set_status(Status(StatusCode.ERROR, call.error))
             trace_id = format(span.get_span_context().trace_id, "032x")
             span.end()
         log = app.access_log
@@ -454,115 +671,139 @@ class HTTPProxy:
                     trace_id = tp[3:35].decode("latin-1")
             # Formatted by hand: a JSON encoder call costs several times this, for a fixed shape.
             log.write_line(_LOG_LINE % (
-                time.time(), _encode_str(req.method_s), _encode_str(req.url.decode("latin-1")), info.status,
+                _time(), _encode_str(req.method_s), _encode_str(req.url.decode("latin-1")), call.status,
                 elapsed * 1000, route.name_json if route is not None else '"-"',
-                route.up.name_json if route is not None else '"-"', _json_str(info.instance), info.attempts,
-                info.retries, _json_str(info.error), _json_str(info.fallback), _json_str(trace_id)))
+                route.up.name_json if route is not None else '"-"', _json_str(call.instance), call.attempts,
+                call.retries, _json_str(call.error), _json_str(call.fallback), _json_str(trace_id)))
 
-    async def _forward(self, cc: ClientConn, req: Request, route, info: CallInfo, trace_pairs) -> None:
+    # ------------------------------------------------------------------------- the general loop
+    async def _forward(self, call: Call) -> None:
+        """Tries until one answer can go to the client, or the tries, the budget or the time run out.
+        Resumes where the callbacks handed the call over (``call.resume``)."""
+        req = call.req
+        route = call.route
         up = route.up
-        app = self.app
-        metrics = app.metrics
+        metrics = self.app.metrics
         loop = self.loop
-        deadline = req.t0 + route.cfg.timeout
+        deadline = call.deadline
         per_try = route.cfg.per_try_timeout
         breaker = up.breaker
-        if not breaker.allow():
-            route.breaker_rejections.inc()
-            self._fail(cc, req, route, info, 503, "circuit_open",
-                       f"circuit breaker for upstream {up.name} is open")
-            return
         retry_cfg = route.cfg.retry
-        allowed_retries = max_retries(retry_cfg, req.method_s, req.lc)
-        budget = app.runtime.budget
-        budget.in_flight += 1
+        allowed_retries = call.allowed_retries
+        budget = call.rt.budget
         budget_held = 0
-        tried: list = []
         token_retry_done = False
         stale_retry_done = False
         retry_no = 0
         body = req.body
         head_only = req.method == b"HEAD"
         http2 = up.http2
-        base = self._base_h2(req, up) if http2 else self._base_h1(req, up)
+        base = call.base
         chunked_body = body is not None and body.chunked
         last_cause, last_detail = "no_instances", f"upstream {up.name} has no instances"
-        first = True
+        resume = call.resume
+        if resume is None:
+            tried: list = []
+            first = True
+            preselected = call.inst  # picked by begin(), which found no idle connection to it
+            inst = ex = token = None
+        else:
+            inst, ex, token = call.inst, call.ex, call.token
+            tried = [inst]
+            first = False
+            preselected = None
         try:
             while True:
-                if not first and not breaker.allow():
-                    break  # the breaker opened meanwhile: answer with the failure that we saw
-                first = False
-                inst = up.balancer.pick(tried)
-                if inst is None:
-                    breaker.release_probe()
-                    break
-                info.attempts += 1
-                info.instance = inst.key
-                tried.append(inst)
-                inst.active += 1
-                ex = None
-                token = None
-                kind = None
-                try_deadline = min(deadline, loop.time() + per_try)
-                try:
-                    # The common case (a pooled connection, a cached token) awaits nothing but the
-                    # answer, bounded by one timer; only the slow paths pay for a timeout scope.
-                    conn = up.pooled(inst)
-                    if conn is None:
-                        async with asyncio.timeout_at(try_deadline):
-                            conn = await up.acquire(inst)
-                    if up.token is not None:
-                        token = up.token.current()
-                        if token is None:
-                            async with asyncio.timeout_at(try_deadline):
-                                token = await up.token.get()
-                    if http2:
-                        ex = conn.send(self._h2_headers(req, inst, base, token, trace_pairs, up), body, head_only)
+                if resume is None:
+                    if not first and not breaker.allow():
+                        break  # the breaker opened meanwhile: answer with the failure that we saw
+                    first = False
+                    if preselected is not None:
+                        inst, preselected = preselected, None
                     else:
-                        ex = conn.send(self._head(req, inst, base, token, trace_pairs), body, chunked_body, head_only)
-                    timer = loop.call_at(try_deadline, ex.expire)
+                        inst = up.balancer.pick(tried)
+                    if inst is None:
+                        breaker.release_probe()
+                        break
+                    call.attempts += 1
+                    call.instance = inst.key
+                    tried.append(inst)
+                    inst.active += 1
+                    ex = None
+                    token = None
+                    kind = None
+                    try_deadline = min(deadline, loop.time() + per_try)
                     try:
-                        await ex.head
-                    finally:
-                        timer.cancel()
-                except TimeoutError:
-                    kind = "timeout"
-                    overall = loop.time() >= deadline - 0.0005
-                    metrics.timeouts.labels(up.name, "overall" if overall else "per_try").inc()
-                    last_cause = "overall_timeout" if overall else "upstream_timeout"
-                    last_detail = (f"no answer from {inst.key} within "
-                                   f"{(route.cfg.timeout if overall else per_try):g}s")
-                except ConnectFailure as e:
-                    kind, last_cause, last_detail = "connect-failure", "connect_failure", str(e)
-                except (UpstreamReset, ConnectionError) as e:
-                    kind, last_cause, last_detail = "reset", "upstream_reset", f"{inst.key}: {e}"
-                except ClientGone:
-                    info.error = "client_gone"
-                    info.status = 499
-                    breaker.release_probe()
-                    if ex is not None:
-                        ex.abort()
-                    inst.active -= 1
-                    return
-                except asyncio.CancelledError:
-                    # The client went away: give up the exchange so it does not hold a connection.
-                    breaker.release_probe()
-                    if ex is not None:
-                        ex.abort()
-                    inst.active -= 1
-                    raise
-                except Exception as e:  # token endpoint failures and the like: not the instance's fault
-                    from .tokens import TokenError
-
-                    if ex is not None:
-                        ex.abort()
-                    inst.active -= 1
-                    breaker.release_probe()
-                    if isinstance(e, TokenError):
-                        self._fail(cc, req, route, info, 502, "token_unavailable", str(e))
+                        # A pooled connection and a cached token await nothing but the answer,
+                        # bounded by one timer; only the slow paths pay for a timeout scope.
+                        conn = up.pooled(inst)
+                        if conn is None:
+                            async with asyncio.timeout_at(try_deadline):
+                                conn = await up.acquire(inst)
+                        if up.token is not None:
+                            token = up.token.current()
+                            if token is None:
+                                async with asyncio.timeout_at(try_deadline):
+                                    token = await up.token.get()
+                        if http2:
+                            ex = conn.send(self._h2_headers(req, inst, base, token, call.trace_pairs, up), body,
+                                           head_only)
+                        else:
+                            ex = conn.send(self._head(req, inst, base, token, call.trace_pairs), body, chunked_body,
+                                           head_only)
+                        timer = loop.call_at(try_deadline, ex.expire)
+                        try:
+                            await ex.wait_head()
+                        finally:
+                            timer.cancel()
+                    except TimeoutError:
+                        kind = "timeout"
+                        last_cause, last_detail = self._timeout_cause(call, inst)
+                    except ConnectFailure as e:
+                        kind, last_cause, last_detail = "connect-failure", "connect_failure", str(e)
+                    except (UpstreamReset, ConnectionError) as e:
+                        kind, last_cause, last_detail = "reset", "upstream_reset", f"{inst.key}: {e}"
+                    except ClientGone:
+                        call.error = "client_gone"
+                        call.status = 499
+                        breaker.release_probe()
+                        if ex is not None:
+                            ex.abort()
+                        inst.active -= 1
                         return
-                    raise
+                    except asyncio.CancelledError:
+                        # The client went away: give up the exchange so it does not hold a connection.
+                        breaker.release_probe()
+                        if ex is not None:
+                            ex.abort()
+                        inst.active -= 1
+                        raise
+                    except Exception as e:  # token endpoint failures and the like: not the instance's fault
+                        from .tokens import TokenError
+
+                        if ex is not None:
+                            ex.abort()
+                        inst.active -= 1
+                        breaker.release_probe()
+                        if isinstance(e, TokenError):
+                            self._fail(call, 502, "token_unavailable", str(e))
+                            return
+                        raise
+                elif resume == _STREAM:
+                    try:
+                        await self._stream(call, ex, call.sink)
+                    except asyncio.CancelledError:
+                        ex.abort()
+                        raise
+                    finally:
+                        inst.active -= 1
+                    return
+                else:
+                    # The callbacks saw this try end: a failure (kind set) or a status to judge.
+                    kind = call.kind if resume == _AFTER_FAILURE else None
+                    if kind is not None:
+                        last_cause, last_detail = call.cause, call.detail
+                    resume = None
                 if kind is not None:
                     inst.active -= 1
                     if ex is not None:
@@ -585,7 +826,7 @@ class HTTPProxy:
                             if budget.try_acquire():
                                 budget_held += 1
                                 retry_no += 1
-                                info.retries = retry_no
+                                call.retries = retry_no
                                 route.retries.inc()
                                 await asyncio.sleep(delay)
                                 continue
@@ -608,7 +849,7 @@ class HTTPProxy:
                         last_cause, last_detail = "overall_timeout", "token renewal did not finish in time"
                         break
                     except Exception as e:
-                        self._fail(cc, req, route, info, 502, "token_unavailable", str(e))
+                        self._fail(call, 502, "token_unavailable", str(e))
                         return
                     continue
                 failed = status in FAILURE_STATUSES
@@ -626,17 +867,22 @@ class HTTPProxy:
                             ex.abort()
                             budget_held += 1
                             retry_no += 1
-                            info.retries = retry_no
+                            call.retries = retry_no
                             route.retries.inc()
                             await asyncio.sleep(delay)
                             continue
                         metrics.budget_exhausted.labels(up.name).inc()
                 try:
-                    await self._respond(cc, req, route, info, ex, deadline, head_only)
+                    sink = self._respond(call, ex)
+                    if sink is not None:
+                        await self._stream(call, ex, sink)
+                except asyncio.CancelledError:
+                    ex.abort()
+                    raise
                 finally:
                     inst.active -= 1
                 return
-            self._fail(cc, req, route, info, 504 if "timeout" in last_cause else 502
+            self._fail(call, 504 if "timeout" in last_cause else 502
                        if last_cause != "circuit_open" else 503, last_cause, last_detail)
         finally:
             budget.in_flight -= 1
@@ -652,37 +898,35 @@ class HTTPProxy:
             return None
         return delay
 
-    def _forwarded(self, req: Request, up):
-        """The client's header fields that go upstream, in order (hop-by-hop and proxy hints removed)."""
-        conn_tokens = _connection_tokens(req.lc) if b"connection" in req.lc else ()
-        strip_auth = up.token is not None
-        strip_trace = self.app.tracing.active
-        for n, v in req.headers:
-            nl = n.lower()
-            if nl in REQUEST_DROP or nl in conn_tokens:
-                continue
-            if strip_auth and nl == b"authorization":
-                continue
-            if strip_trace and (nl == b"traceparent" or nl == b"tracestate"):
-                continue
-            yield n, nl, v
+    # ------------------------------------------------------------------------------ request head
+    def _forwarded(self, req: Request, up) -> list:
+        """The client's header lines that go upstream, in order (hop-by-hop and proxy hints removed)."""
+        lines = req.lines
+        if not req.filter:
+            return lines
+        drop = set(_connection_tokens(req.lc)) if b"connection" in req.lc else set()
+        if up.token is not None:
+            drop.add(b"authorization")
+        if self.app.tracing.active:
+            drop |= TRACE_FIELDS
+        if not drop:
+            return lines
+        return [line for line in lines if header_name(line) not in drop]
 
     def _base_h1(self, req: Request, up) -> bytes:
-        out = []
-        for n, _, v in self._forwarded(req, up):
-            out.append(n + b": " + v + b"\r\n")
+        lines = self._forwarded(req, up)
         body = req.body
         if body is not None:
-            if body.chunked:
-                out.append(b"Transfer-Encoding: chunked\r\n")
-            else:
-                out.append(b"Content-Length: %d\r\n" % body.length)
+            framing = b"Transfer-Encoding: chunked\r\n" if body.chunked else b"Content-Length: %d\r\n" % body.length
         elif b"content-length" in req.lc:
-            out.append(b"Content-Length: 0\r\n")
-        out.append(VIA)
-        return b"".join(out)
+            framing = b"Content-Length: 0\r\n"
+        else:
+            framing = b""
+        return b"".join(lines) + framing + VIA
 
     def _head(self, req: Request, inst, base: bytes, token, trace_pairs) -> bytes:
+        if token is None and not trace_pairs:
+            return b"%b %b HTTP/1.1\r\nHost: %b\r\n%b\r\n" % (req.method, req.url, inst.authority_b, base)
         parts = [req.method, b" ", req.url, b" HTTP/1.1\r\nHost: ", inst.authority_b, b"\r\n", base]
         if token is not None:
             parts.append(b"Authorization: Bearer " + token.encode() + b"\r\n")
@@ -694,7 +938,10 @@ class HTTPProxy:
 
     def _base_h2(self, req: Request, up) -> list:
         # RFC 9113 8.2: field names in lower case; 8.2.2: no connection-specific fields (dropped above).
-        out = [(nl, v) for _, nl, v in self._forwarded(req, up)]
+        out = []
+        for line in self._forwarded(req, up):
+            i = line.index(b":")
+            out.append((line[:i].lower(), line[i + 2:-2]))
         body = req.body
         if body is not None:
             if not body.chunked:
@@ -714,137 +961,124 @@ class HTTPProxy:
             headers += trace_pairs
         return headers
 
-    async def _respond(self, cc: ClientConn, req: Request, route, info: CallInfo, ex, deadline: float,
-                       head_only: bool) -> None:
+    # ----------------------------------------------------------------------------------- answer
+    def _respond(self, call: Call, ex) -> Sink | None:
+        """Sends the answer's head, and its body when it is all here (one write, exact length).
+        Returns the sink to stream the rest through, or None when the answer is complete."""
+        cc = call.cc
+        req = call.req
+        route = call.route
         status = ex.status
-        info.status = status
+        call.status = status
         keep = cc.keeps_alive(req)
-        out = [_status_line(status, ex.reason)]
-        length = None
-        conn_value = None
-        drop = RESPONSE_DROP
-        for n, v in ex.headers:
-            nl = n.lower()
-            if nl in drop:
-                if nl == b"content-length":
-                    length = v
-                elif nl == b"connection":
-                    conn_value = v
-                continue
-            out.append(n + b": " + v + b"\r\n")
-        if conn_value is not None:
+        lines = ex.lines
+        if ex.conn_value is not None:
             # Fields the upstream named in Connection are hop-by-hop too (RFC 9110 7.6.1).
-            named = _connection_names(conn_value)
+            named = _connection_names(ex.conn_value)
             if named:
-                out = out[:1] + [line for line in out[1:] if line.split(b":", 1)[0].lower() not in named]
+                lines = [line for line in lines if header_name(line) not in named]
+        head_only = req.method == b"HEAD"
         no_body = head_only or status in BODYLESS or status < 200
-        cache = None
-        if route.last_good is not None and req.method == b"GET" and status == 200:
-            cache = []
+        length = ex.length
         if no_body:
-            if length is not None:
-                out.append(b"Content-Length: " + length + b"\r\n")
+            framing = b"" if length is None else b"Content-Length: " + length + b"\r\n"
             framing_chunked = False
         elif ex.done:
             # The whole answer is already here: send it in one write with an exact length.
-            data = b"".join(ex.pending)
-            ex.pending.clear()
-            out.append(b"Content-Length: %d\r\n" % len(data))
-            if not keep:
-                out.append(b"Connection: close\r\n")
-            out.append(b"\r\n")
-            out.append(data)
+            pending = ex.pending
+            data = pending[0] if len(pending) == 1 else b"".join(pending)
+            pending.clear()
             if not cc.closed:
-                cc.transport.write(b"".join(out))
-            if cache is not None and len(data) <= LAST_GOOD_MAX:
-                route.last_good[req.url] = (status, ex.reason, ex.headers, data)
+                cc.transport.write(b"%b%b%b%b\r\n%b" % (
+                    _status_line(status, ex.reason), b"".join(lines), b"Content-Length: %d\r\n" % len(data),
+                    b"" if keep else b"Connection: close\r\n", data))
+            if route.last_good is not None and req.method == b"GET" and status == 200 and len(data) <= LAST_GOOD_MAX:
+                route.last_good[req.url] = (status, ex.reason, lines, data)
             ex.release()
-            return
+            return None
         elif length is not None:
-            out.append(b"Content-Length: " + length + b"\r\n")
+            framing = b"Content-Length: " + length + b"\r\n"
             framing_chunked = False
         elif req.version == "1.1":
-            out.append(b"Transfer-Encoding: chunked\r\n")
+            framing = b"Transfer-Encoding: chunked\r\n"
             framing_chunked = True
         else:
             keep = False  # an HTTP/1.0 client reads to the end of the connection
+            framing = b""
             framing_chunked = False
         if not keep:
-            out.append(b"Connection: close\r\n")
+            framing += b"Connection: close\r\n"
             cc.draining = True
-        out.append(b"\r\n")
         if not cc.closed:
-            cc.transport.write(b"".join(out))
+            cc.transport.write(b"%b%b%b\r\n" % (_status_line(status, ex.reason), b"".join(lines), framing))
         if no_body:
             if ex.done:
                 ex.release()
             else:
                 ex.abort()  # HEAD/204/304 bodies never come; do not wait for them
-            return
-        fut = self.loop.create_future()
-        sink = Sink(cc, framing_chunked, fut, cache)
+            return None
+        cache = [] if route.last_good is not None and req.method == b"GET" and status == 200 else None
+        sink = Sink(cc, framing_chunked, self.loop.create_future(), cache, lines)
         cc.upstream_ex = ex
         if cc.write_paused:
             ex.pause()
         ex.attach(sink)
+        return sink
+
+    async def _stream(self, call: Call, ex, sink: Sink) -> None:
+        """Waits until the answer's body has gone through ``sink``, within the overall timeout."""
+        cc = call.cc
         try:
-            async with asyncio.timeout_at(deadline):
-                await fut
+            async with asyncio.timeout_at(call.deadline):
+                await sink.fut
         except TimeoutError:
-            info.error = "stream_broken"
-            self.app.metrics.timeouts.labels(route.up.name, "overall").inc()
+            call.error = "stream_broken"
+            self.app.metrics.timeouts.labels(call.route.up.name, "overall").inc()
             ex.abort()
             cc.transport.abort()  # the head is out; cutting the connection is the only honest signal
             cc.closed = True
             return
         except (UpstreamReset, ConnectionError):
-            info.error = "stream_broken"
+            call.error = "stream_broken"
             ex.abort()
             cc.transport.abort()
             cc.closed = True
             return
-        except asyncio.CancelledError:
-            ex.abort()
-            raise
         finally:
             cc.upstream_ex = None
         if sink.cache is not None:
-            route.last_good[req.url] = (status, ex.reason, ex.headers, b"".join(sink.cache))
+            call.route.last_good[call.req.url] = (ex.status, ex.reason, sink.lines, b"".join(sink.cache))
         ex.release()
 
-    def _fail(self, cc: ClientConn, req: Request, route, info: CallInfo, status: int, cause: str, detail: str) -> None:
-        info.error = cause
+    def _fail(self, call: Call, status: int, cause: str, detail: str) -> None:
+        cc = call.cc
+        req = call.req
+        route = call.route
+        call.error = cause
         fb = route.cfg.fallback
         if fb is not None and req.method in (b"GET", b"HEAD"):
             if fb.last_good:
                 cached = route.last_good.get(req.url)
                 if cached is not None:
-                    st, reason, headers, data = cached
-                    keep = cc.keeps_alive(req)
-                    out = [_status_line(st, reason)]
-                    for n, v in headers:
-                        nl = n.lower()
-                        if nl not in RESPONSE_DROP:
-                            out.append(b"%b: %b\r\n" % (n, v))
-                    out.append(b"Content-Length: %d\r\nx-ambassador-fallback: last_good\r\n" % len(data))
-                    if not keep:
-                        out.append(b"Connection: close\r\n")
-                    out.append(b"\r\n")
+                    st, reason, lines, data = cached
                     if not cc.closed:
-                        cc.transport.write(b"".join(out) + (b"" if req.method == b"HEAD" else data))
-                    info.status = st
-                    info.fallback = "last_good"
+                        cc.transport.write(b"%b%bContent-Length: %d\r\nx-ambassador-fallback: last_good\r\n%b\r\n%b" % (
+                            _status_line(st, reason), b"".join(lines), len(data),
+                            b"" if cc.keeps_alive(req) else b"Connection: close\r\n",
+                            b"" if req.method == b"HEAD" else data))
+                    call.status = st
+                    call.fallback = "last_good"
                     route.fallbacks.inc()
                     return
             else:
                 hdrs = [(k.encode(), v.encode()) for k, v in fb.headers] + [(b"x-ambassador-fallback", b"static")]
                 self._write_simple(cc, req, fb.status, hdrs, fb.body)
-                info.status = fb.status
-                info.fallback = "static"
+                call.status = fb.status
+                call.fallback = "static"
                 route.fallbacks.inc()
                 return
-        info.status = status
-        self._send_error(cc, req, status, cause, detail, route.up.name, info.attempts)
+        call.status = status
+        self._send_error(cc, req, status, cause, detail, route.up.name, call.attempts)
 
     def _send_error(self, cc, req, status, cause, detail, upstream, attempts=0) -> None:
         doc = {"error": cause, "detail": detail}

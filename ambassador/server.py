@@ -97,7 +97,6 @@ class App:
                 if not cc.queue:  # idle between requests
                     cc.closed = True
                     cc.transport.close()
-                    cc.wake()
         for listener in self.stream_servers:
             listener.drain()
         limit = self.config.listener.drain_timeout if self.config.listener else 5.0

@@ -6,7 +6,6 @@ import asyncio
 import json
 import logging
 import ssl
-import time
 
 import httptools
 
@@ -18,6 +17,16 @@ from .tokens import TokenSource
 
 log = logging.getLogger("ambassador.upstream")
 
+# RFC 9110 section 7.6.1, plus the pre-standard Keep-Alive/Proxy-Connection and proxy auth fields.
+HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"te", b"transfer-encoding",
+                        b"upgrade", b"trailer", b"proxy-authenticate", b"proxy-authorization"})
+RESPONSE_DROP = HOP_BY_HOP | {b"content-length"}  # the proxy frames the answer to the client itself
+
+
+def header_name(line: bytes) -> bytes:
+    """The lower-case name of a ``Name: value\r\n`` header line."""
+    return line[:line.index(b":")].lower()
+
 
 class ConnectFailure(Exception):
     """The connection (TCP or TLS handshake) could not be made: nothing reached the upstream."""
@@ -28,20 +37,29 @@ class UpstreamReset(Exception):
 
 
 class Exchange:
-    """One request/response on an upstream connection. Protocol callbacks push into it; the proxy
-    awaits ``head`` and then attaches a sink that receives body chunks synchronously. The proxy
-    ends it with ``release()`` (answer consumed) or ``abort()`` (given up)."""
+    """One request/response on an upstream connection. Protocol callbacks push into it. The proxy
+    learns of the response head either through ``owner`` (an object with ``on_head()`` and
+    ``on_fail(exc)``, called from the connection's callbacks: no future, no task) or by awaiting
+    ``wait_head()``; then it attaches a sink that receives body chunks synchronously. The proxy
+    ends it with ``release()`` (answer consumed) or ``abort()`` (given up).
 
-    __slots__ = ("conn", "status", "reason", "headers", "keep_alive", "head", "sink", "pending", "done", "error",
-                 "body_sent", "received", "pump", "reused")
+    The response's header fields are kept as ``lines`` ready to send (``Name: value\r\n``), without
+    the hop-by-hop ones and Content-Length, whose values are kept aside (``length``, ``conn_value``)."""
 
-    def __init__(self, conn, loop, reused: bool):
+    __slots__ = ("conn", "status", "reason", "lines", "length", "conn_value", "keep_alive", "head", "ready", "owner",
+                 "sink", "pending", "done", "error", "body_sent", "received", "pump", "reused")
+
+    def __init__(self, conn, reused: bool):
         self.conn = conn
         self.status = 0
         self.reason = b""
-        self.headers: list = []
+        self.lines: list = []
+        self.length = None
+        self.conn_value = None
         self.keep_alive = True
-        self.head = loop.create_future()
+        self.head = None  # a future, made only for those who wait_head()
+        self.ready = False  # the response head is here
+        self.owner = None
         self.sink = None
         self.pending: list = []
         self.done = False
@@ -52,13 +70,26 @@ class Exchange:
         self.reused = reused
 
     def head_done(self) -> None:
-        if not self.head.done():
-            self.head.set_result(None)  # not self: that would make every exchange a reference cycle
+        self.ready = True
+        head = self.head
+        if head is not None and not head.done():
+            head.set_result(None)  # not self: that would make every exchange a reference cycle
+
+    def wait_head(self) -> asyncio.Future:
+        head = self.head
+        if head is None:
+            head = self.head = self.conn.loop.create_future()
+            if self.ready:
+                head.set_result(None)
+            elif self.error is not None:
+                head.set_exception(self.error)
+        return head
 
     def expire(self) -> None:
         """The per-try timer fired before the response head arrived."""
-        if not self.head.done():
-            self.head.set_exception(TimeoutError())
+        head = self.head
+        if head is not None and not head.done():
+            head.set_exception(TimeoutError())
 
     def data(self, chunk: bytes) -> None:
         if self.sink is not None:
@@ -75,8 +106,18 @@ class Exchange:
         if self.done or self.error is not None:
             return
         self.error = exc
-        if not self.head.done():
-            self.head.set_exception(exc)
+        owner = self.owner
+        if owner is not None:
+            self.owner = None
+            if self.ready:
+                owner.on_head()  # the answer broke after its head: its sink will hear of it
+            else:
+                owner.on_fail(exc)
+            return
+        if not self.ready:
+            head = self.head
+            if head is not None and not head.done():
+                head.set_exception(exc)
         elif self.sink is not None:
             self.sink.fail(exc)
 
@@ -166,6 +207,13 @@ class H1Conn(asyncio.Protocol):
         except httptools.HttpParserError as e:
             ex.fail(UpstreamReset(f"malformed response: {e}"))
             self.close()
+            return
+        # Told once the whole packet is parsed, so an answer that came with its head is complete.
+        if ex.ready:
+            owner = ex.owner
+            if owner is not None:
+                ex.owner = None
+                owner.on_head()
 
     def eof_received(self):
         return False
@@ -175,14 +223,22 @@ class H1Conn(asyncio.Protocol):
         self.ex.reason = reason
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self.ex.headers.append((name, value))
+        nl = name.lower()
+        if nl in RESPONSE_DROP:
+            if nl == b"content-length":
+                self.ex.length = value
+            elif nl == b"connection":
+                self.ex.conn_value = value
+            return
+        self.ex.lines.append(name + b": " + value + b"\r\n")
 
     def on_headers_complete(self) -> None:
         ex = self.ex
         status = self.parser.get_status_code()
         if status < 200:
             # 1xx interim answers are not forwarded (the proxy answers Expect: 100-continue itself).
-            ex.headers = []
+            ex.lines = []
+            ex.length = ex.conn_value = None
             self.skip_interim = True
             return
         ex.status = status
@@ -208,7 +264,7 @@ class H1Conn(asyncio.Protocol):
 
     # use
     def send(self, head: bytes, body, chunked: bool, head_only: bool) -> Exchange:
-        ex = self.ex = Exchange(self, self.loop, self.reused)
+        ex = self.ex = Exchange(self, self.reused)
         self.head_only = head_only
         if body is None:
             self.transport.write(head)
@@ -349,12 +405,11 @@ class Upstream:
     async def _reap_idle(self) -> None:
         while True:
             await asyncio.sleep(min(5.0, self.idle_timeout / 2))
-            limit = time.monotonic() - self.idle_timeout
-            h2_limit = self.loop.time() - self.idle_timeout
+            limit = self.loop.time() - self.idle_timeout
             for inst in self.balancer.instances:
                 for conn in [c for c in inst.idle if c.idle_since < limit]:
                     conn.close()
-                for conn in [c for c in inst.h2 if not c.streams and c.idle_since < h2_limit]:
+                for conn in [c for c in inst.h2 if not c.streams and c.idle_since < limit]:
                     conn.close()
             if self.tls is not None:
                 self.tls.context()  # notice rotated files even when no new connection is needed
@@ -436,7 +491,7 @@ class Upstream:
                 or len(conn.inst.idle) >= self.max_idle:
             conn.close()
             return
-        conn.idle_since = time.monotonic()
+        conn.idle_since = self.loop.time()
         conn.inst.idle.append(conn)
 
     def close(self) -> None:

@@ -1,18 +1,20 @@
 """Instances of an upstream, load balancing and outlier ejection."""
 from __future__ import annotations
 
+import json
 import random
 import time
 
 
 class Instance:
-    __slots__ = ("host", "port", "key", "authority", "authority_b", "active", "failures", "ejected_until", "ejections",
-                 "idle", "h2", "h2_connecting", "removed")
+    __slots__ = ("host", "port", "key", "key_json", "authority", "authority_b", "active", "failures", "ejected_until",
+                 "ejections", "idle", "h2", "h2_connecting", "removed")
 
     def __init__(self, host: str, port: int):
         self.host = host
         self.port = port
         self.key = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        self.key_json = json.dumps(self.key)  # for the access log
         self.authority = self.key
         self.authority_b = self.key.encode()
         self.active = 0  # requests in flight, for least_request

@@ -9,22 +9,21 @@ it, any failure reopens it.
 from __future__ import annotations
 
 import time
-from collections import deque
 
 CLOSED, OPEN, HALF_OPEN = 0, 1, 2
 STATE_NAMES = {CLOSED: "closed", OPEN: "open", HALF_OPEN: "half_open"}
 
 
 class Breaker:
-    __slots__ = ("cfg", "state", "outcomes", "failures", "opened_until", "probes", "probe_ok", "clock",
-                 "on_change")
+    __slots__ = ("cfg", "state", "window", "ring", "pos", "count", "failures", "opened_until", "probes", "probe_ok",
+                 "clock", "on_change")
 
     def __init__(self, cfg, clock=time.monotonic, on_change=None):
         self.cfg = cfg
         self.clock = clock
         self.state = CLOSED
-        self.outcomes: deque[bool] = deque()
-        self.failures = 0
+        self.window = cfg.window
+        self._clear()
         self.opened_until = 0.0
         self.probes = 0
         self.probe_ok = 0
@@ -59,20 +58,34 @@ class Breaker:
                 return
             self.probe_ok += 1
             if self.probe_ok >= self.cfg.half_open_probes:
-                self.outcomes.clear()
-                self.failures = 0
+                self._clear()
                 self._set(CLOSED)
             return
         if state == OPEN:
             return  # a late answer from before the trip says nothing new
-        outcomes = self.outcomes
-        outcomes.append(ok)
-        if not ok:
+        # The window is a ring of the last ``window`` outcomes (1 = failure). While it holds no
+        # failure every slot is 0, so a success only has to be counted.
+        if self.count < self.window:
+            self.count += 1
+        if ok and not self.failures:
+            return
+        ring = self.ring
+        pos = self.pos
+        self.failures -= ring[pos]  # the oldest outcome leaves (0 while the window is filling)
+        if ok:
+            ring[pos] = 0
+        else:
+            ring[pos] = 1
             self.failures += 1
-        if len(outcomes) > self.cfg.window and not outcomes.popleft():
-            self.failures -= 1
-        if not ok and len(outcomes) >= self.cfg.min_calls and self.failures >= self.cfg.trip_ratio * len(outcomes):
+        self.pos = pos + 1 if pos + 1 < self.window else 0
+        if not ok and self.count >= self.cfg.min_calls and self.failures >= self.cfg.trip_ratio * self.count:
             self._trip()
+
+    def _clear(self) -> None:
+        self.ring = bytearray(self.window)
+        self.pos = 0
+        self.count = 0
+        self.failures = 0
 
     def release_probe(self) -> None:
         """A probe that ended without an upstream verdict (e.g. the client went away) frees its slot."""
@@ -81,6 +94,5 @@ class Breaker:
 
     def _trip(self) -> None:
         self.opened_until = self.clock() + self.cfg.open_for
-        self.outcomes.clear()
-        self.failures = 0
+        self._clear()
         self._set(OPEN)

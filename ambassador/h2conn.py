@@ -38,10 +38,6 @@ class H2Exchange(Exchange):
         self.paused = False
         self.unacked = 0
 
-    @property
-    def reusable(self) -> bool:
-        return False
-
     def release(self) -> None:
         if not self.done:
             self.conn.reset(self, h2.errors.ErrorCodes.CANCEL)

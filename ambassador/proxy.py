@@ -17,6 +17,7 @@ from http import HTTPStatus
 import httptools
 
 from .retry import backoff, max_retries
+from .runtime import NO_ROUTE_LOG
 from .upstream import HOP_BY_HOP, ClientGone, ConnectFailure, UpstreamReset, header_name
 
 # Fields the proxy rewrites or consumes itself on the way to the upstream.
@@ -33,10 +34,8 @@ LAST_GOOD_MAX = 256 << 10
 VIA = b"Via: 1.1 ambassador\r\n"
 VIA_H2 = (b"via", b"1.1 ambassador")  # the protocol received from the client, whatever goes upstream
 _encode_str = json.encoder.encode_basestring  # C: a JSON string literal, non-ASCII kept as is
-_LOG_LINE = ('{"ts":%.3f,"method":%s,"path":%s,"status":%d,"duration_ms":%.3f,"route":%s,"upstream":%s,'
-             '"instance":%s,"attempts":%d,"retries":%d,"error":%s,"fallback":%s,"trace_id":%s}')
 _STATUS_LINES: dict = {}
-_METHOD_NAMES: dict = {}  # bounded: llhttp accepts only the methods it knows
+_METHODS: dict = {}  # method -> (str, JSON string); bounded: llhttp accepts only the methods it knows
 _perf_counter = time.perf_counter
 _time = time.time
 _INF = float("inf")
@@ -172,15 +171,16 @@ class Request:
     to go, depending on the upstream (its token replaces Authorization, a span replaces the trace
     fields, Connection may name more hop-by-hop fields)."""
 
-    __slots__ = ("method", "method_s", "url", "path", "lines", "lc", "filter", "version", "keep_alive", "body",
-                 "t0", "start")
+    __slots__ = ("method", "method_s", "method_json", "url", "path", "lines", "lc", "filter", "version",
+                 "keep_alive", "body", "t0", "start")
 
     def __init__(self, method, url, lines, lc, filter_, version, keep_alive, body, t0):
         self.method = method
-        method_s = _METHOD_NAMES.get(method)
-        if method_s is None:
-            method_s = _METHOD_NAMES[method] = method.decode("latin-1")
-        self.method_s = method_s
+        names = _METHODS.get(method)
+        if names is None:
+            s = method.decode("latin-1")
+            names = _METHODS[method] = (s, _encode_str(s))
+        self.method_s, self.method_json = names
         self.url = url
         q = url.find(b"?")
         self.path = url if q < 0 else url[:q]
@@ -399,7 +399,7 @@ class Call:
         self.trace_pairs = None
         self.attempts = 0
         self.retries = 0
-        self.instance = None
+        self.instance = None  # the Instance of the last try
         self.error = None
         self.status = 0
         self.fallback = None
@@ -409,13 +409,6 @@ class Call:
         self.task = None
         self.started = False
         self.resume = None
-
-    # Upstream exchange callbacks while the call waits for its response head without a task.
-    def on_head(self) -> None:
-        self.proxy.head_arrived(self)
-
-    def on_fail(self, exc: BaseException) -> None:
-        self.proxy.try_failed(self, exc)
 
 
 def _json_str(s) -> str:
@@ -480,14 +473,18 @@ class HTTPProxy:
                         if conn is not None:
                             # The first try, from this callback: nothing to wait for but the answer.
                             call.attempts = 1
-                            call.instance = inst.key
+                            call.instance = inst
                             inst.active += 1
                             call.token = token
                             ex = call.ex = conn.send(self._head(req, inst, base, token, call.trace_pairs), body,
                                                      body is not None and body.chunked, req.method == b"HEAD")
                             ex.owner = call
                             when = self.loop.time() + route.cfg.per_try_timeout
-                            self._watch(call, when if when < call.deadline else call.deadline)
+                            if when > call.deadline:
+                                when = call.deadline
+                            self.waiting[call] = when
+                            if when < self.tick_at:
+                                self._arm(when)
                             return
         self._continue(call, None)
 
@@ -497,8 +494,14 @@ class HTTPProxy:
 
     def _done(self, call: Call) -> None:
         """The call is answered: account for it and let the connection go on."""
-        self._close(call)
-        call.cc.finish(self._keep(call))
+        rt = call.rt
+        rt.in_flight -= 1
+        self._record(call)
+        if rt.retired and rt.in_flight == 0:
+            rt.close()
+        cc = call.cc
+        cc.finish(call.req.keep_alive and not cc.draining and not self.draining
+                  and call.error not in ("client_gone", "stream_broken"))
 
     def _keep(self, call: Call) -> bool:
         return call.cc.keeps_alive(call.req) and call.error not in ("client_gone", "stream_broken")
@@ -548,13 +551,11 @@ class HTTPProxy:
         call.cc.finish(keep)
 
     # ------------------------------------------------------------------- the first try's callbacks
-    def _watch(self, call: Call, when: float) -> None:
-        self.waiting[call] = when
-        if when < self.tick_at:
-            if self.tick is not None:
-                self.tick.cancel()
-            self.tick_at = when
-            self.tick = self.loop.call_at(when, self._tick)
+    def _arm(self, when: float) -> None:
+        if self.tick is not None:
+            self.tick.cancel()
+        self.tick_at = when
+        self.tick = self.loop.call_at(when, self._tick)
 
     def _tick(self) -> None:
         self.tick = None
@@ -565,9 +566,7 @@ class HTTPProxy:
             del waiting[call]
             self._timed_out(call)
         if waiting:
-            when = min(waiting.values())
-            self.tick_at = when
-            self.tick = self.loop.call_at(when, self._tick)
+            self._arm(min(waiting.values()))
 
     def _timed_out(self, call: Call) -> None:
         call.ex.owner = None
@@ -657,7 +656,7 @@ class HTTPProxy:
             span.set_attribute("http.response.status_code", call.status)
             span.set_attribute("ambassador.attempts", call.attempts)
             if call.instance is not None:
-                span.set_attribute("server.address", call.instance)
+                span.set_attribute("server.address", call.instance.key)
             if call.error:
                 span.set_attribute("error.type", call.error)
                 span.set_status(Status(StatusCode.ERROR, call.error))
@@ -669,12 +668,19 @@ class HTTPProxy:
                 tp = req.lc.get(b"traceparent")
                 if tp is not None and len(tp) >= 35:
                     trace_id = tp[3:35].decode("latin-1")
-            # Formatted by hand: a JSON encoder call costs several times this, for a fixed shape.
-            log.write_line(_LOG_LINE % (
-                _time(), _encode_str(req.method_s), _encode_str(req.url.decode("latin-1")), call.status,
-                elapsed * 1000, route.name_json if route is not None else '"-"',
-                route.up.name_json if route is not None else '"-"', _json_str(call.instance), call.attempts,
-                call.retries, _json_str(call.error), _json_str(call.fallback), _json_str(trace_id)))
+            inst = call.instance
+            # Formatted by hand from the route's template: a JSON encoder call costs several times
+            # this, for a fixed shape.
+            if route is not None and call.error is None and call.fallback is None and trace_id is None:
+                line = route.log_ok % (_time(), req.method_json, _encode_str(req.url.decode("latin-1")), call.status,
+                                       elapsed * 1000, "null" if inst is None else inst.key_json, call.attempts,
+                                       call.retries)
+            else:
+                line = (NO_ROUTE_LOG if route is None else route.log_any) % (
+                    _time(), req.method_json, _encode_str(req.url.decode("latin-1")), call.status, elapsed * 1000,
+                    "null" if inst is None else inst.key_json, call.attempts, call.retries, _json_str(call.error),
+                    _json_str(call.fallback), _json_str(trace_id))
+            log.write_line(line)
 
     # ------------------------------------------------------------------------- the general loop
     async def _forward(self, call: Call) -> None:
@@ -726,7 +732,7 @@ class HTTPProxy:
                         breaker.release_probe()
                         break
                     call.attempts += 1
-                    call.instance = inst.key
+                    call.instance = call.inst = inst
                     tried.append(inst)
                     inst.active += 1
                     ex = None
@@ -970,7 +976,7 @@ class HTTPProxy:
         route = call.route
         status = ex.status
         call.status = status
-        keep = cc.keeps_alive(req)
+        keep = req.keep_alive and not cc.draining and not self.draining  # ClientConn.keeps_alive, inlined
         lines = ex.lines
         if ex.conn_value is not None:
             # Fields the upstream named in Connection are hop-by-hop too (RFC 9110 7.6.1).

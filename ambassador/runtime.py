@@ -7,9 +7,21 @@ from .retry import RetryBudget
 from .upstream import Upstream
 
 
+def log_templates(route_json: str, upstream_json: str) -> tuple[str, str]:
+    """Access-log line formats with the route's constant fields written in: one for the usual call
+    (no error, no fallback, no trace id) and one with every field."""
+    head = ('{"ts":%.3f,"method":%s,"path":%s,"status":%d,"duration_ms":%.3f,"route":' + route_json.replace("%", "%%")
+            + ',"upstream":' + upstream_json.replace("%", "%%") + ',"instance":%s,"attempts":%d,"retries":%d,')
+    return (head + '"error":null,"fallback":null,"trace_id":null}',
+            head + '"error":%s,"fallback":%s,"trace_id":%s}')
+
+
+NO_ROUTE_LOG = log_templates('"-"', '"-"')[1]
+
+
 class Route:
     __slots__ = ("cfg", "up", "prefix", "path", "methods", "headers", "stats", "retries",
-                 "breaker_rejections", "fallbacks", "last_good", "name_json")
+                 "breaker_rejections", "fallbacks", "last_good", "name_json", "log_ok", "log_any")
 
     def __init__(self, cfg, up: Upstream, metrics):
         self.cfg = cfg
@@ -20,23 +32,13 @@ class Route:
         self.headers = tuple((k.encode(), v.encode()) for k, v in cfg.headers)
         # Label lookups cost more than the increment; resolve them once per route.
         self.stats = metrics.call_stats(cfg.name, up.name)
-        self.name_json = json.dumps(cfg.name, ensure_ascii=False)  # for the access log
+        self.name_json = json.dumps(cfg.name, ensure_ascii=False)
+        self.log_ok, self.log_any = log_templates(self.name_json, up.name_json)
         self.retries = metrics.retries.labels(cfg.name, up.name)
         self.breaker_rejections = metrics.breaker_rejections.labels(up.name)
         self.fallbacks = metrics.fallbacks.labels(cfg.name)
         self.last_good = {} if cfg.fallback is not None and cfg.fallback.last_good else None
 
-    def matches(self, req) -> bool:
-        if self.methods is not None and req.method not in self.methods:
-            return False
-        if self.path is not None and req.path != self.path:
-            return False
-        if self.prefix is not None and not req.path.startswith(self.prefix):
-            return False
-        for k, v in self.headers:
-            if req.lc.get(k) != v:
-                return False
-        return True
 
 
 class Runtime:
@@ -44,6 +46,7 @@ class Runtime:
         self.config = config
         self.upstreams = {name: Upstream(cfg, metrics, loop) for name, cfg in config.upstreams.items()}
         self.routes = [Route(r, self.upstreams[r.upstream], metrics) for r in config.routes]
+        self.table = tuple((r.methods, r.path, r.prefix, r.headers, r) for r in self.routes)
         self.budget = RetryBudget(config.retry_budget)
         self.in_flight = 0
         self.retired = False
@@ -54,9 +57,21 @@ class Runtime:
             await up.start()
 
     def match(self, req) -> Route | None:
-        for r in self.routes:
-            if r.matches(req):
-                return r
+        """The first route whose conditions (method, exact path, path prefix, header values) all hold."""
+        method = req.method
+        path = req.path
+        for methods, exact, prefix, headers, route in self.table:
+            if methods is not None and method not in methods:
+                continue
+            if exact is not None and path != exact:
+                continue
+            if prefix is not None and not path.startswith(prefix):
+                continue
+            if headers:
+                lc = req.lc
+                if any(lc.get(k) != v for k, v in headers):
+                    continue
+            return route
         return None
 
     def retire(self) -> None:

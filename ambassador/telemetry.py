@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
 from bisect import bisect_left
@@ -129,17 +128,10 @@ class AccessLog:
         elif target:
             self.fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o640)
             self.own = True
+        self.enabled = self.fd is not None
         self.buf: list[str] = []
         self.size = 0
         self.scheduled = False
-        self.dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-
-    @property
-    def enabled(self) -> bool:
-        return self.fd is not None
-
-    def write(self, entry: dict) -> None:
-        self.write_line(self.dumps(entry))
 
     def write_line(self, line: str) -> None:
         self.buf.append(line)
@@ -170,6 +162,7 @@ class AccessLog:
         if self.own and self.fd is not None:
             os.close(self.fd)
         self.fd = None
+        self.enabled = False
 
 
 class Tracing:

@@ -21,6 +21,8 @@ log = logging.getLogger("ambassador.upstream")
 HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"te", b"transfer-encoding",
                         b"upgrade", b"trailer", b"proxy-authenticate", b"proxy-authorization"})
 RESPONSE_DROP = HOP_BY_HOP | {b"content-length"}  # the proxy frames the answer to the client itself
+# Connection values that name no other field (keep-alive/close are dropped anyway): not worth keeping.
+PLAIN_CONNECTION = frozenset({b"keep-alive", b"Keep-Alive", b"close", b"Close"})
 
 
 def header_name(line: bytes) -> bytes:
@@ -38,9 +40,10 @@ class UpstreamReset(Exception):
 
 class Exchange:
     """One request/response on an upstream connection. Protocol callbacks push into it. The proxy
-    learns of the response head either through ``owner`` (an object with ``on_head()`` and
-    ``on_fail(exc)``, called from the connection's callbacks: no future, no task) or by awaiting
-    ``wait_head()``; then it attaches a sink that receives body chunks synchronously. The proxy
+    learns of the response head either through ``owner`` (a call: its ``proxy.head_arrived(call)``
+    or ``proxy.try_failed(call, exc)`` is called from the connection's callbacks, no future, no
+    task) or by awaiting ``wait_head()``; then it attaches a sink that receives body chunks
+    synchronously. The proxy
     ends it with ``release()`` (answer consumed) or ``abort()`` (given up).
 
     The response's header fields are kept as ``lines`` ready to send (``Name: value\r\n``), without
@@ -110,9 +113,9 @@ class Exchange:
         if owner is not None:
             self.owner = None
             if self.ready:
-                owner.on_head()  # the answer broke after its head: its sink will hear of it
+                owner.proxy.head_arrived(owner)  # the answer broke after its head: its sink will hear of it
             else:
-                owner.on_fail(exc)
+                owner.proxy.try_failed(owner, exc)
             return
         if not self.ready:
             head = self.head
@@ -132,13 +135,18 @@ class Exchange:
         elif self.error is not None:
             sink.fail(self.error)
 
-    @property
-    def reusable(self) -> bool:
-        return self.done and self.keep_alive and self.body_sent
-
-    # HTTP/1.1: the exchange owns its connection while it runs.
+    # HTTP/1.1: the exchange owns its connection while it runs; a finished one goes back to the pool.
     def release(self) -> None:
-        self.conn.upstream.release(self.conn)
+        conn = self.conn
+        conn.ex = None
+        up = conn.upstream
+        inst = conn.inst
+        if self.done and self.keep_alive and self.body_sent and not conn.closed and not up.closed \
+                and not inst.removed and len(inst.idle) < up.max_idle:
+            conn.idle_since = up.loop.time()
+            inst.idle.append(conn)
+        else:
+            conn.close()
 
     def abort(self) -> None:
         conn = self.conn
@@ -213,7 +221,7 @@ class H1Conn(asyncio.Protocol):
             owner = ex.owner
             if owner is not None:
                 ex.owner = None
-                owner.on_head()
+                owner.proxy.head_arrived(owner)
 
     def eof_received(self):
         return False
@@ -227,7 +235,7 @@ class H1Conn(asyncio.Protocol):
         if nl in RESPONSE_DROP:
             if nl == b"content-length":
                 self.ex.length = value
-            elif nl == b"connection":
+            elif nl == b"connection" and value not in PLAIN_CONNECTION:
                 self.ex.conn_value = value
             return
         self.ex.lines.append(name + b": " + value + b"\r\n")
@@ -243,7 +251,10 @@ class H1Conn(asyncio.Protocol):
             return
         ex.status = status
         ex.keep_alive = self.parser.should_keep_alive()
-        ex.head_done()
+        ex.ready = True  # Exchange.head_done(), inlined: this runs for every call
+        head = ex.head
+        if head is not None and not head.done():
+            head.set_result(None)
         if self.head_only:
             # llhttp would wait for a body that a HEAD answer never carries; finish here and use a
             # fresh parser for the next exchange.
@@ -252,7 +263,11 @@ class H1Conn(asyncio.Protocol):
             ex.complete()
 
     def on_body(self, body: bytes) -> None:
-        self.ex.data(body)
+        ex = self.ex
+        if ex.sink is not None:
+            ex.sink.data(body)
+        else:
+            ex.pending.append(body)
 
     def on_message_complete(self) -> None:
         if self.skip_interim:
@@ -260,7 +275,9 @@ class H1Conn(asyncio.Protocol):
             return
         ex = self.ex
         if ex is not None and not ex.done:
-            ex.complete()
+            ex.done = True
+            if ex.sink is not None:
+                ex.sink.end()
 
     # use
     def send(self, head: bytes, body, chunked: bool, head_only: bool) -> Exchange:
@@ -483,16 +500,6 @@ class Upstream:
         except OSError as e:
             raise ConnectFailure(f"connect to {inst.key} failed: {e.strerror or e}") from None
         return conn
-
-    def release(self, conn) -> None:
-        ex = conn.ex
-        conn.ex = None
-        if self.closed or conn.closed or ex is None or not ex.reusable or conn.inst.removed \
-                or len(conn.inst.idle) >= self.max_idle:
-            conn.close()
-            return
-        conn.idle_since = self.loop.time()
-        conn.inst.idle.append(conn)
 
     def close(self) -> None:
         self.closed = True

@@ -145,7 +145,7 @@ backend be
     return p
 
 
-_UNIT = {"us": 1e-3, "ms": 1.0, "s": 1000.0}
+_UNIT = {"us": 1e-3, "ms": 1.0, "s": 1000.0, "m": 60000.0, "h": 3600000.0}
 
 
 def schedstat(pid: int) -> tuple[int, int]:
@@ -169,8 +169,8 @@ def wrk(port: int, conns: int, duration: int, pid: int | None = None) -> dict:
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
 
     def pct(p):
-        m = re.search(rf"^\s+{p}%\s+([\d.]+)(us|ms|s)$", out, re.M)
-        return float(m.group(1)) * _UNIT[m.group(2)]
+        m = re.search(rf"^\s+{p}%\s+([\d.]+)(us|ms|s|m|h)$", out, re.M)
+        return float(m.group(1)) * _UNIT[m.group(2)] if m else float("nan")  # no answer in the cell
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     errors = re.search(r"Socket errors: (.*)", out)
     return {"rps": rps, "p50": pct(50), "p99": pct(99), "non2xx": int(non2xx.group(1)) if non2xx else 0,

@@ -243,6 +243,36 @@ def test_breaker_unit_transitions():
     assert c.state == CLOSED  # 2 of 7 is below the trip point
 
 
+def test_breaker_window_slides_over_the_last_outcomes():
+    """The breaker keeps its window in a ring; it must trip exactly where a plain list of the last
+    ``window`` outcomes says the share of failures reaches the trip point."""
+    import random
+    from collections import deque
+
+    rnd = random.Random(7)
+    for window, min_calls, ratio, p_fail in ((4, 4, 0.5, 0.2), (10, 5, 0.5, 0.3), (20, 5, 0.3, 0.15), (3, 1, 1.0, 0.5)):
+        b = Breaker(BreakerConfig(window=window, trip_ratio=ratio, min_calls=min_calls, open_for=1),
+                    clock=lambda: 0)
+        last: deque = deque(maxlen=window)
+        for i in range(5000):
+            ok = rnd.random() >= p_fail
+            last.append(ok)
+            b.record(ok)
+            failures = sum(1 for x in last if not x)
+            should_trip = not ok and len(last) >= min_calls and failures >= ratio * len(last)
+            assert b.state == (OPEN if should_trip else CLOSED), (window, i)
+            if should_trip:
+                b = Breaker(BreakerConfig(window=window, trip_ratio=ratio, min_calls=min_calls, open_for=1),
+                            clock=lambda: 0)
+                last.clear()
+    d = Breaker(BreakerConfig(window=4, trip_ratio=0.5, min_calls=4), clock=lambda: 0)
+    for ok in (False, True, True, True, True, False):
+        d.record(ok)
+    assert d.state == CLOSED  # the first failure has left the window: 1 of 4
+    d.record(False)
+    assert d.state == OPEN  # 2 of the last 4
+
+
 def test_killing_all_instances_opens_breaker_and_recovery_closes_it(upstream, proxy):
     ups = [upstream(f"i{i}") for i in range(2)]
     cfg = cfg_for(*ups, breaker={"window": 10, "trip_ratio": 0.5, "min_calls": 4, "open_for": "400ms"},

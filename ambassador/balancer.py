@@ -7,16 +7,15 @@ import time
 
 
 class Instance:
-    __slots__ = ("host", "port", "key", "key_json", "authority", "authority_b", "active", "failures", "ejected_until",
-                 "ejections", "idle", "h2", "h2_connecting", "removed")
+    __slots__ = ("host", "port", "key", "key_json", "authority", "authority_b", "request_host", "active", "failures",
+                 "ejected_until", "ejections", "idle", "h2", "h2_connecting", "removed")
 
     def __init__(self, host: str, port: int):
         self.host = host
         self.port = port
         self.key = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         self.key_json = json.dumps(self.key)  # for the access log
-        self.authority = self.key
-        self.authority_b = self.key.encode()
+        self.set_authority(self.key)
         self.active = 0  # requests in flight, for least_request
         self.failures = 0  # consecutive failures, for outlier ejection
         self.ejected_until = 0.0
@@ -25,6 +24,12 @@ class Instance:
         self.h2: list = []  # HTTP/2 connections (normally one), shared by concurrent calls
         self.h2_connecting = None  # a future while an HTTP/2 connection is being opened
         self.removed = False
+
+    def set_authority(self, authority: str) -> None:
+        """The ``Host`` sent to this instance (``:authority`` over HTTP/2)."""
+        self.authority = authority
+        self.authority_b = authority.encode()
+        self.request_host = b" HTTP/1.1\r\nHost: " + self.authority_b + b"\r\n"  # follows the request target
 
     def __repr__(self) -> str:
         return f"Instance({self.key})"

@@ -145,7 +145,7 @@ class H2Conn(asyncio.Protocol):
                 if ex is None:
                     continue
                 ex.received = True
-                lines = []
+                fields = []
                 for n, v in ev.headers:
                     if n[0] == 58:  # b":"
                         if n == b":status":
@@ -154,8 +154,8 @@ class H2Conn(asyncio.Protocol):
                         if n == b"content-length":
                             ex.length = v
                     else:
-                        lines.append(n + b": " + v + b"\r\n")
-                ex.lines = lines
+                        fields += (n, b": ", v, b"\r\n")
+                ex.fields = fields
                 ex.head_done()
             elif t is _StreamEnded:
                 ex = streams.pop(ev.stream_id, None)

@@ -16,9 +16,11 @@ from http import HTTPStatus
 
 import httptools
 
+from .breaker import CLOSED
+from .config import IDEMPOTENT_METHODS
 from .retry import backoff, max_retries
-from .runtime import NO_ROUTE_LOG
-from .upstream import HOP_BY_HOP, ClientGone, ConnectFailure, UpstreamReset, header_name
+from .telemetry import FRACTIONS
+from .upstream import HOP_BY_HOP, ClientGone, ConnectFailure, UpstreamReset, field_pairs, without_fields
 
 # Fields the proxy rewrites or consumes itself on the way to the upstream.
 REQUEST_DROP = HOP_BY_HOP | {b"host", b"content-length", b"expect", b"x-ambassador-retry",
@@ -26,6 +28,7 @@ REQUEST_DROP = HOP_BY_HOP | {b"host", b"content-length", b"expect", b"x-ambassad
 # Forwarded unless the upstream's token or the proxy's own span replaces them.
 REQUEST_REPLACED = frozenset({b"authorization", b"traceparent", b"tracestate"})
 TRACE_FIELDS = frozenset({b"traceparent", b"tracestate"})
+RETRY_HINTS = frozenset({b"x-ambassador-retry", b"x-ambassador-max-retries", b"idempotency-key"})
 FAILURE_STATUSES = frozenset({502, 503, 504})
 BODYLESS = frozenset({204, 304})
 REPLAY_LIMIT_HIGH = 1 << 20
@@ -34,13 +37,39 @@ LAST_GOOD_MAX = 256 << 10
 VIA = b"Via: 1.1 ambassador\r\n"
 VIA_H2 = (b"via", b"1.1 ambassador")  # the protocol received from the client, whatever goes upstream
 _encode_str = json.encoder.encode_basestring  # C: a JSON string literal, non-ASCII kept as is
-_STATUS_LINES: dict = {}
-_METHODS: dict = {}  # method -> (str, JSON string); bounded: llhttp accepts only the methods it knows
-_perf_counter = time.perf_counter
-_time = time.time
+_perf_counter_ns = time.perf_counter_ns
 _INF = float("inf")
+_NUMBERS = tuple(str(i) for i in range(1000))  # statuses, counts and milliseconds for the access log
+_NO_ROUTE_NAMES = '"route":"-","upstream":"-"'
 # Where a call handed over by the callbacks resumes in the general loop.
 _AFTER_FAILURE, _AFTER_STATUS, _STREAM = 1, 2, 3
+
+# What to do with a request header field, by its name as received (cached: clients send the same
+# names every time).
+FORWARD, DROP, CONNECTION, REPLACED, HINT, FORWARDED_HINT = range(6)
+_REQUEST_FIELDS: dict = {}
+_request_field = _REQUEST_FIELDS.get
+
+
+def request_field(name: bytes) -> tuple[bytes, int]:
+    nl = name.lower()
+    if nl in RETRY_HINTS:
+        action = HINT if nl in REQUEST_DROP else FORWARDED_HINT
+    elif nl == b"connection":
+        action = CONNECTION  # it may name more hop-by-hop fields
+    elif nl in REQUEST_DROP:
+        action = DROP
+    elif nl in REQUEST_REPLACED:
+        action = REPLACED
+    else:
+        action = FORWARD
+    field = (nl, action)
+    if len(_REQUEST_FIELDS) < 1024:  # names come from clients: keep the cache bounded
+        _REQUEST_FIELDS[name] = field
+    return field
+
+
+_STATUS_LINES: dict = {}
 
 
 def _status_line(status: int, reason: bytes = b"") -> bytes:
@@ -77,6 +106,17 @@ def _connection_tokens(headers_lc: dict) -> frozenset:
     if not v:
         return frozenset()
     return frozenset(t.strip().lower() for t in v.split(b","))
+
+
+_METHODS: dict = {}  # method -> (str, JSON string); bounded: llhttp accepts only the methods it knows
+_PATHS_JSON: dict = {}
+
+
+def _path_json(url: bytes) -> str:
+    s = _PATHS_JSON[url] = _encode_str(url.decode("latin-1"))
+    if len(_PATHS_JSON) > 4096:  # targets come from clients: keep the cache bounded
+        _PATHS_JSON.clear()
+    return s
 
 
 class Body:
@@ -165,16 +205,23 @@ class Body:
             await self.waiter
 
 
-class Request:
-    """One request head. ``lines`` are its header fields ready to forward (``Name: value\\r\\n``, the
-    fields the proxy always drops already left out); ``filter`` says that some of them may still have
-    to go, depending on the upstream (its token replaces Authorization, a span replaces the trace
-    fields, Connection may name more hop-by-hop fields)."""
 
-    __slots__ = ("method", "method_s", "method_json", "url", "path", "lines", "lc", "filter", "version",
-                 "keep_alive", "body", "t0", "start")
+class Call:
+    """One client request, from its head to the end of its answer: the request itself (``fields`` are
+    its header fields to forward as pieces ``[name, b": ", value, b"\\r\\n", ...]``, the fields the proxy
+    always drops already left out; ``filter`` says some may still have to go depending on the
+    upstream: its token replaces Authorization, a span the trace fields, and Connection may name
+    more hop-by-hop fields), what the access log, metrics and span say about it, and where the
+    retry loop stands."""
 
-    def __init__(self, method, url, lines, lc, filter_, version, keep_alive, body, t0):
+    __slots__ = ("proxy", "cc", "method", "method_s", "method_json", "url", "path", "fields", "lc", "filter",
+                 "hints", "version", "keep_alive", "body", "t0", "start", "rt", "route", "span", "trace_pairs",
+                 "attempts", "retries", "instance", "error", "status", "fallback", "deadline", "allowed_retries",
+                 "base", "inst", "ex", "token", "task", "started", "resume", "kind", "cause", "detail", "sink")
+
+    def __init__(self, cc, method, url, fields, lc, filter_, hints, version, keep_alive, body, t0):
+        self.proxy = cc.server
+        self.cc = cc
         self.method = method
         names = _METHODS.get(method)
         if names is None:
@@ -184,14 +231,26 @@ class Request:
         self.url = url
         q = url.find(b"?")
         self.path = url if q < 0 else url[:q]
-        self.lines = lines
+        self.fields = fields
         self.lc = lc
         self.filter = filter_
+        self.hints = hints  # retry hints or an Idempotency-Key: max_retries() has to look
         self.version = version
         self.keep_alive = keep_alive
         self.body = body
         self.t0 = t0  # loop clock, for deadlines (uvloop's is in whole milliseconds)
-        self.start = _perf_counter()  # for the measured duration
+        self.start = _perf_counter_ns()  # for the measured duration
+        self.span = None
+        self.trace_pairs = None
+        self.attempts = 0
+        self.retries = 0
+        self.instance = None  # the Instance of the last try
+        self.error = None
+        self.status = 0
+        self.fallback = None
+        self.inst = None
+        self.task = None
+        self.started = False
 
 
 class ClientConn(asyncio.Protocol):
@@ -203,13 +262,14 @@ class ClientConn(asyncio.Protocol):
         self.loop = server.loop
         self.transport = None
         self.parser = httptools.HttpRequestParser(self)
-        self.queue: deque[Request] = deque()
+        self.queue: deque[Call] = deque()
         self.call: Call | None = None  # the call answering queue[0]
-        self.cur: Request | None = None  # the request whose body is being received
+        self.cur: Call | None = None  # the call whose request body is being received
         self.url = b""
-        self.lines: list = []
+        self.fields: list = []
         self.lc: dict = {}
         self.filter = False
+        self.hints = False
         self.closed = False
         self.draining = False
         self.dispatching = False
@@ -223,9 +283,9 @@ class ClientConn(asyncio.Protocol):
     def connection_lost(self, exc) -> None:
         self.closed = True
         self.server.clients.discard(self)
-        for req in self.queue:
-            if req.body is not None:
-                req.body.abort()
+        for call in self.queue:
+            if call.body is not None:
+                call.body.abort()
         call = self.call
         if call is not None:
             self.call = None
@@ -267,36 +327,45 @@ class ClientConn(asyncio.Protocol):
         self.url += url
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        nl = name.lower()
+        field = _request_field(name)
+        if field is None:
+            field = request_field(name)
+        nl, action = field
         self.lc[nl] = value
-        if nl in REQUEST_DROP:
-            if nl == b"connection":
-                self.filter = True  # it may name more hop-by-hop fields
-            return
-        if nl in REQUEST_REPLACED:
+        if action == FORWARD:
+            self.fields += (name, b": ", value, b"\r\n")
+        elif action == REPLACED:
             self.filter = True
-        self.lines.append(name + b": " + value + b"\r\n")
+            self.fields += (name, b": ", value, b"\r\n")
+        elif action == CONNECTION:
+            self.filter = True
+        elif action == HINT:
+            self.hints = True
+        elif action == FORWARDED_HINT:
+            self.hints = True
+            self.fields += (name, b": ", value, b"\r\n")
 
     def on_headers_complete(self) -> None:
         p = self.parser
         lc = self.lc
         body = None
-        te = lc.get(b"transfer-encoding")
-        cl = lc.get(b"content-length")
-        if te is not None:
-            body = Body(self, self.server.retry_buffer, None, True)
-        elif cl is not None and cl.strip() != b"0":
-            body = Body(self, self.server.retry_buffer, int(cl), False)
-        req = Request(p.get_method(), self.url, self.lines, lc, self.filter, p.get_http_version(),
-                      p.should_keep_alive(), body, self.loop.time())
+        if lc:
+            te = lc.get(b"transfer-encoding")
+            cl = lc.get(b"content-length")
+            if te is not None:
+                body = Body(self, self.server.retry_buffer, None, True)
+            elif cl is not None and cl.strip() != b"0":
+                body = Body(self, self.server.retry_buffer, int(cl), False)
+        call = Call(self, p.get_method(), self.url, self.fields, lc, self.filter, self.hints, p.get_http_version(),
+                    p.should_keep_alive(), body, self.loop.time())
         self.url = b""
-        self.lines = []
+        self.fields = []
         self.lc = {}
-        self.filter = False
+        self.filter = self.hints = False
         if body is not None and lc.get(b"expect", b"").lower() == b"100-continue" and not self.queue:
             self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-        self.cur = req
-        self.queue.append(req)
+        self.cur = call
+        self.queue.append(call)
         if len(self.queue) > 32:
             self.transport.pause_reading()  # a client pipelining this deep waits for answers
 
@@ -340,22 +409,22 @@ class ClientConn(asyncio.Protocol):
             self.closed = True
             self.transport.close()
 
-    def keeps_alive(self, req: Request) -> bool:
-        return req.keep_alive and not self.draining and not self.server.draining
+    def keeps_alive(self, call: Call) -> bool:
+        return call.keep_alive and not self.draining and not self.server.draining
 
 
 class Sink:
     """Writes the upstream's body to the client as it arrives (no buffering beyond the socket)."""
 
-    __slots__ = ("cc", "chunked", "fut", "cache", "cache_size", "lines")
+    __slots__ = ("cc", "chunked", "fut", "cache", "cache_size", "fields")
 
-    def __init__(self, cc: ClientConn, chunked: bool, fut: asyncio.Future, cache: list | None, lines: list):
+    def __init__(self, cc: ClientConn, chunked: bool, fut: asyncio.Future, cache: list | None, fields: bytes):
         self.cc = cc
         self.chunked = chunked
         self.fut = fut
         self.cache = cache
         self.cache_size = 0
-        self.lines = lines  # the answer's header fields, for the last-good cache
+        self.fields = fields  # the answer's header fields, for the last-good cache
 
     def data(self, chunk: bytes) -> None:
         if not self.cc.closed:
@@ -381,40 +450,6 @@ class Sink:
             self.fut.set_exception(exc)
 
 
-class Call:
-    """One client request from routing to the end of its answer: what the access log, metrics and
-    span say about it, and where the retry loop stands."""
-
-    __slots__ = ("proxy", "cc", "req", "rt", "route", "span", "trace_pairs", "attempts", "retries", "instance",
-                 "error", "status", "fallback", "deadline", "allowed_retries", "base", "inst", "ex", "token",
-                 "task", "started", "resume", "kind", "cause", "detail", "sink")
-
-    def __init__(self, proxy, cc: ClientConn, req: Request, rt):
-        self.proxy = proxy
-        self.cc = cc
-        self.req = req
-        self.rt = rt
-        self.route = None
-        self.span = None
-        self.trace_pairs = None
-        self.attempts = 0
-        self.retries = 0
-        self.instance = None  # the Instance of the last try
-        self.error = None
-        self.status = 0
-        self.fallback = None
-        self.inst = None
-        self.ex = None
-        self.token = None
-        self.task = None
-        self.started = False
-        self.resume = None
-
-
-def _json_str(s) -> str:
-    return "null" if s is None else _encode_str(s)
-
-
 class HTTPProxy:
     """Forwarding logic shared by every client connection; holds a reference to the live runtime."""
 
@@ -435,39 +470,46 @@ class HTTPProxy:
         return ClientConn(self)
 
     # ------------------------------------------------------------------------------ call lifecycle
-    def begin(self, cc: ClientConn, req: Request) -> None:
+    def begin(self, cc: ClientConn, call: Call) -> None:
         app = self.app
-        rt = app.runtime
+        rt = call.rt = app.runtime
         rt.in_flight += 1
-        call = cc.call = Call(self, cc, req, rt)
-        route = call.route = rt.match(req)
+        cc.call = call
+        route = call.route = rt.match(call)
         if route is None:
             call.status = 404
             call.error = "no_route"
-            self._send_error(cc, req, 404, "no_route", "no route matches this request", None)
+            self._send_error(cc, call, 404, "no_route", "no route matches this request", None)
             self._done(call)
             return
         if app.tracing.active:
-            call.span, call.trace_pairs = self._start_span(req, route)
+            call.span, call.trace_pairs = self._start_span(call, route)
         up = route.up
-        call.deadline = req.t0 + route.cfg.timeout
-        if not up.breaker.allow():
+        cfg = route.cfg
+        call.deadline = call.t0 + cfg.timeout
+        breaker = up.breaker
+        if breaker.state != CLOSED and not breaker.allow():
             route.breaker_rejections.inc()
             self._fail(call, 503, "circuit_open", f"circuit breaker for upstream {up.name} is open")
             self._done(call)
             return
-        call.allowed_retries = max_retries(route.cfg.retry, req.method_s, req.lc)
+        retry = cfg.retry
+        if call.hints:
+            call.allowed_retries = max_retries(retry, call.method_s, call.lc)
+        else:  # what max_retries() answers without hints, without its lookups
+            call.allowed_retries = retry.max if retry.safe or call.method_s in IDEMPOTENT_METHODS else 0
         rt.budget.in_flight += 1
         if up.http2:
-            call.base = self._base_h2(req, up)
+            call.base = self._base_h2(call, up)
         else:
-            base = call.base = self._base_h1(req, up)
-            body = req.body
+            base = call.base = self._base_h1(call, up)
+            body = call.body
             if body is None or body.complete_in_memory():
                 source = up.token
                 token = None if source is None else source.current()
                 if source is None or token is not None:
-                    inst = call.inst = up.balancer.pick(())
+                    insts = up.balancer.instances
+                    inst = call.inst = insts[0] if len(insts) == 1 else up.balancer.pick(())
                     if inst is not None:
                         conn = up.pooled(inst)
                         if conn is not None:
@@ -476,10 +518,10 @@ class HTTPProxy:
                             call.instance = inst
                             inst.active += 1
                             call.token = token
-                            ex = call.ex = conn.send(self._head(req, inst, base, token, call.trace_pairs), body,
-                                                     body is not None and body.chunked, req.method == b"HEAD")
+                            ex = call.ex = conn.send(self._head(call, inst, base, token, call.trace_pairs), body,
+                                                     body is not None and body.chunked, call.method == b"HEAD")
                             ex.owner = call
-                            when = self.loop.time() + route.cfg.per_try_timeout
+                            when = self.loop.time() + cfg.per_try_timeout
                             if when > call.deadline:
                                 when = call.deadline
                             self.waiting[call] = when
@@ -500,11 +542,11 @@ class HTTPProxy:
         if rt.retired and rt.in_flight == 0:
             rt.close()
         cc = call.cc
-        cc.finish(call.req.keep_alive and not cc.draining and not self.draining
+        cc.finish(call.keep_alive and not cc.draining and not self.draining
                   and call.error not in ("client_gone", "stream_broken"))
 
     def _keep(self, call: Call) -> bool:
-        return call.cc.keeps_alive(call.req) and call.error not in ("client_gone", "stream_broken")
+        return call.cc.keeps_alive(call) and call.error not in ("client_gone", "stream_broken")
 
     def _close(self, call: Call) -> None:
         rt = call.rt
@@ -577,7 +619,7 @@ class HTTPProxy:
     def _timeout_cause(self, call: Call, inst) -> tuple[str, str]:
         cfg = call.route.cfg
         overall = self.loop.time() >= call.deadline - 0.0005
-        self.app.metrics.timeouts.labels(cfg.upstream, "overall" if overall else "per_try").inc()
+        self.app.metrics.timeouts.labels(call.route.up.name, "overall" if overall else "per_try").inc()
         if overall:
             return "overall_timeout", f"no answer from {inst.key} within {cfg.timeout:g}s"
         return "upstream_timeout", f"no answer from {inst.key} within {cfg.per_try_timeout:g}s"
@@ -605,7 +647,7 @@ class HTTPProxy:
             self.app.metrics.upstream_errors.labels(up.name, str(status)).inc()
             up.breaker.record(False)
         else:
-            up.balancer.success(inst)
+            inst.failures = 0  # Balancer.success(), inlined
             up.breaker.record(True)
         sink = self._respond(call, ex)
         if sink is not None:
@@ -617,7 +659,7 @@ class HTTPProxy:
         self._done(call)
 
     # ------------------------------------------------------------------------------ span and record
-    def _start_span(self, req: Request, route):
+    def _start_span(self, req: Call, route):
         tracing = self.app.tracing
         carrier = {}
         tp = req.lc.get(b"traceparent")
@@ -638,22 +680,22 @@ class HTTPProxy:
         tracing.propagator.inject(out, context=set_span_in_context(span))
         return span, [(k.encode(), v.encode("latin-1")) for k, v in out.items()]
 
-
     def _record(self, call: Call) -> None:
         app = self.app
-        req = call.req
+        end = _perf_counter_ns()
+        elapsed = end - call.start
         route = call.route
-        elapsed = _perf_counter() - req.start
+        status = call.status
         if route is not None:
-            route.stats.observe(call.status, elapsed)
+            route.stats.observe(status, elapsed)
         else:
-            app.metrics.call_stats("-", "-").observe(call.status, elapsed)
+            app.metrics.call_stats("-", "-").observe(status, elapsed)
         trace_id = None
         span = call.span
         if span is not None:
             from opentelemetry.trace import Status, StatusCode
 
-            span.set_attribute("http.response.status_code", call.status)
+            span.set_attribute("http.response.status_code", status)
             span.set_attribute("ambassador.attempts", call.attempts)
             if call.instance is not None:
                 span.set_attribute("server.address", call.instance.key)
@@ -665,28 +707,37 @@ class HTTPProxy:
         log = app.access_log
         if log.enabled:
             if trace_id is None:
-                tp = req.lc.get(b"traceparent")
+                tp = call.lc.get(b"traceparent")
                 if tp is not None and len(tp) >= 35:
                     trace_id = tp[3:35].decode("latin-1")
+            if not log.scheduled:
+                log.start_batch()
+            ms = (end + log.offset_ns) // 1_000_000
+            ts = log.ts if ms == log.ts_ms else log.stamp(ms)
+            path = _PATHS_JSON.get(call.url)
+            if path is None:
+                path = _path_json(call.url)
+            us = elapsed // 1000
+            whole_ms = us // 1000
             inst = call.instance
-            # Formatted by hand from the route's template: a JSON encoder call costs several times
-            # this, for a fixed shape.
-            if route is not None and call.error is None and call.fallback is None and trace_id is None:
-                line = route.log_ok % (_time(), req.method_json, _encode_str(req.url.decode("latin-1")), call.status,
-                                       elapsed * 1000, "null" if inst is None else inst.key_json, call.attempts,
-                                       call.retries)
-            else:
-                line = (NO_ROUTE_LOG if route is None else route.log_any) % (
-                    _time(), req.method_json, _encode_str(req.url.decode("latin-1")), call.status, elapsed * 1000,
-                    "null" if inst is None else inst.key_json, call.attempts, call.retries, _json_str(call.error),
-                    _json_str(call.fallback), _json_str(trace_id))
-            log.write_line(line)
+            error = call.error
+            fallback = call.fallback
+            # One f-string with the constant parts compiled in: %-formatting scans its template and
+            # a JSON encoder builds a dict first, each several times the cost for a fixed shape.
+            log.write_line(
+                f'{{"ts":{ts},"method":{call.method_json},"path":{path},"status":{_NUMBERS[status]},'
+                f'"duration_ms":{_NUMBERS[whole_ms] if whole_ms < 1000 else whole_ms}{FRACTIONS[us % 1000]},'
+                f'{_NO_ROUTE_NAMES if route is None else route.log_names},'
+                f'"instance":{"null" if inst is None else inst.key_json},"attempts":{_NUMBERS[call.attempts]},'
+                f'"retries":{_NUMBERS[call.retries]},"error":{"null" if error is None else _encode_str(error)},'
+                f'"fallback":{"null" if fallback is None else _encode_str(fallback)},'
+                f'"trace_id":{"null" if trace_id is None else _encode_str(trace_id)}}}')
 
     # ------------------------------------------------------------------------- the general loop
     async def _forward(self, call: Call) -> None:
         """Tries until one answer can go to the client, or the tries, the budget or the time run out.
         Resumes where the callbacks handed the call over (``call.resume``)."""
-        req = call.req
+        req = call
         route = call.route
         up = route.up
         metrics = self.app.metrics
@@ -904,36 +955,39 @@ class HTTPProxy:
             return None
         return delay
 
+
     # ------------------------------------------------------------------------------ request head
-    def _forwarded(self, req: Request, up) -> list:
-        """The client's header lines that go upstream, in order (hop-by-hop and proxy hints removed)."""
-        lines = req.lines
-        if not req.filter:
-            return lines
-        drop = set(_connection_tokens(req.lc)) if b"connection" in req.lc else set()
+    def _forwarded(self, call: Call, up) -> list:
+        """The pieces of the client's header fields that go upstream, in order (hop-by-hop fields and
+        proxy hints are left out already)."""
+        fields = call.fields
+        if not call.filter:
+            return fields
+        drop = set(_connection_tokens(call.lc)) if b"connection" in call.lc else set()
         if up.token is not None:
             drop.add(b"authorization")
         if self.app.tracing.active:
             drop |= TRACE_FIELDS
         if not drop:
-            return lines
-        return [line for line in lines if header_name(line) not in drop]
+            return fields
+        return without_fields(fields, drop)
 
-    def _base_h1(self, req: Request, up) -> bytes:
-        lines = self._forwarded(req, up)
-        body = req.body
+    def _base_h1(self, call: Call, up) -> bytes:
+        """The header fields of every try (everything but the request line, Host and what each try adds)."""
+        fields = self._forwarded(call, up)
+        body = call.body
         if body is not None:
             framing = b"Transfer-Encoding: chunked\r\n" if body.chunked else b"Content-Length: %d\r\n" % body.length
-        elif b"content-length" in req.lc:
+        elif b"content-length" in call.lc:
             framing = b"Content-Length: 0\r\n"
         else:
-            framing = b""
-        return b"".join(lines) + framing + VIA
+            return b"".join(fields) + VIA
+        return b"".join(fields) + framing + VIA
 
-    def _head(self, req: Request, inst, base: bytes, token, trace_pairs) -> bytes:
+    def _head(self, call: Call, inst, base: bytes, token, trace_pairs) -> bytes:
         if token is None and not trace_pairs:
-            return b"%b %b HTTP/1.1\r\nHost: %b\r\n%b\r\n" % (req.method, req.url, inst.authority_b, base)
-        parts = [req.method, b" ", req.url, b" HTTP/1.1\r\nHost: ", inst.authority_b, b"\r\n", base]
+            return b"".join((call.method, b" ", call.url, inst.request_host, base, b"\r\n"))
+        parts = [call.method, b" ", call.url, inst.request_host, base]
         if token is not None:
             parts.append(b"Authorization: Bearer " + token.encode() + b"\r\n")
         if trace_pairs:
@@ -942,24 +996,21 @@ class HTTPProxy:
         parts.append(b"\r\n")
         return b"".join(parts)
 
-    def _base_h2(self, req: Request, up) -> list:
+    def _base_h2(self, call: Call, up) -> list:
         # RFC 9113 8.2: field names in lower case; 8.2.2: no connection-specific fields (dropped above).
-        out = []
-        for line in self._forwarded(req, up):
-            i = line.index(b":")
-            out.append((line[:i].lower(), line[i + 2:-2]))
-        body = req.body
+        out = [(name.lower(), value) for name, value in field_pairs(self._forwarded(call, up))]
+        body = call.body
         if body is not None:
             if not body.chunked:
                 out.append((b"content-length", b"%d" % body.length))
-        elif b"content-length" in req.lc:
+        elif b"content-length" in call.lc:
             out.append((b"content-length", b"0"))
         out.append(VIA_H2)
         return out
 
-    def _h2_headers(self, req: Request, inst, base: list, token, trace_pairs, up) -> list:
-        headers = [(b":method", req.method), (b":scheme", up.scheme), (b":authority", inst.authority_b),
-                   (b":path", req.url)]
+    def _h2_headers(self, call: Call, inst, base: list, token, trace_pairs, up) -> list:
+        headers = [(b":method", call.method), (b":scheme", up.scheme), (b":authority", inst.authority_b),
+                   (b":path", call.url)]
         headers += base
         if token is not None:
             headers.append((b"authorization", b"Bearer " + token.encode()))
@@ -972,19 +1023,18 @@ class HTTPProxy:
         """Sends the answer's head, and its body when it is all here (one write, exact length).
         Returns the sink to stream the rest through, or None when the answer is complete."""
         cc = call.cc
-        req = call.req
         route = call.route
         status = ex.status
         call.status = status
-        keep = req.keep_alive and not cc.draining and not self.draining  # ClientConn.keeps_alive, inlined
-        lines = ex.lines
+        keep = call.keep_alive and not cc.draining and not self.draining  # ClientConn.keeps_alive, inlined
+        fields = ex.fields
         if ex.conn_value is not None:
             # Fields the upstream named in Connection are hop-by-hop too (RFC 9110 7.6.1).
             named = _connection_names(ex.conn_value)
             if named:
-                lines = [line for line in lines if header_name(line) not in named]
-        head_only = req.method == b"HEAD"
-        no_body = head_only or status in BODYLESS or status < 200
+                fields = without_fields(fields, named)
+        status_line = _STATUS_LINES.get((status, ex.reason)) or _status_line(status, ex.reason)
+        no_body = call.method == b"HEAD" or status in BODYLESS or status < 200
         length = ex.length
         if no_body:
             framing = b"" if length is None else b"Content-Length: " + length + b"\r\n"
@@ -994,18 +1044,19 @@ class HTTPProxy:
             pending = ex.pending
             data = pending[0] if len(pending) == 1 else b"".join(pending)
             pending.clear()
+            fields.append(b"Content-Length: %d\r\n\r\n" % len(data) if keep
+                          else b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(data))
+            fields.append(data)
             if not cc.closed:
-                cc.transport.write(b"%b%b%b%b\r\n%b" % (
-                    _status_line(status, ex.reason), b"".join(lines), b"Content-Length: %d\r\n" % len(data),
-                    b"" if keep else b"Connection: close\r\n", data))
-            if route.last_good is not None and req.method == b"GET" and status == 200 and len(data) <= LAST_GOOD_MAX:
-                route.last_good[req.url] = (status, ex.reason, lines, data)
+                cc.transport.write(status_line + b"".join(fields))
+            if route.last_good is not None and call.method == b"GET" and status == 200 and len(data) <= LAST_GOOD_MAX:
+                route.last_good[call.url] = (status, ex.reason, b"".join(fields[:-2]), data)
             ex.release()
             return None
         elif length is not None:
             framing = b"Content-Length: " + length + b"\r\n"
             framing_chunked = False
-        elif req.version == "1.1":
+        elif call.version == "1.1":
             framing = b"Transfer-Encoding: chunked\r\n"
             framing_chunked = True
         else:
@@ -1015,16 +1066,17 @@ class HTTPProxy:
         if not keep:
             framing += b"Connection: close\r\n"
             cc.draining = True
+        head_fields = b"".join(fields)
         if not cc.closed:
-            cc.transport.write(b"%b%b%b\r\n" % (_status_line(status, ex.reason), b"".join(lines), framing))
+            cc.transport.write(b"%b%b%b\r\n" % (status_line, head_fields, framing))
         if no_body:
             if ex.done:
                 ex.release()
             else:
                 ex.abort()  # HEAD/204/304 bodies never come; do not wait for them
             return None
-        cache = [] if route.last_good is not None and req.method == b"GET" and status == 200 else None
-        sink = Sink(cc, framing_chunked, self.loop.create_future(), cache, lines)
+        cache = [] if route.last_good is not None and call.method == b"GET" and status == 200 else None
+        sink = Sink(cc, framing_chunked, self.loop.create_future(), cache, head_fields)
         cc.upstream_ex = ex
         if cc.write_paused:
             ex.pause()
@@ -1053,55 +1105,54 @@ class HTTPProxy:
         finally:
             cc.upstream_ex = None
         if sink.cache is not None:
-            call.route.last_good[call.req.url] = (ex.status, ex.reason, sink.lines, b"".join(sink.cache))
+            call.route.last_good[call.url] = (ex.status, ex.reason, sink.fields, b"".join(sink.cache))
         ex.release()
 
     def _fail(self, call: Call, status: int, cause: str, detail: str) -> None:
         cc = call.cc
-        req = call.req
         route = call.route
         call.error = cause
         fb = route.cfg.fallback
-        if fb is not None and req.method in (b"GET", b"HEAD"):
+        if fb is not None and call.method in (b"GET", b"HEAD"):
             if fb.last_good:
-                cached = route.last_good.get(req.url)
+                cached = route.last_good.get(call.url)
                 if cached is not None:
-                    st, reason, lines, data = cached
+                    st, reason, head_fields, data = cached
                     if not cc.closed:
                         cc.transport.write(b"%b%bContent-Length: %d\r\nx-ambassador-fallback: last_good\r\n%b\r\n%b" % (
-                            _status_line(st, reason), b"".join(lines), len(data),
-                            b"" if cc.keeps_alive(req) else b"Connection: close\r\n",
-                            b"" if req.method == b"HEAD" else data))
+                            _status_line(st, reason), head_fields, len(data),
+                            b"" if cc.keeps_alive(call) else b"Connection: close\r\n",
+                            b"" if call.method == b"HEAD" else data))
                     call.status = st
                     call.fallback = "last_good"
                     route.fallbacks.inc()
                     return
             else:
                 hdrs = [(k.encode(), v.encode()) for k, v in fb.headers] + [(b"x-ambassador-fallback", b"static")]
-                self._write_simple(cc, req, fb.status, hdrs, fb.body)
+                self._write_simple(cc, call, fb.status, hdrs, fb.body)
                 call.status = fb.status
                 call.fallback = "static"
                 route.fallbacks.inc()
                 return
         call.status = status
-        self._send_error(cc, req, status, cause, detail, route.up.name, call.attempts)
+        self._send_error(cc, call, status, cause, detail, route.up.name, call.attempts)
 
-    def _send_error(self, cc, req, status, cause, detail, upstream, attempts=0) -> None:
+    def _send_error(self, cc, call, status, cause, detail, upstream, attempts=0) -> None:
         doc = {"error": cause, "detail": detail}
         if upstream is not None:
             doc["upstream"] = upstream
             doc["attempts"] = attempts
-        self._write_simple(cc, req, status, [(b"Content-Type", b"application/json")], json.dumps(doc).encode())
+        self._write_simple(cc, call, status, [(b"Content-Type", b"application/json")], json.dumps(doc).encode())
 
-    def _write_simple(self, cc, req, status, headers, body: bytes) -> None:
+    def _write_simple(self, cc, call, status, headers, body: bytes) -> None:
         if cc.closed:
             return
         out = [_status_line(status)]
         out += [b"%b: %b\r\n" % (n, v) for n, v in headers]
         out.append(b"Content-Length: %d\r\n" % len(body))
-        if not cc.keeps_alive(req):
+        if not cc.keeps_alive(call):
             out.append(b"Connection: close\r\n")
         out.append(b"\r\n")
-        if req.method != b"HEAD":
+        if call.method != b"HEAD":
             out.append(body)
         cc.transport.write(b"".join(out))

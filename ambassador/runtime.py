@@ -7,21 +7,9 @@ from .retry import RetryBudget
 from .upstream import Upstream
 
 
-def log_templates(route_json: str, upstream_json: str) -> tuple[str, str]:
-    """Access-log line formats with the route's constant fields written in: one for the usual call
-    (no error, no fallback, no trace id) and one with every field."""
-    head = ('{"ts":%.3f,"method":%s,"path":%s,"status":%d,"duration_ms":%.3f,"route":' + route_json.replace("%", "%%")
-            + ',"upstream":' + upstream_json.replace("%", "%%") + ',"instance":%s,"attempts":%d,"retries":%d,')
-    return (head + '"error":null,"fallback":null,"trace_id":null}',
-            head + '"error":%s,"fallback":%s,"trace_id":%s}')
-
-
-NO_ROUTE_LOG = log_templates('"-"', '"-"')[1]
-
-
 class Route:
     __slots__ = ("cfg", "up", "prefix", "path", "methods", "headers", "stats", "retries",
-                 "breaker_rejections", "fallbacks", "last_good", "name_json", "log_ok", "log_any")
+                 "breaker_rejections", "fallbacks", "last_good", "name_json", "log_names")
 
     def __init__(self, cfg, up: Upstream, metrics):
         self.cfg = cfg
@@ -33,7 +21,7 @@ class Route:
         # Label lookups cost more than the increment; resolve them once per route.
         self.stats = metrics.call_stats(cfg.name, up.name)
         self.name_json = json.dumps(cfg.name, ensure_ascii=False)
-        self.log_ok, self.log_any = log_templates(self.name_json, up.name_json)
+        self.log_names = f'"route":{self.name_json},"upstream":{up.name_json}'  # for the access log
         self.retries = metrics.retries.labels(cfg.name, up.name)
         self.breaker_rejections = metrics.breaker_rejections.labels(up.name)
         self.fallbacks = metrics.fallbacks.labels(cfg.name)

@@ -24,10 +24,34 @@ RESPONSE_DROP = HOP_BY_HOP | {b"content-length"}  # the proxy frames the answer 
 # Connection values that name no other field (keep-alive/close are dropped anyway): not worth keeping.
 PLAIN_CONNECTION = frozenset({b"keep-alive", b"Keep-Alive", b"close", b"Close"})
 
+# Header fields travel as flat lists of pieces, ``[name, b": ", value, b"\r\n", ...]``: appending four
+# pieces and joining once costs less than building a line per field.
+FORWARD, CONTENT_LENGTH, CONNECTION, HOP = 0, 1, 2, 3
+_RESPONSE_FIELDS: dict = {}  # a field name as received -> what to do with it
+_response_field = _RESPONSE_FIELDS.get
 
-def header_name(line: bytes) -> bytes:
-    """The lower-case name of a ``Name: value\r\n`` header line."""
-    return line[:line.index(b":")].lower()
+
+def response_field(name: bytes) -> int:
+    nl = name.lower()
+    action = FORWARD if nl not in RESPONSE_DROP else CONTENT_LENGTH if nl == b"content-length" \
+        else CONNECTION if nl == b"connection" else HOP
+    if len(_RESPONSE_FIELDS) < 1024:  # names come from upstreams: keep the cache bounded
+        _RESPONSE_FIELDS[name] = action
+    return action
+
+
+def field_pairs(fields: list):
+    """(name, value) of each field in a list of pieces."""
+    return zip(fields[0::4], fields[2::4])
+
+
+def without_fields(fields: list, names) -> list:
+    """The pieces of the fields whose lower-case name is not in ``names``."""
+    out = []
+    for i in range(0, len(fields), 4):
+        if fields[i].lower() not in names:
+            out += fields[i:i + 4]
+    return out
 
 
 class ConnectFailure(Exception):
@@ -46,17 +70,17 @@ class Exchange:
     synchronously. The proxy
     ends it with ``release()`` (answer consumed) or ``abort()`` (given up).
 
-    The response's header fields are kept as ``lines`` ready to send (``Name: value\r\n``), without
+    The response's header fields are kept as pieces ready to send (``fields``, see above), without
     the hop-by-hop ones and Content-Length, whose values are kept aside (``length``, ``conn_value``)."""
 
-    __slots__ = ("conn", "status", "reason", "lines", "length", "conn_value", "keep_alive", "head", "ready", "owner",
+    __slots__ = ("conn", "status", "reason", "fields", "length", "conn_value", "keep_alive", "head", "ready", "owner",
                  "sink", "pending", "done", "error", "body_sent", "received", "pump", "reused")
 
     def __init__(self, conn, reused: bool):
         self.conn = conn
         self.status = 0
         self.reason = b""
-        self.lines: list = []
+        self.fields: list = []
         self.length = None
         self.conn_value = None
         self.keep_alive = True
@@ -231,21 +255,22 @@ class H1Conn(asyncio.Protocol):
         self.ex.reason = reason
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        nl = name.lower()
-        if nl in RESPONSE_DROP:
-            if nl == b"content-length":
-                self.ex.length = value
-            elif nl == b"connection" and value not in PLAIN_CONNECTION:
-                self.ex.conn_value = value
-            return
-        self.ex.lines.append(name + b": " + value + b"\r\n")
+        action = _response_field(name)
+        if action is None:
+            action = response_field(name)
+        if action == FORWARD:
+            self.ex.fields += (name, b": ", value, b"\r\n")
+        elif action == CONTENT_LENGTH:
+            self.ex.length = value
+        elif action == CONNECTION and value not in PLAIN_CONNECTION:
+            self.ex.conn_value = value
 
     def on_headers_complete(self) -> None:
         ex = self.ex
         status = self.parser.get_status_code()
         if status < 200:
             # 1xx interim answers are not forwarded (the proxy answers Expect: 100-continue itself).
-            ex.lines = []
+            ex.fields = []
             ex.length = ex.conn_value = None
             self.skip_interim = True
             return
@@ -371,13 +396,12 @@ class Upstream:
     def _instance(self, host: str, port: int) -> Instance:
         inst = Instance(host, port)
         if self.cfg.host:
-            inst.authority = self.cfg.host
+            inst.set_authority(self.cfg.host)
         elif self.cfg.dns is not None:
             d = self.cfg.dns
-            inst.authority = d.name if d.port in (80, 443) else f"{d.name}:{d.port}"
+            inst.set_authority(d.name if d.port in (80, 443) else f"{d.name}:{d.port}")
         elif port in (80, 443):
-            inst.authority = host
-        inst.authority_b = inst.authority.encode()
+            inst.set_authority(host)
         return inst
 
     def server_name(self, inst: Instance) -> str:

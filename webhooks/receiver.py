@@ -60,6 +60,8 @@ def verify_webhook(secrets, tolerance=DEFAULT_TOLERANCE):
     """Decorator: the view runs only for a verified request (``request.webhook_id`` set)."""
 
     def decorate(view):
+        metrics.receivers.add(view.__name__)
+
         @csrf_exempt
         @functools.wraps(view)
         def wrapped(request, *args, **kwargs):
@@ -68,7 +70,7 @@ def verify_webhook(secrets, tolerance=DEFAULT_TOLERANCE):
                 _verifier(secrets, tolerance).verify_request_headers(request.headers, body)
             except VerificationError as exc:
                 logger.warning("webhook signature rejected on %s: %s", request.path, exc)
-                metrics.signature_failures.labels(view.__name__).inc()
+                metrics.signature_failure(view.__name__)
                 return _unauthorized()
             request.webhook_id = request.headers["webhook-id"]
             return view(request, *args, **kwargs)
@@ -85,6 +87,7 @@ class WebhookReceiver:
         self.tolerance = tolerance
         self.handlers = {}
         _receivers[source] = self
+        metrics.receivers.add(source)
         self.view = csrf_exempt(require_POST(self._view))
 
     def on(self, event_type):
@@ -100,7 +103,7 @@ class WebhookReceiver:
             _verifier(self.secrets, self.tolerance).verify_request_headers(request.headers, body)
         except VerificationError as exc:
             logger.warning("webhook signature rejected by receiver %s: %s", self.source, exc)
-            metrics.signature_failures.labels(self.source).inc()
+            metrics.signature_failure(self.source)
             return _unauthorized()
         try:
             event_type = json.loads(body).get("type", "")

@@ -1,5 +1,6 @@
 """Receiver alerts (spec 2 §8): signature failures and the age of the oldest queued event, as log
-lines and Prometheus metrics (the management server's /metrics reads the default registry)."""
+lines and Prometheus metrics (the management server's /metrics reads the default registry; the
+counts live in the shared cache and the database, not in the process that took the request)."""
 import json
 from datetime import timedelta
 

@@ -1,37 +1,23 @@
-"""Per-realm configuration the token path reads on every request, cached per process.
+"""OpenID Connect's share of the cached realm configuration (``realms.realm_cache``).
 
-The realm row, its clients with their client scopes, protocol mappers and scope roles, the
-service-account users and users' effective roles are loaded once and kept in memory. Any change
-to one of those rows bumps the realm's generation: this process drops its copy at once (signal
-handlers), and other processes see the new generation in the shared Django cache (Redis in
-production) within ``GENERATION_CHECK_SECONDS``. That bounded staleness is the price of a token
-endpoint that does not touch the database for configuration; see
+Per client: its client scopes, protocol mappers (compiled per combination of scopes and token
+type), scope roles and service account; per realm: users' effective roles. All of it hangs on
+the realm's cached configuration and is dropped with it when anything in the realm changes, so
+the token endpoint reads no configuration from the database; see
 docs/decisions/0004-oidc-without-dot-models.md.
 """
 import threading
-import time
 from collections import OrderedDict
 
-from django.core.cache import cache
-from django.db import transaction
-from django.db.models.signals import m2m_changed, post_delete, post_save
-from django.http import Http404
-
-from realms.models import (Client, ClientScope, ClientScopeLink, Group, ProtocolMapper, Realm,
-                           RealmDefaultClientScope, Role, User)
+from realms import realm_cache
+from realms.models import ClientScope, ClientScopeLink, ProtocolMapper, Role, User
+from realms.realm_cache import clear  # noqa: F401  (the cache API tests of this app and saml use)
 from realms.roles import effective_roles, expand_composites
 
 from .mappers import compile_mappers
 
-GENERATION_CHECK_SECONDS = 1.0
+PROTOCOL = "openid-connect"
 USER_ROLES_PER_REALM = 10000
-
-_lock = threading.Lock()
-_by_name = {}  # realm name -> RealmConfig
-
-
-def _gen_key(realm_id):
-    return f"oidc:realm-gen:{realm_id}"
 
 
 class RoleRef:
@@ -129,10 +115,12 @@ def resolve_web_origins(client):
 
 
 class RealmConfig:
-    def __init__(self, realm, generation):
-        self.realm = realm
-        self.generation = generation
-        self.checked = time.monotonic()
+    """What the OIDC endpoints read of one realm: the realm row, per-client configuration and
+    users' effective roles."""
+
+    def __init__(self, base):
+        self.base = base
+        self.realm = base.realm
         self._clients = {}
         self._user_roles = OrderedDict()
         self._lock = threading.Lock()
@@ -140,7 +128,7 @@ class RealmConfig:
     def client(self, client_id) -> ClientConfig | None:
         config = self._clients.get(client_id)
         if config is None:
-            client = Client.objects.filter(realm=self.realm, client_id=client_id).first()
+            client = self.base.client(client_id)
             if client is None:
                 return None
             config = ClientConfig(self.realm, client)
@@ -160,87 +148,5 @@ class RealmConfig:
 
 
 def get_realm(name) -> RealmConfig:
-    """The enabled realm's cached configuration; 404 for an unknown or disabled realm."""
-    config = _by_name.get(name)
-    now = time.monotonic()
-    if config is not None:
-        if now - config.checked < GENERATION_CHECK_SECONDS:
-            return config
-        if cache.get(_gen_key(config.realm.pk), 0) == config.generation:
-            config.checked = now
-            return config
-    realm = Realm.objects.filter(name=name).first()
-    if realm is None or not realm.enabled:
-        raise Http404("Realm does not exist")
-    config = RealmConfig(realm, cache.get(_gen_key(realm.pk), 0))
-    with _lock:
-        _by_name[name] = config
-    return config
-
-
-def clear():
-    """Forget every realm's configuration in this process (other processes keep theirs until
-    a generation changes). For tests that re-create a realm under the same name."""
-    with _lock:
-        _by_name.clear()
-
-
-def invalidate(realm_id):
-    with _lock:
-        for name, config in list(_by_name.items()):
-            if config.realm.pk == realm_id:
-                del _by_name[name]
-    key = _gen_key(realm_id)
-    try:
-        cache.incr(key)
-    except ValueError:
-        cache.add(key, 1, timeout=None) or cache.incr(key)
-
-
-def _realm_id_of(instance):
-    if isinstance(instance, Realm):
-        return instance.pk
-    if isinstance(instance, ProtocolMapper):
-        owner = instance.client or instance.client_scope
-        return owner.realm_id if owner else None
-    if isinstance(instance, ClientScopeLink):
-        return instance.client_scope.realm_id
-    return getattr(instance, "realm_id", None)
-
-
-def _changed(sender, instance, **kwargs):
-    if kwargs.get("raw"):
-        return
-    try:
-        realm_id = _realm_id_of(instance)
-    except (Client.DoesNotExist, ClientScope.DoesNotExist):
-        realm_id = None
-    if realm_id is None:
-        # The owner is already gone (cascade); drop every realm in this process.
-        clear()
-        return
-    invalidate(realm_id)
-    transaction.on_commit(lambda: invalidate(realm_id))
-
-
-def _m2m_changed(sender, instance, action, **kwargs):
-    if action.startswith("post_"):
-        _changed(sender, instance)
-
-
-for _model in (Realm, Client, ClientScope, ClientScopeLink, RealmDefaultClientScope, ProtocolMapper, Role, Group):
-    post_save.connect(_changed, sender=_model, dispatch_uid=f"oidc-cache-save-{_model.__name__}")
-    post_delete.connect(_changed, sender=_model, dispatch_uid=f"oidc-cache-delete-{_model.__name__}")
-for _through in (User.roles.through, User.groups.through, Group.roles.through, Role.composites.through,
-                 Client.scope_roles.through, ClientScope.scope_roles.through):
-    m2m_changed.connect(_m2m_changed, sender=_through, dispatch_uid=f"oidc-cache-m2m-{_through.__name__}")
-
-
-def _user_changed(sender, instance, **kwargs):
-    # Only service accounts are cached as users; other users' rows are read with their session.
-    if instance.service_account_client_id and not kwargs.get("raw"):
-        _changed(sender, instance)
-
-
-post_save.connect(_user_changed, sender=User, dispatch_uid="oidc-cache-user-save")
-post_delete.connect(_user_changed, sender=User, dispatch_uid="oidc-cache-user-delete")
+    """The enabled realm's OIDC configuration; 404 for an unknown or disabled realm."""
+    return realm_cache.get_realm(name).extension(PROTOCOL, RealmConfig)

@@ -10,7 +10,7 @@ left longer starts over.
 """
 import secrets
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from django.core.cache import cache
 
@@ -43,7 +43,8 @@ class AuthSession:
     # The SSO session the Cookie step found; reused instead of a new one.
     sso_session_id: str = ""
     notes: dict = field(default_factory=dict)
-    new_root: bool = False
+    new_root: bool = False  # the browser gets its AUTH_SESSION_ID cookie with this answer
+    stored: bool = False  # in the cache (a sign-in answered at once is never written)
 
     def expired(self, realm) -> bool:
         return time.time() > self.created + realm.access_code_lifespan_login
@@ -63,7 +64,7 @@ def start(request, realm, client, *, protocol, client_data, force_login=False, l
         protocol=protocol, client_data=dict(client_data), force_login=force_login,
         login_hint=login_hint or "", new_root=new_root,
     )
-    save(auth_session, realm)
+    # Not written yet: the flow engine saves it when it shows a page, or ends it right away.
     return auth_session
 
 
@@ -76,7 +77,7 @@ def load(request, realm, tab_id) -> AuthSession | None:
     if not data or data.get("realm_id") != realm.pk:
         return None
     auth_session = AuthSession(**data)
-    auth_session.new_root = False
+    auth_session.stored = True
     if auth_session.expired(realm):
         discard(auth_session)
         return None
@@ -85,14 +86,16 @@ def load(request, realm, tab_id) -> AuthSession | None:
 
 def save(auth_session, realm):
     remaining = auth_session.created + realm.access_code_lifespan_login - time.time()
-    data = asdict(auth_session)
-    data.pop("new_root")
-    cache.set(_key(auth_session.root_id, auth_session.tab_id), {**data, "new_root": False},
-              max(int(remaining) + 1, 1))
+    # A shallow copy is enough: pickling copies the nested dicts and lists.
+    data = {**vars(auth_session), "new_root": False}
+    cache.set(_key(auth_session.root_id, auth_session.tab_id), data, max(int(remaining) + 1, 1))
+    auth_session.stored = True
 
 
 def discard(auth_session):
-    cache.delete(_key(auth_session.root_id, auth_session.tab_id))
+    if auth_session.stored:
+        cache.delete(_key(auth_session.root_id, auth_session.tab_id))
+        auth_session.stored = False
 
 
 def set_cookie(response, request, realm, auth_session):

@@ -53,6 +53,7 @@ def _cache_put(user_session):
     # (get_valid_session puts it back), and a Realm row costs more to unpickle than the rest.
     cached = copy.copy(user_session)
     cached._state.fields_cache.pop("realm", None)
+    cached.__dict__.pop("fresh", None)  # true only for the request that created it
     cache.set(_cache_key(user_session.pk), cached, CACHE_TTL)
 
 
@@ -137,6 +138,9 @@ def create_user_session(realm, user, *, ip_address="", auth_methods=(), remember
     )
     user_session.realm = realm
     user_session.user = user
+    # Created by this request, so it has no client session yet: the first one is inserted
+    # without looking for an existing one (get_or_create_client_session).
+    user_session.fresh = True
     transaction.on_commit(lambda: _cache_put(user_session))
     return user_session
 
@@ -197,11 +201,16 @@ def get_or_create_client_session(user_session, client, *, redirect_uri="", scope
     same statement (a None value removes that note)."""
     now = timezone.now()
     notes = notes or {}
-    client_session, created = ClientSession.objects.get_or_create(
-        user_session=user_session, client=client,
-        defaults={"redirect_uri": redirect_uri, "scope": scope, "started": now, "last_refresh": now,
-                  "notes": {k: v for k, v in notes.items() if v is not None}},
-    )
+    fields = {"redirect_uri": redirect_uri, "scope": scope, "started": now, "last_refresh": now,
+              "notes": {k: v for k, v in notes.items() if v is not None}}
+    if getattr(user_session, "fresh", False):
+        # One INSERT instead of a SELECT and an INSERT in a savepoint.
+        client_session = ClientSession.objects.create(user_session=user_session, client=client, **fields)
+        user_session.fresh = False
+        created = True
+    else:
+        client_session, created = ClientSession.objects.get_or_create(
+            user_session=user_session, client=client, defaults=fields)
     if not created:
         client_session.redirect_uri = redirect_uri or client_session.redirect_uri
         client_session.scope = scope or client_session.scope

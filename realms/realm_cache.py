@@ -1,0 +1,172 @@
+"""Realm configuration cached per process, for every protocol.
+
+Sign-ins and token requests read the realm row and a client row on every request, and protocols
+derive more from them (OIDC: client scopes, compiled mapper chains, roles). All of it is loaded
+once per process and kept in memory. Any change to a row of the realm's configuration (realm,
+clients, client scopes and their links, protocol mappers, roles, groups, role and group
+assignments, service-account users) bumps the realm's generation: this process drops its copy at
+once (signal handlers), and other processes see the new generation in the shared Django cache
+(Redis in production) within ``GENERATION_CHECK_SECONDS``. That bounded staleness is the price of
+sign-ins and token requests that do not read configuration from the database; see
+docs/decisions/0004-oidc-without-dot-models.md and docs/decisions/0011-sign-in-cpu-budget.md.
+"""
+import threading
+import time
+
+from django.core.cache import cache
+from django.db import transaction
+from django.db.models.signals import m2m_changed, post_delete, post_save
+from django.http import Http404
+
+from .models import (Client, ClientScope, ClientScopeLink, Group, ProtocolMapper, Realm, RealmDefaultClientScope,
+                     Role, User)
+
+GENERATION_CHECK_SECONDS = 1.0
+
+_lock = threading.Lock()
+_by_name = {}  # realm name -> RealmConfig
+
+
+def _gen_key(realm_id):
+    return f"idp:realm-gen:{realm_id}"
+
+
+class RealmConfig:
+    """One realm's cached configuration: the realm row, its client rows (read on first use, with
+    ``client.realm`` set to the cached realm) and what protocols derive from them."""
+
+    def __init__(self, realm, generation):
+        self.realm = realm
+        self.generation = generation
+        self.checked = time.monotonic()
+        self._clients = {}  # clientId -> Client
+        self._clients_by_pk = {}
+        self._extensions = {}
+        self._lock = threading.Lock()
+
+    def _keep(self, client):
+        with self._lock:
+            # Two threads may read the same row; all callers then share the first copy kept.
+            client = self._clients.setdefault(client.client_id, client)
+            self._clients_by_pk[client.pk] = client
+        client.realm = self.realm
+        return client
+
+    def client(self, client_id) -> Client | None:
+        """The realm's client with this clientId (enabled or not), or None."""
+        client = self._clients.get(client_id)
+        if client is None:
+            client = Client.objects.filter(realm=self.realm, client_id=client_id).first()
+            if client is None:
+                return None
+            client = self._keep(client)
+        return client
+
+    def client_by_pk(self, pk) -> Client | None:
+        """The realm's client with this id (enabled or not), or None."""
+        client = self._clients_by_pk.get(pk)
+        if client is None:
+            client = Client.objects.filter(realm=self.realm, pk=pk).first()
+            if client is None:
+                return None
+            client = self._keep(client)
+        return client
+
+    def extension(self, name, factory):
+        """A protocol's own state derived from this configuration: ``factory(self)`` on first
+        use, dropped with the configuration when the realm changes."""
+        extension = self._extensions.get(name)
+        if extension is None:
+            with self._lock:
+                extension = self._extensions.get(name)
+                if extension is None:
+                    extension = self._extensions[name] = factory(self)
+        return extension
+
+
+def get_realm(name) -> RealmConfig:
+    """The enabled realm's cached configuration; 404 for an unknown or disabled realm."""
+    config = _by_name.get(name)
+    now = time.monotonic()
+    if config is not None:
+        if now - config.checked < GENERATION_CHECK_SECONDS:
+            return config
+        if cache.get(_gen_key(config.realm.pk), 0) == config.generation:
+            config.checked = now
+            return config
+    realm = Realm.objects.filter(name=name).first()
+    if realm is None or not realm.enabled:
+        raise Http404("Realm does not exist")
+    config = RealmConfig(realm, cache.get(_gen_key(realm.pk), 0))
+    with _lock:
+        _by_name[name] = config
+    return config
+
+
+def clear():
+    """Forget every realm's configuration in this process (other processes keep theirs until
+    a generation changes). For tests that re-create a realm under the same name."""
+    with _lock:
+        _by_name.clear()
+
+
+def invalidate(realm_id):
+    with _lock:
+        for name, config in list(_by_name.items()):
+            if config.realm.pk == realm_id:
+                del _by_name[name]
+    key = _gen_key(realm_id)
+    try:
+        cache.incr(key)
+    except ValueError:
+        cache.add(key, 1, timeout=None) or cache.incr(key)
+
+
+def _realm_id_of(instance):
+    if isinstance(instance, Realm):
+        return instance.pk
+    if isinstance(instance, ProtocolMapper):
+        owner = instance.client or instance.client_scope
+        return owner.realm_id if owner else None
+    if isinstance(instance, ClientScopeLink):
+        return instance.client_scope.realm_id
+    return getattr(instance, "realm_id", None)
+
+
+def _changed(sender, instance, **kwargs):
+    if kwargs.get("raw"):
+        return
+    try:
+        realm_id = _realm_id_of(instance)
+    except (Client.DoesNotExist, ClientScope.DoesNotExist):
+        realm_id = None
+    if realm_id is None:
+        # The owner is already gone (cascade); drop every realm in this process.
+        clear()
+        return
+    invalidate(realm_id)
+    transaction.on_commit(lambda: invalidate(realm_id))
+
+
+def _m2m_changed(sender, instance, action, **kwargs):
+    if action.startswith("post_"):
+        _changed(sender, instance)
+
+
+for _model in (Realm, Client, ClientScope, ClientScopeLink, RealmDefaultClientScope, ProtocolMapper, Role, Group):
+    post_save.connect(_changed, sender=_model, dispatch_uid=f"realm-cache-save-{_model.__name__}")
+    post_delete.connect(_changed, sender=_model, dispatch_uid=f"realm-cache-delete-{_model.__name__}")
+for _through in (User.roles.through, User.groups.through, Group.roles.through, Role.composites.through,
+                 Client.scope_roles.through, ClientScope.scope_roles.through):
+    m2m_changed.connect(_m2m_changed, sender=_through, dispatch_uid=f"realm-cache-m2m-{_through.__name__}")
+
+
+def _user_changed(sender, instance, **kwargs):
+    # Only service accounts are cached as users (OIDC's client credentials); other users' rows
+    # are read with their session.
+    if instance.service_account_client_id and not kwargs.get("raw"):
+        _changed(sender, instance)
+
+
+post_save.connect(_user_changed, sender=User, dispatch_uid="realm-cache-user-save")
+post_delete.connect(_user_changed, sender=User, dispatch_uid="realm-cache-user-delete")

@@ -3,6 +3,10 @@ GET the authorization endpoint (login page), POST the login form (Argon2id check
 code), exchange the code at the token endpoint. ``CONCURRENCY`` flows run at once for
 ``DURATION`` seconds; prints flows/s and p50/p99 latency of a whole flow.
 
+Each flow is a new browser (a new connection, no cookies); each of the ``CONCURRENCY`` relying
+parties keeps its connection to the token endpoint open between flows, as an application's HTTP
+client pool does.
+
 Usage: codeflow.py BASE_URL DURATION CONCURRENCY
 """
 import base64
@@ -24,7 +28,7 @@ FORM = re.compile(r'<form method="post" action="([^"]+)"')
 CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 
 
-def one_flow(base):
+def one_flow(base, relying_party):
     browser = requests.Session()
     verifier = secrets.token_urlsafe(32)
     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
@@ -37,24 +41,25 @@ def one_flow(base):
         "csrfmiddlewaretoken": CSRF.search(page.text).group(1), "username": USER, "password": PASSWORD},
         headers={"Referer": page.url}, allow_redirects=False, timeout=30)
     code = parse_qs(urlsplit(login.headers["Location"]).query)["code"][0]
-    token = requests.post(f"{oidc}/token", data={"grant_type": "authorization_code", "code": code,
-                                                 "redirect_uri": REDIRECT, "code_verifier": verifier},
-                          auth=(CLIENT, SECRET), timeout=30)
+    token = relying_party.post(f"{oidc}/token", data={"grant_type": "authorization_code", "code": code,
+                                                      "redirect_uri": REDIRECT, "code_verifier": verifier},
+                               auth=(CLIENT, SECRET), timeout=30)
     token.raise_for_status()
     return token.json()
 
 
 def main():
     base, duration, concurrency = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
-    one_flow(base)  # warm-up and a correctness check
+    one_flow(base, requests.Session())  # warm-up and a correctness check
     latencies, errors = [], []
     stop = time.monotonic() + duration
 
     def worker():
+        relying_party = requests.Session()
         while time.monotonic() < stop:
             start = time.perf_counter()
             try:
-                one_flow(base)
+                one_flow(base, relying_party)
                 latencies.append(time.perf_counter() - start)
             except Exception as exc:  # counted and reported, never hidden
                 errors.append(repr(exc))

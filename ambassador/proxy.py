@@ -46,7 +46,7 @@ _AFTER_FAILURE, _AFTER_STATUS, _STREAM = 1, 2, 3
 
 # What to do with a request header field, by its name as received (cached: clients send the same
 # names every time).
-FORWARD, DROP, CONNECTION, REPLACED, HINT, FORWARDED_HINT = range(6)
+FORWARD, DROP, CONNECTION, REPLACED, HINT, FORWARDED_HINT, FRAMING = range(7)
 _REQUEST_FIELDS: dict = {}
 _request_field = _REQUEST_FIELDS.get
 
@@ -57,6 +57,8 @@ def request_field(name: bytes) -> tuple[bytes, int]:
         action = HINT if nl in REQUEST_DROP else FORWARDED_HINT
     elif nl == b"connection":
         action = CONNECTION  # it may name more hop-by-hop fields
+    elif nl == b"content-length" or nl == b"transfer-encoding":
+        action = FRAMING
     elif nl in REQUEST_DROP:
         action = DROP
     elif nl in REQUEST_REPLACED:
@@ -214,13 +216,12 @@ class Call:
     more hop-by-hop fields), what the access log, metrics and span say about it, and where the
     retry loop stands."""
 
-    __slots__ = ("proxy", "cc", "method", "method_s", "method_json", "url", "path", "fields", "lc", "filter",
-                 "hints", "version", "keep_alive", "body", "t0", "start", "rt", "route", "span", "trace_pairs",
+    __slots__ = ("cc", "method", "method_s", "method_json", "url", "path", "fields", "lc", "filter",
+                 "hints", "framing", "version", "keep_alive", "body", "t0", "start", "rt", "route", "span", "trace_pairs",
                  "attempts", "retries", "instance", "error", "status", "fallback", "deadline", "allowed_retries",
                  "base", "inst", "ex", "token", "task", "started", "resume", "kind", "cause", "detail", "sink")
 
-    def __init__(self, cc, method, url, fields, lc, filter_, hints, version, keep_alive, body, t0):
-        self.proxy = cc.server
+    def __init__(self, cc, method, url, fields, lc, filter_, hints, framing, version, keep_alive, body, t0):
         self.cc = cc
         self.method = method
         names = _METHODS.get(method)
@@ -235,6 +236,7 @@ class Call:
         self.lc = lc
         self.filter = filter_
         self.hints = hints  # retry hints or an Idempotency-Key: max_retries() has to look
+        self.framing = framing  # Content-Length or Transfer-Encoding came
         self.version = version
         self.keep_alive = keep_alive
         self.body = body
@@ -270,6 +272,7 @@ class ClientConn(asyncio.Protocol):
         self.lc: dict = {}
         self.filter = False
         self.hints = False
+        self.framing = False  # Content-Length or Transfer-Encoding seen
         self.closed = False
         self.draining = False
         self.dispatching = False
@@ -344,24 +347,27 @@ class ClientConn(asyncio.Protocol):
         elif action == FORWARDED_HINT:
             self.hints = True
             self.fields += (name, b": ", value, b"\r\n")
+        elif action == FRAMING:
+            self.framing = True
 
     def on_headers_complete(self) -> None:
         p = self.parser
         lc = self.lc
         body = None
-        if lc:
+        framing = self.framing
+        if framing:
             te = lc.get(b"transfer-encoding")
             cl = lc.get(b"content-length")
             if te is not None:
                 body = Body(self, self.server.retry_buffer, None, True)
             elif cl is not None and cl.strip() != b"0":
                 body = Body(self, self.server.retry_buffer, int(cl), False)
-        call = Call(self, p.get_method(), self.url, self.fields, lc, self.filter, self.hints, p.get_http_version(),
-                    p.should_keep_alive(), body, self.loop.time())
+        call = Call(self, p.get_method(), self.url, self.fields, lc, self.filter, self.hints, framing,
+                    p.get_http_version(), p.should_keep_alive(), body, self.loop.time())
         self.url = b""
         self.fields = []
         self.lc = {}
-        self.filter = self.hints = False
+        self.filter = self.hints = self.framing = False
         if body is not None and lc.get(b"expect", b"").lower() == b"100-continue" and not self.queue:
             self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         self.cur = call
@@ -499,11 +505,14 @@ class HTTPProxy:
         else:  # what max_retries() answers without hints, without its lookups
             call.allowed_retries = retry.max if retry.safe or call.method_s in IDEMPOTENT_METHODS else 0
         rt.budget.in_flight += 1
+        body = call.body
         if up.http2:
             call.base = self._base_h2(call, up)
         else:
-            base = call.base = self._base_h1(call, up)
-            body = call.body
+            if call.filter or call.framing:
+                base = call.base = self._base_h1(call, up)
+            else:
+                base = call.base = b"".join(call.fields) + VIA  # _base_h1(), its usual case inlined
             if body is None or body.complete_in_memory():
                 source = up.token
                 token = None if source is None else source.current()
@@ -518,8 +527,12 @@ class HTTPProxy:
                             call.instance = inst
                             inst.active += 1
                             call.token = token
-                            ex = call.ex = conn.send(self._head(call, inst, base, token, call.trace_pairs), body,
-                                                     body is not None and body.chunked, call.method == b"HEAD")
+                            if token is None and call.trace_pairs is None:  # _head(), its usual case inlined
+                                head = b"".join((call.method, b" ", call.url, inst.request_host, base, b"\r\n"))
+                            else:
+                                head = self._head(call, inst, base, token, call.trace_pairs)
+                            ex = call.ex = conn.send(head, body, body is not None and body.chunked,
+                                                     call.method == b"HEAD")
                             ex.owner = call
                             when = self.loop.time() + cfg.per_try_timeout
                             if when > call.deadline:
@@ -706,7 +719,7 @@ class HTTPProxy:
             span.end()
         log = app.access_log
         if log.enabled:
-            if trace_id is None:
+            if trace_id is None and call.filter:  # filter: an Authorization or trace field came
                 tp = call.lc.get(b"traceparent")
                 if tp is not None and len(tp) >= 35:
                     trace_id = tp[3:35].decode("latin-1")
@@ -724,7 +737,7 @@ class HTTPProxy:
             fallback = call.fallback
             # One f-string with the constant parts compiled in: %-formatting scans its template and
             # a JSON encoder builds a dict first, each several times the cost for a fixed shape.
-            log.write_line(
+            line = (
                 f'{{"ts":{ts},"method":{call.method_json},"path":{path},"status":{_NUMBERS[status]},'
                 f'"duration_ms":{_NUMBERS[whole_ms] if whole_ms < 1000 else whole_ms}{FRACTIONS[us % 1000]},'
                 f'{_NO_ROUTE_NAMES if route is None else route.log_names},'
@@ -732,6 +745,10 @@ class HTTPProxy:
                 f'"retries":{_NUMBERS[call.retries]},"error":{"null" if error is None else _encode_str(error)},'
                 f'"fallback":{"null" if fallback is None else _encode_str(fallback)},'
                 f'"trace_id":{"null" if trace_id is None else _encode_str(trace_id)}}}')
+            log.buf.append(line)  # AccessLog.write_line(), inlined
+            log.size += len(line)
+            if log.size > 65536:
+                log.write_out()
 
     # ------------------------------------------------------------------------- the general loop
     async def _forward(self, call: Call) -> None:
@@ -1044,13 +1061,14 @@ class HTTPProxy:
             pending = ex.pending
             data = pending[0] if len(pending) == 1 else b"".join(pending)
             pending.clear()
+            fields.insert(0, status_line)
             fields.append(b"Content-Length: %d\r\n\r\n" % len(data) if keep
                           else b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(data))
             fields.append(data)
             if not cc.closed:
-                cc.transport.write(status_line + b"".join(fields))
+                cc.transport.write(b"".join(fields))
             if route.last_good is not None and call.method == b"GET" and status == 200 and len(data) <= LAST_GOOD_MAX:
-                route.last_good[call.url] = (status, ex.reason, b"".join(fields[:-2]), data)
+                route.last_good[call.url] = (status, ex.reason, b"".join(fields[1:-2]), data)
             ex.release()
             return None
         elif length is not None:

@@ -163,13 +163,13 @@ class AccessLog:
         self.buf.append(line)
         self.size += len(line)
         if self.size > 65536:
-            self._write_out()
+            self.write_out()
 
     def flush(self) -> None:
         self.scheduled = False
-        self._write_out()
+        self.write_out()
 
-    def _write_out(self) -> None:
+    def write_out(self) -> None:
         if not self.buf or self.fd is None:
             return
         data = ("\n".join(self.buf) + "\n").encode()

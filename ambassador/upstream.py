@@ -64,9 +64,9 @@ class UpstreamReset(Exception):
 
 class Exchange:
     """One request/response on an upstream connection. Protocol callbacks push into it. The proxy
-    learns of the response head either through ``owner`` (a call: its ``proxy.head_arrived(call)``
-    or ``proxy.try_failed(call, exc)`` is called from the connection's callbacks, no future, no
-    task) or by awaiting ``wait_head()``; then it attaches a sink that receives body chunks
+    learns of the response head either through ``owner`` (a call: its proxy's (``call.cc.server``)
+    ``head_arrived(call)`` or ``try_failed(call, exc)`` is called from the connection's callbacks,
+    no future, no task) or by awaiting ``wait_head()``; then it attaches a sink that receives body chunks
     synchronously. The proxy
     ends it with ``release()`` (answer consumed) or ``abort()`` (given up).
 
@@ -137,9 +137,9 @@ class Exchange:
         if owner is not None:
             self.owner = None
             if self.ready:
-                owner.proxy.head_arrived(owner)  # the answer broke after its head: its sink will hear of it
+                owner.cc.server.head_arrived(owner)  # the answer broke after its head: its sink will hear of it
             else:
-                owner.proxy.try_failed(owner, exc)
+                owner.cc.server.try_failed(owner, exc)
             return
         if not self.ready:
             head = self.head
@@ -245,7 +245,7 @@ class H1Conn(asyncio.Protocol):
             owner = ex.owner
             if owner is not None:
                 ex.owner = None
-                owner.proxy.head_arrived(owner)
+                owner.cc.server.head_arrived(owner)
 
     def eof_received(self):
         return False

@@ -5,31 +5,30 @@ that registered ``backchannel.logout.url`` gets a signed logout token POSTed to 
 after the transaction commits (a rolled-back logout tells nobody). Session expiry is not a
 sign-out and is not propagated (Keycloak does the same).
 
-The URL comes from whoever can edit a client, so it is fetched like a client's JWKS
-(``oidc.fetch``): resolved once, public addresses only unless private ones are allowed (dev and
-test), connected to the checked address, no redirects, short timeouts.
+The URL comes from whoever can edit a client, so it is called under the outbound address policy
+(``realms.outbound``): resolved once, public addresses only unless allowlisted (dev mode: loopback),
+connected to the checked address, no redirects, short timeouts.
 """
 import logging
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
-import requests
 from django.conf import settings
 from django.db import transaction
 
-from realms import sessions
+from realms import outbound, sessions
 from realms.keys import realm_keys
 
-from . import fetch, jose
+from . import jose
 
 logger = logging.getLogger("idp.logout")
 
 EVENT = "http://schemas.openid.net/event/backchannel-logout"
 TYP = "logout+jwt"
 TOKEN_LIFETIME = 120
-TIMEOUT = (2, 3)
+CONNECT_TIMEOUT, TIMEOUT = 2.0, 3.0
 ISSUER_NOTE = "iss"  # client session note: the issuer the client got its tokens from
 
 
@@ -55,11 +54,13 @@ def logout_token(realm, *, issuer, client_id, user_id, sid):
 def post_logout_token(url, token):
     """POST ``logout_token=<token>``; True on a 2xx answer. Never raises."""
     try:
-        response = fetch.post(url, data={"logout_token": token}, timeout=TIMEOUT)
-        if 200 <= response.status_code < 300:
+        response = outbound.post(url, urlencode({"logout_token": token}).encode(),
+                                 {"Content-Type": "application/x-www-form-urlencoded"},
+                                 timeout=TIMEOUT, connect_timeout=CONNECT_TIMEOUT)
+        if 200 <= response.status < 300:
             return True
-        logger.warning("back-channel logout to %s answered HTTP %s", urlsplit(url).hostname, response.status_code)
-    except (fetch.FetchError, requests.RequestException, ValueError) as exc:
+        logger.warning("back-channel logout to %s answered HTTP %s", urlsplit(url).hostname, response.status)
+    except (outbound.TargetRefused, outbound.HTTPError, ValueError) as exc:
         logger.warning("back-channel logout to %s failed: %s", urlsplit(url).hostname, exc.__class__.__name__)
     return False
 

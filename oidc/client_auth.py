@@ -19,9 +19,10 @@ from urllib.parse import unquote_plus
 from django.core.cache import cache
 from jwcrypto import jwk
 
+from realms.outbound import OutboundError, fetch_json
+
 from . import jose
 from .errors import InvalidClient
-from .fetch import FetchError, fetch_json
 
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 SECRET, SECRET_JWT, PRIVATE_KEY_JWT = "client-secret", "client-secret-jwt", "client-jwt"
@@ -165,7 +166,7 @@ def _fetch_keys(url, force=False):
         return entry[1]
     try:
         keys = _keys_by_kid(fetch_json(url))
-    except FetchError:
+    except OutboundError:
         if entry is not None:
             return entry[1]
         raise InvalidClient("Client keys unavailable") from None

@@ -44,10 +44,6 @@ _DEFAULTS = {
     "IDP_WEBHOOK_SLOW_AFTER": 2.0,  # seconds without an answer that demote an endpoint at once
     "IDP_WEBHOOK_WRITE_INTERVAL": 0.01,  # seconds results wait to be written together
     "IDP_WEBHOOK_ORIGIN": "",  # WebHook-Request-Origin of the handshake; "" = host of IDP_BASE_URL
-    "IDP_WEBHOOK_ALLOW_HTTP": _dev,  # dev mode: http targets allowed (with a warning)
-    # Networks (CIDR) that may be targeted although not public; dev mode allows loopback.
-    "IDP_WEBHOOK_ALLOWED_NETWORKS": lambda: ["127.0.0.0/8", "::1/128"] if _dev() else [],
-    "IDP_WEBHOOK_CA_BUNDLE": "",  # extra CA file for receivers behind a private CA; "" = system
     "IDP_WEBHOOK_REDIS_URL": _redis_url,  # concurrency and rate limits; "" = in-process limits
     "IDP_WEBHOOK_INPROCESS": _dev,  # dev mode: deliveries run in a thread of the web process
     "IDP_WEBHOOK_RECEIVER_MAX_ATTEMPTS": 5,  # then the received event is dead-lettered

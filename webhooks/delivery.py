@@ -22,13 +22,15 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from realms.outbound import HTTPError, TargetRefused, prepare, request
+
 from . import conf, dispatch, limits, notify
-from .http import HTTPError, TargetRefused, post, prepare
 from .models import Delivery, DeliveryAttempt, Endpoint, EndpointSecret, ReceivedEvent
 from .signing import InvalidSecret, Signer
 
 logger = logging.getLogger("idp.webhooks")
 
+USER_AGENT = "idp-webhooks/1"
 SLOW_DOWN_STATUSES = (429, 502, 504)
 MAX_THROTTLE_SECONDS = 3600
 
@@ -276,6 +278,15 @@ def next_delay(step, retry_after=None):
     return max(delay, retry_after or 0)
 
 
+def call(method, target, body, headers, timeout=None):
+    """One request to a receiver under the sender's limits (``realms.outbound``: kept-alive
+    connection to the checked address, no redirects); raises ``HTTPError`` when nothing answers."""
+    timeout = conf.get("IDP_WEBHOOK_TIMEOUT") if timeout is None else timeout
+    return request(method, target, body, {"User-Agent": USER_AGENT, **headers}, timeout=timeout,
+                   connect_timeout=conf.get("IDP_WEBHOOK_CONNECT_TIMEOUT"),
+                   body_limit=conf.get("IDP_WEBHOOK_RESPONSE_BODY_LIMIT"))
+
+
 def send(job):
     """Sign with a fresh timestamp and POST once; never raises for the receiver's failures."""
     started = timezone.now()
@@ -285,7 +296,8 @@ def send(job):
         if job.signer is None:
             raise InvalidSecret(job.signer_error)
         target = prepare(job.endpoint.url)
-        resp = post(target, job.payload, job.signer.headers(job.message_id, job.payload))
+        resp = call("POST", target, job.payload,
+                    {"Content-Type": "application/json", **job.signer.headers(job.message_id, job.payload)})
         status, body = resp.status, resp.body
         retry_after = retry_after_seconds(resp.headers.get("Retry-After") or resp.headers.get("retry-after"))
     except TargetRefused as exc:

@@ -15,9 +15,10 @@ from django.utils import timezone
 
 from realms.events import emit
 from realms.models import Event
+from realms.outbound import HTTPError, TargetRefused, check_url, prepare
 
 from . import catalogue, conf
-from .http import HTTPError, TargetRefused, check_url, prepare, request
+from .delivery import call
 from .notify import RESOURCE_TYPE
 from .models import Delivery, Endpoint, EndpointSecret, Message
 from .outbox import publish
@@ -99,8 +100,8 @@ def check_ownership(url):
     address checks as every delivery; raises WebhookError otherwise."""
     origin = handshake_origin()
     try:
-        resp = request("OPTIONS", prepare(url), None, {"WebHook-Request-Origin": origin},
-                       timeout=min(conf.get("IDP_WEBHOOK_TIMEOUT"), 10.0))
+        resp = call("OPTIONS", prepare(url), None, {"WebHook-Request-Origin": origin},
+                    timeout=min(conf.get("IDP_WEBHOOK_TIMEOUT"), 10.0))
     except TargetRefused as exc:
         raise WebhookError(str(exc)) from None
     except HTTPError:

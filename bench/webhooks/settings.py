@@ -4,6 +4,6 @@ from idp.settings.test import *  # noqa: F401,F403
 from idp.settings.test import DATABASES
 
 DATABASES["default"]["CONN_MAX_AGE"] = 600
-IDP_WEBHOOK_ALLOW_HTTP = True
-IDP_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+IDP_OUTBOUND_ALLOW_HTTP = True
+IDP_OUTBOUND_ALLOWED_NETWORKS = ["127.0.0.0/8"]
 LOGGING = {"version": 1, "disable_existing_loggers": False, "root": {"level": "ERROR"}}

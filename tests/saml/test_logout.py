@@ -52,8 +52,7 @@ class SoapReceiver:
 
 
 @pytest.fixture
-def receiver(settings):
-    settings.OIDC_ALLOW_PRIVATE_FETCH = True  # the receiver is on loopback
+def receiver(outbound_loopback):
     server = SoapReceiver()
     yield server
     server.close()

@@ -1,6 +1,6 @@
 import pytest
 
-from .servers import Receiver
+from tests.servers import Receiver
 
 
 @pytest.fixture
@@ -11,10 +11,8 @@ def realm(db):
 
 
 @pytest.fixture
-def loopback_allowed(settings):
+def loopback_allowed(outbound_loopback, settings):
     """Production rules plus an explicit allowlist for the loopback test receivers."""
-    settings.IDP_WEBHOOK_ALLOW_HTTP = True
-    settings.IDP_WEBHOOK_ALLOWED_NETWORKS = ["127.0.0.0/8"]
     settings.IDP_WEBHOOK_RETRY_SCHEDULE = [1, 1, 1]
     settings.IDP_WEBHOOK_RETRY_JITTER = 0.0
 

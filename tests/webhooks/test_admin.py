@@ -32,7 +32,7 @@ def test_add_endpoint_shows_the_secret_once(console, realm):
 
 
 def test_add_refuses_bad_url_and_unknown_types(console, realm, settings):
-    settings.IDP_WEBHOOK_ALLOW_HTTP = False
+    settings.IDP_OUTBOUND_ALLOW_HTTP = False
     resp = console.post("/admin/webhooks/endpoint/add/", {
         "url": "http://hooks.example.com/in", "event_types": "nope.never", "enabled": "on",
         "rate_limit": "0", "max_concurrency": "10"})

@@ -159,7 +159,7 @@ def test_timeout_is_a_failed_attempt_without_status(realm, endpoint, receiver_se
 
 def test_refused_target_is_logged_not_contacted(realm, receiver_server, no_dispatch, settings):
     ep, _ = services.create_endpoint(realm, receiver_server.url(), [])
-    settings.IDP_WEBHOOK_ALLOWED_NETWORKS = []
+    settings.IDP_OUTBOUND_ALLOWED_NETWORKS = []
     d = _publish(realm, ep)
     delivery.attempt(d.pk)
     assert "refused" in DeliveryAttempt.objects.get(delivery=d).error and receiver_server.requests == []

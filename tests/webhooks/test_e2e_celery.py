@@ -17,7 +17,7 @@ from webhooks import services, signing
 from webhooks.models import Delivery, Endpoint
 
 from . import urls as receiver_urls
-from .servers import Receiver
+from tests.servers import Receiver
 from .workers import start_worker, stop, wait_until as _wait
 
 pytestmark = [pytest.mark.services, pytest.mark.usefixtures("loopback_allowed")]

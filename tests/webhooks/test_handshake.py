@@ -56,7 +56,7 @@ def test_a_new_url_or_turning_it_on_repeats_it(realm, receiver_server):
 
 
 def test_handshake_obeys_the_address_rules(realm, receiver_server, settings):
-    settings.IDP_WEBHOOK_ALLOWED_NETWORKS = []  # production: loopback is not public
+    settings.IDP_OUTBOUND_ALLOWED_NETWORKS = []  # production: loopback is not public
     with pytest.raises(services.WebhookError, match="non-public"):
         services.create_endpoint(realm, receiver_server.url(), [], ownership_handshake=True)
     assert receiver_server.requests == []

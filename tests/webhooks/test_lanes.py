@@ -12,7 +12,7 @@ from webhooks import delivery, dispatch, limits, sender, services
 from webhooks.models import Delivery, Endpoint
 from webhooks.outbox import publish
 
-from .servers import Receiver
+from tests.servers import Receiver
 from .workers import wait_until
 
 pytestmark = pytest.mark.usefixtures("loopback_allowed")

@@ -89,7 +89,7 @@ def test_create_with_own_secret_and_v1a(realm, api, receiver_server):
     ({"eventTypes": []}, "url is required"),
 ])
 def test_invalid_input_is_400(realm, api, settings, body, needle):
-    settings.IDP_WEBHOOK_ALLOW_HTTP = False
+    settings.IDP_OUTBOUND_ALLOW_HTTP = False
     resp = api("post", "", body)
     assert resp.status_code == 400 and resp.json()["error"] == "invalid_request"
     assert needle in resp.json()["error_description"]

@@ -63,11 +63,6 @@ def receiver():
     server.close()
 
 
-@pytest.fixture
-def allow_loopback(settings):
-    settings.OIDC_ALLOW_PRIVATE_FETCH = True
-
-
 def _tokens(client, code):
     response = client.post(TOKEN, {"grant_type": "authorization_code", "code": code, "client_id": "web-app",
                                     "client_secret": "secret-of-web-app", "redirect_uri": "https://app.example/cb"})
@@ -90,7 +85,7 @@ def _verify(token, client):
 
 
 def test_logout_with_hint_redirects_with_state_and_tells_the_back_end(
-        client, realm, client_app, user_with_password, receiver, allow_loopback, django_capture_on_commit_callbacks):
+        client, realm, client_app, user_with_password, receiver, outbound_loopback, django_capture_on_commit_callbacks):
     client_app.attributes = {**client_app.attributes, "backchannel.logout.url": receiver.url("/bc-logout")}
     client_app.save()
     realm.events_enabled = True
@@ -119,7 +114,7 @@ def test_logout_with_hint_redirects_with_state_and_tells_the_back_end(
 
 
 def test_every_client_of_the_session_gets_its_own_logout_token(
-        client, realm, client_app, user_with_password, receiver, allow_loopback, django_capture_on_commit_callbacks):
+        client, realm, client_app, user_with_password, receiver, outbound_loopback, django_capture_on_commit_callbacks):
     client_app.attributes = {**client_app.attributes, "backchannel.logout.url": receiver.url("/web")}
     client_app.save()
     make_client(realm, "second", redirect_uris=["https://second.example/cb"],
@@ -213,7 +208,7 @@ def test_front_channel_logout_page_loads_each_client_url(client, realm, client_a
 
 def test_back_channel_refuses_loopback_in_production(
         client, realm, client_app, user_with_password, receiver, settings, django_capture_on_commit_callbacks):
-    settings.OIDC_ALLOW_PRIVATE_FETCH = False
+    settings.IDP_OUTBOUND_ALLOWED_NETWORKS = []  # production: loopback is not public
     client_app.attributes = {**client_app.attributes, "backchannel.logout.url": receiver.url("/bc")}
     client_app.save()
     id_token = _signed_in(client)["id_token"]
@@ -223,7 +218,7 @@ def test_back_channel_refuses_loopback_in_production(
     assert not receiver.got.wait(0.5) and receiver.tokens == []
 
 
-def test_expiry_is_not_propagated(realm, client_app, user, receiver, allow_loopback, django_capture_on_commit_callbacks):
+def test_expiry_is_not_propagated(realm, client_app, user, receiver, outbound_loopback, django_capture_on_commit_callbacks):
     client_app.attributes = {"backchannel.logout.url": receiver.url("/bc")}
     client_app.save()
     user_session = sessions.create_user_session(realm, user)
@@ -234,7 +229,7 @@ def test_expiry_is_not_propagated(realm, client_app, user, receiver, allow_loopb
     assert not receiver.got.wait(0.3)
 
 
-def test_session_ended_elsewhere_is_propagated(realm, client_app, user, receiver, allow_loopback,
+def test_session_ended_elsewhere_is_propagated(realm, client_app, user, receiver, outbound_loopback,
                                                django_capture_on_commit_callbacks, settings):
     """Any end of a session (token reuse detection, admin) tells the clients, not only logout."""
     settings.IDP_BASE_URL = "https://id.example"

@@ -211,7 +211,7 @@ def test_private_key_jwt_replay(http, realm, key_client):
     assert replay.status_code == 401 and replay.json()["error"] == "invalid_client"
 
 
-def test_private_key_jwt_with_jwks_url_and_ssrf_guard(live_server, realm, settings):
+def test_private_key_jwt_with_jwks_url_and_ssrf_guard(live_server, realm, settings, outbound_loopback):
     import requests
 
     from oidc import client_auth
@@ -235,10 +235,9 @@ def test_private_key_jwt_with_jwks_url_and_ssrf_guard(live_server, realm, settin
             "client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"}, timeout=10)
 
     client_auth._jwks_by_url.clear()
-    settings.OIDC_ALLOW_PRIVATE_FETCH = True
     assert post().status_code == 200
     # Without the development allowance a loopback JWKS URL is never fetched.
     client_auth._jwks_by_url.clear()
-    settings.OIDC_ALLOW_PRIVATE_FETCH = False
+    settings.IDP_OUTBOUND_ALLOWED_NETWORKS = []
     refused = post()
     assert refused.status_code == 401 and refused.json()["error"] == "invalid_client"

@@ -1,5 +1,6 @@
-"""Real HTTP(S) receivers on loopback for the sender tests: they record every request and answer
-from a script (status, headers, body, delay), optionally over TLS with a throw-away CA."""
+"""Real HTTP(S) receivers on loopback for the tests of outbound calls (``realms.outbound``, the
+webhook sender): they record every request and answer from a script (status, headers, body,
+delay), optionally over TLS with a throw-away CA."""
 import datetime
 import ipaddress
 import socket
@@ -18,7 +19,7 @@ def make_tls_files(directory, names=("hooks.test",), ips=("127.0.0.2",)):
     """A CA and a server certificate for ``names``/``ips``; returns (ca_file, cert_file, key_file)."""
     now = datetime.datetime.now(datetime.timezone.utc)
     ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "webhooks test CA")])
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "outbound test CA")])
     ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
           .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
           .not_valid_after(now + datetime.timedelta(days=1))

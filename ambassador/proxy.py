@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from bisect import bisect_left
 from collections import deque
 from http import HTTPStatus
 
@@ -19,7 +20,7 @@ import httptools
 from .breaker import CLOSED
 from .config import IDEMPOTENT_METHODS
 from .retry import backoff, max_retries
-from .telemetry import FRACTIONS
+from .telemetry import FRACTIONS, LATENCY_BUCKETS_NS
 from .upstream import HOP_BY_HOP, ClientGone, ConnectFailure, UpstreamReset, field_pairs, without_fields
 
 # Fields the proxy rewrites or consumes itself on the way to the upstream.
@@ -362,8 +363,12 @@ class ClientConn(asyncio.Protocol):
                 body = Body(self, self.server.retry_buffer, None, True)
             elif cl is not None and cl.strip() != b"0":
                 body = Body(self, self.server.retry_buffer, int(cl), False)
-        call = Call(self, p.get_method(), self.url, self.fields, lc, self.filter, self.hints, framing,
-                    p.get_http_version(), p.should_keep_alive(), body, self.loop.time())
+        keep_alive = p.should_keep_alive()
+        # Only HTTP/1.1 keeps a connection alive without saying so; get_http_version() formats a
+        # string, so it is asked only when the answer is not already known.
+        version = "1.1" if keep_alive and not (self.filter and b"connection" in lc) else p.get_http_version()
+        call = Call(self, p.get_method(), self.url, self.fields, lc, self.filter, self.hints, framing, version,
+                    keep_alive, body, self.loop.time())
         self.url = b""
         self.fields = []
         self.lc = {}
@@ -661,7 +666,12 @@ class HTTPProxy:
             up.breaker.record(False)
         else:
             inst.failures = 0  # Balancer.success(), inlined
-            up.breaker.record(True)
+            breaker = up.breaker
+            if breaker.state == CLOSED and not breaker.failures:
+                if breaker.count < breaker.window:  # Breaker.record(True) with no failure in the window
+                    breaker.count += 1
+            else:
+                breaker.record(True)
         sink = self._respond(call, ex)
         if sink is not None:
             call.sink = sink
@@ -700,7 +710,10 @@ class HTTPProxy:
         route = call.route
         status = call.status
         if route is not None:
-            route.stats.observe(status, elapsed)
+            stats = route.stats  # CallStats.observe(), inlined
+            stats.codes[status] += 1
+            stats.buckets[bisect_left(LATENCY_BUCKETS_NS, elapsed)] += 1
+            stats.sum_ns += elapsed
         else:
             app.metrics.call_stats("-", "-").observe(status, elapsed)
         trace_id = None
@@ -732,19 +745,26 @@ class HTTPProxy:
                 path = _path_json(call.url)
             us = elapsed // 1000
             whole_ms = us // 1000
+            duration = _NUMBERS[whole_ms] if whole_ms < 1000 else str(whole_ms)
             inst = call.instance
             error = call.error
             fallback = call.fallback
-            # One f-string with the constant parts compiled in: %-formatting scans its template and
-            # a JSON encoder builds a dict first, each several times the cost for a fixed shape.
-            line = (
-                f'{{"ts":{ts},"method":{call.method_json},"path":{path},"status":{_NUMBERS[status]},'
-                f'"duration_ms":{_NUMBERS[whole_ms] if whole_ms < 1000 else whole_ms}{FRACTIONS[us % 1000]},'
-                f'{_NO_ROUTE_NAMES if route is None else route.log_names},'
-                f'"instance":{"null" if inst is None else inst.key_json},"attempts":{_NUMBERS[call.attempts]},'
-                f'"retries":{_NUMBERS[call.retries]},"error":{"null" if error is None else _encode_str(error)},'
-                f'"fallback":{"null" if fallback is None else _encode_str(fallback)},'
-                f'"trace_id":{"null" if trace_id is None else _encode_str(trace_id)}}}')
+            # f-strings with the constant parts compiled in: %-formatting scans its template and a
+            # JSON encoder builds a dict first, each several times the cost for a fixed shape. The
+            # usual call (one try, nothing went wrong) has a shorter one.
+            if call.attempts == 1 and error is None and fallback is None and trace_id is None:
+                line = (f'{{"ts":{ts},"method":{call.method_json},"path":{path},"status":{_NUMBERS[status]},'
+                        f'"duration_ms":{duration}{FRACTIONS[us % 1000]},{route.log_names},"instance":{inst.key_json},'
+                        f'"attempts":1,"retries":0,"error":null,"fallback":null,"trace_id":null}}')
+            else:
+                line = (
+                    f'{{"ts":{ts},"method":{call.method_json},"path":{path},"status":{_NUMBERS[status]},'
+                    f'"duration_ms":{duration}{FRACTIONS[us % 1000]},'
+                    f'{_NO_ROUTE_NAMES if route is None else route.log_names},'
+                    f'"instance":{"null" if inst is None else inst.key_json},"attempts":{_NUMBERS[call.attempts]},'
+                    f'"retries":{_NUMBERS[call.retries]},"error":{"null" if error is None else _encode_str(error)},'
+                    f'"fallback":{"null" if fallback is None else _encode_str(fallback)},'
+                    f'"trace_id":{"null" if trace_id is None else _encode_str(trace_id)}}}')
             log.buf.append(line)  # AccessLog.write_line(), inlined
             log.size += len(line)
             if log.size > 65536:

@@ -46,7 +46,7 @@ def binary(name: str) -> str:
     return shutil.which(name) or f"/usr/sbin/{name}"
 
 
-def wait_port(port: int, timeout: float = 10) -> None:
+def wait_port(port: int, timeout: float = 30) -> None:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         try:

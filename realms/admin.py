@@ -306,9 +306,15 @@ class ConsoleAdmin(RealmScopedMixin, admin.ModelAdmin):
         return form
 
     def has_add_permission(self, request):
-        if issubclass(self.model, RealmOwned) and current_realm(request) is None:
+        # Everything but a realm is added into the current realm: nothing to add without one.
+        if self.model is not Realm and current_realm(request) is None:
             return False
         return super().has_add_permission(request)
+
+    def change_event(self, request, operation, obj):
+        """The admin event of a change made on this page (CREATE, UPDATE, DELETE). An admin whose
+        service functions record their own events (webhook endpoints) records nothing here."""
+        object_event(request, operation, obj)
 
     # Mapping relations (many-to-many) whose changes are recorded as their own events.
     def mapping_snapshot(self, obj):
@@ -326,7 +332,7 @@ class ConsoleAdmin(RealmScopedMixin, admin.ModelAdmin):
         super().save_related(request, form, formsets, change)
         obj = form.instance
         before = getattr(request, "_console_before", None) or {key: set() for key in self.mapping_snapshot(obj)}
-        object_event(request, "UPDATE" if change else "CREATE", obj)
+        self.change_event(request, "UPDATE" if change else "CREATE", obj)
         self.mapping_events(request, obj, before, self.mapping_snapshot(obj))
 
     def save_formset(self, request, form, formset, change):
@@ -349,12 +355,12 @@ class ConsoleAdmin(RealmScopedMixin, admin.ModelAdmin):
             object_event(request, "UPDATE", obj)
 
     def delete_model(self, request, obj):
-        object_event(request, "DELETE", obj)
+        self.change_event(request, "DELETE", obj)
         super().delete_model(request, obj)
 
     def delete_queryset(self, request, queryset):
         for obj in queryset:
-            object_event(request, "DELETE", obj)
+            self.change_event(request, "DELETE", obj)
         super().delete_queryset(request, queryset)
 
 

@@ -4,7 +4,7 @@ time range (filter the events by date, select them, run the action)."""
 from django import forms
 from django.contrib import admin, messages
 
-from realms.admin import RealmFilter, RealmScopedMixin, current_realm
+from realms.admin import ConsoleAdmin, RealmFilter
 
 from . import delivery, services
 from .models import Delivery, DeliveryAttempt, Endpoint, Message
@@ -53,7 +53,10 @@ class EndpointForm(forms.ModelForm):
 
 
 @admin.register(Endpoint)
-class EndpointAdmin(RealmScopedMixin, admin.ModelAdmin):
+class EndpointAdmin(ConsoleAdmin):
+    """Realm scoping of the console (``ConsoleAdmin``); changes go through the service functions,
+    which record their own admin events (``WEBHOOK_ENDPOINT``, never a webhook themselves)."""
+
     form = EndpointForm
     line_list_fields = ("event_types",)
     list_display = ("url", "description", "enabled", "disabled_reason", "created_at")
@@ -63,18 +66,8 @@ class EndpointAdmin(RealmScopedMixin, admin.ModelAdmin):
                        "public_keys", "created_at")
     actions = ["send_test_event", "rotate_secret", "rotate_secret_now", "enable"]
 
-    def get_form(self, request, obj=None, change=False, **kwargs):
-        self.remember_form_realm(request, obj)
-        form = super().get_form(request, obj, change=change, **kwargs)
-        realm_field = form.base_fields.get("realm")
-        if realm_field is not None:
-            realm = self.form_realm(request)
-            realm_field.disabled = True
-            realm_field.initial = realm.pk if realm else None
-        return form
-
-    def has_add_permission(self, request):
-        return current_realm(request) is not None and super().has_add_permission(request)
+    def change_event(self, request, operation, obj):
+        pass  # recorded by the service functions
 
     @admin.display(description="Ed25519 public keys (v1a)")
     def public_keys(self, obj):

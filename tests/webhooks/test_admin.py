@@ -75,3 +75,15 @@ def test_console_changes_are_admin_events(console, realm):
     admin = User.objects.get(realm__name="master", username="console-admin")
     assert [e.type for e in events] == ["CREATE", "UPDATE", "UPDATE", "DELETE"]
     assert {e.user_id for e in events} == {admin.pk}
+
+
+def test_console_form_fixes_the_realm_and_only_the_services_record_events(console, realm):
+    from realms.models import Event
+
+    field = console.get("/admin/webhooks/endpoint/add/").context["adminform"].form.fields["realm"]
+    assert field.disabled and field.initial == realm.pk
+    console.post("/admin/webhooks/endpoint/add/", {
+        "url": "https://hooks.example.com/in", "event_types": "", "enabled": "on", "rate_limit": "0",
+        "max_concurrency": "10"})
+    events = Event.objects.filter(realm=realm, kind=Event.ADMIN)
+    assert [(e.resource_type, e.type) for e in events] == [("WEBHOOK_ENDPOINT", "CREATE")]

@@ -112,6 +112,14 @@ def _connection_tokens(headers_lc: dict) -> frozenset:
 
 
 _METHODS: dict = {}  # method -> (str, JSON string); bounded: llhttp accepts only the methods it knows
+_LENGTH_LINES: dict = {}  # (length, keep-alive) -> the end of an answer head: answers repeat their sizes
+
+
+def _length_line(length: int, keep: bool) -> bytes:
+    line = (b"Content-Length: %d\r\n\r\n" if keep else b"Content-Length: %d\r\nConnection: close\r\n\r\n") % length
+    if len(_LENGTH_LINES) < 4096:
+        _LENGTH_LINES[(length, keep)] = line
+    return line
 _PATHS_JSON: dict = {}
 
 
@@ -217,8 +225,8 @@ class Call:
     more hop-by-hop fields), what the access log, metrics and span say about it, and where the
     retry loop stands."""
 
-    __slots__ = ("cc", "method", "method_s", "method_json", "url", "path", "fields", "lc", "filter",
-                 "hints", "framing", "version", "keep_alive", "body", "t0", "start", "rt", "route", "span", "trace_pairs",
+    __slots__ = ("cc", "method", "method_s", "method_json", "url", "path", "fields", "lc", "filter", "hints",
+                 "framing", "version", "keep_alive", "body", "t0", "start", "rt", "route", "span", "trace_pairs",
                  "attempts", "retries", "instance", "error", "status", "fallback", "deadline", "allowed_retries",
                  "base", "inst", "ex", "token", "task", "started", "resume", "kind", "cause", "detail", "sink")
 
@@ -1080,14 +1088,13 @@ class HTTPProxy:
             # The whole answer is already here: send it in one write with an exact length.
             pending = ex.pending
             data = pending[0] if len(pending) == 1 else b"".join(pending)
-            pending.clear()
+            size = len(data)
             fields.insert(0, status_line)
-            fields.append(b"Content-Length: %d\r\n\r\n" % len(data) if keep
-                          else b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(data))
+            fields.append(_LENGTH_LINES.get((size, keep)) or _length_line(size, keep))
             fields.append(data)
             if not cc.closed:
                 cc.transport.write(b"".join(fields))
-            if route.last_good is not None and call.method == b"GET" and status == 200 and len(data) <= LAST_GOOD_MAX:
+            if route.last_good is not None and call.method == b"GET" and status == 200 and size <= LAST_GOOD_MAX:
                 route.last_good[call.url] = (status, ex.reason, b"".join(fields[1:-2]), data)
             ex.release()
             return None

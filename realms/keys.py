@@ -1,22 +1,15 @@
 """Realm signing keys: generation, rotation, and the JWK views the protocols need.
 
-Loaded keys (parsed jwcrypto objects, not PEM) are cached per realm and process, so signing and
-verifying on the token path never parse PEM or hit the database after the first request. A key
-change bumps the realm's key generation in the shared Django cache (Redis in production): the
-changing process drops its copy at once, every other process notices the new generation within
-``GENERATION_CHECK_SECONDS`` (one cache read per realm and second, not per request)."""
-import threading
-import time
-
-from django.core.cache import cache
+Loaded keys (parsed jwcrypto objects, not PEM) are kept per realm and process
+(``realms.shared_cache``), so signing and verifying on the token path never parse PEM or hit the
+database after the first request; a key change reaches every process within about a second."""
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from jwcrypto import jwk
 
 from . import crypto
 from .models import RealmKey
-
-GENERATION_CHECK_SECONDS = 1.0
+from .shared_cache import LocalCopies
 
 _KTY = {"RS256": ("RSA", {"size": 2048}), "ES256": ("EC", {"crv": "P-256"}), "EdDSA": ("OKP", {"crv": "Ed25519"})}
 
@@ -54,7 +47,7 @@ def rotate_key(realm, algorithm=None):
     top = max((k.priority for k in current), default=0)
     current.filter(status=RealmKey.ACTIVE).update(status=RealmKey.PASSIVE)
     new = generate_key(realm, algorithm, priority=top + 10)
-    _invalidate(realm.pk)
+    _copies.invalidate(realm.pk)
     return new
 
 
@@ -87,49 +80,19 @@ class LoadedKeys:
         return {"keys": out}
 
 
-_lock = threading.Lock()
-_loaded = {}  # realm id -> LoadedKeys (with .generation and .checked)
+def _load(realm_id):
+    return LoadedKeys(list(RealmKey.objects.filter(realm_id=realm_id).order_by("-priority", "-created")))
 
 
-def _gen_key(realm_id):
-    return f"idp:realm-keys-gen:{realm_id}"
-
-
-def _load(realm_id, generation):
-    keys = LoadedKeys(list(RealmKey.objects.filter(realm_id=realm_id).order_by("-priority", "-created")))
-    keys.generation, keys.checked = generation, time.monotonic()
-    with _lock:
-        _loaded[realm_id] = keys
-    return keys
+_copies = LocalCopies("realm-keys", _load)
 
 
 def realm_keys(realm) -> LoadedKeys:
-    keys = _loaded.get(realm.pk)
-    if keys is not None:
-        now = time.monotonic()
-        if now - keys.checked < GENERATION_CHECK_SECONDS:
-            return keys
-        if cache.get(_gen_key(realm.pk), 0) == keys.generation:
-            keys.checked = now
-            return keys
-    return _load(realm.pk, cache.get(_gen_key(realm.pk), 0))
-
-
-def _invalidate(realm_id):
-    with _lock:
-        _loaded.pop(realm_id, None)
-    key = _gen_key(realm_id)
-    try:
-        cache.incr(key)
-    except ValueError:  # no generation yet (or evicted): start one
-        cache.add(key, 1, timeout=None) or cache.incr(key)
+    return _copies.get(realm.pk)
 
 
 def _on_key_change(sender, instance, **kwargs):
-    # Now for this process, and again after the commit, so that no other process caches the
-    # rows as they were before it under the new generation.
-    _invalidate(instance.realm_id)
-    transaction.on_commit(lambda: _invalidate(instance.realm_id))
+    _copies.invalidate(instance.realm_id)
 
 
 post_save.connect(_on_key_change, sender=RealmKey, dispatch_uid="realmkey-save")

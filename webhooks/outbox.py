@@ -4,9 +4,7 @@ deliveries in the caller's transaction, and hands them to the workers only after
 If the change rolls back, no message exists; if the hand-off after the commit is lost (broker
 down, process killed), the sweeper finds the committed, undispatched deliveries."""
 import json
-import time
 
-from django.core.cache import cache
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
@@ -14,52 +12,29 @@ from django.utils import timezone
 
 from realms.events import realm_event
 from realms.models import Event
+from realms.shared_cache import LocalCopies
 
 from . import catalogue, dispatch
 from .models import Delivery, Endpoint, Message
 
 
-# Every realm event comes here (each token grant), yet most realms have no webhook endpoint.
-# Whether a realm has enabled endpoints is cached per process: dropped at once on an endpoint
-# change in this process, and within ENDPOINTS_CHECK_SECONDS in the others, which watch a
-# generation in the shared cache (as oidc.realm_cache does for realm configuration).
-ENDPOINTS_CHECK_SECONDS = 1.0
-_GENERATION_KEY = "webhooks:endpoints-generation"
-_known = {"generation": None, "checked": float("-inf"), "realms": {}}
-
-
-def _has_enabled_endpoints(realm_id):
-    now = time.monotonic()
-    if now - _known["checked"] >= ENDPOINTS_CHECK_SECONDS:
-        generation = cache.get(_GENERATION_KEY, 0)
-        if generation != _known["generation"]:
-            _known["realms"], _known["generation"] = {}, generation
-        _known["checked"] = now
-    found = _known["realms"].get(realm_id)
-    if found is None:
-        found = _known["realms"][realm_id] = Endpoint.objects.filter(realm_id=realm_id, enabled=True).exists()
-    return found
-
-
-def _endpoints_changed():
-    _known["realms"] = {}
-    try:
-        cache.incr(_GENERATION_KEY)
-    except ValueError:  # no generation yet (or evicted)
-        cache.add(_GENERATION_KEY, 1, timeout=None) or cache.incr(_GENERATION_KEY)
+# Every realm event comes here (each token grant), yet most realms have no webhook endpoint:
+# whether a realm has enabled endpoints is kept per process (realms.shared_cache).
+_has_enabled_endpoints = LocalCopies(
+    "webhook-endpoints", lambda realm_id: Endpoint.objects.filter(realm_id=realm_id, enabled=True).exists()
+)
 
 
 @receiver(post_save, sender=Endpoint, dispatch_uid="webhooks.outbox.endpoint-saved")
 @receiver(post_delete, sender=Endpoint, dispatch_uid="webhooks.outbox.endpoint-deleted")
-def _on_endpoint_change(sender, **kwargs):
-    _endpoints_changed()
-    transaction.on_commit(_endpoints_changed)  # again, so nobody keeps what they read before it
+def _on_endpoint_change(sender, instance, **kwargs):
+    _has_enabled_endpoints.invalidate(instance.realm_id)
 
 
 @receiver(realm_event, sender=Event, dispatch_uid="webhooks.outbox")
 def on_realm_event(sender, event, **kwargs):
     event_type = catalogue.webhook_type(event)
-    if event_type is None or not _has_enabled_endpoints(event.realm_id):
+    if event_type is None or not _has_enabled_endpoints.get(event.realm_id):
         return
     endpoints = [e for e in Endpoint.objects.filter(realm_id=event.realm_id, enabled=True).only("id", "event_types")
                  if e.subscribes_to(event_type)]

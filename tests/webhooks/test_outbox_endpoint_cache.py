@@ -1,6 +1,6 @@
 """Most realms have no webhook endpoint: their events must not cost a query each (the answer is
 cached per process). An endpoint added in this process is seen by the next event; one added by
-another process within ENDPOINTS_CHECK_SECONDS (a generation in the shared cache)."""
+another process within the check interval (a generation in the shared cache)."""
 import time
 
 import pytest
@@ -40,8 +40,9 @@ def test_endpoint_added_by_another_process_is_seen_within_the_check_interval(qui
     # Another worker's change: the row appears without this process's signals, and that worker
     # bumps the generation in the shared cache.
     Endpoint.objects.bulk_create([Endpoint(realm=quiet_realm, url="https://hooks.example.com/in")])
-    cache.add(outbox._GENERATION_KEY, 0, timeout=None)
-    cache.incr(outbox._GENERATION_KEY)
-    time.sleep(outbox.ENDPOINTS_CHECK_SECONDS)
+    shared = outbox._has_enabled_endpoints.generation_key(quiet_realm.pk)
+    cache.add(shared, 0, timeout=None)
+    cache.incr(shared)
+    time.sleep(outbox._has_enabled_endpoints.check_seconds)
     emit(quiet_realm, "CLIENT_LOGIN", client_id="app")
     assert Message.objects.get().type == "auth.client_login"

@@ -1,0 +1,63 @@
+"""Per-process copies of values read from the database, kept true across processes.
+
+Hot paths (the token endpoint, every realm event) must not query for configuration that rarely
+changes. Each process keeps its own copy per key (a realm's parsed signing keys, its protocol
+configuration, whether it has webhook endpoints). A change bumps that key's generation in the
+shared Django cache (Redis in production): the changing process drops its copy at once, and every
+other process compares its copy's generation with the shared one at most once per
+``CHECK_SECONDS``, so a change is seen everywhere within about a second for one cache read per
+key and second, not per request."""
+import time
+
+from django.core.cache import cache
+from django.db import transaction
+
+CHECK_SECONDS = 1.0
+
+
+class LocalCopies:
+    """``get(key)`` returns this process's copy of ``load(key)``, reloaded when the key's shared
+    generation has moved; ``invalidate(key)`` is called on every change of what ``load`` reads."""
+
+    def __init__(self, namespace, load, check_seconds=CHECK_SECONDS):
+        self.namespace = namespace
+        self.check_seconds = check_seconds
+        self._load = load
+        self._entries = {}  # key -> [value, generation, monotonic time of the last check]
+
+    def generation_key(self, key):
+        return f"idp:gen:{self.namespace}:{key}"
+
+    def get(self, key):
+        entry = self._entries.get(key)
+        now = time.monotonic()
+        if entry is not None:
+            if now - entry[2] < self.check_seconds:
+                return entry[0]
+            if cache.get(self.generation_key(key), 0) == entry[1]:
+                entry[2] = now
+                return entry[0]
+        # The generation is read before the rows: a change committed meanwhile moves it again,
+        # so the next check reloads.
+        generation = cache.get(self.generation_key(key), 0)
+        value = self._load(key)
+        self._entries[key] = [value, generation, now]
+        return value
+
+    def invalidate(self, key):
+        """Drop the copy here and everywhere: now, and again after the commit, so that no process
+        keeps rows it read before the change under the new generation."""
+        self._bump(key)
+        transaction.on_commit(lambda: self._bump(key))
+
+    def clear(self):
+        """Forget this process's copies (tests that re-create objects under the same ids)."""
+        self._entries.clear()
+
+    def _bump(self, key):
+        self._entries.pop(key, None)
+        shared = self.generation_key(key)
+        try:
+            cache.incr(shared)
+        except ValueError:  # no generation yet (or evicted): start one
+            cache.add(shared, 1, timeout=None) or cache.incr(shared)

@@ -11,7 +11,6 @@ from collections import OrderedDict
 
 from realms import realm_cache
 from realms.models import ClientScope, ClientScopeLink, ProtocolMapper, Role, User
-from realms.realm_cache import clear  # noqa: F401  (the cache API tests of this app and saml use)
 from realms.roles import effective_roles, expand_composites
 
 from .mappers import compile_mappers

@@ -6,39 +6,26 @@ once per process and kept in memory. Any change to a row of the realm's configur
 clients, client scopes and their links, protocol mappers, roles, groups, role and group
 assignments, service-account users) bumps the realm's generation: this process drops its copy at
 once (signal handlers), and other processes see the new generation in the shared Django cache
-(Redis in production) within ``GENERATION_CHECK_SECONDS``. That bounded staleness is the price of
+(Redis in production) within a second (``realms.shared_cache``). That bounded staleness is the price of
 sign-ins and token requests that do not read configuration from the database; see
 docs/decisions/0004-oidc-without-dot-models.md and docs/decisions/0011-sign-in-cpu-budget.md.
 """
 import threading
-import time
 
-from django.core.cache import cache
-from django.db import transaction
 from django.db.models.signals import m2m_changed, post_delete, post_save
 from django.http import Http404
 
 from .models import (Client, ClientScope, ClientScopeLink, Group, ProtocolMapper, Realm, RealmDefaultClientScope,
                      Role, User)
-
-GENERATION_CHECK_SECONDS = 1.0
-
-_lock = threading.Lock()
-_by_name = {}  # realm name -> RealmConfig
-
-
-def _gen_key(realm_id):
-    return f"idp:realm-gen:{realm_id}"
+from .shared_cache import LocalCopies
 
 
 class RealmConfig:
     """One realm's cached configuration: the realm row, its client rows (read on first use, with
     ``client.realm`` set to the cached realm) and what protocols derive from them."""
 
-    def __init__(self, realm, generation):
+    def __init__(self, realm):
         self.realm = realm
-        self.generation = generation
-        self.checked = time.monotonic()
         self._clients = {}  # clientId -> Client
         self._clients_by_pk = {}
         self._extensions = {}
@@ -84,42 +71,36 @@ class RealmConfig:
         return extension
 
 
+def _load(realm_id):
+    realm = Realm.objects.filter(pk=realm_id).first()
+    return RealmConfig(realm) if realm is not None else None
+
+
+_configs = LocalCopies("realm-config", _load)
+_ids = {}  # realm name -> realm id, in this process (names rarely change; checked on every use)
+
+
 def get_realm(name) -> RealmConfig:
     """The enabled realm's cached configuration; 404 for an unknown or disabled realm."""
-    config = _by_name.get(name)
-    now = time.monotonic()
-    if config is not None:
-        if now - config.checked < GENERATION_CHECK_SECONDS:
-            return config
-        if cache.get(_gen_key(config.realm.pk), 0) == config.generation:
-            config.checked = now
-            return config
-    realm = Realm.objects.filter(name=name).first()
-    if realm is None or not realm.enabled:
+    realm_id = _ids.get(name)
+    config = _configs.get(realm_id) if realm_id is not None else None
+    if config is None or config.realm.name != name:  # unknown here, deleted or renamed
+        realm_id = Realm.objects.filter(name=name).values_list("pk", flat=True).first()
+        config = _configs.get(realm_id) if realm_id is not None else None
+        if config is None:
+            _ids.pop(name, None)
+            raise Http404("Realm does not exist")
+        _ids[name] = realm_id
+    if not config.realm.enabled:
         raise Http404("Realm does not exist")
-    config = RealmConfig(realm, cache.get(_gen_key(realm.pk), 0))
-    with _lock:
-        _by_name[name] = config
     return config
 
 
 def clear():
     """Forget every realm's configuration in this process (other processes keep theirs until
     a generation changes). For tests that re-create a realm under the same name."""
-    with _lock:
-        _by_name.clear()
-
-
-def invalidate(realm_id):
-    with _lock:
-        for name, config in list(_by_name.items()):
-            if config.realm.pk == realm_id:
-                del _by_name[name]
-    key = _gen_key(realm_id)
-    try:
-        cache.incr(key)
-    except ValueError:
-        cache.add(key, 1, timeout=None) or cache.incr(key)
+    _ids.clear()
+    _configs.clear()
 
 
 def _realm_id_of(instance):
@@ -144,8 +125,7 @@ def _changed(sender, instance, **kwargs):
         # The owner is already gone (cascade); drop every realm in this process.
         clear()
         return
-    invalidate(realm_id)
-    transaction.on_commit(lambda: invalidate(realm_id))
+    _configs.invalidate(realm_id)
 
 
 def _m2m_changed(sender, instance, action, **kwargs):

@@ -55,3 +55,12 @@ def test_unknown_or_disabled_realm_is_404(realm):
     realm.save()
     with pytest.raises(Http404):
         realm_cache.get_realm("cached")
+
+
+def test_a_renamed_realm_answers_to_its_new_name_only(realm):
+    assert realm_cache.get_realm("cached").realm.pk == realm.pk
+    realm.name = "renamed"
+    realm.save()
+    assert realm_cache.get_realm("renamed").realm.pk == realm.pk
+    with pytest.raises(Http404):
+        realm_cache.get_realm("cached")

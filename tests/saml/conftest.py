@@ -16,7 +16,7 @@ SP_ENTITY = "https://sp.example/saml/metadata"
 
 @pytest.fixture(autouse=True)
 def _fresh_cache():
-    from oidc import realm_cache
+    from realms import realm_cache
 
     cache.clear()
     realm_cache.clear()

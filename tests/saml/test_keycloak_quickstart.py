@@ -31,7 +31,7 @@ IDP = "http://localhost/realms/quickstart"
 @pytest.fixture
 def quickstart(db):
     from django.core.cache import cache
-    from oidc import realm_cache
+    from realms import realm_cache
 
     cache.clear()
     realm_cache.clear()

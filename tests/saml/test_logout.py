@@ -67,7 +67,7 @@ def keys():
 @pytest.fixture
 def realm(db):
     from django.core.cache import cache
-    from oidc import realm_cache
+    from realms import realm_cache
 
     cache.clear()
     realm_cache.clear()

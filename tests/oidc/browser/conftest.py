@@ -14,7 +14,7 @@ PASSWORD = "correct horse battery staple"
 def _fresh_cache():
     # Every test re-creates realm "acme" under a new id inside a rolled-back transaction (no
     # delete signals), so the per-process realm configuration must be dropped as well.
-    from oidc import realm_cache
+    from realms import realm_cache
 
     cache.clear()
     realm_cache.clear()

@@ -11,13 +11,15 @@
 # spent during the run (from /proc) divided by the requests answered. On a machine others use,
 # wall-clock throughput moves with their load; CPU per request hardly does, and
 # 1 / (server CPU per request) is what one core can serve.
-# Usage: bench/oidc/run.sh   (env: DURATION=10 WORKERS=2 THREADS=4 PEER_RUN=path/to/dot-baseline/run.sh)
+# Usage: bench/oidc/run.sh   (env: DURATION=10 WORKERS=1 THREADS=4 PEER_RUN=path/to/dot-baseline/run.sh)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DURATION=${DURATION:-10}
 # gthread workers keep client connections alive; sync workers pay a TCP accept and close per
-# request (about 130 µs of server CPU more per request in our runs).
-WORKERS=${WORKERS:-2}
+# request (about 130 µs of server CPU more per request in our runs). One worker for the one core
+# the server is pinned to, as production runs one per core: a second process on the same core
+# cost about 5 % more CPU cycles per code flow (two Python heaps competing for the core's caches).
+WORKERS=${WORKERS:-1}
 THREADS=${THREADS:-4}
 command -v hey >/dev/null || apt-get install -y -qq hey >/dev/null
 scripts/setup.sh test >/dev/null

@@ -12,14 +12,13 @@ writes commits together with its event.
 import contextlib
 from dataclasses import dataclass, field
 
-from django.contrib.auth.hashers import make_password
 from django.db import transaction
-from django.db.models import Q
 
 from realms import bruteforce, sessions
-from realms.authenticators import SSO_AUTH
+from realms.authenticators import SSO_AUTH, find_user
 from realms.events import emit
-from realms.models import ClientSession, User, UserSession
+from realms.hashers import spend_check_time
+from realms.models import ClientSession, UserSession
 
 from . import tokens
 from .client_auth import authenticate
@@ -290,12 +289,9 @@ def password(exchange):
     username, secret = params.get("username", ""), params.get("password", "")
     exchange.details["username"] = username[:255]
     scopes, openid = tokens.resolve_scopes(exchange.client_config, params.get("scope", ""))
-    lookup = Q(username=username.lower()) | Q(username=username)
-    if realm.login_with_email_allowed and "@" in username:
-        lookup |= Q(email__iexact=username)
-    user = User.objects.filter(lookup, realm=realm, service_account_client__isnull=True).first() if username else None
+    user = find_user(realm, username) if username else None
     if user is None:
-        make_password(secret or "x")  # same cost as a real check: unknown names are not revealed
+        spend_check_time(secret)
         raise InvalidGrant("Invalid user credentials", event_error="user_not_found")
     exchange.user_id = user.pk
     if bruteforce.is_locked(realm, user):

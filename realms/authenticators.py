@@ -1,10 +1,10 @@
 """The sign-in steps this service ships: Cookie, Username Password Form and the
 "user configured" condition. Later steps (OTP, passkeys, the identity-provider redirector,
 Kerberos) register themselves the same way from their own apps."""
-from django.contrib.auth.hashers import make_password
 
 from . import bruteforce, sso_cookie
 from .flows import Authenticator, Outcome, execution_levels, is_configured, register_authenticator
+from .hashers import spend_check_time
 from .models import User
 
 GENERIC_LOGIN_ERROR = "Invalid username or password."
@@ -76,7 +76,7 @@ class UsernamePasswordForm(Authenticator):
 
         user = find_user(realm, username) if username else None
         if user is None:
-            make_password(password or "x")  # the cost of a real check: unknown names stay hidden
+            spend_check_time(password)
             return fail("user_not_found")
         locked = bruteforce.is_locked(realm, user)
         valid = user.check_password(password)

@@ -439,10 +439,9 @@ class User(RealmOwned, AbstractBaseUser):
 
         cred = self.password_credential()
         if cred is None or not raw_password:
-            # Spend the same time as a real check so that unknown users cannot be told apart.
-            from django.contrib.auth.hashers import make_password
+            from .hashers import spend_check_time
 
-            make_password(raw_password or "x")
+            spend_check_time(raw_password)
             return False
 
         def upgrade(raw):

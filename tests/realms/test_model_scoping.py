@@ -99,3 +99,29 @@ def test_rotation_keeps_old_key_for_verification(two_realms):
     old.refresh_from_db()
     old.save()  # a change through the model drops the cache
     assert old.kid not in {k["kid"] for k in realm_keys(a).jwks()["keys"]}
+
+
+def test_password_hashes_are_argon2id_checked_by_libsodium_and_decoy_checks_cost_the_same():
+    import time
+
+    from django.contrib.auth.hashers import check_password, make_password
+
+    from realms.hashers import Argon2idHasher, spend_check_time
+
+    encoded = make_password("right horse")
+    assert encoded.startswith("argon2$argon2id$v=19$m=7168,t=5,p=1$")
+    hasher = Argon2idHasher()
+    assert hasher.verify("right horse", encoded) and not hasher.verify("wrong horse", encoded)
+    # argon2-cffi (the hash's maker) agrees with the libsodium check.
+    assert super(Argon2idHasher, hasher).verify("right horse", encoded)
+    assert check_password("right horse", encoded)
+
+    def cpu(fn):
+        start = time.process_time()
+        for _ in range(10):
+            fn()
+        return time.process_time() - start
+
+    spend_check_time("warm up")  # makes the decoy hash once per process
+    real, decoy = cpu(lambda: check_password("wrong", encoded)), cpu(lambda: spend_check_time("wrong"))
+    assert 0.5 < decoy / real < 2, (real, decoy)

@@ -53,7 +53,7 @@ class Command(BaseCommand):
         class Server(BaseApplication):
             def load_config(self):
                 self.cfg.set("bind", [f"{bind}:{http_port}"])
-                self.cfg.set("workers", workers or (os.cpu_count() or 1))
+                self.cfg.set("workers", workers or len(os.sched_getaffinity(0)))  # the cores this process may use
                 self.cfg.set("threads", threads)
                 self.cfg.set("worker_class", "gthread" if threads > 1 else "sync")
                 self.cfg.set("accesslog", os.environ.get("IDP_ACCESS_LOG") or None)

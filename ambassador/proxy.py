@@ -773,7 +773,7 @@ class HTTPProxy:
                     f'"retries":{_NUMBERS[call.retries]},"error":{"null" if error is None else _encode_str(error)},'
                     f'"fallback":{"null" if fallback is None else _encode_str(fallback)},'
                     f'"trace_id":{"null" if trace_id is None else _encode_str(trace_id)}}}')
-            log.buf.append(line)  # AccessLog.write_line(), inlined
+            log.buf.append(line)
             log.size += len(line)
             if log.size > 65536:
                 log.write_out()

@@ -125,9 +125,11 @@ class AccessLog:
     """One JSON line per call. Lines are batched and written every 50 ms (or at 64 KiB) so a busy
     proxy does not pay a write system call per request.
 
-    The proxy formats the lines itself (see HTTPProxy._record) and stamps them with the wall clock
-    derived from the perf counter it already read: ``offset_ns`` is taken again at the start of every
-    batch, and the text of the current millisecond is kept (``ts_ms``, ``ts``)."""
+    The proxy formats the lines itself (see HTTPProxy._record), calls ``start_batch()`` before the
+    first line of a batch, appends each line to ``buf`` (adding its length to ``size``) and calls
+    ``write_out()`` past 64 KiB. It stamps lines with the wall clock derived from the perf counter it
+    already read: ``offset_ns`` is taken again at the start of every batch, and the text of the
+    current millisecond is kept (``ts_ms``, ``ts``)."""
 
     def __init__(self, target: str | None):
         self.fd = None
@@ -158,12 +160,6 @@ class AccessLog:
         self.ts_ms = ms
         ts = self.ts = f"{ms // 1000}{FRACTIONS[ms % 1000]}"
         return ts
-
-    def write_line(self, line: str) -> None:
-        self.buf.append(line)
-        self.size += len(line)
-        if self.size > 65536:
-            self.write_out()
 
     def flush(self) -> None:
         self.scheduled = False

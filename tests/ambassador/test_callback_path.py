@@ -147,3 +147,21 @@ def test_pipelined_calls_on_pooled_connections_finish_in_order(upstream, proxy):
     assert buf.count(b"HTTP/1.1 200") == 44
     assert BIG in buf and buf.endswith(b"ok")
     wait_for(lambda: counts(p) == IDLE)
+
+
+def test_access_log_time_and_duration_on_the_callback_path(upstream, proxy):
+    u = upstream("a", handler=handler)
+    p = proxy(config(u))
+    warm(p)
+    with requests.Session() as s:
+        for _ in range(3):
+            before = time.time()
+            t = time.monotonic()
+            assert s.get(p.url + "/ok", timeout=5).text == "ok"
+            elapsed_ms = (time.monotonic() - t) * 1000
+            after = time.time()
+            entry = p.access_log()[-1]
+            # The wall clock is derived from the perf counter; it must still be the wall clock.
+            assert before - 0.01 <= entry["ts"] <= after + 0.01
+            assert 0 < entry["duration_ms"] <= elapsed_ms
+            assert entry["attempts"] == 1 and entry["retries"] == 0 and entry["error"] is None

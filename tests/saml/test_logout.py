@@ -3,13 +3,12 @@
 real HTTP server on loopback), and a SAML LogoutRequest that fails its checks ends nothing."""
 import base64
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.test import Client as HttpClient
 from lxml import etree
 
+from tests import servers
 from realms.models import Client, ClientSession, Event, UserSession
 from realms.services import add_default_client_scopes, create_realm, create_user
 from saml import constants as c, keys as idp_keys, signatures, xml
@@ -21,34 +20,12 @@ FRONT = "https://front.example/metadata"
 BACK = "https://back.example/metadata"
 
 
-class SoapReceiver:
+class SoapReceiver(servers.Receiver):
     """A SAML SP's back end on 127.0.0.1 that records SOAP bodies."""
 
-    def __init__(self):
-        self.bodies = []
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                receiver.bodies.append((self.headers["Content-Type"],
-                                        self.rfile.read(int(self.headers["Content-Length"]))))
-                self.send_response(200)
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def url(self, path):
-        return f"http://127.0.0.1:{self.server.server_address[1]}{path}"
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
+    @property
+    def bodies(self):
+        return [(r["headers"]["Content-Type"], r["body"]) for r in self.requests]
 
 
 @pytest.fixture

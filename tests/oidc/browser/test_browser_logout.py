@@ -3,9 +3,7 @@ session ended, front-channel iframes, and back-channel logout tokens received by
 server on loopback and verified against the realm's JWKS."""
 import json
 import re
-import threading
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -16,6 +14,7 @@ from jwcrypto import jwk, jws
 from oidc.backchannel import EVENT
 from realms import sessions
 from realms.models import Event, UserSession
+from tests import servers
 from tests.oidc.browser.conftest import PASSWORD, make_client
 from tests.oidc.browser.test_browser_authorize import AUTH, _action, _params, _query, _sign_in
 
@@ -24,36 +23,16 @@ TOKEN = "/realms/acme/protocol/openid-connect/token"
 ISSUER = "http://testserver/realms/acme"
 
 
-class Receiver:
+class Receiver(servers.Receiver):
     """A relying party's back end on 127.0.0.1 that records logout tokens."""
 
-    def __init__(self):
-        self.tokens = []
-        self.got = threading.Event()
-        receiver = self
+    @property
+    def tokens(self):
+        return [(r["path"], r["headers"]["Content-Type"], parse_qs(r["body"].decode())["logout_token"][0])
+                for r in self.requests]
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers["Content-Length"])).decode()
-                receiver.tokens.append((self.path, self.headers["Content-Type"], parse_qs(body)["logout_token"][0]))
-                receiver.got.set()
-                self.send_response(200)
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def url(self, path):
-        return f"http://127.0.0.1:{self.server.server_address[1]}{path}"
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
+    def got(self, timeout):
+        return bool(self.wait_for(1, timeout))
 
 
 @pytest.fixture
@@ -100,7 +79,7 @@ def test_logout_with_hint_redirects_with_state_and_tells_the_back_end(
     assert not UserSession.objects.exists()
     assert Event.objects.filter(type="LOGOUT", session_id=user_session.pk, user_id=user_with_password.pk).exists()
 
-    assert receiver.got.wait(5)
+    assert receiver.got(5)
     path, content_type, token = receiver.tokens[0]
     assert path == "/bc-logout" and content_type == "application/x-www-form-urlencoded"
     header, claims = _verify(token, client)
@@ -215,7 +194,7 @@ def test_back_channel_refuses_loopback_in_production(
     with django_capture_on_commit_callbacks(execute=True):
         response = client.get(LOGOUT, {"id_token_hint": id_token})
     assert response.status_code == 200 and not UserSession.objects.exists()
-    assert not receiver.got.wait(0.5) and receiver.tokens == []
+    assert not receiver.got(0.5) and receiver.tokens == []
 
 
 def test_expiry_is_not_propagated(realm, client_app, user, receiver, outbound_loopback, django_capture_on_commit_callbacks):
@@ -226,7 +205,7 @@ def test_expiry_is_not_propagated(realm, client_app, user, receiver, outbound_lo
     with django_capture_on_commit_callbacks(execute=True):
         with time_machine.travel(timezone.now() + timedelta(seconds=realm.sso_session_idle_timeout + 5), tick=False):
             assert sessions.get_valid_session(realm, user_session.pk) is None
-    assert not receiver.got.wait(0.3)
+    assert not receiver.got(0.3)
 
 
 def test_session_ended_elsewhere_is_propagated(realm, client_app, user, receiver, outbound_loopback,
@@ -239,7 +218,7 @@ def test_session_ended_elsewhere_is_propagated(realm, client_app, user, receiver
     sessions.get_or_create_client_session(user_session, client_app)
     with django_capture_on_commit_callbacks(execute=True):
         sessions.end_session(user_session, reason="revoked")
-    assert receiver.got.wait(5)
+    assert receiver.got(5)
     token = receiver.tokens[0][2]
     from django.test import Client as HttpClient
 

@@ -70,35 +70,27 @@ def shutdown():
     sender.shutdown()
 
 
+def _run(jobs, work, task):
+    """Each job to ``work(job)`` in-process (dev mode) or to the Celery ``task``."""
+    if conf.get("IDP_WEBHOOK_INPROCESS"):
+        pool = _inprocess()
+        for job in jobs:
+            pool.submit(_run_closing, work, job)
+        return
+    for job in jobs:
+        task.delay(job)
+
+
 def deliveries(ids):
     ids = list(ids)
-    batches = [ids[i:i + BATCH] for i in range(0, len(ids), BATCH)]
-    if not batches:
-        return
-    if conf.get("IDP_WEBHOOK_INPROCESS"):
-        from . import delivery
+    if ids:
+        from . import delivery, tasks
 
-        pool = _inprocess()
-        for batch in batches:
-            pool.submit(_run_closing, delivery.process, batch)
-        return
-    from .tasks import deliver
-
-    for batch in batches:
-        deliver.delay(batch)
+        _run([ids[i:i + BATCH] for i in range(0, len(ids), BATCH)], delivery.process, tasks.deliver)
 
 
 def received(ids):
-    if not ids:
-        return
-    if conf.get("IDP_WEBHOOK_INPROCESS"):
-        from . import receiver
+    if ids:
+        from . import receiver, tasks
 
-        pool = _inprocess()
-        for pk in ids:
-            pool.submit(_run_closing, receiver.process, pk)
-        return
-    from .tasks import process_received
-
-    for pk in ids:
-        process_received.delay(pk)
+        _run(ids, receiver.process, tasks.process_received)

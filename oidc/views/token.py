@@ -1,4 +1,6 @@
 """Token, introspection and revocation endpoints (POST, form-encoded, client-authenticated)."""
+import functools
+
 from django.http import HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
@@ -9,6 +11,20 @@ from ..grants import Exchange, handle_token_request
 from .common import client_ip, json_no_store, realm_context
 
 METHODS = ["POST", "OPTIONS"]
+
+
+def endpoint(view):
+    """POST (CSRF-exempt: clients authenticate themselves) and CORS preflight; the view gets the
+    realm's configuration and issuer."""
+    @csrf_exempt
+    @require_http_methods(METHODS)
+    @functools.wraps(view)
+    def wrapper(request, realm):
+        if request.method == "OPTIONS":
+            return cors.preflight(request, HttpResponse(), METHODS)
+        realm_config, issuer = realm_context(request, realm)
+        return view(request, realm_config, issuer)
+    return wrapper
 
 
 def _respond(request, produce):
@@ -24,12 +40,8 @@ def _respond(request, produce):
     return cors.add(request, response, config.web_origins if config else None)
 
 
-@csrf_exempt
-@require_http_methods(METHODS)
-def token(request, realm):
-    if request.method == "OPTIONS":
-        return cors.preflight(request, HttpResponse(), METHODS)
-    realm_config, issuer = realm_context(request, realm)
+@endpoint
+def token(request, realm_config, issuer):
     exchange = Exchange(realm_config=realm_config, issuer=issuer, params=request.POST, ip_address=client_ip(request))
 
     def produce(holder):
@@ -41,21 +53,13 @@ def token(request, realm):
     return _respond(request, produce)
 
 
-@csrf_exempt
-@require_http_methods(METHODS)
-def introspect(request, realm):
-    if request.method == "OPTIONS":
-        return cors.preflight(request, HttpResponse(), METHODS)
-    realm_config, issuer = realm_context(request, realm)
+@endpoint
+def introspect(request, realm_config, issuer):
     return _respond(request, lambda holder: services.introspect(
         request, realm_config, issuer, request.POST, client_ip(request)))
 
 
-@csrf_exempt
-@require_http_methods(METHODS)
-def revoke(request, realm):
-    if request.method == "OPTIONS":
-        return cors.preflight(request, HttpResponse(), METHODS)
-    realm_config, issuer = realm_context(request, realm)
+@endpoint
+def revoke(request, realm_config, issuer):
     return _respond(request, lambda holder: (None, services.revoke(
         request, realm_config, issuer, request.POST, client_ip(request))))

@@ -1,9 +1,11 @@
 """The Celery app: Redis broker (IDP_REDIS_URL) in production, workers + beat started with
 ``celery -A idp worker -B`` (or separate ``celery -A idp beat``). In dev mode nothing uses the
 broker: background work runs in-process (CELERY_TASK_ALWAYS_EAGER, and the webhooks runner)."""
+import gc
 import os
 
 from celery import Celery
+from celery.signals import worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "idp.settings.dev")
 
@@ -23,3 +25,12 @@ def _periodic_tasks(sender, **kwargs):
         sender.add_periodic_task(conf.get("IDP_WEBHOOK_SWEEP_INTERVAL"), sender.signature("webhooks.sweep"),
                                  name="webhooks sweep")
         sender.add_periodic_task(3600.0, sender.signature("webhooks.purge"), name="webhooks retention")
+
+
+@worker_ready.connect
+def _freeze_startup_objects(**kwargs):
+    # The hundreds of thousands of objects that importing Django and the apps leaves behind live
+    # as long as the worker: out of the collector's sight, a full collection no longer stops
+    # every thread for tens of milliseconds (measured: 30-70 ms pauses, the worst webhook tails).
+    gc.collect()
+    gc.freeze()

@@ -189,7 +189,21 @@ def process(ids, inline=False):
 
 
 def slot_limit(ep, now):
-    return 1 if ep.throttled(now) else max(ep.max_concurrency, 1)
+    """Slots of an endpoint (an ``EndpointState`` or the model): one while slowed down."""
+    return 1 if ep.throttled_until and ep.throttled_until > now else max(ep.max_concurrency, 1)
+
+
+def hand_off(deliveries, endpoints):
+    """After the commit of an event: its deliveries to the workers, except those of endpoints in
+    the slow lane (no answer lately) with every slot taken. Those stay in the database, the
+    endpoint flagged waiting, and the send that frees one of its slots pulls them. A dead
+    endpoint thus costs the workers nothing per event; claiming its deliveries only to give
+    them back, event after event, was what the healthy endpoints paid for it. ``endpoints``:
+    the models, with ``slow_until``, ``throttled_until`` and ``max_concurrency`` loaded."""
+    now = timezone.now()
+    slow = [(e.pk, slot_limit(e, now)) for e in endpoints if e.slow_until and e.slow_until > now]
+    held = {pk for pk, _ in slow} - set(limits.rewait(slow))
+    dispatch.deliveries([d.pk for d in deliveries if d.endpoint_id not in held])
 
 
 def _take_slots(jobs, now):

@@ -14,7 +14,7 @@ from realms.events import realm_event
 from realms.models import Event
 from realms.shared_cache import LocalCopies
 
-from . import catalogue, dispatch
+from . import catalogue, delivery
 from .models import Delivery, Endpoint, Message
 
 
@@ -36,7 +36,8 @@ def on_realm_event(sender, event, **kwargs):
     event_type = catalogue.webhook_type(event)
     if event_type is None or not _has_enabled_endpoints.get(event.realm_id):
         return
-    endpoints = [e for e in Endpoint.objects.filter(realm_id=event.realm_id, enabled=True).only("id", "event_types")
+    endpoints = [e for e in Endpoint.objects.filter(realm_id=event.realm_id, enabled=True)
+                 .only("id", "event_types", "slow_until", "throttled_until", "max_concurrency")
                  if e.subscribes_to(event_type)]
     if endpoints:
         publish(event.realm, event_type, catalogue.payload_data(event, event.realm.name),
@@ -59,6 +60,7 @@ def publish(realm, event_type, data, *, endpoints, occurred_at=None, source_even
         Delivery(message=message, endpoint=e, next_attempt_at=now, dispatched_at=now, created_at=now)
         for e in endpoints
     ])
-    ids = [d.pk for d in deliveries]
-    transaction.on_commit(lambda: dispatch.deliveries(ids))
+    # robust: a broker or Redis that is away must not fail the committed change; the sweeper
+    # dispatches what this hand-off could not.
+    transaction.on_commit(lambda: delivery.hand_off(deliveries, endpoints), robust=True)
     return message

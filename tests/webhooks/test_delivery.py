@@ -8,6 +8,7 @@ import pytest
 import standardwebhooks
 from django.utils import timezone
 
+from realms.events import emit
 from realms.models import Event
 from webhooks import conf, delivery, limits, services, signing
 from webhooks.models import Delivery, DeliveryAttempt, Endpoint, Message, ReceivedEvent
@@ -184,6 +185,43 @@ def test_full_slots_give_the_delivery_back_and_a_freed_slot_pulls_it(realm, endp
         assert Delivery.objects.get(pk=d.pk).dispatched_at is not None
     finally:
         assert limits.release(endpoint.pk, token) is False  # nobody else is waiting now
+
+
+def test_a_slow_endpoint_with_every_slot_taken_waits_for_a_slot_not_for_a_worker(
+        realm, endpoint, receiver_server, no_dispatch, django_capture_on_commit_callbacks):
+    healthy, _ = services.create_endpoint(realm, receiver_server.url(), ["auth.*"])
+    Endpoint.objects.filter(pk=endpoint.pk).update(max_concurrency=1,
+                                                   slow_until=timezone.now() + timedelta(minutes=5))
+    token = limits.acquire(endpoint.pk, 1, 30)  # its one slot is held by a send that hangs
+    endpoints = list(Endpoint.objects.filter(pk__in=[endpoint.pk, healthy.pk]))
+    with django_capture_on_commit_callbacks(execute=True):
+        message = publish(realm, "auth.login", {"userId": "u"}, endpoints=endpoints)
+    held = Delivery.objects.get(message=message, endpoint=endpoint)
+    # Only the healthy endpoint's delivery goes to the workers; the other waits in the database,
+    # pending and marked dispatched, so the sweeper leaves it to the endpoint's pull.
+    assert no_dispatch == [Delivery.objects.get(message=message, endpoint=healthy).pk]
+    assert held.state == Delivery.PENDING and held.dispatched_at is not None
+    assert delivery.sweep() == 0
+    # The send that frees the slot finds the endpoint flagged waiting and pulls it.
+    assert limits.release(endpoint.pk, token) is True
+    delivery.pump(endpoint.pk, 1)
+    assert no_dispatch[1:] == [held.pk]
+    # With a slot free, a slow endpoint's delivery is dispatched at once (to the slow lane).
+    no_dispatch.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        message = publish(realm, "auth.login", {"userId": "u"}, endpoints=[Endpoint.objects.get(pk=endpoint.pk)])
+    assert no_dispatch == [Delivery.objects.get(message=message).pk]
+
+
+def test_a_failed_hand_off_leaves_the_commit_alone(realm, endpoint, monkeypatch, django_capture_on_commit_callbacks):
+    def broker_away(ids):
+        raise ConnectionError("broker away")
+
+    monkeypatch.setattr("webhooks.dispatch.deliveries", broker_away)
+    with django_capture_on_commit_callbacks(execute=True):
+        emit(realm, "LOGIN", user_id="u-1")
+    # The change and its outbox rows are committed; the sweeper sends them after the backstop.
+    assert Delivery.objects.get(endpoint=endpoint).state == Delivery.PENDING
 
 
 def test_rate_limit(realm, endpoint, receiver_server, no_dispatch):

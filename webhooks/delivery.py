@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 
 from realms.outbound import HTTPError, TargetRefused, prepare, request
@@ -245,6 +245,7 @@ def pump(endpoint_id, n=1):
         if ids:
             Delivery.objects.filter(pk__in=ids).update(dispatched_at=now)
     dispatch.deliveries(ids)
+    return len(ids)
 
 
 _signers = {}
@@ -445,15 +446,23 @@ def sweep(now=None):
     now = now or timezone.now()
     Delivery.objects.filter(state=Delivery.SENDING, lease_until__lt=now).update(
         state=Delivery.PENDING, next_attempt_at=now, dispatched_at=None, lease_until=None)
-    stale = now - timedelta(seconds=conf.get("IDP_WEBHOOK_REDISPATCH_AFTER"))
+    due = Delivery.objects.filter(state=Delivery.PENDING, next_attempt_at__lte=now)
     with transaction.atomic():
-        ids = list(Delivery.objects.select_for_update(skip_locked=True)
-                   .filter(state=Delivery.PENDING, next_attempt_at__lte=now)
-                   .filter(Q(dispatched_at__isnull=True) | Q(dispatched_at__lt=stale))
+        ids = list(due.select_for_update(skip_locked=True).filter(dispatched_at__isnull=True)
                    .order_by("next_attempt_at").values_list("pk", flat=True)[:5000])
         Delivery.objects.filter(pk__in=ids).update(dispatched_at=now)
     dispatch.deliveries(ids)
-    return len(ids) + receiver.sweep(now)
+    # Dispatched long ago and still pending: a lost hand-off, or deliveries waiting for a slot of
+    # an endpoint that stays busy (a dead one). Each such endpoint is flagged waiting again and,
+    # if a slot is free, pulls up to its limit, like a freed slot does; the rest follow as slots
+    # free. A dead endpoint's backlog is not re-claimed wholesale only to be given back.
+    stale = now - timedelta(seconds=conf.get("IDP_WEBHOOK_REDISPATCH_AFTER"))
+    endpoint_ids = due.filter(dispatched_at__lt=stale).order_by().values_list("endpoint_id", flat=True).distinct()
+    endpoints = {e.pk: slot_limit(e, now) for e in Endpoint.objects.filter(pk__in=list(endpoint_ids[:1000]))
+                 .only("id", "max_concurrency", "throttled_until")}
+    pulled = sum(pump(endpoint_id, endpoints[endpoint_id])
+                 for endpoint_id in limits.rewait(list(endpoints.items())))
+    return len(ids) + pulled + receiver.sweep(now)
 
 
 def purge(now=None):

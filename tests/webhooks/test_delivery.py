@@ -291,6 +291,22 @@ def test_sweeper_retakes_killed_deliveries_and_lost_hand_offs(realm, endpoint, n
     assert Delivery.objects.get(pk=d.pk).state == Delivery.PENDING and no_dispatch == [d.pk]
 
 
+def test_sweeper_pulls_a_busy_endpoints_backlog_by_its_free_slots(realm, endpoint, no_dispatch, settings):
+    Endpoint.objects.filter(pk=endpoint.pk).update(max_concurrency=2)
+    backlog = [_publish(realm, endpoint).pk for _ in range(5)]
+    settings.IDP_WEBHOOK_REDISPATCH_AFTER = 0
+    later = timezone.now() + timedelta(seconds=1)
+    token = limits.acquire(endpoint.pk, 2, 30)  # one of its two slots is taken
+    try:
+        # A slot is free: the stale hand-offs are pulled up to the endpoint's limit (two), not all
+        # five; it is flagged waiting, so the sends that free slots pull the rest.
+        assert delivery.sweep(later) == 2 and len(no_dispatch) == 2 and set(no_dispatch) < set(backlog)
+        limits.acquire(endpoint.pk, 2, 30)  # one of them is sending: no slot left
+        assert delivery.sweep(later) == 0 and len(no_dispatch) == 2
+    finally:
+        assert limits.release(endpoint.pk, token) is True  # it was flagged waiting
+
+
 def test_retention(realm, endpoint, no_dispatch):
     d = _publish(realm, endpoint)
     delivery.attempt(d.pk)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Webhook delivery benchmark against real PostgreSQL, Redis and Celery workers (started here).
-# Usage: bench/webhooks/run.sh [--rate 50 --endpoints 20 --duration 15 --workers 1 --threads 16 --concurrency 10]
+# Usage: bench/webhooks/run.sh [--rounds 5 --rate 50 --endpoints 20 --duration 30 --workers 1 --threads 16 --concurrency 10]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 scripts/setup.sh test >/dev/null

@@ -169,15 +169,6 @@ def run_phase(name, realm, endpoints, slow, rate, duration, port, workdir, worke
             if path in healthy_paths:
                 latencies.append((at - commits[event_id]) * 1000)
                 times.append(at)
-    pairs = []
-    for msg_id, by_path in arrivals.items():
-        event_id = messages.get(msg_id)
-        if event_id is None:
-            continue
-        for path, at in by_path.items():
-            if path in healthy_paths:
-                pairs.append((at - t0, (at - commits[event_id]) * 1000, path))
-    Path(f"/tmp/lat-{name}-{port}.json").write_text(json.dumps(pairs))
     expected = len(commits) * len(healthy_paths)
     window = (max(times) - t0) if times else float("nan")
     return {

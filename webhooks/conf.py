@@ -41,6 +41,7 @@ _DEFAULTS = {
     # Per worker process: threads for endpoints demoted after unanswered requests (the slow lane).
     "IDP_WEBHOOK_SLOW_LANE_THREADS": 16,
     "IDP_WEBHOOK_SLOW_LANE_SECONDS": 300,  # an endpoint stays demoted this long unless it answers
+    "IDP_WEBHOOK_SLOW_LANE_CONCURRENCY": 2,  # requests in flight to a demoted endpoint, at most
     "IDP_WEBHOOK_SLOW_AFTER": 2.0,  # seconds without an answer that demote an endpoint at once
     "IDP_WEBHOOK_WRITE_INTERVAL": 0.01,  # seconds results wait to be written together
     "IDP_WEBHOOK_ORIGIN": "",  # WebHook-Request-Origin of the handshake; "" = host of IDP_BASE_URL

@@ -189,8 +189,15 @@ def process(ids, inline=False):
 
 
 def slot_limit(ep, now):
-    """Slots of an endpoint (an ``EndpointState`` or the model): one while slowed down."""
-    return 1 if ep.throttled_until and ep.throttled_until > now else max(ep.max_concurrency, 1)
+    """Slots of an endpoint (an ``EndpointState`` or the model): one while slowed down, a few
+    while in the slow lane (requests there mostly wait out the timeout; the lane's threads are
+    shared by every demoted endpoint), ``max_concurrency`` otherwise."""
+    if ep.throttled_until and ep.throttled_until > now:
+        return 1
+    limit = max(ep.max_concurrency, 1)
+    if ep.slow_until and ep.slow_until > now:
+        return min(limit, conf.get("IDP_WEBHOOK_SLOW_LANE_CONCURRENCY"))
+    return limit
 
 
 def hand_off(deliveries, endpoints):
@@ -459,7 +466,7 @@ def sweep(now=None):
     stale = now - timedelta(seconds=conf.get("IDP_WEBHOOK_REDISPATCH_AFTER"))
     endpoint_ids = due.filter(dispatched_at__lt=stale).order_by().values_list("endpoint_id", flat=True).distinct()
     endpoints = {e.pk: slot_limit(e, now) for e in Endpoint.objects.filter(pk__in=list(endpoint_ids[:1000]))
-                 .only("id", "max_concurrency", "throttled_until")}
+                 .only("id", "max_concurrency", "throttled_until", "slow_until")}
     pulled = sum(pump(endpoint_id, endpoints[endpoint_id])
                  for endpoint_id in limits.rewait(list(endpoints.items())))
     return len(ids) + pulled + receiver.sweep(now)

@@ -213,6 +213,20 @@ def test_a_slow_endpoint_with_every_slot_taken_waits_for_a_slot_not_for_a_worker
     assert no_dispatch == [Delivery.objects.get(message=message).pk]
 
 
+def test_slots_shrink_for_a_demoted_endpoint_and_to_one_when_slowed_down(realm, endpoint, settings):
+    now = timezone.now()
+    ep = Endpoint.objects.get(pk=endpoint.pk)
+    assert delivery.slot_limit(ep, now) == 10
+    ep.slow_until = now + timedelta(minutes=5)
+    assert delivery.slot_limit(ep, now) == 2
+    settings.IDP_WEBHOOK_SLOW_LANE_CONCURRENCY = 3
+    assert delivery.slot_limit(ep, now) == 3
+    ep.throttled_until = now + timedelta(seconds=30)
+    assert delivery.slot_limit(ep, now) == 1
+    ep.slow_until = ep.throttled_until = now - timedelta(seconds=1)  # both over
+    assert delivery.slot_limit(ep, now) == 10
+
+
 def test_a_failed_hand_off_leaves_the_commit_alone(realm, endpoint, monkeypatch, django_capture_on_commit_callbacks):
     def broker_away(ids):
         raise ConnectionError("broker away")

@@ -98,7 +98,10 @@ class Message(models.Model):
     ``payload`` is the exact body sent on every attempt."""
 
     id = models.CharField(max_length=64, primary_key=True, default=new_message_id, editable=False)
-    realm = models.ForeignKey(Realm, on_delete=models.CASCADE, related_name="webhook_messages")
+    # Indexed by (realm, -created_at) below. Every index here, and more so on the two tables
+    # below, is written once per delivery or per state change: no single-column or LIKE
+    # (varchar_pattern_ops) index that a composite one already covers.
+    realm = models.ForeignKey(Realm, on_delete=models.CASCADE, related_name="webhook_messages", db_index=False)
     type = models.CharField(max_length=128)
     payload = models.TextField()
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
@@ -118,8 +121,9 @@ class Delivery(models.Model):
     PENDING, SENDING, DELIVERED, FAILED = "pending", "sending", "delivered", "failed"
     STATES = [(s, s) for s in (PENDING, SENDING, DELIVERED, FAILED)]
 
-    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="deliveries")
-    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="deliveries")
+    # Indexed by the (message, endpoint) constraint and the (endpoint, -created_at) index.
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="deliveries", db_index=False)
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="deliveries", db_index=False)
     state = models.CharField(max_length=10, choices=STATES, default=PENDING)
     attempts = models.PositiveIntegerField(default=0, help_text="Attempts made, all rounds together.")
     step = models.PositiveSmallIntegerField(default=0, help_text="Position in the retry schedule.")
@@ -137,6 +141,7 @@ class Delivery(models.Model):
         verbose_name_plural = "deliveries"
         constraints = [models.UniqueConstraint(fields=["message", "endpoint"], name="uniq_delivery")]
         indexes = [
+            models.Index(fields=["endpoint", "-created_at"], name="wh_delivery_endpoint"),
             models.Index(fields=["next_attempt_at"], name="wh_delivery_due",
                          condition=Q(state__in=["pending", "sending"])),
             models.Index(fields=["endpoint", "next_attempt_at"], name="wh_delivery_ep_due",
@@ -151,8 +156,9 @@ class DeliveryAttempt(models.Model):
     """The delivery log: one row per attempt."""
 
     delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="log")
-    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="attempts")
-    message_id = models.CharField(max_length=64, db_index=True, help_text="The event id (webhook-id).")
+    # Indexed by (endpoint, -started_at) and (message_id) below.
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="attempts", db_index=False)
+    message_id = models.CharField(max_length=64, help_text="The event id (webhook-id).")
     number = models.PositiveIntegerField()
     started_at = models.DateTimeField(default=timezone.now)
     status = models.PositiveSmallIntegerField(null=True, blank=True, help_text="Empty: no answer.")
@@ -163,7 +169,8 @@ class DeliveryAttempt(models.Model):
 
     class Meta:
         ordering = ["-started_at"]
-        indexes = [models.Index(fields=["endpoint", "-started_at"]), models.Index(fields=["started_at"])]
+        indexes = [models.Index(fields=["endpoint", "-started_at"]), models.Index(fields=["started_at"]),
+                   models.Index(fields=["message_id"], name="wh_attempt_message")]
 
     def __str__(self):
         return f"{self.message_id} #{self.number} {self.status or self.error}"

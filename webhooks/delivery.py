@@ -102,14 +102,23 @@ _CLAIM_FIELDS = (
 
 def _claim(ids, now):
     """Due pending rows among ``ids`` -> sending, under a lease; rows another worker holds are
-    skipped. One transaction: the locking read (with message and endpoint) and one update."""
+    skipped; pending rows not due yet (a retry scheduled meanwhile, or a clock behind the
+    producer's) are left to the sweeper. One transaction: the locking read (with message and
+    endpoint) and the updates of the rows it locked."""
     with transaction.atomic():
-        rows = list(Delivery.objects.select_for_update(skip_locked=True, of=("self",))
-                    .filter(pk__in=ids, state=Delivery.PENDING, next_attempt_at__lte=now)
-                    .values_list(*_CLAIM_FIELDS))
+        # Rows are found by primary key alone and their state checked here: given a condition on
+        # the state, the planner may scan the partial index of all pending rows (a dead
+        # endpoint's growing backlog) instead of probing a hundred ids, whenever its statistics
+        # say few rows are pending (measured: 2.5 ms instead of 0.24 ms per claim).
+        locked = [r for r in Delivery.objects.select_for_update(skip_locked=True, of=("self",))
+                  .filter(pk__in=ids).order_by().values_list("state", "next_attempt_at", *_CLAIM_FIELDS)
+                  if r[0] == Delivery.PENDING]
+        rows = [r[2:] for r in locked if r[1] <= now]
         if rows:
             Delivery.objects.filter(pk__in=[r[0] for r in rows]).update(
                 state=Delivery.SENDING, lease_until=now + timedelta(seconds=_lease_seconds()), dispatched_at=None)
+        if len(rows) < len(locked):
+            Delivery.objects.filter(pk__in=[r[2] for r in locked if r[1] > now]).update(dispatched_at=None)
     endpoints, jobs = {}, []
     for pk, message_id, attempts, step, payload, endpoint_id, *ep in rows:
         state = endpoints.get(endpoint_id) or endpoints.setdefault(endpoint_id, EndpointState(endpoint_id, *ep))
@@ -151,11 +160,6 @@ def process(ids, inline=False):
         return 0
     now = timezone.now()
     jobs = _claim(ids, now) if ids else []
-    unclaimed = set(ids) - {j.delivery_id for j in jobs}
-    if unclaimed:
-        # Not due (a retry scheduled meanwhile) or already taken: the sweeper owns it again.
-        Delivery.objects.filter(pk__in=unclaimed, state=Delivery.PENDING, next_attempt_at__gt=now).update(
-            dispatched_at=None)
     disabled = [j for j in jobs if not j.endpoint.enabled]
     if disabled:
         Delivery.objects.filter(pk__in=[j.delivery_id for j in disabled], state=Delivery.SENDING).update(

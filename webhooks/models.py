@@ -142,8 +142,10 @@ class Delivery(models.Model):
         constraints = [models.UniqueConstraint(fields=["message", "endpoint"], name="uniq_delivery")]
         indexes = [
             models.Index(fields=["endpoint", "-created_at"], name="wh_delivery_endpoint"),
-            models.Index(fields=["next_attempt_at"], name="wh_delivery_due",
-                         condition=Q(state__in=["pending", "sending"])),
+            # Pending and sending rows apart: a dead endpoint's backlog (pending) must not make
+            # the few rows in flight (sending) costly to find, nor the other way round.
+            models.Index(fields=["next_attempt_at"], name="wh_delivery_due", condition=Q(state="pending")),
+            models.Index(fields=["lease_until"], name="wh_delivery_lease", condition=Q(state="sending")),
             models.Index(fields=["endpoint", "next_attempt_at"], name="wh_delivery_ep_due",
                          condition=Q(state="pending")),
         ]

@@ -562,11 +562,7 @@ class HTTPProxy:
 
     def _done(self, call: Call) -> None:
         """The call is answered: account for it and let the connection go on."""
-        rt = call.rt
-        rt.in_flight -= 1
-        self._record(call)
-        if rt.retired and rt.in_flight == 0:
-            rt.close()
+        self._close(call)
         cc = call.cc
         cc.finish(call.keep_alive and not cc.draining and not self.draining
                   and call.error not in ("client_gone", "stream_broken"))
@@ -575,6 +571,8 @@ class HTTPProxy:
         return call.cc.keeps_alive(call) and call.error not in ("client_gone", "stream_broken")
 
     def _close(self, call: Call) -> None:
+        """Account for a call that ended (counts, the access log; a retired route's last call
+        closes it)."""
         rt = call.rt
         rt.in_flight -= 1
         self._record(call)

@@ -25,7 +25,7 @@ from django.utils import timezone
 from realms.outbound import HTTPError, TargetRefused, prepare, request
 
 from . import conf, dispatch, limits, notify
-from .models import Delivery, DeliveryAttempt, Endpoint, EndpointSecret, ReceivedEvent
+from .models import Delivery, DeliveryAttempt, Endpoint, EndpointSecret, EndpointTimers, ReceivedEvent
 from .signing import InvalidSecret, Signer
 
 logger = logging.getLogger("idp.webhooks")
@@ -40,7 +40,7 @@ def _lease_seconds():
 
 
 @dataclass
-class EndpointState:
+class EndpointState(EndpointTimers):
     """The endpoint as the claim read it (one row of the claim's join)."""
 
     id: str
@@ -54,12 +54,6 @@ class EndpointState:
     throttle_step: int
     slow_until: datetime | None
     updated_at: datetime
-
-    def throttled(self, now):
-        return bool(self.throttled_until and self.throttled_until > now)
-
-    def slow(self, now):
-        return bool(self.slow_until and self.slow_until > now)
 
 
 @dataclass
@@ -196,12 +190,10 @@ def slot_limit(ep, now):
     """Slots of an endpoint (an ``EndpointState`` or the model): one while slowed down, a few
     while in the slow lane (requests there mostly wait out the timeout; the lane's threads are
     shared by every demoted endpoint), ``max_concurrency`` otherwise."""
-    if ep.throttled_until and ep.throttled_until > now:
+    if ep.throttled(now):
         return 1
     limit = max(ep.max_concurrency, 1)
-    if ep.slow_until and ep.slow_until > now:
-        return min(limit, conf.get("IDP_WEBHOOK_SLOW_LANE_CONCURRENCY"))
-    return limit
+    return min(limit, conf.get("IDP_WEBHOOK_SLOW_LANE_CONCURRENCY")) if ep.slow(now) else limit
 
 
 def hand_off(deliveries, endpoints):
@@ -212,7 +204,7 @@ def hand_off(deliveries, endpoints):
     them back, event after event, was what the healthy endpoints paid for it. ``endpoints``:
     the models, with ``slow_until``, ``throttled_until`` and ``max_concurrency`` loaded."""
     now = timezone.now()
-    slow = [(e.pk, slot_limit(e, now)) for e in endpoints if e.slow_until and e.slow_until > now]
+    slow = [(e.pk, slot_limit(e, now)) for e in endpoints if e.slow(now)]
     held = {pk for pk, _ in slow} - set(limits.rewait(slow))
     dispatch.deliveries([d.pk for d in deliveries if d.endpoint_id not in held])
 

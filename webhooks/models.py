@@ -16,7 +16,18 @@ def new_message_id():
     return "msg_" + secrets.token_urlsafe(18)
 
 
-class Endpoint(models.Model):
+class EndpointTimers:
+    """Slow-down and slow-lane state, read the same way from the model and from the sender's
+    per-claim copy (``webhooks.delivery.EndpointState``)."""
+
+    def throttled(self, now):
+        return bool(self.throttled_until and self.throttled_until > now)
+
+    def slow(self, now):
+        return bool(self.slow_until and self.slow_until > now)
+
+
+class Endpoint(EndpointTimers, models.Model):
     """A subscription: where to POST which event types of one realm, and how hard to push."""
 
     id = IdField()

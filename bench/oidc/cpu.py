@@ -42,6 +42,7 @@ from django.conf import settings  # noqa: E402
 from django.core.handlers.wsgi import WSGIHandler  # noqa: E402
 from django.db import connection  # noqa: E402
 
+from bench.proc import cpu_seconds  # noqa: E402
 from oidc.resource_server import BearerValidator, JWKSCache  # noqa: E402
 
 REALM, CLIENT, SECRET = "bench", "bench-app", "bench-secret-0123456789abcdefghijklmnop"
@@ -175,12 +176,6 @@ def scenarios():
     }
 
 
-def _pg_ticks(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _redis_cpu(client):
     info = client.info("cpu")
     return info["used_cpu_user"] + info["used_cpu_sys"]
@@ -219,12 +214,12 @@ def measure(name, action, per, n, rounds=3):
     best = None
     for _ in range(rounds):
         METER.cpu, METER.requests = 0.0, 0
-        pg0, redis0, cpu0, wall0 = _pg_ticks(pg_pid), _redis_cpu(redis_client), time.process_time(), time.perf_counter()
+        pg0, redis0, cpu0, wall0 = cpu_seconds(pg_pid), _redis_cpu(redis_client), time.process_time(), time.perf_counter()
         for _ in range(n):
             action()
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
         app_cpu = METER.cpu if per else cpu  # validation runs in this process, outside the app
-        sample = (app_cpu, _pg_ticks(pg_pid) - pg0, _redis_cpu(redis_client) - redis0, wall)
+        sample = (app_cpu, cpu_seconds(pg_pid) - pg0, _redis_cpu(redis_client) - redis0, wall)
         best = sample if best is None or sample[0] < best[0] else best
     with Instructions() as counted:
         for _ in range(n):

@@ -34,6 +34,7 @@ import redis  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 
+from bench.proc import cpu_seconds  # noqa: E402
 from realms.events import emit  # noqa: E402
 from realms.models import Realm  # noqa: E402
 from webhooks import services, signing  # noqa: E402
@@ -96,12 +97,6 @@ def _stamp_commit(sender, event, **kwargs):
     transaction.on_commit(lambda: setattr(event, "_committed_at", time.time()))
 
 
-def cpu_seconds(pid):
-    """User + system CPU of a process and its waited-for children, from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-
-
 def server_cpu_seconds(name):
     """CPU of every process called ``name`` (PostgreSQL's backends and autovacuum, counted into
     the postmaster when they exit, or Redis): the database's share of the work."""
@@ -109,7 +104,7 @@ def server_cpu_seconds(name):
     for proc in Path("/proc").iterdir():
         try:
             if proc.name.isdigit() and (proc / "comm").read_text().strip() == name:
-                total += cpu_seconds(proc.name)
+                total += cpu_seconds(proc.name, children=True)
         except OSError:
             pass
     return total
@@ -165,13 +160,13 @@ def run_phase(name, realm, endpoints, slow, rate, duration, port, workdir, worke
         # Warm-up at the offered rate, not measured: lane threads, keep-alive connections, caches.
         produce(realm, rate, 2.0)
         time.sleep(2)
-        cpu0 = sum(cpu_seconds(p.pid) for p in procs)
+        cpu0 = sum(cpu_seconds(p.pid, children=True) for p in procs)
         pg0, redis0 = server_cpu_seconds("postgres"), server_cpu_seconds("redis-server")
         t0 = time.time()
         commits = produce(realm, rate, duration)
         produced_for = time.time() - t0
         time.sleep(settle)
-        worker_cpu = sum(cpu_seconds(p.pid) for p in procs) - cpu0
+        worker_cpu = sum(cpu_seconds(p.pid, children=True) for p in procs) - cpu0
         pg_cpu = server_cpu_seconds("postgres") - pg0
         redis_cpu = server_cpu_seconds("redis-server") - redis0
     finally:

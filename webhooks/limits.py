@@ -9,29 +9,6 @@ import uuid
 
 from . import conf
 
-_ACQUIRE = """
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
-if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
-  redis.call('ZADD', KEYS[1], ARGV[3], ARGV[4])
-  redis.call('PEXPIRE', KEYS[1], ARGV[5])
-  return 1
-end
-return 0
-"""
-
-# Release a slot and report (and clear) whether a delivery was given back while it was held.
-_RELEASE = """
-redis.call('ZREM', KEYS[1], ARGV[1])
-return redis.call('DEL', KEYS[2])
-"""
-
-_RATE = """
-local n = redis.call('INCR', KEYS[1])
-if n == 1 then redis.call('PEXPIRE', KEYS[1], 2000) end
-return n
-"""
-
-
 # A batch asks for slots of several endpoints at once. Per endpoint (KEYS: slots, waiting, rate;
 # ARGV from 5: wanted, limit, per-second budget): grant what the free slots and this second's
 # budget allow, flag the endpoint "waiting" when some were refused for want of a slot, and
@@ -87,122 +64,91 @@ return out
 
 
 @functools.cache
-def _redis(url):
+def _scripts(url):
     import redis
 
     client = redis.Redis.from_url(url)
-    return client, client.register_script(_ACQUIRE), client.register_script(_RATE), client.register_script(_RELEASE)
-
-
-@functools.cache
-def _redis_many(url):
-    client = _redis(url)[0]
-    return client.register_script(_ACQUIRE_MANY), client.register_script(_RELEASE_MANY), client.register_script(_REWAIT)
+    return (client.register_script(_ACQUIRE_MANY), client.register_script(_RELEASE_MANY),
+            client.register_script(_REWAIT))
 
 
 class _Local:
+    """The same rules in this process (dev mode, no Redis)."""
+
     def __init__(self):
         self.lock = threading.Lock()
         self.slots = {}
         self.rates = {}
         self.waiting = set()
 
+    def acquire(self, endpoint_id, limit, lease_seconds, per_second):
+        """A slot token; None without a free slot (the endpoint is flagged waiting); "" over the
+        rate. Called with the lock held."""
+        now = time.time()
+        slots = {t: exp for t, exp in self.slots.get(endpoint_id, {}).items() if exp > now}
+        self.slots[endpoint_id] = slots
+        if len(slots) >= limit:
+            self.waiting.add(endpoint_id)
+            return None
+        if per_second:
+            second = int(now)
+            self.rates = {k: v for k, v in self.rates.items() if k[1] >= second - 1}
+            if self.rates.get((endpoint_id, second), 0) >= per_second:
+                return ""
+            self.rates[(endpoint_id, second)] = self.rates.get((endpoint_id, second), 0) + 1
+        token = uuid.uuid4().hex
+        slots[token] = now + lease_seconds
+        return token
+
+    def release(self, endpoint_id, token):
+        """Free the slot; True (and the flag cleared) when the endpoint was flagged waiting."""
+        self.slots.get(endpoint_id, {}).pop(token, None)
+        waiting = endpoint_id in self.waiting
+        self.waiting.discard(endpoint_id)
+        return waiting
+
 
 _local = _Local()
 
 
 def acquire(endpoint_id, limit, lease_seconds):
-    """A slot token, or None when ``limit`` requests to this endpoint are already in flight."""
-    token = uuid.uuid4().hex
-    now = time.time()
-    url = conf.get("IDP_WEBHOOK_REDIS_URL")
-    if url:
-        _, script, _, _ = _redis(url)
-        ok = script(keys=[f"webhooks:slots:{endpoint_id}"],
-                    args=[now, limit, now + lease_seconds, token, int(lease_seconds * 1000) + 1000])
-        return token if ok else None
-    with _local.lock:
-        slots = {t: exp for t, exp in _local.slots.get(endpoint_id, {}).items() if exp > now}
-        if len(slots) >= limit:
-            _local.slots[endpoint_id] = slots
-            return None
-        slots[token] = now + lease_seconds
-        _local.slots[endpoint_id] = slots
-    return token
-
-
-def mark_waiting(endpoint_id):
-    """A delivery of this endpoint went back to its queue for want of a slot."""
-    url = conf.get("IDP_WEBHOOK_REDIS_URL")
-    if url:
-        client, _, _, _ = _redis(url)
-        client.set(f"webhooks:waiting:{endpoint_id}", 1, ex=3600)
-        return
-    with _local.lock:
-        _local.waiting.add(endpoint_id)
+    """One slot (tools and tests): a token, or None when ``limit`` requests are in flight."""
+    tokens, _ = acquire_many([(endpoint_id, 1, limit, 0)], lease_seconds)[0]
+    return tokens[0] if tokens else None
 
 
 def release(endpoint_id, token):
-    """Free the slot; True when deliveries are waiting for one (the caller pulls the next)."""
-    url = conf.get("IDP_WEBHOOK_REDIS_URL")
-    if url:
-        _, _, _, script = _redis(url)
-        return bool(script(keys=[f"webhooks:slots:{endpoint_id}", f"webhooks:waiting:{endpoint_id}"], args=[token]))
-    with _local.lock:
-        _local.slots.get(endpoint_id, {}).pop(token, None)
-        waiting = endpoint_id in _local.waiting
-        _local.waiting.discard(endpoint_id)
-        return waiting
-
-
-def within_rate(endpoint_id, per_second):
-    """Counts this attempt against the endpoint's per-second budget; False when over it."""
-    if not per_second:
-        return True
-    second = int(time.time())
-    url = conf.get("IDP_WEBHOOK_REDIS_URL")
-    if url:
-        _, _, script, _ = _redis(url)
-        return script(keys=[f"webhooks:rate:{endpoint_id}:{second}"]) <= per_second
-    with _local.lock:
-        key = (endpoint_id, second)
-        _local.rates = {k: v for k, v in _local.rates.items() if k[1] >= second - 1}
-        _local.rates[key] = _local.rates.get(key, 0) + 1
-        return _local.rates[key] <= per_second
+    """Free one slot; True when deliveries are waiting for one (the caller pulls them)."""
+    return bool(release_many([(endpoint_id, token)]))
 
 
 def acquire_many(wants, lease_seconds):
     """Slots for a batch: ``wants`` is [(endpoint_id, wanted, limit, per_second)]. Returns, in the
     same order, (slot tokens granted, number refused by the rate limit); the rest were refused
     for want of a free slot and the endpoint is marked waiting. One Redis call for the batch."""
-    prefix = uuid.uuid4().hex
-    now = time.time()
     url = conf.get("IDP_WEBHOOK_REDIS_URL")
     if url:
-        second = int(now)
+        prefix = uuid.uuid4().hex
+        now = time.time()
         keys, args = [], [now, now + lease_seconds, int(lease_seconds * 1000) + 1000, prefix]
         for endpoint_id, wanted, limit, per_second in wants:
             keys += [f"webhooks:slots:{endpoint_id}", f"webhooks:waiting:{endpoint_id}",
-                     f"webhooks:rate:{endpoint_id}:{second}"]
+                     f"webhooks:rate:{endpoint_id}:{int(now)}"]
             args += [wanted, limit, per_second]
-        flat = _redis_many(url)[0](keys=keys, args=args) if wants else []
+        flat = _scripts(url)[0](keys=keys, args=args) if wants else []
         return [([f"{prefix}:{i}:{j}" for j in range(1, flat[2 * i] + 1)], flat[2 * i + 1])
                 for i in range(len(wants))]
     out = []
-    for endpoint_id, wanted, limit, per_second in wants:
-        tokens, limited = [], 0
-        for _ in range(wanted):
-            token = acquire(endpoint_id, limit, lease_seconds)
-            if token is None:
-                mark_waiting(endpoint_id)
-                break
-            if not within_rate(endpoint_id, per_second):
-                with _local.lock:  # drop the slot without consuming the waiting flag
-                    _local.slots.get(endpoint_id, {}).pop(token, None)
-                limited = wanted - len(tokens)
-                break
-            tokens.append(token)
-        out.append((tokens, limited))
+    with _local.lock:
+        for endpoint_id, wanted, limit, per_second in wants:
+            tokens, limited = [], 0
+            for _ in range(wanted):
+                token = _local.acquire(endpoint_id, limit, lease_seconds, per_second)
+                if not token:
+                    limited = wanted - len(tokens) if token == "" else 0
+                    break
+                tokens.append(token)
+            out.append((tokens, limited))
     return out
 
 
@@ -216,9 +162,10 @@ def release_many(slots):
         keys = []
         for endpoint_id, _ in slots:
             keys += [f"webhooks:slots:{endpoint_id}", f"webhooks:waiting:{endpoint_id}"]
-        flags = _redis_many(url)[1](keys=keys, args=[token for _, token in slots])
+        flags = _scripts(url)[1](keys=keys, args=[token for _, token in slots])
         return [endpoint_id for (endpoint_id, _), flag in zip(slots, flags) if flag]
-    return [endpoint_id for endpoint_id, token in slots if release(endpoint_id, token)]
+    with _local.lock:
+        return [endpoint_id for endpoint_id, token in slots if _local.release(endpoint_id, token)]
 
 
 def rewait(endpoints):
@@ -231,7 +178,7 @@ def rewait(endpoints):
         keys = []
         for endpoint_id, _ in endpoints:
             keys += [f"webhooks:slots:{endpoint_id}", f"webhooks:waiting:{endpoint_id}"]
-        free = _redis_many(url)[2](keys=keys, args=[time.time()] + [limit for _, limit in endpoints])
+        free = _scripts(url)[2](keys=keys, args=[time.time()] + [limit for _, limit in endpoints])
         return [endpoint_id for (endpoint_id, _), n in zip(endpoints, free) if n > 0]
     now = time.time()
     with _local.lock:

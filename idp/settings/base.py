@@ -101,6 +101,9 @@ REST_FRAMEWORK = {
 # --- Product settings -------------------------------------------------------------------------
 # Public base URL ({base_url} of the spec); issuers are {base_url}/realms/<realm>.
 IDP_BASE_URL = os.environ.get("IDP_BASE_URL", "")
+# Addresses or networks of the reverse proxies in front of the service (comma-separated); only
+# their X-Forwarded-For is believed (realms.web.client_address). Empty: the TCP peer is the client.
+IDP_TRUSTED_PROXIES = [p for p in os.environ.get("IDP_TRUSTED_PROXIES", "").split(",") if p.strip()]
 IDP_MANAGEMENT_PORT = int(os.environ.get("IDP_MANAGEMENT_PORT", "9000"))
 IDP_BOOTSTRAP_ADMIN_USERNAME = os.environ.get("IDP_BOOTSTRAP_ADMIN_USERNAME", "")
 IDP_BOOTSTRAP_ADMIN_PASSWORD = os.environ.get("IDP_BOOTSTRAP_ADMIN_PASSWORD", "")

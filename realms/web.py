@@ -1,0 +1,59 @@
+"""What a request tells every protocol: the public base URL, a realm's issuer URL and the
+client's address. One definition each, so OIDC, SAML, the Admin API and events agree.
+
+The client address is the TCP peer unless that peer is a trusted proxy
+(``IDP_TRUSTED_PROXIES``, a list of addresses or networks); then ``X-Forwarded-For`` is read
+from the right, skipping trusted hops, and the first untrusted address is the client. A header
+from anyone else is ignored: an attacker cannot choose the address that brute-force counters,
+events and audit rows record.
+"""
+import functools
+import ipaddress
+
+from django.conf import settings
+
+
+def base_url(request) -> str:
+    """``IDP_BASE_URL`` when configured (production always has it), else the request's own
+    scheme and host (dev mode and tests)."""
+    if settings.IDP_BASE_URL:
+        return settings.IDP_BASE_URL.rstrip("/")
+    return f"{request.scheme}://{request.get_host()}"
+
+
+def realm_url(request, realm_name) -> str:
+    """A realm's issuer URL: ``{base_url}/realms/{realm}``."""
+    return f"{base_url(request)}/realms/{realm_name}"
+
+
+@functools.lru_cache(maxsize=8)
+def _networks(entries):
+    return tuple(ipaddress.ip_network(entry.strip(), strict=False) for entry in entries if entry.strip())
+
+
+def trusted_proxies():
+    return _networks(tuple(getattr(settings, "IDP_TRUSTED_PROXIES", ()) or ()))
+
+
+def _is_trusted(address, networks):
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(ip in net for net in networks)
+
+
+def client_address(request) -> str:
+    peer = request.META.get("REMOTE_ADDR", "")
+    networks = trusted_proxies()
+    if not networks or not _is_trusted(peer, networks):
+        return peer
+    forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
+    hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]
+    for hop in reversed(hops):
+        if not _is_trusted(hop, networks):
+            try:
+                return str(ipaddress.ip_address(hop))
+            except ValueError:
+                return peer  # a malformed hop: fall back to what the socket says
+    return hops[0] if hops else peer

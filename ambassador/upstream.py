@@ -167,6 +167,10 @@ class Exchange:
         inst = conn.inst
         if self.done and self.keep_alive and self.body_sent and not conn.closed and not up.closed \
                 and not inst.removed and len(inst.idle) < up.max_idle:
+            if conn.read_paused:
+                # A slow client paused reading in the very read that completed the answer: a pooled
+                # connection left paused would never hear its next answer.
+                conn.resume_reading()
             conn.idle_since = up.loop.time()
             inst.idle.append(conn)
         else:
@@ -200,6 +204,7 @@ class H1Conn(asyncio.Protocol):
         self.head_only = False  # the current request is HEAD: the response has no body whatever it says
         self.skip_interim = False
         self.write_paused = False
+        self.read_paused = False
         self.drain: asyncio.Future | None = None
         self.idle_since = 0.0
 
@@ -351,10 +356,12 @@ class H1Conn(asyncio.Protocol):
 
     def pause_reading(self) -> None:
         if not self.closed:
+            self.read_paused = True
             self.transport.pause_reading()
 
     def resume_reading(self) -> None:
         if not self.closed:
+            self.read_paused = False
             self.transport.resume_reading()
 
 

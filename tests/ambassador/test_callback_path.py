@@ -4,6 +4,7 @@ pool first so that each case starts on that path, and check that every in-flight
 zero afterwards."""
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import socket
 import time
@@ -165,3 +166,32 @@ def test_access_log_time_and_duration_on_the_callback_path(upstream, proxy):
             assert before - 0.01 <= entry["ts"] <= after + 0.01
             assert 0 < entry["duration_ms"] <= elapsed_ms
             assert entry["attempts"] == 1 and entry["retries"] == 0 and entry["error"] is None
+
+
+def test_connection_paused_by_a_slow_client_goes_back_to_the_pool_reading(upstream, proxy):
+    """A client whose buffer fills pauses the upstream connection's reading; when that happens in the
+    read that completes the answer, the connection is pooled. It must be reading again there, or the
+    next call on it waits for an answer it never reads (seen as an overall timeout under load)."""
+    u = upstream("a", handler=handler)
+    p = proxy(config(u))
+    warm(p)
+    up = p.app.runtime.upstreams["svc"]
+    inst = up.balancer.instances[0]
+    request = b"GET /ok HTTP/1.1\r\nHost: a\r\n\r\n"
+
+    async def scenario():
+        conn = await up.acquire(inst)
+        ex = conn.send(request, None, False, False)
+        await asyncio.wait_for(ex.wait_head(), 5)
+        while not ex.done:
+            await asyncio.sleep(0.01)
+        ex.pause()  # the client's pause_writing, arriving before the proxy let go of the exchange
+        ex.release()
+        again = await up.acquire(inst)
+        assert again is conn  # reused from the pool
+        ex = again.send(request, None, False, False)
+        await asyncio.wait_for(ex.wait_head(), 2)
+        ex.abort()
+        return ex.status
+
+    assert p.lt.run(scenario()) == 200

@@ -7,7 +7,7 @@ Keycloak answers a JAX-RS exception with ``{"error": <message>}`` (``"HTTP 401 U
 unexpected with a 500 that tells nothing of the cause."""
 import logging
 
-from django.http import Http404, JsonResponse
+from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
@@ -71,8 +71,3 @@ def exception_handler(exc, context):
         response.status_code = 401  # DRF turns a 401 without an authenticate header into 403
         response["WWW-Authenticate"] = "Bearer"
     return response
-
-
-def not_found(request, exception=None):
-    """A JSON 404 for code outside DRF's views (the handler404 of the API's URLs is HTML)."""
-    return JsonResponse({"error": NO_ROUTE}, status=404)

@@ -3,9 +3,12 @@ JSON only, the console lives at /admin/master/console/, and one builder records 
 import json
 
 import pytest
-from django.test import Client
+from django.http import Http404
+from django.test import Client, RequestFactory
+from rest_framework import exceptions
 
 from realms import admin_events
+from realms.api import errors
 from realms.api.jsonbody import loads
 from realms.models import Event, Realm, Role
 from realms.representation import import_realm
@@ -118,3 +121,27 @@ def test_admin_event_builder_same_shape_from_console_api_and_import(master_admin
 def test_import_without_a_caller_records_nothing():
     realm = import_realm({"realm": "ev-cli", "adminEventsEnabled": True}).realm
     assert not Event.objects.filter(realm=realm, kind=Event.ADMIN).exists()
+
+
+@pytest.mark.parametrize("exc,status,body", [
+    (errors.Conflict("User exists with same username"), 409, {"errorMessage": "User exists with same username"}),
+    (errors.Invalid("Invalid value"), 400, {"errorMessage": "Invalid value"}),
+    (exceptions.ValidationError({"username": ["This field is required."]}), 400,
+     {"errorMessage": "This field is required."}),
+    (errors.NotFound("Could not find client"), 404, {"error": "Could not find client"}),
+    (Http404("anything"), 404, {"error": "HTTP 404 Not Found"}),
+    (exceptions.MethodNotAllowed("PATCH"), 405, {"error": "HTTP 405 Method Not Allowed"}),
+    (exceptions.ParseError("line 1"), 400, {"error": "unknown_error", "error_description": "Cannot parse the JSON"}),
+    (RuntimeError("a detail for the log only"), 500,
+     {"error": "unknown_error", "error_description": "For more on this error consult the server log."}),
+])
+def test_errors_in_keycloak_shape(exc, status, body):
+    response = errors.exception_handler(exc, {"request": RequestFactory().get("/admin/realms/x/y")})
+    assert (response.status_code, response.data) == (status, body)
+
+
+def test_an_operation_a_resource_lacks_is_405_after_authentication(master_admin):
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {token('master', 'api-root')}")
+    resp = api.patch("/admin/realms/master/webhooks", "{}", content_type="application/json")
+    assert resp.status_code == 405 and resp.json() == {"error": "HTTP 405 Method Not Allowed"}
+    assert Client().patch("/admin/realms/master/webhooks").status_code == 401

@@ -14,7 +14,6 @@ from rest_framework import authentication, exceptions
 from ..models import Realm, User
 from ..roles import client_role_names, effective_roles, realm_role_names
 
-ADMIN_REALM = "master"
 ADMIN_ROLE = "admin"  # the master realm's role that manages every realm
 MANAGEMENT_CLIENT = "realm-management"  # a realm's own client whose roles manage that realm
 
@@ -43,7 +42,7 @@ class Caller:
         return effective_roles(self.user)
 
     def manages_every_realm(self):
-        return self.realm.name == ADMIN_REALM and ADMIN_ROLE in realm_role_names(self._roles)
+        return self.realm.is_master and ADMIN_ROLE in realm_role_names(self._roles)
 
     def management_roles(self, realm) -> frozenset:
         """The caller's ``realm-management`` roles in ``realm`` (composites expanded): the

@@ -1,12 +1,19 @@
-"""Public URL map. Health and metrics are not here: they live on the management port only."""
+"""Public URL map. Health and metrics are not here: they live on the management port only.
+
+``/admin/realms/`` is the Admin REST API's (JSON only); the console lives at
+``/admin/master/console/`` as Keycloak's does, so the two never overlap."""
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
+from django.views.generic import RedirectView
 
 from oidc import demo as oidc_demo
+from realms.api.views import NoRoute
 
 urlpatterns = [
-    path("", include("webhooks.urls")),  # before admin/: /admin/realms/<realm>/webhooks is REST
-    path("admin/", admin.site.urls),
+    path("admin/realms/", include("realms.api.urls")),
+    re_path(r"^admin/realms$", NoRoute.as_view()),
+    path("admin/master/console/", admin.site.urls),
+    path("admin/", RedirectView.as_view(pattern_name="admin:index")),
     path("realms/<str:realm>/", include("oidc.urls")),
     path("demo/api/whoami", oidc_demo.whoami, name="demo-whoami"),
     path("realms/<str:realm>/login-actions/", include("realms.urls")),

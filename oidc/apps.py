@@ -9,3 +9,8 @@ class OidcConfig(AppConfig):
     def ready(self):
         from . import realm_cache  # noqa: F401  (connects the cache invalidation signals)
         from . import authorize, backchannel  # noqa: F401  (sign-in completion, logout propagation)
+        from realms.api.authentication import register_token_verifier
+
+        from .admin_tokens import verify
+
+        register_token_verifier(verify)

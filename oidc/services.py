@@ -75,7 +75,7 @@ def is_revoked(claims):
     return bool(claims.get("jti")) and cache.get(_revoked_key(claims["jti"])) is not None
 
 
-def _live_subject(realm_config, claims):
+def live_subject(realm_config, claims):
     """(user, user session or None, client config) when the token is still backed by an enabled
     user, a live session (if it has one) and an enabled client; else None."""
     config = realm_config.client(claims.get("azp", ""))
@@ -116,7 +116,7 @@ def userinfo(request, realm_config, issuer, params):
         raise InvalidToken("Token verification failed") from None
     if claims.get("typ") != tokens.TYP_BEARER or is_revoked(claims):
         raise InvalidToken("Token verification failed")
-    live = _live_subject(realm_config, claims)
+    live = live_subject(realm_config, claims)
     if live is None:
         emit(realm, "USERINFO_REQUEST_ERROR", client_id=claims.get("azp", ""), user_id=claims.get("sub", ""),
              session_id=claims.get("sid", ""), error="user_session_not_found")
@@ -152,7 +152,7 @@ def introspect(request, realm_config, issuer, params, ip_address=""):
         return inactive, config
     if claims.get("typ") not in (tokens.TYP_BEARER, tokens.TYP_REFRESH, tokens.TYP_OFFLINE, tokens.TYP_ID):
         return inactive, config
-    if is_revoked(claims) or _live_subject(realm_config, claims) is None:
+    if is_revoked(claims) or live_subject(realm_config, claims) is None:
         return inactive, config
     body = dict(claims)
     body["active"] = True

@@ -5,9 +5,8 @@ holds a current realm, chosen from the switcher in the header or with ``?realm__
 any list. Every list of realm-owned objects shows that realm only, a new object goes into it,
 and every foreign-key and many-to-many choice is limited to the realm of the object being
 edited. Every add, change, delete and action is recorded as a Keycloak-style admin event in the
-realm it touched, through ``realms.events.emit``, inside the same transaction.
+realm it touched, through ``realms.admin_events.record``, inside the same transaction.
 """
-import json
 
 from django import forms
 from django.contrib import admin, messages
@@ -16,7 +15,6 @@ from django.contrib.auth import update_session_auth_hash
 from django.contrib.auth.forms import SetPasswordForm
 from django.contrib.auth.models import Group as AuthGroup
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.db import models
 from django.db.models import F
@@ -28,7 +26,7 @@ from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from . import keys
-from .events import emit
+from .admin_events import console_auth, model_representation, record
 from .services import add_default_client_scopes, create_realm, create_user, enable_service_account
 from .models import (
     Client,
@@ -117,32 +115,6 @@ class RealmFilter(admin.SimpleListFilter):
 
 # --- Admin events ------------------------------------------------------------------------------
 
-# Values under these keys of JSON settings are masked in event representations (SMTP password,
-# rotated client secrets), the way Keycloak strips secrets from what it records.
-_SECRET_WORDS = ("password", "secret", "credential")
-# Model fields that hold secrets at rest: never part of a representation.
-_SECRET_FIELDS = {"secret_encrypted", "secret_digest", "registration_access_token",
-                  "private_key_encrypted", "secret_data", "credential_data"}
-
-
-def _mask(value):
-    if isinstance(value, dict):
-        return {k: "**********" if any(w in k.lower() for w in _SECRET_WORDS) else _mask(v)
-                for k, v in value.items()}
-    return value
-
-
-def representation(obj):
-    """The object's fields (no secrets) and many-to-many ids, as JSON."""
-    data = {f.name: _mask(f.value_from_object(obj)) for f in obj._meta.concrete_fields
-            if f.name not in _SECRET_FIELDS}
-    if obj.pk:
-        for f in obj._meta.many_to_many:
-            if f.remote_field.through._meta.auto_created:
-                data[f.name] = sorted(str(pk) for pk in getattr(obj, f.name).values_list("pk", flat=True))
-    return json.dumps(data, cls=DjangoJSONEncoder, sort_keys=True)
-
-
 def resource_of(obj):
     """Keycloak's (resource type, resource path relative to the realm) for an object."""
     if isinstance(obj, Realm):
@@ -186,14 +158,9 @@ def owning_realm(obj):
 
 
 def admin_event(request, realm, operation, resource_type, resource_path, obj=None):
-    """Record one admin operation (CREATE, UPDATE, DELETE, ACTION) done by the signed-in admin.
-    The representation is included only when the realm asks for it (Include representation)."""
-    rep = representation(obj) if obj is not None and realm.admin_events_details_enabled else ""
-    return emit(
-        realm, operation, kind=Event.ADMIN, resource_type=resource_type, resource_path=resource_path,
-        representation=rep, user_id=request.user.pk, ip_address=request.META.get("REMOTE_ADDR", ""),
-        details={"authRealmId": request.user.realm_id},
-    )
+    """Record one admin operation (CREATE, UPDATE, DELETE, ACTION) done by the signed-in admin."""
+    return record(realm, operation, resource_type, resource_path, auth=console_auth(request),
+                  representation=None if obj is None else (lambda: model_representation(obj)))
 
 
 def object_event(request, operation, obj):

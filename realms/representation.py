@@ -28,7 +28,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from jwcrypto import jwk
 
-from . import builtins, hashers, keys
+from . import admin_events, builtins, hashers, keys
 from .models import (
     Client,
     ClientScope,
@@ -1115,9 +1115,10 @@ def _keycloak_kid(public_key, salt=""):
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
-def import_realm(data, *, override=False):
+def import_realm(data, *, override=False, auth=None):
     """Import a RealmRepresentation (a dict). One transaction: on RepresentationError nothing
-    is changed. Returns ImportResult(realm, warnings)."""
+    is changed. Returns ImportResult(realm, warnings). An import made by a caller (``auth``,
+    ``admin_events.AuthDetails``) is their admin event: CREATE (or UPDATE) of the realm."""
     p = _Parser()
     r = _parse(copy.deepcopy(data), p)
     _merge_builtins(r)
@@ -1126,6 +1127,9 @@ def import_realm(data, *, override=False):
         if existing is not None and not override:
             raise RepresentationError("realm", f"realm {r['name']!r} already exists (use override to replace it)")
         realm = _Applier(r, p).run(existing)
+        if auth is not None:
+            admin_events.record(realm, "UPDATE" if existing else "CREATE", "REALM", "", auth=auth,
+                                representation=lambda: admin_events.model_representation(realm))
     return ImportResult(realm=realm, warnings=p.warnings)
 
 

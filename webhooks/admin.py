@@ -5,6 +5,7 @@ from django import forms
 from django.contrib import admin, messages
 
 from realms.admin import ConsoleAdmin, RealmFilter
+from realms.admin_events import console_auth
 
 from . import delivery, services
 from .models import Delivery, DeliveryAttempt, Endpoint, Message
@@ -16,10 +17,6 @@ class EndpointRealmFilter(RealmFilter):
     def queryset(self, request, queryset):
         value = self.value()
         return queryset.filter(endpoint__realm_id=value) if value else queryset.none()
-
-
-def _who(request):
-    return services.actor(request.user.pk, request.META.get("REMOTE_ADDR", ""), request.user.realm_id)
 
 
 class EndpointForm(forms.ModelForm):
@@ -78,13 +75,13 @@ class EndpointAdmin(ConsoleAdmin):
         if change:
             # The form already set the new values on obj; the service compares with the stored row.
             stored = Endpoint.objects.get(pk=obj.pk)
-            services.update_endpoint(stored, who=_who(request),
+            services.update_endpoint(stored, who=console_auth(request),
                                      **{k: data[k] for k in form.changed_data if k != "realm"})
             return
         created, secret = services.create_endpoint(
             obj.realm, data["url"], data["event_types"], description=data["description"], enabled=data["enabled"],
             rate_limit=data["rate_limit"], max_concurrency=data["max_concurrency"],
-            ownership_handshake=data["ownership_handshake"], who=_who(request))
+            ownership_handshake=data["ownership_handshake"], who=console_auth(request))
         obj.pk = created.pk
         obj._state.adding = False
         obj.refresh_from_db()
@@ -97,15 +94,15 @@ class EndpointAdmin(ConsoleAdmin):
             self.message_user(request, f"Test event {message.id} queued for {endpoint.url}.")
 
     def delete_model(self, request, obj):
-        services.delete_endpoint(obj, who=_who(request))
+        services.delete_endpoint(obj, who=console_auth(request))
 
     def delete_queryset(self, request, queryset):
         for endpoint in queryset:
-            services.delete_endpoint(endpoint, who=_who(request))
+            services.delete_endpoint(endpoint, who=console_auth(request))
 
     def _rotate(self, request, queryset, overlap):
         for endpoint in queryset:
-            secret = services.rotate_secret(endpoint, overlap_seconds=overlap, who=_who(request))
+            secret = services.rotate_secret(endpoint, overlap_seconds=overlap, who=console_auth(request))
             messages.warning(request, f"New secret of {endpoint.url} (shown once): {secret}")
 
     @admin.action(description="Rotate secret (old one keeps signing for 24 h)")
@@ -119,7 +116,7 @@ class EndpointAdmin(ConsoleAdmin):
     @admin.action(description="Enable (clears the failure state)")
     def enable(self, request, queryset):
         for endpoint in queryset:
-            services.update_endpoint(endpoint, who=_who(request), enabled=True)
+            services.update_endpoint(endpoint, who=console_auth(request), enabled=True)
 
 
 @admin.register(Message)

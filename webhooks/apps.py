@@ -10,3 +10,9 @@ class WebhooksConfig(AppConfig):
         from . import metrics, outbox  # noqa: F401  (outbox connects the realm_event receiver)
 
         metrics.register()
+
+        from realms.api import resources
+
+        from .urls import urlpatterns
+
+        resources.register(*urlpatterns)

@@ -1,13 +1,13 @@
 """Telling a realm's admins that an endpoint was disabled: an admin event (through
-``realms.events.emit``, so it is stored when admin events are on) and, when the realm has an SMTP
+``realms.admin_events.record``, so it is stored when admin events are on) and, when the realm has an SMTP
 server configured, an email to its administrators after the commit."""
 import logging
 
 from django.core.mail import EmailMessage, get_connection
 from django.db import transaction
 
-from realms.events import emit
-from realms.models import Event, User
+from realms.admin_events import record
+from realms.models import User
 from realms.roles import client_role_names, effective_roles, realm_role_names
 
 logger = logging.getLogger("idp.webhooks")
@@ -17,8 +17,7 @@ RESOURCE_TYPE = "WEBHOOK_ENDPOINT"
 
 def endpoint_disabled(endpoint, reason):
     realm = endpoint.realm
-    emit(realm, "UPDATE", kind=Event.ADMIN, resource_type=RESOURCE_TYPE,
-         resource_path=f"webhooks/{endpoint.pk}", details={"enabled": False, "reason": reason})
+    record(realm, "UPDATE", RESOURCE_TYPE, f"webhooks/{endpoint.pk}", details={"enabled": False, "reason": reason})
     if (realm.smtp_server or {}).get("host"):
         transaction.on_commit(lambda: _email(realm, endpoint, reason))
 

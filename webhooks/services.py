@@ -2,9 +2,8 @@
 raising ``WebhookError`` (turned into a 400 in one place) for input it refuses.
 
 Every change is an admin event (``WEBHOOK_ENDPOINT``: CREATE, UPDATE, DELETE, ACTION for a
-rotation) through ``realms.events.emit``; that resource type has no webhook type in the
+rotation) through ``realms.admin_events.record``; that resource type has no webhook type in the
 catalogue, so a change to a webhook endpoint never becomes a webhook (no loop)."""
-import json
 import socket
 from datetime import timedelta
 from urllib.parse import urlsplit
@@ -13,8 +12,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from realms.events import emit
-from realms.models import Event
+from realms.admin_events import record
 from realms.outbound import HTTPError, TargetRefused, check_url, prepare
 
 from . import catalogue, conf
@@ -71,22 +69,11 @@ def _add_secret(endpoint, kind, secret=None, now=None):
     return secret
 
 
-def actor(user_id="", ip_address="", auth_realm_id=""):
-    """Who made a change, for its admin event (Keycloak's authDetails)."""
-    return {"user_id": user_id or "", "ip_address": ip_address or "",
-            "details": {"authRealmId": auth_realm_id} if auth_realm_id else {}}
-
-
 def _admin_event(endpoint, operation, who=None, details=None):
-    realm = endpoint.realm
-    who = who or actor()
-    rep = ""
-    if realm.admin_events_details_enabled and operation != "DELETE":
-        rep = json.dumps({"id": endpoint.pk, "url": endpoint.url, "eventTypes": endpoint.event_types,
-                          "enabled": endpoint.enabled, "description": endpoint.description})
-    emit(realm, operation, kind=Event.ADMIN, resource_type=RESOURCE_TYPE, resource_path=f"webhooks/{endpoint.pk}",
-         representation=rep, user_id=who["user_id"], ip_address=who["ip_address"],
-         details={**who["details"], **(details or {})})
+    """``who``: the caller's ``realms.admin_events.AuthDetails`` (None: the system)."""
+    record(endpoint.realm, operation, RESOURCE_TYPE, f"webhooks/{endpoint.pk}", auth=who, details=details,
+           representation=lambda: {"id": endpoint.pk, "url": endpoint.url, "eventTypes": endpoint.event_types,
+                                   "enabled": endpoint.enabled, "description": endpoint.description})
 
 
 def handshake_origin():

@@ -1,12 +1,14 @@
+"""The webhook subscription resources of the Admin REST API, relative to ``/admin/realms/``
+(registered with ``realms.api.resources`` from ``WebhooksConfig.ready()``)."""
 from django.urls import path
 
 from . import views
 
 urlpatterns = [
-    path("admin/realms/<str:realm>/webhooks", views.endpoints, name="webhooks-list"),
-    path("admin/realms/<str:realm>/webhooks/<str:endpoint_id>", views.endpoint, name="webhooks-detail"),
-    path("admin/realms/<str:realm>/webhooks/<str:endpoint_id>/rotate-secret", views.rotate_secret),
-    path("admin/realms/<str:realm>/webhooks/<str:endpoint_id>/test", views.test_event),
-    path("admin/realms/<str:realm>/webhooks/<str:endpoint_id>/deliveries", views.deliveries),
-    path("admin/realms/<str:realm>/webhooks/<str:endpoint_id>/redeliver", views.redeliver),
+    path("<str:realm>/webhooks", views.Endpoints.as_view(), name="webhooks-list"),
+    path("<str:realm>/webhooks/<str:endpoint_id>", views.EndpointDetail.as_view(), name="webhooks-detail"),
+    path("<str:realm>/webhooks/<str:endpoint_id>/rotate-secret", views.RotateSecret.as_view()),
+    path("<str:realm>/webhooks/<str:endpoint_id>/test", views.TestEvent.as_view()),
+    path("<str:realm>/webhooks/<str:endpoint_id>/deliveries", views.Deliveries.as_view()),
+    path("<str:realm>/webhooks/<str:endpoint_id>/redeliver", views.Redeliver.as_view()),
 ]

@@ -56,12 +56,12 @@ def stop(proc):
 
 def admin_login(base, username, password):
     s = requests.Session()
-    page = s.get(f"{base}/admin/login/", timeout=10)
+    page = s.get(f"{base}/admin/master/console/login/", timeout=10)
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
     return s, s.post(
-        f"{base}/admin/login/?next=/admin/",
+        f"{base}/admin/master/console/login/?next=/admin/master/console/",
         data={"csrfmiddlewaretoken": token, "username": username, "password": password},
-        headers={"Referer": f"{base}/admin/login/"}, timeout=30,
+        headers={"Referer": f"{base}/admin/master/console/login/"}, timeout=30,
     )
 
 
@@ -79,15 +79,15 @@ def test_start_dev_serves_health_admin_and_demo_realm(tmp_path):
         metrics = requests.get(f"http://127.0.0.1:{mgmt}/metrics", timeout=5)
         assert metrics.status_code == 200 and "process_" in metrics.text
         base = f"http://127.0.0.1:{http}"
-        wait_for(f"{base}/admin/login/", proc=proc)
+        wait_for(f"{base}/admin/master/console/login/", proc=proc)
         # Health and metrics are never served on the public port.
         assert requests.get(f"{base}/health/ready", timeout=5).status_code == 404
         assert requests.get(f"{base}/metrics", timeout=5).status_code == 404
         # The bootstrap admin signs in to the console; a wrong password does not.
         _, bad = admin_login(base, "boot", "wrong")
-        assert "/admin/login/" in bad.url
+        assert "/admin/master/console/login/" in bad.url
         session, ok = admin_login(base, "boot", "boot-pass-1")
-        assert ok.status_code == 200 and ok.url.rstrip("/").endswith("/admin"), ok.url
+        assert ok.status_code == 200 and ok.url.rstrip("/").endswith("/admin/master/console"), ok.url
         assert "Log out" in ok.text or "logout" in ok.text.lower()
         # The database is the embedded SQLite file in the var directory.
         assert (tmp_path / "dev.sqlite3").exists()
@@ -157,11 +157,11 @@ def test_start_production_serves_with_gunicorn(production_database, tmp_path):
         ready = wait_for(f"http://127.0.0.1:{mgmt}/health/ready", deadline_s=90, proc=proc)
         assert ready.status_code == 200
         base = f"http://localhost:{http}"
-        login = wait_for(f"{base}/admin/login/", proc=proc)
+        login = wait_for(f"{base}/admin/master/console/login/", proc=proc)
         assert login.status_code == 200
         assert requests.get(f"{base}/health/ready", timeout=5).status_code == 404
         session, ok = admin_login(base, "root", "root-pass-1")
-        assert ok.url.rstrip("/").endswith("/admin"), ok.url
+        assert ok.url.rstrip("/").endswith("/admin/master/console"), ok.url
         # Static files of the console are served in production too.
         css = session.get(f"{base}/static/admin/css/base.css", timeout=5)
         assert css.status_code == 200

@@ -155,13 +155,13 @@ def admin_events(realm, **filters):
 def test_only_master_admins_sign_in(client, master, password_hash):
     with_password(make_admin(master, "root"), password_hash)
     with_password(User.objects.create(realm=master, username="plain"), password_hash)  # no admin role
-    response = client.post("/admin/login/?next=/admin/", {"username": "plain", "password": PASSWORD})
+    response = client.post("/admin/master/console/login/?next=/admin/master/console/", {"username": "plain", "password": PASSWORD})
     assert response.status_code == 200 and "errornote" in response.content.decode()
-    assert client.get("/admin/").status_code == 302  # still signed out
+    assert client.get("/admin/master/console/").status_code == 302  # still signed out
 
-    response = client.post("/admin/login/?next=/admin/", {"username": "root", "password": PASSWORD})
-    assert response.status_code == 302 and response["Location"] == "/admin/"
-    assert client.get("/admin/").status_code == 200
+    response = client.post("/admin/master/console/login/?next=/admin/master/console/", {"username": "root", "password": PASSWORD})
+    assert response.status_code == 302 and response["Location"] == "/admin/master/console/"
+    assert client.get("/admin/master/console/").status_code == 200
 
 
 def test_a_realm_user_named_like_the_admin_cannot_sign_in(client, master, acme, password_hash):
@@ -169,7 +169,7 @@ def test_a_realm_user_named_like_the_admin_cannot_sign_in(client, master, acme, 
     twin = User.objects.create(realm=acme, username="root")
     twin.set_password("the-twins-own-password")
     twin.roles.add(Role.objects.create(realm=acme, name="admin"))
-    response = client.post("/admin/login/", {"username": "root", "password": "the-twins-own-password"})
+    response = client.post("/admin/master/console/login/", {"username": "root", "password": "the-twins-own-password"})
     assert response.status_code == 200 and "errornote" in response.content.decode()
     assert "_auth_user_id" not in client.session
 
@@ -178,7 +178,7 @@ def test_a_disabled_admin_cannot_sign_in(client, master, password_hash):
     admin = with_password(make_admin(master, "root"), password_hash)
     admin.enabled = False
     admin.save()
-    response = client.post("/admin/login/", {"username": "root", "password": PASSWORD})
+    response = client.post("/admin/master/console/login/", {"username": "root", "password": PASSWORD})
     assert response.status_code == 200 and "_auth_user_id" not in client.session
 
 
@@ -188,40 +188,40 @@ def test_lists_show_the_current_realm_only_and_remember_it(console, master, acme
     Client.objects.create(realm=acme, client_id="acme-app")
     Client.objects.create(realm=other, client_id="other-app")
 
-    page = console.get(f"/admin/realms/client/?realm__id__exact={acme.pk}").content.decode()
+    page = console.get(f"/admin/master/console/realms/client/?realm__id__exact={acme.pk}").content.decode()
     assert "acme-app" in page and "other-app" not in page
     # Remembered in the session: the next list (of any kind) stays in acme.
-    page = console.get("/admin/realms/client/").content.decode()
+    page = console.get("/admin/master/console/realms/client/").content.decode()
     assert "acme-app" in page and "other-app" not in page
     assert 'selected>acme</option>' in page  # the header's switcher shows it
 
-    response = console.post("/admin/realms/realm/switch/", {"realm": other.pk, "next": "/admin/realms/client/"})
-    assert response.status_code == 302 and response["Location"] == "/admin/realms/client/"
-    page = console.get("/admin/realms/client/").content.decode()
+    response = console.post("/admin/master/console/realms/realm/switch/", {"realm": other.pk, "next": "/admin/master/console/realms/client/"})
+    assert response.status_code == 302 and response["Location"] == "/admin/master/console/realms/client/"
+    page = console.get("/admin/master/console/realms/client/").content.decode()
     assert "other-app" in page and "acme-app" not in page
 
     # An object's page belongs to its realm: opening it makes that realm the current one.
     acme_app = Client.objects.get(client_id="acme-app")
-    page = console.get(f"/admin/realms/client/{acme_app.pk}/change/").content.decode()
+    page = console.get(f"/admin/master/console/realms/client/{acme_app.pk}/change/").content.decode()
     assert 'selected>acme</option>' in page and console.session["admin_console_realm_id"] == acme.pk
 
     # Never to another site.
-    response = console.post("/admin/realms/realm/switch/", {"realm": acme.pk, "next": "https://evil.example/"})
-    assert response["Location"] == "/admin/"
-    assert console.get("/admin/realms/realm/switch/").status_code == 405
+    response = console.post("/admin/master/console/realms/realm/switch/", {"realm": acme.pk, "next": "https://evil.example/"})
+    assert response["Location"] == "/admin/master/console/"
+    assert console.get("/admin/master/console/realms/realm/switch/").status_code == 405
 
 
 def test_new_objects_go_into_the_current_realm(console, acme, other):
-    console.get(f"/admin/realms/role/?realm__id__exact={other.pk}")
-    response = submit(console, "/admin/realms/role/add/", "role_form", {"name": "auditor"})
+    console.get(f"/admin/master/console/realms/role/?realm__id__exact={other.pk}")
+    response = submit(console, "/admin/master/console/realms/role/add/", "role_form", {"name": "auditor"})
     assert not errors_of(response)
     assert Role.objects.get(name="auditor").realm == other
     # The same name again in the same realm is a form error, not a crash.
-    response = submit(console, "/admin/realms/role/add/", "role_form", {"name": "auditor"}, follow=False)
+    response = submit(console, "/admin/master/console/realms/role/add/", "role_form", {"name": "auditor"}, follow=False)
     assert response.status_code == 200 and errors_of(response)
     # ... but fine in another realm.
-    console.get(f"/admin/realms/role/?realm__id__exact={acme.pk}")
-    submit(console, "/admin/realms/role/add/", "role_form", {"name": "auditor"})
+    console.get(f"/admin/master/console/realms/role/?realm__id__exact={acme.pk}")
+    submit(console, "/admin/master/console/realms/role/add/", "role_form", {"name": "auditor"})
     assert Role.objects.filter(name="auditor", realm=acme).exists()
 
 
@@ -237,17 +237,17 @@ def test_role_and_group_choices_are_limited_to_the_realm(console, acme, other):
     ClientScope.objects.create(realm=other, name="profile")
     user = User.objects.create(realm=acme, username="alice")
 
-    page = console.get(f"/admin/realms/user/{user.pk}/change/").content.decode()
+    page = console.get(f"/admin/master/console/realms/user/{user.pk}/change/").content.decode()
     assert set(select_options(page, "roles")) == {mine.pk, mine_client_role.pk}
     assert select_options(page, "groups") == [my_group.pk]
-    page = console.get(f"/admin/realms/client/{app.pk}/change/").content.decode()
+    page = console.get(f"/admin/master/console/realms/client/{app.pk}/change/").content.decode()
     assert set(select_options(page, "scope_roles")) == {mine.pk, mine_client_role.pk}
     assert select_options(page, "scope_links-__prefix__-client_scope") == [scope.pk]
-    page = console.get(f"/admin/realms/role/{mine.pk}/change/").content.decode()
+    page = console.get(f"/admin/master/console/realms/role/{mine.pk}/change/").content.decode()
     assert select_options(page, "composites") == [mine_client_role.pk]  # not itself, not other's
 
     # A role of another realm posted anyway is refused.
-    response = submit(console, f"/admin/realms/user/{user.pk}/change/", "user_form",
+    response = submit(console, f"/admin/master/console/realms/user/{user.pk}/change/", "user_form",
                       {"roles": [mine.pk, theirs.pk]}, follow=False)
     assert response.status_code == 200 and theirs.pk in "".join(errors_of(response))
     assert not user.roles.exists()
@@ -257,7 +257,7 @@ def test_a_group_cannot_be_moved_under_itself_or_its_subgroups(console, acme):
     top = Group.objects.create(realm=acme, name="top")
     sub = Group.objects.create(realm=acme, name="sub", parent=top)
     sibling = Group.objects.create(realm=acme, name="sibling")
-    page = console.get(f"/admin/realms/group/{top.pk}/change/").content.decode()
+    page = console.get(f"/admin/master/console/realms/group/{top.pk}/change/").content.decode()
     assert select_options(page, "parent") == [sibling.pk]
     assert sub.pk not in select_options(page, "parent")
 
@@ -265,7 +265,7 @@ def test_a_group_cannot_be_moved_under_itself_or_its_subgroups(console, acme):
 # --- Realms ------------------------------------------------------------------------------------
 
 def test_realm_created_in_the_console_has_the_built_ins(console):
-    response = submit(console, "/admin/realms/realm/add/", "realm_form",
+    response = submit(console, "/admin/master/console/realms/realm/add/", "realm_form",
                       {"name": "shop", "display_name": "Shop", "admin_events_enabled": "on"})
     assert not errors_of(response), errors_of(response)
     realm = Realm.objects.get(name="shop")
@@ -286,12 +286,12 @@ def test_realm_created_in_the_console_has_the_built_ins(console):
 
     # Users and clients added there get what Keycloak gives them: the default role, the realm's
     # default client scopes, a service-account user when service accounts are on.
-    submit(console, "/admin/realms/user/add/", "user_form", {"username": "Eve"})
+    submit(console, "/admin/master/console/realms/user/add/", "user_form", {"username": "Eve"})
     eve = User.objects.get(realm=realm, username="eve")
     assert list(eve.roles.all()) == [realm.default_role]
-    response = submit(console, "/admin/realms/user/add/", "user_form", {"username": "EVE"}, follow=False)
+    response = submit(console, "/admin/master/console/realms/user/add/", "user_form", {"username": "EVE"}, follow=False)
     assert response.status_code == 200 and errors_of(response)  # the same name, whatever the case
-    submit(console, "/admin/realms/client/add/", "client_form",
+    submit(console, "/admin/master/console/realms/client/add/", "client_form",
            {"client_id": "worker", "service_accounts_enabled": "on", "standard_flow_enabled": None})
     worker = Client.objects.get(realm=realm, client_id="worker")
     assert User.objects.get(service_account_client=worker).username == "service-account-worker"
@@ -302,15 +302,15 @@ def test_realm_created_in_the_console_has_the_built_ins(console):
 
 
 def test_master_realm_cannot_be_deleted_or_renamed(console, master):
-    page = console.get(f"/admin/realms/realm/{master.pk}/change/").content.decode()
+    page = console.get(f"/admin/master/console/realms/realm/{master.pk}/change/").content.decode()
     assert 'name="name"' not in page  # shown read-only
-    assert console.post(f"/admin/realms/realm/{master.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert console.post(f"/admin/master/console/realms/realm/{master.pk}/delete/", {"post": "yes"}).status_code == 403
     assert Realm.objects.filter(name="master").exists()
 
 
 def test_rotate_signing_key_action(console, acme):
     old = keys.generate_key(acme)
-    response = console.post("/admin/realms/realm/", {"action": "rotate_signing_key",
+    response = console.post("/admin/master/console/realms/realm/", {"action": "rotate_signing_key",
                                                      "_selected_action": [acme.pk]}, follow=True)
     assert response.status_code == 200
     old.refresh_from_db()
@@ -326,14 +326,14 @@ def test_rotate_signing_key_action(console, acme):
 
 def test_realm_keys_listed_and_generated_without_private_key(console, acme):
     key = keys.generate_key(acme)
-    page = console.get(f"/admin/realms/realmkey/?realm__id__exact={acme.pk}").content.decode()
+    page = console.get(f"/admin/master/console/realms/realmkey/?realm__id__exact={acme.pk}").content.decode()
     assert key.kid in page and "RS256" in page and "active" in page
-    response = submit(console, "/admin/realms/realmkey/add/", "realmkey_form",
+    response = submit(console, "/admin/master/console/realms/realmkey/add/", "realmkey_form",
                       {"algorithm": "ES256", "priority": "50", "status": "passive"})
     assert not errors_of(response)
     added = RealmKey.objects.get(realm=acme, algorithm="ES256")
     assert added.status == "passive" and added.priority == 50
-    page = console.get(f"/admin/realms/realmkey/{added.pk}/change/").content.decode()
+    page = console.get(f"/admin/master/console/realms/realmkey/{added.pk}/change/").content.decode()
     assert "PUBLIC KEY" in page and "PRIVATE KEY" not in page and added.private_key_encrypted not in page
 
 
@@ -344,23 +344,23 @@ def test_regenerate_client_secret(console, acme):
     app.set_secret("old-secret-value")
     app.save()
     old_digest = app.secret_digest
-    page = console.get(f"/admin/realms/client/{app.pk}/change/").content.decode()
+    page = console.get(f"/admin/master/console/realms/client/{app.pk}/change/").content.decode()
     assert "old-secret-value" not in page and old_digest not in page
 
-    response = console.post(f"/admin/realms/client/?realm__id__exact={acme.pk}",
+    response = console.post(f"/admin/master/console/realms/client/?realm__id__exact={acme.pk}",
                             {"action": "regenerate_client_secret", "_selected_action": [app.pk]}, follow=True)
     shown = re.search(r"New client secret of backend: (\S+)", response.content.decode()).group(1)
     app.refresh_from_db()
     assert app.secret_digest != old_digest
     assert not app.check_secret("old-secret-value") and app.check_secret(shown)
     # Shown once: the next page does not carry it.
-    assert shown not in console.get(f"/admin/realms/client/{app.pk}/change/").content.decode()
+    assert shown not in console.get(f"/admin/master/console/realms/client/{app.pk}/change/").content.decode()
     assert [(e.type, e.resource_path) for e in admin_events(acme)] == [("ACTION", f"clients/{app.pk}/client-secret")]
 
 
 def test_public_client_has_no_secret_to_regenerate(console, acme):
     spa = Client.objects.create(realm=acme, client_id="spa", public_client=True)
-    response = console.post(f"/admin/realms/client/?realm__id__exact={acme.pk}",
+    response = console.post(f"/admin/master/console/realms/client/?realm__id__exact={acme.pk}",
                             {"action": "regenerate_client_secret", "_selected_action": [spa.pk]}, follow=True)
     assert "has no secret" in response.content.decode()
     spa.refresh_from_db()
@@ -372,8 +372,8 @@ def test_client_added_in_console(console, acme):
     phone = ClientScope.objects.create(realm=acme, name="phone")
     RealmDefaultClientScope.objects.create(realm=acme, client_scope=profile, default=True)
     RealmDefaultClientScope.objects.create(realm=acme, client_scope=phone, default=False)
-    console.get(f"/admin/realms/client/?realm__id__exact={acme.pk}")
-    response = submit(console, "/admin/realms/client/add/", "client_form", {
+    console.get(f"/admin/master/console/realms/client/?realm__id__exact={acme.pk}")
+    response = submit(console, "/admin/master/console/realms/client/add/", "client_form", {
         "client_id": "shop",
         "redirect_uris": "https://shop.example/cb\r\n\r\nhttps://shop.example/cb2\r\n",
         "web_origins": "https://shop.example",
@@ -410,10 +410,10 @@ def test_client_added_in_console(console, acme):
 
 def test_set_password_through_the_console(console, acme):
     user = User.objects.create(realm=acme, username="alice")
-    page = console.get(f"/admin/realms/user/{user.pk}/change/").content.decode()
-    assert f"/admin/realms/user/{user.pk}/password/" in page and "No password" in page
+    page = console.get(f"/admin/master/console/realms/user/{user.pk}/change/").content.decode()
+    assert f"/admin/master/console/realms/user/{user.pk}/password/" in page and "No password" in page
 
-    url = f"/admin/realms/user/{user.pk}/password/"
+    url = f"/admin/master/console/realms/user/{user.pk}/password/"
     response = console.post(url, {"new_password1": "n3w-Passw0rd", "new_password2": "typo"})
     assert response.status_code == 200 and errors_of(response)
     assert "n3w-Passw0rd" not in response.content.decode()  # never echoed back, even on an error
@@ -431,7 +431,7 @@ def test_set_password_through_the_console(console, acme):
         ("ACTION", "USER", f"users/{user.pk}/reset-password", "")]
 
     # Listed read-only by type and date; the hash never appears.
-    page = console.get(f"/admin/realms/user/{user.pk}/change/").content.decode()
+    page = console.get(f"/admin/master/console/realms/user/{user.pk}/change/").content.decode()
     assert "A password is set" in page and "password" in page and credential.secret_data not in page
     assert credential.secret_data.split("$")[-1] not in page
 
@@ -441,19 +441,19 @@ def test_user_changes_record_admin_events(console, acme, other):
     app = Client.objects.create(realm=acme, client_id="app")
     viewer = Role.objects.create(realm=acme, client=app, name="viewer")
     staff = Group.objects.create(realm=acme, name="staff")
-    console.get(f"/admin/realms/user/?realm__id__exact={acme.pk}")
+    console.get(f"/admin/master/console/realms/user/?realm__id__exact={acme.pk}")
 
-    response = submit(console, "/admin/realms/user/add/", "user_form", {"username": "bob", "email": "bob@example.org"})
+    response = submit(console, "/admin/master/console/realms/user/add/", "user_form", {"username": "bob", "email": "bob@example.org"})
     assert not errors_of(response)
     bob = User.objects.get(realm=acme, username="bob")
-    assert response.redirect_chain[-1][0] == f"/admin/realms/user/{bob.pk}/change/"
+    assert response.redirect_chain[-1][0] == f"/admin/master/console/realms/user/{bob.pk}/change/"
 
-    submit(console, f"/admin/realms/user/{bob.pk}/change/", "user_form",
+    submit(console, f"/admin/master/console/realms/user/{bob.pk}/change/", "user_form",
            {"roles": [reader.pk, viewer.pk], "groups": [staff.pk], "enabled": None})
     bob.refresh_from_db()
     assert not bob.enabled and set(bob.roles.all()) == {reader, viewer} and list(bob.groups.all()) == [staff]
 
-    console.post(f"/admin/realms/user/{bob.pk}/delete/", {"post": "yes"})
+    console.post(f"/admin/master/console/realms/user/{bob.pk}/delete/", {"post": "yes"})
     assert not User.objects.filter(pk=bob.pk).exists()
 
     got = [(e.type, e.resource_type, e.resource_path) for e in admin_events(acme)]
@@ -470,13 +470,13 @@ def test_user_changes_record_admin_events(console, acme, other):
     assert all(e.user_id for e in events)
     # Nothing stored in a realm that does not save admin events.
     carol = User.objects.create(realm=other, username="carol")
-    submit(console, f"/admin/realms/user/{carol.pk}/change/", "user_form", {"email": "carol@example.org"})
+    submit(console, f"/admin/master/console/realms/user/{carol.pk}/change/", "user_form", {"email": "carol@example.org"})
     assert User.objects.get(pk=carol.pk).email == "carol@example.org" and not admin_events(other)
 
 
 def test_disable_and_enable_users_actions(console, acme):
     users = [User.objects.create(realm=acme, username=n) for n in ("u1", "u2")]
-    url = f"/admin/realms/user/?realm__id__exact={acme.pk}"
+    url = f"/admin/master/console/realms/user/?realm__id__exact={acme.pk}"
     console.post(url, {"action": "disable_users", "_selected_action": [u.pk for u in users]})
     assert not User.objects.filter(realm=acme, enabled=True).exists()
     console.post(url, {"action": "enable_users", "_selected_action": [users[0].pk]})
@@ -487,7 +487,7 @@ def test_disable_and_enable_users_actions(console, acme):
 def test_deleting_a_credential_is_recorded(console, acme, password_hash):
     user = with_password(User.objects.create(realm=acme, username="dave"), password_hash)
     credential = user.credentials.get()
-    submit(console, f"/admin/realms/user/{user.pk}/change/", "user_form", {"credentials-0-DELETE": "on"})
+    submit(console, f"/admin/master/console/realms/user/{user.pk}/change/", "user_form", {"credentials-0-DELETE": "on"})
     assert not user.credentials.exists()
     assert [(e.type, e.resource_path) for e in admin_events(acme)] == [
         ("DELETE", f"users/{user.pk}/credentials/{credential.pk}"), ("UPDATE", f"users/{user.pk}")]
@@ -497,7 +497,7 @@ def test_client_link_inline_event_paths(console, acme):
     app = Client.objects.create(realm=acme, client_id="app", public_client=True)
     scope = ClientScope.objects.create(realm=acme, name="email")
     link = ClientScopeLink.objects.create(client=app, client_scope=scope, default=False)
-    submit(console, f"/admin/realms/client/{app.pk}/change/", "client_form", {"scope_links-0-DELETE": "on"})
+    submit(console, f"/admin/master/console/realms/client/{app.pk}/change/", "client_form", {"scope_links-0-DELETE": "on"})
     assert not ClientScopeLink.objects.filter(pk=link.pk).exists()
     assert ("DELETE", f"clients/{app.pk}/optional-client-scopes/{scope.pk}") in [
         (e.type, e.resource_path) for e in admin_events(acme)]
@@ -523,14 +523,14 @@ def test_bootstrap_admin_signs_in_with_chromium_and_sees_the_realms(live_server)
         try:
             page = browser.new_page()
             page.set_default_timeout(15000)
-            page.goto(f"{live_server.url}/admin/")
-            assert "/admin/login/" in page.url
+            page.goto(f"{live_server.url}/admin/master/console/")
+            assert "/admin/master/console/login/" in page.url
             page.fill("#id_username", "ops")
             page.fill("#id_password", "bootstrap-pass-1")
             page.click("input[type=submit]")
-            page.wait_for_url(f"{live_server.url}/admin/")
-            page.locator('#content-main a[href="/admin/realms/realm/"]').first.click()
-            page.wait_for_url(f"{live_server.url}/admin/realms/realm/")
+            page.wait_for_url(f"{live_server.url}/admin/master/console/")
+            page.locator('#content-main a[href="/admin/master/console/realms/realm/"]').first.click()
+            page.wait_for_url(f"{live_server.url}/admin/master/console/realms/realm/")
             names = page.locator("#result_list th.field-name a").all_inner_texts()
             assert {"master", "acme"} <= set(names)
             assert page.locator("#realm-switcher-select option:checked").inner_text() == "master"
@@ -539,7 +539,7 @@ def test_bootstrap_admin_signs_in_with_chromium_and_sees_the_realms(live_server)
 
 
 def test_realm_update_and_delete_events(console, acme):
-    response = submit(console, f"/admin/realms/realm/{acme.pk}/change/", "realm_form", {
+    response = submit(console, f"/admin/master/console/realms/realm/{acme.pk}/change/", "realm_form", {
         "display_name": "ACME", "smtp_server": '{"host": "127.0.0.1", "password": "smtp-pass"}'})
     assert not errors_of(response), errors_of(response)
     acme.refresh_from_db()
@@ -557,7 +557,7 @@ def test_realm_update_and_delete_events(console, acme):
 
     realm_event.connect(listener)
     try:
-        console.post(f"/admin/realms/realm/{acme.pk}/delete/", {"post": "yes"})
+        console.post(f"/admin/master/console/realms/realm/{acme.pk}/delete/", {"post": "yes"})
     finally:
         realm_event.disconnect(listener)
     assert not Realm.objects.filter(pk=acme.pk).exists()

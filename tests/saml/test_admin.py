@@ -15,8 +15,8 @@ ENTITY = "https://sp.example/metadata"
 
 def test_saml_client_added_and_edited_in_console(console, acme):  # noqa: F811
     cert_b64 = key_pair("console-sp")[2]
-    console.get(f"/admin/realms/client/?realm__id__exact={acme.pk}")
-    response = submit(console, "/admin/realms/client/add/", "client_form", {
+    console.get(f"/admin/master/console/realms/client/?realm__id__exact={acme.pk}")
+    response = submit(console, "/admin/master/console/realms/client/add/", "client_form", {
         "client_id": ENTITY, "protocol": "saml", "public_client": "on",
         "saml_signing_certificate": "\n".join(cert_b64[i:i + 64] for i in range(0, len(cert_b64), 64)),
         "saml_acs_post": "https://sp.example/acs", "saml_name_id_format": "email",
@@ -35,13 +35,13 @@ def test_saml_client_added_and_edited_in_console(console, acme):  # noqa: F811
     assert c.ATTR_SLO_SOAP not in attributes  # empty fields are left out
     assert set(client.scope_links.values_list("client_scope__name", flat=True)) == set()  # bare realm
 
-    page = console.get(f"/admin/realms/client/{client.pk}/change/").content.decode()
+    page = console.get(f"/admin/master/console/realms/client/{client.pk}/change/").content.decode()
     assert "SAML capabilities" in page and read_form(page, "client_form")["saml_encrypt"] == ["on"]
 
-    response = submit(console, f"/admin/realms/client/{client.pk}/change/", "client_form",
+    response = submit(console, f"/admin/master/console/realms/client/{client.pk}/change/", "client_form",
                       {"saml_signing_certificate": "not a certificate"})
     assert "Not an X.509 certificate." in response.content.decode()
-    response = submit(console, f"/admin/realms/client/{client.pk}/change/", "client_form",
+    response = submit(console, f"/admin/master/console/realms/client/{client.pk}/change/", "client_form",
                       {"saml_signing_certificate": "", "saml_encrypt": None})
     assert "Required when client signatures are required" in response.content.decode()
     client.refresh_from_db()
@@ -50,8 +50,8 @@ def test_saml_client_added_and_edited_in_console(console, acme):  # noqa: F811
 
 def test_oidc_client_page_has_no_saml_section(console, acme):  # noqa: F811
     client = Client.objects.create(realm=acme, client_id="web", attributes={"pkce.code.challenge.method": "S256"})
-    assert "SAML capabilities" not in console.get(f"/admin/realms/client/{client.pk}/change/").content.decode()
-    response = submit(console, f"/admin/realms/client/{client.pk}/change/", "client_form", {"name": "Web"})
+    assert "SAML capabilities" not in console.get(f"/admin/master/console/realms/client/{client.pk}/change/").content.decode()
+    response = submit(console, f"/admin/master/console/realms/client/{client.pk}/change/", "client_form", {"name": "Web"})
     assert not errors_of(response)
     client.refresh_from_db()
     assert client.attributes == {"pkce.code.challenge.method": "S256"} and client.name == "Web"

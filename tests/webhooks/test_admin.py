@@ -16,12 +16,12 @@ def console(realm):
     admin.roles.add(Role.objects.get(realm=master, client=None, name="admin"))
     client = Client()
     client.force_login(admin)
-    client.get(f"/admin/webhooks/endpoint/?realm__id__exact={realm.pk}")  # make it the current realm
+    client.get(f"/admin/master/console/webhooks/endpoint/?realm__id__exact={realm.pk}")  # make it the current realm
     return client
 
 
 def test_add_endpoint_shows_the_secret_once(console, realm):
-    resp = console.post("/admin/webhooks/endpoint/add/", {
+    resp = console.post("/admin/master/console/webhooks/endpoint/add/", {
         "url": "https://hooks.example.com/in", "description": "crm", "event_types": "user.*\nauth.login",
         "enabled": "on", "rate_limit": "0", "max_concurrency": "10"}, follow=True)
     assert resp.status_code == 200
@@ -33,7 +33,7 @@ def test_add_endpoint_shows_the_secret_once(console, realm):
 
 def test_add_refuses_bad_url_and_unknown_types(console, realm, settings):
     settings.IDP_OUTBOUND_ALLOW_HTTP = False
-    resp = console.post("/admin/webhooks/endpoint/add/", {
+    resp = console.post("/admin/master/console/webhooks/endpoint/add/", {
         "url": "http://hooks.example.com/in", "event_types": "nope.never", "enabled": "on",
         "rate_limit": "0", "max_concurrency": "10"})
     assert resp.status_code == 200 and not Endpoint.objects.exists()
@@ -44,32 +44,32 @@ def test_add_refuses_bad_url_and_unknown_types(console, realm, settings):
 def test_actions_and_log_pages(console, realm, monkeypatch):
     monkeypatch.setattr("webhooks.dispatch.deliveries", lambda ids: None)
     endpoint, _ = services.create_endpoint(realm, "https://hooks.example.com/in", [])
-    resp = console.post("/admin/webhooks/endpoint/", {"action": "send_test_event", "_selected_action": [endpoint.pk]},
+    resp = console.post("/admin/master/console/webhooks/endpoint/", {"action": "send_test_event", "_selected_action": [endpoint.pk]},
                         follow=True)
     assert resp.status_code == 200 and Message.objects.filter(type="webhook.test").count() == 1
-    console.post("/admin/webhooks/endpoint/", {"action": "rotate_secret_now", "_selected_action": [endpoint.pk]})
+    console.post("/admin/master/console/webhooks/endpoint/", {"action": "rotate_secret_now", "_selected_action": [endpoint.pk]})
     assert len(endpoint.active_secrets()) == 1 and endpoint.secrets.count() == 1
     message = Message.objects.get()
     Delivery.objects.filter(message=message).update(state=Delivery.FAILED)
-    console.post("/admin/webhooks/message/", {"action": "redeliver", "_selected_action": [message.pk]})
+    console.post("/admin/master/console/webhooks/message/", {"action": "redeliver", "_selected_action": [message.pk]})
     assert Delivery.objects.get(message=message).state == Delivery.PENDING
     for page in ("endpoint", "message", "delivery", "deliveryattempt"):
-        assert console.get(f"/admin/webhooks/{page}/").status_code == 200, page
-    assert console.get(f"/admin/webhooks/endpoint/{endpoint.pk}/change/").status_code == 200
+        assert console.get(f"/admin/master/console/webhooks/{page}/").status_code == 200, page
+    assert console.get(f"/admin/master/console/webhooks/endpoint/{endpoint.pk}/change/").status_code == 200
 
 
 def test_console_changes_are_admin_events(console, realm):
     from realms.models import Event
 
-    console.post("/admin/webhooks/endpoint/add/", {
+    console.post("/admin/master/console/webhooks/endpoint/add/", {
         "url": "https://hooks.example.com/in", "event_types": "", "enabled": "on", "rate_limit": "0",
         "max_concurrency": "10"})
     endpoint = Endpoint.objects.get(realm=realm)
-    console.post(f"/admin/webhooks/endpoint/{endpoint.pk}/change/", {
+    console.post(f"/admin/master/console/webhooks/endpoint/{endpoint.pk}/change/", {
         "url": "https://hooks.example.com/in", "event_types": "", "rate_limit": "0", "max_concurrency": "10"})
     assert not Endpoint.objects.get(pk=endpoint.pk).enabled
-    console.post("/admin/webhooks/endpoint/", {"action": "enable", "_selected_action": [endpoint.pk]})
-    console.post(f"/admin/webhooks/endpoint/{endpoint.pk}/delete/", {"post": "yes"})
+    console.post("/admin/master/console/webhooks/endpoint/", {"action": "enable", "_selected_action": [endpoint.pk]})
+    console.post(f"/admin/master/console/webhooks/endpoint/{endpoint.pk}/delete/", {"post": "yes"})
     assert not Endpoint.objects.exists()
     events = Event.objects.filter(realm=realm, kind=Event.ADMIN, resource_type="WEBHOOK_ENDPOINT").order_by("time")
     admin = User.objects.get(realm__name="master", username="console-admin")
@@ -80,9 +80,9 @@ def test_console_changes_are_admin_events(console, realm):
 def test_console_form_fixes_the_realm_and_only_the_services_record_events(console, realm):
     from realms.models import Event
 
-    field = console.get("/admin/webhooks/endpoint/add/").context["adminform"].form.fields["realm"]
+    field = console.get("/admin/master/console/webhooks/endpoint/add/").context["adminform"].form.fields["realm"]
     assert field.disabled and field.initial == realm.pk
-    console.post("/admin/webhooks/endpoint/add/", {
+    console.post("/admin/master/console/webhooks/endpoint/add/", {
         "url": "https://hooks.example.com/in", "event_types": "", "enabled": "on", "rate_limit": "0",
         "max_concurrency": "10"})
     events = Event.objects.filter(realm=realm, kind=Event.ADMIN)

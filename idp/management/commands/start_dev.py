@@ -10,6 +10,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.core.servers.basehttp import WSGIServer, run
 from django.core.wsgi import get_wsgi_application
+from django.urls import reverse
 
 from idp.management_server import start_management_server
 
@@ -41,7 +42,7 @@ class Command(BaseCommand):
 
         management = start_management_server(bind, management_port)
         base = f"http://{'localhost' if bind in ('127.0.0.1', '::1') else bind}:{http_port}"
-        self.stdout.write(f"Admin console:  {base}/admin/")
+        self.stdout.write(f"Admin console:  {base}{reverse('admin:index')}")
         self.stdout.write(f"Demo realm:     {base}/realms/demo/.well-known/openid-configuration")
         self.stdout.write(f"Health:         http://{bind}:{management_port}/health/ready")
         sys.stdout.flush()

@@ -1,0 +1,46 @@
+"""The Admin REST API's token check (registered in ``realms.api`` from ``OidcConfig.ready()``).
+
+As Keycloak's admin API does: the token names its realm by its issuer; it must be signed with
+that realm's keys, carry exactly that realm's issuer URL, be unexpired, issued after the realm's
+not-before, an access token (``typ`` Bearer), not revoked, and still backed by a live SSO
+session (``sid``) with this client, an enabled client and an enabled user. What the caller may
+do is decided afterwards, from the database (``realms.api.permissions``)."""
+from django.http import Http404
+
+from realms.api.authentication import Caller, InvalidToken
+from realms.models import User
+from realms.web import realm_url
+
+from . import jose, tokens
+from .realm_cache import get_realm
+from .services import is_revoked, live_subject
+
+
+def verify(request, token) -> Caller:
+    try:
+        _, unverified, _, _ = jose.parse(token)
+    except jose.JoseError:
+        raise InvalidToken("malformed") from None
+    # The issuer only says which realm's keys to try; decode() checks it again once verified.
+    prefix = realm_url(request, "")
+    issuer = unverified.get("iss")
+    name = issuer[len(prefix):] if isinstance(issuer, str) and issuer.startswith(prefix) else ""
+    if not name or "/" in name:
+        raise InvalidToken("unknown issuer")
+    try:
+        realm_config = get_realm(name)
+    except Http404:
+        raise InvalidToken("unknown or disabled realm") from None
+    try:
+        claims = tokens.decode(realm_config.realm, token, realm_url(request, name))
+    except tokens.TokenError:
+        raise InvalidToken("invalid") from None
+    if not isinstance(claims.get("exp"), int) or claims.get("typ") != tokens.TYP_BEARER or is_revoked(claims):
+        raise InvalidToken("not a live access token")
+    if live_subject(realm_config, claims) is None:
+        raise InvalidToken("session ended, client or user disabled")
+    # The user row itself, not the session cache's copy: disabling an admin takes effect at once.
+    user = User.objects.filter(pk=claims.get("sub"), realm=realm_config.realm, enabled=True).first()
+    if user is None:
+        raise InvalidToken("user disabled")
+    return Caller(user=user, realm=realm_config.realm, claims=claims)

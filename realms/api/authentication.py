@@ -1,0 +1,91 @@
+"""Who calls the API: the bearer of an access token of one of our realms, checked locally.
+
+``realms`` knows no protocol, so the check itself is plugged in: the protocol app that issues
+tokens (``oidc``) registers its verifier from its ``AppConfig.ready()`` with
+``register_token_verifier``. The verifier checks signature (the realm's keys), issuer
+(``realms.web.realm_url``), expiry, ``typ`` Bearer, revocation, the SSO session (``sid``) and the
+user; it answers a ``Caller`` or raises ``InvalidToken``. Without a verifier every token is
+refused."""
+import functools
+from dataclasses import dataclass, field
+
+from rest_framework import authentication, exceptions
+
+from ..models import Realm, User
+from ..roles import client_role_names, effective_roles, realm_role_names
+
+ADMIN_ROLE = "admin"  # the master realm's role that manages every realm
+MANAGEMENT_CLIENT = "realm-management"  # a realm's own client whose roles manage that realm
+
+
+class InvalidToken(Exception):
+    """The bearer token is not a live access token of one of our realms (401)."""
+
+
+@dataclass(eq=False)
+class Caller:
+    """The token's user, the realm that issued the token, and its claims."""
+
+    user: User
+    realm: Realm
+    claims: dict = field(default_factory=dict)
+
+    is_authenticated = True  # DRF reads request.user.is_authenticated
+
+    @property
+    def client_id(self):
+        return self.claims.get("azp", "")
+
+    @functools.cached_property
+    def _roles(self):
+        # From the database on every call, so a role removed a second ago no longer counts.
+        return effective_roles(self.user)
+
+    def manages_every_realm(self):
+        return self.realm.is_master and ADMIN_ROLE in realm_role_names(self._roles)
+
+    def management_roles(self, realm) -> frozenset:
+        """The caller's ``realm-management`` roles in ``realm`` (composites expanded): the
+        realm's own users only; a master admin is answered by ``manages_every_realm``."""
+        if self.realm.pk != realm.pk:
+            return frozenset()
+        return frozenset(client_role_names(self._roles).get(MANAGEMENT_CLIENT, ()))
+
+    def may(self, role, realm) -> bool:
+        return self.manages_every_realm() or role in self.management_roles(realm)
+
+
+_verifier = None
+
+
+def register_token_verifier(verify):
+    """``verify(request, token) -> Caller``, raising InvalidToken; one per process."""
+    global _verifier
+    _verifier = verify
+
+
+def bearer_token(request):
+    header = request.META.get("HTTP_AUTHORIZATION", "")
+    if header[:7].lower() != "bearer " or not header[7:].strip():
+        return None
+    return header[7:].strip()
+
+
+class BearerAuthentication(authentication.BaseAuthentication):
+    """``request.user`` is the Caller (``request.auth`` too). No token and a bad token are both
+    401 ``{"error": "HTTP 401 Unauthorized"}``, never a redirect to a login page."""
+
+    def authenticate(self, request):
+        token = bearer_token(request)
+        if token is None:
+            raise exceptions.NotAuthenticated()
+        if _verifier is None:
+            raise exceptions.AuthenticationFailed()
+        try:
+            caller = _verifier(request._request, token)
+        except InvalidToken:
+            raise exceptions.AuthenticationFailed() from None
+        return caller, caller
+
+    def authenticate_header(self, request):
+        return "Bearer"

@@ -1,0 +1,60 @@
+"""The base views of every API resource."""
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.renderers import JSONRenderer
+from rest_framework.views import APIView
+
+from ..admin_events import AuthDetails, auth_details
+from ..models import Realm
+from . import errors
+from .authentication import BearerAuthentication
+from .parsers import JSONParser
+from .permissions import RealmRole
+
+
+class JSONOnly(BaseContentNegotiation):
+    """JSON whatever the Accept header says (Keycloak's admin API answers JSON to browsers too)."""
+
+    def select_parser(self, request, parsers):
+        return parsers[0] if parsers else None
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
+class ApiView(APIView):
+    """Bearer token, JSON in (depth-limited) and out, Keycloak's error shape."""
+
+    authentication_classes = (BearerAuthentication,)
+    permission_classes = ()
+    parser_classes = (JSONParser,)
+    renderer_classes = (JSONRenderer,)
+    content_negotiation_class = JSONOnly
+
+    def get_exception_handler(self):
+        return errors.exception_handler
+
+
+class RealmResource(ApiView):
+    """A resource below ``/admin/realms/<realm>/``: ``self.realm`` is the realm (404 "Realm not
+    found." before any role check, as in Keycloak) and ``required_role`` is enforced."""
+
+    permission_classes = (RealmRole,)
+    required_role = None  # each resource names its role(s); none named, nothing allowed
+
+    def check_permissions(self, request):
+        self.realm = Realm.objects.filter(name=self.kwargs["realm"]).first()
+        if self.realm is None:
+            raise errors.NotFound("Realm not found.")
+        super().check_permissions(request)
+
+    def auth_details(self) -> AuthDetails:
+        """The caller, for the admin events of the changes this request makes."""
+        return auth_details(self.request, self.request.user.user, self.request.user.client_id)
+
+
+class NoRoute(ApiView):
+    """Any other path under the API's prefix: 401 without a valid token, else a JSON 404."""
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        raise errors.NotFound(errors.NO_ROUTE)

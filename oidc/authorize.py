@@ -23,7 +23,7 @@ from . import codes, consent, tokens
 from .backchannel import ISSUER_NOTE
 from .errors import AccessDenied, InvalidRequest, OAuthError, UnauthorizedClient
 from .realm_cache import get_realm
-from .redirects import is_valid_redirect_uri, with_params
+from realms.redirects import is_valid_redirect_uri, with_params
 
 PROTOCOL = "openid-connect"
 RESPONSE_MODES = ("query", "form_post")

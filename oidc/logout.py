@@ -16,9 +16,9 @@ from django.db import transaction
 from django.http import HttpResponseRedirect
 
 from realms import events, sessions, sso_cookie, themes
+from realms.redirects import is_valid_redirect_uri, with_params
 
 from . import tokens
-from .redirects import is_valid_redirect_uri, post_logout_redirect_uris, with_params
 
 CONFIRM_SALT = "idp.logout-confirm"
 CONFIRM_MAX_AGE = 600
@@ -41,6 +41,19 @@ class LogoutRequest:
     state: str = ""
     has_hint: bool = False
     fields: dict = field(default_factory=dict)
+
+
+def post_logout_redirect_uris(client):
+    """The client's registered post-logout redirect URIs: attribute ``post.logout.redirect.uris``
+    (Keycloak separates entries with ``##``); ``+`` stands for the client's redirect URIs."""
+    out = []
+    for entry in (client.attributes.get("post.logout.redirect.uris") or "").split("##"):
+        entry = entry.strip()
+        if entry == "+":
+            out.extend(client.redirect_uris or ())
+        elif entry:
+            out.append(entry)
+    return out
 
 
 def _verify_hint(realm, issuer, hint):

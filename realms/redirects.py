@@ -1,17 +1,22 @@
-"""Redirect URI matching (spec 1 §4, RFC 6749 §3.1.2, RFC 8252 §7.3, RFC 9700 §2.1).
+"""Redirect URI matching for every protocol: OIDC redirect and post-logout URIs, SAML
+assertion consumer URLs (spec 1 §4, RFC 6749 §3.1.2, RFC 8252 §7.3, RFC 9700 §2.1).
 
 A requested URI must equal a registered one character for character. Two exceptions, both
 opted into by what the client registered:
 
 * a registered URI ending in ``*`` (Keycloak's wildcard) matches any URI that starts with the
-  part before the ``*``;
+  part before the ``*`` and whose path cannot leave that prefix once a browser or a server
+  resolves it: no dot segment (``..``, ``.``, also percent-encoded: ``%2e%2e``, ``.%2E``, even
+  encoded twice) and no encoded separator or backslash (``%2f``, ``%5c``, ``\\``) in the part
+  the wildcard stands for (RFC 3986 §5.2.4; browsers resolve ``%2e`` segments too);
 * a registered ``http`` URI on a loopback address (``127.0.0.1`` or ``[::1]``) matches the same
   URI with any port, because native apps bind an ephemeral port at run time (RFC 8252 §7.3).
   ``localhost`` gets no such exception (RFC 8252 §8.3: it may resolve elsewhere).
 
 A URI with a fragment is never accepted (RFC 6749 §3.1.2).
 """
-from urllib.parse import urlsplit, urlunsplit
+import re
+from urllib.parse import unquote, urlencode, urlsplit, urlunsplit
 
 LOOPBACK_HOSTS = ("127.0.0.1", "[::1]")
 
@@ -31,15 +36,37 @@ def _without_port(uri):
     return parts.scheme, host, parts.path, parts.query
 
 
+MAX_DECODINGS = 5  # as Keycloak: a URI still encoded after this many rounds is refused
+_ENCODED_SEPARATOR = re.compile(r"%(?:2f|5c)", re.IGNORECASE)
+
+
+def _tail_stays_inside(tail):
+    """True when the path part of what a wildcard stands for cannot climb out of the prefix:
+    every decoding of it (up to MAX_DECODINGS) is free of encoded separators and backslashes,
+    and the fully decoded path has no dot segment."""
+    layers = [tail.split("?", 1)[0]]
+    for _ in range(MAX_DECODINGS):
+        plain = unquote(layers[-1])
+        if plain == layers[-1]:
+            break
+        layers.append(plain)
+    else:
+        return False
+    if any("\\" in layer or _ENCODED_SEPARATOR.search(layer) for layer in layers):
+        return False
+    return not any(segment in (".", "..") for segment in layers[-1].split("/"))
+
+
 def matches(registered: str, requested: str) -> bool:
     if not registered or not requested or "#" in requested:
         return False
     if registered == requested:
         return True
     if registered.endswith("*"):
-        # Dot segments would let a browser leave the registered prefix after matching.
-        tail = requested[len(registered) - 1:]
-        return requested.startswith(registered[:-1]) and ".." not in tail and "\\" not in tail
+        prefix = registered[:-1]
+        # From the prefix's last segment on, so a tail that completes it ("/app/." + ".") is seen.
+        start = prefix.rfind("/") + 1
+        return requested.startswith(prefix) and _tail_stays_inside(requested[start:])
     loopback = _without_port(registered)
     return loopback is not None and loopback == _without_port(requested)
 
@@ -48,23 +75,8 @@ def is_valid_redirect_uri(registered_uris, requested: str) -> bool:
     return any(matches(uri, requested) for uri in registered_uris or ())
 
 
-def post_logout_redirect_uris(client):
-    """The client's registered post-logout redirect URIs: attribute ``post.logout.redirect.uris``
-    (Keycloak separates entries with ``##``); ``+`` stands for the client's redirect URIs."""
-    out = []
-    for entry in (client.attributes.get("post.logout.redirect.uris") or "").split("##"):
-        entry = entry.strip()
-        if entry == "+":
-            out.extend(client.redirect_uris or ())
-        elif entry:
-            out.append(entry)
-    return out
-
-
 def with_params(uri: str, params: dict) -> str:
     """``uri`` with ``params`` appended to its query, keeping what the client registered there."""
-    from urllib.parse import urlencode
-
     parts = urlsplit(uri)
     extra = urlencode({k: v for k, v in params.items() if v not in (None, "")})
     query = f"{parts.query}&{extra}" if parts.query and extra else (parts.query or extra)

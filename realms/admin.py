@@ -27,7 +27,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from . import keys
+from . import keys, web
 from .events import emit
 from .services import add_default_client_scopes, create_realm, create_user, enable_service_account
 from .models import (
@@ -191,7 +191,7 @@ def admin_event(request, realm, operation, resource_type, resource_path, obj=Non
     rep = representation(obj) if obj is not None and realm.admin_events_details_enabled else ""
     return emit(
         realm, operation, kind=Event.ADMIN, resource_type=resource_type, resource_path=resource_path,
-        representation=rep, user_id=request.user.pk, ip_address=request.META.get("REMOTE_ADDR", ""),
+        representation=rep, user_id=request.user.pk, ip_address=web.client_address(request),
         details={"authRealmId": request.user.realm_id},
     )
 

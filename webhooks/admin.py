@@ -5,6 +5,7 @@ from django import forms
 from django.contrib import admin, messages
 
 from realms.admin import ConsoleAdmin, RealmFilter
+from realms.web import client_address
 
 from . import delivery, services
 from .models import Delivery, DeliveryAttempt, Endpoint, Message
@@ -19,7 +20,7 @@ class EndpointRealmFilter(RealmFilter):
 
 
 def _who(request):
-    return services.actor(request.user.pk, request.META.get("REMOTE_ADDR", ""), request.user.realm_id)
+    return services.actor(request.user.pk, client_address(request), request.user.realm_id)
 
 
 class EndpointForm(forms.ModelForm):

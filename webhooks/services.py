@@ -9,13 +9,13 @@ import socket
 from datetime import timedelta
 from urllib.parse import urlsplit
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from realms.events import emit
 from realms.models import Event
 from realms.outbound import HTTPError, TargetRefused, check_url, prepare
+from realms.web import base_url
 
 from . import catalogue, conf
 from .delivery import call
@@ -90,7 +90,7 @@ def _admin_event(endpoint, operation, who=None, details=None):
 
 
 def handshake_origin():
-    base = urlsplit(settings.IDP_BASE_URL or "").hostname
+    base = urlsplit(base_url()).hostname
     return conf.get("IDP_WEBHOOK_ORIGIN") or base or socket.getfqdn()
 
 

@@ -29,7 +29,8 @@ from django.utils.http import url_has_allowed_host_and_scheme
 
 from . import keys, web
 from .events import emit
-from .services import add_default_client_scopes, create_realm, create_user, enable_service_account
+from .accounts import create_user, enable_service_account
+from .services import add_default_client_scopes, create_realm
 from .models import (
     Client,
     ClientScope,

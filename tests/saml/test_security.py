@@ -258,7 +258,7 @@ def test_metadata(http, realm):
 
 
 def test_wrong_password_in_a_saml_sign_in_is_a_saml_login_error(http, sp_client, keys):
-    from realms.services import create_user
+    from realms.accounts import create_user
 
     from .sp import submit_login
 

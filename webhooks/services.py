@@ -17,8 +17,7 @@ from realms.models import Event
 from realms.outbound import HTTPError, TargetRefused, check_url, prepare
 from realms.web import base_url
 
-from . import catalogue, conf
-from .delivery import call
+from . import catalogue, conf, delivery
 from .notify import RESOURCE_TYPE
 from .models import Delivery, Endpoint, EndpointSecret, Message
 from .outbox import publish
@@ -100,7 +99,7 @@ def check_ownership(url):
     address checks as every delivery; raises WebhookError otherwise."""
     origin = handshake_origin()
     try:
-        resp = call("OPTIONS", prepare(url), None, {"WebHook-Request-Origin": origin},
+        resp = delivery.call("OPTIONS", prepare(url), None, {"WebHook-Request-Origin": origin},
                     timeout=min(conf.get("IDP_WEBHOOK_TIMEOUT"), 10.0))
     except TargetRefused as exc:
         raise WebhookError(str(exc)) from None
@@ -222,20 +221,16 @@ def send_test_event(endpoint):
 
 def redeliver_event(endpoint, message_id):
     """Redeliver one event to this endpoint (a new delivery if it never had one)."""
-    from .delivery import redeliver
-
     message = Message.objects.filter(pk=message_id, realm_id=endpoint.realm_id).first()
     if message is None:
         raise WebhookError("unknown event id")
     with transaction.atomic():
         Delivery.objects.get_or_create(message=message, endpoint=endpoint,
                                        defaults={"next_attempt_at": timezone.now()})
-        return redeliver(Delivery.objects.filter(message=message, endpoint=endpoint))
+        return delivery.redeliver(Delivery.objects.filter(message=message, endpoint=endpoint))
 
 
 def redeliver_range(endpoint, since, until, failed_only=False):
-    from . import delivery
-
     if since >= until:
         raise WebhookError("since must be before until")
     return delivery.redeliver_range(endpoint, since, until, failed_only=failed_only)

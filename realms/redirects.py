@@ -7,8 +7,10 @@ opted into by what the client registered:
 * a registered URI ending in ``*`` (Keycloak's wildcard) matches any URI that starts with the
   part before the ``*`` and whose path cannot leave that prefix once a browser or a server
   resolves it: no dot segment (``..``, ``.``, also percent-encoded: ``%2e%2e``, ``.%2E``, even
-  encoded twice) and no encoded separator or backslash (``%2f``, ``%5c``, ``\\``) in the part
-  the wildcard stands for (RFC 3986 §5.2.4; browsers resolve ``%2e`` segments too);
+  encoded twice, or followed by a path parameter: ``..;/``), no encoded separator or backslash
+  (``%2f``, ``%5c``, ``\\``) and no control character in the part the wildcard stands for, and
+  no userinfo (RFC 3986 §5.2.4; browsers resolve ``%2e`` segments too; Keycloak likewise
+  applies a wildcard only to URIs free of parent access, encoded slashes and userinfo);
 * a registered ``http`` URI on a loopback address (``127.0.0.1`` or ``[::1]``) matches the same
   URI with any port, because native apps bind an ephemeral port at run time (RFC 8252 §7.3).
   ``localhost`` gets no such exception (RFC 8252 §8.3: it may resolve elsewhere).
@@ -38,12 +40,14 @@ def _without_port(uri):
 
 MAX_DECODINGS = 5  # as Keycloak: a URI still encoded after this many rounds is refused
 _ENCODED_SEPARATOR = re.compile(r"%(?:2f|5c)", re.IGNORECASE)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def _tail_stays_inside(tail):
     """True when the path part of what a wildcard stands for cannot climb out of the prefix:
-    every decoding of it (up to MAX_DECODINGS) is free of encoded separators and backslashes,
-    and the fully decoded path has no dot segment."""
+    every decoding of it (up to MAX_DECODINGS) is free of encoded separators, backslashes and
+    control characters, and no segment of the fully decoded path is a dot segment, also with a
+    path parameter (``..;x``, which Java servers resolve as ``..``)."""
     layers = [tail.split("?", 1)[0]]
     for _ in range(MAX_DECODINGS):
         plain = unquote(layers[-1])
@@ -52,9 +56,9 @@ def _tail_stays_inside(tail):
         layers.append(plain)
     else:
         return False
-    if any("\\" in layer or _ENCODED_SEPARATOR.search(layer) for layer in layers):
+    if any("\\" in layer or _ENCODED_SEPARATOR.search(layer) or _CONTROL.search(layer) for layer in layers):
         return False
-    return not any(segment in (".", "..") for segment in layers[-1].split("/"))
+    return not any(segment.split(";", 1)[0] in (".", "..") for segment in layers[-1].split("/"))
 
 
 def matches(registered: str, requested: str) -> bool:
@@ -66,9 +70,20 @@ def matches(registered: str, requested: str) -> bool:
         prefix = registered[:-1]
         # From the prefix's last segment on, so a tail that completes it ("/app/." + ".") is seen.
         start = prefix.rfind("/") + 1
-        return requested.startswith(prefix) and _tail_stays_inside(requested[start:])
+        return (requested.startswith(prefix) and not _has_userinfo(requested)
+                and _tail_stays_inside(requested[start:]))
     loopback = _without_port(registered)
     return loopback is not None and loopback == _without_port(requested)
+
+
+def _has_userinfo(uri):
+    """``https://good.example@evil.example/`` starts like ``https://good.example*`` yet goes
+    elsewhere: a wildcard never matches a URI with userinfo (exact registrations still may).
+    A URI too malformed to split counts as having some."""
+    try:
+        return "@" in urlsplit(uri).netloc
+    except ValueError:
+        return True
 
 
 def is_valid_redirect_uri(registered_uris, requested: str) -> bool:

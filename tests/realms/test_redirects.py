@@ -27,6 +27,11 @@ ESCAPES = [
     "https://wild.example.com/app/%2e/x",
     "https://wild.example.com/app/x%252fy",
     "https://wild.example.com/app/%" + "25" * 6 + "2e/x",  # still encoded after five rounds
+    "https://wild.example.com/app/..;/admin",  # a path parameter: Java servers resolve it as ..
+    "https://wild.example.com/app/%2e%2e;x/admin",
+    "https://wild.example.com/app/..%3b/admin",
+    "https://wild.example.com/app/x%00y",
+    "https://wild.example.com/app/x%0d%0aSet-Cookie:a",
 ]
 
 
@@ -50,6 +55,13 @@ def test_dot_segment_completed_by_the_tail_is_refused():
 ])
 def test_wildcard_still_matches_paths_inside(requested):
     assert matches(WILD, requested)
+
+
+def test_wildcard_never_matches_userinfo():
+    assert not matches("https://wild.example.com*", "https://wild.example.com@evil.example/")
+    assert not matches("https://wild.example.com*", "https://wild.example.com:x@evil.example/")
+    assert matches("https://wild.example.com/*", "https://wild.example.com/@evil.example")  # "@" in the path: harmless
+    assert matches("https://wild.example.com*", "https://wild.example.com.au/")  # a prefix is a prefix
 
 
 def test_exact_registration_is_compared_character_for_character():

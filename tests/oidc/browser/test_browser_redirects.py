@@ -69,7 +69,7 @@ AUTH = "/realms/acme/protocol/openid-connect/auth"
 
 @pytest.mark.parametrize("tail", [
     "%2e%2e/admin", "%2E%2E/admin", ".%2e/admin", "%2e./admin", "..%2fadmin", "..%5cadmin",
-    "%2e%2e%2fadmin", "%252e%252e/admin", "../admin",
+    "%2e%2e%2fadmin", "%252e%252e/admin", "../admin", "..;/admin",
 ])
 def test_authorization_endpoint_refuses_wildcard_escapes(client, realm, tail):
     from tests.oidc.browser.conftest import make_client

@@ -44,7 +44,8 @@ def _respond(request, produce):
 
 @endpoint
 def token(request, realm_config, issuer):
-    exchange = Exchange(realm_config=realm_config, issuer=issuer, params=request.POST, ip_address=client_address(request))
+    exchange = Exchange(realm_config=realm_config, issuer=issuer, params=request.POST,
+                        ip_address=client_address(request))
 
     def produce(holder):
         try:

@@ -12,7 +12,7 @@ import h2.events
 import h2.exceptions
 import h2.settings
 
-from .upstream import RESPONSE_DROP, ClientGone, Exchange, UpstreamReset
+from .exchange import RESPONSE_DROP, ClientGone, Exchange, UpstreamReset
 
 STREAM_WINDOW = 1 << 20  # what one stream may receive before the proxy has passed it on
 CONNECTION_WINDOW = 16 << 20  # so one slow client's stream cannot stall the others

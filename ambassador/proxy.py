@@ -19,9 +19,9 @@ import httptools
 
 from .breaker import CLOSED
 from .config import IDEMPOTENT_METHODS
+from .exchange import HOP_BY_HOP, ClientGone, ConnectFailure, UpstreamReset, field_pairs, without_fields
 from .retry import backoff, max_retries
 from .telemetry import FRACTIONS, LATENCY_BUCKETS_NS
-from .upstream import HOP_BY_HOP, ClientGone, ConnectFailure, UpstreamReset, field_pairs, without_fields
 
 # Fields the proxy rewrites or consumes itself on the way to the upstream.
 REQUEST_DROP = HOP_BY_HOP | {b"host", b"content-length", b"expect", b"x-ambassador-retry",

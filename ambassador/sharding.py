@@ -7,8 +7,8 @@ import bisect
 import hashlib
 import logging
 
+from .exchange import ConnectFailure
 from .streams import StreamListener
-from .upstream import ConnectFailure
 
 log = logging.getLogger("ambassador.sharding")
 

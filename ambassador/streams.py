@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import asyncio
 
-from .upstream import ConnectFailure
+from .exchange import ConnectFailure
 
 
 class StreamListener:

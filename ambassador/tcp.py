@@ -4,8 +4,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from .exchange import ConnectFailure
 from .streams import StreamListener
-from .upstream import ConnectFailure
 
 log = logging.getLogger("ambassador.tcp")
 

@@ -7,7 +7,6 @@ class OidcConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from . import realm_cache  # noqa: F401  (connects the cache invalidation signals)
         from . import authorize, backchannel  # noqa: F401  (sign-in completion, logout propagation)
         from realms.api.authentication import register_token_verifier
 

@@ -18,12 +18,13 @@ from django.utils import timezone
 
 from realms import auth_sessions, events, flows, sessions, sso_cookie, themes
 from realms.authenticators import SSO_AUTH
+from realms.redirects import is_valid_redirect_uri, with_params
+from realms.web import client_address, realm_url
 
 from . import codes, consent, tokens
 from .backchannel import ISSUER_NOTE
 from .errors import AccessDenied, InvalidRequest, OAuthError, UnauthorizedClient
 from .realm_cache import get_realm
-from .redirects import is_valid_redirect_uri, with_params
 
 PROTOCOL = "openid-connect"
 RESPONSE_MODES = ("query", "form_post")
@@ -188,7 +189,7 @@ def start_authorization(request, realm_name, params):
         client_config, redirect_uri = _trusted_client(realm_config, params)
     except UntrustedRequest as exc:
         events.emit(realm, "LOGIN_ERROR", client_id=params.get("client_id", "")[:255],
-                    ip_address=request.META.get("REMOTE_ADDR", ""), error=exc.event_error,
+                    ip_address=client_address(request), error=exc.event_error,
                     details={"redirect_uri": params.get("redirect_uri", "")[:2048]})
         raise
     client = client_config.client
@@ -200,7 +201,7 @@ def start_authorization(request, realm_name, params):
             raise InvalidRequest("Invalid parameter: response_mode")
         authz = parse_request(client_config, params, redirect_uri)
     except OAuthError as exc:
-        events.emit(realm, "LOGIN_ERROR", client_id=client.client_id, ip_address=request.META.get("REMOTE_ADDR", ""),
+        events.emit(realm, "LOGIN_ERROR", client_id=client.client_id, ip_address=client_address(request),
                     error=exc.event_error, details={"redirect_uri": redirect_uri, "reason": exc.description})
         raise AuthorizationError(exc, redirect_uri=redirect_uri, state=state, response_mode=response_mode)
 
@@ -219,7 +220,7 @@ def start_authorization(request, realm_name, params):
 # Responses ---------------------------------------------------------------------------------------
 
 def authorization_response(request, realm, *, redirect_uri, response_mode, params):
-    params = {**params, "iss": tokens.issuer_for(request, realm.name)}  # RFC 9207
+    params = {**params, "iss": realm_url(request, realm.name)}  # RFC 9207
     if response_mode == "form_post":
         fields = [(k, v) for k, v in params.items() if v not in (None, "")]
         return themes.render(request, realm, "form-post.html", {"action": redirect_uri, "fields": fields})
@@ -269,7 +270,7 @@ def _complete(ctx, user_session):
     client_session = sessions.get_or_create_client_session(
         user_session, client, redirect_uri=data["redirect_uri"], scope=data["scope"], notes={
             # Back-channel logout runs without a request; it signs with the issuer the client knows.
-            ISSUER_NOTE: tokens.issuer_for(ctx.request, ctx.realm.name),
+            ISSUER_NOTE: realm_url(ctx.request, ctx.realm.name),
             # The token endpoint derives acr from it: "0" answered from the SSO cookie, "1" signed in.
             SSO_AUTH: "true" if ctx.auth_session.notes.get(SSO_AUTH) == "true" else None,
         })

@@ -15,11 +15,11 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlencode, urlsplit
 
-from django.conf import settings
 from django.db import transaction
 
 from realms import outbound, sessions
 from realms.keys import realm_keys
+from realms.web import realm_url
 
 from . import jose
 
@@ -37,9 +37,7 @@ def issuer_of(client_session):
     noted = (client_session.notes or {}).get(ISSUER_NOTE)
     if noted:
         return noted
-    if settings.IDP_BASE_URL:
-        return f"{settings.IDP_BASE_URL.rstrip('/')}/realms/{client_session.user_session.realm.name}"
-    return ""
+    return realm_url(None, client_session.user_session.realm.name)
 
 
 def logout_token(realm, *, issuer, client_id, user_id, sid):

@@ -16,9 +16,10 @@ from django.db import transaction
 from django.http import HttpResponseRedirect
 
 from realms import events, sessions, sso_cookie, themes
+from realms.redirects import is_valid_redirect_uri, with_params
+from realms.web import client_address, realm_url
 
 from . import tokens
-from .redirects import is_valid_redirect_uri, post_logout_redirect_uris, with_params
 
 CONFIRM_SALT = "idp.logout-confirm"
 CONFIRM_MAX_AGE = 600
@@ -41,6 +42,19 @@ class LogoutRequest:
     state: str = ""
     has_hint: bool = False
     fields: dict = field(default_factory=dict)
+
+
+def post_logout_redirect_uris(client):
+    """The client's registered post-logout redirect URIs: attribute ``post.logout.redirect.uris``
+    (Keycloak separates entries with ``##``); ``+`` stands for the client's redirect URIs."""
+    out = []
+    for entry in (client.attributes.get("post.logout.redirect.uris") or "").split("##"):
+        entry = entry.strip()
+        if entry == "+":
+            out.extend(client.redirect_uris or ())
+        elif entry:
+            out.append(entry)
+    return out
 
 
 def _verify_hint(realm, issuer, hint):
@@ -117,7 +131,7 @@ def end_sso_session(request, realm, logout_request):
         sessions.end_session(user_session, reason=sessions.REASON_LOGOUT)
         events.emit(realm, "LOGOUT", client_id=logout_request.client.client_id if logout_request.client else "",
                     user_id=user_session.user_id, session_id=user_session.pk,
-                    ip_address=request.META.get("REMOTE_ADDR", ""),
+                    ip_address=client_address(request),
                     details={"redirect_uri": logout_request.post_logout_redirect_uri} if
                     logout_request.post_logout_redirect_uri else {})
     return frontchannel
@@ -130,7 +144,7 @@ def _frontchannel_url(request, user_session, client_session):
     url = (client.attributes or {}).get("frontchannel.logout.url", "")
     if not (client.frontchannel_logout and url):
         return ""
-    return with_params(url, {"iss": tokens.issuer_for(request, user_session.realm.name), "sid": user_session.pk})
+    return with_params(url, {"iss": realm_url(request, user_session.realm.name), "sid": user_session.pk})
 
 
 sessions.register_frontchannel_logout("openid-connect", _frontchannel_url)

@@ -5,8 +5,9 @@ clients authenticate with their own credentials or a bearer token, and nothing t
 Django session, ``request.user`` or messages, or answers with a page that could be framed. The
 session, CSRF, authentication, messages and clickjacking middleware would only cost time on them
 (the token endpoint is the hottest path of the service), so this middleware, placed right after
-the security middleware (and WhiteNoise), resolves and calls their views itself. Every other URL,
-sign-in pages included, goes through the whole stack.
+the security middleware (and WhiteNoise), checks the Host against ``ALLOWED_HOSTS`` (the one check
+of CommonMiddleware that matters for security) and resolves and calls their views itself. Every
+other URL, sign-in pages included, goes through the whole stack.
 """
 import re
 
@@ -24,6 +25,9 @@ class ProtocolEndpointMiddleware:
     def __call__(self, request):
         if not PROTOCOL_ENDPOINTS.match(request.path_info):
             return self.get_response(request)
+        # CommonMiddleware is skipped, so check the Host against ALLOWED_HOSTS here: DisallowedHost
+        # answers 400, as on every other URL.
+        request.get_host()
         match = resolve(request.path_info)
         request.resolver_match = match
         response = match.func(request, *match.args, **match.kwargs)

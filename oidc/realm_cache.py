@@ -10,8 +10,7 @@ import threading
 from collections import OrderedDict
 
 from realms import realm_cache
-from realms.models import ClientScope, ClientScopeLink, ProtocolMapper, Role, User
-from realms.roles import effective_roles, expand_composites
+from realms.models import ClientScope, ClientScopeLink, ProtocolMapper, Role, User, effective_roles, expand_composites
 
 from .mappers import compile_mappers
 

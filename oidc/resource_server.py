@@ -8,8 +8,9 @@ a public key) and the scope or role the endpoint requires. Failures answer 401 w
 ``WWW-Authenticate: Bearer error="invalid_token"``; a valid token without the required scope or
 role answers 403 ``insufficient_scope`` (RFC 6750 §3.1).
 
-Use ``require_bearer(realm="demo", audience="my-api", scope="read")`` on a Django view, or
-``BearerAuthentication`` in Django REST framework (settings ``OIDC_RESOURCE_SERVER``:
+Use ``require_bearer(realm="demo", audience="my-api", scope="read")`` on a Django view (the
+issuer is ``{OIDC_RESOURCE_SERVER_BASE_URL or IDP_BASE_URL}/realms/{realm}``, from settings only),
+or ``BearerAuthentication`` in Django REST framework (settings ``OIDC_RESOURCE_SERVER``:
 ``{"ISSUER": ..., "AUDIENCE": ...}``).
 """
 import functools
@@ -18,6 +19,7 @@ import time
 
 import requests
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from jwcrypto import jwk
 from rest_framework import authentication, exceptions
 
@@ -153,11 +155,16 @@ def validator(issuer, audience, algorithms=DEFAULT_ALGORITHMS) -> BearerValidato
     return found
 
 
-def _issuer(request, realm, issuer):
+def _issuer(realm, issuer):
+    """The issuer a token must name and whose JWKS is fetched: a trust anchor, so it comes from
+    configuration only, never from the request (a forged Host would choose both)."""
     if issuer:
         return issuer
-    base = (getattr(settings, "OIDC_RESOURCE_SERVER_BASE_URL", "") or settings.IDP_BASE_URL
-            or f"{request.scheme}://{request.get_host()}")
+    base = getattr(settings, "OIDC_RESOURCE_SERVER_BASE_URL", "") or settings.IDP_BASE_URL
+    if not base:
+        raise ImproperlyConfigured(
+            "require_bearer(realm=...) needs OIDC_RESOURCE_SERVER_BASE_URL or IDP_BASE_URL "
+            "(or an explicit issuer): the issuer is never taken from the request's Host")
     return f"{base.rstrip('/')}/realms/{realm}"
 
 
@@ -177,7 +184,7 @@ def require_bearer(realm=None, audience=None, scope=None, role=None, *, issuer=N
         @functools.wraps(view)
         def wrapper(request, *args, **kwargs):
             try:
-                claims = validator(_issuer(request, realm, issuer), audience, algorithms).validate(bearer_token(request))
+                claims = validator(_issuer(realm, issuer), audience, algorithms).validate(bearer_token(request))
                 check_scope_and_role(claims, scope, role)
             except OAuthError as exc:
                 return error_response(exc)

@@ -29,11 +29,6 @@ TYP_BEARER, TYP_ID, TYP_REFRESH, TYP_OFFLINE = "Bearer", "ID", "Refresh", "Offli
 OFFLINE_ACCESS = "offline_access"
 
 
-def issuer_for(request, realm_name):
-    base = settings.IDP_BASE_URL.rstrip("/") if settings.IDP_BASE_URL else f"{request.scheme}://{request.get_host()}"
-    return f"{base}/realms/{realm_name}"
-
-
 # Refresh-token keys -----------------------------------------------------------------------------
 
 @functools.lru_cache(maxsize=1024)

@@ -26,8 +26,9 @@ from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from . import keys
+from .accounts import create_user, enable_service_account
 from .admin_events import console_auth, model_representation, record
-from .services import add_default_client_scopes, create_realm, create_user, enable_service_account
+from .services import add_default_client_scopes, create_realm
 from .models import (
     Client,
     ClientScope,

@@ -4,7 +4,9 @@ import os
 
 from django.db import transaction
 
+from .crypto import random_secret
 from .models import Realm, Role, User
+from .representation import import_realm
 from .services import create_realm
 
 logger = logging.getLogger("idp.bootstrap")
@@ -52,9 +54,6 @@ def ensure_demo_realm():
     Returns the demo user's generated password when the realm is created, else None."""
     if Realm.objects.filter(name=DEMO_REALM).exists():
         return None
-    from .crypto import random_secret
-    from .representation import import_realm
-
     password = random_secret(12)
     import_realm({
         "realm": DEMO_REALM,

@@ -133,14 +133,6 @@ def _m2m_changed(sender, instance, action, **kwargs):
         _changed(sender, instance)
 
 
-for _model in (Realm, Client, ClientScope, ClientScopeLink, RealmDefaultClientScope, ProtocolMapper, Role, Group):
-    post_save.connect(_changed, sender=_model, dispatch_uid=f"realm-cache-save-{_model.__name__}")
-    post_delete.connect(_changed, sender=_model, dispatch_uid=f"realm-cache-delete-{_model.__name__}")
-for _through in (User.roles.through, User.groups.through, Group.roles.through, Role.composites.through,
-                 Client.scope_roles.through, ClientScope.scope_roles.through):
-    m2m_changed.connect(_m2m_changed, sender=_through, dispatch_uid=f"realm-cache-m2m-{_through.__name__}")
-
-
 def _user_changed(sender, instance, **kwargs):
     # Only service accounts are cached as users (OIDC's client credentials); other users' rows
     # are read with their session.
@@ -148,5 +140,13 @@ def _user_changed(sender, instance, **kwargs):
         _changed(sender, instance)
 
 
-post_save.connect(_user_changed, sender=User, dispatch_uid="realm-cache-user-save")
-post_delete.connect(_user_changed, sender=User, dispatch_uid="realm-cache-user-delete")
+def connect_signals():
+    """Drop a realm's configuration when a row of it changes; called from ``RealmsConfig.ready``."""
+    for model in (Realm, Client, ClientScope, ClientScopeLink, RealmDefaultClientScope, ProtocolMapper, Role, Group):
+        post_save.connect(_changed, sender=model, dispatch_uid=f"realm-cache-save-{model.__name__}")
+        post_delete.connect(_changed, sender=model, dispatch_uid=f"realm-cache-delete-{model.__name__}")
+    for through in (User.roles.through, User.groups.through, Group.roles.through, Role.composites.through,
+                    Client.scope_roles.through, ClientScope.scope_roles.through):
+        m2m_changed.connect(_m2m_changed, sender=through, dispatch_uid=f"realm-cache-m2m-{through.__name__}")
+    post_save.connect(_user_changed, sender=User, dispatch_uid="realm-cache-user-save")
+    post_delete.connect(_user_changed, sender=User, dispatch_uid="realm-cache-user-delete")

@@ -29,6 +29,7 @@ from django.db import transaction
 from jwcrypto import jwk
 
 from . import admin_events, builtins, hashers, keys
+from .accounts import enable_service_account
 from .models import (
     Client,
     ClientScope,
@@ -1066,8 +1067,6 @@ class _Applier:
             Credential.objects.create(user=user, **cred)
 
     def add_service_accounts(self):
-        from .services import enable_service_account
-
         for client in self.clients.values():
             if client.service_accounts_enabled and not User.objects.filter(service_account_client=client).exists():
                 enable_service_account(client)

@@ -3,17 +3,14 @@
 A created realm is an import of a minimal representation, so it gets exactly the built-ins
 (clients, roles, client scopes and mappers, an RS256 key) an imported realm gets.
 """
-from django.db import transaction
-
-from .models import ClientScopeLink, Realm, User
+from .models import ClientScopeLink, Realm
+from .representation import _REALM_FIELDS, import_realm
 
 MASTER = "master"
 
 
 def _json_settings(fields):
     """Model field names -> RealmRepresentation keys (policy dicts are spread out)."""
-    from .representation import _REALM_FIELDS
-
     by_field = {f: k for k, (f, _) in _REALM_FIELDS.items()}
     data = {}
     for name, value in fields.items():
@@ -30,8 +27,6 @@ def create_realm(name, **fields) -> Realm:
     """A new realm with Keycloak's built-ins; ``fields`` are Realm model fields.
 
     Raises RepresentationError if the realm exists or a value is invalid."""
-    from .representation import import_realm
-
     return import_realm({**_json_settings(fields), "realm": name}).realm
 
 
@@ -45,28 +40,6 @@ def add_default_client_scopes(client):
         if link.client_scope.protocol == client.protocol and link.client_scope_id not in linked
     ]
     ClientScopeLink.objects.bulk_create(rows)
-
-
-@transaction.atomic
-def create_user(realm, username, password=None, **fields) -> User:
-    """A new user holding the realm's default role (as every new Keycloak user does)."""
-    user = User(realm=realm, username=username.lower(), **fields)
-    if password is not None:
-        user.set_password(password)
-    user.save()
-    if realm.default_role_id:
-        user.roles.add(realm.default_role_id)
-    return user
-
-
-def enable_service_account(client):
-    """The client's service-account user (``service-account-<clientId>``), created if missing."""
-    existing = User.objects.filter(service_account_client=client).first()
-    if existing is not None:
-        return existing
-    return create_user(
-        client.realm, f"service-account-{client.client_id}", service_account_client=client, enabled=True
-    )
 
 
 def ensure_master_realm(sender=None, using="default", **kwargs):

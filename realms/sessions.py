@@ -17,11 +17,12 @@ from datetime import datetime, timedelta
 
 from django.core.cache import cache
 from django.db import transaction
+from django.db.models import Q
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import Signal
 from django.utils import timezone
 
-from .models import ClientSession, User, UserSession
+from .models import ClientSession, Realm, User, UserSession
 
 # Sent before the session row is deleted, with user_session=<UserSession> (still readable),
 # client_sessions=[ClientSession ...] (with .client loaded) and reason=<str>. Logout propagation
@@ -269,10 +270,6 @@ def frontchannel_logout_urls(request, user_session, exclude_client=None) -> list
 def expired_sessions_purge(now=None) -> int:
     """Delete every session past its idle or max timeout, in bulk; returns how many. Expiry is
     not a sign-out, so no session_ended signal is sent (Keycloak does not propagate it either)."""
-    from django.db.models import Q
-
-    from .models import Realm
-
     now = now or timezone.now()
 
     def older(field, seconds):

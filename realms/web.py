@@ -13,17 +13,21 @@ import ipaddress
 from django.conf import settings
 
 
-def base_url(request) -> str:
+def base_url(request=None) -> str:
     """``IDP_BASE_URL`` when configured (production always has it), else the request's own
-    scheme and host (dev mode and tests)."""
+    scheme and host (dev mode and tests; ``get_host`` has checked ``ALLOWED_HOSTS``). Without a
+    request (a task, a back-channel call) and without the setting: "" (unknown)."""
     if settings.IDP_BASE_URL:
         return settings.IDP_BASE_URL.rstrip("/")
+    if request is None:
+        return ""
     return f"{request.scheme}://{request.get_host()}"
 
 
 def realm_url(request, realm_name) -> str:
-    """A realm's issuer URL: ``{base_url}/realms/{realm}``."""
-    return f"{base_url(request)}/realms/{realm_name}"
+    """A realm's issuer URL: ``{base_url}/realms/{realm}``; "" when the base URL is unknown."""
+    base = base_url(request)
+    return f"{base}/realms/{realm_name}" if base else ""
 
 
 @functools.lru_cache(maxsize=8)

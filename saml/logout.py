@@ -23,9 +23,9 @@ from django.core import signing
 from django.db import transaction
 from lxml import etree
 
-from oidc.tokens import issuer_for
 from realms import events, outbound as outbound_http, sessions, sso_cookie, themes
 from realms.models import Client, ClientSession
+from realms.web import client_address, realm_url
 
 from . import builders, constants as c, inbound, outbound
 from .clients import SamlClient
@@ -75,7 +75,7 @@ def logout_step(request, realm, token):
     if found is None:
         raise UntrustedRequest("Unknown client.", "client_not_found")
     client = SamlClient(found)
-    issuer = issuer_for(request, realm.name)
+    issuer = realm_url(request, realm.name)
     if payload.get("k") == "request":
         url, binding = client.logout_endpoint()
         if not url:
@@ -129,7 +129,7 @@ def handle_logout_request(request, realm, message):
         with transaction.atomic():
             sessions.end_session(user_session, reason=sessions.REASON_LOGOUT)
             events.emit(realm, "LOGOUT", client_id=client.entity_id, user_id=user_session.user_id,
-                        session_id=user_session.pk, ip_address=request.META.get("REMOTE_ADDR", ""),
+                        session_id=user_session.pk, ip_address=client_address(request),
                         details={"auth_method": c.PROTOCOL, "protocol": c.PROTOCOL, "redirect_uri": url or ""})
     if not url:
         response = themes.render(request, realm, "frontchannel-logout.html" if frames else "logged-out.html",
@@ -139,7 +139,7 @@ def handle_logout_request(request, realm, message):
                                      "r": message.id, "rs": message.relay_state})
         response = themes.render(request, realm, "frontchannel-logout.html", {"frames": frames, "next_url": next_url})
     else:
-        element = builders.logout_response(issuer=issuer_for(request, realm.name), destination=url,
+        element = builders.logout_response(issuer=realm_url(request, realm.name), destination=url,
                                            in_response_to=message.id)
         response = outbound.deliver(request, realm, client.client, url=url, binding=binding, param="SAMLResponse",
                                     element=element, relay_state=message.relay_state,
@@ -180,12 +180,6 @@ def post_soap(url, body):
     return False
 
 
-def _issuer_without_request(realm):
-    from django.conf import settings
-
-    return f"{settings.IDP_BASE_URL.rstrip('/')}/realms/{realm.name}" if settings.IDP_BASE_URL else ""
-
-
 def pending_soap_requests(user_session, client_sessions):
     """(url, SOAP body) for each SAML client of the session with front-channel logout off."""
     realm = user_session.realm
@@ -196,7 +190,7 @@ def pending_soap_requests(user_session, client_sessions):
         url = client.soap_logout_url
         if client.client.protocol != c.PROTOCOL or client.client.frontchannel_logout or not url or not name_id:
             continue
-        issuer = client_session.notes.get(NOTE_ISSUER) or _issuer_without_request(realm)
+        issuer = client_session.notes.get(NOTE_ISSUER) or realm_url(None, realm.name)
         element = builders.logout_request(issuer=issuer, destination=url, name_id=name_id,
                                           name_id_format=name_format, session_index=client_session.pk)
         if client.flag(c.ATTR_SERVER_SIGNATURE):

@@ -18,8 +18,7 @@ the URN), ``friendly.name``.
 """
 from dataclasses import dataclass
 
-from realms.models import ClientScope, ProtocolMapper, Role
-from realms.roles import effective_roles, expand_composites, group_with_ancestors
+from realms.models import ClientScope, ProtocolMapper, Role, effective_roles, expand_composites, group_with_ancestors
 
 from . import constants as c
 

@@ -7,9 +7,9 @@ and delivered as the client's settings say.
 import uuid
 
 
-from oidc.tokens import issuer_for
 from realms import auth_sessions, events, flows, sessions
 from realms.models import Client
+from realms.web import client_address, realm_url
 
 from . import builders, constants as c, encryption, inbound, mappers, outbound, xml
 from .clients import SamlClient
@@ -22,7 +22,7 @@ NOTE_ISSUER = "saml.issuer"  # back-channel logout runs without a request: the i
 
 
 def endpoint_url(request, realm_name):
-    return f"{issuer_for(request, realm_name)}/protocol/saml"
+    return f"{realm_url(request, realm_name)}/protocol/saml"
 
 
 def _details(data, **extra):
@@ -104,7 +104,7 @@ def _name_id(user, client, name_format, client_session):
 
 def _response(request, realm, client, data, *, assertion=None, status=c.STATUS_SUCCESS, sub_status="", message=""):
     """The Response element and whether the delivery signs it (``saml.server.signature``)."""
-    element = builders.response(issuer=issuer_for(request, realm.name), destination=data["redirect_uri"],
+    element = builders.response(issuer=realm_url(request, realm.name), destination=data["redirect_uri"],
                                 in_response_to=data.get("request_id") or None, status=status,
                                 sub_status=sub_status, message=message)
     if assertion is not None:
@@ -124,7 +124,7 @@ def _deliver(request, realm, client, data, element):
 
 def error_response(request, realm, client, data, exc: StatusError, user_id=""):
     events.emit(realm, "LOGIN_ERROR", client_id=client.entity_id, user_id=user_id,
-                ip_address=request.META.get("REMOTE_ADDR", ""), error=exc.event_error,
+                ip_address=client_address(request), error=exc.event_error,
                 details=_details(data, reason=exc.message or exc.status))
     element = _response(request, realm, client, data, status=exc.status, sub_status=exc.sub_status,
                         message=exc.message)
@@ -143,7 +143,7 @@ def _complete(ctx, user_session):
     except StatusError as exc:
         return error_response(ctx.request, realm, client, data, exc, user_id=user.pk)
     name_format = c.NAMEID_FORMATS[data["name_id_format"]]
-    issuer = issuer_for(ctx.request, realm.name)
+    issuer = realm_url(ctx.request, realm.name)
     client_session.notes = {**client_session.notes, NOTE_NAME_ID: name_id, NOTE_NAME_ID_FORMAT: name_format,
                              NOTE_ISSUER: issuer}
     client_session.save(update_fields=["notes"])

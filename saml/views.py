@@ -5,16 +5,16 @@ from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods
 
-from oidc.realm_cache import get_realm
-from oidc.tokens import issuer_for
 from realms import events, themes
+from realms.realm_cache import get_realm
+from realms.web import client_address, realm_url
 
 from . import constants as c, inbound, logout, metadata, sso
 from .errors import UntrustedRequest
 
 
 def _refused(request, realm, exc, event_type):
-    events.emit(realm, event_type, client_id=exc.client_id, ip_address=request.META.get("REMOTE_ADDR", ""),
+    events.emit(realm, event_type, client_id=exc.client_id, ip_address=client_address(request),
                 error=exc.event_error, details={"auth_method": c.PROTOCOL, "protocol": c.PROTOCOL,
                                                 "reason": exc.message})
     return themes.render(request, realm, "error.html", {"message": exc.message}, status=400)
@@ -73,5 +73,5 @@ def logout_step(request, realm):
 @require_GET
 def descriptor(request, realm):
     realm_obj = get_realm(realm).realm
-    return HttpResponse(metadata.descriptor(realm_obj, issuer_for(request, realm)),
+    return HttpResponse(metadata.descriptor(realm_obj, realm_url(request, realm)),
                         content_type="application/samlmetadata+xml")

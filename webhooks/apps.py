@@ -7,12 +7,14 @@ class WebhooksConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from . import metrics, outbox  # noqa: F401  (outbox connects the realm_event receiver)
-
-        metrics.register()
-
         from realms.api import resources
 
+        from . import outbox  # noqa: F401  (connects the realm_event receiver)
+        from . import delivery, dispatch, metrics, receiver, tasks
         from .urls import urlpatterns
 
+        metrics.register()
+        dispatch.register(dispatch.DELIVERIES, delivery.process, tasks.deliver)
+        dispatch.register(dispatch.RECEIVED, receiver.process, tasks.process_received)
+        dispatch.register_sweep(delivery.sweep)
         resources.register(*urlpatterns)

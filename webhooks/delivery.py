@@ -24,8 +24,8 @@ from django.utils import timezone
 
 from realms.outbound import HTTPError, TargetRefused, prepare, request
 
-from . import conf, dispatch, limits, notify
-from .models import Delivery, DeliveryAttempt, Endpoint, EndpointSecret, EndpointTimers, ReceivedEvent
+from . import conf, dispatch, limits, notify, receiver, sender
+from .models import Delivery, DeliveryAttempt, Endpoint, EndpointSecret, EndpointTimers, Message, ReceivedEvent
 from .signing import InvalidSecret, Signer
 
 logger = logging.getLogger("idp.webhooks")
@@ -144,10 +144,8 @@ def _back(jobs, when=None):
 def process(ids, inline=False):
     """Claim and send a batch of deliveries. ``inline``: send and record in this thread (tests,
     tools); otherwise the sends go to this process's lanes and this returns at once."""
-    from . import sender
-
     ids = list(dict.fromkeys(ids))
-    lanes = None if inline else sender.lanes()
+    lanes = None if inline else sender.lanes(WORK)
     if lanes and not lanes.fast.wait_for_room(timeout=10.0):
         # The healthy lane stayed full: the batch waits in the database for the next sweep.
         Delivery.objects.filter(pk__in=ids, state=Delivery.PENDING).update(dispatched_at=None)
@@ -444,8 +442,6 @@ def redeliver_range(endpoint, since, until, failed_only=False):
 def sweep(now=None):
     """Retake deliveries of dead workers, dispatch due retries and lost hand-offs; same for the
     receiver's queue. Runs every few seconds (Celery beat in production, a thread in dev)."""
-    from . import receiver
-
     now = now or timezone.now()
     Delivery.objects.filter(state=Delivery.SENDING, lease_until__lt=now).update(
         state=Delivery.PENDING, next_attempt_at=now, dispatched_at=None, lease_until=None)
@@ -470,8 +466,6 @@ def sweep(now=None):
 
 def purge(now=None):
     """Retention: drop log rows, finished deliveries and receiver records older than the limit."""
-    from .models import Message
-
     cutoff = (now or timezone.now()) - timedelta(days=conf.get("IDP_WEBHOOK_RETENTION_DAYS"))
     counts = {
         "attempts": DeliveryAttempt.objects.filter(started_at__lt=cutoff).delete()[1].get("webhooks.DeliveryAttempt", 0),
@@ -481,3 +475,6 @@ def purge(now=None):
         .exclude(status=ReceivedEvent.QUEUED).delete()[1].get("webhooks.ReceivedEvent", 0),
     }
     return counts
+
+
+WORK = sender.Work(send=send, unsent=unsent, record=record, pump=pump, slot_limit=slot_limit)

@@ -3,20 +3,40 @@
 Callers pass ids only after the rows are committed (``transaction.on_commit``); a lost hand-off
 is harmless because the sweeper finds undispatched rows in the database and dispatches them.
 Deliveries travel in batches (one task per committed event, or per ``BATCH`` ids of a sweep),
-never one task per delivery."""
+never one task per delivery.
+
+This module sits below the work it hands out: ``WebhooksConfig.ready`` registers, per kind of
+job, the function that does it and the Celery task that runs it (``register``), and the sweep.
+"""
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from . import conf
+from django.db import connection
+
+from . import conf, sender
 
 logger = logging.getLogger("idp.webhooks")
 
 BATCH = 100
+DELIVERIES, RECEIVED = "deliveries", "received"
 
 _lock = threading.Lock()
 _executor = None
 _stop = threading.Event()
+_jobs = {}  # kind -> (work function, Celery task)
+_sweep = None
+
+
+def register(kind, work, task):
+    """Jobs of ``kind`` run as ``work(job)`` in-process (dev mode) or as the Celery ``task``."""
+    _jobs[kind] = (work, task)
+
+
+def register_sweep(sweep):
+    """The periodic sweep the dev-mode runner calls (Celery beat calls its task in production)."""
+    global _sweep
+    _sweep = sweep
 
 
 def _inprocess():
@@ -32,13 +52,9 @@ def _inprocess():
 
 
 def _sweep_forever():
-    from django.db import connection
-
-    from . import delivery
-
     while not _stop.wait(conf.get("IDP_WEBHOOK_SWEEP_INTERVAL")):
         try:
-            delivery.sweep()
+            _sweep()
         except Exception:  # the dev runner must outlive a database hiccup
             logger.exception("webhooks: in-process sweep failed")
         finally:
@@ -46,8 +62,6 @@ def _sweep_forever():
 
 
 def _run_closing(fn, *args):
-    from django.db import connection
-
     try:
         fn(*args)
     except Exception:
@@ -60,8 +74,6 @@ def _run_closing(fn, *args):
 def shutdown():
     """Stop the in-process runner and the sender lanes (end of dev server, tests)."""
     global _executor
-    from . import sender
-
     with _lock:
         executor, _executor = _executor, None
     _stop.set()
@@ -70,8 +82,9 @@ def shutdown():
     sender.shutdown()
 
 
-def _run(jobs, work, task):
-    """Each job to ``work(job)`` in-process (dev mode) or to the Celery ``task``."""
+def _run(kind, jobs):
+    """Each job to its kind's work function in-process (dev mode) or to its Celery task."""
+    work, task = _jobs[kind]
     if conf.get("IDP_WEBHOOK_INPROCESS"):
         pool = _inprocess()
         for job in jobs:
@@ -84,13 +97,9 @@ def _run(jobs, work, task):
 def deliveries(ids):
     ids = list(ids)
     if ids:
-        from . import delivery, tasks
-
-        _run([ids[i:i + BATCH] for i in range(0, len(ids), BATCH)], delivery.process, tasks.deliver)
+        _run(DELIVERIES, [ids[i:i + BATCH] for i in range(0, len(ids), BATCH)])
 
 
 def received(ids):
     if ids:
-        from . import receiver, tasks
-
-        _run(ids, receiver.process, tasks.process_received)
+        _run(RECEIVED, ids)

@@ -7,8 +7,7 @@ from django.core.mail import EmailMessage, get_connection
 from django.db import transaction
 
 from realms.admin_events import record
-from realms.models import User
-from realms.roles import client_role_names, effective_roles, realm_role_names
+from realms.models import User, client_role_names, effective_roles, realm_role_names
 
 logger = logging.getLogger("idp.webhooks")
 

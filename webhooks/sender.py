@@ -24,11 +24,25 @@ from django.db import connection
 from django.utils import timezone
 
 from . import conf, limits
+from .models import Endpoint
 
 logger = logging.getLogger("idp.webhooks")
 
 _STOP = object()
 MAX_FLUSH = 500
+
+
+@dataclass(frozen=True)
+class Work:
+    """What the lanes call back into ``webhooks.delivery`` (which sits above this module and
+    hands its functions in): send one job, the result of a job not sent, record results in bulk,
+    pull waiting deliveries of an endpoint, an endpoint's slot limit."""
+
+    send: object
+    unsent: object
+    record: object
+    pump: object
+    slot_limit: object
 
 
 @dataclass
@@ -79,7 +93,8 @@ class Lane:
 
 
 class Lanes:
-    def __init__(self):
+    def __init__(self, work):
+        self.work = work
         threads = conf.get("IDP_WEBHOOK_SENDER_THREADS")
         self.fast = Lane("sender", threads, max(threads, conf.get("IDP_WEBHOOK_SENDER_BACKLOG")))
         slow_threads = conf.get("IDP_WEBHOOK_SLOW_LANE_THREADS")
@@ -123,16 +138,14 @@ class Lanes:
         return rest
 
     def _send(self, lane, job):
-        from . import delivery
-
         while job is not None:
             if lane is self.fast:
                 self.started[job.delivery_id] = (job.endpoint.id, time.monotonic())
             try:
-                result = delivery.send(job)
+                result = self.work.send(job)
             except Exception:  # a bug must not leave the row sending until its lease runs out
                 logger.exception("webhooks: sending delivery %s failed", job.delivery_id)
-                result = delivery.unsent(job, "internal error while sending")
+                result = self.work.unsent(job, "internal error while sending")
             finally:
                 self.started.pop(job.delivery_id, None)
             if result.success:
@@ -169,8 +182,6 @@ class Lanes:
         """Endpoints whose healthy-lane send has waited ``IDP_WEBHOOK_SLOW_AFTER`` for an answer
         go to the slow lane now (this process at once, the others at their next claim), not
         after the full timeout."""
-        from .models import Endpoint
-
         limit = time.monotonic() - conf.get("IDP_WEBHOOK_SLOW_AFTER")
         stuck = {endpoint_id for endpoint_id, started in list(self.started.values()) if started < limit}
         for endpoint_id in stuck - {e for e, until in self.demoted.items() if until > time.monotonic()}:
@@ -181,8 +192,6 @@ class Lanes:
             logger.info("webhooks: endpoint %s is slow to answer; sent by the slow lane", endpoint_id)
 
     def _write_forever(self):
-        from . import delivery
-
         interval = conf.get("IDP_WEBHOOK_WRITE_INTERVAL")
         stopping = False
         while not stopping:
@@ -211,10 +220,10 @@ class Lanes:
                     break
                 batch.append(item)
             try:
-                delivery.record([r for r in batch if not isinstance(r, _Pull)])
+                self.work.record([r for r in batch if not isinstance(r, _Pull)])
                 now = timezone.now()
                 for endpoint in {p.endpoint.id: p.endpoint for p in batch if isinstance(p, _Pull)}.values():
-                    delivery.pump(endpoint.id, delivery.slot_limit(endpoint, now))
+                    self.work.pump(endpoint.id, self.work.slot_limit(endpoint, now))
                 self._pull_for_slow_lane()
             except Exception:  # the rows stay sending; their leases run out and they are sent again
                 logger.exception("webhooks: could not record %d delivery results", len(batch))
@@ -223,14 +232,12 @@ class Lanes:
 
     def _pull_for_slow_lane(self):
         """Endpoints refused for want of room in the slow lane get a pull when room frees."""
-        from . import delivery
-
         for _ in range(min(self.slow.free(), len(self.slow.waiting))):
             try:
                 endpoint_id = self.slow.waiting.pop()
             except KeyError:
                 return
-            delivery.pump(endpoint_id)
+            self.work.pump(endpoint_id)
 
     def shutdown(self):
         """Finish the sends in flight (each is bounded by the timeout), record them, stop."""
@@ -245,12 +252,12 @@ _lanes = None
 _pid = None
 
 
-def lanes():
+def lanes(work):
     """This process's lanes, started on first use (after a fork: new ones for the child)."""
     global _lanes, _pid
     with _lock:
         if _lanes is None or _pid != os.getpid():
-            _lanes, _pid = Lanes(), os.getpid()
+            _lanes, _pid = Lanes(work), os.getpid()
         return _lanes
 
 

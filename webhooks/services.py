@@ -8,15 +8,14 @@ import socket
 from datetime import timedelta
 from urllib.parse import urlsplit
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from realms.admin_events import record
 from realms.outbound import HTTPError, TargetRefused, check_url, prepare
+from realms.web import base_url
 
-from . import catalogue, conf
-from .delivery import call
+from . import catalogue, conf, delivery
 from .notify import RESOURCE_TYPE
 from .models import Delivery, Endpoint, EndpointSecret, Message
 from .outbox import publish
@@ -77,7 +76,7 @@ def _admin_event(endpoint, operation, who=None, details=None):
 
 
 def handshake_origin():
-    base = urlsplit(settings.IDP_BASE_URL or "").hostname
+    base = urlsplit(base_url()).hostname
     return conf.get("IDP_WEBHOOK_ORIGIN") or base or socket.getfqdn()
 
 
@@ -87,7 +86,7 @@ def check_ownership(url):
     address checks as every delivery; raises WebhookError otherwise."""
     origin = handshake_origin()
     try:
-        resp = call("OPTIONS", prepare(url), None, {"WebHook-Request-Origin": origin},
+        resp = delivery.call("OPTIONS", prepare(url), None, {"WebHook-Request-Origin": origin},
                     timeout=min(conf.get("IDP_WEBHOOK_TIMEOUT"), 10.0))
     except TargetRefused as exc:
         raise WebhookError(str(exc)) from None
@@ -209,20 +208,16 @@ def send_test_event(endpoint):
 
 def redeliver_event(endpoint, message_id):
     """Redeliver one event to this endpoint (a new delivery if it never had one)."""
-    from .delivery import redeliver
-
     message = Message.objects.filter(pk=message_id, realm_id=endpoint.realm_id).first()
     if message is None:
         raise WebhookError("unknown event id")
     with transaction.atomic():
         Delivery.objects.get_or_create(message=message, endpoint=endpoint,
                                        defaults={"next_attempt_at": timezone.now()})
-        return redeliver(Delivery.objects.filter(message=message, endpoint=endpoint))
+        return delivery.redeliver(Delivery.objects.filter(message=message, endpoint=endpoint))
 
 
 def redeliver_range(endpoint, since, until, failed_only=False):
-    from . import delivery
-
     if since >= until:
         raise WebhookError("since must be before until")
     return delivery.redeliver_range(endpoint, since, until, failed_only=failed_only)

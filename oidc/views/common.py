@@ -1,18 +1,15 @@
 """What every protocol view starts with: the realm's cached configuration and its issuer."""
 from django.http import JsonResponse
 
+from realms.web import realm_url
+
 from ..errors import NO_STORE
 from ..realm_cache import get_realm
-from ..tokens import issuer_for
 
 
 def realm_context(request, realm_name):
     """(RealmConfig, issuer); Http404 for an unknown or disabled realm."""
-    return get_realm(realm_name), issuer_for(request, realm_name)
-
-
-def client_ip(request):
-    return request.META.get("REMOTE_ADDR", "")
+    return get_realm(realm_name), realm_url(request, realm_name)
 
 
 def json_no_store(body, status=200):

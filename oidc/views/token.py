@@ -5,10 +5,12 @@ from django.http import HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
+from realms.web import client_address
+
 from .. import cors, services
 from ..errors import OAuthError, error_response
 from ..grants import Exchange, handle_token_request
-from .common import client_ip, json_no_store, realm_context
+from .common import json_no_store, realm_context
 
 METHODS = ["POST", "OPTIONS"]
 
@@ -42,7 +44,8 @@ def _respond(request, produce):
 
 @endpoint
 def token(request, realm_config, issuer):
-    exchange = Exchange(realm_config=realm_config, issuer=issuer, params=request.POST, ip_address=client_ip(request))
+    exchange = Exchange(realm_config=realm_config, issuer=issuer, params=request.POST,
+                        ip_address=client_address(request))
 
     def produce(holder):
         try:
@@ -56,10 +59,10 @@ def token(request, realm_config, issuer):
 @endpoint
 def introspect(request, realm_config, issuer):
     return _respond(request, lambda holder: services.introspect(
-        request, realm_config, issuer, request.POST, client_ip(request)))
+        request, realm_config, issuer, request.POST, client_address(request)))
 
 
 @endpoint
 def revoke(request, realm_config, issuer):
     return _respond(request, lambda holder: (None, services.revoke(
-        request, realm_config, issuer, request.POST, client_ip(request))))
+        request, realm_config, issuer, request.POST, client_address(request))))

@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 
 from rest_framework import authentication, exceptions
 
-from ..models import Realm, User
-from ..roles import client_role_names, effective_roles, realm_role_names
+from ..models import Realm, User, client_role_names, effective_roles, realm_role_names
 
 ADMIN_ROLE = "admin"  # the master realm's role that manages every realm
 MANAGEMENT_CLIENT = "realm-management"  # a realm's own client whose roles manage that realm

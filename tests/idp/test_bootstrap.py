@@ -2,8 +2,7 @@ import pytest
 from django.contrib.auth import authenticate
 
 from realms.bootstrap import ensure_bootstrap_admin, ensure_demo_realm
-from realms.models import Client, Realm, User
-from realms.roles import has_realm_role
+from realms.models import Client, Realm, User, has_realm_role
 
 pytestmark = pytest.mark.django_db
 

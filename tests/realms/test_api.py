@@ -8,11 +8,11 @@ from django.test import Client, RequestFactory
 from rest_framework import exceptions
 
 from realms import admin_events
+from realms.accounts import create_user
 from realms.api import errors
 from realms.api.jsonbody import loads
 from realms.models import Event, Realm, Role
 from realms.representation import import_realm
-from realms.services import create_user
 
 pytestmark = pytest.mark.django_db
 

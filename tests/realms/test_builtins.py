@@ -2,10 +2,10 @@
 import pytest
 
 from realms import builtins
-from realms.models import Client, ClientScope, ClientScopeLink, ProtocolMapper, Realm, RealmKey, Role
+from realms.accounts import create_user, enable_service_account
+from realms.models import Client, ClientScope, ClientScopeLink, ProtocolMapper, Realm, RealmKey, Role, expand_composites
 from realms.representation import RepresentationError
-from realms.roles import expand_composites
-from realms.services import add_default_client_scopes, create_realm, create_user, enable_service_account
+from realms.services import add_default_client_scopes, create_realm
 
 pytestmark = pytest.mark.django_db
 

@@ -12,9 +12,9 @@ from django.apps import apps
 from django.core.management import call_command
 
 from realms.keys import realm_keys
-from realms.models import Client, ClientScope, Credential, Group, ProtocolMapper, Realm, RealmKey, Role, User
+from realms.models import (Client, ClientScope, Credential, Group, ProtocolMapper, Realm, RealmKey, Role, User,
+                          client_role_names, effective_roles, realm_role_names)
 from realms.representation import RepresentationError, export_realm, import_realm
-from realms.roles import client_role_names, effective_roles, realm_role_names
 
 pytestmark = pytest.mark.django_db
 
@@ -361,7 +361,7 @@ def test_client_scope_mapping_on_scopes_and_cross_client_composites():
     assert {str(r) for r in web.scope_roles.all()} == {"api:write"}
     assert sorted(web.scope_links.values_list("client_scope__name", flat=True)) == ["api-scope", "profile"]
     write = Role.objects.get(client__client_id="api", client__realm=realm, name="write")
-    from realms.roles import expand_composites
+    from realms.models import expand_composites
 
     # write -> staff (client to realm) -> api:read (realm to client)
     assert {str(r) for r in expand_composites([write])} == {"api:write", "staff", "api:read"}

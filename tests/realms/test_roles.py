@@ -1,8 +1,8 @@
 """effective_roles: direct, via groups and all their ancestors, composites expanded (cycles end)."""
 import pytest
 
-from realms.models import Client, Group, Realm, Role, User
-from realms.roles import client_role_names, effective_roles, expand_composites, has_realm_role, realm_role_names
+from realms.models import (Client, Group, Realm, Role, User, client_role_names, effective_roles, expand_composites,
+                          has_realm_role, realm_role_names)
 
 pytestmark = pytest.mark.django_db
 

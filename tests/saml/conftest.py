@@ -5,8 +5,9 @@ import pytest
 import requests
 from django.core.cache import cache
 
+from realms.accounts import create_user
 from realms.models import Client, Group
-from realms.services import add_default_client_scopes, create_realm, create_user
+from realms.services import add_default_client_scopes, create_realm
 from saml import constants as c
 
 from .sp import PASSWORD, key_pair, new_browser, pysaml2_sp

@@ -85,6 +85,18 @@ def test_unregistered_acs_url(http, sp_client, keys):
     assert_refused(post(http, m.post_form(forged)), "assertion consumer service URL is not registered")
 
 
+@pytest.mark.parametrize("tail", [
+    "%2e%2e/admin", "%2E%2E/admin", ".%2e/admin", "..%2fadmin", "..%5cadmin", "%252e%252e/admin", "../admin",
+    "..;/admin",
+])
+def test_acs_url_cannot_leave_a_wildcard(http, sp_client, keys, tail):
+    # sp_client registers https://sp.example/* as a valid redirect URI.
+    forged = m.sign(m.authn_request(SP, acs=f"https://sp.example/{tail}"), keys[0])
+    assert_refused(post(http, m.post_form(forged)), "assertion consumer service URL is not registered")
+    inside = m.sign(m.authn_request(SP, acs="https://sp.example/other/acs"), keys[0])
+    assert post(http, m.post_form(inside)).status_code == 200
+
+
 def test_missing_signature_when_required(http, sp_client):
     assert_refused(post(http, m.post_form(m.authn_request(SP, acs=ACS))), "Missing signature.")
     query = m.redirect_query(m.authn_request(SP, acs=ACS))
@@ -247,7 +259,7 @@ def test_metadata(http, realm):
 
 
 def test_wrong_password_in_a_saml_sign_in_is_a_saml_login_error(http, sp_client, keys):
-    from realms.services import create_user
+    from realms.accounts import create_user
 
     from .sp import submit_login
 

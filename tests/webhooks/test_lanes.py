@@ -20,7 +20,7 @@ pytestmark = pytest.mark.usefixtures("loopback_allowed")
 
 @pytest.fixture
 def lanes():
-    yield sender.lanes()
+    yield sender.lanes(delivery.WORK)
     dispatch.shutdown()  # the in-process runner (if a test used it) and the lanes
 
 

@@ -9,8 +9,8 @@ import standardwebhooks
 from django.test import Client
 from django.utils import timezone
 
+from realms.accounts import create_user
 from realms.models import Realm, Role
-from realms.services import create_user
 from webhooks import delivery, signing
 from webhooks.models import Delivery, Endpoint
 

@@ -42,6 +42,9 @@ class Command(BaseCommand):
 
         management = start_management_server(bind, management_port)
         base = f"http://{'localhost' if bind in ('127.0.0.1', '::1') else bind}:{http_port}"
+        if not (settings.IDP_BASE_URL or getattr(settings, "OIDC_RESOURCE_SERVER_BASE_URL", "")):
+            # The demo API's trust anchor: this server's own address, never a request's Host.
+            settings.OIDC_RESOURCE_SERVER_BASE_URL = base
         self.stdout.write(f"Admin console:  {base}{reverse('admin:index')}")
         self.stdout.write(f"Demo realm:     {base}/realms/demo/.well-known/openid-configuration")
         self.stdout.write(f"Health:         http://{bind}:{management_port}/health/ready")

@@ -4,8 +4,9 @@ user. Passwords are Argon2id (slow on purpose): only the tests that sign in set 
 import pytest
 from django.core.cache import cache
 
+from realms.accounts import create_user
 from realms.models import Client
-from realms.services import add_default_client_scopes, create_realm, create_user
+from realms.services import add_default_client_scopes, create_realm
 
 PASSWORD = "correct horse battery staple"
 

@@ -341,7 +341,7 @@ def test_max_age_exceeded_asks_again(client, realm, client_app, user_with_passwo
 
 
 def test_other_user_signing_in_ends_the_previous_session(client, realm, client_app, user_with_password):
-    from realms.services import create_user
+    from realms.accounts import create_user
 
     create_user(realm, "carol", password="carol's password")
     _sign_in(client, _params())

@@ -143,6 +143,18 @@ def test_bad_logout_requests_are_a_page(client, realm, client_app, public_app, u
     assert not response.has_header("Location") and UserSession.objects.exists()
 
 
+@pytest.mark.parametrize("tail", ["%2e%2e/admin", ".%2E/admin", "..%2fadmin", "%252e%252e/admin"])
+def test_wildcard_post_logout_uri_cannot_be_left(client, realm, client_app, tail):
+    # The same matcher as redirect URIs (realms.redirects): a wildcard's tail cannot climb out.
+    client_app.attributes = {"post.logout.redirect.uris": "https://app.example/bye/*"}
+    client_app.save()
+    params = {"client_id": "web-app", "post_logout_redirect_uri": f"https://app.example/bye/{tail}"}
+    response = client.get(LOGOUT, params)
+    assert response.status_code == 400 and "Invalid parameter: post_logout_redirect_uri" in response.content.decode()
+    params["post_logout_redirect_uri"] = "https://app.example/bye/now"
+    assert client.get(LOGOUT, params)["Location"] == "https://app.example/bye/now"  # the wildcard still works
+
+
 def test_redirect_without_a_client_is_refused(client, client_app):
     response = client.get(LOGOUT, {"post_logout_redirect_uri": "https://app.example/cb"})
     assert response.status_code == 400

@@ -6,8 +6,9 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import sync_playwright
 
+from realms.accounts import create_user
 from realms.models import Event
-from realms.services import create_realm, create_user
+from realms.services import create_realm
 from tests.oidc.browser.conftest import PASSWORD, make_client
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

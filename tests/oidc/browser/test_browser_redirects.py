@@ -2,8 +2,9 @@
 app loopback port exception, and post-logout redirect URIs."""
 import pytest
 
-from oidc.redirects import is_valid_redirect_uri, matches, post_logout_redirect_uris, with_params
+from oidc.logout import post_logout_redirect_uris
 from realms.models import Client
+from realms.redirects import is_valid_redirect_uri, matches, with_params
 
 
 @pytest.mark.parametrize("registered, requested, ok", [
@@ -59,3 +60,25 @@ def test_with_params_keeps_registered_query():
     assert with_params("https://a.example/cb?x=1", {"code": "c", "state": ""}) == "https://a.example/cb?x=1&code=c"
     assert with_params("https://a.example/cb", {"error": "access_denied", "state": "a b"}) == \
         "https://a.example/cb?error=access_denied&state=a+b"
+
+
+# Through the real authorization endpoint (issue 11 finding 2) -----------------------------------
+
+AUTH = "/realms/acme/protocol/openid-connect/auth"
+
+
+@pytest.mark.parametrize("tail", [
+    "%2e%2e/admin", "%2E%2E/admin", ".%2e/admin", "%2e./admin", "..%2fadmin", "..%5cadmin",
+    "%2e%2e%2fadmin", "%252e%252e/admin", "../admin", "..;/admin",
+])
+def test_authorization_endpoint_refuses_wildcard_escapes(client, realm, tail):
+    from tests.oidc.browser.conftest import make_client
+
+    make_client(realm, "wild", redirect_uris=["https://wild.example.com/app/*"])
+    params = {"client_id": "wild", "response_type": "code", "scope": "openid", "state": "s",
+              "redirect_uri": f"https://wild.example.com/app/{tail}"}
+    response = client.get(AUTH, params)
+    assert response.status_code == 400 and not response.has_header("Location")
+    assert "Invalid parameter: redirect_uri" in response.content.decode()
+    params["redirect_uri"] = "https://wild.example.com/app/cb"
+    assert client.get(AUTH, params).status_code == 200  # the login page: the wildcard still works

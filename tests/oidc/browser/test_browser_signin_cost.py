@@ -12,8 +12,8 @@ from django.test import Client as HttpClient
 from django.test.utils import CaptureQueriesContext
 
 from realms import auth_sessions
+from realms.accounts import enable_service_account
 from realms.models import Credential, User, UserSession
-from realms.services import enable_service_account
 from tests.oidc.browser.conftest import PASSWORD
 
 AUTH = "/realms/acme/protocol/openid-connect/auth"

@@ -1,6 +1,8 @@
 """Discovery, JWKS and key rotation, userinfo, introspection (RFC 7662), revocation (RFC 7009), CORS."""
 from urllib.parse import parse_qs, urlsplit
 
+import pytest
+
 from realms import sessions
 from realms.keys import rotate_key
 from oidc.tokens import decode
@@ -191,6 +193,20 @@ def test_protocol_endpoints_take_the_short_middleware_path(http, realm):
     page = http.get(url(realm, "auth"), {"client_id": "app", "redirect_uri": REDIRECT, "response_type": "code"})
     assert page["X-Frame-Options"] == "DENY"  # sign-in pages keep the whole stack
     assert http.post("/realms/nowhere/protocol/openid-connect/token", {}).status_code == 404
+
+
+@pytest.mark.parametrize("endpoint", ["token", "certs", "userinfo", "token/introspect", "revoke", "discovery"])
+def test_protocol_endpoints_refuse_a_host_not_allowed(http, realm, settings, endpoint):
+    # As production: a configured base URL (so no view reads the Host) and a short ALLOWED_HOSTS.
+    settings.IDP_BASE_URL = "https://id.example.org"
+    settings.ALLOWED_HOSTS = ["id.example.org", "localhost", "127.0.0.1"]
+    path = (f"/realms/{realm.name}/.well-known/openid-configuration" if endpoint == "discovery"
+            else url(realm, endpoint))
+    send = http.get if endpoint in ("certs", "discovery") else http.post
+    refused = send(path, HTTP_HOST="attacker.example")
+    # Django's DisallowedHost answer, before any view (a view would answer OAuth JSON).
+    assert refused.status_code == 400 and not refused["Content-Type"].startswith("application/json")
+    assert http.get(url(realm, "certs"), HTTP_HOST="id.example.org").status_code == 200
 
 
 def test_token_path_queries_once_configuration_is_cached(http, realm, alice, django_assert_num_queries):

@@ -164,7 +164,7 @@ def test_drf_authentication_class(live_server, live_realm, settings):
     assert Orders.as_view()(factory.get("/", HTTP_AUTHORIZATION="Bearer " + token)).status_code == 200
 
 
-def test_demo_api_over_http(live_server, transactional_db):
+def test_demo_api_over_http(live_server, transactional_db, settings):
     from oidc import demo
     from realms.models import User
     from realms.representation import import_realm
@@ -174,6 +174,7 @@ def test_demo_api_over_http(live_server, transactional_db):
         "protocolMappers": [{"name": "aud", "protocol": "openid-connect", "protocolMapper": "oidc-audience-mapper",
                              "config": {"included.custom.audience": demo.AUDIENCE, "access.token.claim": "true"}}],
     }]}).realm
+    settings.OIDC_RESOURCE_SERVER_BASE_URL = live_server.url
     token = requests.post(f"{live_server.url}/realms/{realm.name}/protocol/openid-connect/token",
                           data={"grant_type": "client_credentials"}, auth=("demo-backend", SECRET),
                           timeout=10).json()["access_token"]
@@ -183,3 +184,63 @@ def test_demo_api_over_http(live_server, transactional_db):
     assert ok.json()["sub"] == account.pk and ok.json()["client"] == "demo-backend"
     denied = requests.get(f"{live_server.url}/demo/api/whoami", timeout=10)
     assert denied.status_code == 401
+
+
+# Trust anchors come from configuration, never from the request (issue 11 finding 5) ------------
+
+@pytest.fixture
+def attacker():
+    """A listener the attacker controls, serving a JWKS with the attacker's key; records calls."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    key = jwk.JWK.generate(kty="RSA", size=2048, kid="evil", use="sig", alg="RS256")
+    calls = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            calls.append(self.path)
+            body = json.dumps({"keys": [json.loads(key.export_public())]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield key, f"127.0.0.1:{server.server_address[1]}", calls
+    server.shutdown()
+    server.server_close()
+
+
+def _attack(http, key, host, realm="demo"):
+    from oidc import demo
+
+    now = int(time.time())
+    token = jose.sign({"iss": f"http://{host}/realms/{realm}", "aud": demo.AUDIENCE, "sub": "mallory",
+                       "exp": now + 60, "iat": now, "typ": "Bearer"}, alg="RS256", key=key, kid="evil")
+    return http.get("/demo/api/whoami", HTTP_AUTHORIZATION="Bearer " + token, HTTP_HOST=host)
+
+
+def test_forged_host_chooses_no_issuer_and_no_jwks(attacker, settings, db):
+    from django.test import Client as HttpClient
+
+    key, host, calls = attacker
+    settings.IDP_BASE_URL = ""
+    settings.OIDC_RESOURCE_SERVER_BASE_URL = ""
+    resource_server._validators.clear()
+    # Nothing configured: a configuration error, not a guess from the Host header.
+    refused = _attack(HttpClient(raise_request_exception=False), key, host)
+    assert refused.status_code == 500 and calls == []
+    # Configured: the token names the attacker's issuer, so it is refused; the JWKS fetched is
+    # the configured one, never the attacker's.
+    settings.OIDC_RESOURCE_SERVER_BASE_URL = "http://127.0.0.1:9"  # nothing listens: keys unavailable
+    refused = _attack(HttpClient(), key, host)
+    assert refused.status_code == 401 and 'error="invalid_token"' in refused["WWW-Authenticate"]
+    assert calls == []
+    resource_server._validators.clear()

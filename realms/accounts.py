@@ -1,0 +1,27 @@
+"""Creating accounts: users and clients' service-account users. Below both the realm services
+and realm import, which create users the same way."""
+from django.db import transaction
+
+from .models import User
+
+
+@transaction.atomic
+def create_user(realm, username, password=None, **fields) -> User:
+    """A new user holding the realm's default role (as every new Keycloak user does)."""
+    user = User(realm=realm, username=username.lower(), **fields)
+    if password is not None:
+        user.set_password(password)
+    user.save()
+    if realm.default_role_id:
+        user.roles.add(realm.default_role_id)
+    return user
+
+
+def enable_service_account(client):
+    """The client's service-account user (``service-account-<clientId>``), created if missing."""
+    existing = User.objects.filter(service_account_client=client).first()
+    if existing is not None:
+        return existing
+    return create_user(
+        client.realm, f"service-account-{client.client_id}", service_account_client=client, enabled=True
+    )

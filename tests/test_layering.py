@@ -1,0 +1,135 @@
+"""The import graph of the project's own packages, read with ``ast`` (nothing is imported): no
+cycle between modules, and the layering of docs/architecture.md. Imports inside functions count
+as much as those at the top: a lazy import that dodges a cycle is still the cycle."""
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("idp", "realms", "oidc", "saml", "federation", "webhooks", "ambassador")
+APPS = ("idp", "realms", "oidc", "saml", "federation", "webhooks")
+# importer app -> apps it must never import
+FORBIDDEN = {
+    "realms": {"oidc", "saml", "webhooks", "federation"},  # realms knows no protocol
+    "saml": {"oidc"},
+    "webhooks": {"oidc", "saml"},
+    "federation": {"oidc", "saml"},
+    "oidc": {"saml"},
+    "ambassador": set(APPS),  # a separate process
+}
+
+
+def _modules():
+    """{dotted module name: path} of every module of the packages (migrations left out)."""
+    found = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            if "migrations" in parts:
+                continue
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join(parts)] = path
+    return found
+
+
+def _imported(module, path, modules):
+    """The project modules ``module`` imports anywhere in its file (top level or in a function)."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    targets = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            # ``from pkg import name``: the module pkg.name when there is one, else pkg itself.
+            names = [f"{source}.{alias.name}" for alias in node.names] + [source]
+        else:
+            continue
+        for name in names:
+            while name and name not in modules:
+                name = name.rpartition(".")[0]
+            if name and name != module:
+                targets.add(name)
+    return targets
+
+
+def _graph():
+    modules = _modules()
+    return {module: _imported(module, path, modules) for module, path in modules.items()}
+
+
+def _cycles(graph):
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index, low, on_stack, stack, found = {}, {}, set(), [], []
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return _graph()
+
+
+def test_the_walk_sees_function_level_imports(tmp_path):
+    # A guard for the walker itself: an import inside a function is an edge.
+    modules = {"pkg.a": tmp_path / "a.py", "pkg.b": tmp_path / "b.py"}
+    modules["pkg.a"].write_text("def f():\n    from . import b\n")
+    modules["pkg.b"].write_text("from .a import f\n")
+    graph = {m: _imported(m, p, modules) for m, p in modules.items()}
+    assert graph == {"pkg.a": {"pkg.b"}, "pkg.b": {"pkg.a"}}
+    assert _cycles(graph) == [["pkg.a", "pkg.b"]]
+
+
+def test_no_import_cycles(graph):
+    assert _cycles(graph) == []
+
+
+def test_layering(graph):
+    wrong = sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        for target in targets
+        if target.partition(".")[0] in FORBIDDEN.get(module.partition(".")[0], ())
+    )
+    assert wrong == []

@@ -12,9 +12,9 @@ MASTER = "master"
 
 def _json_settings(fields):
     """Model field names -> RealmRepresentation keys (policy dicts are spread out)."""
-    from .representation import _REALM_FIELDS
+    from .representation import REALM_FIELDS
 
-    by_field = {f: k for k, (f, _) in _REALM_FIELDS.items()}
+    by_field = {f: k for k, (f, _) in REALM_FIELDS.items()}
     data = {}
     for name, value in fields.items():
         if name in ("otp_policy", "webauthn_policy"):

@@ -170,7 +170,7 @@ def _password_rep(encoded):
     if algorithm == hashers.KeycloakArgon2Hasher.algorithm:
         variant, version, memory, iterations, parallelism, salt, digest = rest.split("$")
         return _argon2_rep(variant, version, memory, iterations, parallelism, salt, digest)
-    for kc_name, ours in hashers._PBKDF2.items():
+    for kc_name, ours in hashers.PBKDF2.items():
         if algorithm == ours:
             iterations, salt, digest = rest.split("$")
             return ({"value": digest, "salt": salt, "additionalParameters": {}},

@@ -128,7 +128,8 @@ class KeycloakArgon2Hasher(BasePasswordHasher):
         pass
 
 
-_PBKDF2 = {
+# Keycloak's PBKDF2 algorithm names -> our hashers (import reads them, export writes them back).
+PBKDF2 = {
     "pbkdf2-sha256": KeycloakPbkdf2Sha256Hasher.algorithm,
     "pbkdf2-sha512": KeycloakPbkdf2Sha512Hasher.algorithm,
     "pbkdf2": KeycloakPbkdf2Sha1Hasher.algorithm,
@@ -139,8 +140,8 @@ def encoded_from_keycloak(algorithm, hash_b64, salt_b64, iterations, params=None
     """Turn Keycloak's stored password hash into a Django-encoded string our hashers verify.
 
     Raises ValueError for an algorithm we cannot verify (the import then names the user)."""
-    if algorithm in _PBKDF2:
-        return f"{_PBKDF2[algorithm]}${int(iterations)}${salt_b64}${hash_b64}"
+    if algorithm in PBKDF2:
+        return f"{PBKDF2[algorithm]}${int(iterations)}${salt_b64}${hash_b64}"
     if algorithm == "argon2":
         p = {k: (v[0] if isinstance(v, list) else v) for k, v in (params or {}).items()}
         return "$".join(

@@ -4,14 +4,14 @@ A created realm is an import of a minimal representation, so it gets exactly the
 (clients, roles, client scopes and mappers, an RS256 key) an imported realm gets.
 """
 from .models import ClientScopeLink, Realm
-from .representation import _REALM_FIELDS, import_realm
+from .representation import REALM_FIELDS, import_realm
 
 MASTER = "master"
 
 
 def _json_settings(fields):
     """Model field names -> RealmRepresentation keys (policy dicts are spread out)."""
-    by_field = {f: k for k, (f, _) in _REALM_FIELDS.items()}
+    by_field = {f: k for k, (f, _) in REALM_FIELDS.items()}
     data = {}
     for name, value in fields.items():
         if name in ("otp_policy", "webauthn_policy"):

@@ -12,7 +12,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from realms.models import RealmKey
-from realms.representation import _self_signed
+from realms.representation import self_signed
 
 ALGORITHM = "RS256"
 
@@ -39,7 +39,7 @@ def _load(kid, private_pem, certificate_pem):
 def _certificate_pem(row):
     if not row.certificate_pem:
         private_key = serialization.load_pem_private_key(row.private_key_pem.encode(), password=None)
-        der = _self_signed(private_key, row.realm.name)
+        der = self_signed(private_key, row.realm.name)
         row.certificate_pem = x509.load_der_x509_certificate(der).public_bytes(serialization.Encoding.PEM).decode()
         RealmKey.objects.filter(pk=row.pk, certificate_pem="").update(certificate_pem=row.certificate_pem)
         row.refresh_from_db(fields=["certificate_pem"])

@@ -1,4 +1,4 @@
-"""Admin console for webhooks: endpoints of the current realm (see realms/admin.py for how the
+"""Admin console for webhooks: endpoints of the current realm (see realms/admin/ for how the
 console works in one realm at a time), the delivery log, and redelivery of one event or of a
 time range (filter the events by date, select them, run the action)."""
 from django import forms

@@ -1,0 +1,178 @@
+"""What every page of the console shares: the site's titles, the form pieces and ConsoleAdmin,
+the base of every model admin (realm scoping plus an admin event for each change)."""
+from django import forms
+from django.contrib import admin
+from django.contrib.auth.models import Group as AuthGroup
+from django.db import models
+
+from ..models import Realm, RealmOwned, Role
+from .audit import admin_event, object_event, owning_realm, resource_of
+from .switcher import RealmFilter, current_realm, realm_of, set_current_realm
+
+admin.site.site_header = "Identity administration"
+admin.site.site_title = "Identity admin"
+admin.site.index_title = "Realms and what they own"
+# Operators are master-realm users with the admin role; Django's own auth groups play no part.
+if admin.site.is_registered(AuthGroup):
+    admin.site.unregister(AuthGroup)
+
+
+class LinesField(forms.Field):
+    """A list of strings (redirect URIs, web origins ...) edited one per line."""
+
+    widget = forms.Textarea(attrs={"rows": 4, "cols": 80})
+
+    def prepare_value(self, value):
+        return "\n".join(value) if isinstance(value, (list, tuple)) else (value or "")
+
+    def to_python(self, value):
+        if isinstance(value, (list, tuple)):
+            return list(value)
+        return [line.strip() for line in (value or "").splitlines() if line.strip()]
+
+    def has_changed(self, initial, data):
+        return self.to_python(initial) != self.to_python(data)
+
+
+class RealmScopedMixin:
+    """Shared by the model admins and inlines: choices limited to the edited object's realm,
+    list-valued JSON fields edited one per line."""
+
+    line_list_fields = ()
+
+    def form_realm(self, request):
+        return getattr(request, "_console_form_realm", None)
+
+    def remember_form_realm(self, request, obj):
+        """``obj`` is the object edited (for an inline, its parent), None or unsaved when adding."""
+        if isinstance(obj, Realm) or (obj is None and self.model is Realm):
+            realm = obj if obj is not None and not obj._state.adding else None  # a new realm owns nothing yet
+        else:
+            realm = (realm_of(obj) if obj is not None else None) or current_realm(request)
+        request._console_form_realm = realm
+
+    def get_field_queryset(self, db, db_field, request):
+        model = db_field.related_model
+        realm = self.form_realm(request)
+        if db_field.name == "realm" and model is Realm:
+            return Realm.objects.filter(pk=realm.pk if realm else None)
+        if not issubclass(model, RealmOwned):
+            return super().get_field_queryset(db, db_field, request)
+        queryset = super().get_field_queryset(db, db_field, request) or model._default_manager.using(db)
+        if model is Role:
+            queryset = queryset.select_related("client")
+        return queryset.filter(realm=realm) if realm else queryset.none()
+
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        if db_field.name in self.line_list_fields:
+            return LinesField(required=not db_field.blank, label=db_field.verbose_name.capitalize(),
+                              help_text="One per line.")
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+
+class RealmScopedInline(RealmScopedMixin, admin.TabularInline):
+    extra = 0
+    formfield_overrides = {models.TextField: {"widget": forms.TextInput(attrs={"size": 50})}}
+
+    def get_formset(self, request, obj=None, **kwargs):
+        self.remember_form_realm(request, obj)
+        return super().get_formset(request, obj, **kwargs)
+
+
+class ConsoleAdmin(RealmScopedMixin, admin.ModelAdmin):
+    """Base of every model admin here: realm scoping plus admin events for each change."""
+
+    show_full_result_count = False  # a count over all realms would mean nothing here
+
+    def get_object(self, request, object_id, from_field=None):
+        # An object's page belongs to its realm (as the realm is part of Keycloak's console URLs):
+        # opening it makes that realm the current one, so the header and lists follow.
+        obj = super().get_object(request, object_id, from_field)
+        realm = realm_of(obj) if obj is not None else None
+        if realm is not None:
+            set_current_realm(request, realm)
+        return obj
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        self.remember_form_realm(request, obj)
+        form = super().get_form(request, obj, change=change, **kwargs)
+        realm_field = form.base_fields.get("realm")
+        if realm_field is not None:
+            # Shown but fixed: an object never moves between realms, and keeping the field in
+            # the form lets Django validate the per-realm unique names before saving.
+            realm = self.form_realm(request)
+            realm_field.widget = realm_field.widget.widget  # no add/change links beside a fixed value
+            realm_field.disabled = True
+            realm_field.initial = realm.pk if realm else None
+            realm_field.help_text = "Switch realms with the selector at the top of the page."
+        return form
+
+    def has_add_permission(self, request):
+        # Everything but a realm is added into the current realm: nothing to add without one.
+        if self.model is not Realm and current_realm(request) is None:
+            return False
+        return super().has_add_permission(request)
+
+    def change_event(self, request, operation, obj):
+        """The admin event of a change made on this page (CREATE, UPDATE, DELETE). An admin whose
+        service functions record their own events (webhook endpoints) records nothing here."""
+        object_event(request, operation, obj)
+
+    # Mapping relations (many-to-many) whose changes are recorded as their own events.
+    def mapping_snapshot(self, obj):
+        return {}
+
+    def mapping_events(self, request, obj, before, after):
+        pass
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            request._console_before = self.mapping_snapshot(obj)
+        super().save_model(request, obj, form, change)
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        obj = form.instance
+        before = getattr(request, "_console_before", None) or {key: set() for key in self.mapping_snapshot(obj)}
+        self.change_event(request, "UPDATE" if change else "CREATE", obj)
+        self.mapping_events(request, obj, before, self.mapping_snapshot(obj))
+
+    def save_formset(self, request, form, formset, change):
+        deleted = [(f.instance, resource_of(f.instance), owning_realm(f.instance))
+                   for f in formset.deleted_forms if f.instance.pk]
+        instances = formset.save(commit=False)
+        for obj in formset.deleted_objects:
+            obj.delete()
+        realm = realm_of(form.instance)
+        for obj in instances:
+            if isinstance(obj, RealmOwned) and not obj.realm_id:
+                obj.realm = realm
+            obj.save()
+        formset.save_m2m()
+        for obj, (resource_type, resource_path), obj_realm in deleted:
+            admin_event(request, obj_realm, "DELETE", resource_type, resource_path)
+        for obj in formset.new_objects:
+            object_event(request, "CREATE", obj)
+        for obj, _fields in formset.changed_objects:
+            object_event(request, "UPDATE", obj)
+
+    def delete_model(self, request, obj):
+        self.change_event(request, "DELETE", obj)
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request, queryset):
+        for obj in queryset:
+            self.change_event(request, "DELETE", obj)
+        super().delete_queryset(request, queryset)
+
+
+def adopt(obj, created):
+    """Make the admin's unsaved form instance the row a service function created, so that the
+    admin's logging and redirect that follow refer to it."""
+    obj.pk = created.pk
+    obj._state.adding = False
+    obj.refresh_from_db()
+
+
+def realm_owned_list_filter(*more):
+    return (RealmFilter, *more)

@@ -1,0 +1,64 @@
+"""The current realm of the console: one realm at a time (docs/decisions/0003), chosen from the
+header's switcher or with ``?realm__id__exact=`` on any list."""
+from django.contrib import admin
+
+from ..models import Realm, RealmOwned
+
+REALM_PARAM = "realm__id__exact"
+SESSION_KEY = "admin_console_realm_id"
+
+
+def current_realm(request):
+    """The realm the console works in: ``?realm__id__exact=`` if given (and then remembered),
+    else the one remembered in the session, else master."""
+    if hasattr(request, "_console_realm"):
+        return request._console_realm
+    realm = None
+    wanted = request.GET.get(REALM_PARAM)
+    if wanted:
+        realm = Realm.objects.filter(pk=wanted).first()
+    if realm is None and request.session.get(SESSION_KEY):
+        realm = Realm.objects.filter(pk=request.session[SESSION_KEY]).first()
+    if realm is None:
+        realm = Realm.objects.filter(name="master").first() or Realm.objects.first()
+    set_current_realm(request, realm)
+    return realm
+
+
+def set_current_realm(request, realm):
+    request._console_realm = realm
+    if realm is not None and request.session.get(SESSION_KEY) != realm.pk:
+        request.session[SESSION_KEY] = realm.pk
+
+
+def realm_of(obj):
+    if isinstance(obj, Realm):
+        return obj
+    return obj.realm if isinstance(obj, RealmOwned) and obj.realm_id else None
+
+
+class RealmFilter(admin.SimpleListFilter):
+    """The realm list filter: always exactly one realm (no "All"); defaults to the current one."""
+
+    title = "realm"
+    parameter_name = REALM_PARAM
+
+    def __init__(self, request, params, model, model_admin):
+        super().__init__(request, params, model, model_admin)
+        self.current = current_realm(request)
+
+    def lookups(self, request, model_admin):
+        return [(r.pk, r.name) for r in Realm.objects.only("id", "name")]
+
+    def value(self):
+        requested = super().value()
+        if requested is not None:
+            return requested
+        return self.current.pk if self.current else None
+
+    def choices(self, changelist):
+        return list(super().choices(changelist))[1:]  # drop "All": lists never mix realms
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        return queryset.filter(realm_id=value) if value else queryset.none()

@@ -1,0 +1,106 @@
+"""Clients: fields, parsing, import and export."""
+from ..models import Client
+from .fields import (
+    RepresentationError,
+    as_bool,
+    as_int,
+    as_list,
+    as_str,
+    as_str_list,
+    as_str_map,
+    json_fields,
+    model_fields,
+    spec_of,
+)
+from .protocol_mappers import mapper_reps, parse_mapper
+
+_CLIENT_FIELDS = {
+    "id": ("id", as_str),
+    "clientId": ("client_id", as_str),
+    "name": ("name", as_str),
+    "description": ("description", as_str),
+    "enabled": ("enabled", as_bool),
+    "alwaysDisplayInConsole": ("always_display_in_console", as_bool),
+    "protocol": ("protocol", as_str),
+    "publicClient": ("public_client", as_bool),
+    "bearerOnly": ("bearer_only", as_bool),
+    "clientAuthenticatorType": ("client_authenticator_type", as_str),
+    "registrationAccessToken": ("registration_access_token", as_str),
+    "standardFlowEnabled": ("standard_flow_enabled", as_bool),
+    "implicitFlowEnabled": ("implicit_flow_enabled", as_bool),
+    "directAccessGrantsEnabled": ("direct_access_grants_enabled", as_bool),
+    "serviceAccountsEnabled": ("service_accounts_enabled", as_bool),
+    "authorizationServicesEnabled": ("authorization_services_enabled", as_bool),
+    "consentRequired": ("consent_required", as_bool),
+    "fullScopeAllowed": ("full_scope_allowed", as_bool),
+    "frontchannelLogout": ("frontchannel_logout", as_bool),
+    "surrogateAuthRequired": ("surrogate_auth_required", as_bool),
+    "rootUrl": ("root_url", as_str),
+    "baseUrl": ("base_url", as_str),
+    "adminUrl": ("admin_url", as_str),
+    "redirectUris": ("redirect_uris", as_str_list),
+    "webOrigins": ("web_origins", as_str_list),
+    "attributes": ("attributes", as_str_map),
+    "authenticationFlowBindingOverrides": ("authentication_flow_binding_overrides", as_str_map),
+    "nodeReRegistrationTimeout": ("node_re_registration_timeout", as_int),
+    "notBefore": ("not_before", as_int),
+}
+_CLIENT_EXTRA = {
+    "secret": as_str,
+    "protocolMappers": as_list,
+    "defaultClientScopes": as_str_list,
+    "optionalClientScopes": as_str_list,
+    "defaultRoles": as_str_list,
+}
+# Keys Keycloak computes from other data.
+_DERIVED = {"access"}
+
+
+def parse_client(c, path, p):
+    values = p.take(c, path, spec_of(_CLIENT_FIELDS, _CLIENT_EXTRA), derived=_DERIVED,
+                    required=("clientId",))
+    return {
+        "_path": path,
+        "fields": model_fields(_CLIENT_FIELDS, values),
+        "secret": values.get("secret"),
+        "mappers": [parse_mapper(m, f"{path}.protocolMappers[{i}]", p)
+                    for i, m in enumerate(values.get("protocolMappers", []))],
+        "default_scopes": values.get("defaultClientScopes"),
+        "optional_scopes": values.get("optionalClientScopes"),
+        "default_roles_old": values.get("defaultRoles", []),
+    }
+
+
+def client_rep(c):
+    crep = {k: v for k, v in json_fields(c, _CLIENT_FIELDS).items()
+            if v != "" or k not in ("registrationAccessToken", "name", "description")}
+    secret = c.get_secret()
+    if secret:
+        crep["secret"] = secret
+    crep["protocolMappers"] = mapper_reps(c.protocol_mappers.all())
+    links = list(c.scope_links.select_related("client_scope").order_by("client_scope__name"))
+    crep["defaultClientScopes"] = [x.client_scope.name for x in links if x.default]
+    crep["optionalClientScopes"] = [x.client_scope.name for x in links if not x.default]
+    return crep
+
+
+class ClientApplier:
+    """The importer's steps for clients (a part of importer._Applier)."""
+
+    def client(self, client_id, path):
+        try:
+            return self.clients[client_id]
+        except KeyError:
+            raise RepresentationError(path, f"unknown client {client_id!r}") from None
+
+    def add_client(self, c):
+        fields = dict(c["fields"])
+        fields["id"] = self.id_for(Client, fields.get("id"))
+        client = Client(realm=self.realm, **fields)
+        if c["secret"]:
+            client.set_secret(c["secret"])
+        elif client.confidential and client.client_authenticator_type in ("client-secret", "client-secret-jwt"):
+            client.regenerate_secret()  # as Keycloak does for a confidential client without one
+        self.save(client, c["_path"], _CLIENT_FIELDS)
+        self.clients[client.client_id] = client
+        self.add_mappers(c["mappers"], client=client)

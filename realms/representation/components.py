@@ -1,0 +1,181 @@
+"""Components: the realm's signing keys (Keycloak's KeyProvider components rsa, rsa-generated,
+ecdsa(-generated), eddsa-generated); other component types are reported, not imported."""
+import base64
+import hashlib
+from datetime import datetime, timedelta, timezone as dt_timezone
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+from cryptography.x509.oid import NameOID
+from jwcrypto import jwk
+
+from .. import keys
+from ..models import RealmKey
+from .fields import RepresentationError, as_bool, as_dict, as_int, as_list, as_multi_map, as_str
+
+KEY_PROVIDER = "org.keycloak.keys.KeyProvider"
+
+_KEY_ALGORITHMS = {
+    "rsa": "RS256", "rsa-generated": "RS256", "ecdsa-generated": "ES256", "ecdsa": "ES256",
+    "eddsa-generated": "EdDSA",
+}
+_CURVES = {"ES256": ("ecdsaEllipticCurveKey", "P-256"), "EdDSA": ("eddsaEllipticCurveKey", "Ed25519")}
+_PRIVATE_KEY_CONFIG = {"RS256": "privateKey", "ES256": "ecdsaPrivateKey", "EdDSA": "eddsaPrivateKey"}
+_KEY_TYPES = {"RS256": rsa.RSAPrivateKey, "ES256": ec.EllipticCurvePrivateKey, "EdDSA": ed25519.Ed25519PrivateKey}
+_SPKI = (serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+
+
+def _der_or_pem(path, text):
+    text = text.strip()
+    if text.startswith("-----"):
+        return text.encode(), True
+    try:
+        return base64.b64decode("".join(text.split()), validate=True), False
+    except ValueError:
+        raise RepresentationError(path, "expected a base64 DER or PEM value") from None
+
+
+def load_private(path, text, kind):
+    raw, is_pem = _der_or_pem(path, text)
+    loader = serialization.load_pem_private_key if is_pem else serialization.load_der_private_key
+    try:
+        key = loader(raw, password=None)
+    except ValueError:
+        raise RepresentationError(path, "not a readable private key") from None
+    if not isinstance(key, kind):
+        raise RepresentationError(path, "wrong key type for this provider")
+    return key
+
+
+def load_cert(path, text):
+    raw, is_pem = _der_or_pem(path, text)
+    try:
+        return x509.load_pem_x509_certificate(raw) if is_pem else x509.load_der_x509_certificate(raw)
+    except ValueError:
+        raise RepresentationError(path, "not a readable X.509 certificate") from None
+
+
+def parse_components(components, p):
+    out = []
+    for provider_type, entries in components.items():
+        type_path = f'components["{provider_type}"]'
+        for i, comp in enumerate(as_list(entries, type_path)):
+            path = f"{type_path}[{i}]"
+            comp = as_dict(comp, path)
+            provider_id = comp.get("providerId")
+            if provider_type != KEY_PROVIDER or provider_id not in _KEY_ALGORITHMS:
+                p.unsupported(path, f"component {provider_id!r} ({provider_type}) not supported, not imported")
+                continue
+            v = p.take(comp, path, {"id": as_str, "name": as_str, "providerId": as_str, "config": as_multi_map},
+                       derived={"subType", "subComponents", "parentId"})
+            config = {k: (x[0] if x else "") for k, x in v.get("config", {}).items()}
+            cpath = f"{path}.config"
+            algorithm = _KEY_ALGORITHMS[provider_id]
+            if algorithm == "RS256" and (config.get("keyUse", "SIG").upper() != "SIG"
+                                         or config.get("algorithm", "RS256") != "RS256"):
+                p.unsupported(path, f"key {config.get('algorithm', 'RS256')}/{config.get('keyUse')} "
+                              "not supported (RS256 signing keys only), not imported")
+                continue
+            if algorithm in _CURVES:
+                curve_key, curve = _CURVES[algorithm]
+                if config.get(curve_key, curve) != curve:
+                    p.unsupported(path, f"curve {config[curve_key]!r} not supported ({curve} only), not imported")
+                    continue
+            private_text = config.get(_PRIVATE_KEY_CONFIG[algorithm])
+            key = {
+                "_path": path, "id": v.get("id"), "name": v.get("name") or provider_id, "algorithm": algorithm,
+                "private": (load_private(f"{cpath}.{_PRIVATE_KEY_CONFIG[algorithm]}", private_text,
+                                          _KEY_TYPES[algorithm]) if private_text else None),
+                "certificate": (load_cert(f"{cpath}.certificate", config["certificate"])
+                                if config.get("certificate") else None),
+                "priority": as_int(config.get("priority", "0"), f"{cpath}.priority"),
+                "status": RealmKey.ACTIVE,
+            }
+            if not as_bool(config.get("enabled", "true"), f"{cpath}.enabled"):
+                key["status"] = RealmKey.DISABLED
+            elif not as_bool(config.get("active", "true"), f"{cpath}.active"):
+                key["status"] = RealmKey.PASSIVE
+            out.append(key)
+    return out
+
+
+def _keycloak_kid(public_key, salt=""):
+    """Keycloak's key id: base64url(SHA-256(SubjectPublicKeyInfo)), so tokens it signed keep
+    their kid after a migration."""
+    digest = hashlib.sha256(salt.encode() + public_key.public_bytes(*_SPKI)).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def _b64(raw):
+    return base64.b64encode(raw).decode()
+
+
+def self_signed(private_key, realm_name):
+    """Keycloak's rsa provider needs a certificate; generated keys get a self-signed one."""
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, realm_name)])
+    now = datetime.now(dt_timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(private_key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - timedelta(days=1))
+            .not_valid_after(now + timedelta(days=3650)).sign(private_key, hashes.SHA256()))
+    return cert.public_bytes(serialization.Encoding.DER)
+
+
+def key_component(key, realm_name):
+    private = serialization.load_pem_private_key(key.private_key_pem.encode(), password=None)
+    pkcs8 = private.private_bytes(serialization.Encoding.DER, serialization.PrivateFormat.PKCS8,
+                                  serialization.NoEncryption())
+    config = {
+        "priority": [str(key.priority)],
+        "enabled": ["true" if key.status != RealmKey.DISABLED else "false"],
+        "active": ["true" if key.status == RealmKey.ACTIVE else "false"],
+    }
+    if key.algorithm == "RS256":
+        provider = "rsa"
+        cert = (x509.load_pem_x509_certificate(key.certificate_pem.encode()).public_bytes(serialization.Encoding.DER)
+                if key.certificate_pem else self_signed(private, realm_name))
+        config.update(privateKey=[_b64(pkcs8)], certificate=[_b64(cert)], algorithm=["RS256"], keyUse=["SIG"])
+    else:
+        provider = "ecdsa-generated" if key.algorithm == "ES256" else "eddsa-generated"
+        prefix = "ecdsa" if key.algorithm == "ES256" else "eddsa"
+        curve_key, curve = _CURVES[key.algorithm]
+        config.update({f"{prefix}PrivateKey": [_b64(pkcs8)],
+                       f"{prefix}PublicKey": [_b64(private.public_key().public_bytes(*_SPKI))],
+                       curve_key: [curve]})
+    return {"id": key.id, "name": key.provider_name, "providerId": provider, "subComponents": {}, "config": config}
+
+
+class KeyApplier:
+    """The importer's step for keys (a part of importer._Applier)."""
+
+    def add_keys(self):
+        stored = 0
+        for k in self.r["keys"]:
+            if k["private"] is None:  # a "generated" provider without material: generate, like Keycloak
+                keys.generate_key(self.realm, k["algorithm"], priority=k["priority"], status=k["status"],
+                                  provider_name=k["name"])
+                stored += 1
+                continue
+            if k["certificate"] is not None and (
+                k["certificate"].public_key().public_bytes(*_SPKI) != k["private"].public_key().public_bytes(*_SPKI)
+            ):
+                raise RepresentationError(f"{k['_path']}", "the certificate does not match the private key")
+            pem = k["private"].private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                             serialization.NoEncryption())
+            kid = _keycloak_kid(k["private"].public_key())
+            if RealmKey.objects.filter(kid=kid).exists():
+                new_kid = _keycloak_kid(k["private"].public_key(), salt=self.realm.pk)
+                self.p.unsupported(k["_path"], f"key id {kid} is taken by another realm; stored as {new_kid}")
+                kid = new_kid
+            row = keys.store_key(
+                self.realm, jwk.JWK.from_pem(pem), k["algorithm"], priority=k["priority"], status=k["status"],
+                provider_name=k["name"], kid=kid,
+                certificate_pem=(k["certificate"].public_bytes(serialization.Encoding.PEM).decode()
+                                 if k["certificate"] is not None else ""),
+            )
+            if k["id"]:
+                new_pk = self.id_for(RealmKey, k["id"])
+                RealmKey.objects.filter(pk=row.pk).update(id=new_pk)
+            stored += 1
+        if not stored:
+            keys.generate_key(self.realm, "RS256")

@@ -1,0 +1,105 @@
+"""import_realm: parse (realm.py and the resource modules), merge the built-ins (merge.py), then
+apply: one applier made of each resource module's steps writes the rows in one transaction."""
+import copy
+from dataclasses import dataclass, field
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from .. import admin_events
+from ..models import Realm, new_id
+from .client_scopes import ClientScopeApplier
+from .clients import ClientApplier
+from .components import KeyApplier
+from .fields import Parser, RepresentationError, at
+from .groups import GroupApplier
+from .merge import merge_builtins
+from .protocol_mappers import ProtocolMapperApplier
+from .realm import REALM_FIELDS, parse_realm
+from .roles import RoleApplier
+from .users import UserApplier
+
+
+@dataclass
+class ImportResult:
+    realm: Realm
+    warnings: list = field(default_factory=list)
+
+
+class _Applier(ClientScopeApplier, ProtocolMapperApplier, ClientApplier, RoleApplier, GroupApplier, UserApplier,
+               KeyApplier):
+    """Step 3: writes the parsed realm; each resource's steps come from its module."""
+
+    def __init__(self, r, p):
+        self.r = r
+        self.p = p
+        self.realm = None
+        self.scopes = {}
+        self.clients = {}
+        self.realm_roles = {}
+        self.client_roles = {}
+        self.groups = {}
+        self.claimed = set()
+
+    def id_for(self, model, wanted):
+        """Keep the file's id unless another realm already uses it (e.g. importing an export
+        under a new name); cross-references in the file are by name, so a new id is safe."""
+        if wanted and (model, wanted) not in self.claimed and not model.objects.filter(pk=wanted).exists():
+            self.claimed.add((model, wanted))
+            return wanted
+        return new_id()
+
+    def save(self, obj, path, table, exclude=()):
+        """full_clean (lengths, choices, ranges) with errors named by JSON path, then save."""
+        try:
+            obj.full_clean(exclude=["realm", "client", "client_scope", "parent", "user", "default_role",
+                                    "service_account_client", *exclude],
+                           validate_unique=False, validate_constraints=False)
+        except ValidationError as exc:
+            field_name, messages = next(iter(exc.message_dict.items()))
+            json_key = next((k for k, (f, _) in table.items() if f == field_name), field_name)
+            raise RepresentationError(at(path, json_key), " ".join(messages)) from None
+        obj.save()
+        return obj
+
+    def run(self, existing):
+        r = self.r
+        if existing is not None:
+            existing.delete()
+        settings = dict(r["settings"])
+        settings["id"] = self.id_for(Realm, settings.get("id"))
+        self.realm = self.save(Realm(name=r["name"], **settings), "", {"realm": ("name", None), **REALM_FIELDS})
+        for scope in r["scopes"]:
+            self.add_scope(scope)
+        for client in r["clients"]:
+            self.add_client(client)
+        self.add_roles()
+        self.realm.default_role = self.realm_role(r["default_role"], "defaultRole.name")
+        self.realm.save(update_fields=["default_role"])
+        self.link_scopes()
+        self.add_scope_mappings()
+        for group in r["groups"]:
+            self.add_group(group, None)
+        for user in r["users"]:
+            self.add_user(user)
+        self.add_service_accounts()
+        self.add_keys()
+        return self.realm
+
+
+def import_realm(data, *, override=False, auth=None):
+    """Import a RealmRepresentation (a dict). One transaction: on RepresentationError nothing
+    is changed. Returns ImportResult(realm, warnings). An import made by a caller (``auth``,
+    ``admin_events.AuthDetails``) is their admin event: CREATE (or UPDATE) of the realm."""
+    p = Parser()
+    r = parse_realm(copy.deepcopy(data), p)
+    merge_builtins(r)
+    with transaction.atomic():
+        existing = Realm.objects.select_for_update().filter(name=r["name"]).first()
+        if existing is not None and not override:
+            raise RepresentationError("realm", f"realm {r['name']!r} already exists (use override to replace it)")
+        realm = _Applier(r, p).run(existing)
+        if auth is not None:
+            admin_events.record(realm, "UPDATE" if existing else "CREATE", "REALM", "", auth=auth,
+                                representation=lambda: admin_events.model_representation(realm))
+    return ImportResult(realm=realm, warnings=p.warnings)

@@ -1,0 +1,247 @@
+"""Users and their credentials (password hashes in Keycloak's forms): fields, parsing, import and
+export."""
+import base64
+import json
+from datetime import datetime, timezone as dt_timezone
+
+from django.contrib.auth.hashers import make_password
+
+from .. import hashers
+from ..accounts import enable_service_account
+from ..models import Credential, User
+from .fields import (
+    RepresentationError,
+    as_bool,
+    as_int,
+    as_list,
+    as_multi_map,
+    as_role_map,
+    as_str,
+    as_str_list,
+    at,
+    json_fields,
+    model_fields,
+    spec_of,
+)
+from .roles import role_names
+
+_USER_FIELDS = {
+    "id": ("id", as_str),
+    "username": ("username", lambda v, p: as_str(v, p).lower()),
+    "email": ("email", lambda v, p: as_str(v, p).lower()),
+    "emailVerified": ("email_verified", as_bool),
+    "firstName": ("first_name", as_str),
+    "lastName": ("last_name", as_str),
+    "enabled": ("enabled", as_bool),
+    "attributes": ("attributes", as_multi_map),
+    "federationLink": ("federation_link", as_str),
+    "requiredActions": ("required_actions", as_str_list),
+    "notBefore": ("not_before", as_int),
+}
+_USER_EXTRA = {
+    "credentials": as_list,
+    "realmRoles": as_str_list,
+    "clientRoles": as_role_map,
+    "groups": as_str_list,
+    "serviceAccountClientId": as_str,
+    "createdTimestamp": as_int,
+}
+
+_CREDENTIAL_SPEC = {
+    "id": as_str,
+    "type": as_str,
+    "userLabel": as_str,
+    "value": as_str,
+    "temporary": as_bool,
+    "hashedSaltedValue": as_str,
+    "salt": as_str,
+    "hashIterations": as_int,
+    "algorithm": as_str,
+    "secretData": as_str,
+    "credentialData": as_str,
+    "priority": as_int,
+    "createdDate": as_int,
+}
+
+# Keys Keycloak computes from other data.
+_DERIVED = {"totp", "disableableCredentialTypes", "access"}
+
+
+def parse_user(u, path, p):
+    values = p.take(u, path, spec_of(_USER_FIELDS, _USER_EXTRA), derived=_DERIVED, required=("username",))
+    user = {
+        "_path": path,
+        "fields": model_fields(_USER_FIELDS, values),
+        "realm_roles": values.get("realmRoles", []),
+        "client_roles": values.get("clientRoles", {}),
+        "groups": values.get("groups", []),
+        "service_account_client": values.get("serviceAccountClientId"),
+        "credentials": [],
+    }
+    if "createdTimestamp" in values:
+        user["fields"]["created"] = _from_millis(values["createdTimestamp"])
+    for i, c in enumerate(values.get("credentials", [])):
+        cred = _parse_credential(c, f"{path}.credentials[{i}]", p)
+        if cred is not None:
+            user["credentials"].append(cred)
+            if cred.pop("temporary", False) and "UPDATE_PASSWORD" not in user["fields"].get("required_actions", []):
+                user["fields"]["required_actions"] = [*user["fields"].get("required_actions", []), "UPDATE_PASSWORD"]
+    return user
+
+
+def _from_millis(ms):
+    return datetime.fromtimestamp(ms / 1000, tz=dt_timezone.utc)
+
+
+def _json_object(raw, path):
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        raise RepresentationError(path, "expected a JSON object in a string") from None
+    if not isinstance(value, dict):
+        raise RepresentationError(path, "expected a JSON object in a string")
+    return value
+
+
+def _parse_credential(c, path, p):
+    """A Credential row's fields, or None (with a warning) for a form we cannot keep."""
+    v = p.take(c, path, _CREDENTIAL_SPEC, required=("type",))
+    row = {"type": v["type"], "user_label": v.get("userLabel", ""), "temporary": v.get("temporary", False)}
+    if "priority" in v:
+        row["priority"] = v["priority"]
+    if "createdDate" in v:
+        row["created"] = _from_millis(v["createdDate"])
+    if "id" in v:
+        row["id"] = v["id"]
+    if v["type"] != Credential.PASSWORD:
+        if "secretData" not in v:
+            p.unsupported(path, f"credential of type {v['type']!r} without secretData: not imported")
+            return None
+        row["secret_data"] = v["secretData"]
+        row["credential_data"] = _json_object(v.get("credentialData", "{}"), at(path, "credentialData"))
+        return row
+    if "value" in v:
+        row["plain"] = v["value"]
+    elif "hashedSaltedValue" in v:
+        if "algorithm" not in v:
+            raise RepresentationError(at(path, "algorithm"), "required with hashedSaltedValue")
+        row["secret_data"] = _keycloak_hash(
+            v["algorithm"], v["hashedSaltedValue"], v.get("salt", ""), v.get("hashIterations", 1), None,
+            at(path, "algorithm"),
+        )
+    elif "secretData" in v and "credentialData" in v:
+        secret = _json_object(v["secretData"], at(path, "secretData"))
+        cdata = _json_object(v["credentialData"], at(path, "credentialData"))
+        for key, obj, where in (("value", secret, "secretData"), ("algorithm", cdata, "credentialData")):
+            if not isinstance(obj.get(key), str):
+                raise RepresentationError(at(path, f"{where}.{key}"), "expected a string")
+        row["secret_data"] = _keycloak_hash(
+            cdata["algorithm"], secret["value"], secret.get("salt", ""), cdata.get("hashIterations", 1),
+            cdata.get("additionalParameters"), at(path, "credentialData.algorithm"),
+        )
+    else:
+        raise RepresentationError(path, "a password needs value, hashedSaltedValue or secretData/credentialData")
+    return row
+
+
+def _keycloak_hash(algorithm, hash_b64, salt_b64, iterations, params, path):
+    try:
+        base64.b64decode(hash_b64, validate=True)
+        base64.b64decode(salt_b64, validate=True)
+    except ValueError:
+        raise RepresentationError(path.rsplit(".", 1)[0], "hash and salt must be base64") from None
+    try:
+        return hashers.encoded_from_keycloak(algorithm, hash_b64, salt_b64, int(iterations), params)
+    except ValueError as exc:
+        raise RepresentationError(path, str(exc)) from None
+
+
+def _pad_b64(text):
+    return text + "=" * (-len(text) % 4)
+
+
+def _password_rep(encoded):
+    """Keycloak's secretData/credentialData for one of our encodings (docs/decisions/0002)."""
+    algorithm, _, rest = encoded.partition("$")
+    if algorithm == "argon2":  # Django: argon2$argon2id$v=19$m=..,t=..,p=..$salt$hash
+        variant, version, params, salt, digest = rest.split("$")
+        p = dict(x.split("=") for x in params.split(","))
+        return _argon2_rep(variant.removeprefix("argon2"), "1.3" if version == "v=19" else "1.0", p["m"], p["t"],
+                           p["p"], _pad_b64(salt), _pad_b64(digest))
+    if algorithm == hashers.KeycloakArgon2Hasher.algorithm:
+        variant, version, memory, iterations, parallelism, salt, digest = rest.split("$")
+        return _argon2_rep(variant, version, memory, iterations, parallelism, salt, digest)
+    for kc_name, ours in hashers.PBKDF2.items():
+        if algorithm == ours:
+            iterations, salt, digest = rest.split("$")
+            return ({"value": digest, "salt": salt, "additionalParameters": {}},
+                    {"hashIterations": int(iterations), "algorithm": kc_name, "additionalParameters": {}})
+    raise ValueError(f"password encoding {algorithm!r} has no Keycloak form")
+
+
+def _argon2_rep(variant, version, memory, iterations, parallelism, salt, digest):
+    return (
+        {"value": digest, "salt": salt, "additionalParameters": {}},
+        {"hashIterations": int(iterations), "algorithm": "argon2", "additionalParameters": {
+            "hashLength": [str(len(base64.b64decode(digest)))], "memory": [str(memory)], "type": [variant],
+            "version": [version], "parallelism": [str(parallelism)]}},
+    )
+
+
+def _millis(dt):
+    return int(dt.timestamp() * 1000)
+
+
+def _credential_rep(cred):
+    rep = {"id": cred.id, "type": cred.type, "createdDate": _millis(cred.created), "priority": cred.priority}
+    if cred.user_label:
+        rep["userLabel"] = cred.user_label
+    if cred.type == Credential.PASSWORD:
+        secret, data = _password_rep(cred.secret_data)
+        rep["secretData"], rep["credentialData"] = json.dumps(secret), json.dumps(data)
+    else:
+        rep["secretData"], rep["credentialData"] = cred.secret_data, json.dumps(cred.credential_data)
+    return rep
+
+
+def user_rep(user):
+    u = {k: v for k, v in json_fields(user, _USER_FIELDS).items() if v != ""}
+    u["createdTimestamp"] = _millis(user.created)
+    u["credentials"] = [_credential_rep(c) for c in user.credentials.order_by("-priority", "created")]
+    u["realmRoles"], u["clientRoles"] = role_names(list(user.roles.all().select_related("client")))
+    u["groups"] = sorted(g.path for g in user.groups.all())
+    if user.service_account_client_id:
+        u["serviceAccountClientId"] = user.service_account_client.client_id
+    return u
+
+
+class UserApplier:
+    """The importer's steps for users and service accounts (a part of importer._Applier)."""
+
+    def add_user(self, u):
+        fields = dict(u["fields"])
+        fields["id"] = self.id_for(User, fields.get("id"))
+        user = User(realm=self.realm, **fields)
+        if u["service_account_client"]:
+            user.service_account_client = self.client(u["service_account_client"], f"{u['_path']}.serviceAccountClientId")
+        self.save(user, u["_path"], _USER_FIELDS)
+        user.roles.add(*self.roles_from(u["realm_roles"], u["client_roles"], u["_path"], create=True))
+        groups = []
+        for i, path in enumerate(u["groups"]):
+            key = path if path.startswith("/") else "/" + path
+            if key not in self.groups:
+                raise RepresentationError(f"{u['_path']}.groups[{i}]", f"unknown group {path!r}")
+            groups.append(self.groups[key])
+        user.groups.add(*groups)
+        for cred in u["credentials"]:
+            cred = dict(cred)
+            cred["id"] = self.id_for(Credential, cred.get("id"))
+            plain = cred.pop("plain", None)
+            if plain is not None:
+                cred["secret_data"] = make_password(plain)
+            Credential.objects.create(user=user, **cred)
+
+    def add_service_accounts(self):
+        for client in self.clients.values():
+            if client.service_accounts_enabled and not User.objects.filter(service_account_client=client).exists():
+                enable_service_account(client)

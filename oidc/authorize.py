@@ -17,7 +17,7 @@ from django.http import HttpResponseRedirect
 from django.utils import timezone
 
 from realms import auth_sessions, events, flows, sessions, sso_cookie, themes
-from realms.authenticators import SSO_AUTH
+from realms.flows import SSO_AUTH
 
 from . import codes, consent, tokens
 from .backchannel import ISSUER_NOTE

@@ -28,7 +28,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from jwcrypto import jwk
 
-from . import builtins, hashers, keys
+from . import builtins, hashers, keys, user_storage_components
 from .models import (
     Client,
     ClientScope,
@@ -346,7 +346,7 @@ _USER_FIELDS = {
     "lastName": ("last_name", _str),
     "enabled": ("enabled", _bool),
     "attributes": ("attributes", _multi_map),
-    "federationLink": ("federation_link", _str),
+    "federationLink": ("federation_link_id", _str),
     "requiredActions": ("required_actions", _str_list),
     "notBefore": ("not_before", _int),
 }
@@ -451,6 +451,10 @@ def _parse(data, p):
     out["default_default_scopes"] = top.get("defaultDefaultClientScopes")
     out["default_optional_scopes"] = top.get("defaultOptionalClientScopes")
     out["keys"] = _parse_components(top.get("components", {}), p)
+    try:
+        out["user_storage"] = user_storage_components.parse(top.get("components", {}))
+    except user_storage_components.ComponentError as exc:
+        raise RepresentationError(exc.path, exc.message) from None
     if "privateKey" in top:
         out["keys"].append({
             "_path": "privateKey", "id": None, "name": "rsa", "algorithm": "RS256",
@@ -696,6 +700,8 @@ def _parse_components(components, p):
             path = f"{type_path}[{i}]"
             comp = _dict(comp, path)
             provider_id = comp.get("providerId")
+            if provider_type == user_storage_components.USER_STORAGE:
+                continue  # read by user_storage_components
             if provider_type != _KEY_PROVIDER or provider_id not in _KEY_ALGORITHMS:
                 p.unsupported(path, f"component {provider_id!r} ({provider_type}) not supported, not imported")
                 continue
@@ -933,6 +939,7 @@ class _Applier:
         self.add_scope_mappings()
         for group in r["groups"]:
             self.add_group(group, None)
+        self.components = user_storage_components.store(self.realm, r["user_storage"], self.id_for)
         for user in r["users"]:
             self.add_user(user)
         self.add_service_accounts()
@@ -1045,6 +1052,11 @@ class _Applier:
     def add_user(self, u):
         fields = dict(u["fields"])
         fields["id"] = self.id_for(User, fields.get("id"))
+        if fields.get("federation_link_id"):  # a link to no provider of the file is refused, never dropped
+            if fields["federation_link_id"] not in self.components:
+                raise RepresentationError(f"{u['_path']}.federationLink", "no user storage provider with this id "
+                                          f"in components[\"{user_storage_components.USER_STORAGE}\"]")
+            fields["federation_link_id"] = self.components[fields["federation_link_id"]]
         user = User(realm=self.realm, **fields)
         if u["service_account_client"]:
             user.service_account_client = self.client(u["service_account_client"], f"{u['_path']}.serviceAccountClientId")
@@ -1292,7 +1304,7 @@ def export_realm(realm):
 
     rep["users"] = []
     for user in User.objects.filter(realm=realm).select_related("service_account_client").order_by("username"):
-        u = {k: v for k, v in _json_fields(user, _USER_FIELDS).items() if v != ""}
+        u = {k: v for k, v in _json_fields(user, _USER_FIELDS).items() if v not in ("", None)}
         u["createdTimestamp"] = _millis(user.created)
         u["credentials"] = [_credential_rep(c) for c in user.credentials.order_by("-priority", "created")]
         u["realmRoles"], u["clientRoles"] = _role_names(list(user.roles.all().select_related("client")))
@@ -1330,6 +1342,7 @@ def export_realm(realm):
     rep["defaultDefaultClientScopes"] = [x.client_scope.name for x in realm_links if x.default]
     rep["defaultOptionalClientScopes"] = [x.client_scope.name for x in realm_links if not x.default]
     rep["components"] = {
-        _KEY_PROVIDER: [_key_component(k, realm.name) for k in RealmKey.objects.filter(realm=realm)]
+        _KEY_PROVIDER: [_key_component(k, realm.name) for k in RealmKey.objects.filter(realm=realm)],
+        **user_storage_components.export(realm),
     }
     return rep

@@ -452,7 +452,7 @@ def _parse(data, p):
     out["default_optional_scopes"] = top.get("defaultOptionalClientScopes")
     out["keys"] = _parse_components(top.get("components", {}), p)
     try:
-        out["user_storage"] = user_storage_components.parse(top.get("components", {}))
+        out["user_storage"] = user_storage_components.parse(top.get("components", {}), p.unsupported)
     except user_storage_components.ComponentError as exc:
         raise RepresentationError(exc.path, exc.message) from None
     if "privateKey" in top:

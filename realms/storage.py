@@ -93,6 +93,10 @@ def unregister_provider(provider_id):
     _factories.pop(provider_id, None)
 
 
+def is_available(provider_id):
+    return provider_id in _factories
+
+
 def provider_for(component):
     """The provider serving a stored component, or None when none is registered for it."""
     factory = _factories.get(component.provider_id)

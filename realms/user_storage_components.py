@@ -2,6 +2,7 @@
 ``org.keycloak.storage.UserStorageProvider``, as Keycloak exports LDAP and custom providers),
 read into ``Component`` rows and written back in Keycloak's shape. Users point at them with
 ``federationLink`` (the component's id)."""
+from . import storage
 from .models import Component
 
 USER_STORAGE = Component.USER_STORAGE
@@ -32,8 +33,10 @@ def _config(value, path):
     return out
 
 
-def parse(components):
-    """The user storage components of a representation's ``components`` map."""
+def parse(components, warn):
+    """The user storage components of a representation's ``components`` map; ``warn(path,
+    message)`` hears of each whose provider this server does not have (stored all the same, so
+    its users stay linked and are refused at sign-in until the provider is available)."""
     entries = components.get(USER_STORAGE, []) if isinstance(components, dict) else []
     type_path = f'components["{USER_STORAGE}"]'
     if not isinstance(entries, list):
@@ -43,15 +46,18 @@ def parse(components):
         path = f"{type_path}[{i}]"
         if not isinstance(comp, dict):
             raise ComponentError(path, "expected an object")
-        if not comp.get("id") or not comp.get("providerId"):
-            raise ComponentError(path, "id and providerId are required")
+        if not comp.get("providerId"):
+            raise ComponentError(path, "providerId is required")
         out.append({
-            "_path": path, "id": _text(comp["id"], f"{path}.id"),
+            "_path": path, "id": _text(comp.get("id") or "", f"{path}.id"),
             "name": _text(comp.get("name", comp["providerId"]), f"{path}.name"),
             "provider_id": _text(comp["providerId"], f"{path}.providerId"),
             "sub_type": _text(comp.get("subType") or "", f"{path}.subType"),
             "config": _config(comp.get("config", {}), f"{path}.config"),
         })
+        if not storage.is_available(comp["providerId"]):
+            warn(path, f"user storage provider {comp['providerId']!r} is not available on this server: "
+                       "stored, its users cannot sign in until it is")
     return out
 
 
@@ -63,7 +69,8 @@ def store(realm, parsed, id_for):
         # A user storage provider's parent is its realm (Keycloak's parentId, derived on export).
         row = Component.objects.create(realm=realm, id=id_for(Component, comp["id"]), parent_id=realm.pk,
                                        provider_type=USER_STORAGE, **fields)
-        ids[comp["id"]] = row.pk
+        if comp["id"]:
+            ids[comp["id"]] = row.pk
     return ids
 
 

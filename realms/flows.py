@@ -181,7 +181,12 @@ def flow_for(realm, client, binding):
     no flow is an error, as in Keycloak, never a silent fall-back), else the realm's."""
     override = (client.authentication_flow_binding_overrides or {}).get(binding) \
         if binding in CLIENT_OVERRIDABLE and client is not None else None
-    return get_flow(realm, override or getattr(realm, BINDINGS[binding]))
+    ref = override or getattr(realm, BINDINGS[binding])
+    flow = get_flow(realm, ref)
+    if flow is None:
+        logger.warning("realm %s: the %s flow %r%s does not exist", realm.name, binding, ref,
+                       f" (override of client {client.client_id})" if override else "")
+    return flow
 
 
 # Outcomes and steps --------------------------------------------------------------------------

@@ -52,6 +52,9 @@ BINDINGS = {
 # The bindings a client may override, under Keycloak's keys.
 CLIENT_OVERRIDABLE = (BROWSER, DIRECT_GRANT)
 
+# What the direct grant answers for any failure to identify the user (Keycloak's wording).
+INVALID_CREDENTIALS = "Invalid user credentials"
+
 # Authentication-session note (Keycloak's AuthenticationManager.SSO_AUTH): the user was answered
 # from the SSO session, not by a fresh authentication; protocols copy it to the client session
 # (OIDC's acr is then "0" instead of "1").
@@ -161,11 +164,6 @@ def register_flow_loader(loader):
     flows, so a realm with a stored (copied and changed) flow gets it."""
     if loader not in _flow_loaders:
         _flow_loaders.append(loader)
-
-
-def unregister_flow_loader(loader):
-    if loader in _flow_loaders:
-        _flow_loaders.remove(loader)
 
 
 def get_flow(realm, ref):
@@ -476,24 +474,24 @@ def run(ctx, binding=BROWSER) -> Outcome:
 
 def run_direct_grant(request, realm, client, params, *, protocol):
     """The direct-grant binding for a password grant: ``(ctx, outcome)``, SUCCESS with
-    ``ctx.user`` signed in, or a FAILURE whose ``description`` the grant answers (``invalid_grant``). Nothing can be shown to
-    the user, so a step's page and any pending required action are errors, as in Keycloak."""
+    ``ctx.user`` signed in, or a FAILURE whose ``description`` the grant answers
+    (``invalid_grant``). Nothing can be shown to the user, so a step's page and any pending
+    required action are errors, as in Keycloak."""
     auth_session = AuthSession(root_id="", tab_id="", realm_id=realm.pk, client_pk=client.pk, protocol=protocol,
                                client_data={})
     ctx = AuthContext(request, realm, client, auth_session, params=params)
     flow = flow_for(realm, client, DIRECT_GRANT)
     if flow is None:
-        return ctx, Outcome.failure("flow_not_found", description="Invalid user credentials")
+        return ctx, Outcome.failure("flow_not_found", description=INVALID_CREDENTIALS)
     outcome = _run_flow(ctx, flow)
     if outcome.kind != Outcome.SUCCESS or ctx.user is None:
-        error = outcome.error if outcome.kind == Outcome.FAILURE else "invalid_user_credentials"
+        error = outcome.error if outcome.kind == Outcome.FAILURE else ""
         return ctx, Outcome.failure(error or "invalid_user_credentials",
-                                    description=outcome.description or "Invalid user credentials")
+                                    description=outcome.description or INVALID_CREDENTIALS)
     if not ctx.user.enabled:
         return ctx, Outcome.failure("user_disabled", description="Account disabled")
     if ctx.user.required_actions:
-        # Keycloak's answer for any pending action, implemented here or not.
-        _unavailable_required_action(ctx)
+        _unavailable_required_action(ctx)  # logs an action this server lacks; the answer is the same
         return ctx, Outcome.failure("resolve_required_actions", description="Account is not fully set up")
     return ctx, Outcome.success()
 

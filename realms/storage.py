@@ -89,10 +89,6 @@ def register_provider(provider_id, factory):
     _factories[provider_id] = factory
 
 
-def unregister_provider(provider_id):
-    _factories.pop(provider_id, None)
-
-
 def is_available(provider_id):
     return provider_id in _factories
 

@@ -2,9 +2,7 @@
 ``direct-grant-validate-password``): the password grant's user and password, checked by the one
 sign-in service. A failure carries the ``invalid_grant`` description Keycloak answers."""
 from .. import signin
-from ..flows import Authenticator, Outcome
-
-INVALID_CREDENTIALS = "Invalid user credentials"
+from ..flows import INVALID_CREDENTIALS, Authenticator, Outcome
 
 
 class ValidateUsername(Authenticator):

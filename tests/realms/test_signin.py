@@ -92,10 +92,9 @@ def dict_component(realm):
 
 
 @pytest.fixture
-def dict_storage():
+def dict_storage(monkeypatch):
+    monkeypatch.setattr(storage, "_factories", {})  # the registry as it was, after the test
     storage.register_provider("test-dict", DictStorage)
-    yield
-    storage.unregister_provider("test-dict")
 
 
 def sign_in(http, username, password, params=PARAMS):
@@ -319,7 +318,7 @@ def test_unknown_required_action_refuses_the_password_grant(client, realm, web_a
 # --- Flows bound by purpose, with the client's overrides ------------------------------------------
 
 @pytest.fixture
-def stored_flows():
+def stored_flows(monkeypatch):
     """A stored flow by id, as a client's authenticationFlowBindingOverrides names it: the user
     must pass a step this server does not have, so it always refuses."""
     strict = Flow("strict", (step("direct-grant-validate-username", REQUIRED), step("no-such-step", REQUIRED)))
@@ -327,9 +326,8 @@ def stored_flows():
     def loader(realm, ref):
         return strict if ref == "3b5c7a0e-strict" else None
 
+    monkeypatch.setattr(flows, "_flow_loaders", [])  # the loaders as they were, after the test
     flows.register_flow_loader(loader)
-    yield
-    flows.unregister_flow_loader(loader)
 
 
 def test_client_override_of_the_direct_grant_binding_is_honoured(client, realm, web_app, bob, stored_flows):

@@ -38,6 +38,11 @@ class UserStorageProvider:
     def validate(self, realm, user, credential_type, secret) -> bool:
         raise NotImplementedError
 
+    def is_configured_for(self, realm, user, credential_type) -> bool:
+        """Whether the user has a credential of this type in this store (conditional sub-flows
+        ask it: Keycloak's isConfiguredFor)."""
+        raise NotImplementedError
+
     def update_credential(self, realm, user, credential_type, secret) -> bool:
         """Write a new secret back to the store; False when the store is read-only (default)."""
         return False
@@ -71,6 +76,10 @@ class RealmDatabase(UserStorageProvider):
     def validate(self, realm, user, credential_type, secret):
         kind = get_credential_type(credential_type)
         return kind is not None and kind.verify(user, secret)
+
+    def is_configured_for(self, realm, user, credential_type):
+        kind = get_credential_type(credential_type)
+        return kind is not None and kind.configured_for(user)
 
     def update_credential(self, realm, user, credential_type, secret):
         kind = get_credential_type(credential_type)
@@ -114,6 +123,15 @@ def provider_of(user):
     if provider is None:
         raise Unavailable(user.federation_link_id)
     return provider
+
+
+def is_configured_for(realm, user, credential_type):
+    """Whether ``user`` can present a credential of this type (False when their store is
+    unavailable)."""
+    try:
+        return provider_of(user).is_configured_for(realm, user, credential_type)
+    except Unavailable:
+        return False
 
 
 def _external(realm):

@@ -1,8 +1,9 @@
 """The direct-grant steps (Keycloak's ``direct-grant-validate-username`` and
 ``direct-grant-validate-password``): the password grant's user and password, checked by the one
 sign-in service. A failure carries the ``invalid_grant`` description Keycloak answers."""
-from .. import signin
+from .. import signin, storage
 from ..flows import INVALID_CREDENTIALS, Authenticator, Outcome
+from ..models import Credential
 
 
 class ValidateUsername(Authenticator):
@@ -36,4 +37,4 @@ class ValidatePassword(Authenticator):
         return Outcome.failure(result.error, description="Account disabled" if disabled else INVALID_CREDENTIALS)
 
     def configured_for(self, ctx, user):
-        return user.has_usable_password()
+        return storage.is_configured_for(ctx.realm, user, Credential.PASSWORD)

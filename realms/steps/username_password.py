@@ -1,6 +1,7 @@
 """Keycloak's ``auth-username-password-form`` step: the login page."""
-from .. import signin
+from .. import signin, storage
 from ..flows import Authenticator, Outcome
+from ..models import Credential
 
 GENERIC_LOGIN_ERROR = "Invalid username or password."
 
@@ -33,4 +34,4 @@ class UsernamePasswordForm(Authenticator):
         return Outcome.success()
 
     def configured_for(self, ctx, user):
-        return user.has_usable_password()
+        return storage.is_configured_for(ctx.realm, user, Credential.PASSWORD)

@@ -58,6 +58,9 @@ class DictStorage(UserStorageProvider):
     def validate(self, realm, user, credential_type, secret):
         return credential_type == "password" and constant_time_compare(PEOPLE[user.username][1], secret)
 
+    def is_configured_for(self, realm, user, credential_type):
+        return credential_type == "password"
+
 
 @pytest.fixture(autouse=True)
 def _fresh_cache():
@@ -148,6 +151,18 @@ def test_dict_storage_provider_serves_the_console(client, dict_storage):
     assert refused.status_code == 200 and "_auth_user_id" not in client.session
     ok = client.post(reverse("admin:login"), {"username": "carol", "password": PEOPLE["carol"][1]})
     assert ok.status_code == 302 and client.session["_auth_user_id"] == carol.pk
+
+
+def test_conditions_ask_the_users_store_what_is_configured(realm, bob, dict_storage):
+    component = dict_component(realm)
+    carol = storage.find_user(realm, "carol")
+    nopass = create_user(realm, "nopass")
+    assert storage.is_configured_for(realm, carol, "password") and storage.is_configured_for(realm, bob, "password")
+    assert not storage.is_configured_for(realm, nopass, "password")
+    component.provider_id = "gone"
+    component.save()
+    carol.refresh_from_db()
+    assert not storage.is_configured_for(realm, carol, "password")
 
 
 def test_storage_search_pages_through_the_realm_database(realm, bob):

@@ -242,6 +242,18 @@ def test_every_refused_login_form_costs_one_check(client, realm, web_app, bob, c
     assert response.status_code == 200 and len(checks) == 1
 
 
+@pytest.mark.parametrize("case", ["wrong", "unknown", "locked"])
+def test_every_refused_console_sign_in_costs_one_check(client, master_admin, checks, case):
+    _fresh_minute()
+    if case == "locked":
+        for _ in range(5):
+            client.post(reverse("admin:login"), {"username": "root", "password": "wrong"})
+    checks.clear()
+    username = "nobody" if case == "unknown" else "root"
+    client.post(reverse("admin:login"), {"username": username, "password": "wrong" if case == "wrong" else PASSWORD})
+    assert "_auth_user_id" not in client.session and len(checks) == 1
+
+
 def test_disabled_account_is_named_only_to_who_knows_the_password(client, realm, web_app, bob):
     User.objects.filter(pk=bob.pk).update(enabled=False)
     assert password_grant(client, "bob", "wrong").json()["error_description"] == "Invalid user credentials"

@@ -140,8 +140,14 @@ def _external(realm):
         return []  # nothing registered: no query on the hot path
     components = Component.objects.filter(realm=realm, provider_type=USER_STORAGE,
                                           provider_id__in=list(_factories))
-    ordered = sorted(components, key=lambda c: int(c.get("priority", "0") or 0))
-    return [p for p in map(provider_for, ordered) if p is not None]
+    return [p for p in map(provider_for, sorted(components, key=_priority)) if p is not None]
+
+
+def _priority(component):
+    try:
+        return int(component.get("priority", "0"))
+    except ValueError:
+        return 0  # an unreadable priority sorts first rather than failing every sign-in
 
 
 def find_user(realm, username):

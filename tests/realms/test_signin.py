@@ -165,6 +165,15 @@ def test_conditions_ask_the_users_store_what_is_configured(realm, bob, dict_stor
     assert not storage.is_configured_for(realm, carol, "password")
 
 
+def test_external_stores_are_asked_in_priority_order(realm, dict_storage):
+    later = Component.objects.create(realm=realm, name="a-later", provider_id="test-dict",
+                                     provider_type=Component.USER_STORAGE, config={"priority": ["5"]})
+    first = Component.objects.create(realm=realm, name="z-first", provider_id="test-dict",
+                                     provider_type=Component.USER_STORAGE, config={"priority": ["1"]})
+    assert storage.find_user(realm, "carol").federation_link == first
+    assert later.users.count() == 0
+
+
 def test_storage_search_pages_through_the_realm_database(realm, bob):
     create_user(realm, "bobby")
     assert [u.username for u in storage.REALM_DATABASE.search(realm, "bob", 1, 5)] == ["bobby"]

@@ -17,7 +17,7 @@ from django.http import HttpResponseRedirect
 from django.utils import timezone
 
 from realms import auth_sessions, events, flows, sessions, sso_cookie, themes
-from realms.authenticators import SSO_AUTH
+from realms.flows import SSO_AUTH
 from realms.redirects import is_valid_redirect_uri, with_params
 from realms.web import client_address, realm_url
 

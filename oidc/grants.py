@@ -14,16 +14,16 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
-from realms import bruteforce, sessions
-from realms.authenticators import SSO_AUTH, find_user
+from realms import flows, sessions
 from realms.events import emit
-from realms.hashers import spend_check_time
+from realms.flows import SSO_AUTH
 from realms.models import ClientSession, UserSession
 
 from . import tokens
 from .client_auth import authenticate
 from .codes import redeem_code
 from .errors import InvalidGrant, InvalidRequest, InvalidScope, OAuthError, UnauthorizedClient, UnsupportedGrantType
+from .realm_cache import PROTOCOL
 
 EVENTS = {
     "authorization_code": "CODE_TO_TOKEN",
@@ -46,6 +46,7 @@ class Exchange:
     user_id: str = ""
     session_id: str = ""
     details: dict = field(default_factory=dict)
+    request: object = None
 
     @property
     def realm(self):
@@ -66,6 +67,7 @@ def handle_token_request(request, exchange: Exchange) -> dict:
     if event_type is None:
         raise UnsupportedGrantType(f"Unsupported grant_type {grant_type[:64]}")
     exchange.details["grant_type"] = grant_type
+    exchange.request = request
     try:
         exchange.client_config, exchange.auth_method = authenticate(
             request, exchange.realm_config, params,
@@ -286,27 +288,18 @@ def password(exchange):
     client = exchange.client_config.client
     if not client.direct_access_grants_enabled:
         raise UnauthorizedClient("Client not allowed for direct access grants", event_error="not_allowed")
-    username, secret = params.get("username", ""), params.get("password", "")
-    exchange.details["username"] = username[:255]
+    exchange.details["username"] = params.get("username", "")[:255]
     scopes, openid = tokens.resolve_scopes(exchange.client_config, params.get("scope", ""))
-    user = find_user(realm, username) if username else None
-    if user is None:
-        spend_check_time(secret)
-        raise InvalidGrant("Invalid user credentials", event_error="user_not_found")
-    exchange.user_id = user.pk
-    if bruteforce.is_locked(realm, user):
-        raise InvalidGrant("Invalid user credentials", event_error="user_temporarily_disabled")
-    if not user.check_password(secret):
-        bruteforce.record_failure(realm, user, exchange.ip_address)
-        raise InvalidGrant("Invalid user credentials", event_error="invalid_user_credentials")
-    if not user.enabled:
-        raise InvalidGrant("Account disabled", event_error="user_disabled")
-    if user.required_actions:
-        raise InvalidGrant("Account is not fully set up", event_error="resolve_required_actions")
-    bruteforce.record_success(realm, user)
+    # The realm's (or the client's) direct-grant flow identifies the user; a step that would
+    # show a page, or a pending required action, is an invalid_grant as in Keycloak.
+    ctx, outcome = flows.run_direct_grant(exchange.request, realm, client, params, protocol=PROTOCOL)
+    user = ctx.user
+    exchange.user_id = user.pk if user is not None else ""
+    if outcome.kind != flows.Outcome.SUCCESS:
+        raise InvalidGrant(outcome.description, event_error=outcome.error)
     with transaction.atomic():
         user_session = sessions.create_user_session(realm, user, ip_address=exchange.ip_address,
-                                                    auth_methods=("pwd",))
+                                                    auth_methods=ctx.auth_session.auth_methods)
         client_session = sessions.get_or_create_client_session(user_session, client, scope=params.get("scope", ""))
         exchange.session_id = user_session.pk
         ctx = _context(exchange, user, scopes, openid, user_session, client_session)

@@ -7,13 +7,21 @@ class RealmsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from . import keys  # noqa: F401  (connects key-cache invalidation)
-        from . import sessions  # noqa: F401  (connects session-cache invalidation)
-        from . import realm_cache
-        from . import authenticators, required_actions  # noqa: F401  (register built-in sign-in steps)
         from django.db.models.signals import post_migrate
 
+        from . import keys  # noqa: F401  (connects key-cache invalidation)
+        from . import sessions  # noqa: F401  (connects session-cache invalidation)
+        from . import realm_cache, required_actions, steps
+        from .credentials import register_credential_type
+        from .credentials.password import Password
+        from .flows import register_authenticator, register_required_action
         from .services import ensure_master_realm
+
+        for step in steps.BUILTIN:
+            register_authenticator(step)
+        for action in required_actions.BUILTIN:
+            register_required_action(action)
+        register_credential_type(Password)
 
         post_migrate.connect(ensure_master_realm, sender=self, dispatch_uid="realms-master-realm")
         realm_cache.connect_signals()

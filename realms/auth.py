@@ -1,21 +1,60 @@
-"""Admin console sign-in: users of the master realm only, password checked like any sign-in."""
-from django.contrib.auth.backends import BaseBackend
+"""Admin console sign-in: users of the master realm only, checked by the one sign-in service
+(``realms.signin``: brute-force detection, the enabled check, LOGIN_ERROR events), plus a limit
+on attempts per client address (``IDP_CONSOLE_LOGIN_ATTEMPTS_PER_MINUTE``), counted in the shared
+cache so that every worker sees the same count."""
+import time
 
-from .hashers import spend_check_time
-from .models import User
+from django.conf import settings
+from django.contrib.auth.backends import BaseBackend
+from django.core.cache import cache
+
+from . import events, signin
+from .models import Realm, User
+from .web import client_address
+
+# The admin console's client in Keycloak: console sign-ins are recorded under it.
+CONSOLE_CLIENT_ID = "security-admin-console"
+RATE_LIMITED = "too_many_login_attempts"
+
+
+def _over_rate_limit(address):
+    """Count one attempt from ``address`` in the current minute; True past the limit."""
+    limit = settings.IDP_CONSOLE_LOGIN_ATTEMPTS_PER_MINUTE
+    if not limit:
+        return False
+    key = f"idp:console-signin:{address}:{int(time.time() // 60)}"
+    cache.add(key, 0, 120)
+    try:
+        attempts = cache.incr(key)
+    except ValueError:  # evicted between add and incr
+        cache.set(key, 1, 120)
+        attempts = 1
+    return attempts > limit
 
 
 class MasterRealmBackend(BaseBackend):
     def authenticate(self, request, username=None, password=None, **kwargs):
         if not username or password is None:
             return None
-        user = User.objects.select_related("realm").filter(realm__name="master", username=username).first()
-        if user is None:
-            spend_check_time(password)
+        realm = Realm.objects.filter(name="master").first()
+        if realm is None:
             return None
-        if user.check_password(password) and user.enabled:
-            return user
-        return None
+        address = client_address(request) if request is not None else ""
+        details = {"auth_method": "openid-connect", "username": username[:255]}
+        if _over_rate_limit(address):
+            # Refused before any lookup or password check: the limit also bounds the CPU an
+            # address can make the console spend.
+            signin.login_error(realm, RATE_LIMITED, client_id=CONSOLE_CLIENT_ID, ip_address=address,
+                               details=details)
+            return None
+        result = signin.check_password(realm, username, password, ip_address=address)
+        if not result.ok:
+            signin.login_error(realm, result.error, user=result.user, client_id=CONSOLE_CLIENT_ID,
+                               ip_address=address, details=details)
+            return None
+        events.emit(realm, "LOGIN", client_id=CONSOLE_CLIENT_ID, user_id=result.user.pk, ip_address=address,
+                    details=details)
+        return result.user
 
     def get_user(self, user_id):
         return User.objects.select_related("realm").filter(pk=user_id, realm__name="master").first()

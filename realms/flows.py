@@ -10,29 +10,55 @@ Keycloak provider id) or a sub-flow, with a requirement:
   Cookie step without an SSO session) is passed over.
 * DISABLED: never runs.
 
-Steps come from a registry keyed by provider id; other apps register theirs
-(``register_authenticator``) from their AppConfig.ready without touching this module. An
-execution whose provider is not registered is treated as unavailable: passed over as an
-alternative, failing the flow as a requirement. Required actions (``UPDATE_PASSWORD`` ...) run
-after the flow from a registry of their own.
+Steps come from a registry keyed by provider id (``realms.steps`` registers the built-in ones
+from RealmsConfig.ready; other apps register theirs the same way). An execution whose provider
+is not registered is treated as unavailable: passed over as an alternative, failing the flow as
+a requirement. Required actions (``UPDATE_PASSWORD`` ...) run after the flow from a registry of
+their own (``realms.required_actions``); one the user has but this server does not implement
+refuses the sign-in (it is never skipped: that would drop the requirement silently).
+
+A flow runs for a *binding* (its purpose): browser, direct grant, registration, reset
+credentials, first broker login. The realm names the flow of each binding; a client's
+``authenticationFlowBindingOverrides`` replaces the browser and direct-grant ones (Keycloak's
+AuthenticationFlowResolver). Keycloak 26's built-in flows are defined here in code; stored flows
+plug in through flow loaders (docs/decisions/0006-sign-in-flow-engine.md, 0014).
 
 State lives in the authentication session (``realms.auth_sessions``): which executions are done
-and which one shows a form, so a POST goes to the step that asked for it. The realm's flow is
-found by alias through flow loaders; the built-in ``browser`` flow is defined here in code
-(see docs/decisions/0006-sign-in-flow-engine.md for how stored flows plug in).
+and which one shows a form, so a POST goes to the step that asked for it. The password grant
+runs the direct-grant binding on a throw-away session, where a page to show is an error.
 """
 import logging
 from dataclasses import dataclass, field
 
 from django.db import transaction
 
-from . import auth_sessions, events, sessions, sso_cookie, themes
+from . import auth_sessions, sessions, signin, sso_cookie, themes
+from .auth_sessions import AuthSession
 from .models import User
+from .web import client_address
 
 logger = logging.getLogger("idp.flows")
 
 REQUIRED, ALTERNATIVE, CONDITIONAL, DISABLED = "REQUIRED", "ALTERNATIVE", "CONDITIONAL", "DISABLED"
 _DONE, _SKIPPED = "success", "skipped"
+
+# Bindings: the purposes a flow runs for, each with the realm field naming its flow.
+BROWSER, DIRECT_GRANT, REGISTRATION = "browser", "direct_grant", "registration"
+RESET_CREDENTIALS, FIRST_BROKER_LOGIN = "reset_credentials", "first_broker_login"
+BINDINGS = {
+    BROWSER: "browser_flow", DIRECT_GRANT: "direct_grant_flow", REGISTRATION: "registration_flow",
+    RESET_CREDENTIALS: "reset_credentials_flow", FIRST_BROKER_LOGIN: "first_broker_login_flow",
+}
+# The bindings a client may override, under Keycloak's keys.
+CLIENT_OVERRIDABLE = (BROWSER, DIRECT_GRANT)
+
+# What the direct grant answers for any failure to identify the user (Keycloak's wording).
+INVALID_CREDENTIALS = "Invalid user credentials"
+
+# Authentication-session note (Keycloak's AuthenticationManager.SSO_AUTH): the user was answered
+# from the SSO session, not by a fresh authentication; protocols copy it to the client session
+# (OIDC's acr is then "0" instead of "1").
+SSO_AUTH = "SSO_AUTH"
 
 
 # Flow definitions --------------------------------------------------------------------------
@@ -59,7 +85,7 @@ def sub_flow(alias, requirement, *executions):
     return Execution(requirement=requirement, flow=Flow(alias, tuple(executions)))
 
 
-# Keycloak 26's built-in "browser" flow.
+# Keycloak 26's built-in flows, one per binding (aliases and provider ids as Keycloak's).
 BROWSER_FLOW = Flow("browser", (
     step("auth-cookie", ALTERNATIVE),
     step("auth-spnego", DISABLED),
@@ -75,23 +101,90 @@ BROWSER_FLOW = Flow("browser", (
     ),
 ))
 
-BUILTIN_FLOWS = {BROWSER_FLOW.alias: BROWSER_FLOW}
+DIRECT_GRANT_FLOW = Flow("direct grant", (
+    step("direct-grant-validate-username", REQUIRED),
+    step("direct-grant-validate-password", REQUIRED),
+    sub_flow("Direct Grant - Conditional OTP", CONDITIONAL,
+        step("conditional-user-configured", REQUIRED),
+        step("direct-grant-validate-otp", REQUIRED),
+    ),
+))
+
+REGISTRATION_FLOW = Flow("registration", (
+    Execution(REQUIRED, "registration-page-form", Flow("registration form", (
+        step("registration-user-creation", REQUIRED),
+        step("registration-password-action", REQUIRED),
+        step("registration-recaptcha-action", DISABLED),
+        step("registration-terms-and-conditions", DISABLED),
+    ))),
+))
+
+RESET_CREDENTIALS_FLOW = Flow("reset credentials", (
+    step("reset-credentials-choose-user", REQUIRED),
+    step("reset-credential-email", REQUIRED),
+    step("reset-password", REQUIRED),
+    sub_flow("Reset - Conditional OTP", CONDITIONAL,
+        step("conditional-user-configured", REQUIRED),
+        step("reset-otp", REQUIRED),
+    ),
+))
+
+FIRST_BROKER_LOGIN_FLOW = Flow("first broker login", (
+    step("idp-review-profile", REQUIRED, **{"update.profile.on.first.login": "missing"}),
+    sub_flow("User creation or linking", REQUIRED,
+        step("idp-create-user-if-unique", ALTERNATIVE, **{"require.password.update.after.registration": "false"}),
+        sub_flow("Handle Existing Account", ALTERNATIVE,
+            step("idp-confirm-link", REQUIRED),
+            sub_flow("Account verification options", REQUIRED,
+                step("idp-email-verification", ALTERNATIVE),
+                sub_flow("Verify Existing Account by Re-authentication", ALTERNATIVE,
+                    step("idp-username-password-form", REQUIRED),
+                    sub_flow("First broker login - Conditional OTP", CONDITIONAL,
+                        step("conditional-user-configured", REQUIRED),
+                        step("auth-otp-form", REQUIRED),
+                    ),
+                ),
+            ),
+        ),
+    ),
+    sub_flow("First Broker Login - Conditional Organization", CONDITIONAL,
+        step("conditional-user-configured", REQUIRED),
+        step("idp-add-organization-member", REQUIRED),
+    ),
+))
+
+BUILTIN_FLOWS = {flow.alias: flow for flow in (
+    BROWSER_FLOW, DIRECT_GRANT_FLOW, REGISTRATION_FLOW, RESET_CREDENTIALS_FLOW, FIRST_BROKER_LOGIN_FLOW)}
 _flow_loaders = []
 
 
 def register_flow_loader(loader):
-    """``loader(realm, alias) -> Flow | None``; consulted before the built-in flows, so a realm
-    with a stored (copied and changed) flow gets it."""
+    """``loader(realm, ref) -> Flow | None`` where ``ref`` is a flow's alias (the realm's
+    bindings) or id (a client's override, as Keycloak stores it); consulted before the built-in
+    flows, so a realm with a stored (copied and changed) flow gets it."""
     if loader not in _flow_loaders:
         _flow_loaders.append(loader)
 
 
-def get_flow(realm, alias):
+def get_flow(realm, ref):
     for loader in _flow_loaders:
-        flow = loader(realm, alias)
+        flow = loader(realm, ref)
         if flow is not None:
             return flow
-    return BUILTIN_FLOWS.get(alias)
+    return BUILTIN_FLOWS.get(ref)
+
+
+def flow_for(realm, client, binding):
+    """The flow bound to ``binding``: the client's override when it has one (an override naming
+    no flow is an error, as in Keycloak, never a silent fall-back), else the realm's."""
+    override = (client.authentication_flow_binding_overrides or {}).get(binding) \
+        if binding in CLIENT_OVERRIDABLE and client is not None else None
+    ref = override or getattr(realm, BINDINGS[binding])
+    flow = get_flow(realm, ref)
+    if flow is None:
+        logger.warning("realm %s: the %s flow %r%s does not exist", realm.name, binding, ref,
+                       f" (override of client {client.client_id})" if override else "")
+    return flow
 
 
 # Outcomes and steps --------------------------------------------------------------------------
@@ -101,7 +194,8 @@ class Outcome:
     SUCCESS, ATTEMPTED, CHALLENGE, FAILURE = "success", "attempted", "challenge", "failure"
     kind: str
     response: object = None  # the page to show for CHALLENGE / FAILURE
-    error: str = ""
+    error: str = ""  # the event error (Keycloak's Errors)
+    description: str = ""  # what a non-interactive binding (direct grant) answers the client
 
     @classmethod
     def success(cls):
@@ -116,8 +210,8 @@ class Outcome:
         return cls(cls.CHALLENGE, response)
 
     @classmethod
-    def failure(cls, error, response=None):
-        return cls(cls.FAILURE, response, error)
+    def failure(cls, error, response=None, description=""):
+        return cls(cls.FAILURE, response, error, description)
 
 
 class Authenticator:
@@ -187,8 +281,10 @@ def get_required_action(provider_id):
 class AuthContext:
     """What a step sees: the request, realm, client, the authentication session and the user."""
 
-    def __init__(self, request, realm, client, auth_session, *, is_action=False):
+    def __init__(self, request, realm, client, auth_session, *, is_action=False, params=None):
         self.request = request
+        # The submitted form: the login page's POST, or the token request's parameters.
+        self.params = request.POST if params is None else params
         self.realm = realm
         self.client = client
         self.auth_session = auth_session
@@ -214,7 +310,7 @@ class AuthContext:
 
     @property
     def ip_address(self):
-        return self.request.META.get("REMOTE_ADDR", "")
+        return client_address(self.request)
 
     @property
     def action_url(self):
@@ -229,13 +325,10 @@ class AuthContext:
 
     def login_error(self, error, *, user=None, username=""):
         """Record a LOGIN_ERROR event (user_not_found, invalid_user_credentials, user_disabled ...)."""
-        details = {"auth_method": self.auth_session.protocol, "protocol": self.auth_session.protocol,
-                   "redirect_uri": self.auth_session.client_data.get("redirect_uri", "")}
-        if username:
-            details["username"] = username
-        events.emit(self.realm, "LOGIN_ERROR", client_id=self.client.client_id,
-                    user_id=user.pk if user is not None else "", ip_address=self.ip_address,
-                    error=error, details=details)
+        signin.login_error(self.realm, error, user=user, client_id=self.client.client_id,
+                           ip_address=self.ip_address, username=username, details={
+                               "auth_method": self.auth_session.protocol, "protocol": self.auth_session.protocol,
+                               "redirect_uri": self.auth_session.client_data.get("redirect_uri", "")})
 
 
 # The engine ----------------------------------------------------------------------------------
@@ -329,12 +422,25 @@ def _run_flow(ctx, flow, prefix=""):
     return Outcome.attempted() if alternatives else Outcome.success()
 
 
+REQUIRED_ACTION_UNAVAILABLE = "required_action_unavailable"
+
+
+def _unavailable_required_action(ctx):
+    """The first required action of the user this server does not implement, or None."""
+    for name in ctx.user.required_actions or ():
+        if get_required_action(name) is None:
+            logger.warning("user %s of realm %s must %s, which this server does not implement: sign-in refused",
+                           ctx.user.pk, ctx.realm.name, name)
+            return name
+    return None
+
+
 def _run_required_actions(ctx):
     user = ctx.user
+    if _unavailable_required_action(ctx) is not None:
+        return Outcome.failure(REQUIRED_ACTION_UNAVAILABLE)
     for name in list(user.required_actions or ()):
         action = get_required_action(name)
-        if action is None:
-            continue  # not enabled on this server (Keycloak skips disabled required actions too)
         path = f"required:{name}"
         if ctx.is_action and ctx.auth_session.current == path:
             ctx.is_action = False
@@ -349,10 +455,10 @@ def _run_required_actions(ctx):
     return Outcome.success()
 
 
-def run(ctx) -> Outcome:
+def run(ctx, binding=BROWSER) -> Outcome:
     """Advance the sign-in as far as it goes: SUCCESS (user known, actions done) or the page."""
     if not ctx.auth_session.flow_done:
-        flow = get_flow(ctx.realm, ctx.realm.browser_flow)
+        flow = flow_for(ctx.realm, ctx.client, binding)
         if flow is None:
             return Outcome.failure("flow_not_found")
         outcome = _run_flow(ctx, flow)
@@ -364,6 +470,30 @@ def run(ctx) -> Outcome:
     if ctx.user is None or not ctx.user.enabled:
         return Outcome.failure("user_disabled")
     return _run_required_actions(ctx)
+
+
+def run_direct_grant(request, realm, client, params, *, protocol):
+    """The direct-grant binding for a password grant: ``(ctx, outcome)``, SUCCESS with
+    ``ctx.user`` signed in, or a FAILURE whose ``description`` the grant answers
+    (``invalid_grant``). Nothing can be shown to the user, so a step's page and any pending
+    required action are errors, as in Keycloak."""
+    auth_session = AuthSession(root_id="", tab_id="", realm_id=realm.pk, client_pk=client.pk, protocol=protocol,
+                               client_data={})
+    ctx = AuthContext(request, realm, client, auth_session, params=params)
+    flow = flow_for(realm, client, DIRECT_GRANT)
+    if flow is None:
+        return ctx, Outcome.failure("flow_not_found", description=INVALID_CREDENTIALS)
+    outcome = _run_flow(ctx, flow)
+    if outcome.kind != Outcome.SUCCESS or ctx.user is None:
+        error = outcome.error if outcome.kind == Outcome.FAILURE else ""
+        return ctx, Outcome.failure(error or "invalid_user_credentials",
+                                    description=outcome.description or INVALID_CREDENTIALS)
+    if not ctx.user.enabled:
+        return ctx, Outcome.failure("user_disabled", description="Account disabled")
+    if ctx.user.required_actions:
+        _unavailable_required_action(ctx)  # logs an action this server lacks; the answer is the same
+        return ctx, Outcome.failure("resolve_required_actions", description="Account is not fully set up")
+    return ctx, Outcome.success()
 
 
 # Completion ----------------------------------------------------------------------------------

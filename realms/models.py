@@ -338,6 +338,34 @@ class Group(RealmOwned):
         return "/" + "/".join(reversed(names))
 
 
+class Component(RealmOwned):
+    """Keycloak's ComponentModel: a configured provider of a realm (a user storage provider such
+    as LDAP, a key provider ...). ``config`` is a multivalued map (name -> list of strings), as
+    Keycloak stores and exports it. Only user storage providers are stored here today (keys
+    have their own table)."""
+
+    USER_STORAGE = "org.keycloak.storage.UserStorageProvider"
+
+    id = IdField()
+    name = models.CharField(max_length=255)
+    provider_id = models.CharField(max_length=255)
+    provider_type = models.CharField(max_length=255)
+    parent_id = models.CharField(max_length=64, blank=True)
+    sub_type = models.CharField(max_length=255, blank=True)
+    config = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return f"{self.name} ({self.provider_id})"
+
+    def get(self, name, default=""):
+        """The first value of a config entry."""
+        values = self.config.get(name) or []
+        return values[0] if values else default
+
+
 class UserManager(BaseUserManager):
     def get_by_natural_key(self, username):
         return self.get(realm__name="master", username=username)
@@ -356,7 +384,11 @@ class User(RealmOwned, AbstractBaseUser):
     last_name = models.CharField(max_length=255, blank=True)
     enabled = models.BooleanField(default=True)
     attributes = models.JSONField(default=dict, blank=True)
-    federation_link = models.CharField(max_length=255, blank=True, help_text="Id of the user storage provider.")
+    # The user storage provider (a Component) this user was imported from; null for local users.
+    # Removing the provider removes the users it imported, as in Keycloak.
+    federation_link = models.ForeignKey(
+        "Component", null=True, blank=True, on_delete=models.CASCADE, related_name="users",
+        help_text="The user storage provider this user comes from.")
     service_account_client = models.OneToOneField(
         Client, null=True, blank=True, on_delete=models.CASCADE, related_name="service_account_user"
     )

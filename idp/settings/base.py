@@ -104,6 +104,10 @@ IDP_BASE_URL = os.environ.get("IDP_BASE_URL", "")
 # Addresses or networks of the reverse proxies in front of the service (comma-separated); only
 # their X-Forwarded-For is believed (realms.web.client_address). Empty: the TCP peer is the client.
 IDP_TRUSTED_PROXIES = [p for p in os.environ.get("IDP_TRUSTED_PROXIES", "").split(",") if p.strip()]
+# Admin console sign-in attempts allowed per client address and minute (0: no limit). Ten is
+# more than a person mistyping needs and bounds the password checks one address can cause;
+# brute-force detection still locks the account itself after the realm's failure limit.
+IDP_CONSOLE_LOGIN_ATTEMPTS_PER_MINUTE = int(os.environ.get("IDP_CONSOLE_LOGIN_ATTEMPTS_PER_MINUTE", "10"))
 IDP_MANAGEMENT_PORT = int(os.environ.get("IDP_MANAGEMENT_PORT", "9000"))
 IDP_BOOTSTRAP_ADMIN_USERNAME = os.environ.get("IDP_BOOTSTRAP_ADMIN_USERNAME", "")
 IDP_BOOTSTRAP_ADMIN_PASSWORD = os.environ.get("IDP_BOOTSTRAP_ADMIN_PASSWORD", "")

@@ -13,6 +13,7 @@ from jwcrypto import jwk
 from .. import keys
 from ..models import RealmKey
 from .fields import RepresentationError, as_bool, as_dict, as_int, as_list, as_multi_map, as_str
+from .user_storage import USER_STORAGE
 
 KEY_PROVIDER = "org.keycloak.keys.KeyProvider"
 
@@ -64,6 +65,8 @@ def parse_components(components, p):
             path = f"{type_path}[{i}]"
             comp = as_dict(comp, path)
             provider_id = comp.get("providerId")
+            if provider_type == USER_STORAGE:
+                continue  # read by user_storage
             if provider_type != KEY_PROVIDER or provider_id not in _KEY_ALGORITHMS:
                 p.unsupported(path, f"component {provider_id!r} ({provider_type}) not supported, not imported")
                 continue

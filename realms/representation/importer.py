@@ -17,6 +17,7 @@ from .merge import merge_builtins
 from .protocol_mappers import ProtocolMapperApplier
 from .realm import REALM_FIELDS, parse_realm
 from .roles import RoleApplier
+from .user_storage import UserStorageApplier
 from .users import UserApplier
 
 
@@ -26,8 +27,8 @@ class ImportResult:
     warnings: list = field(default_factory=list)
 
 
-class _Applier(ClientScopeApplier, ProtocolMapperApplier, ClientApplier, RoleApplier, GroupApplier, UserApplier,
-               KeyApplier):
+class _Applier(ClientScopeApplier, ProtocolMapperApplier, ClientApplier, RoleApplier, GroupApplier, UserStorageApplier,
+               UserApplier, KeyApplier):
     """Step 3: writes the parsed realm; each resource's steps come from its module."""
 
     def __init__(self, r, p):
@@ -80,6 +81,7 @@ class _Applier(ClientScopeApplier, ProtocolMapperApplier, ClientApplier, RoleApp
         self.add_scope_mappings()
         for group in r["groups"]:
             self.add_group(group, None)
+        self.add_user_storage(r["user_storage"])
         for user in r["users"]:
             self.add_user(user)
         self.add_service_accounts()

@@ -22,6 +22,7 @@ from .fields import (
 )
 from .groups import group_rep, parse_group
 from .roles import parse_roles, parse_scope_mapping, role_names, role_rep
+from .user_storage import parse_user_storage, user_storage_reps
 from .users import parse_user, user_rep
 
 REALM_FIELDS = {
@@ -157,6 +158,7 @@ def parse_realm(data, p):
     out["default_default_scopes"] = top.get("defaultDefaultClientScopes")
     out["default_optional_scopes"] = top.get("defaultOptionalClientScopes")
     out["keys"] = parse_components(top.get("components", {}), p)
+    out["user_storage"] = parse_user_storage(top.get("components", {}), p)
     if "privateKey" in top:
         out["keys"].append({
             "_path": "privateKey", "id": None, "name": "rsa", "algorithm": "RS256",
@@ -237,6 +239,7 @@ def export_realm(realm):
     rep["defaultDefaultClientScopes"] = [x.client_scope.name for x in realm_links if x.default]
     rep["defaultOptionalClientScopes"] = [x.client_scope.name for x in realm_links if not x.default]
     rep["components"] = {
-        KEY_PROVIDER: [key_component(k, realm.name) for k in RealmKey.objects.filter(realm=realm)]
+        KEY_PROVIDER: [key_component(k, realm.name) for k in RealmKey.objects.filter(realm=realm)],
+        **user_storage_reps(realm),
     }
     return rep

@@ -24,6 +24,7 @@ from .fields import (
     spec_of,
 )
 from .roles import role_names
+from .user_storage import USER_STORAGE
 
 _USER_FIELDS = {
     "id": ("id", as_str),
@@ -34,7 +35,7 @@ _USER_FIELDS = {
     "lastName": ("last_name", as_str),
     "enabled": ("enabled", as_bool),
     "attributes": ("attributes", as_multi_map),
-    "federationLink": ("federation_link", as_str),
+    "federationLink": ("federation_link_id", as_str),
     "requiredActions": ("required_actions", as_str_list),
     "notBefore": ("not_before", as_int),
 }
@@ -205,7 +206,7 @@ def _credential_rep(cred):
 
 
 def user_rep(user):
-    u = {k: v for k, v in json_fields(user, _USER_FIELDS).items() if v != ""}
+    u = {k: v for k, v in json_fields(user, _USER_FIELDS).items() if v not in ("", None)}
     u["createdTimestamp"] = _millis(user.created)
     u["credentials"] = [_credential_rep(c) for c in user.credentials.order_by("-priority", "created")]
     u["realmRoles"], u["clientRoles"] = role_names(list(user.roles.all().select_related("client")))
@@ -221,6 +222,11 @@ class UserApplier:
     def add_user(self, u):
         fields = dict(u["fields"])
         fields["id"] = self.id_for(User, fields.get("id"))
+        if fields.get("federation_link_id"):  # a link to no provider of the file is refused, never dropped
+            if fields["federation_link_id"] not in self.components:
+                raise RepresentationError(f"{u['_path']}.federationLink", "no user storage provider with this id "
+                                          f"in components[\"{USER_STORAGE}\"]")
+            fields["federation_link_id"] = self.components[fields["federation_link_id"]]
         user = User(realm=self.realm, **fields)
         if u["service_account_client"]:
             user.service_account_client = self.client(u["service_account_client"], f"{u['_path']}.serviceAccountClientId")

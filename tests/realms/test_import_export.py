@@ -427,7 +427,7 @@ def test_unsupported_keys_are_listed_with_their_paths():
         "clients[0].authorizationSettings: not supported, not imported",
         "groups[0].subGroups[0].unknownThing: not supported, not imported",
         "users[0].federatedIdentities: not supported, not imported",
-        'components["org.keycloak.storage.UserStorageProvider"][0]: component \'ldap\' '
-        "(org.keycloak.storage.UserStorageProvider) not supported, not imported",
+        'components["org.keycloak.storage.UserStorageProvider"][0]: user storage provider \'ldap\' is not '
+        "available on this server: stored, its users cannot sign in until it is",
     ]
     assert Group.objects.get(realm=result.realm, name="h").parent.name == "g"

@@ -1,10 +1,8 @@
-"""Required actions this service ships: ``UPDATE_PASSWORD``. Others (CONFIGURE_TOTP,
-VERIFY_EMAIL ...) register the same way from the apps that implement them."""
-from . import events
-from .flows import Outcome, RequiredAction, register_required_action
+"""Keycloak's ``UPDATE_PASSWORD`` required action."""
+from .. import events
+from ..flows import Outcome, RequiredAction
 
 
-@register_required_action
 class UpdatePassword(RequiredAction):
     provider_id = "UPDATE_PASSWORD"
 
@@ -12,8 +10,8 @@ class UpdatePassword(RequiredAction):
         return ctx.render("update-password.html", {"error": error, "error_field": error_field})
 
     def process(self, ctx):
-        new = ctx.request.POST.get("password-new", "")
-        confirm = ctx.request.POST.get("password-confirm", "")
+        new = ctx.params.get("password-new", "")
+        confirm = ctx.params.get("password-confirm", "")
         if not new:
             return Outcome.challenge(self.challenge(ctx, error="Please specify password.", error_field="password-new"))
         if new != confirm:

@@ -1,0 +1,19 @@
+"""The ``password`` credential: a Django-encoded hash in ``secret_data`` (Argon2id for new ones,
+Keycloak's PBKDF2 and Argon2 hashes verified after an import and upgraded on the next
+successful check; ``realms.hashers``)."""
+from . import CredentialType
+
+
+class Password(CredentialType):
+    type = "password"
+
+    def verify(self, user, secret):
+        # User.check_password reads the credential row and upgrades an old hash; a user without
+        # a password still costs one check (hashers.spend_check_time).
+        return user.check_password(secret)
+
+    def create(self, user, secret):
+        user.set_password(secret)  # stored now for a saved user, else with the user's first save
+
+    def configured_for(self, user):
+        return user.has_usable_password()

@@ -1,0 +1,6 @@
+"""Required actions this service ships, one module each; ``BUILTIN`` is what RealmsConfig.ready
+registers. Others (CONFIGURE_TOTP, VERIFY_EMAIL ...) register the same way from the apps that
+implement them; until then a user who must do one cannot sign in (``realms.flows``)."""
+from .update_password import UpdatePassword
+
+BUILTIN = (UpdatePassword,)

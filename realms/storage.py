@@ -1,0 +1,170 @@
+"""User storage providers (Keycloak's UserStorageProvider SPI), protocol-neutral.
+
+Where a realm's users live: the realm database (the built-in provider, always first) and the
+user storage components configured on the realm (``Component`` rows of type
+``org.keycloak.storage.UserStorageProvider``: LDAP, or a test's dict of users). A provider
+factory is registered under its Keycloak provider id from an ``AppConfig.ready()``
+(``register_provider``); ``provider_for(component)`` builds the provider for a stored component.
+
+Providers work in Keycloak's import mode: a user found in an external store is imported as a
+``User`` row whose ``federation_link`` is the component, and that provider then validates the
+user's credentials. A federated user whose component has no registered provider (LDAP on a
+server without the federation code, a provider removed from the configuration) is *unavailable*:
+sign-in refuses them, never falling back to a local password.
+"""
+from .credentials import get_credential_type
+from .models import Component, User
+
+USER_STORAGE = Component.USER_STORAGE
+
+
+class UserStorageProvider:
+    """One store of users. Lookups answer a realm ``User`` (imported when the store is external)
+    or None; ``validate`` checks a secret of the given credential type."""
+
+    def get_user_by_id(self, realm, user_id):
+        raise NotImplementedError
+
+    def get_user_by_username(self, realm, username):
+        raise NotImplementedError
+
+    def get_user_by_email(self, realm, email):
+        raise NotImplementedError
+
+    def search(self, realm, query, first=0, max_results=100):
+        """Users whose username, e-mail or name contains ``query``, a page at a time."""
+        raise NotImplementedError
+
+    def validate(self, realm, user, credential_type, secret) -> bool:
+        raise NotImplementedError
+
+    def is_configured_for(self, realm, user, credential_type) -> bool:
+        """Whether the user has a credential of this type in this store (conditional sub-flows
+        ask it: Keycloak's isConfiguredFor)."""
+        raise NotImplementedError
+
+    def update_credential(self, realm, user, credential_type, secret) -> bool:
+        """Write a new secret back to the store; False when the store is read-only (default)."""
+        return False
+
+
+class RealmDatabase(UserStorageProvider):
+    """The built-in provider: users and credentials in the realm's own tables."""
+
+    def get_user_by_id(self, realm, user_id):
+        return User.objects.filter(realm=realm, pk=user_id).first()
+
+    def get_user_by_username(self, realm, username):
+        # A raw query (the same as the ORM's username__iexact): every sign-in runs it, and the
+        # ORM's query compiler costs more CPU than the database spends answering it.
+        return next(iter(User.objects.raw(
+            f"SELECT * FROM {User._meta.db_table} WHERE realm_id = %s AND UPPER(username) = UPPER(%s)"
+            " AND service_account_client_id IS NULL ORDER BY username LIMIT 1", [realm.pk, username])), None)
+
+    def get_user_by_email(self, realm, email):
+        matches = list(User.objects.filter(realm=realm, email__iexact=email)[:2])
+        return matches[0] if len(matches) == 1 else None  # an e-mail two users share names nobody
+
+    def search(self, realm, query, first=0, max_results=100):
+        from django.db.models import Q
+
+        match = (Q(username__icontains=query) | Q(email__icontains=query) | Q(first_name__icontains=query)
+                 | Q(last_name__icontains=query))
+        return list(User.objects.filter(realm=realm, service_account_client__isnull=True)
+                    .filter(match).order_by("username")[first:first + max_results])
+
+    def validate(self, realm, user, credential_type, secret):
+        kind = get_credential_type(credential_type)
+        return kind is not None and kind.verify(user, secret)
+
+    def is_configured_for(self, realm, user, credential_type):
+        kind = get_credential_type(credential_type)
+        return kind is not None and kind.configured_for(user)
+
+    def update_credential(self, realm, user, credential_type, secret):
+        kind = get_credential_type(credential_type)
+        if kind is None:
+            return False
+        kind.create(user, secret)
+        return True
+
+
+REALM_DATABASE = RealmDatabase()
+_factories = {}
+
+
+def register_provider(provider_id, factory):
+    """``factory(component) -> UserStorageProvider`` for components with this provider id."""
+    _factories[provider_id] = factory
+
+
+def is_available(provider_id):
+    return provider_id in _factories
+
+
+def provider_for(component):
+    """The provider serving a stored component, or None when none is registered for it."""
+    factory = _factories.get(component.provider_id)
+    if factory is None or component.get("enabled", "true").lower() == "false":
+        return None
+    return factory(component)
+
+
+class Unavailable(Exception):
+    """A federated user whose storage provider is not available on this server."""
+
+
+def provider_of(user):
+    """The provider that validates ``user``'s credentials; raises Unavailable for a federated user
+    whose provider is missing or disabled."""
+    if user.federation_link_id is None:
+        return REALM_DATABASE
+    provider = provider_for(user.federation_link)
+    if provider is None:
+        raise Unavailable(user.federation_link_id)
+    return provider
+
+
+def is_configured_for(realm, user, credential_type):
+    """Whether ``user`` can present a credential of this type (False when their store is
+    unavailable)."""
+    try:
+        return provider_of(user).is_configured_for(realm, user, credential_type)
+    except Unavailable:
+        return False
+
+
+def _external(realm):
+    """The realm's available external providers, by Keycloak's ``priority`` (lowest first)."""
+    if not _factories:
+        return []  # nothing registered: no query on the hot path
+    components = Component.objects.filter(realm=realm, provider_type=USER_STORAGE,
+                                          provider_id__in=list(_factories))
+    return [p for p in map(provider_for, sorted(components, key=_priority)) if p is not None]
+
+
+def _priority(component):
+    try:
+        return int(component.get("priority", "0"))
+    except ValueError:
+        return 0  # an unreadable priority sorts first rather than failing every sign-in
+
+
+def find_user(realm, username):
+    """The user named ``username`` (case-insensitive, as Keycloak stores names lower-case), or
+    with that e-mail address when the realm allows it: the realm database first, then each
+    external provider in priority order."""
+    user = REALM_DATABASE.get_user_by_username(realm, username)
+    if user is not None:
+        return user
+    by_email = realm.login_with_email_allowed and "@" in username
+    if by_email:
+        user = REALM_DATABASE.get_user_by_email(realm, username)
+        if user is not None:
+            return user
+    for provider in _external(realm):
+        user = provider.get_user_by_username(realm, username) or (
+            provider.get_user_by_email(realm, username) if by_email else None)
+        if user is not None:
+            return user
+    return None

@@ -7,9 +7,11 @@ class OidcConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from . import authorize, backchannel  # noqa: F401  (sign-in completion, logout propagation)
         from realms.api.authentication import register_token_verifier
 
+        from . import authorize, backchannel
         from .admin_tokens import verify
 
+        authorize.register()
+        backchannel.connect_signals()
         register_token_verifier(verify)

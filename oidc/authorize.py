@@ -310,4 +310,6 @@ def _fail(ctx, error):
         oauth_error, redirect_uri=data["redirect_uri"], state=data["state"], response_mode=data["response_mode"]))
 
 
-flows.register_protocol(PROTOCOL, _complete, _fail)
+def register():
+    """OIDC's sign-in completion; called from ``OidcConfig.ready``."""
+    flows.register_protocol(PROTOCOL, _complete, _fail)

@@ -97,4 +97,6 @@ def on_session_ended(sender, user_session, client_sessions, reason, **kwargs):
         transaction.on_commit(lambda: send_all(notifications))
 
 
-sessions.session_ended.connect(on_session_ended, dispatch_uid="oidc-backchannel-logout")
+def connect_signals():
+    """Back-channel logout when an SSO session ends; called from ``OidcConfig.ready``."""
+    sessions.session_ended.connect(on_session_ended, dispatch_uid="oidc-backchannel-logout")

@@ -9,9 +9,7 @@ class RealmsConfig(AppConfig):
     def ready(self):
         from django.db.models.signals import post_migrate
 
-        from . import keys  # noqa: F401  (connects key-cache invalidation)
-        from . import sessions  # noqa: F401  (connects session-cache invalidation)
-        from . import realm_cache, required_actions, steps
+        from . import keys, realm_cache, required_actions, sessions, steps
         from .credentials import register_credential_type
         from .credentials.password import Password
         from .flows import register_authenticator, register_required_action
@@ -24,4 +22,6 @@ class RealmsConfig(AppConfig):
         register_credential_type(Password)
 
         post_migrate.connect(ensure_master_realm, sender=self, dispatch_uid="realms-master-realm")
+        keys.connect_signals()
+        sessions.connect_signals()
         realm_cache.connect_signals()

@@ -95,5 +95,7 @@ def _on_key_change(sender, instance, **kwargs):
     _copies.invalidate(instance.realm_id)
 
 
-post_save.connect(_on_key_change, sender=RealmKey, dispatch_uid="realmkey-save")
-post_delete.connect(_on_key_change, sender=RealmKey, dispatch_uid="realmkey-delete")
+def connect_signals():
+    """Drop a realm's keys when one changes; called from ``RealmsConfig.ready``."""
+    post_save.connect(_on_key_change, sender=RealmKey, dispatch_uid="realmkey-save")
+    post_delete.connect(_on_key_change, sender=RealmKey, dispatch_uid="realmkey-delete")

@@ -311,5 +311,7 @@ def _drop_session(sender, instance, **kwargs):
     transaction.on_commit(lambda: _cache_drop(instance.pk))
 
 
-post_save.connect(_drop_user_sessions, sender=User, dispatch_uid="usersession-cache-user-save")
-post_delete.connect(_drop_session, sender=UserSession, dispatch_uid="usersession-cache-delete")
+def connect_signals():
+    """Drop cached sessions when their user or session row changes; called from ``RealmsConfig.ready``."""
+    post_save.connect(_drop_user_sessions, sender=User, dispatch_uid="usersession-cache-user-save")
+    post_delete.connect(_drop_session, sender=UserSession, dispatch_uid="usersession-cache-delete")

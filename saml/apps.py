@@ -7,4 +7,7 @@ class SamlConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from . import logout, sso  # noqa: F401  (sign-in completion, logout propagation)
+        from . import logout, sso
+
+        sso.register()
+        logout.register()

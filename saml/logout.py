@@ -61,8 +61,6 @@ def _frontchannel_url(request, user_session, client_session):
                                           "s": client_session.pk})
 
 
-sessions.register_frontchannel_logout(c.PROTOCOL, _frontchannel_url)
-
 
 def logout_step(request, realm, token):
     """One browser step of a logout: a LogoutRequest to a SAML client (inside an iframe of the
@@ -212,4 +210,7 @@ def _send_all(pending):
         return list(pool.map(lambda p: post_soap(*p), pending))
 
 
-sessions.session_ended.connect(on_session_ended, dispatch_uid="saml-backchannel-logout")
+def register():
+    """SAML's part in logout propagation (front and back channel); called from ``SamlConfig.ready``."""
+    sessions.register_frontchannel_logout(c.PROTOCOL, _frontchannel_url)
+    sessions.session_ended.connect(on_session_ended, dispatch_uid="saml-backchannel-logout")

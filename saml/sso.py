@@ -171,4 +171,6 @@ def _fail(ctx, error):
     return error_response(ctx.request, ctx.realm, SamlClient(ctx.client), data, exc, user_id=ctx.auth_session.user_id)
 
 
-flows.register_protocol(c.PROTOCOL, _complete, _fail)
+def register():
+    """SAML's sign-in completion; called from ``SamlConfig.ready``."""
+    flows.register_protocol(c.PROTOCOL, _complete, _fail)

@@ -9,11 +9,11 @@ class WebhooksConfig(AppConfig):
     def ready(self):
         from realms.api import resources
 
-        from . import outbox  # noqa: F401  (connects the realm_event receiver)
-        from . import delivery, dispatch, metrics, receiver, tasks
+        from . import delivery, dispatch, metrics, outbox, receiver, tasks
         from .urls import urlpatterns
 
         metrics.register()
+        outbox.connect_signals()
         dispatch.register(dispatch.DELIVERIES, delivery.process, tasks.deliver)
         dispatch.register(dispatch.RECEIVED, receiver.process, tasks.process_received)
         dispatch.register_sweep(delivery.sweep)

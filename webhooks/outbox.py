@@ -7,7 +7,6 @@ import json
 
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
-from django.dispatch import receiver
 from django.utils import timezone
 
 from realms.events import realm_event
@@ -25,13 +24,10 @@ _has_enabled_endpoints = LocalCopies(
 )
 
 
-@receiver(post_save, sender=Endpoint, dispatch_uid="webhooks.outbox.endpoint-saved")
-@receiver(post_delete, sender=Endpoint, dispatch_uid="webhooks.outbox.endpoint-deleted")
 def _on_endpoint_change(sender, instance, **kwargs):
     _has_enabled_endpoints.invalidate(instance.realm_id)
 
 
-@receiver(realm_event, sender=Event, dispatch_uid="webhooks.outbox")
 def on_realm_event(sender, event, **kwargs):
     event_type = catalogue.webhook_type(event)
     if event_type is None or not _has_enabled_endpoints.get(event.realm_id):
@@ -42,6 +38,13 @@ def on_realm_event(sender, event, **kwargs):
     if endpoints:
         publish(event.realm, event_type, catalogue.payload_data(event, event.realm.name),
                 endpoints=endpoints, occurred_at=event.time, source_event_id=event.id)
+
+
+def connect_signals():
+    """The outbox hears every realm event; called from ``WebhooksConfig.ready``."""
+    post_save.connect(_on_endpoint_change, sender=Endpoint, dispatch_uid="webhooks.outbox.endpoint-saved")
+    post_delete.connect(_on_endpoint_change, sender=Endpoint, dispatch_uid="webhooks.outbox.endpoint-deleted")
+    realm_event.connect(on_realm_event, sender=Event, dispatch_uid="webhooks.outbox")
 
 
 def payload_bytes(event_type, occurred_at, data):

@@ -285,7 +285,9 @@ def test_killing_all_instances_opens_breaker_and_recovery_closes_it(upstream, pr
     assert codes[0] == 502 and codes[-1] == 503
     assert metric_value(p.metrics(), "ambassador_breaker_state", upstream="svc") == 1
     fast = [e for e in p.access_log() if e["error"] == "circuit_open"]
-    assert fast and max(e["duration_ms"] for e in fast) <= 1.0  # refused at once, no upstream call
+    # Refused at once: no try reached for an instance (wall-clock bounds belong in bench/, where the
+    # machine is quiet; here other work shares the cores).
+    assert fast and all(e["attempts"] == 0 and e["instance"] is None for e in fast)
     r = requests.get(p.url + "/x", timeout=5)
     assert r.status_code == 503 and r.json()["error"] == "circuit_open"
     time.sleep(0.45)

@@ -54,9 +54,15 @@ def _key(root_id, tab_id):
     return f"idp:authsess:{root_id}:{tab_id}"
 
 
+def _root_key(root_id):
+    return f"idp:authroot:{root_id}"
+
+
 def start(request, realm, client, *, protocol, client_data, force_login=False, login_hint="") -> AuthSession:
     root_id = request.COOKIES.get(COOKIE, "")
-    new_root = not (root_id and len(root_id) <= 64 and root_id.replace("-", "").replace("_", "").isalnum())
+    # Only an id this server issued and still holds is kept: one the browser chose (planted by
+    # someone else, session fixation) is replaced by a new one.
+    new_root = not (root_id and len(root_id) <= 64 and cache.get(_root_key(root_id)))
     if new_root:
         root_id = secrets.token_urlsafe(24)
     auth_session = AuthSession(
@@ -89,6 +95,8 @@ def save(auth_session, realm):
     # A shallow copy is enough: pickling copies the nested dicts and lists.
     data = {**vars(auth_session), "new_root": False}
     cache.set(_key(auth_session.root_id, auth_session.tab_id), data, max(int(remaining) + 1, 1))
+    # The root outlives each of its tabs: marked live for a whole login timeout from the last save.
+    cache.set(_root_key(auth_session.root_id), 1, realm.access_code_lifespan_login + 1)
     auth_session.stored = True
 
 

@@ -82,3 +82,20 @@ def test_client_assertion_lifetime_is_capped(http, realm, key_client):
     app.attributes = {**app.attributes, "token.endpoint.auth.signing.max.exp": "600"}
     app.save()
     assert http.post(token_url(realm), _assert_with(realm, key_client, exp=now + 500)).status_code == 200
+
+
+def _authorize(http, realm):
+    from .conftest import REDIRECT
+    return http.get(url(realm, "auth"), {"client_id": "app", "redirect_uri": REDIRECT, "response_type": "code",
+                                         "scope": "openid", "state": "s"})
+
+
+def test_client_chosen_auth_session_id_is_replaced(http, realm):
+    http.cookies["AUTH_SESSION_ID"] = "attacker-chosen-id"
+    page = _authorize(http, realm)
+    assert page.status_code == 200
+    issued = page.cookies["AUTH_SESSION_ID"].value
+    assert issued != "attacker-chosen-id"
+    # The id this server issued is kept for the next sign-in of the same browser.
+    again = _authorize(http, realm)
+    assert again.status_code == 200 and "AUTH_SESSION_ID" not in again.cookies

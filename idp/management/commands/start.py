@@ -57,6 +57,7 @@ class Command(BaseCommand):
                 self.cfg.set("threads", threads)
                 self.cfg.set("worker_class", "gthread" if threads > 1 else "sync")
                 self.cfg.set("accesslog", os.environ.get("IDP_ACCESS_LOG") or None)
+                self.cfg.set("logger_class", "idp.logs.AccessLogger")  # query values redacted
                 self.cfg.set("keepalive", 5)
                 self.cfg.set("when_ready", lambda server: start_management_server(management_bind, management_port))
 

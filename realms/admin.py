@@ -28,7 +28,9 @@ from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from . import keys
+from .console_secrets import SmtpPasswordMaskedForm
 from .events import emit
+from .web import is_cross_site
 from .services import add_default_client_scopes, create_realm, create_user, enable_service_account
 from .models import (
     Client,
@@ -78,7 +80,8 @@ def current_realm(request):
 
 def set_current_realm(request, realm):
     request._console_realm = realm
-    if realm is not None and request.session.get(SESSION_KEY) != realm.pk:
+    # A link from another site shows that realm once but is not remembered (no cross-site switch).
+    if realm is not None and request.session.get(SESSION_KEY) != realm.pk and not is_cross_site(request):
         request.session[SESSION_KEY] = realm.pk
 
 
@@ -401,7 +404,7 @@ class RealmDefaultClientScopeInline(RealmScopedInline):
     verbose_name_plural = "Default client scopes (given to new clients: default, or optional when unticked)"
 
 
-class RealmForm(forms.ModelForm):
+class RealmForm(SmtpPasswordMaskedForm):
     default_signature_algorithm = forms.ChoiceField(choices=RealmKey.ALGORITHMS, initial="RS256")
 
     class Meta:

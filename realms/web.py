@@ -9,6 +9,7 @@ events and audit rows record.
 """
 import functools
 import ipaddress
+from urllib.parse import urlsplit
 
 from django.conf import settings
 
@@ -57,3 +58,14 @@ def client_address(request) -> str:
             except ValueError:
                 return peer  # a malformed hop: fall back to what the socket says
     return hops[0] if hops else peer
+
+
+def is_cross_site(request) -> bool:
+    """Whether the browser says another site started this request: ``Sec-Fetch-Site`` (sent by
+    every current browser), else a ``Referer`` from another host. Neither (a non-browser client,
+    a typed address): not cross-site."""
+    site = request.META.get("HTTP_SEC_FETCH_SITE")
+    if site is not None:
+        return site not in ("same-origin", "none")
+    referer = request.META.get("HTTP_REFERER", "")
+    return bool(referer) and urlsplit(referer).netloc != request.get_host()

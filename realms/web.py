@@ -69,3 +69,17 @@ def is_cross_site(request) -> bool:
         return site not in ("same-origin", "none")
     referer = request.META.get("HTTP_REFERER", "")
     return bool(referer) and urlsplit(referer).netloc != request.get_host()
+
+
+def is_secure(request) -> bool:
+    """Whether the client reached the service over HTTPS: TLS on this connection, or
+    ``X-Forwarded-Proto: https`` set by a trusted proxy (``IDP_TRUSTED_PROXIES``). The header
+    from anyone else is ignored: a plain-HTTP client cannot claim HTTPS."""
+    if request.META.get("wsgi.url_scheme") == "https":
+        return True
+    networks = trusted_proxies()
+    if not networks or not _is_trusted(request.META.get("REMOTE_ADDR", ""), networks):
+        return False
+    # The nearest proxy (ours, trusted) has the last word when several appended to the header.
+    proto = request.META.get("HTTP_X_FORWARDED_PROTO", "").split(",")[-1].strip().lower()
+    return proto == "https"

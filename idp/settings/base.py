@@ -30,6 +30,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "realms.transport.TransportSecurityMiddleware",  # HTTPS as trusted proxies tell; realm sslRequired
     "django.middleware.security.SecurityMiddleware",
     "oidc.middleware.ProtocolEndpointMiddleware",  # token, JWKS, userinfo ... skip the rest
     "django.contrib.sessions.middleware.SessionMiddleware",

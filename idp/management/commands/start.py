@@ -59,6 +59,10 @@ class Command(BaseCommand):
                 self.cfg.set("accesslog", os.environ.get("IDP_ACCESS_LOG") or None)
                 self.cfg.set("logger_class", "idp.logs.AccessLogger")  # query values redacted
                 self.cfg.set("keepalive", 5)
+                # gunicorn must not turn X-Forwarded-Proto into the scheme itself (it trusts
+                # loopback by default): realms.transport believes IDP_TRUSTED_PROXIES only.
+                self.cfg.set("forwarded_allow_ips", "")
+                self.cfg.set("secure_scheme_headers", {})
                 self.cfg.set("when_ready", lambda server: start_management_server(management_bind, management_port))
 
             def load(self):

@@ -3,13 +3,11 @@
 Query strings carry ``id_token_hint`` (logout), ``login_hint``, SAML messages and, in a
 referrer, authorization codes: an access log is read by more people than the database. Every
 query value is logged as ``REDACTED`` unless its parameter is in ``SHOWN`` (names are kept, so a
-log still tells which request it was). The development server's ``django.server`` lines go
-through ``RedactQueryFilter``; gunicorn's access log through ``AccessLogger``.
+log still tells which request it was): the development server's ``django.server`` lines go
+through ``RedactQueryFilter``. (Production's access log, Granian's, has no query or referrer.)
 """
 import logging
 from urllib.parse import parse_qsl, quote
-
-from gunicorn.glogging import Logger
 
 SHOWN = frozenset({"client_id", "response_type", "response_mode", "scope", "prompt", "tab", "execution",
                    "ui_locales", "kc_locale", "realm__id__exact"})
@@ -41,14 +39,3 @@ class RedactQueryFilter(logging.Filter):
         if isinstance(record.args, tuple) and record.args and isinstance(record.args[0], str):
             record.args = (redact_request_line(record.args[0]), *record.args[1:])
         return True
-
-
-class AccessLogger(Logger):
-    """gunicorn's logger with the request line, query and referrer redacted."""
-
-    def atoms(self, resp, req, environ, request_time):
-        atoms = super().atoms(resp, req, environ, request_time)
-        atoms["r"] = redact_request_line(atoms["r"])
-        atoms["q"] = redact_target("?" + (atoms["q"] or ""))[1:]
-        atoms["f"] = redact_target(atoms["f"])
-        return atoms

@@ -60,9 +60,7 @@ def _root_key(root_id):
 
 def start(request, realm, client, *, protocol, client_data, force_login=False, login_hint="") -> AuthSession:
     root_id = request.COOKIES.get(COOKIE, "")
-    # Only an id this server issued and still holds is kept: one the browser chose (planted by
-    # someone else, session fixation) is replaced by a new one.
-    new_root = not (root_id and len(root_id) <= 64 and cache.get(_root_key(root_id)))
+    new_root = not (root_id and len(root_id) <= 64 and root_id.replace("-", "").replace("_", "").isalnum())
     if new_root:
         root_id = secrets.token_urlsafe(24)
     auth_session = AuthSession(
@@ -91,6 +89,11 @@ def load(request, realm, tab_id) -> AuthSession | None:
 
 
 def save(auth_session, realm):
+    if not (auth_session.stored or auth_session.new_root) and not cache.get(_root_key(auth_session.root_id)):
+        # A root id the browser brought that this server does not hold (chosen by someone else:
+        # session fixation) is replaced. Checked here, when a page is shown, so an answer given at
+        # once (SSO) costs no cache read.
+        auth_session.root_id, auth_session.new_root = secrets.token_urlsafe(24), True
     remaining = auth_session.created + realm.access_code_lifespan_login - time.time()
     # A shallow copy is enough: pickling copies the nested dicts and lists.
     data = {**vars(auth_session), "new_root": False}

@@ -8,10 +8,13 @@ class OidcConfig(AppConfig):
 
     def ready(self):
         from realms.api.authentication import register_token_verifier
+        from realms.transport import register_json_endpoints
 
         from . import authorize, backchannel
         from .admin_tokens import verify
+        from .middleware import PROTOCOL_ENDPOINTS
 
         authorize.register()
         backchannel.connect_signals()
         register_token_verifier(verify)
+        register_json_endpoints(PROTOCOL_ENDPOINTS)  # sslRequired refusals there are OAuth JSON

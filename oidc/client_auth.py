@@ -27,6 +27,7 @@ from .errors import InvalidClient
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 SECRET, SECRET_JWT, PRIVATE_KEY_JWT = "client-secret", "client-secret-jwt", "client-jwt"
 LEEWAY = 10
+DEFAULT_ASSERTION_MAX_EXP = 60
 JWKS_TTL = 300
 JWKS_REFETCH_MIN_INTERVAL = 10
 
@@ -121,14 +122,31 @@ def _verify_assertion(realm_config, config, assertion, kind, audiences):
         value = claims.get(name)
         if value is not None and (not isinstance(value, int) or value - LEEWAY > now):
             raise InvalidClient(f"Client assertion {name} is in the future")
+    # A stolen assertion must not stay usable for years: usable for at most the client's
+    # ``token.endpoint.auth.signing.max.exp`` seconds after iat, or before exp without iat (Keycloak).
+    max_exp = max_assertion_lifetime(client)
+    iat = claims.get("iat")
+    if iat is None and exp - now > max_exp:
+        raise InvalidClient("Client assertion expiration is too far in the future and iat claim not present")
+    if iat is not None and now > iat + max_exp:
+        raise InvalidClient("Client assertion was issued too far in the past to be used now")
     jti = claims.get("jti")
     if not isinstance(jti, str) or not jti:
         raise InvalidClient("Client assertion without jti")
     # One use per jti until the assertion expires (RFC 7523 §3 item 7); add() is atomic.
     key_name = "oidc:assertion-jti:" + hashlib.sha256(
         f"{realm_config.realm.pk}\0{client.pk}\0{jti}".encode()).hexdigest()
-    if not cache.add(key_name, 1, timeout=max(exp - now, 0) + LEEWAY):
+    if not cache.add(key_name, 1, timeout=max(min(exp - now, max_exp), 0) + LEEWAY):
         raise InvalidClient("Client assertion already used (jti replay)")
+
+
+def max_assertion_lifetime(client):
+    """The client attribute ``token.endpoint.auth.signing.max.exp`` (seconds), 60 when unset or bad."""
+    try:
+        value = int(client.attributes.get("token.endpoint.auth.signing.max.exp") or 0)
+    except (TypeError, ValueError):
+        value = 0
+    return value if value > 0 else DEFAULT_ASSERTION_MAX_EXP
 
 
 # Client keys ----------------------------------------------------------------------------------

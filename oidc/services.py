@@ -142,6 +142,12 @@ def introspect(request, realm_config, issuer, params, ip_address=""):
         emit(realm, "INTROSPECT_TOKEN_ERROR", client_id=params.get("client_id", ""), ip_address=ip_address,
              error=exc.event_error)
         raise
+    if config.client.public_client:
+        # A public client proves nothing about itself: it would learn any token's claims (Keycloak
+        # answers 403 "Client not allowed." too).
+        emit(realm, "INTROSPECT_TOKEN_ERROR", client_id=config.client_id, ip_address=ip_address,
+             error="invalid_request")
+        raise InvalidRequest("Client not allowed.", status=403)
     token = params.get("token", "")
     if not token:
         raise InvalidRequest("Token not provided")

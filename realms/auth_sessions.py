@@ -54,6 +54,10 @@ def _key(root_id, tab_id):
     return f"idp:authsess:{root_id}:{tab_id}"
 
 
+def _root_key(root_id):
+    return f"idp:authroot:{root_id}"
+
+
 def start(request, realm, client, *, protocol, client_data, force_login=False, login_hint="") -> AuthSession:
     root_id = request.COOKIES.get(COOKIE, "")
     new_root = not (root_id and len(root_id) <= 64 and root_id.replace("-", "").replace("_", "").isalnum())
@@ -85,10 +89,17 @@ def load(request, realm, tab_id) -> AuthSession | None:
 
 
 def save(auth_session, realm):
+    if not (auth_session.stored or auth_session.new_root) and not cache.get(_root_key(auth_session.root_id)):
+        # A root id the browser brought that this server does not hold (chosen by someone else:
+        # session fixation) is replaced. Checked here, when a page is shown, so an answer given at
+        # once (SSO) costs no cache read.
+        auth_session.root_id, auth_session.new_root = secrets.token_urlsafe(24), True
     remaining = auth_session.created + realm.access_code_lifespan_login - time.time()
     # A shallow copy is enough: pickling copies the nested dicts and lists.
     data = {**vars(auth_session), "new_root": False}
     cache.set(_key(auth_session.root_id, auth_session.tab_id), data, max(int(remaining) + 1, 1))
+    # The root outlives each of its tabs: marked live for a whole login timeout from the last save.
+    cache.set(_root_key(auth_session.root_id), 1, realm.access_code_lifespan_login + 1)
     auth_session.stored = True
 
 

@@ -4,6 +4,8 @@ from django.conf import settings
 from django.template.loader import select_template
 from django.http import HttpResponse
 
+from . import security_headers
+
 DEFAULT_THEME = "v2"
 
 
@@ -19,7 +21,5 @@ def render(request, realm, page, context=None, status=200):
     response = HttpResponse(template.render({**base, **(context or {})}, request), status=status)
     # Sign-in pages hold CSRF tokens and per-sign-in state: never cache them anywhere.
     response["Cache-Control"] = "no-store, must-revalidate, max-age=0"
-    # Nothing of these URLs (tab ids, client parameters) leaks to other sites. Not "no-referrer":
-    # browsers then send "Origin: null" with the form post, which the CSRF check must refuse.
-    response["Referrer-Policy"] = "same-origin"
-    return response
+    # The realm's browserSecurityHeaders (CSP, X-Frame-Options, Referrer-Policy ...).
+    return security_headers.apply(request, realm, response)

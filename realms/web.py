@@ -9,6 +9,7 @@ events and audit rows record.
 """
 import functools
 import ipaddress
+from urllib.parse import urlsplit
 
 from django.conf import settings
 
@@ -61,3 +62,28 @@ def client_address(request) -> str:
             except ValueError:
                 return peer  # a malformed hop: fall back to what the socket says
     return hops[0] if hops else peer
+
+
+def is_cross_site(request) -> bool:
+    """Whether the browser says another site started this request: ``Sec-Fetch-Site`` (sent by
+    every current browser), else a ``Referer`` from another host. Neither (a non-browser client,
+    a typed address): not cross-site."""
+    site = request.META.get("HTTP_SEC_FETCH_SITE")
+    if site is not None:
+        return site not in ("same-origin", "none")
+    referer = request.META.get("HTTP_REFERER", "")
+    return bool(referer) and urlsplit(referer).netloc != request.get_host()
+
+
+def is_secure(request) -> bool:
+    """Whether the client reached the service over HTTPS: TLS on this connection, or
+    ``X-Forwarded-Proto: https`` set by a trusted proxy (``IDP_TRUSTED_PROXIES``). The header
+    from anyone else is ignored: a plain-HTTP client cannot claim HTTPS."""
+    if request.META.get("wsgi.url_scheme") == "https":
+        return True
+    networks = trusted_proxies()
+    if not networks or not _is_trusted(request.META.get("REMOTE_ADDR", ""), networks):
+        return False
+    # The nearest proxy (ours, trusted) has the last word when several appended to the header.
+    proto = request.META.get("HTTP_X_FORWARDED_PROTO", "").split(",")[-1].strip().lower()
+    return proto == "https"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# OpenID Connect benchmark: production mode (manage.py start = gunicorn, PostgreSQL, Redis), the
+# OpenID Connect benchmark: production mode (manage.py start = Granian, PostgreSQL, Redis), the
 # server pinned to core 0, the load generator to core 1, 50 concurrent clients.
 # Measures: a bare Django view, client-credentials grants, refresh grants, full authorization-code
 # flows (login form with Argon2id + code exchange), the demo API (local validation over HTTP) and
@@ -7,7 +7,7 @@
 # PEER_RUN points to its run.sh, and the in-process CPU cost per request (cpu.py).
 #
 # Two kinds of figures: wall-clock (req/s, p50, p99 under 50 concurrent clients) and CPU per
-# request: the CPU time the server's processes (gunicorn master and workers), PostgreSQL and Redis
+# request: the CPU time the server's processes (main process and workers), PostgreSQL and Redis
 # spent during the run (from /proc) divided by the requests answered. On a machine others use,
 # wall-clock throughput moves with their load; CPU per request hardly does, and
 # 1 / (server CPU per request) is what one core can serve.
@@ -15,8 +15,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DURATION=${DURATION:-10}
-# gthread workers keep client connections alive; sync workers pay a TCP accept and close per
-# request (about 130 µs of server CPU more per request in our runs). One worker for the one core
+# Granian keeps client connections alive (HTTP/1.1 keep-alive) and runs Django in THREADS
+# blocking threads per worker. One worker for the one core
 # the server is pinned to, as production runs one per core: a second process on the same core
 # cost about 5 % more CPU cycles per code flow (two Python heaps competing for the core's caches).
 WORKERS=${WORKERS:-1}
@@ -83,7 +83,7 @@ load() {
 }
 
 echo "machine: $(lscpu | awk -F: '/Model name/{gsub(/^ +/,"",$2); print $2}'), $(nproc) cores; $(date -u +%FT%TZ);" \
-  "gunicorn: $WORKERS worker(s) x $THREADS thread(s); load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  "granian: $WORKERS worker(s) x $THREADS thread(s); load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 load bare_django_view "$SERVER" -m GET "$U/bench/bare"
 load client_credentials "$SERVER" -m POST -T $FORM -H "$BASIC" -d grant_type=client_credentials "$TOKEN"
 RT=$(curl -fs -u "bench-app:$SECRET" -d grant_type=password -d username=bench-user -d password=bench-password-1 \

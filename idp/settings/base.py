@@ -30,6 +30,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "realms.transport.TransportSecurityMiddleware",  # HTTPS as trusted proxies tell; realm sslRequired
     "django.middleware.security.SecurityMiddleware",
     "oidc.middleware.ProtocolEndpointMiddleware",  # token, JWKS, userinfo ... skip the rest
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -117,9 +118,11 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    # Query strings carry id_token_hint, login hints and codes: logged with their values redacted.
+    "filters": {"redact_query": {"()": "idp.logs.RedactQueryFilter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("IDP_LOG_LEVEL", "INFO")},
-    "loggers": {"django.request": {"level": "ERROR"}},
+    "loggers": {"django.request": {"level": "ERROR"}, "django.server": {"filters": ["redact_query"]}},
 }
 
 # Celery (idp/celery.py): Redis broker in production; dev mode runs background work in-process.

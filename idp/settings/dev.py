@@ -4,7 +4,9 @@ import os
 from .base import *  # noqa: F401,F403
 from .base import VAR_DIR
 
-DEBUG = os.environ.get("IDP_DEBUG", "1") == "1"
+# Off unless asked for: a debug page shows settings and stack frames to anyone who can reach
+# the port (dev mode may be bound to a non-loopback address).
+DEBUG = os.environ.get("IDP_DEBUG", "0") == "1"
 IDP_DEV_MODE = True
 IDP_BASE_URL = os.environ.get("IDP_BASE_URL", "")  # empty: taken from each request
 

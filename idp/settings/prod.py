@@ -17,12 +17,17 @@ CSRF_TRUSTED_ORIGINS = [IDP_BASE_URL] if IDP_BASE_URL else []
 DATABASES = {"default": database_from_url(os.environ.get("IDP_DB_URL", ""))}
 CACHES = {"default": redis_cache(os.environ.get("IDP_REDIS_URL", ""))}
 
-MIDDLEWARE = [MIDDLEWARE[0], "whitenoise.middleware.WhiteNoiseMiddleware", *MIDDLEWARE[1:]]  # noqa: F405
+_after_security = MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1  # noqa: F405
+MIDDLEWARE = [*MIDDLEWARE[:_after_security], "whitenoise.middleware.WhiteNoiseMiddleware",  # noqa: F405
+              *MIDDLEWARE[_after_security:]]  # noqa: F405
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
 }
 
-SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# No SECURE_PROXY_SSL_HEADER: X-Forwarded-Proto is believed from IDP_TRUSTED_PROXIES only
+# (realms.transport.TransportSecurityMiddleware). HSTS on every HTTPS answer.
+SECURE_HSTS_SECONDS = int(os.environ.get("IDP_HSTS_SECONDS", "31536000"))
+SECURE_HSTS_INCLUDE_SUBDOMAINS = os.environ.get("IDP_HSTS_INCLUDE_SUBDOMAINS", "0") == "1"
 SESSION_COOKIE_SECURE = IDP_BASE_URL.startswith("https://")
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE

@@ -8,11 +8,13 @@ from django.views.decorators.http import require_http_methods
 from realms.web import client_address
 
 from .. import cors, services
-from ..errors import OAuthError, error_response
+from ..errors import InvalidRequest, OAuthError, error_response
 from ..grants import Exchange, handle_token_request
 from .common import json_no_store, realm_context
 
 METHODS = ["POST", "OPTIONS"]
+# RFC 8693 §2.1 lets ``audience`` and ``resource`` repeat in a token-exchange request.
+REPEATABLE = frozenset({"audience", "resource"})
 
 
 def endpoint(view):
@@ -25,6 +27,9 @@ def endpoint(view):
         if request.method == "OPTIONS":
             return cors.preflight(request, HttpResponse(), METHODS)
         realm_config, issuer = realm_context(request, realm)
+        if any(len(values) > 1 and name not in REPEATABLE for name, values in request.POST.lists()):
+            # RFC 6749 §3.2: parameters must not repeat; which copy a check reads is ambiguous.
+            return error_response(InvalidRequest("duplicated parameter"))
         return view(request, realm_config, issuer)
     return wrapper
 

@@ -14,6 +14,7 @@ from ..models import Event, Realm, RealmDefaultClientScope, RealmKey
 from ..services import create_realm
 from .audit import object_event
 from .base import ConsoleAdmin, RealmScopedInline, adopt
+from .secrets import SmtpPasswordMaskedForm
 from .switcher import REALM_PARAM, set_current_realm
 
 
@@ -40,7 +41,7 @@ class RealmDefaultClientScopeInline(RealmScopedInline):
     verbose_name_plural = "Default client scopes (given to new clients: default, or optional when unticked)"
 
 
-class RealmForm(forms.ModelForm):
+class RealmForm(SmtpPasswordMaskedForm):
     default_signature_algorithm = forms.ChoiceField(choices=RealmKey.ALGORITHMS, initial="RS256")
 
     class Meta:

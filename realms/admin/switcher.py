@@ -3,6 +3,7 @@ header's switcher or with ``?realm__id__exact=`` on any list."""
 from django.contrib import admin
 
 from ..models import Realm, RealmOwned
+from ..web import is_cross_site
 
 REALM_PARAM = "realm__id__exact"
 SESSION_KEY = "admin_console_realm_id"
@@ -27,7 +28,8 @@ def current_realm(request):
 
 def set_current_realm(request, realm):
     request._console_realm = realm
-    if realm is not None and request.session.get(SESSION_KEY) != realm.pk:
+    # A link from another site shows that realm once but is not remembered (no cross-site switch).
+    if realm is not None and request.session.get(SESSION_KEY) != realm.pk and not is_cross_site(request):
         request.session[SESSION_KEY] = realm.pk
 
 

@@ -91,11 +91,24 @@ def test_start_dev_serves_health_admin_and_demo_realm(tmp_path):
         assert "Log out" in ok.text or "logout" in ok.text.lower()
         # The database is the embedded SQLite file in the var directory.
         assert (tmp_path / "dev.sqlite3").exists()
+        # DEBUG is off unless IDP_DEBUG=1: no debug page listing the URL patterns.
+        missing = requests.get(f"{base}/no-such-page", timeout=5)
+        assert missing.status_code == 404 and "URLconf" not in missing.text
+        # The request log keeps parameter names, not values that carry tokens.
+        requests.get(f"{base}/realms/demo/protocol/openid-connect/logout",
+                     params={"id_token_hint": "hint-secret-value", "client_id": "demo-app"}, timeout=5)
     finally:
         stop(proc)
     out = proc.stdout.read()
     assert "Demo realm 'demo' created" in out
     assert "boot-pass-1" not in out  # the admin's password is never printed
+    # Nor the demo user's: it is in a file only this user can read.
+    password_file = tmp_path / "demo-password.txt"
+    assert password_file.stat().st_mode & 0o777 == 0o600
+    demo_password = password_file.read_text().strip()
+    assert len(demo_password) >= 12 and demo_password not in out
+    assert "id_token_hint=REDACTED&client_id=demo-app" in out, out
+    assert "hint-secret-value" not in out
 
 
 @pytest.mark.parametrize(
@@ -143,13 +156,14 @@ def production_database():
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def test_start_production_serves_with_gunicorn(production_database, tmp_path):
+def test_start_production_serves_with_granian(production_database, tmp_path):
     http, mgmt = free_port(), free_port()
     env = base_env(
         DJANGO_SETTINGS_MODULE="idp.settings.prod", IDP_HOSTNAME="localhost",
         IDP_BASE_URL=f"http://localhost:{http}", IDP_SECRET_KEY="y" * 50,
         IDP_DB_URL=production_database, IDP_REDIS_URL=os.environ["IDP_TEST_REDIS_URL"],
         IDP_VAR_DIR=str(tmp_path), IDP_BOOTSTRAP_ADMIN_USERNAME="root", IDP_BOOTSTRAP_ADMIN_PASSWORD="root-pass-1",
+        IDP_ACCESS_LOG="-",
     )
     proc = manage("start", "--http-port", str(http), "--management-port", str(mgmt),
                   "--bind", "127.0.0.1", "--workers", "2", env=env)
@@ -165,5 +179,12 @@ def test_start_production_serves_with_gunicorn(production_database, tmp_path):
         # Static files of the console are served in production too.
         css = session.get(f"{base}/static/admin/css/base.css", timeout=5)
         assert css.status_code == 200
+        requests.get(f"{base}/realms/master/protocol/openid-connect/logout",
+                     params={"id_token_hint": "hint-secret-value"}, headers={"Referer": "https://rp.example/cb?code=c0de-secret"},
+                     timeout=5)
     finally:
         stop(proc)
+    out = proc.stdout.read()
+    # The access log has the path, not the query or the referrer, which carry tokens.
+    assert "/realms/master/protocol/openid-connect/logout" in out, out
+    assert "hint-secret-value" not in out and "c0de-secret" not in out

@@ -72,7 +72,9 @@ def realm(db):
 @pytest.mark.parametrize("trusted, expected", [([], "127.0.0.1"), (["127.0.0.1"], "203.0.113.7")])
 def test_token_endpoint_event_records_the_client_address(realm, settings, trusted, expected):
     settings.IDP_TRUSTED_PROXIES = trusted
-    http = HttpClient(HTTP_X_FORWARDED_FOR="203.0.113.7")  # the test client's peer is 127.0.0.1
+    # The test client's peer is 127.0.0.1; a proxy in front terminates TLS (sslRequired=external
+    # refuses plain HTTP from a public address).
+    http = HttpClient(HTTP_X_FORWARDED_FOR="203.0.113.7", HTTP_X_FORWARDED_PROTO="https")
     refused = http.post(TOKEN, {"grant_type": "client_credentials", "client_id": "svc", "client_secret": "wrong"})
     assert refused.status_code == 401
     assert Event.objects.get(type="CLIENT_LOGIN_ERROR").ip_address == expected

@@ -1,8 +1,13 @@
-"""manage.py start: production mode under gunicorn.
+"""manage.py start: production mode under Granian.
 
 Checks configuration first and stops with one line naming a missing or unusable setting;
 then applies migrations, creates the bootstrap admin, collects static files and serves. The
-management server (health, metrics) runs in the gunicorn master on its own port."""
+management server (health, metrics) runs in the main process on its own port.
+
+Granian (docs/decisions/0017-hardening.md) reads every connection's request head and body in
+its Rust event loop, and gives Django's WSGI application a blocking thread only for a complete
+request: clients that send slowly cost a socket, not a thread, and a request head not complete
+within ``IDP_HEADER_READ_TIMEOUT`` seconds is answered 408 and closed."""
 import os
 
 from django.conf import settings
@@ -14,7 +19,7 @@ from idp.config import ConfigError, check_production
 
 
 class Command(BaseCommand):
-    help = "Start the service in production mode (gunicorn, PostgreSQL, Redis)."
+    help = "Start the service in production mode (Granian, PostgreSQL, Redis)."
 
     def add_arguments(self, parser):
         parser.add_argument("--http-port", type=int, default=int(os.environ.get("IDP_HTTP_PORT", "8080")))
@@ -22,13 +27,15 @@ class Command(BaseCommand):
         parser.add_argument("--bind", default=os.environ.get("IDP_BIND", "0.0.0.0"))
         parser.add_argument("--management-bind", default=os.environ.get("IDP_MANAGEMENT_BIND", "127.0.0.1"))
         parser.add_argument("--workers", type=int, default=int(os.environ.get("IDP_WORKERS", "0")),
-                            help="gunicorn workers (default: one per core)")
-        # Threaded workers with keep-alive cost about 130 µs less CPU per request than sync
-        # workers in bench/oidc (docs/benchmarks.md).
+                            help="worker processes (default: one per core)")
         parser.add_argument("--threads", type=int, default=int(os.environ.get("IDP_THREADS", "4")),
-                            help="threads per worker (default 4; 1 = sync workers)")
+                            help="threads per worker running Django (default 4)")
+        parser.add_argument("--header-read-timeout", type=float,
+                            default=float(os.environ.get("IDP_HEADER_READ_TIMEOUT", "10")),
+                            help="seconds a client has to send a request head (default 10)")
 
-    def handle(self, *args, http_port, management_port, bind, management_bind, workers, threads, **options):
+    def handle(self, *args, http_port, management_port, bind, management_bind, workers, threads,
+               header_read_timeout, **options):
         if getattr(settings, "IDP_DEV_MODE", False):
             raise CommandError("start needs the production settings (DJANGO_SETTINGS_MODULE=idp.settings.prod)")
         try:
@@ -43,24 +50,23 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         call_command("collectstatic", interactive=False, verbosity=0)
-        connections.close_all()  # nothing open may be inherited by forked workers
+        connections.close_all()  # nothing open may be inherited by the worker processes
 
-        from gunicorn.app.base import BaseApplication
+        from granian import Granian
+        from granian.constants import Interfaces
+        from granian.http import HTTP1Settings
 
         from idp.management_server import start_management_server
-        from idp.wsgi import application
 
-        class Server(BaseApplication):
-            def load_config(self):
-                self.cfg.set("bind", [f"{bind}:{http_port}"])
-                self.cfg.set("workers", workers or len(os.sched_getaffinity(0)))  # the cores this process may use
-                self.cfg.set("threads", threads)
-                self.cfg.set("worker_class", "gthread" if threads > 1 else "sync")
-                self.cfg.set("accesslog", os.environ.get("IDP_ACCESS_LOG") or None)
-                self.cfg.set("keepalive", 5)
-                self.cfg.set("when_ready", lambda server: start_management_server(management_bind, management_port))
-
-            def load(self):
-                return application
-
-        Server().run()
+        server = Granian(
+            "idp.wsgi:application", address=bind, port=http_port, interface=Interfaces.WSGI,
+            workers=workers or len(os.sched_getaffinity(0)),  # the cores this process may use
+            blocking_threads=threads, respawn_failed_workers=True,
+            http1_settings=HTTP1Settings(header_read_timeout=int(header_read_timeout * 1000)),
+            # Granian's access line has the path without the query (which carries
+            # id_token_hint, login hints ...) and no referrer.
+            log_access=bool(os.environ.get("IDP_ACCESS_LOG")),
+            working_dir=settings.BASE_DIR,
+        )
+        server.on_startup(lambda: start_management_server(management_bind, management_port))
+        server.serve()

@@ -38,7 +38,12 @@ class Command(BaseCommand):
             self.stdout.write(f"Bootstrap admin '{admin.username}' created in realm master.")
         demo_password = ensure_demo_realm()
         if demo_password:
-            self.stdout.write(f"Demo realm 'demo' created: user 'alice', password '{demo_password}' (shown once).")
+            # Never into the log (often collected and shared): a file only this user can read.
+            password_file = settings.VAR_DIR / "demo-password.txt"
+            password_file.touch(mode=0o600)
+            password_file.chmod(0o600)
+            password_file.write_text(demo_password + "\n")
+            self.stdout.write(f"Demo realm 'demo' created: user 'alice', password in {password_file}.")
 
         management = start_management_server(bind, management_port)
         base = f"http://{'localhost' if bind in ('127.0.0.1', '::1') else bind}:{http_port}"

@@ -70,11 +70,12 @@ def test_login_post_reads_the_user_and_credential_and_writes_three_rows(client, 
 
 def test_authentication_session_is_written_once_per_page_and_never_for_an_sso_answer(
         client, realm, client_app, user_with_password, recorded):
+    # Each save also marks the browser's root id live (a root id the server does not hold is replaced).
     page = client.get(AUTH, PARAMS)
-    assert recorded == [("set", "authsess")]
+    assert recorded == [("set", "authsess"), ("set", "authroot")]
     recorded.clear()
     client.post(_action(page), {"username": "bob", "password": "wrong"})  # the form again
-    assert recorded == [("get", "authsess"), ("set", "authsess")]
+    assert recorded == [("get", "authsess"), ("set", "authsess"), ("set", "authroot")]
     recorded.clear()
     response = client.post(_action(page), {"username": "bob", "password": PASSWORD})
     assert response.status_code == 302

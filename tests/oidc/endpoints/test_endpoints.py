@@ -191,7 +191,8 @@ def test_protocol_endpoints_take_the_short_middleware_path(http, realm):
     assert token["X-Content-Type-Options"] == "nosniff"  # the security middleware still runs
     assert not token.has_header("X-Frame-Options") and not token.cookies  # no session, CSRF, framing work
     page = http.get(url(realm, "auth"), {"client_id": "app", "redirect_uri": REDIRECT, "response_type": "code"})
-    assert page["X-Frame-Options"] == "DENY"  # sign-in pages keep the whole stack
+    assert page["X-Frame-Options"] == "SAMEORIGIN"  # sign-in pages: the realm's browserSecurityHeaders
+    assert page.cookies["csrftoken"]  # and the whole stack
     assert http.post("/realms/nowhere/protocol/openid-connect/token", {}).status_code == 404
 
 

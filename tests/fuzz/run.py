@@ -51,6 +51,8 @@ def main():
     target = TARGETS[name]
     state = target.setup()
     logging.disable(logging.CRITICAL)  # every refused input logs an event line: keep libFuzzer's output readable
+    for seed in target.seeds():  # imports what the target loads lazily, so that it is instrumented too
+        run_one(target, state, seed)
     _instrument(atheris)
 
     def one(data):

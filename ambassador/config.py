@@ -334,7 +334,7 @@ def load(path: str | Path) -> Config:
     path = Path(path)
     source = str(path)
     try:
-        text = path.read_text()
+        text = path.read_bytes()  # YAML's own decoding: UTF-8/16 by BOM, a YAMLError when it is neither
     except OSError as e:
         raise ConfigError([f"{source}: (file): cannot read: {e.strerror or e}"]) from None
     try:
@@ -394,11 +394,11 @@ def build(data: Any, source: str, base_dir: Path) -> Config:
             kind = "tcp"
             if section == "shard_listeners":
                 kind = n.get("protocol")
-                if kind not in kinds:
+                if not isinstance(kind, str) or kind not in kinds:
                     c.err(f"{key}.protocol", f"must be one of {', '.join(sorted(kinds))}, got {kind!r}")
                     continue
             upstream = n.get("upstream")
-            if upstream is not None and upstream not in up_nodes:
+            if upstream is not None and not (isinstance(upstream, str) and upstream in up_nodes):
                 c.err(f"{key}.upstream", f"no upstream named {upstream!r}")
                 continue
             if port is not None and upstream is not None:
@@ -561,7 +561,7 @@ def _route(c: _Checker, i: int, node: Any, upstreams: dict, up_nodes: dict) -> R
             else:
                 headers.append((hk.lower(), str(hv)))
     upstream = n.get("upstream")
-    if upstream is not None and upstream not in up_nodes:
+    if upstream is not None and not (isinstance(upstream, str) and upstream in up_nodes):
         c.err(f"{key}.upstream", f"no upstream named {upstream!r} (defined: {', '.join(sorted(map(str, up_nodes))) or 'none'})")
     timeout = c.duration(n, key, "timeout", 15.0)
     per_try = c.duration(n, key, "per_try_timeout", timeout)

@@ -30,6 +30,8 @@ class WebhookError(ValueError):
 
 
 def validate_url(url):
+    if not isinstance(url, str):
+        raise WebhookError("url is a string")
     try:
         check_url(url)
     except TargetRefused as exc:
@@ -38,14 +40,14 @@ def validate_url(url):
 
 
 def validate_event_types(types):
-    if not isinstance(types, list) or not all(isinstance(t, str) and t for t in types):
+    if not isinstance(types, (list, tuple)) or not all(isinstance(t, str) and t for t in types):
         raise WebhookError("eventTypes is a list of event type names")
     known = set(catalogue.all_types()) | {TEST_EVENT_TYPE}
     prefixes = {t.split(".", 1)[0] + ".*" for t in known}
     for t in types:
         if t != "*" and t not in known and t not in prefixes:
             raise WebhookError(f"unknown event type {t!r}")
-    return types
+    return list(types)
 
 
 def _add_secret(endpoint, kind, secret=None, now=None):
@@ -105,13 +107,12 @@ def create_endpoint(realm, url, event_types=(), description="", enabled=True, se
     if signature not in ("v1", "v1a"):
         raise WebhookError("signature is v1 or v1a")
     validate_url(url)
-    if not isinstance(ownership_handshake, bool):
-        raise WebhookError("ownershipHandshake is a boolean")
+    _check_plain_fields(enabled=enabled, ownership_handshake=ownership_handshake, description=description)
     if ownership_handshake:
         check_ownership(url)  # before the transaction: no lock is held during the call
     with transaction.atomic():
         endpoint = Endpoint.objects.create(
-            realm=realm, url=url, event_types=validate_event_types(list(event_types)),
+            realm=realm, url=url, event_types=validate_event_types(event_types),
             description=description, enabled=enabled, rate_limit=_non_negative(rate_limit, "rateLimit"),
             max_concurrency=_positive(conf.get("IDP_WEBHOOK_DEFAULT_CONCURRENCY") if max_concurrency is None
                                       else max_concurrency, "maxConcurrency"),
@@ -134,6 +135,15 @@ def _non_negative(value, name):
     return value
 
 
+def _check_plain_fields(**fields):
+    """The type of each of these fields present in ``fields`` (model field names)."""
+    for name, label in (("enabled", "enabled"), ("ownership_handshake", "ownershipHandshake")):
+        if name in fields and not isinstance(fields[name], bool):
+            raise WebhookError(f"{label} is a boolean")
+    if "description" in fields and not isinstance(fields["description"], str):
+        raise WebhookError("description is a string")
+
+
 FIELDS = {"url": "url", "eventTypes": "event_types", "description": "description", "enabled": "enabled",
           "rateLimit": "rate_limit", "maxConcurrency": "max_concurrency", "ownershipHandshake": "ownership_handshake"}
 
@@ -149,11 +159,7 @@ def update_endpoint(endpoint, who=None, **changes):
         _non_negative(changes["rate_limit"], "rateLimit")
     if "max_concurrency" in changes:
         _positive(changes["max_concurrency"], "maxConcurrency")
-    for name, label in (("enabled", "enabled"), ("ownership_handshake", "ownershipHandshake")):
-        if name in changes and not isinstance(changes[name], bool):
-            raise WebhookError(f"{label} is a boolean")
-    if "description" in changes and not isinstance(changes["description"], str):
-        raise WebhookError("description is a string")
+    _check_plain_fields(**changes)
     wants_handshake = changes.get("ownership_handshake", endpoint.ownership_handshake)
     if wants_handshake and (changes.get("url", endpoint.url) != endpoint.url or not endpoint.ownership_handshake):
         check_ownership(changes.get("url", endpoint.url))
@@ -181,9 +187,9 @@ def rotate_secret(endpoint, overlap_seconds=DEFAULT_ROTATION_OVERLAP, secret=Non
     if not isinstance(overlap_seconds, int) or isinstance(overlap_seconds, bool) or overlap_seconds < 0:
         raise WebhookError("overlapSeconds is a non-negative integer")
     now = timezone.now()
-    kind = {None: None, "v1": EndpointSecret.HMAC, "v1a": EndpointSecret.ED25519}.get(signature, "bad")
-    if kind == "bad":
+    if signature not in (None, "v1", "v1a"):  # compared, not hashed: the value may be any JSON
         raise WebhookError("signature is v1 or v1a")
+    kind = {None: None, "v1": EndpointSecret.HMAC, "v1a": EndpointSecret.ED25519}[signature]
     current = [s for s in endpoint.secrets.all() if s.expires_at is None or s.expires_at > now]
     kind = kind or (current[-1].kind if current else EndpointSecret.HMAC)
     ends = now + timedelta(seconds=overlap_seconds)

@@ -144,3 +144,32 @@ def test_relative_files_resolve_against_config_directory(tmp_path):
     doc = dict(GOOD, upstreams={"orders": {"instances": ["o:1"], "tls": {"ca": "ca.pem"}}})
     cfg = load(write(tmp_path, doc))
     assert cfg.upstreams["orders"].tls.ca == str(tmp_path / "ca.pem")
+
+
+def test_file_that_is_not_utf8_is_one_config_error(tmp_path):
+    # Found by the fuzz target ambassador_config: read_text() raised UnicodeDecodeError.
+    p = tmp_path / "amb.yaml"
+    p.write_bytes(b"listener: {address: 127.0.0.1, port: 15001}\n# \x80\n")
+    with pytest.raises(ConfigError) as e:
+        load(p)
+    assert len(e.value.lines) == 1 and "invalid YAML" in e.value.lines[0] and "#x0080" in e.value.lines[0]
+
+
+@pytest.mark.parametrize("upstream", [[], {"a": 1}, ["orders"]])
+def test_route_upstream_that_is_not_a_name_is_one_config_error(tmp_path, upstream):
+    # Found by the fuzz target ambassador_config: a list or mapping here raised TypeError (unhashable).
+    doc = dict(GOOD, routes=[{"match": {"path_prefix": "/"}, "upstream": upstream}])
+    lines = errors(tmp_path, doc)
+    assert len(lines) == 1 and "routes[0].upstream: no upstream named" in lines[0]
+
+
+def test_stream_listener_upstream_that_is_not_a_name_is_one_config_error(tmp_path):
+    doc = dict(GOOD, tcp_listeners=[{"port": 15002, "upstream": ["orders"]}])
+    lines = errors(tmp_path, doc)
+    assert len(lines) == 1 and ".upstream: no upstream named" in lines[0]
+
+
+def test_shard_listener_protocol_that_is_not_a_name_is_one_config_error(tmp_path):
+    doc = dict(GOOD, shard_listeners=[{"port": 15003, "upstream": "orders", "protocol": ["redis"]}])
+    lines = errors(tmp_path, doc)
+    assert len(lines) == 1 and "shard_listeners[0].protocol: must be one of memcached, redis" in lines[0]

@@ -30,9 +30,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: a NUL in the path or input reaches no database look-up (the realm's sslRequired below).
+    "realms.input_guard.NulGuardMiddleware",
     "realms.transport.TransportSecurityMiddleware",  # HTTPS as trusted proxies tell; realm sslRequired
     "django.middleware.security.SecurityMiddleware",
-    "realms.input_guard.NulGuardMiddleware",  # before the protocol short cut: the token endpoint too
     "oidc.middleware.ProtocolEndpointMiddleware",  # token, JWKS, userinfo ... skip the rest
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

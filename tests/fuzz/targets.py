@@ -228,7 +228,7 @@ def _webhook_state():
     from django.test import Client as HttpClient
 
     from realms.models import Realm, Role
-    from realms.services import create_user
+    from realms.accounts import create_user
     from webhooks import services
 
     state = _realm()
@@ -262,7 +262,8 @@ def run_webhook_api(state, data):
                                                HTTP_AUTHORIZATION=f"Bearer {state.admin_token}")
     _below_500(response)
     if response.status_code >= 400:
-        assert isinstance(json.loads(response.content).get("error"), str)
+        body = json.loads(response.content)  # Keycloak's error shape: error or errorMessage
+        assert isinstance(body.get("errorMessage", body.get("error")), str)
 
 
 # Ambassador ---------------------------------------------------------------------------------------

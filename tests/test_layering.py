@@ -2,7 +2,6 @@
 cycle between modules, and the layering of docs/architecture.md. Imports inside functions count
 as much as those at the top: a lazy import that dodges a cycle is still the cycle."""
 import ast
-from collections import defaultdict
 from pathlib import Path
 
 import pytest

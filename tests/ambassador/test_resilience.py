@@ -10,7 +10,7 @@ from ambassador.breaker import CLOSED, HALF_OPEN, OPEN, Breaker
 from ambassador.config import BreakerConfig, BudgetConfig, RetryConfig
 from ambassador.retry import RetryBudget, backoff, max_retries
 
-from .helpers import Resp, metric_value, wait_for
+from .helpers import Resp, metric_value
 
 
 def cfg_for(*ups, route=None, **upstream_extra):

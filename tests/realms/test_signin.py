@@ -7,7 +7,6 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.contrib.auth import hashers as django_hashers
-from django.core.cache import cache
 from django.test import Client as HttpClient
 from django.urls import reverse
 from django.utils.crypto import constant_time_compare
@@ -64,12 +63,8 @@ class DictStorage(UserStorageProvider):
 
 
 @pytest.fixture(autouse=True)
-def _fresh_cache():
-    cache.clear()
-    realm_cache.clear()
-    yield
-    cache.clear()
-    realm_cache.clear()
+def _fresh_cache(fresh_caches):
+    pass
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@ with a password (set once per test that signs in: Argon2 is slow on purpose), an
 service provider registered as a SAML client of the realm."""
 import pytest
 import requests
-from django.core.cache import cache
 
 from realms.accounts import create_user
 from realms.models import Client, Group
@@ -16,14 +15,8 @@ SP_ENTITY = "https://sp.example/saml/metadata"
 
 
 @pytest.fixture(autouse=True)
-def _fresh_cache():
-    from realms import realm_cache
-
-    cache.clear()
-    realm_cache.clear()
-    yield
-    cache.clear()
-    realm_cache.clear()
+def _fresh_cache(fresh_caches):
+    pass
 
 
 @pytest.fixture(scope="session")

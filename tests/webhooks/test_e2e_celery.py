@@ -2,7 +2,6 @@
 receiver signed and verifiable; 500 then 200 keeps the webhook-id with a new timestamp; 410
 disables; a slow endpoint does not delay others; the captured request replayed late or tampered
 gets 401 from our receiver. The worker-kill test is in test_e2e_kill.py (no other worker may run)."""
-import json
 import time
 
 import pytest

@@ -2,7 +2,6 @@
 and a key), a confidential and a public client with the realm's default client scopes, and a
 user. Passwords are Argon2id (slow on purpose): only the tests that sign in set one."""
 import pytest
-from django.core.cache import cache
 
 from realms.accounts import create_user
 from realms.models import Client
@@ -12,16 +11,8 @@ PASSWORD = "correct horse battery staple"
 
 
 @pytest.fixture(autouse=True)
-def _fresh_cache():
-    # Every test re-creates realm "acme" under a new id inside a rolled-back transaction (no
-    # delete signals), so the per-process realm configuration must be dropped as well.
-    from realms import realm_cache
-
-    cache.clear()
-    realm_cache.clear()
-    yield
-    cache.clear()
-    realm_cache.clear()
+def _fresh_cache(fresh_caches):
+    pass
 
 
 @pytest.fixture

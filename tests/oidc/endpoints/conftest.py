@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 from django.test import Client as HttpClient
+from jwcrypto import jwk
 
 from oidc.codes import issue_code, s256_challenge
 from realms import sessions
@@ -110,3 +111,14 @@ def refresh(http, realm, refresh_token, *, client_id="app", secret=SECRET, **ext
     if not secret:
         data["client_id"] = client_id
     return http.post(token_url(realm), data, **headers)
+
+
+@pytest.fixture
+def key_client(realm):
+    """Client "app" authenticating with private_key_jwt; the test signs with the returned EC key."""
+    key = jwk.JWK.generate(kty="EC", crv="P-256", kid="k1")
+    app = client_of(realm, "app")
+    app.client_authenticator_type = "client-jwt"
+    app.attributes = {**app.attributes, "jwks.string": '{"keys": [%s]}' % key.export_public()}
+    app.save()
+    return key

@@ -172,16 +172,6 @@ def test_client_secret_jwt(http, realm):
     assert cc(http, realm, HTTP_AUTHORIZATION=basic("app", SECRET)).status_code == 401
 
 
-@pytest.fixture
-def key_client(realm):
-    key = jwk.JWK.generate(kty="EC", crv="P-256", kid="k1")
-    app = client_of(realm, "app")
-    app.client_authenticator_type = "client-jwt"
-    app.attributes = {**app.attributes, "jwks.string": '{"keys": [%s]}' % key.export_public()}
-    app.save()
-    return key
-
-
 def test_private_key_jwt(http, realm, key_client):
     resp = jwt_auth(http, realm, "app", assertion(realm, "app", key_client, "ES256", kid="k1"))
     assert resp.status_code == 200, resp.content

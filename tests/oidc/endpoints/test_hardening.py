@@ -4,7 +4,6 @@ import time
 import uuid
 
 import pytest
-from jwcrypto import jwk
 
 from oidc import jose
 from realms.models import Event
@@ -45,16 +44,6 @@ def test_duplicated_parameters_are_refused(http, realm, suffix):
 def test_single_parameters_still_work(http, realm):
     resp = http.post(token_url(realm), {"grant_type": "client_credentials"}, HTTP_AUTHORIZATION=basic("app", SECRET))
     assert resp.status_code == 200, resp.content
-
-
-@pytest.fixture
-def key_client(realm):
-    key = jwk.JWK.generate(kty="EC", crv="P-256", kid="k1")
-    app = client_of(realm, "app")
-    app.client_authenticator_type = "client-jwt"
-    app.attributes = {**app.attributes, "jwks.string": '{"keys": [%s]}' % key.export_public()}
-    app.save()
-    return key
 
 
 def _assert_with(realm, key, **claims):

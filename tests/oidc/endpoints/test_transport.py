@@ -88,4 +88,7 @@ def test_production_settings_send_hsts_and_do_not_trust_the_proto_header_blindly
     prod = importlib.import_module("idp.settings.prod")
     assert prod.SECURE_HSTS_SECONDS >= 31536000
     assert not hasattr(prod, "SECURE_PROXY_SSL_HEADER")
-    assert prod.MIDDLEWARE[0] == "realms.transport.TransportSecurityMiddleware"
+    # Before anything that asks whether the request is secure (only the NUL guard, which touches
+    # no database and builds no URL, comes first).
+    assert prod.MIDDLEWARE[:3] == ["realms.input_guard.NulGuardMiddleware", "realms.transport.TransportSecurityMiddleware",
+                                   "django.middleware.security.SecurityMiddleware"]

@@ -60,6 +60,10 @@ def test_python_keycloak_openid_client(start_dev):
     kc = KeycloakOpenID(server_url=base, realm_name="pykc", client_id="backend", client_secret_key=SECRET)
 
     assert kc.well_known()["issuer"] == f"{base}/realms/pykc"
+    for path in ("/.well-known/openid-configuration", "/protocol/openid-connect/certs", ""):
+        head = requests.head(f"{base}/realms/pykc{path}", timeout=10)
+        assert head.status_code == 200 and head.headers["Content-Type"] == "application/json"
+        assert head.content == b"" and int(head.headers["Content-Length"]) > 0
     public_key = serialization.load_der_public_key(base64.b64decode(kc.public_key()))
 
     token = kc.token("alice", PASSWORD)

@@ -135,6 +135,12 @@ def test_head_where_get_is_served(http, realm, path):
     assert head.content == b""
 
 
+def test_head_on_the_saml_descriptor(http, realm):
+    path = f"/realms/{realm.name}/protocol/saml/descriptor"
+    head = http.head(path)
+    assert head.status_code == 200 and head["Content-Type"] == http.get(path)["Content-Type"]
+
+
 def test_head_on_userinfo(http, realm, alice):
     body, _ = signed_tokens(http, realm, alice)
     auth = {"HTTP_AUTHORIZATION": "Bearer " + body["access_token"]}

@@ -117,5 +117,11 @@ def test_a_script_written_for_keycloaks_login_page_signs_in(setup, base):
             page.click("#kc-login")
             page.wait_for_url(f"{base}/web-app/cb?**", timeout=10000)
             assert _query(page)["state"] == ["st-kc"] and _query(page)["code"]
+
+            page.goto(f"{base}/realms/acme/protocol/openid-connect/logout")
+            page.click("#kc-logout")
+            page.wait_for_load_state()
+            page.goto(_auth_url(base, "web-app", "st-again"))
+            assert page.locator("#kc-form-login").count() == 1  # signed out: the form again
         finally:
             browser.close()

@@ -7,6 +7,7 @@ from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 
 from oidc import demo as oidc_demo
+from oidc.views.discovery import realm_info
 from realms.api.views import NoRoute
 
 urlpatterns = [
@@ -14,6 +15,7 @@ urlpatterns = [
     re_path(r"^admin/realms$", NoRoute.as_view()),
     path("admin/master/console/", admin.site.urls),
     path("admin/", RedirectView.as_view(pattern_name="admin:index")),
+    path("realms/<str:realm>", realm_info, name="realm-info"),  # Keycloak's realm info, no slash
     path("realms/<str:realm>/", include("oidc.urls")),
     path("demo/api/whoami", oidc_demo.whoami, name="demo-whoami"),
     path("realms/<str:realm>/login-actions/", include("realms.urls")),

@@ -8,6 +8,10 @@ site cannot sign users out with a link. Ending the session tells the other clien
 by ``oidc.backchannel`` (on the ``session_ended`` signal), front-channel by the page returned
 here, which loads each client's ``frontchannel.logout.url`` in an iframe with ``iss`` and
 ``sid``.
+
+Keycloak's older API logout stays beside it: a POST with ``refresh_token`` and the client's
+credentials (python-keycloak, keycloak-connect, Spring) ends the token's session, or its offline
+session for an offline token, and answers 204 (``logout_by_refresh_token``).
 """
 from dataclasses import dataclass, field
 
@@ -20,6 +24,8 @@ from realms.redirects import is_valid_redirect_uri, with_params
 from realms.web import client_address, realm_url
 
 from . import tokens
+from .client_auth import authenticate
+from .errors import InvalidClient, InvalidGrant, InvalidRequest, OAuthError
 
 CONFIRM_SALT = "idp.logout-confirm"
 CONFIRM_MAX_AGE = 600
@@ -171,3 +177,44 @@ def logout(request, realm_config, issuer, params):
     else:
         response = themes.render(request, realm, "logged-out.html")
     return sso_cookie.clear_cookie(response, realm)
+
+
+def logout_by_refresh_token(request, realm_config, issuer, params, ip_address, found):
+    """Keycloak's logout by refresh token: the client authenticates as at the token endpoint and
+    presents one of its refresh (or offline) tokens; that session ends. Raises OAuthError;
+    ``found["config"]`` is the authenticated client (for CORS, also on errors). An expired token
+    still signs out, as in Keycloak."""
+    realm = realm_config.realm
+    try:
+        config, _ = authenticate(request, realm_config, params, allow_bearer_only=True,
+                                 audiences=(issuer, f"{issuer}/protocol/openid-connect/token",
+                                            f"{issuer}/protocol/openid-connect/logout"))
+        found["config"] = config
+        if config.client.bearer_only:
+            raise InvalidClient("Bearer-only not allowed", status=400)
+        token = params.get("refresh_token", "")
+        if not token:
+            raise InvalidRequest("No refresh token", event_error="invalid_token")
+        try:
+            claims = tokens.decode(realm, token, issuer, leeway=_NO_LIFETIME_LIMIT)
+        except tokens.TokenError:
+            raise InvalidGrant("Invalid refresh token", event_error="invalid_token") from None
+        typ = claims.get("typ")
+        if typ not in (tokens.TYP_REFRESH, tokens.TYP_OFFLINE):
+            raise InvalidGrant("Invalid refresh token", event_error="invalid_token")
+        if claims.get("azp") != config.client_id:
+            raise InvalidGrant("Invalid refresh token. Token client and authorized client don't match",
+                               event_error="invalid_token")
+    except OAuthError as exc:
+        config = found.get("config")
+        events.emit(realm, "LOGOUT_ERROR", client_id=config.client_id if config else "",
+                    ip_address=ip_address, error=exc.event_error, details={"reason": exc.description})
+        raise
+    user_session = sessions.get_valid_session(realm, claims.get("sid", ""))
+    if (user_session is None or user_session.offline != (typ == tokens.TYP_OFFLINE)
+            or user_session.user_id != claims.get("sub")):
+        return  # already ended: nothing left to sign out (Keycloak answers 204 as well)
+    with transaction.atomic():
+        sessions.end_session(user_session, reason=sessions.REASON_LOGOUT)
+        events.emit(realm, "LOGOUT", client_id=config.client_id, user_id=user_session.user_id,
+                    session_id=user_session.pk, ip_address=ip_address)

@@ -1,6 +1,6 @@
 """A short path through the middleware stack for the machine-to-machine protocol endpoints.
 
-Token, introspection, revocation, userinfo, JWKS and discovery are CSRF-exempt JSON endpoints:
+Token, introspection, revocation, userinfo, JWKS, discovery and realm info are CSRF-exempt JSON endpoints:
 clients authenticate with their own credentials or a bearer token, and nothing there reads a
 Django session, ``request.user`` or messages, or answers with a page that could be framed. The
 session, CSRF, authentication, messages and clickjacking middleware would only cost time on them
@@ -15,7 +15,7 @@ from django.urls import resolve
 
 PROTOCOL_ENDPOINTS = re.compile(
     r"^/realms/[^/]+/(?:protocol/openid-connect/(?:token|token/introspect|revoke|userinfo|certs)"
-    r"|\.well-known/openid-configuration)$")
+    r"|\.well-known/openid-configuration)$|^/realms/[^/]+$")
 
 
 class ProtocolEndpointMiddleware:

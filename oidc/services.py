@@ -10,6 +10,7 @@ from django.core.cache import cache
 
 from realms import sessions
 from realms.events import emit
+from realms.keys import realm_keys
 from realms.models import ClientScope, ClientSession, User
 
 from . import jose, tokens
@@ -24,6 +25,23 @@ SIGNING_ALGS = ["RS256", "ES256", "EdDSA"]
 def endpoint(issuer, suffix):
     return f"{issuer}/protocol/openid-connect/{suffix}"
 
+
+def realm_info(realm, issuer):
+    """Keycloak's PublishedRealmRepresentation: the active RS256 key as base64 DER
+    (SubjectPublicKeyInfo, PEM without its armour), the token and account service URLs and the
+    realm's not-before."""
+    signer = realm_keys(realm).signer("RS256")
+    public_key = None
+    if signer is not None:
+        pem = signer[1].export_to_pem().decode()
+        public_key = "".join(line for line in pem.splitlines() if not line.startswith("-----"))
+    return {
+        "realm": realm.name,
+        "public_key": public_key,
+        "token-service": f"{issuer}/protocol/openid-connect",
+        "account-service": f"{issuer}/account",
+        "tokens-not-before": realm.not_before,
+    }
 
 def discovery_document(realm, issuer):
     scopes = list(ClientScope.objects.filter(realm=realm, protocol="openid-connect")

@@ -3,16 +3,23 @@
 Hot paths (the token endpoint, every realm event) must not query for configuration that rarely
 changes. Each process keeps its own copy per key (a realm's parsed signing keys, its protocol
 configuration, whether it has webhook endpoints). A change bumps that key's generation in the
-shared Django cache (Redis in production): the changing process drops its copy at once, and every
+``generations`` Django cache, which every process of a deployment shares (Redis in production, a
+directory of files in the var directory in dev mode, so that ``manage.py`` commands reach the
+running server too): the changing process drops its copy at once, and every
 other process compares its copy's generation with the shared one at most once per
 ``CHECK_SECONDS``, so a change is seen everywhere within about a second for one cache read per
 key and second, not per request."""
 import time
 
-from django.core.cache import cache
+from django.core.cache import caches
 from django.db import transaction
 
 CHECK_SECONDS = 1.0
+GENERATIONS = "generations"  # the cache alias shared by every process (see the settings)
+
+
+def _shared():
+    return caches[GENERATIONS]
 
 
 class LocalCopies:
@@ -34,12 +41,12 @@ class LocalCopies:
         if entry is not None:
             if now - entry[2] < self.check_seconds:
                 return entry[0]
-            if cache.get(self.generation_key(key), 0) == entry[1]:
+            if _shared().get(self.generation_key(key), 0) == entry[1]:
                 entry[2] = now
                 return entry[0]
         # The generation is read before the rows: a change committed meanwhile moves it again,
         # so the next check reloads.
-        generation = cache.get(self.generation_key(key), 0)
+        generation = _shared().get(self.generation_key(key), 0)
         value = self._load(key)
         self._entries[key] = [value, generation, now]
         return value
@@ -56,8 +63,8 @@ class LocalCopies:
 
     def _bump(self, key):
         self._entries.pop(key, None)
-        shared = self.generation_key(key)
+        shared, name = _shared(), self.generation_key(key)
         try:
-            cache.incr(shared)
+            shared.incr(name)
         except ValueError:  # no generation yet (or evicted): start one
-            cache.add(shared, 1, timeout=None) or cache.incr(shared)
+            shared.add(name, 1, timeout=None) or shared.incr(name)

@@ -3,7 +3,7 @@ service function; typed errors become responses here."""
 from django.http import HttpResponse
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_safe
 
 from realms import events, themes
 from realms.realm_cache import get_realm
@@ -70,7 +70,7 @@ def logout_step(request, realm):
         return _refused(request, realm_obj, exc, "LOGOUT_ERROR")
 
 
-@require_GET
+@require_safe  # GET and HEAD
 def descriptor(request, realm):
     realm_obj = get_realm(realm).realm
     return HttpResponse(metadata.descriptor(realm_obj, realm_url(request, realm)),

@@ -17,7 +17,18 @@ DATABASES = {
         "OPTIONS": {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL;"},
     }
 }
-CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    # Generations of each process's cached configuration (realms.shared_cache) must reach the
+    # running server from manage.py commands (import_realm ...): files in the var directory,
+    # replaced atomically, never expiring, read at most once a second per key.
+    "generations": {
+        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+        "LOCATION": str(VAR_DIR / "cache" / "generations"),
+        "TIMEOUT": None,
+        "OPTIONS": {"MAX_ENTRIES": 100000},  # culling would forget generations
+    },
+}
 
 # No broker in dev mode: Celery tasks run eagerly, webhooks use their in-process runner.
 CELERY_BROKER_URL = "memory://"

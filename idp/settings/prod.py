@@ -15,7 +15,10 @@ ALLOWED_HOSTS = [IDP_HOSTNAME, "localhost", "127.0.0.1"] if IDP_HOSTNAME else ["
 CSRF_TRUSTED_ORIGINS = [IDP_BASE_URL] if IDP_BASE_URL else []
 
 DATABASES = {"default": database_from_url(os.environ.get("IDP_DB_URL", ""))}
-CACHES = {"default": redis_cache(os.environ.get("IDP_REDIS_URL", ""))}
+CACHES = {
+    "default": redis_cache(os.environ.get("IDP_REDIS_URL", "")),
+    "generations": redis_cache(os.environ.get("IDP_REDIS_URL", "")),  # realms.shared_cache
+}
 
 _after_security = MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1  # noqa: F405
 MIDDLEWARE = [*MIDDLEWARE[:_after_security], "whitenoise.middleware.WhiteNoiseMiddleware",  # noqa: F405

@@ -14,7 +14,10 @@ if not _url:
     raise SystemExit("IDP_TEST_DB_URL is not set: run the suite with scripts/test.sh")
 # Live-server threads must not keep connections open past a test (teardown drops the database).
 DATABASES = {"default": {**database_from_url(_url), "CONN_MAX_AGE": 0}}
-CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# One process: the generations of realms.shared_cache share the default cache's store (local
+# memory caches with the same LOCATION share their data).
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+          "generations": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 # Real Redis for Celery tests (workers started by the tests themselves).
 CELERY_BROKER_URL = os.environ.get("IDP_TEST_REDIS_URL", "")

@@ -1,29 +1,42 @@
-"""Discovery document and the realm's public keys (JWKS)."""
+"""Discovery document, the realm's public keys (JWKS) and Keycloak's realm info."""
 from django.http import HttpResponse, JsonResponse
 from django.views.decorators.http import require_http_methods
 
 from realms.keys import realm_keys
 
 from .. import cors
-from ..services import discovery_document
+from ..services import discovery_document, realm_info as realm_info_document
 from .common import realm_context
 
-
-@require_http_methods(["GET", "OPTIONS"])
-def openid_configuration(request, realm):
-    if request.method == "OPTIONS":
-        return cors.preflight(request, HttpResponse(), ["GET", "OPTIONS"])
-    realm_config, issuer = realm_context(request, realm)
-    return cors.add(request, JsonResponse(discovery_document(realm_config.realm, issuer)), None, any_origin=True)
+METHODS = ["GET", "HEAD", "OPTIONS"]
 
 
-@require_http_methods(["GET", "OPTIONS"])
-def certs(request, realm):
-    if request.method == "OPTIONS":
-        return cors.preflight(request, HttpResponse(), ["GET", "OPTIONS"])
-    realm_config, _ = realm_context(request, realm)
-    response = JsonResponse(realm_keys(realm_config.realm).jwks())
-    response["Content-Type"] = "application/jwk-set+json"
+def public_document(view):
+    """GET (and HEAD) of a public JSON document any origin may read, with its CORS preflight."""
+    @require_http_methods(METHODS)
+    def wrapper(request, realm):
+        if request.method == "OPTIONS":
+            return cors.preflight(request, HttpResponse(), METHODS)
+        realm_config, issuer = realm_context(request, realm)
+        return cors.add(request, view(realm_config.realm, issuer), None, any_origin=True)
+    wrapper.__name__ = view.__name__
+    return wrapper
+
+
+@public_document
+def openid_configuration(realm, issuer):
+    return JsonResponse(discovery_document(realm, issuer))
+
+
+@public_document
+def certs(realm, issuer):
+    response = JsonResponse(realm_keys(realm).jwks())  # application/json, as Keycloak sends it
     response["Cache-Control"] = "no-cache"
-    # Public keys are public: any origin may read them.
-    return cors.add(request, response, None, any_origin=True)
+    return response
+
+
+@public_document
+def realm_info(realm, issuer):
+    """``GET /realms/{realm}``: Keycloak's PublishedRealmRepresentation (python-keycloak's
+    ``public_key()`` and adapters configured from it read it)."""
+    return JsonResponse(realm_info_document(realm, issuer))

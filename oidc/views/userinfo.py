@@ -7,7 +7,7 @@ from .. import cors, services
 from ..errors import OAuthError, error_response
 from .common import json_no_store, realm_context
 
-METHODS = ["GET", "POST", "OPTIONS"]
+METHODS = ["GET", "HEAD", "POST", "OPTIONS"]
 
 
 @csrf_exempt

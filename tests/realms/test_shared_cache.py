@@ -1,16 +1,21 @@
 """Per-process copies: loaded once, dropped at once by a change here, reloaded within the check
 interval after another process's change, and kept after a rolled-back change is forgotten."""
 import pytest
-from django.core.cache import cache
+from django.core.cache import caches
 from django.db import transaction
 
-from realms.shared_cache import LocalCopies
+from realms.shared_cache import GENERATIONS, LocalCopies
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def copies():
+def cache():
+    return caches[GENERATIONS]
+
+
+@pytest.fixture
+def copies(cache):
     loads = []
     values = {"a": 1}
 
@@ -37,7 +42,7 @@ def test_a_change_here_is_seen_at_once(copies):
     assert c.get("a") == 2
 
 
-def test_another_process_change_is_seen_after_the_check_interval(copies):
+def test_another_process_change_is_seen_after_the_check_interval(copies, cache):
     c, values, loads = copies
     c.get("a")
     values["a"] = 3
@@ -50,7 +55,7 @@ def test_another_process_change_is_seen_after_the_check_interval(copies):
     assert c.get("a") == 3 and loads == ["a", "a"]  # same generation: no reload
 
 
-def test_invalidate_bumps_again_after_commit(copies, django_capture_on_commit_callbacks):
+def test_invalidate_bumps_again_after_commit(copies, cache, django_capture_on_commit_callbacks):
     c, values, loads = copies
     with django_capture_on_commit_callbacks(execute=True):
         with transaction.atomic():

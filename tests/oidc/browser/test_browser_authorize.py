@@ -241,7 +241,7 @@ def test_failed_sign_in_shows_one_generic_error(client, realm, client_app, user_
     response = _sign_in(client, _params(), username, password)
     body = response.content.decode()
     assert response.status_code == 200 and "Invalid username or password." in body
-    assert 'aria-describedby="login-error"' in body and 'id="login-error"' in body
+    assert 'aria-describedby="input-error-username"' in body and 'id="input-error-username"' in body
     assert f'value="{username}"' in body
     events = _events("LOGIN_ERROR")
     assert [e.error for e in events] == [error] and events[0].details["username"] == username

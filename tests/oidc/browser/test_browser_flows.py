@@ -208,7 +208,7 @@ def test_required_action_update_password(realm, user, registry, make_ctx):
     assert outcome.kind == Outcome.CHALLENGE and b'name="password-new"' in outcome.response.content
     mismatch = flows.run(make_ctx({"password-new": "a-new-password", "password-confirm": "other"}))
     assert mismatch.kind == Outcome.CHALLENGE and b"Passwords don&#x27;t match." in mismatch.response.content
-    assert b'aria-describedby="update-password-error"' in mismatch.response.content
+    assert b'aria-describedby="input-error-password-confirm"' in mismatch.response.content
     assert flows.run(make_ctx({"password-new": "a-new-password", "password-confirm": "a-new-password"})).kind \
         == Outcome.SUCCESS
     user.refresh_from_db()

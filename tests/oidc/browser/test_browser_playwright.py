@@ -56,7 +56,7 @@ def test_sign_in_through_the_login_page(setup, base):
             alert = page.get_by_role("alert")
             alert.wait_for(timeout=10000)
             assert alert.inner_text() == "Invalid username or password."
-            assert page.get_by_label("Password").get_attribute("aria-describedby") == "login-error"
+            assert page.get_by_label("Password").get_attribute("aria-describedby") == "input-error-username"
             assert page.get_by_label("Username or email").input_value() == "bob"
 
             page.get_by_label("Password").fill(PASSWORD)
@@ -94,3 +94,34 @@ def test_consent_page_in_the_browser(setup, base):
         finally:
             browser.close()
     assert Event.objects.filter(type="GRANT_CONSENT").count() == 1
+
+
+def test_a_script_written_for_keycloaks_login_page_signs_in(setup, base):
+    """Selectors as suites written against Keycloak's keycloak.v2 login page use them."""
+    setup.remember_me = True
+    setup.save()
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(_auth_url(base, "web-app", "st-kc"))
+            assert page.inner_text("#kc-page-title") == "Sign in to your account"
+            assert page.locator("#kc-form-login").count() == 1
+            page.fill("#username", "bob")
+            page.fill("#password", "not the password")
+            page.click("#kc-login")
+            assert page.inner_text("#input-error") == "Invalid username or password."
+            assert page.get_attribute("#username", "aria-invalid") == "true"
+            page.fill("#password", PASSWORD)
+            page.check("#rememberMe")
+            page.click("#kc-login")
+            page.wait_for_url(f"{base}/web-app/cb?**", timeout=10000)
+            assert _query(page)["state"] == ["st-kc"] and _query(page)["code"]
+
+            page.goto(f"{base}/realms/acme/protocol/openid-connect/logout")
+            page.click("#kc-logout")
+            page.wait_for_load_state()
+            page.goto(_auth_url(base, "web-app", "st-again"))
+            assert page.locator("#kc-form-login").count() == 1  # signed out: the form again
+        finally:
+            browser.close()

@@ -24,7 +24,7 @@ import django
 from django.conf import settings
 settings.DATABASES["default"]["NAME"] = sys.argv[1]
 from idp.config import redis_cache
-settings.CACHES = {"default": redis_cache(sys.argv[2])}
+settings.CACHES = {"default": redis_cache(sys.argv[2]), "generations": redis_cache(sys.argv[2])}
 django.setup()
 from realms.keys import realm_keys
 from realms.models import Realm
@@ -43,7 +43,7 @@ print(kid, first in realm_keys(realm).by_kid, round(time.monotonic() - started, 
 
 def test_rotation_in_one_process_reaches_another(transactional_db, settings):
     redis_url = os.environ["IDP_TEST_REDIS_URL"]
-    settings.CACHES = {"default": redis_cache(redis_url)}  # production's shared cache
+    settings.CACHES = {"default": redis_cache(redis_url), "generations": redis_cache(redis_url)}  # production's
     realm = create_realm("k" + uuid.uuid4().hex[:10])
     worker = subprocess.Popen(
         [sys.executable, "-c", WORKER, connection.settings_dict["NAME"], redis_url, realm.name],

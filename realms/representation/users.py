@@ -4,9 +4,7 @@ import base64
 import json
 from datetime import datetime, timezone as dt_timezone
 
-from django.contrib.auth.hashers import make_password
-
-from .. import hashers
+from .. import hashers, password_policy
 from ..accounts import enable_service_account
 from ..models import Credential, User
 from .fields import (
@@ -122,7 +120,7 @@ def _parse_credential(c, path, p):
         row["credential_data"] = _json_object(v.get("credentialData", "{}"), at(path, "credentialData"))
         return row
     if "value" in v:
-        row["plain"] = v["value"]
+        row["plain"] = (v["value"], at(path, "value"))
     elif "hashedSaltedValue" in v:
         if "algorithm" not in v:
             raise RepresentationError(at(path, "algorithm"), "required with hashedSaltedValue")
@@ -244,7 +242,12 @@ class UserApplier:
             cred["id"] = self.id_for(Credential, cred.get("id"))
             plain = cred.pop("plain", None)
             if plain is not None:
-                cred["secret_data"] = make_password(plain)
+                value, path = plain
+                try:  # a plaintext password is held to the realm's policy, as Keycloak does
+                    password_policy.validate(user, value)
+                except password_policy.PasswordPolicyError as exc:
+                    raise RepresentationError(path, str(exc)) from None
+                cred["secret_data"] = password_policy.hash_password(self.realm, value)
             Credential.objects.create(user=user, **cred)
 
     def add_service_accounts(self):

@@ -62,6 +62,10 @@ _CREDENTIAL_SPEC = {
     "createdDate": as_int,
 }
 
+# Credential types holding a password hash in Keycloak's form (earlier passwords are kept for
+# the passwordHistory policy).
+_HASHED = (Credential.PASSWORD, password_policy.HISTORY)
+
 # Keys Keycloak computes from other data.
 _DERIVED = {"totp", "disableableCredentialTypes", "access"}
 
@@ -112,7 +116,7 @@ def _parse_credential(c, path, p):
         row["created"] = _from_millis(v["createdDate"])
     if "id" in v:
         row["id"] = v["id"]
-    if v["type"] != Credential.PASSWORD:
+    if v["type"] not in _HASHED:
         if "secretData" not in v:
             p.unsupported(path, f"credential of type {v['type']!r} without secretData: not imported")
             return None
@@ -120,6 +124,8 @@ def _parse_credential(c, path, p):
         row["credential_data"] = _json_object(v.get("credentialData", "{}"), at(path, "credentialData"))
         return row
     if "value" in v:
+        if v["type"] != Credential.PASSWORD:
+            raise RepresentationError(at(path, "value"), "an earlier password is imported as its hash only")
         row["plain"] = (v["value"], at(path, "value"))
     elif "hashedSaltedValue" in v:
         if "algorithm" not in v:
@@ -195,7 +201,7 @@ def _credential_rep(cred):
     rep = {"id": cred.id, "type": cred.type, "createdDate": _millis(cred.created), "priority": cred.priority}
     if cred.user_label:
         rep["userLabel"] = cred.user_label
-    if cred.type == Credential.PASSWORD:
+    if cred.type in _HASHED:
         secret, data = _password_rep(cred.secret_data)
         rep["secretData"], rep["credentialData"] = json.dumps(secret), json.dumps(data)
     else:

@@ -280,3 +280,19 @@ def test_new_hashes_follow_the_hash_policy_and_old_ones_are_upgraded_at_sign_in(
 def test_hash_iterations_set_argon2s_time_cost():
     user = create_user(realm_with("hashAlgorithm(argon2) and hashIterations(3)"), "alice", password=PASSWORD)
     assert ",t=3," in user.password_credential().secret_data
+
+
+def test_earlier_passwords_round_trip_in_keycloaks_form_and_still_count():
+    realm = realm_with("passwordHistory(2) and hashIterations(2)")
+    user = create_user(realm, "alice", password="first-pass-1")
+    password_policy.set_password(user, "second-pass-2")
+    exported = export_realm(realm)
+    credentials = exported["users"][0]["credentials"]
+    assert sorted(c["type"] for c in credentials) == ["password", "password-history"]
+    assert all('"algorithm": "argon2"' in c["credentialData"] for c in credentials)
+
+    realm.delete()
+    again = import_realm(exported).realm
+    user = User.objects.get(realm=again, username="alice")
+    with pytest.raises(PasswordPolicyError, match="last 2 passwords"):
+        password_policy.set_password(user, "first-pass-1")

@@ -296,3 +296,15 @@ def test_earlier_passwords_round_trip_in_keycloaks_form_and_still_count():
     user = User.objects.get(realm=again, username="alice")
     with pytest.raises(PasswordPolicyError, match="last 2 passwords"):
         password_policy.set_password(user, "first-pass-1")
+
+
+def test_the_user_storage_credential_update_is_held_to_the_policy():
+    from realms import storage
+
+    realm = realm_with("length(12)")
+    user = create_user(realm, "alice")
+    with pytest.raises(PasswordPolicyError, match="minimum length 12"):
+        storage.REALM_DATABASE.update_credential(realm, user, Credential.PASSWORD, "short")
+    assert not user.has_usable_password()
+    assert storage.REALM_DATABASE.update_credential(realm, user, Credential.PASSWORD, "long-enough-pass")
+    assert user.check_password("long-enough-pass")

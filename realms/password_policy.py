@@ -75,8 +75,10 @@ def _ignored(value):
 
 
 def _regex(value):
-    if not value:
+    if value is None:
         raise PolicyConfigError("Config required")
+    if not value.strip():
+        raise PolicyConfigError("White space not accepted")
     try:
         return re.compile(value)
     except re.error:
@@ -148,7 +150,9 @@ def _not_contains_username(_, user, password):
 
 
 def _not_email(_, user, password):
-    return "Invalid password: must not be equal to the email." if user.email and user.email == password else None
+    if user.email and user.email.lower() == password.lower():
+        return "Invalid password: must not be equal to the email."
+    return None
 
 
 def _matches(pattern, user, password):
@@ -171,7 +175,7 @@ class _Kind:
     check: object = None  # None: the policy shapes storage or sign-in, it refuses no password
 
 
-# Keycloak's policy ids, in the order its console lists them.
+# Keycloak's policy ids with their defaults (a policy given without a value takes its default).
 KINDS = {
     "length": _Kind(_number(8), _length),
     "maxLength": _Kind(_number(64), _max_length),
@@ -200,9 +204,6 @@ class Policy:
 
     def __init__(self, config):
         self.config = config
-
-    def __contains__(self, name):
-        return name in self.config
 
     @property
     def hash_algorithm(self):
@@ -343,7 +344,7 @@ def needs_rehash(realm, encoded):
 def expired(realm, user):
     """Whether forceExpiredPasswordChange(days) makes the user's password too old."""
     days = _policy_or_default(realm).config.get("forceExpiredPasswordChange")
-    if not days or days <= 0:
+    if days is None or days == -1:  # Keycloak's "never"; 0 expires every password at once
         return False
     credential = user.password_credential()
     return credential is not None and credential.created + timedelta(days=days) < timezone.now()

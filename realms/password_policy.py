@@ -44,7 +44,7 @@ _DEFAULT_ITERATIONS = {"argon2": hashers.Argon2idHasher.time_cost, "pbkdf2-sha51
                        "pbkdf2-sha256": 600_000, "pbkdf2": 1_300_000}
 _HASH_ALGORITHMS = {"argon2": hashers.Argon2idHasher.algorithm, **hashers.PBKDF2}
 
-GENERIC_MESSAGE = "Invalid password: new password does not match password policies."
+GENERIC = ("invalidPasswordGenericMessage", "Invalid password: new password does not match password policies.")
 
 
 class PolicyConfigError(ValueError):
@@ -52,7 +52,12 @@ class PolicyConfigError(ValueError):
 
 
 class PasswordPolicyError(ValueError):
-    """A password the realm's policy refuses; the text is Keycloak's message for it."""
+    """A password the realm's policy refuses: ``str()`` is Keycloak's English message, ``key``
+    its message key (the Admin API answers both: ``error`` and ``error_description``)."""
+
+    def __init__(self, key, message):
+        super().__init__(message)
+        self.key = key
 
 
 # Parsing each policy's value (Keycloak's parseConfig) ------------------------------------------
@@ -117,81 +122,66 @@ def _blacklist_words(path, mtime):
         return frozenset(line.strip().lower() for line in f if line.strip())
 
 
-# Checks (Keycloak's validate): each returns the message of a refusal, or None ------------------
+# Checks (Keycloak's validate): each tells whether the password breaks the policy ---------------
 
 def _count(predicate, password):
     return sum(1 for c in password if predicate(c))
 
 
-def _at_least(predicate, message):
-    return lambda n, user, password: message.format(n) if _count(predicate, password) < n else None
+def _fewer(predicate):
+    return lambda n, user, password: _count(predicate, password) < n
 
 
 def _special(c):
     return not c.isalnum()
 
 
-def _length(n, user, password):
-    return f"Invalid password: minimum length {n}." if len(password) < n else None
-
-
-def _max_length(n, user, password):
-    return f"Invalid password: maximum length {n}." if len(password) > n else None
-
-
-def _not_username(_, user, password):
-    return "Invalid password: must not be equal to the username." if user.username == password else None
-
-
-def _not_contains_username(_, user, password):
-    if user.username and user.username.lower() in password.lower():
-        return "Invalid password: Can not contain the username."
-    return None
-
-
-def _not_email(_, user, password):
-    if user.email and user.email.lower() == password.lower():
-        return "Invalid password: must not be equal to the email."
-    return None
-
-
-def _matches(pattern, user, password):
-    return None if pattern.fullmatch(password) else "Invalid password: fails to match regex pattern(s)."
-
-
-def _not_blacklisted(path, user, password):
+def _blacklisted(path, user, password):
     try:
         words = _blacklist_words(path, os.stat(path).st_mtime_ns)
     except OSError:
         # The file went away after the policy was set: refuse rather than let any password through.
         logger.error("password blacklist %s cannot be read", path)
-        return GENERIC_MESSAGE
-    return "Invalid password: password is blacklisted." if password.lower() in words else None
+        raise PasswordPolicyError(*GENERIC) from None
+    return password.lower() in words
 
 
 @dataclass(frozen=True)
 class _Kind:
     parse: object
-    check: object = None  # None: the policy shapes storage or sign-in, it refuses no password
+    broken: object = None  # None: the policy shapes storage or sign-in, it refuses no password
+    key: str = ""  # Keycloak's message key, and its English text ({0}: the policy's value)
+    message: str = ""
 
 
 # Keycloak's policy ids with their defaults (a policy given without a value takes its default).
 KINDS = {
-    "length": _Kind(_number(8), _length),
-    "maxLength": _Kind(_number(64), _max_length),
-    "digits": _Kind(_number(1), _at_least(str.isdigit, "Invalid password: must contain at least {} numerical digits.")),
-    "lowerCase": _Kind(_number(1), _at_least(str.islower,
-                                             "Invalid password: must contain at least {} lower case characters.")),
-    "upperCase": _Kind(_number(1), _at_least(str.isupper,
-                                             "Invalid password: must contain at least {} upper case characters.")),
-    "specialChars": _Kind(_number(1), _at_least(_special,
-                                                "Invalid password: must contain at least {} special characters.")),
-    "notUsername": _Kind(_ignored, _not_username),
-    "notEmail": _Kind(_ignored, _not_email),
-    "notContainsUsername": _Kind(_ignored, _not_contains_username),
-    "regexPattern": _Kind(_regex, _matches),
-    "passwordBlacklist": _Kind(_blacklist, _not_blacklisted),
-    "passwordHistory": _Kind(_number(3)),  # checked against stored hashes by _reused
+    "length": _Kind(_number(8), lambda n, user, password: len(password) < n,
+                    "invalidPasswordMinLengthMessage", "Invalid password: minimum length {0}."),
+    "maxLength": _Kind(_number(64), lambda n, user, password: len(password) > n,
+                       "invalidPasswordMaxLengthMessage", "Invalid password: maximum length {0}."),
+    "digits": _Kind(_number(1), _fewer(str.isdigit), "invalidPasswordMinDigitsMessage",
+                    "Invalid password: must contain at least {0} numerical digits."),
+    "lowerCase": _Kind(_number(1), _fewer(str.islower), "invalidPasswordMinLowerCaseCharsMessage",
+                       "Invalid password: must contain at least {0} lower case characters."),
+    "upperCase": _Kind(_number(1), _fewer(str.isupper), "invalidPasswordMinUpperCaseCharsMessage",
+                       "Invalid password: must contain at least {0} upper case characters."),
+    "specialChars": _Kind(_number(1), _fewer(_special), "invalidPasswordMinSpecialCharsMessage",
+                          "Invalid password: must contain at least {0} special characters."),
+    "notUsername": _Kind(_ignored, lambda _, user, password: user.username == password,
+                         "invalidPasswordNotUsernameMessage", "Invalid password: must not be equal to the username."),
+    "notEmail": _Kind(_ignored, lambda _, user, password: bool(user.email) and user.email.lower() == password.lower(),
+                      "invalidPasswordNotEmailMessage", "Invalid password: must not be equal to the email."),
+    "notContainsUsername": _Kind(
+        _ignored, lambda _, user, password: bool(user.username) and user.username.lower() in password.lower(),
+        "invalidPasswordNotContainsUsernameMessage", "Invalid password: Can not contain the username."),
+    "regexPattern": _Kind(_regex, lambda pattern, user, password: not pattern.fullmatch(password),
+                          "invalidPasswordRegexPatternMessage", "Invalid password: fails to match regex pattern(s)."),
+    "passwordBlacklist": _Kind(_blacklist, _blacklisted, "invalidPasswordBlacklistedMessage",
+                               "Invalid password: password is blacklisted."),
+    # Checked against the stored hashes (_reused), after the rules above.
+    "passwordHistory": _Kind(_number(3), None, "invalidPasswordHistoryMessage",
+                             "Invalid password: must not be equal to any of last {0} passwords."),
     "forceExpiredPasswordChange": _Kind(_number(365)),
     "hashAlgorithm": _Kind(_hash_algorithm),
     "hashIterations": _Kind(_number(-1)),
@@ -267,14 +257,14 @@ def validate(user, password):
     try:
         policy = policy_of(user.realm)
     except PolicyConfigError:
-        raise PasswordPolicyError(GENERIC_MESSAGE) from None
+        raise PasswordPolicyError(*GENERIC) from None
     for name, value in policy.config.items():
-        check = KINDS[name].check
-        message = check(value, user, password) if check else None
-        if message:
-            raise PasswordPolicyError(message)
+        kind = KINDS[name]
+        if kind.broken is not None and kind.broken(value, user, password):
+            raise PasswordPolicyError(kind.key, kind.message.format(value))
     if policy.history and not user._state.adding and _reused(user, password, policy.history):
-        raise PasswordPolicyError(f"Invalid password: must not be equal to any of last {policy.history} passwords.")
+        kind = KINDS["passwordHistory"]
+        raise PasswordPolicyError(kind.key, kind.message.format(policy.history))
 
 
 def set_password(user, password):

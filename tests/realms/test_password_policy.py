@@ -60,6 +60,16 @@ RULES = [
 ]
 
 
+KEYS = {
+    "length": "invalidPasswordMinLengthMessage", "maxLength": "invalidPasswordMaxLengthMessage",
+    "digits": "invalidPasswordMinDigitsMessage", "lowerCase": "invalidPasswordMinLowerCaseCharsMessage",
+    "upperCase": "invalidPasswordMinUpperCaseCharsMessage", "specialChars": "invalidPasswordMinSpecialCharsMessage",
+    "notUsername": "invalidPasswordNotUsernameMessage", "notEmail": "invalidPasswordNotEmailMessage",
+    "notContainsUsername": "invalidPasswordNotContainsUsernameMessage",
+    "regexPattern": "invalidPasswordRegexPatternMessage", "passwordBlacklist": "invalidPasswordBlacklistedMessage",
+}
+
+
 @pytest.mark.parametrize("policy,good,bad,message", RULES, ids=[r[0] for r in RULES])
 def test_each_rule_accepts_and_refuses_with_keycloaks_message(blacklists, policy, good, bad, message):
     realm = realm_with(policy)
@@ -68,6 +78,7 @@ def test_each_rule_accepts_and_refuses_with_keycloaks_message(blacklists, policy
     with pytest.raises(PasswordPolicyError) as refused:
         password_policy.validate(user, bad)
     assert str(refused.value) == message
+    assert refused.value.key == KEYS[policy.partition("(")[0]]  # the Admin API's "error"
 
 
 def test_the_issue_case_abc_is_refused_under_length_and_digits():
@@ -97,6 +108,14 @@ def test_a_policy_this_server_cannot_enforce_fails_the_import(blacklists, policy
         import_realm({"realm": "acme", "passwordPolicy": policy})
     assert refused.value.path == "passwordPolicy" and refused.value.message.startswith(error)
     assert not Realm.objects.filter(name="acme").exists()
+
+
+def test_a_blacklist_file_gone_after_the_policy_was_set_refuses_every_password(blacklists):
+    user = create_user(realm_with("passwordBlacklist(common.txt)"), "alice")
+    (blacklists / "common.txt").unlink()
+    with pytest.raises(PasswordPolicyError) as refused:
+        password_policy.validate(user, "not-listed")
+    assert refused.value.key == "invalidPasswordGenericMessage"
 
 
 def test_a_blacklist_needs_the_operators_directory(settings):

@@ -237,8 +237,9 @@ def policy_of(realm) -> Policy:
     try:
         return parse(realm.password_policy)
     except PolicyConfigError as exc:
-        # Stored before it was checked (or the blacklist file is gone): setting a password fails
-        # closed (``validate``); sign-in goes on under Keycloak's defaults and the operator is told.
+        # Stored before policies were checked (or its blacklist directory changed): setting a
+        # password fails closed (``validate``); sign-in goes on under Keycloak's defaults and the
+        # operator is told.
         logger.error("realm %s: password policy %r cannot be enforced: %s", realm.name, realm.password_policy, exc)
         raise
 

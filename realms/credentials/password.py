@@ -1,6 +1,7 @@
-"""The ``password`` credential: a Django-encoded hash in ``secret_data`` (Argon2id for new ones,
-Keycloak's PBKDF2 and Argon2 hashes verified after an import and upgraded on the next
-successful check; ``realms.hashers``)."""
+"""The ``password`` credential: a Django-encoded hash in ``secret_data`` (new ones under the
+realm's password policy, Argon2id by default; Keycloak's PBKDF2 and Argon2 hashes verified after
+an import and upgraded on the next successful check; ``realms.hashers``,
+``realms.password_policy``)."""
 from .. import password_policy
 from . import CredentialType
 

@@ -26,6 +26,7 @@ from .roles import parse_roles, parse_scope_mapping, role_names, role_rep
 from .user_storage import parse_user_storage, user_storage_reps
 from .users import parse_user, user_rep
 
+
 def _password_policy(value, path):
     # A policy this server does not know or cannot enforce fails the import: never ignored.
     try:

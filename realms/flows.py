@@ -249,6 +249,15 @@ class RequiredAction:
         """SUCCESS when done (the action is then removed from the user), else CHALLENGE."""
         raise NotImplementedError
 
+    def evaluate_triggers(self, ctx):
+        """Add this action to ``ctx.user`` when a realm rule calls for it (Keycloak's
+        evaluateTriggers: an expired password); runs once, when the flow has identified the user."""
+
+
+def _evaluate_triggers(ctx):
+    for action in _required_actions.values():
+        action.evaluate_triggers(ctx)
+
 
 _authenticators = {}
 _required_actions = {}
@@ -467,6 +476,8 @@ def run(ctx, binding=BROWSER) -> Outcome:
         if outcome.kind != Outcome.SUCCESS:
             return outcome
         ctx.auth_session.flow_done = True
+        if ctx.user is not None and ctx.user.enabled:
+            _evaluate_triggers(ctx)
     if ctx.user is None or not ctx.user.enabled:
         return Outcome.failure("user_disabled")
     return _run_required_actions(ctx)
@@ -490,6 +501,7 @@ def run_direct_grant(request, realm, client, params, *, protocol):
                                     description=outcome.description or INVALID_CREDENTIALS)
     if not ctx.user.enabled:
         return ctx, Outcome.failure("user_disabled", description="Account disabled")
+    _evaluate_triggers(ctx)
     if ctx.user.required_actions:
         _unavailable_required_action(ctx)  # logs an action this server lacks; the answer is the same
         return ctx, Outcome.failure("resolve_required_actions", description="Account is not fully set up")

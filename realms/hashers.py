@@ -1,6 +1,8 @@
-"""Password hashers: Argon2id for every new hash, plus verifiers for the hashes a Keycloak
-realm export carries. Django's check_password re-hashes with the first (preferred) hasher after
-a successful sign-in, so an imported Keycloak hash is upgraded at the user's next sign-in."""
+"""Password hashers: Argon2id (Keycloak's default algorithm) and Keycloak's PBKDF2 encodings for
+new hashes, as the realm's hashAlgorithm policy names them, plus verifiers for the hashes a
+Keycloak realm export carries. ``realms.password_policy`` picks the hasher and re-hashes a
+verified password the policy would not make now, so an imported Keycloak hash is upgraded at the
+user's next sign-in."""
 import base64
 import hashlib
 

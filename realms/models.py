@@ -446,25 +446,29 @@ class User(RealmOwned, AbstractBaseUser):
             [self.pk, Credential.PASSWORD])), None)
 
     def set_password(self, raw_password):
-        from django.contrib.auth.hashers import make_password
+        """Store a password without the policy's checks (``password_policy.set_password`` checks
+        first); the hash and the history follow the realm's policy."""
+        from . import password_policy
 
-        self._pending_password = make_password(raw_password)
+        self._pending_password = password_policy.hash_password(self.realm, raw_password)
         if self.pk and not self._state.adding:
             self._save_password()
 
     def _save_password(self):
+        from . import password_policy
+
         encoded = self.__dict__.pop("_pending_password", None)
         if encoded is None:
             return
-        self.credentials.filter(type=Credential.PASSWORD).delete()
-        Credential.objects.create(user=self, type=Credential.PASSWORD, secret_data=encoded)
+        password_policy.replace_password(self, encoded)
 
     def save(self, *args, **kwargs):
         super().save(*args, **kwargs)
         self._save_password()
 
     def check_password(self, raw_password):
-        """Check against the stored hash; a Keycloak hash or weaker parameters are upgraded."""
+        """Check against the stored hash; one the realm's policy would not make now (a Keycloak
+        hash, another algorithm or other iterations) is replaced by a new one."""
         from django.contrib.auth.hashers import check_password
 
         cred = self.password_credential()
@@ -474,13 +478,13 @@ class User(RealmOwned, AbstractBaseUser):
             spend_check_time(raw_password)
             return False
 
-        def upgrade(raw):
-            from django.contrib.auth.hashers import make_password
+        from . import password_policy
 
-            cred.secret_data = make_password(raw)
+        valid = check_password(raw_password, cred.secret_data)
+        if valid and password_policy.needs_rehash(self.realm, cred.secret_data):
+            cred.secret_data = password_policy.hash_password(self.realm, raw_password)
             cred.save(update_fields=["secret_data"])
-
-        return check_password(raw_password, cred.secret_data, upgrade)
+        return valid
 
     def set_unusable_password(self):
         self.credentials.filter(type=Credential.PASSWORD).delete()

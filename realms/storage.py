@@ -57,9 +57,12 @@ class RealmDatabase(UserStorageProvider):
     def get_user_by_username(self, realm, username):
         # A raw query (the same as the ORM's username__iexact): every sign-in runs it, and the
         # ORM's query compiler costs more CPU than the database spends answering it.
-        return next(iter(User.objects.raw(
+        user = next(iter(User.objects.raw(
             f"SELECT * FROM {User._meta.db_table} WHERE realm_id = %s AND UPPER(username) = UPPER(%s)"
             " AND service_account_client_id IS NULL ORDER BY username LIMIT 1", [realm.pk, username])), None)
+        if user is not None:
+            user.realm = realm  # the password check reads the realm's policy without a query
+        return user
 
     def get_user_by_email(self, realm, email):
         matches = list(User.objects.filter(realm=realm, email__iexact=email)[:2])

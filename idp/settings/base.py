@@ -114,6 +114,9 @@ IDP_CONSOLE_LOGIN_ATTEMPTS_PER_MINUTE = int(os.environ.get("IDP_CONSOLE_LOGIN_AT
 IDP_MANAGEMENT_PORT = int(os.environ.get("IDP_MANAGEMENT_PORT", "9000"))
 IDP_BOOTSTRAP_ADMIN_USERNAME = os.environ.get("IDP_BOOTSTRAP_ADMIN_USERNAME", "")
 IDP_BOOTSTRAP_ADMIN_PASSWORD = os.environ.get("IDP_BOOTSTRAP_ADMIN_PASSWORD", "")
+# Where passwordBlacklist(<file name>) policies find their files (one password a line); the realm
+# names a file in it, never a path. Unset: realms cannot use passwordBlacklist.
+IDP_PASSWORD_BLACKLISTS_DIR = os.environ.get("IDP_PASSWORD_BLACKLISTS_DIR", "")
 IDP_DEV_MODE = False
 
 LOGGING = {

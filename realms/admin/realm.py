@@ -9,7 +9,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from .. import keys
+from .. import keys, password_policy
 from ..models import Event, Realm, RealmDefaultClientScope, RealmKey
 from ..services import create_realm
 from .audit import object_event
@@ -74,6 +74,14 @@ class RealmForm(SmtpPasswordMaskedForm):
             "events_expiration": "Expiration (s)",
             "admin_events_details_enabled": "Include representation",
         }
+
+    def clean_password_policy(self):
+        value = self.cleaned_data["password_policy"]
+        try:
+            password_policy.parse(value)
+        except password_policy.PolicyConfigError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return value
 
 
 @admin.register(Realm)

@@ -12,6 +12,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from .. import password_policy
 from ..models import Credential, User
 from ..accounts import create_user
 from .audit import admin_event, object_event, role_ids, role_mapping_events
@@ -32,8 +33,9 @@ class CredentialInline(admin.TabularInline):
 
 
 class UserPasswordForm(SetPasswordForm):
-    """Sets the password through User.set_password (an Argon2id hash in a Credential row);
-    the raw value is neither shown nor kept."""
+    """Sets the password under the realm's password policy (``password_policy.set_password``:
+    refused with Keycloak's message, else hashed into a Credential row); the raw value is neither
+    shown nor kept."""
 
     temporary = forms.BooleanField(
         required=False, initial=True,
@@ -42,7 +44,7 @@ class UserPasswordForm(SetPasswordForm):
 
     def save(self, commit=True):
         user = self.user
-        user.set_password(self.cleaned_data["new_password1"])
+        password_policy.set_password(user, self.cleaned_data["new_password1"])
         actions = [a for a in user.required_actions if a != "UPDATE_PASSWORD"]
         if self.cleaned_data["temporary"]:
             actions.append("UPDATE_PASSWORD")
@@ -134,13 +136,17 @@ class UserAdmin(ConsoleAdmin):
         if request.method == "POST":
             form = UserPasswordForm(user, request.POST)
             if form.is_valid():
-                with transaction.atomic():
-                    form.save()
-                    admin_event(request, user.realm, "ACTION", "USER", f"users/{user.pk}/reset-password")
-                    self.log_change(request, user, "Set password.")
-                update_session_auth_hash(request, user)  # keeps the admin signed in after their own change
-                self.message_user(request, "Password set.", messages.SUCCESS)
-                return HttpResponseRedirect(reverse("admin:realms_user_change", args=[user.pk]))
+                try:
+                    with transaction.atomic():
+                        form.save()
+                        admin_event(request, user.realm, "ACTION", "USER", f"users/{user.pk}/reset-password")
+                        self.log_change(request, user, "Set password.")
+                except password_policy.PasswordPolicyError as exc:
+                    form.add_error("new_password1", str(exc))  # shown next to the field
+                else:
+                    update_session_auth_hash(request, user)  # keeps the admin signed in after their own change
+                    self.message_user(request, "Password set.", messages.SUCCESS)
+                    return HttpResponseRedirect(reverse("admin:realms_user_change", args=[user.pk]))
         else:
             form = UserPasswordForm(user)
         context = {

@@ -1,6 +1,8 @@
-"""The ``password`` credential: a Django-encoded hash in ``secret_data`` (Argon2id for new ones,
-Keycloak's PBKDF2 and Argon2 hashes verified after an import and upgraded on the next
-successful check; ``realms.hashers``)."""
+"""The ``password`` credential: a Django-encoded hash in ``secret_data`` (new ones under the
+realm's password policy, Argon2id by default; Keycloak's PBKDF2 and Argon2 hashes verified after
+an import and upgraded on the next successful check; ``realms.hashers``,
+``realms.password_policy``)."""
+from .. import password_policy
 from . import CredentialType
 
 
@@ -13,7 +15,9 @@ class Password(CredentialType):
         return user.check_password(secret)
 
     def create(self, user, secret):
-        user.set_password(secret)  # stored now for a saved user, else with the user's first save
+        # Under the realm's policy (raises password_policy.PasswordPolicyError); stored now for a
+        # saved user, else with the user's first save.
+        password_policy.set_password(user, secret)
 
     def configured_for(self, user):
         return user.has_usable_password()

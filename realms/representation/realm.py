@@ -2,6 +2,7 @@
 resource, and the export."""
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from .. import password_policy
 from ..models import Client, ClientScope, Group, RealmKey, Role, User
 from .client_scopes import parse_scope, scope_rep
 from .clients import client_rep, parse_client
@@ -24,6 +25,16 @@ from .groups import group_rep, parse_group
 from .roles import parse_roles, parse_scope_mapping, role_names, role_rep
 from .user_storage import parse_user_storage, user_storage_reps
 from .users import parse_user, user_rep
+
+
+def _password_policy(value, path):
+    # A policy this server does not know or cannot enforce fails the import: never ignored.
+    try:
+        password_policy.parse(value)
+    except password_policy.PolicyConfigError as exc:
+        raise RepresentationError(path, str(exc)) from None
+    return value
+
 
 REALM_FIELDS = {
     "id": ("id", as_str),
@@ -93,7 +104,7 @@ REALM_FIELDS = {
     "clientAuthenticationFlow": ("client_authentication_flow", as_str),
     "dockerAuthenticationFlow": ("docker_authentication_flow", as_str),
     "firstBrokerLoginFlow": ("first_broker_login_flow", as_str),
-    "passwordPolicy": ("password_policy", as_str),
+    "passwordPolicy": ("password_policy", lambda v, p: _password_policy(as_str(v, p), p)),
     "browserSecurityHeaders": ("browser_security_headers", as_str_map),
     "smtpServer": ("smtp_server", as_str_map),
     "requiredCredentials": ("required_credentials", as_str_list),

@@ -4,9 +4,7 @@ import base64
 import json
 from datetime import datetime, timezone as dt_timezone
 
-from django.contrib.auth.hashers import make_password
-
-from .. import hashers
+from .. import hashers, password_policy
 from ..accounts import enable_service_account
 from ..models import Credential, User
 from .fields import (
@@ -64,6 +62,10 @@ _CREDENTIAL_SPEC = {
     "createdDate": as_int,
 }
 
+# Credential types holding a password hash in Keycloak's form (earlier passwords are kept for
+# the passwordHistory policy).
+_HASHED = (Credential.PASSWORD, password_policy.HISTORY)
+
 # Keys Keycloak computes from other data.
 _DERIVED = {"totp", "disableableCredentialTypes", "access"}
 
@@ -114,7 +116,7 @@ def _parse_credential(c, path, p):
         row["created"] = _from_millis(v["createdDate"])
     if "id" in v:
         row["id"] = v["id"]
-    if v["type"] != Credential.PASSWORD:
+    if v["type"] not in _HASHED:
         if "secretData" not in v:
             p.unsupported(path, f"credential of type {v['type']!r} without secretData: not imported")
             return None
@@ -122,7 +124,9 @@ def _parse_credential(c, path, p):
         row["credential_data"] = _json_object(v.get("credentialData", "{}"), at(path, "credentialData"))
         return row
     if "value" in v:
-        row["plain"] = v["value"]
+        if v["type"] != Credential.PASSWORD:
+            raise RepresentationError(at(path, "value"), "an earlier password is imported as its hash only")
+        row["plain"] = (v["value"], at(path, "value"))
     elif "hashedSaltedValue" in v:
         if "algorithm" not in v:
             raise RepresentationError(at(path, "algorithm"), "required with hashedSaltedValue")
@@ -197,7 +201,7 @@ def _credential_rep(cred):
     rep = {"id": cred.id, "type": cred.type, "createdDate": _millis(cred.created), "priority": cred.priority}
     if cred.user_label:
         rep["userLabel"] = cred.user_label
-    if cred.type == Credential.PASSWORD:
+    if cred.type in _HASHED:
         secret, data = _password_rep(cred.secret_data)
         rep["secretData"], rep["credentialData"] = json.dumps(secret), json.dumps(data)
     else:
@@ -244,7 +248,12 @@ class UserApplier:
             cred["id"] = self.id_for(Credential, cred.get("id"))
             plain = cred.pop("plain", None)
             if plain is not None:
-                cred["secret_data"] = make_password(plain)
+                value, path = plain
+                try:  # a plaintext password is held to the realm's policy, as Keycloak does
+                    password_policy.validate(user, value)
+                except password_policy.PasswordPolicyError as exc:
+                    raise RepresentationError(path, str(exc)) from None
+                cred["secret_data"] = password_policy.hash_password(self.realm, value)
             Credential.objects.create(user=user, **cred)
 
     def add_service_accounts(self):

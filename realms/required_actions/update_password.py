@@ -1,5 +1,5 @@
 """Keycloak's ``UPDATE_PASSWORD`` required action."""
-from .. import events
+from .. import events, password_policy
 from ..flows import Outcome, RequiredAction
 
 
@@ -9,6 +9,13 @@ class UpdatePassword(RequiredAction):
     def challenge(self, ctx, *, error="", error_field=""):
         return ctx.render("update-password.html", {"error": error, "error_field": error_field})
 
+    def evaluate_triggers(self, ctx):
+        # forceExpiredPasswordChange(days): a password older than that must be changed now.
+        user = ctx.user
+        if self.provider_id not in user.required_actions and password_policy.expired(ctx.realm, user):
+            user.required_actions = [*user.required_actions, self.provider_id]
+            user.save(update_fields=["required_actions"])
+
     def process(self, ctx):
         new = ctx.params.get("password-new", "")
         confirm = ctx.params.get("password-confirm", "")
@@ -17,7 +24,10 @@ class UpdatePassword(RequiredAction):
         if new != confirm:
             return Outcome.challenge(self.challenge(ctx, error="Passwords don't match.", error_field="password-confirm"))
         user = ctx.user
-        user.set_password(new)
+        try:
+            password_policy.set_password(user, new)
+        except password_policy.PasswordPolicyError as exc:
+            return Outcome.challenge(self.challenge(ctx, error=str(exc), error_field="password-new"))
         events.emit(ctx.realm, "UPDATE_PASSWORD", client_id=ctx.client.client_id, user_id=user.pk,
                     ip_address=ctx.ip_address)
         return Outcome.success()

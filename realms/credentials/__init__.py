@@ -21,7 +21,7 @@ class CredentialType:
         raise NotImplementedError
 
     def configured_for(self, user) -> bool:
-        return user.credentials.filter(type=self.type).exists()
+        return any(c.type == self.type for c in user.stored_credentials())
 
     def secret_from_representation(self, secret_data: str) -> str:
         """What ``secret_data`` keeps of Keycloak's secretData string (ValueError when it is not

@@ -15,6 +15,7 @@ import base64
 import hashlib
 import hmac
 import json
+import logging
 import secrets
 import string
 import struct
@@ -22,12 +23,15 @@ import time
 from dataclasses import dataclass
 from urllib.parse import quote, urlencode
 
+from cryptography.fernet import InvalidToken
 from django.core.cache import cache
 from django.db import transaction
 
 from .. import crypto
 from ..models import Credential
 from . import CredentialType
+
+logger = logging.getLogger("idp.otp")
 
 TOTP, HOTP = "totp", "hotp"
 ALGORITHMS = {"HmacSHA1": hashlib.sha1, "HmacSHA256": hashlib.sha256, "HmacSHA512": hashlib.sha512}
@@ -98,7 +102,13 @@ def totp(key: bytes, at=None, period=30, digits=6, algorithm="HmacSHA1") -> str:
 
 
 def _key(cred):
-    value = json.loads(crypto.decrypt(cred.secret_data))["value"]
+    try:
+        value = json.loads(crypto.decrypt(cred.secret_data))["value"]
+    except InvalidToken:
+        # Not ours to read (stored in plain text, or under a retired SECRET_KEY): no code can
+        # match, so the user is refused rather than let in on the password alone.
+        logger.error("OTP credential %s cannot be decrypted: every code is refused", cred.pk)
+        return None
     if str(cred.credential_data.get("secretEncoding", "")).upper() == "BASE32":
         return base64.b32decode(value.upper() + "=" * (-len(value) % 8))
     return value.encode()
@@ -129,6 +139,8 @@ class Otp(CredentialType):
     def _matches(self, cred, code, policy):
         data = cred.credential_data
         key = _key(cred)
+        if key is None:
+            return False
         digits, algorithm = int(data.get("digits", 6)), data.get("algorithm", "HmacSHA1")
         if data.get("subType", TOTP) == HOTP:
             counter = int(data.get("counter", 0))
@@ -152,6 +164,7 @@ class Otp(CredentialType):
 
     def create(self, user, secret, *, label=""):
         """A new OTP credential under the realm's policy (a user may hold several)."""
+        user.forget_credentials()
         return Credential.objects.create(
             user=user, type=self.type, user_label=label, credential_data=OtpPolicy.of(user.realm).credential_data(),
             secret_data=crypto.encrypt(json.dumps({"value": secret})))

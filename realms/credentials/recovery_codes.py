@@ -37,7 +37,7 @@ def _hashed(code):
 
 
 def _codes(cred):
-    return json.loads(cred.secret_data).get("codes", [])
+    return json.loads(cred.secret_data).get("codes", []) if cred is not None else []
 
 
 class RecoveryCodes(CredentialType):
@@ -46,9 +46,10 @@ class RecoveryCodes(CredentialType):
     def verify(self, user, secret):
         """Whether ``secret`` is the user's next unused code; it is then used up."""
         typed = (secret or "").replace("-", "").replace(" ", "").strip().upper()
+        user.forget_credentials()
         with transaction.atomic():
             cred = user.credentials.select_for_update().filter(type=self.type).first()
-            codes = _codes(cred) if cred is not None else []
+            codes = _codes(cred)
             if not typed or not codes or not crypto.constant_time_equals(_hashed(typed), codes[0]["encodedHashedValue"]):
                 return False
             rest = codes[1:]
@@ -59,6 +60,7 @@ class RecoveryCodes(CredentialType):
 
     def create(self, user, secret, *, label=""):
         """Replace the user's codes with ``secret`` (the list of new codes)."""
+        user.forget_credentials()
         with transaction.atomic():
             user.credentials.filter(type=self.type).delete()
             return Credential.objects.create(
@@ -68,18 +70,18 @@ class RecoveryCodes(CredentialType):
                 credential_data={"hashIterations": 1, "algorithm": "RS512", "totalCodes": len(secret),
                                  "remainingCodes": len(secret)})
 
+    def _credential(self, user):
+        return next((c for c in user.stored_credentials() if c.type == self.type), None)
+
     def configured_for(self, user):
-        cred = user.credentials.filter(type=self.type).first()
-        return cred is not None and bool(_codes(cred))
+        return bool(_codes(self._credential(user)))
 
     def next_code_number(self, user):
-        cred = user.credentials.filter(type=self.type).first()
-        codes = _codes(cred) if cred is not None else []
+        codes = _codes(self._credential(user))
         return codes[0]["number"] if codes else None
 
     def remaining(self, user):
-        cred = user.credentials.filter(type=self.type).first()
-        return len(_codes(cred)) if cred is not None else 0
+        return len(_codes(self._credential(user)))
 
     def secret_from_representation(self, secret_data):
         value = json.loads(secret_data)

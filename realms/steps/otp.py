@@ -2,8 +2,7 @@
 (the password grant's ``totp`` parameter) and ``auth-recovery-authn-code-form``. Each wrong code
 is a failed sign-in for brute-force detection (``signin.check_credential``)."""
 from .. import signin
-from ..credentials import get_credential_type
-from ..credentials import recovery_codes
+from ..credentials import get_credential_type, recovery_codes
 from ..flows import INVALID_CREDENTIALS, Authenticator, Outcome
 from ..models import Credential
 
@@ -98,6 +97,7 @@ class RecoveryCodeForm(Authenticator):
             return Outcome.failure(result.error, self.page(ctx, error=INVALID_RECOVERY_CODE))
         if not kind.configured_for(ctx.user):  # the last code: the user must make new ones
             ctx.user.credentials.filter(type=recovery_codes.TYPE).delete()
+            ctx.user.forget_credentials()
             _require_enrolment(ctx, CONFIGURE_RECOVERY_AUTHN_CODES)
         ctx.add_auth_method("recovery-authn-codes")
         return Outcome.success()

@@ -410,3 +410,9 @@ def test_recovery_codes_round_trip_keycloak_json(realm, bob):
     again = next(c for c in export_realm(copy)["users"][0]["credentials"] if c["type"] == RECOVERY_CODES)
     assert (again["secretData"], json.loads(again["credentialData"])) == (cred["secretData"],
                                                                           json.loads(cred["credentialData"]))
+
+
+def test_an_unreadable_otp_secret_refuses_every_code(realm, bob):
+    cred = add_otp(bob)
+    Credential.objects.filter(pk=cred.pk).update(secret_data=KC_SECRET_DATA)  # plain text, not ours
+    assert not verify(bob, app_totp().now())

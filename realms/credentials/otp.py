@@ -7,7 +7,8 @@ secrets (``realms.crypto``) and given back unchanged on export. As in Keycloak t
 the UTF-8 bytes of ``value`` unless ``secretEncoding`` is ``BASE32``; authenticator apps get it
 Base32-encoded.
 
-Codes are RFC 4226 (HOTP) / RFC 6238 (TOTP) computed here with the standard library:
+Codes are RFC 4226 (HOTP; TOTP is HOTP of the number of periods since the epoch, RFC 6238)
+computed here with the standard library:
 django-otp's ``oath.hotp`` only knows HMAC-SHA1, and Keycloak's policy offers SHA-256 and
 SHA-512 too (docs/decisions/0022-one-time-codes.md).
 """
@@ -94,11 +95,6 @@ def hotp(key: bytes, counter: int, digits=6, algorithm="HmacSHA1") -> str:
     offset = digest[-1] & 0x0F
     value = struct.unpack(">I", digest[offset:offset + 4])[0] & 0x7FFFFFFF
     return str(value % 10**digits).zfill(digits)
-
-
-def totp(key: bytes, at=None, period=30, digits=6, algorithm="HmacSHA1") -> str:
-    """RFC 6238: HOTP of the number of periods since the epoch."""
-    return hotp(key, int(time.time() if at is None else at) // period, digits, algorithm)
 
 
 def _key(cred):

@@ -416,3 +416,11 @@ def test_an_unreadable_otp_secret_refuses_every_code(realm, bob):
     cred = add_otp(bob)
     Credential.objects.filter(pk=cred.pk).update(secret_data=KC_SECRET_DATA)  # plain text, not ours
     assert not verify(bob, app_totp().now())
+
+
+def test_required_otp_step_makes_a_user_without_one_enrol(client, realm, web_app, bob, monkeypatch):
+    flow = Flow("password and otp", (step("auth-username-password-form", REQUIRED), step("auth-otp-form", REQUIRED)))
+    monkeypatch.setattr(flows, "_flow_loaders", [lambda realm, ref: flow if ref == BROWSER_FLOW.alias else None])
+    page = password_page(client)
+    assert 'id="kc-totp-settings-form"' in page.content.decode()
+    assert User.objects.get(pk=bob.pk).required_actions == ["CONFIGURE_TOTP"]

@@ -11,7 +11,9 @@ class RealmsConfig(AppConfig):
 
         from . import keys, realm_cache, required_actions, sessions, steps
         from .credentials import register_credential_type
+        from .credentials.otp import Otp
         from .credentials.password import Password
+        from .credentials.recovery_codes import RecoveryCodes
         from .flows import register_authenticator, register_required_action
         from .services import ensure_master_realm
 
@@ -19,7 +21,8 @@ class RealmsConfig(AppConfig):
             register_authenticator(step)
         for action in required_actions.BUILTIN:
             register_required_action(action)
-        register_credential_type(Password)
+        for kind in (Password, Otp, RecoveryCodes):
+            register_credential_type(kind)
 
         post_migrate.connect(ensure_master_realm, sender=self, dispatch_uid="realms-master-realm")
         keys.connect_signals()

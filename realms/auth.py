@@ -52,6 +52,7 @@ class MasterRealmBackend(BaseBackend):
             signin.login_error(realm, result.error, user=result.user, client_id=CONSOLE_CLIENT_ID,
                                ip_address=address, details=details)
             return None
+        signin.signed_in(realm, result.user)
         events.emit(realm, "LOGIN", client_id=CONSOLE_CLIENT_ID, user_id=result.user.pk, ip_address=address,
                     details=details)
         return result.user

@@ -302,6 +302,7 @@ class AuthContext:
         self.config = {}
         self._user = None
         self.user_session = None  # an SSO session found by the Cookie step
+        self.other_alternatives = False  # another alternative step could run instead of this one
 
     @property
     def user(self):
@@ -414,12 +415,19 @@ def _run_flow(ctx, flow, prefix=""):
                 return Outcome.failure("required_step_unavailable")
             return outcome
         return Outcome.success()
-    for index, execution in alternatives:
+    for position, (index, execution) in enumerate(alternatives):
         path = f"{prefix}{index}"
         if state.get(path) == _DONE:
             return Outcome.success()
         if state.get(path) == _SKIPPED:
             continue
+        if execution.flow is None and ctx.user is not None and not is_configured(ctx, execution, ctx.user):
+            state[path] = _SKIPPED  # a step the user has not set up (Keycloak passes it over)
+            continue
+        # A step may offer "Try another way" (it then answers ATTEMPTED) when a later one could run.
+        ctx.other_alternatives = ctx.user is not None and any(
+            state.get(f"{prefix}{i}") != _SKIPPED and is_configured(ctx, e, ctx.user)
+            for i, e in alternatives[position + 1:])
         outcome = _run_execution(ctx, path, execution)
         if outcome.kind == Outcome.SUCCESS:
             state[path] = _DONE
@@ -478,6 +486,7 @@ def run(ctx, binding=BROWSER) -> Outcome:
         ctx.auth_session.flow_done = True
         if ctx.user is not None and ctx.user.enabled:
             _evaluate_triggers(ctx)
+        signin.signed_in(ctx.realm, ctx.user)
     if ctx.user is None or not ctx.user.enabled:
         return Outcome.failure("user_disabled")
     return _run_required_actions(ctx)
@@ -502,6 +511,7 @@ def run_direct_grant(request, realm, client, params, *, protocol):
     if not ctx.user.enabled:
         return ctx, Outcome.failure("user_disabled", description="Account disabled")
     _evaluate_triggers(ctx)
+    signin.signed_in(realm, ctx.user)
     if ctx.user.required_actions:
         _unavailable_required_action(ctx)  # logs an action this server lacks; the answer is the same
         return ctx, Outcome.failure("resolve_required_actions", description="Account is not fully set up")

@@ -437,13 +437,22 @@ class User(RealmOwned, AbstractBaseUser):
     def get_short_name(self):
         return self.first_name or self.username
 
+    def stored_credentials(self):
+        """The user's credential rows, best first, read once per instance: one query answers the
+        password check and the sign-in's questions about second factors (``forget_credentials``
+        after a change). A raw query: every sign-in reads these rows, and the ORM's query
+        compiler costs more CPU than the database spends answering it."""
+        if "_credentials" not in self.__dict__:
+            table = Credential._meta.db_table
+            self.__dict__["_credentials"] = list(Credential.objects.raw(
+                f"SELECT * FROM {table} WHERE user_id = %s ORDER BY priority DESC, created DESC", [self.pk]))
+        return self.__dict__["_credentials"]
+
+    def forget_credentials(self):
+        self.__dict__.pop("_credentials", None)
+
     def password_credential(self):
-        # A raw query: every sign-in reads this row, and the ORM's query compiler costs more CPU
-        # than the database spends answering it.
-        table = Credential._meta.db_table
-        return next(iter(Credential.objects.raw(
-            f"SELECT * FROM {table} WHERE user_id = %s AND type = %s ORDER BY priority DESC, created DESC LIMIT 1",
-            [self.pk, Credential.PASSWORD])), None)
+        return next((c for c in self.stored_credentials() if c.type == Credential.PASSWORD), None)
 
     def set_password(self, raw_password):
         """Store a password without the policy's checks (``password_policy.set_password`` checks
@@ -461,6 +470,7 @@ class User(RealmOwned, AbstractBaseUser):
         if encoded is None:
             return
         password_policy.replace_password(self, encoded)
+        self.forget_credentials()
 
     def save(self, *args, **kwargs):
         super().save(*args, **kwargs)
@@ -488,6 +498,7 @@ class User(RealmOwned, AbstractBaseUser):
 
     def set_unusable_password(self):
         self.credentials.filter(type=Credential.PASSWORD).delete()
+        self.forget_credentials()
 
     def has_usable_password(self):
         return self.credentials.filter(type=Credential.PASSWORD).exists()

@@ -15,6 +15,7 @@ import logging
 from dataclasses import dataclass
 
 from . import bruteforce, events, storage
+from .credentials import get_credential_type
 from .hashers import spend_check_time
 from .models import Credential
 
@@ -77,8 +78,28 @@ def check_user_password(realm, user, password, *, ip_address="") -> Result:
     if not valid:
         bruteforce.record_failure(realm, user, ip_address)
         return Result(user, INVALID_USER_CREDENTIALS)
-    bruteforce.record_success(realm, user)
+    # Earlier failures are forgotten when the whole sign-in succeeds (signed_in), not here: a
+    # right password must not reset the count of wrong one-time codes that follow it.
     return Result(user, "", True)
+
+
+def check_credential(realm, user, credential_type, secret, *, ip_address="") -> Result:
+    """A second factor of a user the flow already knows (one-time code, recovery code): refused
+    while the user is locked out, and each wrong one counts towards brute-force lockout."""
+    if not user.enabled:
+        return Result(user, USER_DISABLED)
+    if bruteforce.is_locked(realm, user):
+        return Result(user, USER_TEMPORARILY_DISABLED)
+    if not get_credential_type(credential_type).verify(user, secret):
+        bruteforce.record_failure(realm, user, ip_address)
+        return Result(user, INVALID_USER_CREDENTIALS)
+    return Result(user, "", True)
+
+
+def signed_in(realm, user):
+    """The user passed every step of the sign-in: earlier failures are forgotten (Keycloak
+    clears the login-failure record when the authentication completes)."""
+    bruteforce.record_success(realm, user)
 
 
 def login_error(realm, error, *, user=None, client_id, ip_address, username="", details=None):

@@ -2,8 +2,8 @@
 ``Credential`` rows (``secret_data``/``credential_data``, Keycloak's secretData/credentialData),
 verifies a presented secret against them and creates new ones, the way Django's
 ``PASSWORD_HASHERS`` owns password hashes. Types register from an ``AppConfig.ready()``
-(``password`` from realms; ``otp``, ``webauthn``, ``recovery-authn-codes`` from the apps that
-add them)."""
+(``password``, ``otp`` and ``recovery-authn-codes`` from realms; ``webauthn`` from the app that
+adds it)."""
 
 
 class CredentialType:
@@ -21,7 +21,15 @@ class CredentialType:
         raise NotImplementedError
 
     def configured_for(self, user) -> bool:
-        return user.credentials.filter(type=self.type).exists()
+        return any(c.type == self.type for c in user.stored_credentials())
+
+    def secret_from_representation(self, secret_data: str) -> str:
+        """What ``secret_data`` keeps of Keycloak's secretData string (ValueError when it is not
+        this type's shape); ``secret_to_representation`` gives the string back unchanged."""
+        return secret_data
+
+    def secret_to_representation(self, stored: str) -> str:
+        return stored
 
 
 _types = {}
@@ -35,3 +43,14 @@ def register_credential_type(kind):
 
 def get_credential_type(name):
     return _types.get(name)
+
+
+def secret_from_representation(type_name, secret_data):
+    """A realm file's secretData as stored (types without a registered kind keep it as is)."""
+    kind = get_credential_type(type_name)
+    return kind.secret_from_representation(secret_data) if kind is not None else secret_data
+
+
+def secret_to_representation(credential):
+    kind = get_credential_type(credential.type)
+    return kind.secret_to_representation(credential.secret_data) if kind is not None else credential.secret_data

@@ -6,6 +6,7 @@ from datetime import datetime, timezone as dt_timezone
 
 from .. import hashers, password_policy
 from ..accounts import enable_service_account
+from ..credentials import secret_from_representation, secret_to_representation
 from ..models import Credential, User
 from .fields import (
     RepresentationError,
@@ -120,7 +121,10 @@ def _parse_credential(c, path, p):
         if "secretData" not in v:
             p.unsupported(path, f"credential of type {v['type']!r} without secretData: not imported")
             return None
-        row["secret_data"] = v["secretData"]
+        try:
+            row["secret_data"] = secret_from_representation(v["type"], v["secretData"])
+        except ValueError as exc:
+            raise RepresentationError(at(path, "secretData"), str(exc)) from None
         row["credential_data"] = _json_object(v.get("credentialData", "{}"), at(path, "credentialData"))
         return row
     if "value" in v:
@@ -205,7 +209,7 @@ def _credential_rep(cred):
         secret, data = _password_rep(cred.secret_data)
         rep["secretData"], rep["credentialData"] = json.dumps(secret), json.dumps(data)
     else:
-        rep["secretData"], rep["credentialData"] = cred.secret_data, json.dumps(cred.credential_data)
+        rep["secretData"], rep["credentialData"] = secret_to_representation(cred), json.dumps(cred.credential_data)
     return rep
 
 

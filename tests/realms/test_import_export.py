@@ -11,6 +11,7 @@ from argon2.low_level import Type, hash_secret_raw
 from django.apps import apps
 from django.core.management import call_command
 
+from realms import crypto
 from realms.keys import realm_keys
 from realms.models import (Client, ClientScope, Credential, Group, ProtocolMapper, Realm, RealmKey, Role, User,
                           client_role_names, effective_roles, realm_role_names)
@@ -190,7 +191,9 @@ def test_every_credential_form_becomes_a_usable_password():
         assert u.check_password(password), username
         assert u.password_credential().secret_data.startswith("argon2$argon2id$"), username
     otp = Credential.objects.get(user__realm=realm, type="otp")
-    assert otp.credential_data["digits"] == 6 and json.loads(otp.secret_data)["value"] == "JBSWY3DPEHPK3PXP"
+    # Kept encrypted at rest (realms.crypto); the export below gives Keycloak's string back.
+    assert otp.credential_data["digits"] == 6 and "JBSWY3DPEHPK3PXP" not in otp.secret_data
+    assert json.loads(crypto.decrypt(otp.secret_data))["value"] == "JBSWY3DPEHPK3PXP"
 
     # Export writes Keycloak's argon2 form for our Argon2id hashes; it imports back and verifies.
     exported = {u["username"]: u for u in export_realm(realm)["users"]}

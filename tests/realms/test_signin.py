@@ -333,14 +333,14 @@ def test_console_records_the_sign_in(client, master_admin):
 # --- Required actions this server does not implement ----------------------------------------------
 
 def test_unknown_required_action_refuses_the_login_form(client, realm, web_app, bob):
-    User.objects.filter(pk=bob.pk).update(required_actions=["CONFIGURE_TOTP"])
+    User.objects.filter(pk=bob.pk).update(required_actions=["NOT_INSTALLED_ACTION"])
     query = redirect_query(sign_in(client, "bob", PASSWORD))
     assert "code" not in query and query["error"] == ["access_denied"]
     assert login_errors(realm) == ["required_action_unavailable"]
 
 
 def test_unknown_required_action_refuses_the_password_grant(client, realm, web_app, bob):
-    User.objects.filter(pk=bob.pk).update(required_actions=["CONFIGURE_TOTP"])
+    User.objects.filter(pk=bob.pk).update(required_actions=["NOT_INSTALLED_ACTION"])
     response = password_grant(client, "bob", PASSWORD)
     assert response.status_code == 400 and response.json() == {
         "error": "invalid_grant", "error_description": "Account is not fully set up"}

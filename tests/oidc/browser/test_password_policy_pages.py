@@ -21,7 +21,7 @@ def test_an_expired_password_is_changed_under_the_policy_on_the_pages(client, re
     page = client.post(_action(page), {"password-new": "too short", "password-confirm": "too short"})
     assert page.status_code == 200
     error = re.search(r'<input id="password-new"[^>]*aria-invalid="true"[^>]*>\s*'
-                      r'<p class="field-error" id="update-password-error" role="alert">([^<]*)</p>',
+                      r'<p class="field-error" id="input-error-password" role="alert">([^<]*)</p>',
                       page.content.decode())
     assert error and error.group(1) == "Invalid password: minimum length 24."
 

@@ -10,7 +10,7 @@ import threading
 from collections import OrderedDict
 
 from realms import realm_cache
-from realms.models import ClientScope, ClientScopeLink, ProtocolMapper, Role, User, effective_roles, expand_composites
+from realms.models import Client, ClientScope, ClientScopeLink, ProtocolMapper, Role, User, effective_roles, expand_composites
 
 from .mappers import compile_mappers
 
@@ -121,7 +121,16 @@ class RealmConfig:
         self.realm = base.realm
         self._clients = {}
         self._user_roles = OrderedDict()
+        self._frame_ancestors = None
         self._lock = threading.Lock()
+
+    def frame_ancestors(self):
+        """The web origins of the realm's enabled OpenID Connect clients: who may frame the
+        session status pages."""
+        if self._frame_ancestors is None:
+            clients = Client.objects.filter(realm=self.realm, enabled=True, protocol=PROTOCOL)
+            self._frame_ancestors = frozenset().union(*(resolve_web_origins(c) for c in clients))
+        return self._frame_ancestors
 
     def client(self, client_id) -> ClientConfig | None:
         config = self._clients.get(client_id)

@@ -184,7 +184,8 @@ def parse_request(client_config, params, redirect_uri) -> AuthorizationRequest:
     # a pure OAuth request for a bare access token needs none (Keycloak's rule).
     if response_type != CODE and not params.get("nonce") and (openid or response_type != TOKEN):
         raise InvalidRequest("Missing parameter: nonce")
-    challenge, method = _pkce(client, params)
+    # PKCE binds a code to its redirect; without a code there is nothing to bind.
+    challenge, method = _pkce(client, params) if CODE in response_type.split() else ("", "")
     prompt = [p for p in params.get("prompt", "").split() if p]
     if "none" in prompt and len(prompt) > 1:
         raise InvalidRequest("Invalid parameter: prompt")
@@ -254,8 +255,6 @@ def start_authorization(request, realm_name, params):
         response_mode = default_mode
     state = params.get("state", "")
     try:
-        if len(params.getlist("response_mode")) > 1:
-            raise InvalidRequest("Duplicated parameter: response_mode")
         if requested_mode and requested_mode not in RESPONSE_MODES:
             raise InvalidRequest("Invalid parameter: response_mode")
         authz = parse_request(client_config, params, redirect_uri)

@@ -6,6 +6,7 @@ the realm's cached configuration and is dropped with it when anything in the rea
 the token endpoint reads no configuration from the database; see
 docs/decisions/0004-oidc-without-dot-models.md.
 """
+import re
 import threading
 from collections import OrderedDict
 
@@ -16,6 +17,7 @@ from .mappers import compile_mappers
 
 PROTOCOL = "openid-connect"
 USER_ROLES_PER_REALM = 10000
+_CSP_SOURCE = re.compile(r"^(?:\*|https?://[A-Za-z0-9.\-\[\]:*]+)$")
 
 
 class RoleRef:
@@ -129,7 +131,9 @@ class RealmConfig:
         session status pages."""
         if self._frame_ancestors is None:
             clients = Client.objects.filter(realm=self.realm, enabled=True, protocol=PROTOCOL)
-            self._frame_ancestors = frozenset().union(*(resolve_web_origins(c) for c in clients))
+            origins = frozenset().union(*(resolve_web_origins(c) for c in clients))
+            # They go into a CSP header: anything but a plain origin (or *) could add directives.
+            self._frame_ancestors = frozenset(o for o in origins if _CSP_SOURCE.match(o))
         return self._frame_ancestors
 
     def client(self, client_id) -> ClientConfig | None:

@@ -13,6 +13,7 @@ from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.http import require_safe
 
 from realms import sso_cookie
+from realms.web import base_url
 
 from ..realm_cache import get_realm
 
@@ -41,7 +42,7 @@ def login_status_iframe_init(request, realm):
     config = realm_config.client(request.GET.get("client_id", ""))
     if config is not None and config.client.enabled:
         origin = request.GET.get("origin", "")
-        allowed = config.web_origins | {f"{request.scheme}://{request.get_host()}"}
+        allowed = config.web_origins | {base_url(request)}
         if "*" in allowed or origin in allowed:
             return HttpResponse(status=204)
     return HttpResponse(status=403)

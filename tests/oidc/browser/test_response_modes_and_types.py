@@ -142,6 +142,14 @@ def test_nonce_is_required_for_front_channel_id_tokens(client, implicit_app):
     assert page.status_code == 200 and b'name="password"' in page.content
 
 
+def test_pkce_is_not_asked_of_a_public_client_without_a_code(client, realm):
+    make_client(realm, "public-implicit", public_client=True, implicit_flow_enabled=True, redirect_uris=[SPA])
+    page = client.get(AUTH, _params("public-implicit", SPA, response_type="id_token token", nonce="n"))
+    assert page.status_code == 200 and b'name="password"' in page.content
+    hybrid = _fragment(client.get(AUTH, _params("public-implicit", SPA, response_type="code id_token", nonce="n")))
+    assert hybrid["error"] == "invalid_request"  # a code still needs PKCE from a public client
+
+
 def test_tokens_never_go_in_the_query(client, implicit_app):
     got = _fragment(client.get(AUTH, _params("implicit-app", SPA, response_type="id_token", nonce="n",
                                              response_mode="query")))

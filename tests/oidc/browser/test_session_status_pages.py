@@ -37,7 +37,7 @@ def test_pages_are_framable_only_by_client_web_origins(client, spa, page):
 
 def test_frame_ancestors_follow_client_changes(client, spa):
     assert "https://new.example" not in client.get(OIDC + PAGES[0])["Content-Security-Policy"]
-    spa.web_origins = ["https://new.example"]
+    spa.web_origins = ["https://new.example", "https://x.example; frame-ancestors *", "javascript:alert(1)"]
     spa.save()
     assert client.get(OIDC + PAGES[0])["Content-Security-Policy"] == "frame-ancestors 'self' https://new.example"
 

@@ -2,7 +2,9 @@
 Chromium, against the live server: ``login-required`` signs in through our login page (response
 mode fragment, PKCE, the check-session iframe and the third-party-cookie probe), ``updateToken``
 and ``loadUserInfo`` work; ``check-sso`` with a silent check-sso page finds the session after a
-reload; ``logout`` in one tab is noticed by the check-session iframe of another (onAuthLogout).
+reload; ``logout`` in one tab is noticed by the check-session iframe of another (onAuthLogout);
+the implicit and hybrid flows for a client with implicitFlowEnabled; a page of a foreign origin
+cannot frame the check-session iframe.
 
 The application is served by a small HTTP server on another port of 127.0.0.1: another origin
 than the server's, registered as the client's redirect URI and web origin (same site, so the
@@ -30,18 +32,27 @@ APP_PAGE = """<!doctype html>
 <script type="module">
   import Keycloak from "/keycloak.js";
   window.events = [];
-  const kc = new Keycloak({url: "%(idp)s", realm: "acme", clientId: "spa"});
+  const query = new URLSearchParams(location.search);
+  const kc = new Keycloak({url: "%(idp)s", realm: "acme", clientId: query.get("client") || "spa"});
   for (const name of %(callbacks)s) {
     kc[name] = () => window.events.push(name);
   }
   window.kc = kc;
   // Only what an application must say; every other option keeps keycloak-js's default.
-  const options = new URLSearchParams(location.search).get("onLoad") === "check-sso"
+  const options = query.get("onLoad") === "check-sso"
     ? {onLoad: "check-sso", silentCheckSsoRedirectUri: location.origin + "/silent-check-sso.html"}
     : {onLoad: "login-required"};
+  if (query.get("flow")) {
+    options.flow = query.get("flow");
+  }
   kc.init(options).then((authenticated) => { window.initResult = authenticated; },
                         (error) => { window.initError = String(error && error.message || error); });
 </script></body></html>"""
+
+# Served from http://localhost:<port>: not a web origin of any client.
+FOREIGN_FRAME = """<!doctype html><html><body>
+<iframe src="%(idp)s/realms/acme/protocol/openid-connect/login-status-iframe.html"></iframe>
+</body></html>"""
 
 SILENT_CHECK_SSO = """<!doctype html><html><body>
 <script>parent.postMessage(location.href, location.origin);</script>
@@ -58,6 +69,7 @@ def app(idp):
     pages = {
         "/": ("text/html", (APP_PAGE % {"idp": idp, "callbacks": CALLBACKS}).encode()),
         "/silent-check-sso.html": ("text/html", SILENT_CHECK_SSO.encode()),
+        "/foreign-frame.html": ("text/html", (FOREIGN_FRAME % {"idp": idp}).encode()),
         "/keycloak.js": ("text/javascript", KEYCLOAK_JS.read_bytes()),
     }
 
@@ -86,6 +98,8 @@ def setup(transactional_db, app):
     realm = create_realm("acme")
     make_client(realm, "spa", public_client=True, redirect_uris=[f"{app}/*"], web_origins=["+"],
                 attributes={"post.logout.redirect.uris": "+"})
+    make_client(realm, "spa-implicit", public_client=True, implicit_flow_enabled=True, redirect_uris=[f"{app}/*"],
+                web_origins=["+"])
     create_user(realm, "bob", password=PASSWORD, email="bob@example.com", first_name="Bob")
     return realm
 
@@ -152,3 +166,38 @@ def test_iframe_init_and_silent_check_sso_without_a_session(setup, idp, app):
             assert page.url == app + "/?onLoad=check-sso"
         finally:
             browser.close()
+
+
+def test_implicit_and_hybrid_flows_and_foreign_framing(setup, idp, app):
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(app + "/?client=spa-implicit&flow=implicit")
+            page.wait_for_url(f"{idp}/realms/acme/protocol/openid-connect/auth?**", timeout=20000)
+            assert "response_type=id_token+token" in page.url or "response_type=id_token%20token" in page.url
+            page.get_by_label("Username or email").fill("bob")
+            page.get_by_label("Password").fill(PASSWORD)
+            page.get_by_role("button", name="Sign in").click()
+            page.wait_for_url(f"{app}/**", timeout=20000)
+            assert _ready(page) is True  # keycloak-js checked the ID token's nonce
+            assert page.evaluate("kc.tokenParsed.preferred_username") == "bob"
+            assert page.evaluate("kc.refreshToken") is None
+
+            # Hybrid: tokens from the fragment, then the code redeemed with PKCE (SSO: no form).
+            page.goto(app + "/?client=spa-implicit&flow=hybrid")
+            assert _ready(page) is True
+            assert page.evaluate("kc.refreshToken") and page.evaluate("kc.idTokenParsed.preferred_username") == "bob"
+
+            # A page of a foreign origin cannot frame the check-session iframe.
+            foreign = app.replace("127.0.0.1", "localhost")
+            blocked = []
+            page.on("console", lambda message: blocked.append(message.text))
+            page.goto(foreign + "/foreign-frame.html")
+            page.wait_for_timeout(1000)
+            assert page.frames[1].url.startswith("chrome-error://")
+            assert any("violates the following Content Security Policy directive: \"frame-ancestors" in text
+                       for text in blocked)
+        finally:
+            browser.close()
+

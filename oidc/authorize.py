@@ -16,10 +16,9 @@ implicit and hybrid types, which need a ``nonce`` in an OpenID request and are a
 fragment by default, never in the query. The ``*.jwt`` modes wrap the response's parameters in a
 JWT signed with the realm's key (JARM); ``jwt`` is ``query.jwt`` or ``fragment.jwt`` by type.
 """
-import time
 import re
+import time
 from dataclasses import asdict, dataclass
-
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from django.http import HttpResponseRedirect
@@ -177,7 +176,9 @@ def parse_request(client_config, params, redirect_uri) -> AuthorizationRequest:
     if response_type != CODE and not client.implicit_flow_enabled:
         raise UnauthorizedClient("Client is not allowed to initiate browser login with given response_type. "
                                  "Implicit flow is disabled for the client.")
-    response_mode = _response_mode(params, response_type)
+    response_mode, mode_error = _response_mode(params)
+    if mode_error is not None:
+        raise mode_error
     scope = params.get("scope", "")
     _, openid = tokens.resolve_scopes(client_config, scope)  # raises InvalidScope for a scope the client lacks
     # OIDC Core §3.2.2.1: an ID token from the front channel is bound to the request by its nonce;
@@ -210,25 +211,24 @@ def _response_type(params):
     return response_type
 
 
-def _default_mode(params):
-    """The mode errors and answers go back in when none (or none valid) was asked for: the
-    fragment once the response type asks for a token from the front channel."""
-    parts = set(params.get("response_type", "").split())
-    return "fragment" if parts & {TOKEN, ID_TOKEN} else "query"
-
-
-def _response_mode(params, response_type):
+def _response_mode(params):
+    """(the mode to answer in, an InvalidRequest or None): the requested mode when it is allowed,
+    else the default one (the fragment once a token comes from the front channel), in which the
+    error then goes back."""
     requested = params.get("response_mode", "")
-    front_channel_tokens = response_type != CODE
+    front_channel = bool(set(params.get("response_type", "").split()) & {TOKEN, ID_TOKEN})
+    default = "fragment" if front_channel else "query"
     if not requested:
-        return "fragment" if front_channel_tokens else "query"
+        return default, None
     if requested == "jwt":
-        return "fragment.jwt" if front_channel_tokens else "query.jwt"
-    if front_channel_tokens and requested in ("query", "query.jwt"):
+        return default + ".jwt", None
+    if requested not in RESPONSE_MODES:
+        return default, InvalidRequest("Invalid parameter: response_mode")
+    if front_channel and requested.startswith("query"):
         # Tokens in a query string end up in logs and Referer headers (OAuth 2.0 Multiple
         # Response Types §3.0).
-        raise InvalidRequest(f"Response_mode '{requested}' not allowed for implicit or hybrid flow")
-    return requested
+        return default, InvalidRequest(f"Response_mode '{requested}' not allowed for implicit or hybrid flow")
+    return requested, None
 
 
 def start_authorization(request, realm_name, params):
@@ -244,19 +244,9 @@ def start_authorization(request, realm_name, params):
                     details={"redirect_uri": params.get("redirect_uri", "")[:2048]})
         raise
     client = client_config.client
-    requested_mode = params.get("response_mode", "")
-    # Errors go back in the requested mode when it is one allowed here, else in the default one.
-    default_mode = _default_mode(params)
-    if requested_mode == "jwt":
-        response_mode = default_mode + ".jwt"
-    elif requested_mode in RESPONSE_MODES and not (default_mode == "fragment" and requested_mode.startswith("query")):
-        response_mode = requested_mode
-    else:
-        response_mode = default_mode
+    response_mode, _ = _response_mode(params)  # where errors go back
     state = params.get("state", "")
     try:
-        if requested_mode and requested_mode not in RESPONSE_MODES:
-            raise InvalidRequest("Invalid parameter: response_mode")
         authz = parse_request(client_config, params, redirect_uri)
     except OAuthError as exc:
         events.emit(realm, "LOGIN_ERROR", client_id=client.client_id, ip_address=client_address(request),

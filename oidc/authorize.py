@@ -9,9 +9,17 @@ PKCE policy (docs/decisions/0007-pkce-policy.md): a public client must send a ch
 9700 §2.1.1), as must a client whose attribute ``pkce.code.challenge.method`` is set. The method
 must be S256, except for a client whose attribute is ``plain`` (a client that cannot compute
 SHA-256, spec 1 §4).
+
+Response types and modes (OIDC Core §3.2, §3.3; OAuth 2.0 Multiple Response Types; JARM), as
+Keycloak offers them: ``code``, and for a client with ``implicitFlowEnabled`` (off by default) the
+implicit and hybrid types, which need a ``nonce`` in an OpenID request and are answered in the
+fragment by default, never in the query. The ``*.jwt`` modes wrap the response's parameters in a
+JWT signed with the realm's key (JARM); ``jwt`` is ``query.jwt`` or ``fragment.jwt`` by type.
 """
 import re
+import time
 from dataclasses import asdict, dataclass
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from django.http import HttpResponseRedirect
 from django.utils import timezone
@@ -21,13 +29,17 @@ from realms.flows import SSO_AUTH
 from realms.redirects import is_valid_redirect_uri, with_params
 from realms.web import client_address, realm_url
 
-from . import codes, consent, tokens
+from . import codes, consent, jose, tokens
 from .backchannel import ISSUER_NOTE
 from .errors import AccessDenied, InvalidRequest, OAuthError, UnauthorizedClient
 from .realm_cache import get_realm
 
 PROTOCOL = "openid-connect"
-RESPONSE_MODES = ("query", "form_post")
+RESPONSE_MODES = ("query", "fragment", "form_post", "query.jwt", "fragment.jwt", "form_post.jwt", "jwt")
+CODE, TOKEN, ID_TOKEN = "code", "token", "id_token"
+# Every response type Keycloak answers, by its set of parts; written in this canonical order.
+RESPONSE_TYPES = {frozenset(t.split()): t for t in (
+    "code", "token", "id_token", "id_token token", "code id_token", "code token", "code id_token token")}
 # RFC 7636 §4.2: BASE64URL-ENCODE(SHA256(verifier)) is exactly 43 characters; a plain
 # challenge is a verifier: 43 to 128 unreserved characters.
 _S256_CHALLENGE = re.compile(r"^[A-Za-z0-9\-_]{43}$")
@@ -66,9 +78,10 @@ class UntrustedRequest(Exception):
 class AuthorizationError(Exception):
     """An OAuth error to send back to the client on its (trusted) redirect URI."""
 
-    def __init__(self, oauth_error, *, redirect_uri, state, response_mode="query"):
+    def __init__(self, oauth_error, *, client, redirect_uri, state, response_mode="query"):
         super().__init__(oauth_error.description)
         self.oauth_error = oauth_error
+        self.client = client
         self.redirect_uri = redirect_uri
         self.state = state
         self.response_mode = response_mode
@@ -77,6 +90,7 @@ class AuthorizationError(Exception):
 @dataclass
 class AuthorizationRequest:
     redirect_uri: str
+    response_type: str
     response_mode: str
     scope: str
     state: str
@@ -155,17 +169,24 @@ def parse_request(client_config, params, redirect_uri) -> AuthorizationRequest:
         raise RequestNotSupported("Request objects are not supported")
     if params.get("request_uri"):
         raise RequestUriNotSupported("Request URIs are not supported")
-    response_type = params.get("response_type", "")
-    if not response_type:
-        raise InvalidRequest("Missing parameter: response_type")
-    if response_type != "code":
-        raise UnsupportedResponseType("Unsupported response_type")
-    if not client.standard_flow_enabled:
+    response_type = _response_type(params)
+    if response_type == CODE and not client.standard_flow_enabled:
         raise UnauthorizedClient("Client is not allowed to initiate browser login with given response_type. "
                                  "Standard flow is disabled for the client.")
+    if response_type != CODE and not client.implicit_flow_enabled:
+        raise UnauthorizedClient("Client is not allowed to initiate browser login with given response_type. "
+                                 "Implicit flow is disabled for the client.")
+    response_mode, mode_error = _response_mode(params)
+    if mode_error is not None:
+        raise mode_error
     scope = params.get("scope", "")
-    tokens.resolve_scopes(client_config, scope)  # raises InvalidScope for a scope the client lacks
-    challenge, method = _pkce(client, params)
+    _, openid = tokens.resolve_scopes(client_config, scope)  # raises InvalidScope for a scope the client lacks
+    # OIDC Core §3.2.2.1: an ID token from the front channel is bound to the request by its nonce;
+    # a pure OAuth request for a bare access token needs none (Keycloak's rule).
+    if response_type != CODE and not params.get("nonce") and (openid or response_type != TOKEN):
+        raise InvalidRequest("Missing parameter: nonce")
+    # PKCE binds a code to its redirect; without a code there is nothing to bind.
+    challenge, method = _pkce(client, params) if CODE in response_type.split() else ("", "")
     prompt = [p for p in params.get("prompt", "").split() if p]
     if "none" in prompt and len(prompt) > 1:
         raise InvalidRequest("Invalid parameter: prompt")
@@ -173,11 +194,41 @@ def parse_request(client_config, params, redirect_uri) -> AuthorizationRequest:
     if max_age and not max_age.isdigit():
         raise InvalidRequest("Invalid parameter: max_age")
     return AuthorizationRequest(
-        redirect_uri=redirect_uri, response_mode=params.get("response_mode") or "query", scope=scope,
+        redirect_uri=redirect_uri, response_type=response_type, response_mode=response_mode, scope=scope,
         state=params.get("state", ""), nonce=params.get("nonce", ""), code_challenge=challenge,
         code_challenge_method=method, prompt=prompt, max_age=int(max_age) if max_age else None,
         login_hint=params.get("login_hint", ""), idp_hint=params.get("kc_idp_hint", ""),
     )
+
+
+def _response_type(params):
+    value = params.get("response_type", "")
+    if not value:
+        raise InvalidRequest("Missing parameter: response_type")
+    response_type = RESPONSE_TYPES.get(frozenset(value.split()))
+    if response_type is None or len(value.split()) != len(response_type.split()):
+        raise UnsupportedResponseType("Unsupported response_type")
+    return response_type
+
+
+def _response_mode(params):
+    """(the mode to answer in, an InvalidRequest or None): the requested mode when it is allowed,
+    else the default one (the fragment once a token comes from the front channel), in which the
+    error then goes back."""
+    requested = params.get("response_mode", "")
+    front_channel = bool(set(params.get("response_type", "").split()) & {TOKEN, ID_TOKEN})
+    default = "fragment" if front_channel else "query"
+    if not requested:
+        return default, None
+    if requested == "jwt":
+        return default + ".jwt", None
+    if requested not in RESPONSE_MODES:
+        return default, InvalidRequest("Invalid parameter: response_mode")
+    if front_channel and requested.startswith("query"):
+        # Tokens in a query string end up in logs and Referer headers (OAuth 2.0 Multiple
+        # Response Types §3.0).
+        return default, InvalidRequest(f"Response_mode '{requested}' not allowed for implicit or hybrid flow")
+    return requested, None
 
 
 def start_authorization(request, realm_name, params):
@@ -193,17 +244,15 @@ def start_authorization(request, realm_name, params):
                     details={"redirect_uri": params.get("redirect_uri", "")[:2048]})
         raise
     client = client_config.client
-    response_mode = params.get("response_mode") or "query"
+    response_mode, _ = _response_mode(params)  # where errors go back
     state = params.get("state", "")
     try:
-        if response_mode not in RESPONSE_MODES:
-            response_mode = "query"
-            raise InvalidRequest("Invalid parameter: response_mode")
         authz = parse_request(client_config, params, redirect_uri)
     except OAuthError as exc:
         events.emit(realm, "LOGIN_ERROR", client_id=client.client_id, ip_address=client_address(request),
                     error=exc.event_error, details={"redirect_uri": redirect_uri, "reason": exc.description})
-        raise AuthorizationError(exc, redirect_uri=redirect_uri, state=state, response_mode=response_mode)
+        raise AuthorizationError(exc, client=client, redirect_uri=redirect_uri, state=state,
+                                 response_mode=response_mode)
 
     existing = sso_cookie.session_from_request(request, realm)
     force_login = "login" in authz.prompt
@@ -219,16 +268,36 @@ def start_authorization(request, realm_name, params):
 
 # Responses ---------------------------------------------------------------------------------------
 
-def authorization_response(request, realm, *, redirect_uri, response_mode, params):
-    params = {**params, "iss": realm_url(request, realm.name)}  # RFC 9207
+def authorization_response(request, realm, client, *, redirect_uri, response_mode, params):
+    issuer = realm_url(request, realm.name)
+    params = {k: v for k, v in params.items() if v not in (None, "")}
+    if response_mode.endswith(".jwt"):
+        params = {"response": _jarm(realm, client, issuer, params)}
+        response_mode = response_mode[:-len(".jwt")]
+    else:
+        params["iss"] = issuer  # RFC 9207 (JARM carries it inside the JWT)
     if response_mode == "form_post":
-        fields = [(k, v) for k, v in params.items() if v not in (None, "")]
-        return themes.render(request, realm, "form-post.html", {"action": redirect_uri, "fields": fields})
+        return themes.render(request, realm, "form-post.html",
+                             {"action": redirect_uri, "fields": list(params.items())})
+    if response_mode == "fragment":
+        parts = urlsplit(redirect_uri)
+        return HttpResponseRedirect(urlunsplit((*parts[:4], urlencode(params))))
     return HttpResponseRedirect(with_params(redirect_uri, params))
 
 
+def _jarm(realm, client, issuer, params):
+    """JARM §2.1: the response parameters in a JWT for the client, signed with the realm's key for
+    the client's ``authorization.signed.response.alg`` (else the realm's default algorithm)."""
+    alg = client.attributes.get("authorization.signed.response.alg") or realm.default_signature_algorithm
+    claims = {"iss": issuer, "aud": client.client_id, "exp": int(time.time()) + realm.access_code_lifespan,
+              **params}
+    kid, key = tokens.signer(realm, alg)
+    return jose.sign(claims, alg=alg, key=key, kid=kid)
+
+
 def error_redirect(request, realm, exc: AuthorizationError):
-    return authorization_response(request, realm, redirect_uri=exc.redirect_uri, response_mode=exc.response_mode,
+    return authorization_response(request, realm, exc.client, redirect_uri=exc.redirect_uri,
+                                  response_mode=exc.response_mode,
                                   params={**exc.oauth_error.body(), "state": exc.state})
 
 
@@ -275,21 +344,42 @@ def _complete(ctx, user_session):
             SSO_AUTH: "true" if ctx.auth_session.notes.get(SSO_AUTH) == "true" else None,
         })
     sessions.touch(user_session, client_session)
-    code = codes.issue_code(
-        client=client, user_session=user_session, redirect_uri=data["redirect_uri"], scope=data["scope"],
-        nonce=data["nonce"], code_challenge=data["code_challenge"],
-        code_challenge_method=data["code_challenge_method"],
-    )
+    # Auth sessions started before response types were kept are code requests.
+    parts = data.get("response_type", CODE).split()
+    code = ""
+    if CODE in parts:
+        code = codes.issue_code(
+            client=client, user_session=user_session, redirect_uri=data["redirect_uri"], scope=data["scope"],
+            nonce=data["nonce"], code_challenge=data["code_challenge"],
+            code_challenge_method=data["code_challenge_method"],
+        )
+    params = {"code": code, "state": data["state"], "session_state": user_session.pk}
+    if TOKEN in parts or ID_TOKEN in parts:
+        params.update(_front_channel_tokens(ctx, user_session, client_session, data, code, parts))
     events.emit(ctx.realm, "LOGIN", client_id=client.client_id, user_id=ctx.user.pk, session_id=user_session.pk,
                 ip_address=ctx.ip_address, details={
-                    "auth_method": PROTOCOL, "auth_type": "code", "response_type": "code",
+                    "auth_method": PROTOCOL, "auth_type": CODE if parts == [CODE] else "implicit",
+                    "response_type": " ".join(parts),
                     "response_mode": data["response_mode"], "redirect_uri": data["redirect_uri"],
                     "username": ctx.user.username, "consent": consent_detail,
                     "code_id": user_session.pk,
                 })
-    return authorization_response(ctx.request, ctx.realm, redirect_uri=data["redirect_uri"],
-                                  response_mode=data["response_mode"],
-                                  params={"code": code, "state": data["state"]})
+    return authorization_response(ctx.request, ctx.realm, client, redirect_uri=data["redirect_uri"],
+                                  response_mode=data["response_mode"], params=params)
+
+
+def _front_channel_tokens(ctx, user_session, client_session, data, code, parts):
+    """The access and/or ID token an implicit or hybrid response carries."""
+    realm_config = get_realm(ctx.realm.name)
+    client_config = realm_config.client(ctx.client.client_id)
+    scopes, openid = tokens.resolve_scopes(client_config, data["scope"])
+    token_ctx = tokens.TokenContext(
+        realm=ctx.realm, client_config=client_config, user=ctx.user, issuer=realm_url(ctx.request, ctx.realm.name),
+        scopes=scopes, openid=openid, user_session=user_session, client_session=client_session,
+        nonce=data["nonce"], acr=tokens.session_acr(client_session),
+        roles=tokens.restricted_roles(client_config, realm_config.user_roles(ctx.user), scopes))
+    return tokens.front_channel_response(token_ctx, code=code, access_token=TOKEN in parts,
+                                         id_token=ID_TOKEN in parts)
 
 
 _FLOW_ERRORS = {"login_required": LoginRequired, "interaction_required": InteractionRequired,
@@ -307,7 +397,8 @@ def _fail(ctx, error):
     events.emit(ctx.realm, "LOGIN_ERROR", client_id=ctx.client.client_id, ip_address=ctx.ip_address,
                 user_id=ctx.auth_session.user_id, error=error, details={"redirect_uri": data["redirect_uri"]})
     return error_redirect(ctx.request, ctx.realm, AuthorizationError(
-        oauth_error, redirect_uri=data["redirect_uri"], state=data["state"], response_mode=data["response_mode"]))
+        oauth_error, client=ctx.client, redirect_uri=data["redirect_uri"], state=data["state"],
+        response_mode=data["response_mode"]))
 
 
 def register():

@@ -91,11 +91,7 @@ def _emit(exchange, event_type, error=""):
 def _context(exchange, user, scopes, openid, user_session=None, client_session=None, nonce="", roles=None):
     config = exchange.client_config
     user_roles = roles if roles is not None else exchange.realm_config.user_roles(user)
-    acr = None
-    if user_session is not None:
-        notes = client_session.notes if client_session is not None else {}
-        # A code answered from the SSO cookie is level 0; a sign-in with credentials level 1.
-        acr = notes.get("acr") or ("0" if notes.get(SSO_AUTH) == "true" else "1")
+    acr = tokens.session_acr(client_session) if user_session is not None else None
     return tokens.TokenContext(
         realm=exchange.realm, client_config=config, user=user, issuer=exchange.issuer, scopes=scopes,
         openid=openid, user_session=user_session, client_session=client_session, nonce=nonce, acr=acr,

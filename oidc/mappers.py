@@ -277,6 +277,13 @@ def session_note(config, claims, ctx):
     set_claim(claims, config, value)
 
 
+@register("oidc-session-state-mapper", token_types=(ACCESS, ID, USERINFO, INTROSPECTION))
+def session_state(config, claims, ctx):
+    # Keycloak 26 dropped the claim (``sid`` says the same); clients still reading it add this mapper.
+    if ctx.sid:
+        claims["session_state"] = ctx.sid
+
+
 @register("oidc-acr-mapper", token_types=(ACCESS, ID, USERINFO, INTROSPECTION))
 def acr(config, claims, ctx):
     if ctx.acr is not None:

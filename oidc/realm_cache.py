@@ -6,16 +6,18 @@ the realm's cached configuration and is dropped with it when anything in the rea
 the token endpoint reads no configuration from the database; see
 docs/decisions/0004-oidc-without-dot-models.md.
 """
+import re
 import threading
 from collections import OrderedDict
 
 from realms import realm_cache
-from realms.models import ClientScope, ClientScopeLink, ProtocolMapper, Role, User, effective_roles, expand_composites
+from realms.models import Client, ClientScope, ClientScopeLink, ProtocolMapper, Role, User, effective_roles, expand_composites
 
 from .mappers import compile_mappers
 
 PROTOCOL = "openid-connect"
 USER_ROLES_PER_REALM = 10000
+_CSP_SOURCE = re.compile(r"^(?:\*|https?://[A-Za-z0-9.\-\[\]:*]+)$")
 
 
 class RoleRef:
@@ -121,7 +123,18 @@ class RealmConfig:
         self.realm = base.realm
         self._clients = {}
         self._user_roles = OrderedDict()
+        self._frame_ancestors = None
         self._lock = threading.Lock()
+
+    def frame_ancestors(self):
+        """The web origins of the realm's enabled OpenID Connect clients: who may frame the
+        session status pages."""
+        if self._frame_ancestors is None:
+            clients = Client.objects.filter(realm=self.realm, enabled=True, protocol=PROTOCOL)
+            origins = frozenset().union(*(resolve_web_origins(c) for c in clients))
+            # They go into a CSP header: anything but a plain origin (or *) could add directives.
+            self._frame_ancestors = frozenset(o for o in origins if _CSP_SOURCE.match(o))
+        return self._frame_ancestors
 
     def client(self, client_id) -> ClientConfig | None:
         config = self._clients.get(client_id)

@@ -14,7 +14,7 @@ from realms.keys import realm_keys
 from realms.models import ClientScope, ClientSession, User
 
 from . import jose, tokens
-from .authorize import RESPONSE_MODES
+from .authorize import RESPONSE_MODES, RESPONSE_TYPES
 from .client_auth import authenticate
 from .errors import InvalidRequest, InvalidToken, OAuthError, UnauthorizedClient
 
@@ -56,12 +56,13 @@ def discovery_document(realm, issuer):
         "end_session_endpoint": endpoint(issuer, "logout"),
         "revocation_endpoint": endpoint(issuer, "revoke"),
         "jwks_uri": endpoint(issuer, "certs"),
+        "check_session_iframe": endpoint(issuer, "login-status-iframe.html"),
         "frontchannel_logout_supported": True,
         "frontchannel_logout_session_supported": True,
         "backchannel_logout_supported": True,
         "backchannel_logout_session_supported": True,
-        "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials", "password"],
-        "response_types_supported": ["code"],
+        "grant_types_supported": ["authorization_code", "implicit", "refresh_token", "client_credentials", "password"],
+        "response_types_supported": list(RESPONSE_TYPES.values()),
         "response_modes_supported": list(RESPONSE_MODES),
         "authorization_response_iss_parameter_supported": True,  # RFC 9207: every response carries iss
         "subject_types_supported": ["public"],
@@ -72,10 +73,12 @@ def discovery_document(realm, issuer):
         "introspection_endpoint_auth_signing_alg_values_supported": auth_algs,
         "revocation_endpoint_auth_methods_supported": AUTH_METHODS,
         "revocation_endpoint_auth_signing_alg_values_supported": auth_algs,
+        "authorization_signing_alg_values_supported": SIGNING_ALGS,
         "code_challenge_methods_supported": ["plain", "S256"],
         "scopes_supported": ["openid", *[s for s in scopes if s != "openid"]],
         "claims_supported": ["aud", "sub", "iss", "auth_time", "name", "given_name", "family_name",
-                             "preferred_username", "email", "email_verified", "acr", "azp", "nonce", "sid"],
+                             "preferred_username", "email", "email_verified", "acr", "azp", "nonce", "sid",
+                             "at_hash", "c_hash"],
         "claims_parameter_supported": False,
         "request_parameter_supported": False,
         "request_uri_parameter_supported": False,

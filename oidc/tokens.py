@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from realms import sessions
+from realms.flows import SSO_AUTH
 from realms.keys import realm_keys
 
 from . import jose
@@ -122,20 +123,27 @@ def _int_attr(client, key):
         return 0
 
 
-def _signer(realm, alg):
-    signer = realm_keys(realm).signer(alg)
-    if signer is None:
+def signer(realm, alg):
+    """(kid, key) of the realm's active key for ``alg``; ServerError when there is none."""
+    found = realm_keys(realm).signer(alg)
+    if found is None:
         raise ServerError(f"No active {alg} key in realm")
-    return signer
+    return found
 
 
 def _sign(realm, alg, claims, typ="JWT"):
-    kid, key = _signer(realm, alg)
+    kid, key = signer(realm, alg)
     return jose.sign(claims, alg=alg, key=key, kid=kid, typ=typ)
 
 
-def access_token_claims(ctx, now):
-    lifespan = _int_attr(ctx.client, "access.token.lifespan") or ctx.realm.access_token_lifespan
+def session_acr(client_session):
+    """The acr of tokens from a client session: "0" answered from the SSO cookie, "1" signed in."""
+    notes = client_session.notes if client_session is not None else {}
+    return notes.get("acr") or ("0" if notes.get(SSO_AUTH) == "true" else "1")
+
+
+def access_token_claims(ctx, now, lifespan=None):
+    lifespan = lifespan or _int_attr(ctx.client, "access.token.lifespan") or ctx.realm.access_token_lifespan
     exp = now + lifespan
     if ctx.client_session is not None and not ctx.user_session.offline:
         # An access token never outlives the session it was issued from.
@@ -150,7 +158,7 @@ def access_token_claims(ctx, now):
     return claims
 
 
-def id_token_claims(ctx, now, access_token, alg):
+def id_token_claims(ctx, now, access_token, alg, code=""):
     claims = {"exp": now + (_int_attr(ctx.client, "access.token.lifespan") or ctx.realm.access_token_lifespan),
               "iat": now, "jti": str(uuid.uuid4()), "iss": ctx.issuer, "aud": ctx.client.client_id,
               "sub": ctx.user.pk, "typ": TYP_ID, "azp": ctx.client.client_id}
@@ -161,6 +169,8 @@ def id_token_claims(ctx, now, access_token, alg):
         claims["nonce"] = ctx.nonce
     if access_token:
         claims["at_hash"] = jose.half_hash(access_token, alg)
+    if code:
+        claims["c_hash"] = jose.half_hash(code, alg)  # OIDC Core §3.3.2.11
     apply_mappers(ctx.client_config.mappers_for(ctx.scopes, ID), claims, ctx)
     claims["aud"] = claims["aud"] if claims.get("aud") else ctx.client.client_id
     claims["sub"] = ctx.user.pk
@@ -192,15 +202,26 @@ def refresh_token(ctx, now):
     return jose.sign(claims, alg=REFRESH_ALG, key=key, kid=kid), claims
 
 
+def _access_token(ctx, now, lifespan=None):
+    """(signed access token, its claims)."""
+    client = ctx.client
+    at_alg = client.attributes.get("access.token.signed.response.alg") or ctx.realm.default_signature_algorithm
+    at_claims = access_token_claims(ctx, now, lifespan)
+    typ = "at+jwt" if client.attributes.get("access.token.header.type.rfc9068") == "true" else "JWT"
+    return _sign(ctx.realm, at_alg, at_claims, typ), at_claims
+
+
+def _id_token(ctx, now, access_token, code=""):
+    alg = ctx.client.attributes.get("id.token.signed.response.alg") or ctx.realm.default_signature_algorithm
+    return _sign(ctx.realm, alg, id_token_claims(ctx, now, access_token, alg, code))
+
+
 def token_response(ctx, *, with_refresh=True):
     """The JSON body of a successful token response, and the access token's claims."""
     now = int(time.time())
     client = ctx.client
     realm = ctx.realm
-    at_alg = client.attributes.get("access.token.signed.response.alg") or realm.default_signature_algorithm
-    at_claims = access_token_claims(ctx, now)
-    typ = "at+jwt" if client.attributes.get("access.token.header.type.rfc9068") == "true" else "JWT"
-    access_token = _sign(realm, at_alg, at_claims, typ)
+    access_token, at_claims = _access_token(ctx, now)
     body = {"access_token": access_token, "expires_in": at_claims["exp"] - now}
     if with_refresh and ctx.client_session is not None:
         token, rt_claims = refresh_token(ctx, now)
@@ -212,13 +233,26 @@ def token_response(ctx, *, with_refresh=True):
         body["refresh_expires_in"] = 0
     body["token_type"] = "Bearer"
     if ctx.openid:
-        id_alg = client.attributes.get("id.token.signed.response.alg") or realm.default_signature_algorithm
-        body["id_token"] = _sign(realm, id_alg, id_token_claims(ctx, now, access_token, id_alg))
+        body["id_token"] = _id_token(ctx, now, access_token)
     body["not-before-policy"] = max(realm.not_before, client.not_before)
     if ctx.sid:
         body["session_state"] = ctx.sid
     body["scope"] = ctx.scope
     return body, at_claims
+
+
+def front_channel_response(ctx, *, code="", access_token=False, id_token=False):
+    """The tokens of an implicit or hybrid authorization response (OIDC Core §3.2.2.5, §3.3.2.5):
+    never a refresh token; the access token lives for the realm's implicit-flow lifespan; the ID
+    token binds the code (c_hash) and the access token (at_hash) it travels with."""
+    now = int(time.time())
+    params, token = {}, ""
+    if access_token:
+        token, claims = _access_token(ctx, now, ctx.realm.access_token_lifespan_for_implicit_flow)
+        params.update(access_token=token, token_type="Bearer", expires_in=claims["exp"] - now)
+    if id_token:
+        params["id_token"] = _id_token(ctx, now, token, code)
+    return params
 
 
 # Reading tokens -------------------------------------------------------------------------------

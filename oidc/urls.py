@@ -1,7 +1,7 @@
 """OpenID Connect URLs, included from idp/urls.py at ``realms/<realm>/``."""
 from django.urls import path
 
-from .views import authorize, discovery, logout, token, userinfo
+from .views import authorize, discovery, logout, session_status, token, userinfo
 
 OIDC = "protocol/openid-connect/"
 
@@ -14,4 +14,9 @@ urlpatterns = [
     path(OIDC + "token/introspect", token.introspect, name="oidc-introspect"),
     path(OIDC + "revoke", token.revoke, name="oidc-revoke"),
     path(OIDC + "userinfo", userinfo.userinfo, name="oidc-userinfo"),
+    path(OIDC + "login-status-iframe.html", session_status.login_status_iframe, name="oidc-login-status-iframe"),
+    path(OIDC + "login-status-iframe.html/init", session_status.login_status_iframe_init,
+         name="oidc-login-status-iframe-init"),
+    path(OIDC + "3p-cookies/step1.html", session_status.third_party_cookies_step1, name="oidc-3p-cookies-step1"),
+    path(OIDC + "3p-cookies/step2.html", session_status.third_party_cookies_step2, name="oidc-3p-cookies-step2"),
 ]

@@ -4,12 +4,21 @@ It carries the session id signed with the server's key (salted per realm), so a 
 be forged or moved to another realm; the session itself is checked on every use
 (``realms.sessions.get_valid_session``). HttpOnly, SameSite=Lax, Secure over https, and scoped
 to ``/realms/<realm>/`` so realms do not see each other's cookies.
+
+Beside it, ``SERVICE_SESSION`` (Keycloak's ``KEYCLOAK_SESSION``) is readable by script: the
+OIDC check-session iframe compares it with the ``session_state`` its client holds. It carries only
+the SHA-256 of the session id (base64url, as Keycloak 26.1+), never anything that signs in, and
+is SameSite=None over https so the iframe sees it when framed by another site.
 """
+import base64
+import hashlib
+
 from django.core import signing
 
 from . import sessions
 
 COOKIE = "SERVICE_IDENTITY"
+SESSION_STATE_COOKIE = "SERVICE_SESSION"
 
 
 def _signer(realm):
@@ -39,9 +48,19 @@ def set_cookie(response, request, realm, user_session):
         max_age = sessions.session_max_lifespan(realm, user_session)
     response.set_cookie(COOKIE, _signer(realm).sign(user_session.pk), max_age=max_age, path=path(realm),
                         httponly=True, secure=request.is_secure(), samesite="Lax")
+    # Browsers refuse SameSite=None without Secure: over http it falls back to Lax.
+    response.set_cookie(SESSION_STATE_COOKIE, session_state_hash(user_session.pk), max_age=max_age,
+                        path=path(realm), httponly=False, secure=request.is_secure(),
+                        samesite="None" if request.is_secure() else "Lax")
     return response
+
+
+def session_state_hash(session_id):
+    digest = hashlib.sha256(str(session_id).encode()).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
 def clear_cookie(response, realm):
     response.delete_cookie(COOKIE, path=path(realm), samesite="Lax")
+    response.delete_cookie(SESSION_STATE_COOKIE, path=path(realm), samesite="Lax")
     return response

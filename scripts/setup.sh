@@ -29,3 +29,14 @@ if [ ! -f "$stamp" ]; then
   .venv/bin/pip install -q -e "$spec"
   rm -f .venv/.installed-*; touch "$stamp"
 fi
+
+# The browser libraries the tests drive (keycloak-js), pinned by tests/js/package-lock.json.
+if [[ ",$extras," == *",test,"* ]]; then
+  js_stamp="tests/js/node_modules/.installed-$(sha256sum tests/js/package-lock.json | cut -c1-16)"
+  if [ ! -f "$js_stamp" ]; then
+    command -v npm >/dev/null || { echo "setup: the test extra needs Node.js and npm (tests/js)" >&2; exit 1; }
+    echo "setup: installing JavaScript test packages (tests/js)"
+    (cd tests/js && npm ci --no-audit --no-fund --loglevel=error)
+    touch "$js_stamp"
+  fi
+fi

@@ -92,10 +92,10 @@ def test_unknown_realm_is_404(client):
 # After: errors go back to the client with state --------------------------------------------------
 
 @pytest.mark.parametrize("change, error", [
-    ({"response_type": "token"}, "unsupported_response_type"),
+    ({"response_type": "code refresh_token"}, "unsupported_response_type"),
     ({"response_type": ""}, "invalid_request"),
     ({"scope": "openid no-such-scope"}, "invalid_scope"),
-    ({"response_mode": "fragment"}, "invalid_request"),
+    ({"response_mode": "web_message"}, "invalid_request"),
     ({"request": "eyJhbGciOiJub25lIn0.e30."}, "request_not_supported"),
     ({"request_uri": "https://app.example/req"}, "request_uri_not_supported"),
     ({"prompt": "none login"}, "invalid_request"),

@@ -134,3 +134,15 @@ def test_client_credentials_roles_follow_role_changes(http, realm):
     account = User.objects.get(service_account_client__client_id="app")
     account.roles.add(Role.objects.get(realm=realm, client=None, name="writer"))
     assert "writer" in roles()
+
+
+def test_session_state_claim_only_with_its_mapper(http, realm, alice):
+    at, idt, body = tokens(http, realm, alice)
+    # Keycloak 26: sid in the tokens, session_state only in the token response ...
+    assert "session_state" not in at and "session_state" not in idt
+    assert at["sid"] == idt["sid"] == body["session_state"]
+    # ... unless the client adds the backwards-compatible mapper.
+    add_mapper(realm, "oidc-session-state-mapper", {"access.token.claim": "true", "id.token.claim": "true"})
+    at, idt, body = tokens(http, realm, alice)
+    assert at["session_state"] == idt["session_state"] == at["sid"] == body["session_state"]
+

@@ -35,7 +35,8 @@ def test_discovery_document(http, realm):
 
 def test_advertised_response_modes_work_and_carry_iss(http, realm):
     doc = http.get(f"/realms/{realm.name}/.well-known/openid-configuration").json()
-    assert doc["response_modes_supported"] == ["query", "form_post"]
+    assert doc["response_modes_supported"] == [
+        "query", "fragment", "form_post", "query.jwt", "fragment.jwt", "form_post.jwt", "jwt"]
     assert doc["authorization_response_iss_parameter_supported"] is True
     request = {"client_id": "app", "redirect_uri": REDIRECT, "response_type": "code", "scope": "openid",
                "state": "s-1", "prompt": "none"}  # no session: answered at once with login_required
@@ -47,7 +48,8 @@ def test_advertised_response_modes_work_and_carry_iss(http, realm):
     assert f'action="{REDIRECT}"' in posted and 'name="error" value="login_required"' in posted
     assert f'name="iss" value="{issuer(realm)}"' in posted and 'name="state" value="s-1"' in posted
     fragment = http.get(doc["authorization_endpoint"], {**request, "response_mode": "fragment"})
-    assert parse_qs(urlsplit(fragment["Location"]).query)["error"] == ["invalid_request"]
+    assert fragment["Location"].startswith(REDIRECT + "#") and parse_qs(urlsplit(fragment["Location"]).fragment) == {
+        "error": ["login_required"], "state": ["s-1"], "iss": [issuer(realm)]}
 
 
 def test_key_rotation_old_tokens_verify_new_tokens_use_new_kid(http, realm, alice):

@@ -1,7 +1,11 @@
 """Admin console sign-in: users of the master realm only, checked by the one sign-in service
 (``realms.signin``: brute-force detection, the enabled check, LOGIN_ERROR events), plus a limit
 on attempts per client address (``IDP_CONSOLE_LOGIN_ATTEMPTS_PER_MINUTE``), counted in the shared
-cache so that every worker sees the same count."""
+cache so that every worker sees the same count.
+
+The console's form asks for a password only. An admin who has a second factor (a one-time code,
+a security key, recovery codes) or a required action pending is refused there, with a message
+that says why, rather than let in on the password alone."""
 import time
 
 from django.conf import settings
@@ -15,6 +19,15 @@ from .web import client_address
 # The admin console's client in Keycloak: console sign-ins are recorded under it.
 CONSOLE_CLIENT_ID = "security-admin-console"
 RATE_LIMITED = "too_many_login_attempts"
+NEEDS_FULL_SIGN_IN = "second_factor_required"
+# Credential types that are the password itself; any other stored credential is a further factor.
+PASSWORD_TYPES = {"password", "password-history"}
+FULL_SIGN_IN_MESSAGE = ("This account signs in with a second factor or has a required action pending, "
+                        "which the console's password form cannot ask for.")
+
+
+def needs_full_sign_in(user):
+    return bool(user.required_actions) or any(c.type not in PASSWORD_TYPES for c in user.stored_credentials())
 
 
 def _over_rate_limit(address):
@@ -51,6 +64,12 @@ class MasterRealmBackend(BaseBackend):
         if not result.ok:
             signin.login_error(realm, result.error, user=result.user, client_id=CONSOLE_CLIENT_ID,
                                ip_address=address, details=details)
+            return None
+        if needs_full_sign_in(result.user):
+            signin.login_error(realm, NEEDS_FULL_SIGN_IN, user=result.user, client_id=CONSOLE_CLIENT_ID,
+                               ip_address=address, details=details)
+            if request is not None:
+                request.console_refusal = FULL_SIGN_IN_MESSAGE
             return None
         signin.signed_in(realm, result.user)
         events.emit(realm, "LOGIN", client_id=CONSOLE_CLIENT_ID, user_id=result.user.pk, ip_address=address,

@@ -2,6 +2,8 @@
 the base of every model admin (realm scoping plus an admin event for each change)."""
 from django import forms
 from django.contrib import admin
+from django.contrib.admin.forms import AdminAuthenticationForm
+from django.core.exceptions import ValidationError
 from django.contrib.auth.models import Group as AuthGroup
 from django.db import models
 
@@ -12,6 +14,19 @@ from .switcher import RealmFilter, current_realm, realm_of, set_current_realm
 admin.site.site_header = "Identity administration"
 admin.site.site_title = "Identity admin"
 admin.site.index_title = "Realms and what they own"
+
+
+class ConsoleLoginForm(AdminAuthenticationForm):
+    """Says why a right password was not enough (``realms.auth``), else Django's generic error."""
+
+    def get_invalid_login_error(self):
+        refusal = getattr(self.request, "console_refusal", "")
+        if refusal:
+            return ValidationError(refusal, code="invalid_login")
+        return super().get_invalid_login_error()
+
+
+admin.site.login_form = ConsoleLoginForm
 # Operators are master-realm users with the admin role; Django's own auth groups play no part.
 if admin.site.is_registered(AuthGroup):
     admin.site.unregister(AuthGroup)

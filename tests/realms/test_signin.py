@@ -14,7 +14,7 @@ from django.utils.crypto import constant_time_compare
 from realms import flows, hashers, realm_cache, storage
 from realms.accounts import create_user
 from realms.flows import REQUIRED, Flow, step
-from realms.models import Component, Event, Realm, Role, User
+from realms.models import Component, Credential, Event, Realm, Role, User
 from realms.representation import RepresentationError, export_realm, import_realm
 from realms.services import create_realm
 from realms.storage import UserStorageProvider
@@ -328,6 +328,21 @@ def test_console_records_the_sign_in(client, master_admin):
     assert client.post(reverse("admin:login"), {"username": "ROOT", "password": PASSWORD}).status_code == 302
     login = Event.objects.get(realm=master_admin.realm, type="LOGIN")
     assert login.user_id == master_admin.pk and login.client_id == "security-admin-console"
+
+
+@pytest.mark.parametrize("extra", ["otp", "required_action"])
+def test_console_refuses_a_password_alone_where_more_is_required(client, master_admin, extra):
+    """The console's form asks for a password only: an admin with a second factor or a pending
+    required action is refused there, with the reason, never let in on the password alone."""
+    _fresh_minute()
+    if extra == "otp":
+        Credential.objects.create(user=master_admin, type=Credential.OTP, secret_data="{}", credential_data="{}")
+    else:
+        User.objects.filter(pk=master_admin.pk).update(required_actions=["UPDATE_PASSWORD"])
+    refused = client.post(reverse("admin:login"), {"username": "root", "password": PASSWORD})
+    assert refused.status_code == 200 and "_auth_user_id" not in client.session
+    assert "second factor or has a required action pending" in refused.content.decode()
+    assert login_errors(master_admin.realm) == ["second_factor_required"]
 
 
 # --- Required actions this server does not implement ----------------------------------------------

@@ -13,6 +13,7 @@ import requests
 from .test_modes import base_env, free_port, manage, production_database, stop, wait_for  # noqa: F401
 
 SLOW, PROBES = 60, 10
+READ_TIMEOUT = 5  # half the default: the settings are shown to take effect
 
 
 def trickle(port, stop_event, closed, body=False):
@@ -47,7 +48,8 @@ def run_against_slow_clients(database, tmp_path, body):
         DJANGO_SETTINGS_MODULE="idp.settings.prod", IDP_HOSTNAME="localhost",
         IDP_BASE_URL=f"http://localhost:{http}", IDP_SECRET_KEY="z" * 50,
         IDP_DB_URL=database, IDP_REDIS_URL=os.environ["IDP_TEST_REDIS_URL"],
-        IDP_VAR_DIR=str(tmp_path), IDP_HEADER_READ_TIMEOUT="5", IDP_BODY_READ_TIMEOUT="5",
+        IDP_VAR_DIR=str(tmp_path), IDP_HEADER_READ_TIMEOUT=str(READ_TIMEOUT),
+        IDP_BODY_READ_TIMEOUT=str(READ_TIMEOUT),
     )
     proc = manage("start", "--http-port", str(http), "--management-port", str(mgmt),
                   "--bind", "127.0.0.1", "--workers", "2", env=env)
@@ -71,6 +73,7 @@ def run_against_slow_clients(database, tmp_path, body):
         while len(closed) < SLOW and time.monotonic() < started + 20:
             time.sleep(0.5)
         assert len(closed) >= SLOW, f"only {len(closed)} slow connections closed"
+        assert max(closed) - started < READ_TIMEOUT + 4, f"closed after {max(closed) - started:.1f}s"
     finally:
         stop_event.set()
         stop(proc)

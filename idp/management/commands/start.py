@@ -65,7 +65,7 @@ class Command(BaseCommand):
         from idp.management_server import start_management_server
 
         server = Granian(
-            "idp.wsgi:application", address=bind, port=http_port,
+            "idp.wsgi:application", address=bind, port=http_port,  # named in the process title
             interface=Interfaces.ASGINL, websockets=False,  # plain HTTP requests only
             workers=workers or len(os.sched_getaffinity(0)),  # the cores this process may use
             respawn_failed_workers=True,

@@ -4,11 +4,13 @@ Checks configuration first and stops with one line naming a missing or unusable 
 then applies migrations, creates the bootstrap admin, collects static files and serves. The
 management server (health, metrics) runs in the main process on its own port.
 
-Granian (docs/decisions/0017-hardening.md) reads every connection's request head and body in
-its Rust event loop, and gives Django's WSGI application a blocking thread only for a complete
-request: clients that send slowly cost a socket, not a thread, and a request head not complete
-within ``IDP_HEADER_READ_TIMEOUT`` seconds is answered 408 and closed."""
+Granian (docs/decisions/0017-hardening.md) reads every connection's request head in its Rust
+event loop (408 and closed when not complete within ``IDP_HEADER_READ_TIMEOUT`` seconds), and
+``idp.buffered_wsgi`` reads the body in the worker's event loop (408 and closed when not complete
+within ``IDP_BODY_READ_TIMEOUT`` seconds) before Django's WSGI application gets one of the
+worker's ``--threads``: clients that send slowly cost a socket, not a thread."""
 import os
+from functools import partial
 
 from django.conf import settings
 from django.core.management import call_command
@@ -33,9 +35,12 @@ class Command(BaseCommand):
         parser.add_argument("--header-read-timeout", type=float,
                             default=float(os.environ.get("IDP_HEADER_READ_TIMEOUT", "10")),
                             help="seconds a client has to send a request head (default 10)")
+        parser.add_argument("--body-read-timeout", type=float,
+                            default=float(os.environ.get("IDP_BODY_READ_TIMEOUT", "10")),
+                            help="seconds a client has to send a request body once its head is read (default 10)")
 
     def handle(self, *args, http_port, management_port, bind, management_bind, workers, threads,
-               header_read_timeout, **options):
+               header_read_timeout, body_read_timeout, **options):
         if getattr(settings, "IDP_DEV_MODE", False):
             raise CommandError("start needs the production settings (DJANGO_SETTINGS_MODULE=idp.settings.prod)")
         try:
@@ -56,12 +61,14 @@ class Command(BaseCommand):
         from granian.constants import Interfaces
         from granian.http import HTTP1Settings
 
+        from idp.buffered_wsgi import django_application
         from idp.management_server import start_management_server
 
         server = Granian(
-            "idp.wsgi:application", address=bind, port=http_port, interface=Interfaces.WSGI,
+            "idp.wsgi:application", address=bind, port=http_port,  # named in the process title
+            interface=Interfaces.ASGINL, websockets=False,  # plain HTTP requests only
             workers=workers or len(os.sched_getaffinity(0)),  # the cores this process may use
-            blocking_threads=threads, respawn_failed_workers=True,
+            respawn_failed_workers=True,
             http1_settings=HTTP1Settings(header_read_timeout=int(header_read_timeout * 1000)),
             # Granian's access line has the path without the query (which carries
             # id_token_hint, login hints ...) and no referrer.
@@ -69,4 +76,5 @@ class Command(BaseCommand):
             working_dir=settings.BASE_DIR,
         )
         server.on_startup(lambda: start_management_server(management_bind, management_port))
-        server.serve()
+        # Each worker process builds the application with the pool size and body deadline.
+        server.serve(target_loader=partial(django_application, threads, body_read_timeout), wrap_loader=False)

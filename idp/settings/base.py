@@ -92,6 +92,10 @@ SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"
 X_FRAME_OPTIONS = "DENY"
+# The largest request body: Keycloak's default (10 MB) rather than Django's 2.5 MiB, so a realm
+# representation that Keycloak's Admin API takes is taken here too; production's server refuses a
+# larger body with 413 before a thread reads it (idp/buffered_wsgi.py).
+DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 # Messages may carry a secret shown once (a regenerated client secret): keep them server-side.
 MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
 

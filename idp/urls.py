@@ -7,11 +7,13 @@ from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 
 from oidc import demo as oidc_demo
-from realms.api.views import NoRoute
+from realms.api.realms import Realms
+from realms.api.serverinfo import ServerInfo
 
 urlpatterns = [
     path("admin/realms/", include("realms.api.urls")),
-    re_path(r"^admin/realms$", NoRoute.as_view()),
+    re_path(r"^admin/realms$", Realms.as_view()),
+    path("admin/serverinfo", ServerInfo.as_view()),
     path("admin/master/console/", admin.site.urls),
     path("admin/", RedirectView.as_view(pattern_name="admin:index")),
     path("realms/<str:realm>/", include("oidc.urls")),

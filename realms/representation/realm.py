@@ -192,15 +192,26 @@ def _major_version(value):
     return int(head) if head.isdigit() else 10**6
 
 
-def export_realm(realm):
-    """The realm as a RealmRepresentation dict (secrets and keys included, like a Keycloak
-    full export)."""
+def realm_settings_rep(realm):
+    """The realm's own settings: the top of its export without its clients, roles, groups,
+    users, scopes and keys (what the Admin API's GET /admin/realms/{realm} answers)."""
     rep = {"id": realm.id, "realm": realm.name}
     # Unset optional values are left out, as Keycloak leaves out nulls (an empty email or
     # federationLink would mean something else to Keycloak).
     rep.update({k: v for k, v in json_fields(realm, REALM_FIELDS).items() if v not in ("", None)})
     rep.update(realm.otp_policy)
     rep.update(realm.webauthn_policy)
+    if realm.default_role_id:
+        d = realm.default_role
+        rep["defaultRole"] = {"id": d.id, "name": d.name, "description": d.description, "composite": True,
+                              "clientRole": False, "containerId": realm.id}
+    return rep
+
+
+def export_realm(realm):
+    """The realm as a RealmRepresentation dict (secrets and keys included, like a Keycloak
+    full export)."""
+    rep = realm_settings_rep(realm)
 
     clients = list(Client.objects.filter(realm=realm).order_by("client_id"))
     roles = list(Role.objects.filter(realm=realm).select_related("client").order_by("name"))
@@ -208,10 +219,6 @@ def export_realm(realm):
         "realm": [role_rep(r, realm.id) for r in roles if r.client_id is None],
         "client": {c.client_id: [role_rep(r, c.id) for r in roles if r.client_id == c.id] for c in clients},
     }
-    if realm.default_role_id:
-        d = realm.default_role
-        rep["defaultRole"] = {"id": d.id, "name": d.name, "description": d.description, "composite": True,
-                              "clientRole": False, "containerId": realm.id}
 
     groups = list(Group.objects.filter(realm=realm).order_by("name"))
     children_of = {}

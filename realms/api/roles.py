@@ -10,9 +10,9 @@ from ..models import Client, Role
 from ..representation import RepresentationError
 from ..representation.fields import Parser, as_multi_map, as_str, model_fields
 from ..representation.roles import role_rep
-from .query import flag, location, page
 from . import errors
-from .users import brief_role_rep, brief_user_rep
+from .query import flag, location, page
+from .reps import brief_role_rep, brief_user_rep
 from .views import RealmResource
 
 _EDITABLE = {"name": ("name", as_str), "description": ("description", as_str),

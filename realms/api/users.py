@@ -13,30 +13,16 @@ from rest_framework.response import Response
 
 from .. import admin_events, sessions
 from ..accounts import create_user
-from ..models import Client, Credential, Group, Role, User, UserSession, effective_roles
+from ..models import Credential, Group, User, UserSession
 from ..representation import RepresentationError
 from ..representation.fields import Parser
-from ..representation.roles import role_rep
 from ..representation.users import parse_user, user_fields_rep
 from . import errors
 from .query import flag, location, page
+from .reps import brief_user_rep, group_api_rep
 from .views import RealmResource
 
 UPDATE_PASSWORD = "UPDATE_PASSWORD"
-_BRIEF_KEYS = ("id", "username", "firstName", "lastName", "email", "emailVerified", "enabled", "createdTimestamp",
-               "federationLink", "serviceAccountClientId")
-
-
-def brief_user_rep(user):
-    return {k: v for k, v in user_fields_rep(user).items() if k in _BRIEF_KEYS}
-
-
-def brief_role_rep(role):
-    """A role as role mappings list it (Keycloak's brief RoleRepresentation)."""
-    rep = role_rep(role, role.client_id or role.realm_id)
-    return {k: rep[k] for k in ("id", "name", "description", "composite", "clientRole", "containerId") if k in rep}
-
-
 def _term(field, term):
     """Keycloak's ``search`` term: ``"foo"`` exact, ``*foo*`` infix, ``*foo`` suffix, else prefix."""
     if len(term) > 1 and term.startswith('"') and term.endswith('"'):
@@ -254,14 +240,6 @@ class ResetPassword(RealmResource):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-def group_brief_rep(group):
-    rep = {"id": group.id, "name": group.name, "path": group.path, "subGroupCount": group.children.count(),
-           "subGroups": [], "attributes": group.attributes, "realmRoles": [], "clientRoles": {}, "access": {}}
-    if group.parent_id:
-        rep["parentId"] = group.parent_id
-    return rep
-
-
 class UserGroups(RealmResource):
     required_role = "view-users"
 
@@ -270,7 +248,7 @@ class UserGroups(RealmResource):
         search = request.query_params.get("search")
         if search:
             groups = groups.filter(name__icontains=search)
-        return Response([group_brief_rep(g) for g in page(request, groups)])
+        return Response([group_api_rep(g, brief=flag(request, "briefRepresentation", True)) for g in page(request, groups)])
 
 
 class UserGroupCount(RealmResource):
@@ -296,7 +274,7 @@ class UserGroupMembership(RealmResource):
             if not user.groups.filter(pk=group.pk).exists():
                 user.groups.add(group)
                 admin_events.record(self.realm, "CREATE", "GROUP_MEMBERSHIP", f"users/{user.pk}/groups/{group.pk}",
-                                    auth=self.auth_details(), representation=lambda: group_brief_rep(group))
+                                    auth=self.auth_details(), representation=lambda: group_api_rep(group))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     def delete(self, request, realm, user_id, group_id):
@@ -306,100 +284,6 @@ class UserGroupMembership(RealmResource):
                 user.groups.remove(group)
                 admin_events.record(self.realm, "DELETE", "GROUP_MEMBERSHIP", f"users/{user.pk}/groups/{group.pk}",
                                     auth=self.auth_details())
-        return Response(status=status.HTTP_204_NO_CONTENT)
-
-
-class RoleMappings(RealmResource):
-    """GET users/{id}/role-mappings: Keycloak's MappingsRepresentation."""
-
-    required_role = "view-users"
-
-    def get(self, request, realm, user_id):
-        roles = list(_user(self.realm, user_id).roles.select_related("client").order_by("name"))
-        rep = {}
-        realm_roles = [brief_role_rep(r) for r in roles if r.client_id is None]
-        if realm_roles:
-            rep["realmMappings"] = realm_roles
-        clients = {}
-        for r in roles:
-            if r.client_id is not None:
-                entry = clients.setdefault(r.client.client_id, {"id": r.client_id, "client": r.client.client_id,
-                                                                "mappings": []})
-                entry["mappings"].append(brief_role_rep(r))
-        if clients:
-            rep["clientMappings"] = clients
-        return Response(rep)
-
-
-class RoleMappingScope(RealmResource):
-    """users/{id}/role-mappings/realm and .../clients/{client}: GET (mapped), POST (add), DELETE
-    (remove) a list of RoleRepresentation, found by name in the realm or the client; with the
-    ``composite`` and ``available`` suffixes (``kind``) GET answers the effective roles and the
-    roles not yet effective."""
-
-    required_role = {"GET": "view-users", "POST": "manage-users", "DELETE": "manage-users"}
-    kind = ""
-
-    def _scope(self, user_id, client_uuid):
-        user = _user(self.realm, user_id)
-        client = None
-        if client_uuid is not None:
-            client = Client.objects.filter(realm=self.realm, pk=client_uuid).first()
-            if client is None:
-                raise errors.NotFound("Could not find client")
-        return user, client
-
-    def _path(self, user, client):
-        return f"users/{user.pk}/role-mappings/" + (f"clients/{client.pk}" if client else "realm")
-
-    def _resource_type(self, client):
-        return "CLIENT_ROLE_MAPPING" if client else "REALM_ROLE_MAPPING"
-
-    def get(self, request, realm, user_id, client_uuid=None):
-        user, client = self._scope(user_id, client_uuid)
-        in_scope = Role.objects.filter(realm=self.realm, client=client).select_related("client")
-        if self.kind == "":
-            roles = in_scope.filter(users=user)
-        else:
-            effective = {r.pk for r in effective_roles(user)}
-            roles = (in_scope.filter(pk__in=effective) if self.kind == "composite"
-                     else in_scope.exclude(pk__in=effective))
-        return Response([brief_role_rep(r) for r in roles.order_by("name")])
-
-    def _roles(self, client):
-        reps = self.request.data
-        if not isinstance(reps, list) or not all(isinstance(r, dict) for r in reps):
-            raise errors.Invalid("Expected a list of RoleRepresentation")
-        roles = []
-        for rep in reps:
-            found = Role.objects.filter(realm=self.realm, client=client)
-            found = found.filter(pk=rep["id"]) if rep.get("id") else found.filter(name=rep.get("name"))
-            role = found.first()
-            if role is None:
-                raise errors.NotFound("Role not found")
-            roles.append(role)
-        return roles
-
-    def post(self, request, realm, user_id, client_uuid=None):
-        if self.kind:
-            return self.http_method_not_allowed(request)
-        user, client = self._scope(user_id, client_uuid)
-        roles = self._roles(client)
-        with transaction.atomic():
-            user.roles.add(*roles)
-            admin_events.record(self.realm, "CREATE", self._resource_type(client), self._path(user, client),
-                                auth=self.auth_details(), representation=[brief_role_rep(r) for r in roles])
-        return Response(status=status.HTTP_204_NO_CONTENT)
-
-    def delete(self, request, realm, user_id, client_uuid=None):
-        if self.kind:
-            return self.http_method_not_allowed(request)
-        user, client = self._scope(user_id, client_uuid)
-        roles = self._roles(client)
-        with transaction.atomic():
-            user.roles.remove(*roles)
-            admin_events.record(self.realm, "DELETE", self._resource_type(client), self._path(user, client),
-                                auth=self.auth_details())
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

@@ -333,6 +333,99 @@ def test_client_roles(master_api, acme):
     assert master_api("get", "acme/clients/nope/roles").json() == {"error": "Could not find client"}
 
 
+# --- groups ------------------------------------------------------------------------------------
+
+def test_group_tree_children_members_and_role_mappings(master_api, acme):
+    staff_id = created_id(master_api("post", "acme/groups", {"name": "staff", "attributes": {"site": ["x"]}}))
+    assert master_api("post", "acme/groups", {"name": "staff"}).json() == {
+        "errorMessage": "Top level group named 'staff' already exists."}
+    resp = master_api("post", f"acme/groups/{staff_id}/children", {"name": "ops"})
+    ops_id = created_id(resp)
+    assert resp.json()["path"] == "/staff/ops"
+    assert master_api("post", f"acme/groups/{staff_id}/children", {"name": "ops"}).json() == {
+        "errorMessage": "Sibling group named 'ops' already exists."}
+    created_id(master_api("post", "acme/groups", {"name": "sales"}))
+
+    top = master_api("get", "acme/groups").json()
+    assert [(g["name"], g["subGroupCount"], g["subGroups"]) for g in top] == [("sales", 0, []), ("staff", 1, [])]
+    found = master_api("get", "acme/groups", search="op").json()
+    assert [(g["name"], [c["name"] for c in g["subGroups"]]) for g in found] == [("staff", ["ops"])]
+    assert master_api("get", "acme/groups/count").json() == {"count": 3}
+    assert master_api("get", "acme/groups/count", top="true").json() == {"count": 2}
+    assert [g["name"] for g in master_api("get", f"acme/groups/{staff_id}/children").json()] == ["ops"]
+
+    staff = Group.objects.get(pk=staff_id)
+    rep = master_api("get", f"acme/groups/{staff_id}").json()
+    export_group = next(g for g in export_realm(acme)["groups"] if g["name"] == "staff")
+    assert rep == {**export_group, "subGroups": [], "subGroupCount": 1}
+    assert master_api("put", f"acme/groups/{staff_id}", {"name": "team"}).status_code == 204
+    staff.refresh_from_db()
+    assert staff.name == "team" and staff.attributes == {"site": ["x"]}
+
+    user = create_user(acme, "lou")
+    assert master_api("put", f"acme/users/{user.pk}/groups/{ops_id}").status_code == 204
+    assert [u["username"] for u in master_api("get", f"acme/groups/{ops_id}/members").json()] == ["lou"]
+
+    Role.objects.create(realm=acme, name="ops-role")
+    assert master_api("post", f"acme/groups/{staff_id}/role-mappings/realm", [{"name": "ops-role"}]).status_code == 204
+    assert [r["name"] for r in master_api("get", f"acme/groups/{staff_id}/role-mappings/realm").json()] == ["ops-role"]
+    # a subgroup's effective roles include its parent's, and so do its members'
+    assert "ops-role" in [r["name"] for r in master_api("get", f"acme/groups/{ops_id}/role-mappings/realm/composite").json()]
+    assert "ops-role" in [r["name"] for r in master_api("get", f"acme/users/{user.pk}/role-mappings/realm/composite").json()]
+
+    sales = Group.objects.get(realm=acme, name="sales")
+    assert master_api("post", f"acme/groups/{sales.pk}/children", {"id": ops_id, "name": "ops"}).status_code == 204
+    assert Group.objects.get(pk=ops_id).path == "/sales/ops"
+    assert master_api("post", f"acme/groups/{ops_id}/children", {"id": sales.pk, "name": "sales"}).status_code == 409
+    assert master_api("delete", f"acme/groups/{staff_id}").status_code == 204
+    assert master_api("get", f"acme/groups/{staff_id}").json() == {"error": "Could not find group by id"}
+    assert set(Event.objects.filter(realm=acme, resource_type="GROUP").values_list("type", flat=True)) == {
+        "CREATE", "UPDATE", "DELETE"}
+
+
+# --- clients -----------------------------------------------------------------------------------
+
+def test_client_crud_secret_and_service_account(master_api, acme):
+    resp = master_api("post", "acme/clients", {"clientId": "backend", "publicClient": False,
+                                               "serviceAccountsEnabled": True, "redirectUris": ["https://b/cb"]})
+    client_id = created_id(resp)
+    assert master_api("post", "acme/clients", {"clientId": "backend"}).json() == {
+        "errorMessage": "Client backend already exists"}
+    client = ClientModel.objects.get(pk=client_id)
+    rep = master_api("get", f"acme/clients/{client_id}").json()
+    assert rep == next(c for c in export_realm(acme)["clients"] if c["clientId"] == "backend")
+    assert "profile" in rep["defaultClientScopes"]  # the realm's default scopes, as every new client
+    assert [c["clientId"] for c in master_api("get", "acme/clients", clientId="backend").json()] == ["backend"]
+    assert [c["clientId"] for c in master_api("get", "acme/clients", clientId="back", search="true").json()] == [
+        "backend"]
+
+    secret = master_api("get", f"acme/clients/{client_id}/client-secret").json()
+    assert secret == {"type": "secret", "value": client.get_secret()}
+    fresh = master_api("post", f"acme/clients/{client_id}/client-secret").json()
+    client.refresh_from_db()
+    assert fresh["value"] != secret["value"] and client.check_secret(fresh["value"])
+    sa = master_api("get", f"acme/clients/{client_id}/service-account-user").json()
+    assert sa["username"] == "service-account-backend"
+
+    assert master_api("put", f"acme/clients/{client_id}", {"description": "the API", "enabled": False}).status_code == 204
+    client.refresh_from_db()
+    assert (client.description, client.enabled, client.client_id) == ("the API", False, "backend")
+    events = Event.objects.filter(realm=acme, resource_type="CLIENT")
+    assert all(fresh["value"] not in e.representation and secret["value"] not in e.representation for e in events)
+    assert master_api("delete", f"acme/clients/{client_id}").status_code == 204
+    assert master_api("get", f"acme/clients/{client_id}").json() == {"error": "Could not find client"}
+
+    public = created_id(master_api("post", "acme/clients", {"clientId": "spa", "publicClient": True}))
+    assert master_api("get", f"acme/clients/{public}/client-secret").status_code == 400
+    assert master_api("get", f"acme/clients/{public}/service-account-user").status_code == 400
+
+
+def test_query_clients_without_view_clients_sees_ids_only(acme):
+    api = realm_admin(acme, "lister", "query-clients")
+    listed = api("get", "acme/clients").json()
+    assert listed and all(c.keys() == {"id", "clientId"} for c in listed)
+
+
 # --- who may call ------------------------------------------------------------------------------
 
 # (method, path, body, the realm-management role Keycloak requires). Ids that do not exist: an
@@ -360,11 +453,32 @@ ROUTES = [
     ("delete", "acme/roles/nope", None, "manage-realm"),
     ("get", "acme/roles/nope/users", None, "view-users"),
     ("get", "acme/roles-by-id/nope", None, "view-realm"),
+    ("get", "acme/groups", None, "query-groups"),
+    ("get", "acme/groups/count", None, "query-groups"),
+    ("post", "acme/groups", {}, "manage-users"),
+    ("get", "acme/groups/nope", None, "view-users"),
+    ("put", "acme/groups/nope", {}, "manage-users"),
+    ("delete", "acme/groups/nope", None, "manage-users"),
+    ("get", "acme/groups/nope/children", None, "view-users"),
+    ("post", "acme/groups/nope/children", {}, "manage-users"),
+    ("get", "acme/groups/nope/members", None, "view-users"),
+    ("get", "acme/groups/nope/role-mappings/realm", None, "view-users"),
+    ("post", "acme/groups/nope/role-mappings/realm", [], "manage-users"),
+    ("get", "acme/clients", None, "query-clients"),
+    ("post", "acme/clients", {}, "manage-clients"),
+    ("get", "acme/clients/nope", None, "view-clients"),
+    ("put", "acme/clients/nope", {}, "manage-clients"),
+    ("delete", "acme/clients/nope", None, "manage-clients"),
+    ("get", "acme/clients/nope/client-secret", None, "view-clients"),
+    ("post", "acme/clients/nope/client-secret", None, "manage-clients"),
+    ("get", "acme/clients/nope/service-account-user", None, "view-clients"),
     ("get", "acme/clients/nope/roles", None, "view-clients"),
     ("post", "acme/clients/nope/roles", {}, "manage-clients"),
 ]
 HELD = {  # what each granted role amounts to (composites of the realm-management client)
     "query-users": {"query-users"},
+    "query-groups": {"query-groups"},
+    "query-clients": {"query-clients"},
     "view-users": {"view-users", "query-users", "query-groups"},
     "manage-users": {"manage-users"},
     "view-realm": {"view-realm"},

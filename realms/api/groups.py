@@ -182,3 +182,17 @@ class GroupMembers(RealmResource):
         members = _group(self.realm, group_id).members.order_by("username").select_related("service_account_client")
         rep = brief_user_rep if flag(request, "briefRepresentation", False) else user_fields_rep
         return Response([rep(u) for u in page(request, members)])
+
+
+class GroupByPath(RealmResource):
+    required_role = "view-users"
+
+    def get(self, request, realm, group_path):
+        group = None
+        for name in [n for n in group_path.split("/") if n]:
+            group = Group.objects.filter(realm=self.realm, parent=group, name=name).first()
+            if group is None:
+                break
+        if group is None:
+            raise errors.NotFound("Group path does not exist")
+        return Response(group_api_rep(group))

@@ -22,6 +22,7 @@ urlpatterns = [
     path(f"{R}/groups/<str:group_id>", groups.GroupDetail.as_view()),
     path(f"{R}/groups/<str:group_id>/children", groups.GroupChildren.as_view()),
     path(f"{R}/groups/<str:group_id>/members", groups.GroupMembers.as_view()),
+    path(f"{R}/group-by-path/<path:group_path>", groups.GroupByPath.as_view()),
     path(f"{R}/clients", clients.Clients.as_view()),
     path(f"{R}/clients/<str:client_uuid>", clients.ClientDetail.as_view()),
     path(f"{R}/clients/<str:client_uuid>/client-secret", clients.ClientSecret.as_view()),

@@ -37,6 +37,8 @@ def _matching(request, groups):
 def _fields(data):
     if not isinstance(data, dict):
         raise errors.Invalid("Expected a GroupRepresentation")
+    if not data.get("name"):
+        raise errors.Invalid("Group name is missing")
     try:
         fields = parse_group(data, "", Parser())["fields"]
     except RepresentationError as exc:
@@ -94,13 +96,13 @@ class Groups(RealmResource):
 
     def post(self, request, realm):
         """A new top-level group (201), or with an existing group's id, that group moved to the top (204)."""
-        fields = _fields(request.data)
-        if request.data.get("id"):
+        if isinstance(request.data, dict) and request.data.get("id"):
             group = _group(self.realm, request.data["id"])
             _check_name(self.realm, None, group.name, group)
             group.parent = None
             _save(group, "UPDATE", self)
             return Response(status=status.HTTP_204_NO_CONTENT)
+        fields = _fields(request.data)
         _check_name(self.realm, None, fields["name"])
         group = Group(realm=self.realm, **fields)
         _save(group, "CREATE", self)
@@ -155,8 +157,7 @@ class GroupChildren(RealmResource):
 
     def post(self, request, realm, group_id):
         parent = _group(self.realm, group_id)
-        fields = _fields(request.data)
-        moved_id = request.data.get("id")
+        moved_id = request.data.get("id") if isinstance(request.data, dict) else None
         if moved_id:
             child = _group(self.realm, moved_id)
             ancestor = parent
@@ -168,6 +169,7 @@ class GroupChildren(RealmResource):
             child.parent = parent
             _save(child, "UPDATE", self)
             return Response(status=status.HTTP_204_NO_CONTENT)
+        fields = _fields(request.data)
         _check_name(self.realm, parent, fields["name"])
         child = Group(realm=self.realm, parent=parent, **fields)
         _save(child, "CREATE", self)

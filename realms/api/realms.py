@@ -38,10 +38,19 @@ class Realms(ApiView):
     one (the master realm's ``create-realm`` role, which its ``admin`` contains)."""
 
     def get(self, request):
+        """A realm the caller may view in full (or brief); one where they hold only some other
+        realm-management role by its name alone; none at all is a 403, as Keycloak."""
         caller = request.user
         brief = flag(request, "briefRepresentation", False)
-        visible = [r for r in Realm.objects.order_by("name") if caller.may("view-realm", r)]
-        return Response([_brief(r) if brief else realm_rep(r) for r in visible])
+        reps = []
+        for realm in Realm.objects.order_by("name"):
+            if caller.may("view-realm", realm):
+                reps.append(_brief(realm) if brief else realm_rep(realm))
+            elif caller.management_roles(realm):
+                reps.append({"realm": realm.name})
+        if not reps:
+            raise exceptions.PermissionDenied()
+        return Response(reps)
 
     def post(self, request):
         caller = request.user

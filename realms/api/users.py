@@ -90,6 +90,9 @@ class Users(RealmResource):
         return Response([rep(u) for u in users])
 
     def post(self, request, realm):
+        data = request.data if isinstance(request.data, dict) else {}
+        if not data.get("username") and not (self.realm.registration_email_as_username and data.get("email")):
+            raise errors.Invalid("error-user-attribute-required")
         values = _parse(request.data)
         fields = values["fields"]
         fields.pop("id", None)
@@ -123,7 +126,7 @@ def _parse(data):
     if not isinstance(data, dict):
         raise errors.Invalid("Expected a UserRepresentation")
     body = {k: v for k, v in data.items() if k not in ("realmRoles", "clientRoles", "serviceAccountClientId")}
-    try:
+    try:  # a PUT may leave the username out; POST has checked it is there
         return parse_user({"username": "-", **body} if "username" not in body else body, "", Parser())
     except RepresentationError as exc:
         raise errors.Invalid(str(exc)) from None

@@ -152,6 +152,8 @@ def test_user_crud_and_conflicts(master_api, acme):
     assert master_api("post", "acme/users", {"username": "other", "email": "ALICE@example.org"}).json() == {
         "errorMessage": "User exists with same email"}
     assert master_api("post", "acme/users", {"username": "x", "email": "not-an-email"}).status_code == 400
+    assert master_api("post", "acme/users", {"email": "e@example.org"}).json() == {
+        "errorMessage": "error-user-attribute-required"}
 
     user = User.objects.get(pk=user_id)
     assert token("acme", "alice", "alice-pass-1")  # the credential was set
@@ -337,6 +339,8 @@ def test_client_roles(master_api, acme):
 
 def test_group_tree_children_members_and_role_mappings(master_api, acme):
     staff_id = created_id(master_api("post", "acme/groups", {"name": "staff", "attributes": {"site": ["x"]}}))
+    assert master_api("post", "acme/groups", {"description": "no name"}).json() == {
+        "errorMessage": "Group name is missing"}
     assert master_api("post", "acme/groups", {"name": "staff"}).json() == {
         "errorMessage": "Top level group named 'staff' already exists."}
     resp = master_api("post", f"acme/groups/{staff_id}/children", {"name": "ops"})
@@ -527,4 +531,7 @@ def test_admin_of_realm_b_sees_nothing_of_realm_a(acme):
     assert api("get", f"other/users/{victim.pk}").json() == {"error": "User not found"}
     assert [r["realm"] for r in api("get", "/admin/realms").json()] == ["other"]
     assert api("post", "/admin/realms", {"realm": "third"}).status_code == 403
+    # a realm where the caller holds some role, but not view-realm: its name only
+    assert realm_admin(acme, "only-users", "view-users")("get", "/admin/realms").json() == [{"realm": "acme"}]
+    assert realm_admin(acme, "no-roles")("get", "/admin/realms").json() == {"error": "HTTP 403 Forbidden"}
     assert api("get", "other/users").status_code == 200

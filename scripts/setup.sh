@@ -29,3 +29,12 @@ if [ ! -f "$stamp" ]; then
   .venv/bin/pip install -q -e "$spec"
   rm -f .venv/.installed-*; touch "$stamp"
 fi
+
+# Keycloak's JavaScript admin client for the Admin REST API tests, from the npm registry (test extra).
+if [[ ",$extras," == *,test,* ]] && command -v npm >/dev/null; then
+  js=tests/js/admin-client
+  if [ ! -f "$js/node_modules/.package-lock.json" ] || [ "$js/package-lock.json" -nt "$js/node_modules/.package-lock.json" ]; then
+    echo "setup: installing npm packages ($js)"
+    (cd "$js" && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+fi

@@ -1,10 +1,13 @@
 """Keycloak's own admin client for Python (python-keycloak's KeycloakAdmin) runs a script of
 calls against ``start_dev`` (a real server in a subprocess), with assertions on every answer."""
+import os
+import subprocess
+
 import pytest
 from keycloak import KeycloakAdmin, KeycloakOpenID
 from keycloak.exceptions import KeycloakError, KeycloakGetError, KeycloakPostError
 
-from .test_modes import base_env, free_port, manage, stop, wait_for
+from .test_modes import ROOT, base_env, free_port, manage, stop, wait_for
 
 ADMIN, ADMIN_PASSWORD = "boot", "boot-pass-1"
 
@@ -93,3 +96,17 @@ def test_python_keycloak_admin_script(server):
     master.delete_realm("pyk")
     with pytest.raises(KeycloakError):
         master.get_realm("pyk")
+
+
+ADMIN_CLIENT_JS = ROOT / "tests" / "js" / "admin-client"
+
+
+def test_keycloak_admin_client_js_script(server):
+    """The same script with Keycloak's JavaScript admin client (installed by scripts/setup.sh)."""
+    assert (ADMIN_CLIENT_JS / "node_modules" / "@keycloak" / "keycloak-admin-client").is_dir(), \
+        "run scripts/setup.sh test (it installs tests/js/admin-client)"
+    done = subprocess.run(["node", "script.mjs"], cwd=ADMIN_CLIENT_JS, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "IDP_BASE_URL": server.rstrip("/"), "IDP_ADMIN_USERNAME": ADMIN,
+                               "IDP_ADMIN_PASSWORD": ADMIN_PASSWORD})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "admin client script: ok" in done.stdout

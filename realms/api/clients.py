@@ -120,6 +120,8 @@ class ClientDetail(RealmResource):
             setattr(client, name, value)
         if parsed["secret"]:
             client.set_secret(parsed["secret"])
+        elif client.confidential and not client.secret_digest:  # made confidential: it needs a secret
+            client.regenerate_secret()
         _validate(client)
         with transaction.atomic():
             client.save()

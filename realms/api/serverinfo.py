@@ -1,9 +1,10 @@
 """``GET /admin/serverinfo``: what Keycloak's admin clients read first (the server's version and
-profile, themes, the providers and protocols it offers). Any caller with a valid token of an
-admin (Keycloak answers it to every authenticated admin)."""
+profile, themes, the providers and protocols it offers). Keycloak answers it to any admin: a
+master admin or a caller holding some realm-management role in their own realm; anyone else 403."""
 import platform
 import time
 
+from rest_framework import exceptions
 from rest_framework.response import Response
 
 from .. import flows, themes
@@ -16,6 +17,9 @@ _STARTED = time.time()
 
 class ServerInfo(ApiView):
     def get(self, request):
+        caller = request.user
+        if not (caller.manages_every_realm() or caller.management_roles(caller.realm)):
+            raise exceptions.PermissionDenied()
         uptime = int(time.time() - _STARTED)
         return Response({
             "systemInfo": {

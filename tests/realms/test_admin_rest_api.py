@@ -87,6 +87,11 @@ def test_serverinfo_has_what_admin_clients_read(master_api):
     assert Client().get("/admin/serverinfo").status_code == 401
 
 
+def test_serverinfo_is_for_admins_only(acme):
+    assert realm_admin(acme, "helpdesk", "query-users")("get", "/admin/serverinfo").status_code == 200
+    assert realm_admin(acme, "plain-user")("get", "/admin/serverinfo").json() == {"error": "HTTP 403 Forbidden"}
+
+
 def test_realm_crud_as_keycloak(master_api):
     resp = master_api("post", "/admin/realms", {"realm": "made", "displayName": "Made", "enabled": True,
                                                  "users": [{"username": "alice"}]})
@@ -422,6 +427,8 @@ def test_client_crud_secret_and_service_account(master_api, acme):
     public = created_id(master_api("post", "acme/clients", {"clientId": "spa", "publicClient": True}))
     assert master_api("get", f"acme/clients/{public}/client-secret").status_code == 400
     assert master_api("get", f"acme/clients/{public}/service-account-user").status_code == 400
+    assert master_api("put", f"acme/clients/{public}", {"publicClient": False}).status_code == 204
+    assert master_api("get", f"acme/clients/{public}/client-secret").json()["value"]  # confidential now: a secret
 
 
 def test_query_clients_without_view_clients_sees_ids_only(acme):

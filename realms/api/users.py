@@ -6,7 +6,7 @@ import time
 from functools import reduce
 
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from rest_framework import status
 from rest_framework.response import Response
@@ -90,25 +90,28 @@ class Users(RealmResource):
         return Response([rep(u) for u in users])
 
     def post(self, request, realm):
-        data = request.data if isinstance(request.data, dict) else {}
-        if not data.get("username") and not (self.realm.registration_email_as_username and data.get("email")):
+        data = dict(request.data) if isinstance(request.data, dict) else {}
+        if self.realm.registration_email_as_username and data.get("email"):
+            data["username"] = data["email"]  # the realm's switch wins over a username given
+        if not data.get("username"):
             raise errors.Invalid("error-user-attribute-required")
-        values = _parse(request.data)
+        values = _parse(data)
         fields = values["fields"]
         fields.pop("id", None)
         fields.pop("federation_link_id", None)
-        if not fields.get("username") and self.realm.registration_email_as_username:
-            fields["username"] = fields.get("email", "")
         _check_unique(self.realm, fields)
         groups = [_group_by_path(self.realm, path) for path in values["groups"]]
         username = fields.pop("username")
         _validate(User(realm=self.realm, username=username, **fields))
-        with transaction.atomic():
-            user = create_user(self.realm, username, **fields)
-            _set_credentials(user, values["credentials"])
-            user.groups.add(*groups)
-            admin_events.record(self.realm, "CREATE", "USER", f"users/{user.pk}", auth=self.auth_details(),
-                                representation=lambda: user_fields_rep(user))
+        try:
+            with transaction.atomic():
+                user = create_user(self.realm, username, **fields)
+                _set_credentials(user, values["credentials"])
+                user.groups.add(*groups)
+                admin_events.record(self.realm, "CREATE", "USER", f"users/{user.pk}", auth=self.auth_details(),
+                                    representation=lambda: user_fields_rep(user))
+        except IntegrityError:  # the same username created at the same moment
+            raise errors.Conflict("User exists with same username") from None
         return Response(status=status.HTTP_201_CREATED,
                         headers={"Location": location(request, f"{self.realm.name}/users/{user.pk}")})
 

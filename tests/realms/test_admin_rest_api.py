@@ -159,6 +159,10 @@ def test_user_crud_and_conflicts(master_api, acme):
     assert master_api("post", "acme/users", {"username": "x", "email": "not-an-email"}).status_code == 400
     assert master_api("post", "acme/users", {"email": "e@example.org"}).json() == {
         "errorMessage": "error-user-attribute-required"}
+    acme.registration_email_as_username = True
+    acme.save()
+    by_email = created_id(master_api("post", "acme/users", {"email": "E@example.org", "username": "ignored"}))
+    assert User.objects.get(pk=by_email).username == "e@example.org"
 
     user = User.objects.get(pk=user_id)
     assert token("acme", "alice", "alice-pass-1")  # the credential was set
@@ -176,7 +180,7 @@ def test_user_crud_and_conflicts(master_api, acme):
 
     assert master_api("delete", f"acme/users/{user_id}").status_code == 204
     assert master_api("get", f"acme/users/{user_id}").json() == {"error": "User not found"}
-    ops = list(Event.objects.filter(realm=acme, kind=Event.ADMIN, resource_type="USER")
+    ops = list(Event.objects.filter(realm=acme, kind=Event.ADMIN, resource_type="USER", resource_path__contains=user_id)
                .order_by("time").values_list("type", "resource_path"))
     assert ops == [("CREATE", f"users/{user_id}"), ("UPDATE", f"users/{user_id}"), ("DELETE", f"users/{user_id}")]
 

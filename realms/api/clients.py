@@ -2,7 +2,6 @@
 ``clientId``, ``search``, ``first`` and ``max``; CRUD; ``client-secret`` (read, regenerate) and
 ``service-account-user``. Clients in the export's JSON (``client_rep``, parsed by
 ``parse_client``); client roles are in ``roles``. Admin events never carry the secret."""
-from django.core.exceptions import ValidationError
 from django.db import transaction
 from rest_framework import status
 from rest_framework.response import Response
@@ -16,7 +15,7 @@ from ..representation.fields import Parser
 from ..representation.users import user_fields_rep
 from ..services import add_default_client_scopes
 from . import errors
-from .query import flag, location, page
+from .query import check_fields, flag, location, page
 from .views import RealmResource
 
 
@@ -35,14 +34,6 @@ def _parse(data, client_id=None):
         raise errors.Invalid(str(exc)) from None
     parsed["fields"].pop("id", None)
     return parsed
-
-
-def _validate(client):
-    try:
-        client.full_clean(exclude=["realm"], validate_unique=False, validate_constraints=False)
-    except ValidationError as exc:
-        field_name, messages = next(iter(exc.message_dict.items()))
-        raise errors.Invalid(f"{field_name}: {' '.join(messages)}") from None
 
 
 def _link_scopes(client, names, default):
@@ -86,7 +77,7 @@ class Clients(RealmResource):
             client.set_secret(parsed["secret"])
         elif client.confidential and client.client_authenticator_type in ("client-secret", "client-secret-jwt"):
             client.regenerate_secret()  # as Keycloak does for a confidential client without one
-        _validate(client)
+        check_fields(client)
         with transaction.atomic():
             client.save()
             for m in parsed["mappers"]:
@@ -122,7 +113,7 @@ class ClientDetail(RealmResource):
             client.set_secret(parsed["secret"])
         elif client.confidential and not client.secret_digest:  # made confidential: it needs a secret
             client.regenerate_secret()
-        _validate(client)
+        check_fields(client)
         with transaction.atomic():
             client.save()
             if client.service_accounts_enabled:

@@ -3,7 +3,6 @@
 ``children`` (create or move a subgroup) and ``members``. Groups in the export's JSON
 (``group_rep`` without the subtree, ``subGroupCount`` instead); governed by ``view-users`` /
 ``manage-users`` (``query-groups`` to list), as in Keycloak."""
-from django.core.exceptions import ValidationError
 from django.db import transaction
 from rest_framework import status
 from rest_framework.response import Response
@@ -15,7 +14,7 @@ from ..representation.fields import Parser
 from ..representation.groups import parse_group
 from ..representation.users import user_fields_rep
 from . import errors
-from .query import flag, location, page
+from .query import check_fields, flag, location, page
 from .reps import brief_user_rep, group_api_rep
 from .views import RealmResource
 
@@ -48,11 +47,7 @@ def _fields(data):
 
 
 def _save(group, operation, view):
-    try:
-        group.full_clean(exclude=["realm", "parent"], validate_unique=False, validate_constraints=False)
-    except ValidationError as exc:
-        field_name, messages = next(iter(exc.message_dict.items()))
-        raise errors.Invalid(f"{field_name}: {' '.join(messages)}") from None
+    check_fields(group, exclude=["parent"])
     with transaction.atomic():
         group.save()
         admin_events.record(view.realm, operation, "GROUP", f"groups/{group.pk}", auth=view.auth_details(),

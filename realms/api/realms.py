@@ -1,7 +1,6 @@
 """``/admin/realms`` and ``/admin/realms/{realm}`` (Keycloak's RealmsAdminResource and
 RealmAdminResource): the realm's own settings in the export's JSON (``realm_settings_rep``);
 a POST is a realm import (``import_realm``), as in Keycloak."""
-from django.core.exceptions import ValidationError
 from django.db import transaction
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -11,14 +10,12 @@ from ..admin_events import auth_details
 from ..models import Realm
 from ..representation import REALM_FIELDS, RepresentationError, import_realm
 from ..representation.fields import Parser, as_str, model_fields, spec_of
-from ..representation.realm import realm_settings_rep
+from ..representation.realm import POLICY_PREFIXES, realm_settings_rep
 from . import errors
-from .query import flag, location
+from .query import check_fields, flag, location
 from .views import ApiView, RealmResource
 
 CREATE_REALM = "create-realm"  # the master realm's role that may create realms (admin contains it)
-_POLICY_PREFIXES = (("otpPolicy", "otp_policy"), ("otpSupportedApplications", "otp_policy"),
-                    ("webAuthnPolicy", "webauthn_policy"))
 _MASKED = "**********"
 
 
@@ -81,7 +78,7 @@ class RealmDetail(RealmResource):
         if not isinstance(data, dict):
             raise errors.Invalid("Expected a RealmRepresentation")
         parser = Parser()
-        policies = {k: v for k, v in data.items() if k.startswith(tuple(p for p, _ in _POLICY_PREFIXES))}
+        policies = {k: v for k, v in data.items() if k.startswith(tuple(p for p, _ in POLICY_PREFIXES))}
         table = {k: v for k, v in REALM_FIELDS.items() if k != "id"}
         try:
             values = parser.take({k: v for k, v in data.items() if k not in policies and k != "id"}, "",
@@ -94,7 +91,7 @@ class RealmDetail(RealmResource):
                 value = {**value, "password": target.smtp_server.get("password", "")}
             setattr(target, name, value)
         for key, value in policies.items():
-            field_name = next(f for p, f in _POLICY_PREFIXES if key.startswith(p))
+            field_name = next(f for p, f in POLICY_PREFIXES if key.startswith(p))
             getattr(target, field_name)[key] = value
         new_name = values.get("realm", target.name)
         if new_name != target.name:
@@ -103,12 +100,7 @@ class RealmDetail(RealmResource):
             if Realm.objects.filter(name=new_name).exists():
                 raise errors.Conflict("Realm with same name exists")
             target.name = new_name
-        try:
-            target.full_clean(exclude=["default_role"], validate_unique=False, validate_constraints=False)
-        except ValidationError as exc:
-            field_name, messages = next(iter(exc.message_dict.items()))
-            key = next((k for k, (f, _) in REALM_FIELDS.items() if f == field_name), field_name)
-            raise errors.Invalid(f"{key}: {' '.join(messages)}") from None
+        check_fields(target, exclude=["default_role"], table=REALM_FIELDS)
         with transaction.atomic():
             target.save()
             admin_events.record(target, "UPDATE", "REALM", "", auth=self.auth_details(),

@@ -71,7 +71,7 @@ class Roles(_Container):
         if search:
             roles = roles.filter(name__icontains=search)
         brief = flag(request, "briefRepresentation", True)
-        return Response([brief_role_rep(r) if brief else _rep(r) for r in page(request, roles, default_max=10**9)])
+        return Response([brief_role_rep(r) if brief else _rep(r) for r in page(request, roles, default_max=None)])
 
     def post(self, request, realm, client_uuid=None):
         client = self.container()

@@ -5,7 +5,6 @@ import operator
 import time
 from functools import reduce
 
-from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from rest_framework import status
@@ -18,7 +17,7 @@ from ..representation import RepresentationError
 from ..representation.fields import Parser
 from ..representation.users import parse_user, user_fields_rep
 from . import errors
-from .query import flag, location, page
+from .query import check_fields, flag, location, page
 from .reps import brief_user_rep, group_api_rep
 from .views import RealmResource
 
@@ -102,7 +101,7 @@ class Users(RealmResource):
         _check_unique(self.realm, fields)
         groups = [_group_by_path(self.realm, path) for path in values["groups"]]
         username = fields.pop("username")
-        _validate(User(realm=self.realm, username=username, **fields))
+        _check(User(realm=self.realm, username=username, **fields))
         try:
             with transaction.atomic():
                 user = create_user(self.realm, username, **fields)
@@ -135,6 +134,10 @@ def _parse(data):
         raise errors.Invalid(str(exc)) from None
 
 
+def _check(user):
+    check_fields(user, exclude=["federation_link", "service_account_client", "password"])
+
+
 def _check_unique(realm, fields, user=None):
     others = User.objects.filter(realm=realm).exclude(pk=getattr(user, "pk", None))
     if "username" in fields and others.filter(username=fields["username"]).exists():
@@ -142,15 +145,6 @@ def _check_unique(realm, fields, user=None):
     email = fields.get("email")
     if email and not realm.duplicate_emails_allowed and others.filter(email__iexact=email).exists():
         raise errors.Conflict("User exists with same email")
-
-
-def _validate(user):
-    try:
-        user.full_clean(exclude=["realm", "federation_link", "service_account_client", "password"],
-                        validate_unique=False, validate_constraints=False)
-    except ValidationError as exc:
-        field_name, messages = next(iter(exc.message_dict.items()))
-        raise errors.Invalid(f"{field_name}: {' '.join(messages)}") from None
 
 
 def _group_by_path(realm, path):
@@ -206,7 +200,7 @@ class UserDetail(RealmResource):
         _check_unique(self.realm, fields, user)
         for name, value in fields.items():
             setattr(user, name, value)
-        _validate(user)
+        _check(user)
         with transaction.atomic():
             user.save()
             _set_credentials(user, values["credentials"])

@@ -101,7 +101,7 @@ REALM_FIELDS = {
     "localizationTexts": ("localization_texts", as_dict),
 }
 # Policy groups stored as JSON with their representation keys.
-_POLICY_PREFIXES = (("otpPolicy", "otp_policy"), ("otpSupportedApplications", "otp_policy"),
+POLICY_PREFIXES = (("otpPolicy", "otp_policy"), ("otpSupportedApplications", "otp_policy"),
                     ("webAuthnPolicy", "webauthn_policy"))
 
 # Keys Keycloak computes from other data (or that only describe the export itself).
@@ -116,7 +116,7 @@ def parse_realm(data, p):
         "clientScopeMappings", "defaultRole", "defaultRoles", "defaultDefaultClientScopes",
         "defaultOptionalClientScopes", "components", "privateKey",
     }
-    policies = {k: v for k, v in data.items() if k.startswith(tuple(pfx for pfx, _ in _POLICY_PREFIXES))
+    policies = {k: v for k, v in data.items() if k.startswith(tuple(pfx for pfx, _ in POLICY_PREFIXES))
                 and k not in realm_keys}
     rest = {k: v for k, v in data.items() if k not in policies}
     spec = spec_of(REALM_FIELDS)
@@ -129,10 +129,10 @@ def parse_realm(data, p):
     top = p.take(rest, "", spec, derived=_DERIVED - {"realm"}, required=("realm",))
     out = {"name": top["realm"], "settings": model_fields(REALM_FIELDS, top),
            "version": _major_version(data.get("keycloakVersion"))}
-    for prefix, field_name in _POLICY_PREFIXES:
+    for prefix, field_name in POLICY_PREFIXES:
         out["settings"].setdefault(field_name, {})
     for key, value in policies.items():
-        field_name = next(f for pfx, f in _POLICY_PREFIXES if key.startswith(pfx))
+        field_name = next(f for pfx, f in POLICY_PREFIXES if key.startswith(pfx))
         out["settings"][field_name][key] = value
 
     out["scopes"] = [parse_scope(s, f"clientScopes[{i}]", p) for i, s in enumerate(top.get("clientScopes", []))]

@@ -13,7 +13,9 @@ from realms.api.serverinfo import ServerInfo
 urlpatterns = [
     path("admin/realms/", include("realms.api.urls")),
     re_path(r"^admin/realms$", Realms.as_view()),
-    path("admin/serverinfo", ServerInfo.as_view()),
+    # Keycloak's JavaScript admin client asks for //admin/serverinfo (a base path "/" joined to
+    # "/admin/serverinfo"); Keycloak answers it, so do we.
+    re_path(r"^/?admin/serverinfo$", ServerInfo.as_view()),
     path("admin/master/console/", admin.site.urls),
     path("admin/", RedirectView.as_view(pattern_name="admin:index")),
     path("realms/<str:realm>/", include("oidc.urls")),

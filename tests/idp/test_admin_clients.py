@@ -3,6 +3,7 @@ calls against ``start_dev`` (a real server in a subprocess), with assertions on 
 import os
 import subprocess
 
+import psycopg
 import pytest
 from keycloak import KeycloakAdmin, KeycloakOpenID
 from keycloak.exceptions import KeycloakError, KeycloakGetError, KeycloakPostError
@@ -12,17 +13,37 @@ from .test_modes import ROOT, base_env, free_port, manage, stop, wait_for
 ADMIN, ADMIN_PASSWORD = "boot", "boot-pass-1"
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
+@pytest.fixture(scope="module", params=["start_dev", "start"])
+def server(request, tmp_path_factory):
+    """The server as an operator runs it: ``start_dev`` (SQLite) or ``start`` (production:
+    gunicorn, PostgreSQL, Redis), with a bootstrap admin."""
     http, mgmt = free_port(), free_port()
-    env = base_env(DJANGO_SETTINGS_MODULE="idp.settings.dev", IDP_VAR_DIR=str(tmp_path_factory.mktemp("var")),
-                   IDP_BOOTSTRAP_ADMIN_USERNAME=ADMIN, IDP_BOOTSTRAP_ADMIN_PASSWORD=ADMIN_PASSWORD)
-    proc = manage("start_dev", "--http-port", str(http), "--management-port", str(mgmt), env=env)
+    var = str(tmp_path_factory.mktemp("var"))
+    boot = {"IDP_BOOTSTRAP_ADMIN_USERNAME": ADMIN, "IDP_BOOTSTRAP_ADMIN_PASSWORD": ADMIN_PASSWORD, "IDP_VAR_DIR": var}
+    database = None
+    if request.param == "start_dev":
+        env = base_env(DJANGO_SETTINGS_MODULE="idp.settings.dev", **boot)
+        args = ()
+    else:
+        database = f"admin_clients_{os.getpid()}"
+        admin_url = os.environ["IDP_TEST_DB_URL"]
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{database}"')
+            conn.execute(f'CREATE DATABASE "{database}"')
+        env = base_env(DJANGO_SETTINGS_MODULE="idp.settings.prod", IDP_HOSTNAME="localhost",
+                       IDP_BASE_URL=f"http://localhost:{http}", IDP_SECRET_KEY="z" * 50,
+                       IDP_DB_URL=admin_url.rsplit("/", 1)[0] + "/" + database,
+                       IDP_REDIS_URL=os.environ["IDP_TEST_REDIS_URL"], **boot)
+        args = ("--bind", "127.0.0.1", "--workers", "2")
+    proc = manage(request.param, "--http-port", str(http), "--management-port", str(mgmt), *args, env=env)
     try:
-        wait_for(f"http://127.0.0.1:{mgmt}/health/ready", proc=proc)
-        yield f"http://127.0.0.1:{http}/"
+        wait_for(f"http://127.0.0.1:{mgmt}/health/ready", deadline_s=90, proc=proc)
+        yield f"http://localhost:{http}/"
     finally:
         stop(proc)
+        if database is not None:
+            with psycopg.connect(os.environ["IDP_TEST_DB_URL"], autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
 
 
 def test_python_keycloak_admin_script(server):

@@ -102,7 +102,7 @@ REALM_FIELDS = {
 }
 # Policy groups stored as JSON with their representation keys.
 POLICY_PREFIXES = (("otpPolicy", "otp_policy"), ("otpSupportedApplications", "otp_policy"),
-                    ("webAuthnPolicy", "webauthn_policy"))
+                   ("webAuthnPolicy", "webauthn_policy"))
 
 # Keys Keycloak computes from other data (or that only describe the export itself).
 _DERIVED = {"keycloakVersion", "realm", "publicKey", "certificate"}

@@ -8,11 +8,16 @@ from django.views.generic import RedirectView
 
 from oidc import demo as oidc_demo
 from oidc.views.discovery import realm_info
-from realms.api.views import NoRoute
+from realms.api.realms import Realms
+from realms.api.serverinfo import ServerInfo
 
 urlpatterns = [
     path("admin/realms/", include("realms.api.urls")),
-    re_path(r"^admin/realms$", NoRoute.as_view()),
+    re_path(r"^admin/realms$", Realms.as_view()),
+    # Keycloak's JavaScript admin client asks for //admin/serverinfo (a base path "/" joined to
+    # "/admin/serverinfo"); Keycloak answers it, so do we. (A group, not "^/?", which Django's
+    # URL check reports as a needless leading slash.)
+    re_path(r"^(?:/)?admin/serverinfo$", ServerInfo.as_view()),
     path("admin/master/console/", admin.site.urls),
     path("admin/", RedirectView.as_view(pattern_name="admin:index")),
     path("realms/<str:realm>", realm_info, name="realm-info"),  # Keycloak's realm info, no slash

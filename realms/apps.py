@@ -10,6 +10,7 @@ class RealmsConfig(AppConfig):
         from django.db.models.signals import post_migrate
 
         from . import keys, realm_cache, required_actions, sessions, steps
+        from .api import resources, routes
         from .credentials import register_credential_type
         from .credentials.otp import Otp
         from .credentials.password import Password
@@ -28,3 +29,4 @@ class RealmsConfig(AppConfig):
         keys.connect_signals()
         sessions.connect_signals()
         realm_cache.connect_signals()
+        resources.register(*routes.urlpatterns)

@@ -529,6 +529,12 @@ def register_protocol(name, complete, fail):
     _protocols[name] = (complete, fail)
 
 
+def provider_ids():
+    """{SPI name: registered provider ids}, for the Admin API's server info."""
+    return {"login-protocol": sorted(_protocols), "authenticator": sorted(_authenticators),
+            "required-action": sorted(_required_actions)}
+
+
 def establish_sso_session(ctx):
     """The SSO session for the signed-in user: the one the Cookie step found, or a new one.
     A different user signing in in the same browser ends the previous user's session."""

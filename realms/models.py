@@ -451,6 +451,10 @@ class User(RealmOwned, AbstractBaseUser):
     def forget_credentials(self):
         self.__dict__.pop("_credentials", None)
 
+    def refresh_from_db(self, *args, **kwargs):
+        self.forget_credentials()  # a fresh look at the row is a fresh look at its credentials
+        super().refresh_from_db(*args, **kwargs)
+
     def password_credential(self):
         return next((c for c in self.stored_credentials() if c.type == Credential.PASSWORD), None)
 

@@ -30,7 +30,8 @@ if [ ! -f "$stamp" ]; then
   rm -f .venv/.installed-*; touch "$stamp"
 fi
 
-# The browser libraries the tests drive (keycloak-js), pinned by tests/js/package-lock.json.
+# The JavaScript libraries the tests drive (keycloak-js, Keycloak's admin client), pinned by
+# tests/js/package-lock.json.
 if [[ ",$extras," == *",test,"* ]]; then
   js_stamp="tests/js/node_modules/.installed-$(sha256sum tests/js/package-lock.json | cut -c1-16)"
   if [ ! -f "$js_stamp" ]; then

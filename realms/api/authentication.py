@@ -40,6 +40,10 @@ class Caller:
         # From the database on every call, so a role removed a second ago no longer counts.
         return effective_roles(self.user)
 
+    def holds_realm_role(self, name) -> bool:
+        """A role of the token's own realm (the master realm's ``create-realm``)."""
+        return name in realm_role_names(self._roles)
+
     def manages_every_realm(self):
         return self.realm.is_master and ADMIN_ROLE in realm_role_names(self._roles)
 

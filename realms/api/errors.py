@@ -29,6 +29,17 @@ class Invalid(exceptions.APIException):
     status_code = status.HTTP_400_BAD_REQUEST
 
 
+class BadRequest(exceptions.APIException):
+    """400 ``{"error": code, "error_description": message}``: Keycloak's ErrorResponseException, e.g.
+    a password the realm's policy refuses at reset-password (code = the policy's message key)."""
+
+    status_code = status.HTTP_400_BAD_REQUEST
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
 class Conflict(Invalid):
     """409 ``{"errorMessage": message}``, e.g. ``Conflict("User exists with same username")``."""
 
@@ -42,6 +53,8 @@ def _body(exc):
         return {"error": FORBIDDEN}
     if isinstance(exc, exceptions.ParseError | exceptions.UnsupportedMediaType):
         return {"error": "unknown_error", "error_description": CANNOT_PARSE}
+    if isinstance(exc, BadRequest):
+        return {"error": exc.code, "error_description": str(exc.detail)}
     if isinstance(exc, Invalid):
         return {"errorMessage": str(exc.detail)}
     if isinstance(exc, exceptions.MethodNotAllowed):

@@ -112,8 +112,8 @@ REALM_FIELDS = {
     "localizationTexts": ("localization_texts", as_dict),
 }
 # Policy groups stored as JSON with their representation keys.
-_POLICY_PREFIXES = (("otpPolicy", "otp_policy"), ("otpSupportedApplications", "otp_policy"),
-                    ("webAuthnPolicy", "webauthn_policy"))
+POLICY_PREFIXES = (("otpPolicy", "otp_policy"), ("otpSupportedApplications", "otp_policy"),
+                   ("webAuthnPolicy", "webauthn_policy"))
 
 # Keys Keycloak computes from other data (or that only describe the export itself).
 _DERIVED = {"keycloakVersion", "realm", "publicKey", "certificate"}
@@ -127,7 +127,7 @@ def parse_realm(data, p):
         "clientScopeMappings", "defaultRole", "defaultRoles", "defaultDefaultClientScopes",
         "defaultOptionalClientScopes", "components", "privateKey",
     }
-    policies = {k: v for k, v in data.items() if k.startswith(tuple(pfx for pfx, _ in _POLICY_PREFIXES))
+    policies = {k: v for k, v in data.items() if k.startswith(tuple(pfx for pfx, _ in POLICY_PREFIXES))
                 and k not in realm_keys}
     rest = {k: v for k, v in data.items() if k not in policies}
     spec = spec_of(REALM_FIELDS)
@@ -140,10 +140,10 @@ def parse_realm(data, p):
     top = p.take(rest, "", spec, derived=_DERIVED - {"realm"}, required=("realm",))
     out = {"name": top["realm"], "settings": model_fields(REALM_FIELDS, top),
            "version": _major_version(data.get("keycloakVersion"))}
-    for prefix, field_name in _POLICY_PREFIXES:
+    for prefix, field_name in POLICY_PREFIXES:
         out["settings"].setdefault(field_name, {})
     for key, value in policies.items():
-        field_name = next(f for pfx, f in _POLICY_PREFIXES if key.startswith(pfx))
+        field_name = next(f for pfx, f in POLICY_PREFIXES if key.startswith(pfx))
         out["settings"][field_name][key] = value
 
     out["scopes"] = [parse_scope(s, f"clientScopes[{i}]", p) for i, s in enumerate(top.get("clientScopes", []))]
@@ -203,15 +203,26 @@ def _major_version(value):
     return int(head) if head.isdigit() else 10**6
 
 
-def export_realm(realm):
-    """The realm as a RealmRepresentation dict (secrets and keys included, like a Keycloak
-    full export)."""
+def realm_settings_rep(realm):
+    """The realm's own settings: the top of its export without its clients, roles, groups,
+    users, scopes and keys (what the Admin API's GET /admin/realms/{realm} answers)."""
     rep = {"id": realm.id, "realm": realm.name}
     # Unset optional values are left out, as Keycloak leaves out nulls (an empty email or
     # federationLink would mean something else to Keycloak).
     rep.update({k: v for k, v in json_fields(realm, REALM_FIELDS).items() if v not in ("", None)})
     rep.update(realm.otp_policy)
     rep.update(realm.webauthn_policy)
+    if realm.default_role_id:
+        d = realm.default_role
+        rep["defaultRole"] = {"id": d.id, "name": d.name, "description": d.description, "composite": True,
+                              "clientRole": False, "containerId": realm.id}
+    return rep
+
+
+def export_realm(realm):
+    """The realm as a RealmRepresentation dict (secrets and keys included, like a Keycloak
+    full export)."""
+    rep = realm_settings_rep(realm)
 
     clients = list(Client.objects.filter(realm=realm).order_by("client_id"))
     roles = list(Role.objects.filter(realm=realm).select_related("client").order_by("name"))
@@ -219,10 +230,6 @@ def export_realm(realm):
         "realm": [role_rep(r, realm.id) for r in roles if r.client_id is None],
         "client": {c.client_id: [role_rep(r, c.id) for r in roles if r.client_id == c.id] for c in clients},
     }
-    if realm.default_role_id:
-        d = realm.default_role
-        rep["defaultRole"] = {"id": d.id, "name": d.name, "description": d.description, "composite": True,
-                              "clientRole": False, "containerId": realm.id}
 
     groups = list(Group.objects.filter(realm=realm).order_by("name"))
     children_of = {}

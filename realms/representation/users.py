@@ -213,14 +213,21 @@ def _credential_rep(cred):
     return rep
 
 
-def user_rep(user):
+def user_fields_rep(user):
+    """The user's own fields (the Admin API's UserRepresentation); ``user_rep`` adds what only
+    an export carries (credentials, role mappings, group paths)."""
     u = {k: v for k, v in json_fields(user, _USER_FIELDS).items() if v not in ("", None)}
     u["createdTimestamp"] = _millis(user.created)
+    if user.service_account_client_id:
+        u["serviceAccountClientId"] = user.service_account_client.client_id
+    return u
+
+
+def user_rep(user):
+    u = user_fields_rep(user)
     u["credentials"] = [_credential_rep(c) for c in user.credentials.order_by("-priority", "created")]
     u["realmRoles"], u["clientRoles"] = role_names(list(user.roles.all().select_related("client")))
     u["groups"] = sorted(g.path for g in user.groups.all())
-    if user.service_account_client_id:
-        u["serviceAccountClientId"] = user.service_account_client.client_id
     return u
 
 

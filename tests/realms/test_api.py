@@ -49,7 +49,7 @@ def test_api_prefix_without_a_valid_token_is_a_json_401(path, header):
 def test_unknown_api_path_with_a_valid_token_is_a_json_404(master_admin):
     api = Client(HTTP_AUTHORIZATION=f"Bearer {token('master', 'api-root')}")
     for method in ("get", "post", "delete"):
-        resp = getattr(api, method)("/admin/realms/master/users")
+        resp = getattr(api, method)("/admin/realms/master/no-such-resource")
         assert resp.status_code == 404 and resp.json() == {"error": "Unable to find matching target resource method"}
 
 

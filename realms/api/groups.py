@@ -1,0 +1,195 @@
+"""``/admin/realms/{realm}/groups`` (Keycloak's GroupsResource and GroupResource): the tree with
+``search``, ``exact``, ``first``, ``max`` and ``briefRepresentation``, ``count``, CRUD,
+``children`` (create or move a subgroup) and ``members``. Groups in the export's JSON
+(``group_rep`` without the subtree, ``subGroupCount`` instead); governed by ``view-users`` /
+``manage-users`` (``query-groups`` to list), as in Keycloak."""
+from django.db import transaction
+from rest_framework import status
+from rest_framework.response import Response
+
+from .. import admin_events
+from ..models import Group
+from ..representation import RepresentationError
+from ..representation.fields import Parser
+from ..representation.groups import parse_group
+from ..representation.users import user_fields_rep
+from . import errors
+from .query import check_fields, flag, location, page
+from .reps import brief_user_rep, group_api_rep
+from .views import RealmResource
+
+
+def _tree_rep(group, keep, children_of, brief):
+    """The group with the part of its subtree in ``keep`` (a search's hits and their ancestors)."""
+    rep = group_api_rep(group, brief)
+    rep["subGroups"] = [_tree_rep(c, keep, children_of, brief) for c in children_of.get(group.pk, []) if c.pk in keep]
+    return rep
+
+
+def _matching(request, groups):
+    search = request.query_params.get("search")
+    if not search:
+        return groups
+    return groups.filter(name__iexact=search) if flag(request, "exact", False) else groups.filter(name__icontains=search)
+
+
+def _fields(data):
+    if not isinstance(data, dict):
+        raise errors.Invalid("Expected a GroupRepresentation")
+    if not data.get("name"):
+        raise errors.Invalid("Group name is missing")
+    try:
+        fields = parse_group(data, "", Parser())["fields"]
+    except RepresentationError as exc:
+        raise errors.Invalid(str(exc)) from None
+    fields.pop("id", None)
+    return fields
+
+
+def _save(group, operation, view):
+    check_fields(group, exclude=["parent"])
+    with transaction.atomic():
+        group.save()
+        admin_events.record(view.realm, operation, "GROUP", f"groups/{group.pk}", auth=view.auth_details(),
+                            representation=lambda: group_api_rep(group))
+
+
+def _check_name(realm, parent, name, group=None):
+    siblings = Group.objects.filter(realm=realm, parent=parent, name=name).exclude(pk=getattr(group, "pk", None))
+    if siblings.exists():
+        raise errors.Conflict(f"Top level group named '{name}' already exists." if parent is None
+                              else f"Sibling group named '{name}' already exists.")
+
+
+def _group(realm, group_id):
+    group = Group.objects.filter(realm=realm, pk=group_id).first()
+    if group is None:
+        raise errors.NotFound("Could not find group by id")
+    return group
+
+
+class Groups(RealmResource):
+    required_role = {"GET": "query-groups", "POST": "manage-users"}
+
+    def get(self, request, realm):
+        brief = flag(request, "briefRepresentation", True)
+        groups = Group.objects.filter(realm=self.realm)
+        if not request.query_params.get("search"):
+            return Response([group_api_rep(g, brief) for g in page(request, groups.filter(parent=None).order_by("name"))])
+        every = {g.pk: g for g in groups}
+        keep = set()
+        for hit in _matching(request, groups):
+            node = hit
+            while node is not None and node.pk not in keep:
+                keep.add(node.pk)
+                node = every.get(node.parent_id)
+        children_of = {}
+        for g in sorted(every.values(), key=lambda g: g.name):
+            children_of.setdefault(g.parent_id, []).append(g)
+        roots = [g for g in children_of.get(None, []) if g.pk in keep]
+        return Response([_tree_rep(g, keep, children_of, brief) for g in page(request, roots)])
+
+    def post(self, request, realm):
+        """A new top-level group (201), or with an existing group's id, that group moved to the top (204)."""
+        if isinstance(request.data, dict) and request.data.get("id"):
+            group = _group(self.realm, request.data["id"])
+            _check_name(self.realm, None, group.name, group)
+            group.parent = None
+            _save(group, "UPDATE", self)
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        fields = _fields(request.data)
+        _check_name(self.realm, None, fields["name"])
+        group = Group(realm=self.realm, **fields)
+        _save(group, "CREATE", self)
+        return Response(status=status.HTTP_201_CREATED,
+                        headers={"Location": location(request, f"{self.realm.name}/groups/{group.pk}")})
+
+
+class GroupCount(RealmResource):
+    required_role = "query-groups"
+
+    def get(self, request, realm):
+        groups = _matching(request, Group.objects.filter(realm=self.realm))
+        if flag(request, "top", False):
+            groups = groups.filter(parent=None)
+        return Response({"count": groups.count()})
+
+
+class GroupDetail(RealmResource):
+    required_role = {"GET": "view-users", "PUT": "manage-users", "DELETE": "manage-users"}
+
+    def get(self, request, realm, group_id):
+        return Response(group_api_rep(_group(self.realm, group_id)))
+
+    def put(self, request, realm, group_id):
+        group = _group(self.realm, group_id)
+        fields = _fields({"name": group.name, **request.data} if isinstance(request.data, dict) else request.data)
+        _check_name(self.realm, group.parent, fields["name"], group)
+        for name, value in fields.items():
+            setattr(group, name, value)
+        _save(group, "UPDATE", self)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    def delete(self, request, realm, group_id):
+        group = _group(self.realm, group_id)
+        with transaction.atomic():
+            admin_events.record(self.realm, "DELETE", "GROUP", f"groups/{group.pk}", auth=self.auth_details())
+            group.delete()
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class GroupChildren(RealmResource):
+    """GET the subgroups; POST a GroupRepresentation: with the id of an existing group, move it
+    here (204), else create a subgroup (201)."""
+
+    required_role = {"GET": "view-users", "POST": "manage-users"}
+
+    def get(self, request, realm, group_id):
+        parent = _group(self.realm, group_id)
+        children = _matching(request, parent.children.order_by("name"))
+        brief = flag(request, "briefRepresentation", True)
+        return Response([group_api_rep(g, brief) for g in page(request, children)])
+
+    def post(self, request, realm, group_id):
+        parent = _group(self.realm, group_id)
+        moved_id = request.data.get("id") if isinstance(request.data, dict) else None
+        if moved_id:
+            child = _group(self.realm, moved_id)
+            ancestor = parent
+            while ancestor is not None:
+                if ancestor.pk == child.pk:
+                    raise errors.Conflict("Cannot move group into one of its subgroups")
+                ancestor = ancestor.parent
+            _check_name(self.realm, parent, child.name, child)
+            child.parent = parent
+            _save(child, "UPDATE", self)
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        fields = _fields(request.data)
+        _check_name(self.realm, parent, fields["name"])
+        child = Group(realm=self.realm, parent=parent, **fields)
+        _save(child, "CREATE", self)
+        return Response(group_api_rep(child), status=status.HTTP_201_CREATED,
+                        headers={"Location": location(request, f"{self.realm.name}/groups/{child.pk}")})
+
+
+class GroupMembers(RealmResource):
+    required_role = "view-users"
+
+    def get(self, request, realm, group_id):
+        members = _group(self.realm, group_id).members.order_by("username").select_related("service_account_client")
+        rep = brief_user_rep if flag(request, "briefRepresentation", False) else user_fields_rep
+        return Response([rep(u) for u in page(request, members)])
+
+
+class GroupByPath(RealmResource):
+    required_role = "view-users"
+
+    def get(self, request, realm, group_path):
+        group = None
+        for name in [n for n in group_path.split("/") if n]:
+            group = Group.objects.filter(realm=self.realm, parent=group, name=name).first()
+            if group is None:
+                break
+        if group is None:
+            raise errors.NotFound("Group path does not exist")
+        return Response(group_api_rep(group))

@@ -1,0 +1,26 @@
+"""The short forms of the export's representations that Keycloak's admin resources answer in
+lists (``briefRepresentation``), built from the export's own ``*_rep`` functions."""
+from ..representation.groups import group_rep
+from ..representation.roles import role_rep
+from ..representation.users import user_fields_rep
+
+_BRIEF_USER_KEYS = ("id", "username", "firstName", "lastName", "email", "emailVerified", "enabled",
+                    "createdTimestamp", "federationLink", "serviceAccountClientId")
+_BRIEF_ROLE_KEYS = ("id", "name", "description", "composite", "clientRole", "containerId")
+_BRIEF_GROUP_KEYS = ("id", "name", "description", "path", "parentId", "subGroups", "subGroupCount")
+
+
+def brief_user_rep(user):
+    return {k: v for k, v in user_fields_rep(user).items() if k in _BRIEF_USER_KEYS}
+
+
+def brief_role_rep(role):
+    rep = role_rep(role, role.client_id or role.realm_id)
+    return {k: rep[k] for k in _BRIEF_ROLE_KEYS if k in rep}
+
+
+def group_api_rep(group, brief=False):
+    """The export's group without its subtree (``subGroups`` empty, ``subGroupCount`` instead),
+    as Keycloak 26 answers a group; brief without attributes and role mappings."""
+    rep = {**group_rep(group, {}, group.parent_id), "subGroupCount": group.children.count()}
+    return {k: v for k, v in rep.items() if k in _BRIEF_GROUP_KEYS} if brief else rep

@@ -1,0 +1,45 @@
+"""The realm resources of the Admin REST API, relative to ``/admin/realms/`` (registered with
+``resources`` from ``RealmsConfig.ready()``; ``/admin/realms`` itself and ``/admin/serverinfo``
+are mounted by ``idp/urls.py``)."""
+from django.urls import path
+
+from . import clients, groups, realms, role_mappings, roles, users
+
+R = "<str:realm>"
+urlpatterns = [
+    path(R, realms.RealmDetail.as_view()),
+    path(f"{R}/users", users.Users.as_view()),
+    path(f"{R}/users/count", users.UserCount.as_view()),
+    path(f"{R}/users/<str:user_id>", users.UserDetail.as_view()),
+    path(f"{R}/users/<str:user_id>/reset-password", users.ResetPassword.as_view()),
+    path(f"{R}/users/<str:user_id>/groups", users.UserGroups.as_view()),
+    path(f"{R}/users/<str:user_id>/groups/count", users.UserGroupCount.as_view()),
+    path(f"{R}/users/<str:user_id>/groups/<str:group_id>", users.UserGroupMembership.as_view()),
+    path(f"{R}/users/<str:user_id>/logout", users.Logout.as_view()),
+    path(f"{R}/users/<str:user_id>/sessions", users.Sessions.as_view()),
+    path(f"{R}/groups", groups.Groups.as_view()),
+    path(f"{R}/groups/count", groups.GroupCount.as_view()),
+    path(f"{R}/groups/<str:group_id>", groups.GroupDetail.as_view()),
+    path(f"{R}/groups/<str:group_id>/children", groups.GroupChildren.as_view()),
+    path(f"{R}/groups/<str:group_id>/members", groups.GroupMembers.as_view()),
+    path(f"{R}/group-by-path/<path:group_path>", groups.GroupByPath.as_view()),
+    path(f"{R}/clients", clients.Clients.as_view()),
+    path(f"{R}/clients/<str:client_uuid>", clients.ClientDetail.as_view()),
+    path(f"{R}/clients/<str:client_uuid>/client-secret", clients.ClientSecret.as_view()),
+    path(f"{R}/clients/<str:client_uuid>/service-account-user", clients.ServiceAccountUser.as_view()),
+    path(f"{R}/roles-by-id/<str:role_id>", roles.RoleById.as_view()),
+]
+for kind in ("users", "groups"):
+    owner = f"{R}/{kind}/<str:owner_id>/role-mappings"
+    urlpatterns.append(path(owner, role_mappings.RoleMappings.as_view(kind=kind)))
+    for scope in ("realm", "clients/<str:client_uuid>"):
+        for view in ("", "composite", "available"):
+            urlpatterns.append(path(f"{owner}/{scope}" + (f"/{view}" if view else ""),
+                                    role_mappings.RoleMappingScope.as_view(kind=kind, view=view)))
+for container in (f"{R}/roles", f"{R}/clients/<str:client_uuid>/roles"):
+    urlpatterns += [
+        path(container, roles.Roles.as_view()),
+        path(f"{container}/<str:role_name>", roles.RoleDetail.as_view()),
+        path(f"{container}/<str:role_name>/composites", roles.RoleComposites.as_view()),
+        path(f"{container}/<str:role_name>/users", roles.RoleUsers.as_view()),
+    ]

@@ -1,0 +1,329 @@
+"""``/admin/realms/{realm}/users`` (Keycloak's UsersResource and UserResource): search, count,
+CRUD, reset-password, groups, role mappings, logout and sessions. Users in the export's JSON
+(``user_fields_rep``), parsed by the export's field table (``parse_user``)."""
+import operator
+import time
+from functools import reduce
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Q
+from rest_framework import status
+from rest_framework.response import Response
+
+from .. import admin_events, password_policy, sessions
+from ..accounts import create_user
+from ..models import Credential, Group, User, UserSession
+from ..representation import RepresentationError
+from ..representation.fields import Parser
+from ..representation.users import parse_user, user_fields_rep
+from . import errors
+from .query import check_fields, flag, location, page
+from .reps import brief_user_rep, group_api_rep
+from .views import RealmResource
+
+UPDATE_PASSWORD = "UPDATE_PASSWORD"
+def _term(field, term):
+    """Keycloak's ``search`` term: ``"foo"`` exact, ``*foo*`` infix, ``*foo`` suffix, else prefix."""
+    if len(term) > 1 and term.startswith('"') and term.endswith('"'):
+        return Q(**{f"{field}__iexact": term[1:-1]})
+    if term.startswith("*") and term.endswith("*") and len(term) > 1:
+        return Q(**{f"{field}__icontains": term[1:-1]})
+    if term.startswith("*"):
+        return Q(**{f"{field}__iendswith": term[1:]})
+    return Q(**{f"{field}__istartswith": term.rstrip("*")})
+
+
+_SEARCHED = ("username", "email", "first_name", "last_name")
+_ATTRIBUTE_PARAMS = (("username", "username"), ("email", "email"), ("firstName", "first_name"),
+                     ("lastName", "last_name"))
+
+
+def _attribute_filter(queryset, key, value):
+    """Users whose attribute ``key`` holds ``value`` (``q=key:value``), exactly as Keycloak."""
+    if connection.features.supports_json_field_contains:
+        return queryset.filter(attributes__contains={key: [value]})
+    ids = [pk for pk, attrs in queryset.filter(attributes__has_key=key).values_list("pk", "attributes")
+           if value in (attrs.get(key) or [])]
+    return queryset.filter(pk__in=ids)
+
+
+def search_users(request, realm):
+    """The users matching the query parameters of GET users and GET users/count."""
+    params = request.query_params
+    users = User.objects.filter(realm=realm, service_account_client__isnull=True)
+    search = params.get("search")
+    if search:
+        search = search.strip()
+        if search.startswith("id:"):
+            return users.filter(pk=search[3:].strip())
+        for term in search.split():
+            users = users.filter(reduce(operator.or_, (_term(f, term) for f in _SEARCHED)))
+    exact = flag(request, "exact", False)
+    for param, field in _ATTRIBUTE_PARAMS:
+        value = params.get(param)
+        if value is not None:
+            users = users.filter(**{f"{field}__{'iexact' if exact else 'icontains'}": value})
+    for param, field in (("enabled", "enabled"), ("emailVerified", "email_verified")):
+        value = flag(request, param)
+        if value is not None:
+            users = users.filter(**{field: value})
+    for pair in (params.get("q") or "").split():
+        key, sep, value = pair.partition(":")
+        if not sep or not key:
+            raise errors.Invalid("Invalid query, must be of the form key:value")
+        users = _attribute_filter(users, key, value)
+    return users.order_by("username")
+
+
+class Users(RealmResource):
+    """GET needs ``query-users``; without ``view-users`` the caller sees no one (Keycloak
+    without fine-grained permissions). POST needs ``manage-users``."""
+
+    required_role = {"GET": "query-users", "POST": "manage-users"}
+
+    def get(self, request, realm):
+        if not request.user.may("view-users", self.realm):
+            return Response([])
+        users = page(request, search_users(request, self.realm).select_related("service_account_client"))
+        rep = brief_user_rep if flag(request, "briefRepresentation", False) else user_fields_rep
+        return Response([rep(u) for u in users])
+
+    def post(self, request, realm):
+        data = dict(request.data) if isinstance(request.data, dict) else {}
+        if self.realm.registration_email_as_username and data.get("email"):
+            data["username"] = data["email"]  # the realm's switch wins over a username given
+        if not data.get("username"):
+            raise errors.Invalid("error-user-attribute-required")
+        values = _parse(data)
+        fields = values["fields"]
+        fields.pop("id", None)
+        fields.pop("federation_link_id", None)
+        _check_unique(self.realm, fields)
+        groups = [_group_by_path(self.realm, path) for path in values["groups"]]
+        username = fields.pop("username")
+        _check(User(realm=self.realm, username=username, **fields))
+        try:
+            with transaction.atomic():
+                user = create_user(self.realm, username, **fields)
+                _set_credentials(user, values["credentials"])
+                user.groups.add(*groups)
+                admin_events.record(self.realm, "CREATE", "USER", f"users/{user.pk}", auth=self.auth_details(),
+                                    representation=lambda: user_fields_rep(user))
+        except IntegrityError:  # the same username created at the same moment
+            raise errors.Conflict("User exists with same username") from None
+        return Response(status=status.HTTP_201_CREATED,
+                        headers={"Location": location(request, f"{self.realm.name}/users/{user.pk}")})
+
+
+class UserCount(RealmResource):
+    required_role = "query-users"
+
+    def get(self, request, realm):
+        if not request.user.may("view-users", self.realm):
+            return Response(0)
+        return Response(search_users(request, self.realm).count())
+
+
+def _parse(data):
+    if not isinstance(data, dict):
+        raise errors.Invalid("Expected a UserRepresentation")
+    body = {k: v for k, v in data.items() if k not in ("realmRoles", "clientRoles", "serviceAccountClientId")}
+    try:  # a PUT may leave the username out; POST has checked it is there
+        return parse_user({"username": "-", **body} if "username" not in body else body, "", Parser())
+    except RepresentationError as exc:
+        raise errors.Invalid(str(exc)) from None
+
+
+def _check(user):
+    check_fields(user, exclude=["federation_link", "service_account_client", "password"])
+
+
+def _check_unique(realm, fields, user=None):
+    others = User.objects.filter(realm=realm).exclude(pk=getattr(user, "pk", None))
+    if "username" in fields and others.filter(username=fields["username"]).exists():
+        raise errors.Conflict("User exists with same username")
+    email = fields.get("email")
+    if email and not realm.duplicate_emails_allowed and others.filter(email__iexact=email).exists():
+        raise errors.Conflict("User exists with same email")
+
+
+def _group_by_path(realm, path):
+    names = [n for n in path.strip("/").split("/") if n]
+    group = None
+    for name in names:
+        group = Group.objects.filter(realm=realm, parent=group, name=name).first()
+        if group is None:
+            break
+    if group is None:
+        raise errors.Invalid(f"Group {path} not found")
+    return group
+
+
+def _set_credentials(user, credentials):
+    """A new or updated user's credentials; a password under the realm's policy (Keycloak answers
+    "Password policy not met" here, in the caller's transaction, so nothing is kept)."""
+    for cred in credentials:
+        cred = dict(cred)
+        cred.pop("id", None)
+        plain = cred.pop("plain", None)
+        if plain is not None:
+            value, _ = plain  # (password, JSON path)
+            try:
+                password_policy.set_password(user, value)
+            except password_policy.PasswordPolicyError:
+                raise errors.Invalid("Password policy not met") from None
+        else:
+            Credential.objects.create(user=user, **cred)
+
+
+def _user(realm, user_id):
+    user = User.objects.filter(realm=realm, pk=user_id).select_related("service_account_client").first()
+    if user is None:
+        raise errors.NotFound("User not found")
+    return user
+
+
+class UserDetail(RealmResource):
+    required_role = {"GET": "view-users", "PUT": "manage-users", "DELETE": "manage-users"}
+
+    def get(self, request, realm, user_id):
+        return Response(user_fields_rep(_user(self.realm, user_id)))
+
+    def put(self, request, realm, user_id):
+        user = _user(self.realm, user_id)
+        given = request.data if isinstance(request.data, dict) else {}
+        values = _parse(request.data)
+        fields = {k: v for k, v in values["fields"].items() if k not in ("id", "federation_link_id")}
+        if "username" not in given:
+            fields.pop("username", None)
+        elif fields["username"] != user.username and not self.realm.edit_username_allowed:
+            raise errors.Invalid("error-user-attribute-read-only")
+        _check_unique(self.realm, fields, user)
+        for name, value in fields.items():
+            setattr(user, name, value)
+        _check(user)
+        with transaction.atomic():
+            user.save()
+            _set_credentials(user, values["credentials"])
+            admin_events.record(self.realm, "UPDATE", "USER", f"users/{user.pk}", auth=self.auth_details(),
+                                representation=lambda: user_fields_rep(user))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    def delete(self, request, realm, user_id):
+        user = _user(self.realm, user_id)
+        with transaction.atomic():
+            admin_events.record(self.realm, "DELETE", "USER", f"users/{user.pk}", auth=self.auth_details())
+            user.delete()
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ResetPassword(RealmResource):
+    """PUT a CredentialRepresentation ``{"type": "password", "value": ..., "temporary": ...}``."""
+
+    required_role = {"PUT": "manage-users"}
+
+    def put(self, request, realm, user_id):
+        user = _user(self.realm, user_id)
+        cred = request.data if isinstance(request.data, dict) else {}
+        value = cred.get("value")
+        if not isinstance(value, str):
+            raise errors.Invalid("No password provided")
+        if not value.strip():
+            raise errors.Invalid("Empty password")
+        temporary = cred.get("temporary") is True
+        with transaction.atomic():
+            try:
+                password_policy.set_password(user, value)
+            except password_policy.PasswordPolicyError as exc:
+                raise errors.BadRequest(exc.key, str(exc)) from None
+            actions = [a for a in user.required_actions if a != UPDATE_PASSWORD]
+            user.required_actions = [*actions, UPDATE_PASSWORD] if temporary else actions
+            user.save(update_fields=["required_actions"])
+            admin_events.record(self.realm, "ACTION", "USER", f"users/{user.pk}/reset-password",
+                                auth=self.auth_details())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class UserGroups(RealmResource):
+    required_role = "view-users"
+
+    def get(self, request, realm, user_id):
+        groups = _user(self.realm, user_id).groups.order_by("name")
+        search = request.query_params.get("search")
+        if search:
+            groups = groups.filter(name__icontains=search)
+        return Response([group_api_rep(g, brief=flag(request, "briefRepresentation", True)) for g in page(request, groups)])
+
+
+class UserGroupCount(RealmResource):
+    required_role = "view-users"
+
+    def get(self, request, realm, user_id):
+        return Response({"count": _user(self.realm, user_id).groups.count()})
+
+
+class UserGroupMembership(RealmResource):
+    required_role = {"PUT": "manage-users", "DELETE": "manage-users"}
+
+    def _both(self, user_id, group_id):
+        user = _user(self.realm, user_id)
+        group = Group.objects.filter(realm=self.realm, pk=group_id).first()
+        if group is None:
+            raise errors.NotFound("Group not found")
+        return user, group
+
+    def put(self, request, realm, user_id, group_id):
+        user, group = self._both(user_id, group_id)
+        with transaction.atomic():
+            if not user.groups.filter(pk=group.pk).exists():
+                user.groups.add(group)
+                admin_events.record(self.realm, "CREATE", "GROUP_MEMBERSHIP", f"users/{user.pk}/groups/{group.pk}",
+                                    auth=self.auth_details(), representation=lambda: group_api_rep(group))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    def delete(self, request, realm, user_id, group_id):
+        user, group = self._both(user_id, group_id)
+        with transaction.atomic():
+            if user.groups.filter(pk=group.pk).exists():
+                user.groups.remove(group)
+                admin_events.record(self.realm, "DELETE", "GROUP_MEMBERSHIP", f"users/{user.pk}/groups/{group.pk}",
+                                    auth=self.auth_details())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class Logout(RealmResource):
+    """Ends every session of the user and revokes tokens issued before now (``notBefore``)."""
+
+    required_role = {"POST": "manage-users"}
+
+    def post(self, request, realm, user_id):
+        user = _user(self.realm, user_id)
+        with transaction.atomic():
+            for user_session in UserSession.objects.filter(user=user, offline=False):
+                sessions.end_session(user_session)
+            user.not_before = int(time.time())
+            user.save(update_fields=["not_before"])
+            admin_events.record(self.realm, "ACTION", "USER", f"users/{user.pk}/logout", auth=self.auth_details())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def _millis(dt):
+    return int(dt.timestamp() * 1000)
+
+
+class Sessions(RealmResource):
+    """Keycloak's UserSessionRepresentation of each online session."""
+
+    required_role = "view-users"
+
+    def get(self, request, realm, user_id):
+        user = _user(self.realm, user_id)
+        out = []
+        for s in UserSession.objects.filter(user=user, offline=False).order_by("started"):
+            out.append({
+                "id": s.pk, "username": user.username, "userId": user.pk, "ipAddress": s.ip_address,
+                "start": _millis(s.started), "lastAccess": _millis(s.last_refresh), "rememberMe": s.remember_me,
+                "clients": {cs.client_id: cs.client.client_id for cs in s.client_sessions.select_related("client")},
+                "transientUser": False,
+            })
+        return Response(out)

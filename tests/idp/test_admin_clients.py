@@ -1,0 +1,133 @@
+"""Keycloak's own admin client for Python (python-keycloak's KeycloakAdmin) runs a script of
+calls against ``start_dev`` (a real server in a subprocess), with assertions on every answer."""
+import os
+import subprocess
+
+import psycopg
+import pytest
+from keycloak import KeycloakAdmin, KeycloakOpenID
+from keycloak.exceptions import KeycloakError, KeycloakGetError, KeycloakPostError
+
+from .test_modes import ROOT, base_env, free_port, manage, stop, wait_for
+
+ADMIN, ADMIN_PASSWORD = "boot", "boot-pass-1"
+
+
+@pytest.fixture(scope="module", params=["start_dev", "start"])
+def server(request, tmp_path_factory):
+    """The server as an operator runs it: ``start_dev`` (SQLite) or ``start`` (production:
+    gunicorn, PostgreSQL, Redis), with a bootstrap admin."""
+    http, mgmt = free_port(), free_port()
+    var = str(tmp_path_factory.mktemp("var"))
+    boot = {"IDP_BOOTSTRAP_ADMIN_USERNAME": ADMIN, "IDP_BOOTSTRAP_ADMIN_PASSWORD": ADMIN_PASSWORD, "IDP_VAR_DIR": var}
+    database = None
+    if request.param == "start_dev":
+        env = base_env(DJANGO_SETTINGS_MODULE="idp.settings.dev", **boot)
+        args = ()
+    else:
+        database = f"admin_clients_{os.getpid()}"
+        admin_url = os.environ["IDP_TEST_DB_URL"]
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{database}"')
+            conn.execute(f'CREATE DATABASE "{database}"')
+        env = base_env(DJANGO_SETTINGS_MODULE="idp.settings.prod", IDP_HOSTNAME="localhost",
+                       IDP_BASE_URL=f"http://localhost:{http}", IDP_SECRET_KEY="z" * 50,
+                       IDP_DB_URL=admin_url.rsplit("/", 1)[0] + "/" + database,
+                       IDP_REDIS_URL=os.environ["IDP_TEST_REDIS_URL"], **boot)
+        args = ("--bind", "127.0.0.1", "--workers", "2")
+    proc = manage(request.param, "--http-port", str(http), "--management-port", str(mgmt), *args, env=env)
+    try:
+        wait_for(f"http://127.0.0.1:{mgmt}/health/ready", deadline_s=90, proc=proc)
+        yield f"http://localhost:{http}/"
+    finally:
+        stop(proc)
+        if database is not None:
+            with psycopg.connect(os.environ["IDP_TEST_DB_URL"], autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+
+
+def test_python_keycloak_admin_script(server):
+    master = KeycloakAdmin(server_url=server, username=ADMIN, password=ADMIN_PASSWORD, realm_name="master",
+                           user_realm_name="master")
+    info = master.get_server_info()
+    assert info["systemInfo"]["version"].startswith("26.")
+    assert "master" in [r["realm"] for r in master.get_realms()]
+
+    master.create_realm({"realm": "pyk", "enabled": True})
+    assert master.get_realm("pyk")["realm"] == "pyk"
+    with pytest.raises(KeycloakPostError) as exc:
+        master.create_realm({"realm": "pyk", "enabled": True})
+    assert exc.value.response_code == 409
+    master.create_realm({"realm": "pyk"}, skip_exists=True)  # the 409 is what skip_exists recognises
+
+    admin = KeycloakAdmin(server_url=server, username=ADMIN, password=ADMIN_PASSWORD, realm_name="pyk",
+                          user_realm_name="master")
+    client_uuid = admin.create_client({"clientId": "backend", "publicClient": False, "serviceAccountsEnabled": True,
+                                       "directAccessGrantsEnabled": True})
+    assert admin.get_client_id("backend") == client_uuid
+    secret = admin.get_client_secrets(client_uuid)
+    assert secret["type"] == "secret" and secret["value"]
+    regenerated = admin.generate_client_secrets(client_uuid)
+    assert regenerated["value"] != secret["value"]
+    assert admin.get_client_service_account_user(client_uuid)["username"] == "service-account-backend"
+    admin.create_client_role(client_uuid, {"name": "reader"})
+    assert admin.get_client_role(client_uuid, "reader")["clientRole"] is True
+
+    assert admin.create_realm_role({"name": "editor", "description": "edits"}) == "editor"
+    assert admin.get_realm_role("editor")["description"] == "edits"
+    group_id = admin.create_group({"name": "staff"})
+    sub_id = admin.create_group({"name": "ops"}, parent=group_id)
+    assert admin.get_group_by_path("/staff/ops")["id"] == sub_id
+
+    user_id = admin.create_user({"username": "Alice", "email": "alice@example.org", "enabled": True,
+                                 "firstName": "Alice", "attributes": {"dept": ["ops"]}})
+    assert admin.create_user({"username": "alice"}, exist_ok=True) == user_id
+    with pytest.raises(KeycloakPostError) as exc:
+        admin.create_user({"username": "alice"})
+    assert exc.value.response_code == 409 and b"User exists with same username" in exc.value.response_body
+    admin.create_user({"username": "bob", "email": "bob@example.org", "enabled": True})
+    admin.set_user_password(user_id, "alice-pass-1", temporary=False)
+    tokens = KeycloakOpenID(server_url=server, realm_name="pyk", client_id="backend",
+                            client_secret_key=regenerated["value"]).token("alice", "alice-pass-1")
+    assert tokens["access_token"]
+
+    admin.assign_realm_roles(user_id, [admin.get_realm_role("editor")])
+    assert "editor" in [r["name"] for r in admin.get_realm_roles_of_user(user_id)]
+    assert "offline_access" in [r["name"] for r in admin.get_composite_realm_roles_of_user(user_id)]
+    admin.assign_client_role(user_id, client_uuid, [admin.get_client_role(client_uuid, "reader")])
+    assert [r["name"] for r in admin.get_client_roles_of_user(user_id, client_uuid)] == ["reader"]
+    admin.group_user_add(user_id, sub_id)
+    assert [g["path"] for g in admin.get_user_groups(user_id)] == ["/staff/ops"]
+    assert [u["username"] for u in admin.get_group_members(sub_id)] == ["alice"]
+    assert [g["name"] for g in admin.get_groups()] == ["staff"]
+
+    assert [u["username"] for u in admin.get_users({"search": "al"})] == ["alice"]
+    assert admin.get_user_id("bob") is not None
+    assert [u["username"] for u in admin.get_users({"q": "dept:ops"})] == ["alice"]
+    assert admin.users_count() == 2
+    assert admin.users_count({"email": "example.org"}) == 2
+    admin.update_user(user_id, {"lastName": "Liddell"})
+    assert admin.get_user(user_id)["lastName"] == "Liddell"
+
+    admin.delete_user(user_id)
+    with pytest.raises(KeycloakGetError) as exc:
+        admin.get_user(user_id)
+    assert exc.value.response_code == 404
+    assert admin.users_count() == 1
+    master.delete_realm("pyk")
+    with pytest.raises(KeycloakError):
+        master.get_realm("pyk")
+
+
+JS = ROOT / "tests" / "js"
+
+
+def test_keycloak_admin_client_js_script(server):
+    """The same script with Keycloak's JavaScript admin client (installed by scripts/setup.sh)."""
+    assert (JS / "node_modules" / "@keycloak" / "keycloak-admin-client").is_dir(), \
+        "run scripts/setup.sh test (it installs tests/js)"
+    done = subprocess.run(["node", "admin-client.mjs"], cwd=JS, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "IDP_BASE_URL": server.rstrip("/"), "IDP_ADMIN_USERNAME": ADMIN,
+                               "IDP_ADMIN_PASSWORD": ADMIN_PASSWORD})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "admin client script: ok" in done.stdout

@@ -45,9 +45,9 @@ def _parse_map(value):
     return levels
 
 
-def acr_loa_map(realm, client):
+def acr_loa_map(realm, client=None):
     """The client's ACR-to-LoA mapping (attribute ``acr.loa.map``), else the realm's."""
-    return _parse_map((client.attributes or {}).get("acr.loa.map")) or \
+    return _parse_map(((client.attributes if client else None) or {}).get("acr.loa.map")) or \
         _parse_map((realm.attributes or {}).get("acr.loa.map"))
 
 

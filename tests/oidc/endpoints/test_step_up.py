@@ -201,3 +201,22 @@ def test_reauthentication_repeats_the_steps_after_the_password(client, bob, web_
     page = password(client, page)
     assert is_otp_page(page)  # level 2 from the SSO session does not count either
     assert id_token_acr(client, otp(client, page)) == "2"
+
+
+def test_discovery_lists_the_realm_acr_names(client, realm):
+    document = client.get("/realms/acme/.well-known/openid-configuration").json()
+    assert document["acr_values_supported"] == ["0", "1", "silver", "gold"]
+
+
+def test_condition_without_a_level_never_runs_its_steps(client, bob, web_app, monkeypatch):
+    broken = Flow("browser", (
+        sub_flow("forms", REQUIRED,
+            level(1, step("auth-username-password-form", REQUIRED)),
+            sub_flow("no level", CONDITIONAL,
+                     step("conditional-level-of-authentication", REQUIRED), step("auth-otp-form", REQUIRED)),
+        ),
+    ))
+    monkeypatch.setattr(flows, "_flow_loaders", [])
+    flows.register_flow_loader(lambda realm, ref: broken if ref == "browser" else None)
+    done = password(client, authorize(client, acr_values="2"))
+    assert id_token_acr(client, done) == "1"

@@ -212,9 +212,9 @@ def parse_request(client_config, params, redirect_uri) -> AuthorizationRequest:
 
 
 def _requested_acr(client, params):
-    """(acr values, essential) as Keycloak reads them: the ``claims`` parameter's essential
-    ``id_token.acr``, else its non-essential one, else ``acr_values``, else the client's
-    ``default.acr.values``."""
+    """(acr values, essential) as Keycloak reads them (AcrUtils): the ``claims`` parameter's
+    essential ``id_token.acr`` values; else ``acr_values`` and the claim's values, else the
+    client's ``default.acr.values``."""
     claim = {}
     if params.get("claims"):
         try:
@@ -227,9 +227,9 @@ def _requested_acr(client, params):
     values = claim.get("values") or ([claim["value"]] if claim.get("value") else [])
     if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
         raise InvalidRequest("Invalid parameter: claims")
-    if values:
-        return values, claim.get("essential") is True
-    return (params.get("acr_values", "").split() or loa.default_acr_values(client)), False
+    if values and claim.get("essential") is True:
+        return values, True
+    return params.get("acr_values", "").split() + values or loa.default_acr_values(client), False
 
 
 def _response_type(params):
@@ -285,8 +285,11 @@ def start_authorization(request, realm_name, params):
         raise AuthorizationError(exc, client=client, redirect_uri=redirect_uri, state=state,
                                  response_mode=response_mode)
 
+    loa_map = loa.acr_loa_map(realm, client)
+    # Not essential: the client's minimum.acr.value holds (Keycloak's AcrUtils.enforceMinimumAcr).
+    acr_values = authz.acr_values if authz.acr_essential else loa.enforce_minimum(authz.acr_values, client, loa_map)
     try:
-        level = loa.requested_level(authz.acr_values, loa.acr_loa_map(realm, client), essential=authz.acr_essential)
+        level = loa.requested_level(acr_values, loa_map, essential=authz.acr_essential)
     except loa.UnknownAcr:
         # An essential acr this realm cannot name a level for can never be met (Keycloak's answer).
         raise AuthorizationError(InvalidRequest("Invalid parameter: claims"), client=client,
@@ -300,7 +303,7 @@ def start_authorization(request, realm_name, params):
         request, realm, client, protocol=PROTOCOL, client_data=asdict(authz),
         force_login=force_login, login_hint=authz.login_hint,
     )
-    loa.request(auth_session, authz.acr_values, level, essential=authz.acr_essential)
+    loa.request(auth_session, acr_values, level, essential=authz.acr_essential)
     return flows.advance(request, realm, client, auth_session, interactive="none" not in authz.prompt)
 
 

@@ -163,8 +163,34 @@ def store(auth_session, user_session):
 
 
 def acr_for(level, loa_map, acr_values):
-    """The acr for ``level``: the first requested name mapped to it, else the number."""
+    """The acr for ``level`` (Keycloak's AcrUtils.mapLoaToAcr): with a mapping, the requested
+    value of the highest level that ``level`` reaches; else the number."""
+    best, best_level = None, -1
+    for acr in acr_values if loa_map else ():
+        try:
+            mapped = level_of(acr, loa_map)
+        except UnknownAcr:
+            continue
+        if best_level < mapped <= level:
+            best, best_level = acr, mapped
+    return best or str(level)
+
+
+def enforce_minimum(acr_values, client, loa_map):
+    """The values without those below the client's ``minimum.acr.value`` (or that name no
+    level); the minimum itself when none is left (Keycloak's AcrUtils.enforceMinimumAcr)."""
+    minimum = (client.attributes or {}).get("minimum.acr.value")
+    if not minimum:
+        return acr_values
+    try:
+        minimum_level = level_of(minimum, loa_map)
+    except UnknownAcr:
+        return acr_values  # a minimum that names no level cannot be enforced
+    kept = []
     for acr in acr_values:
-        if loa_map.get(acr) == level:
-            return acr
-    return str(level)
+        try:
+            if level_of(acr, loa_map) >= minimum_level:
+                kept.append(acr)
+        except UnknownAcr:
+            continue
+    return kept or [minimum]

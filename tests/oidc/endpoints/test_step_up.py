@@ -133,7 +133,10 @@ def test_acr_by_name_is_mapped_and_answered_by_name(client, bob, web_app, step_u
     page = authorize(client, acr_values="gold")
     assert is_otp_page(page)
     assert id_token_acr(client, otp(client, page)) == "gold"
-    assert id_token_acr(client, authorize(client, acr_values="silver")) == "2"  # the level reached
+    # The requested name of the highest level reached (Keycloak's mapLoaToAcr).
+    assert id_token_acr(client, authorize(client, acr_values="silver")) == "silver"
+    assert id_token_acr(client, authorize(client, acr_values="silver gold")) == "gold"
+    assert id_token_acr(client, authorize(client)) == "2"  # nothing asked: the level reached
 
 
 def test_client_mapping_overrides_the_realm_one(client, bob, web_app, step_up):
@@ -220,3 +223,13 @@ def test_condition_without_a_level_never_runs_its_steps(client, bob, web_app, mo
     flows.register_flow_loader(lambda realm, ref: broken if ref == "browser" else None)
     done = password(client, authorize(client, acr_values="2"))
     assert id_token_acr(client, done) == "1"
+
+
+def test_client_minimum_acr_value(client, bob, web_app, step_up):
+    web_app.attributes = {**web_app.attributes, "minimum.acr.value": "gold"}
+    web_app.save()
+    sign_in_level_1_page = authorize(client, acr_values="silver")
+    assert is_password_page(sign_in_level_1_page)
+    page = password(client, sign_in_level_1_page)
+    assert is_otp_page(page)  # silver is below the client's minimum: gold is asked instead
+    assert id_token_acr(client, otp(client, page)) == "gold"

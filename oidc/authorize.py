@@ -418,10 +418,10 @@ def _acr(ctx):
     requested name mapped to it where there is one (Keycloak's AcrUtils.mapLoaToAcr)."""
     notes = ctx.auth_session.notes
     level = loa.current_level(ctx.auth_session)
-    if level is None or level < loa.MINIMUM_LOA:
+    if level < loa.MINIMUM_LOA:
         level = 0 if notes.get(SSO_AUTH) == "true" else 1
     acr = loa.acr_for(level, loa.acr_loa_map(ctx.realm, ctx.client), notes.get(loa.ACR_VALUES, []))
-    return acr, bool(notes.get(loa.ESSENTIAL)) and level < notes.get(loa.REQUESTED, loa.MINIMUM_LOA)
+    return acr, bool(notes.get(loa.ESSENTIAL)) and level < loa.requested(ctx.auth_session)
 
 
 def _front_channel_tokens(ctx, user_session, client_session, data, code, parts):

@@ -2,8 +2,8 @@
 
 A protocol turns the client's requested acr into a level (``requested_level``) and notes it on
 the authentication session (``request``). The flow's ``conditional-level-of-authentication``
-sub-flows (one per level) then run the steps of each level up to the requested one that the SSO
-session has not already reached within the condition's ``loa-max-age``. The levels reached and
+sub-flows (one per level) then run the lowest level, and the others up to the requested one
+that the SSO session has not already reached within the condition's ``loa-max-age``. The levels reached and
 when live in the note ``LoA_MAP`` ({level: epoch seconds}), copied from the SSO session by the
 Cookie step and written back to it when the sign-in completes. The level reached by this
 sign-in (``current_level``) becomes the token's ``acr``, by name where the client asked by name.
@@ -21,7 +21,7 @@ ACR_VALUES = "acr_values"
 CONDITION = "conditional-level-of-authentication"
 LEVEL_CONFIG, MAX_AGE_CONFIG = "loa-condition-level", "loa-max-age"
 DEFAULT_MAX_AGE = 36000  # Keycloak's default for loa-max-age: 10 hours
-MINIMUM_LOA = 0
+MINIMUM_LOA, NO_LOA = 0, -1
 
 
 class UnknownAcr(ValueError):
@@ -93,7 +93,7 @@ def condition_config(config):
     try:
         level = int(config.get(LEVEL_CONFIG, ""))
     except (TypeError, ValueError):
-        return None, DEFAULT_MAX_AGE
+        level = None
     try:
         max_age = int(config.get(MAX_AGE_CONFIG, DEFAULT_MAX_AGE))
     except (TypeError, ValueError):
@@ -116,18 +116,15 @@ def flow_levels(flow):
     return levels
 
 
-def requested(auth_session, levels):
-    """The level to reach: the flow's lowest level at or above the requested one (so with none
-    asked, or an unknown acr, its lowest level), else the requested one (Keycloak's rule)."""
+def requested(auth_session):
+    """The level the client asked for, NO_LOA when none."""
     level = auth_session.notes.get(REQUESTED)
-    level = -1 if level is None else level
-    higher = [configured for configured in levels if configured >= level]
-    return min(higher) if higher else level
+    return NO_LOA if level is None else level
 
 
 def current_level(auth_session):
-    """The level this sign-in reached, or None when its flow has no levels."""
-    return auth_session.notes.get(CURRENT)
+    """The level this sign-in reached (from the SSO session or its steps), NO_LOA when none."""
+    return auth_session.notes.get(CURRENT, NO_LOA)
 
 
 def set_current(auth_session, level):
@@ -142,17 +139,27 @@ def reached(auth_session, level, max_age, now=None):
     return (now or time.time()) - when <= max_age
 
 
-def record(auth_session, level):
-    auth_session.notes.setdefault(LOA_MAP, {})[str(level)] = int(time.time())
-    if (current_level(auth_session) or MINIMUM_LOA) < level:
-        set_current(auth_session, level)
+def record(auth_session, level, max_age):
+    """This sign-in reached ``level``; kept for later sign-ins unless its max age is 0."""
+    set_current(auth_session, level)
+    if max_age > 0:
+        auth_session.notes.setdefault(LOA_MAP, {})[str(level)] = int(time.time())
 
 
 def highest_reached(auth_session, max_ages):
-    """The highest level of ``max_ages`` ({level: max age}) reached in time, else None."""
-    now = time.time()
-    levels = [level for level, max_age in max_ages.items() if reached(auth_session, level, max_age, now)]
-    return max(levels) if levels else None
+    """The highest level reached before, counting up from the lowest and stopping at the first
+    one past its max age (``max_ages``: the flow's {level: max age}; a level the flow has no
+    condition for has none); NO_LOA when the SSO session never reached a level (Keycloak's
+    AcrStore.getHighestAuthenticatedLevelFromPreviousAuthentication)."""
+    levels = auth_session.notes.get(LOA_MAP)
+    if not levels:
+        return NO_LOA
+    highest, now = MINIMUM_LOA, time.time()
+    for level in sorted(int(key) for key in levels):
+        if not reached(auth_session, level, max_ages.get(level, 0), now):
+            break
+        highest = level
+    return highest
 
 
 def store(auth_session, user_session):

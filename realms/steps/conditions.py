@@ -23,8 +23,9 @@ class UserConfiguredCondition(Authenticator):
 
 class LevelOfAuthenticationCondition(Authenticator):
     """Keycloak's ``conditional-level-of-authentication`` (step-up): the sub-flow of level
-    ``loa-condition-level`` runs when the requested level is at least this one and the level
-    was not reached within ``loa-max-age`` seconds; its success records the level."""
+    ``loa-condition-level`` runs while this sign-in has reached no level yet, or when the client
+    asked for at least this level and the SSO session did not reach it within ``loa-max-age``
+    seconds (that level then counts as reached); its success records the level."""
 
     provider_id = loa.CONDITION
     display_name = "Condition - Level of Authentication"
@@ -32,18 +33,20 @@ class LevelOfAuthenticationCondition(Authenticator):
 
     def matches(self, ctx, flow):
         level, max_age = loa.condition_config(ctx.config)
-        if level is None:
-            return False  # a condition without a level is a configuration error: never runs
+        level = loa.MINIMUM_LOA if level is None else level
         auth_session = ctx.auth_session
         current = loa.current_level(auth_session)
-        current = -1 if current is None else current
+        if current < loa.MINIMUM_LOA:
+            return True
+        if loa.requested(auth_session) < level:
+            return False
         if loa.reached(auth_session, level, max_age):
             if current < level:
                 loa.set_current(auth_session, level)
             return False
-        return current < level and loa.requested(auth_session, loa.flow_levels(ctx.flow)) >= level
+        return True
 
     def on_flow_success(self, ctx):
-        level, _ = loa.condition_config(ctx.config)
+        level, max_age = loa.condition_config(ctx.config)
         if level is not None:
-            loa.record(ctx.auth_session, level)
+            loa.record(ctx.auth_session, level, max_age)

@@ -27,8 +27,10 @@ class CookieAuthenticator(Authenticator):
             if previous:
                 ctx.auth_session.notes[loa.LOA_MAP] = dict(previous)
             highest = loa.highest_reached(ctx.auth_session, levels)
-            if loa.requested(ctx.auth_session, levels) > (-1 if highest is None else highest):
-                return Outcome.attempted()
+            # The session's level counts for this sign-in either way; when below the request,
+            # the flow goes on to the missing levels.
             loa.set_current(ctx.auth_session, highest)
+            if loa.requested(ctx.auth_session) > highest:
+                return Outcome.attempted()
         ctx.auth_session.notes[SSO_AUTH] = "true"
         return Outcome.success()

@@ -3,10 +3,13 @@ mapped to levels, the flow's level-of-authentication conditions, the acr of the 
 max_age / prompt=login forcing every level again."""
 import base64
 import json
+import time
 
 import pytest
+import time_machine
 
-from realms import flows
+from realms import flows, loa
+from realms.auth_sessions import AuthSession
 from realms.accounts import create_user
 from realms.flows import ALTERNATIVE, CONDITIONAL, REQUIRED, Flow, step, sub_flow
 from realms.models import UserSession
@@ -211,20 +214,6 @@ def test_discovery_lists_the_realm_acr_names(client, realm):
     assert document["acr_values_supported"] == ["0", "1", "silver", "gold"]
 
 
-def test_condition_without_a_level_never_runs_its_steps(client, bob, web_app, monkeypatch):
-    broken = Flow("browser", (
-        sub_flow("forms", REQUIRED,
-            level(1, step("auth-username-password-form", REQUIRED)),
-            sub_flow("no level", CONDITIONAL,
-                     step("conditional-level-of-authentication", REQUIRED), step("auth-otp-form", REQUIRED)),
-        ),
-    ))
-    monkeypatch.setattr(flows, "_flow_loaders", [])
-    flows.register_flow_loader(lambda realm, ref: broken if ref == "browser" else None)
-    done = password(client, authorize(client, acr_values="2"))
-    assert id_token_acr(client, done) == "1"
-
-
 def test_client_minimum_acr_value(client, bob, web_app, step_up):
     web_app.attributes = {**web_app.attributes, "minimum.acr.value": "gold"}
     web_app.save()
@@ -233,3 +222,32 @@ def test_client_minimum_acr_value(client, bob, web_app, step_up):
     page = password(client, sign_in_level_1_page)
     assert is_otp_page(page)  # silver is below the client's minimum: gold is asked instead
     assert id_token_acr(client, otp(client, page)) == "gold"
+
+
+def test_a_level_past_its_max_age_is_asked_again(client, bob, web_app, step_up):
+    sign_in_level_1(client)
+    assert id_token_acr(client, otp(client, authorize(client, acr_values="2"))) == "2"
+    with time_machine.travel(time.time() + 301):  # level 2's loa-max-age is 300 s, level 1's 10 hours
+        page = authorize(client, acr_values="2")
+        assert is_otp_page(page)
+        assert id_token_acr(client, otp(client, page)) == "2"
+        # Without a request, the session answers with its level still in time.
+        assert id_token_acr(client, authorize(client)) == "2"
+
+
+def test_highest_level_counts_up_to_the_first_expired_one():
+    auth_session = AuthSession(root_id="r", tab_id="t", realm_id="x", client_pk="c", protocol="p", client_data={})
+    assert loa.highest_reached(auth_session, {1: 60, 2: 60}) == loa.NO_LOA  # never reached a level
+    now = int(time.time())
+    auth_session.notes[loa.LOA_MAP] = {"1": now - 120, "2": now}
+    assert loa.highest_reached(auth_session, {1: 60, 2: 60}) == loa.MINIMUM_LOA  # level 1 expired first
+    assert loa.highest_reached(auth_session, {1: 600, 2: 60}) == 2
+    assert loa.highest_reached(auth_session, {1: 600}) == 1  # no condition for level 2: no max age
+
+
+def test_requested_level_is_the_lowest_asked():
+    assert loa.requested_level(["gold", "silver"], {"silver": 1, "gold": 2}, essential=False) == 1
+    assert loa.requested_level(["3", "platinum"], {}, essential=False) == loa.MINIMUM_LOA
+    with pytest.raises(loa.UnknownAcr):
+        loa.requested_level(["platinum"], {}, essential=True)
+    assert loa.requested_level([], {}, essential=False) is None

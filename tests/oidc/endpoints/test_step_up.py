@@ -251,3 +251,16 @@ def test_requested_level_is_the_lowest_asked():
     with pytest.raises(loa.UnknownAcr):
         loa.requested_level(["platinum"], {}, essential=True)
     assert loa.requested_level([], {}, essential=False) is None
+
+
+def test_refreshed_tokens_keep_the_acr_reached(client, bob, web_app, step_up):
+    sign_in_level_1(client)
+    done = otp(client, authorize(client, acr_values="gold"))
+    code = redirect_query(done)["code"][0]
+    secret = {"client_id": "web-app", "client_secret": "secret-of-web-app"}
+    tokens = client.post(TOKEN, {"grant_type": "authorization_code", "code": code,
+                                 "redirect_uri": PARAMS["redirect_uri"], **secret}).json()
+    refreshed = client.post(TOKEN, {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"],
+                                    **secret}).json()
+    payload = refreshed["id_token"].split(".")[1]
+    assert json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))["acr"] == "gold"

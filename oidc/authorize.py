@@ -204,10 +204,11 @@ def parse_request(client_config, params, redirect_uri) -> AuthorizationRequest:
         raise InvalidRequest("Invalid parameter: max_age")
     acr_values, essential = _requested_acr(client, params)
     return AuthorizationRequest(
-        acr_values=acr_values, acr_essential=essential, redirect_uri=redirect_uri, response_type=response_type, response_mode=response_mode, scope=scope,
+        redirect_uri=redirect_uri, response_type=response_type, response_mode=response_mode, scope=scope,
         state=params.get("state", ""), nonce=params.get("nonce", ""), code_challenge=challenge,
         code_challenge_method=method, prompt=prompt, max_age=int(max_age) if max_age else None,
         login_hint=params.get("login_hint", ""), idp_hint=params.get("kc_idp_hint", ""),
+        acr_values=acr_values, acr_essential=essential,
     )
 
 
@@ -291,7 +292,7 @@ def start_authorization(request, realm_name, params):
     try:
         level = loa.requested_level(acr_values, loa_map, essential=authz.acr_essential)
     except loa.UnknownAcr:
-        # An essential acr this realm cannot name a level for can never be met (Keycloak's answer).
+        # An essential acr this realm names no level for can never be met: Keycloak refuses it too.
         raise AuthorizationError(InvalidRequest("Invalid parameter: claims"), client=client,
                                  redirect_uri=redirect_uri, state=state, response_mode=response_mode) from None
     existing = sso_cookie.session_from_request(request, realm)

@@ -3,9 +3,9 @@
 A protocol turns the client's requested acr into a level (``requested_level``) and notes it on
 the authentication session (``request``). The flow's ``conditional-level-of-authentication``
 sub-flows (one per level) then run the lowest level, and the others up to the requested one
-that the SSO session has not already reached within the condition's ``loa-max-age``. The levels reached and
-when live in the note ``LoA_MAP`` ({level: epoch seconds}), copied from the SSO session by the
-Cookie step and written back to it when the sign-in completes. The level reached by this
+that the SSO session has not already reached within the condition's ``loa-max-age``. The
+levels reached and when live in the note ``LoA_MAP`` ({level: epoch seconds}), copied from the
+SSO session by the Cookie step and written back to it when the sign-in completes. The level reached by this
 sign-in (``current_level``) becomes the token's ``acr``, by name where the client asked by name.
 """
 import json

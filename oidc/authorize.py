@@ -16,6 +16,7 @@ implicit and hybrid types, which need a ``nonce`` in an OpenID request and are a
 fragment by default, never in the query. The ``*.jwt`` modes wrap the response's parameters in a
 JWT signed with the realm's key (JARM); ``jwt`` is ``query.jwt`` or ``fragment.jwt`` by type.
 """
+import json
 import re
 import time
 from dataclasses import asdict, dataclass
@@ -24,7 +25,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 from django.http import HttpResponseRedirect
 from django.utils import timezone
 
-from realms import auth_sessions, events, flows, sessions, sso_cookie, themes
+from realms import auth_sessions, events, flows, loa, sessions, sso_cookie, themes
 from realms.flows import SSO_AUTH
 from realms.redirects import is_valid_redirect_uri, with_params
 from realms.web import client_address, realm_url
@@ -56,6 +57,12 @@ class LoginRequired(OAuthError):
 
 class InteractionRequired(OAuthError):
     error = "interaction_required"
+
+
+class UnmetAuthenticationRequirements(OAuthError):
+    """OpenID Connect Unmet Authentication Requirements 1.0: an essential acr was not reached."""
+
+    error = "unmet_authentication_requirements"
 
 
 class RequestNotSupported(OAuthError):
@@ -101,6 +108,8 @@ class AuthorizationRequest:
     max_age: int | None
     login_hint: str
     idp_hint: str
+    acr_values: list
+    acr_essential: bool
 
 
 def _single(params, name):
@@ -193,12 +202,35 @@ def parse_request(client_config, params, redirect_uri) -> AuthorizationRequest:
     max_age = params.get("max_age", "")
     if max_age and not max_age.isdigit():
         raise InvalidRequest("Invalid parameter: max_age")
+    acr_values, essential = _requested_acr(client, params)
     return AuthorizationRequest(
         redirect_uri=redirect_uri, response_type=response_type, response_mode=response_mode, scope=scope,
         state=params.get("state", ""), nonce=params.get("nonce", ""), code_challenge=challenge,
         code_challenge_method=method, prompt=prompt, max_age=int(max_age) if max_age else None,
         login_hint=params.get("login_hint", ""), idp_hint=params.get("kc_idp_hint", ""),
+        acr_values=acr_values, acr_essential=essential,
     )
+
+
+def _requested_acr(client, params):
+    """(acr values, essential) as Keycloak reads them (AcrUtils): the ``claims`` parameter's
+    essential ``id_token.acr`` values; else ``acr_values`` and the claim's values, else the
+    client's ``default.acr.values``."""
+    claim = {}
+    if params.get("claims"):
+        try:
+            claims = json.loads(params["claims"])
+            claim = (claims.get("id_token") or {}).get("acr") or {}
+        except (ValueError, AttributeError):
+            raise InvalidRequest("Invalid parameter: claims") from None
+        if not isinstance(claim, dict):
+            raise InvalidRequest("Invalid parameter: claims")
+    values = claim.get("values") or ([claim["value"]] if claim.get("value") else [])
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise InvalidRequest("Invalid parameter: claims")
+    if values and claim.get("essential") is True:
+        return values, True
+    return params.get("acr_values", "").split() + values or loa.default_acr_values(client), False
 
 
 def _response_type(params):
@@ -254,6 +286,15 @@ def start_authorization(request, realm_name, params):
         raise AuthorizationError(exc, client=client, redirect_uri=redirect_uri, state=state,
                                  response_mode=response_mode)
 
+    loa_map = loa.acr_loa_map(realm, client)
+    # Not essential: the client's minimum.acr.value holds (Keycloak's AcrUtils.enforceMinimumAcr).
+    acr_values = authz.acr_values if authz.acr_essential else loa.enforce_minimum(authz.acr_values, client, loa_map)
+    try:
+        level = loa.requested_level(acr_values, loa_map, essential=authz.acr_essential)
+    except loa.UnknownAcr:
+        # An essential acr this realm names no level for can never be met: Keycloak refuses it too.
+        raise AuthorizationError(InvalidRequest("Invalid parameter: claims"), client=client,
+                                 redirect_uri=redirect_uri, state=state, response_mode=response_mode) from None
     existing = sso_cookie.session_from_request(request, realm)
     force_login = "login" in authz.prompt
     if authz.max_age is not None and existing is not None:
@@ -263,6 +304,7 @@ def start_authorization(request, realm_name, params):
         request, realm, client, protocol=PROTOCOL, client_data=asdict(authz),
         force_login=force_login, login_hint=authz.login_hint,
     )
+    loa.request(auth_session, acr_values, level, essential=authz.acr_essential)
     return flows.advance(request, realm, client, auth_session, interactive="none" not in authz.prompt)
 
 
@@ -336,12 +378,15 @@ def _complete(ctx, user_session):
         response, consent_detail = _consent(ctx, user_session, data)
         if response is not None:
             return response
+    acr, unmet = _acr(ctx)
+    if unmet:
+        return _fail(ctx, UnmetAuthenticationRequirements.error)
     client_session = sessions.get_or_create_client_session(
         user_session, client, redirect_uri=data["redirect_uri"], scope=data["scope"], notes={
             # Back-channel logout runs without a request; it signs with the issuer the client knows.
             ISSUER_NOTE: realm_url(ctx.request, ctx.realm.name),
-            # The token endpoint derives acr from it: "0" answered from the SSO cookie, "1" signed in.
             SSO_AUTH: "true" if ctx.auth_session.notes.get(SSO_AUTH) == "true" else None,
+            "acr": acr,
         })
     sessions.touch(user_session, client_session)
     # Auth sessions started before response types were kept are code requests.
@@ -368,6 +413,18 @@ def _complete(ctx, user_session):
                                   response_mode=data["response_mode"], params=params)
 
 
+def _acr(ctx):
+    """(the tokens' acr, whether an essential acr is unmet): the level this sign-in reached
+    (without levels in the flow: "0" answered from the SSO cookie, "1" signed in), by the
+    requested name mapped to it where there is one (Keycloak's AcrUtils.mapLoaToAcr)."""
+    notes = ctx.auth_session.notes
+    level = loa.current_level(ctx.auth_session)
+    if level < loa.MINIMUM_LOA:
+        level = 0 if notes.get(SSO_AUTH) == "true" else 1
+    acr = loa.acr_for(level, loa.acr_loa_map(ctx.realm, ctx.client), notes.get(loa.ACR_VALUES, []))
+    return acr, bool(notes.get(loa.ESSENTIAL)) and level < loa.requested(ctx.auth_session)
+
+
 def _front_channel_tokens(ctx, user_session, client_session, data, code, parts):
     """The access and/or ID token an implicit or hybrid response carries."""
     realm_config = get_realm(ctx.realm.name)
@@ -383,7 +440,8 @@ def _front_channel_tokens(ctx, user_session, client_session, data, code, parts):
 
 
 _FLOW_ERRORS = {"login_required": LoginRequired, "interaction_required": InteractionRequired,
-                "consent_required": ConsentRequired}
+                "consent_required": ConsentRequired,
+                UnmetAuthenticationRequirements.error: UnmetAuthenticationRequirements}
 _FLOW_MESSAGES = {"rejected_by_user": "The user denied the consent"}
 
 

@@ -128,9 +128,10 @@ def _offline(exchange, ctx):
     client_session = sessions.get_or_create_client_session(
         offline, ctx.client, redirect_uri=ctx.client_session.redirect_uri if ctx.client_session else "",
         scope=ctx.scope)
-    if ctx.client_session is not None and ctx.client_session.notes.get(SSO_AUTH):
+    kept = {k: v for k, v in (ctx.client_session.notes if ctx.client_session else {}).items() if k in (SSO_AUTH, "acr")}
+    if kept:
         # Refreshed offline tokens keep the acr of the sign-in they came from.
-        client_session.notes = {**client_session.notes, SSO_AUTH: ctx.client_session.notes[SSO_AUTH]}
+        client_session.notes = {**client_session.notes, **kept}
         client_session.save(update_fields=["notes"])
     ctx.user_session, ctx.client_session = offline, client_session
     exchange.session_id = offline.pk

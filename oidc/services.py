@@ -8,7 +8,7 @@ import time
 
 from django.core.cache import cache
 
-from realms import sessions
+from realms import loa, sessions
 from realms.events import emit
 from realms.keys import realm_keys
 from realms.models import ClientScope, ClientSession, User
@@ -79,6 +79,8 @@ def discovery_document(realm, issuer):
         "claims_supported": ["aud", "sub", "iss", "auth_time", "name", "given_name", "family_name",
                              "preferred_username", "email", "email_verified", "acr", "azp", "nonce", "sid",
                              "at_hash", "c_hash"],
+        # Keycloak's: the levels of the built-in flows, then the names of the realm's ACR-to-LoA mapping.
+        "acr_values_supported": ["0", "1", *[name for name in loa.acr_loa_map(realm) if name not in ("0", "1")]],
         "claims_parameter_supported": False,
         "request_parameter_supported": False,
         "request_uri_parameter_supported": False,

@@ -137,7 +137,8 @@ def _sign(realm, alg, claims, typ="JWT"):
 
 
 def session_acr(client_session):
-    """The acr of tokens from a client session: "0" answered from the SSO cookie, "1" signed in."""
+    """The acr of tokens from a client session: the one the sign-in noted (oidc.authorize), else
+    "0" answered from the SSO cookie, "1" signed in."""
     notes = client_session.notes if client_session is not None else {}
     return notes.get("acr") or ("0" if notes.get(SSO_AUTH) == "true" else "1")
 

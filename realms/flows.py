@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
-from . import auth_sessions, sessions, signin, sso_cookie, themes
+from . import auth_sessions, loa, sessions, signin, sso_cookie, themes
 from .auth_sessions import AuthSession
 from .models import User
 from .web import client_address
@@ -236,6 +236,9 @@ class Authenticator:
     def matches(self, ctx, flow) -> bool:
         raise NotImplementedError
 
+    def on_flow_success(self, ctx):
+        """A condition's sub-flow succeeded (Keycloak's onParentFlowSuccess)."""
+
 
 class RequiredAction:
     """Something the user must do after signing in (Keycloak's required actions)."""
@@ -300,6 +303,7 @@ class AuthContext:
         self.is_action = is_action
         self.execution_path = ""
         self.config = {}
+        self.flow = None  # the flow being run (its levels of authentication, for step-up)
         self._user = None
         self.user_session = None  # an SSO session found by the Cookie step
         self.other_alternatives = False  # another alternative step could run instead of this one
@@ -363,7 +367,18 @@ def _conditions_hold(ctx, flow):
     conditions, _, _ = execution_levels(flow)
     if not conditions:
         return False  # a conditional flow without a condition never runs (as in Keycloak)
-    return all(get_authenticator(e.authenticator).matches(ctx, flow) for _, e in conditions)
+    for _, execution in conditions:
+        ctx.config = execution.config
+        if not get_authenticator(execution.authenticator).matches(ctx, flow):
+            return False
+    return True
+
+
+def _flow_succeeded(ctx, flow):
+    conditions, _, _ = execution_levels(flow)
+    for _, execution in conditions:
+        ctx.config = execution.config
+        get_authenticator(execution.authenticator).on_flow_success(ctx)
 
 
 def is_configured(ctx, execution, user):
@@ -410,6 +425,8 @@ def _run_flow(ctx, flow, prefix=""):
             outcome = _run_execution(ctx, path, execution)
             if outcome.kind == Outcome.SUCCESS:
                 state[path] = _DONE
+                if execution.requirement == CONDITIONAL:
+                    _flow_succeeded(ctx, execution.flow)
                 continue
             if outcome.kind == Outcome.ATTEMPTED:
                 return Outcome.failure("required_step_unavailable")
@@ -475,7 +492,7 @@ def _run_required_actions(ctx):
 def run(ctx, binding=BROWSER) -> Outcome:
     """Advance the sign-in as far as it goes: SUCCESS (user known, actions done) or the page."""
     if not ctx.auth_session.flow_done:
-        flow = flow_for(ctx.realm, ctx.client, binding)
+        ctx.flow = flow = flow_for(ctx.realm, ctx.client, binding)
         if flow is None:
             return Outcome.failure("flow_not_found")
         outcome = _run_flow(ctx, flow)
@@ -500,7 +517,7 @@ def run_direct_grant(request, realm, client, params, *, protocol):
     auth_session = AuthSession(root_id="", tab_id="", realm_id=realm.pk, client_pk=client.pk, protocol=protocol,
                                client_data={})
     ctx = AuthContext(request, realm, client, auth_session, params=params)
-    flow = flow_for(realm, client, DIRECT_GRANT)
+    ctx.flow = flow = flow_for(realm, client, DIRECT_GRANT)
     if flow is None:
         return ctx, Outcome.failure("flow_not_found", description=INVALID_CREDENTIALS)
     outcome = _run_flow(ctx, flow)
@@ -548,13 +565,16 @@ def establish_sso_session(ctx):
         if auth_session.auth_methods:  # the user proved themselves again (prompt=login, max_age)
             sessions.reauthenticated(existing, auth_session.auth_methods)
         sessions.touch(existing)
+        loa.store(auth_session, existing)
         return existing
     if existing is not None:
         sessions.end_session(existing, reason=sessions.REASON_LOGOUT)
-    return sessions.create_user_session(
+    user_session = sessions.create_user_session(
         ctx.realm, ctx.user, ip_address=ctx.ip_address, auth_methods=auth_session.auth_methods,
         remember_me=auth_session.remember_me,
     )
+    loa.store(auth_session, user_session)
+    return user_session
 
 
 def advance(request, realm, client, auth_session, *, is_action=False, interactive=True):

@@ -187,6 +187,13 @@ def touch(user_session, client_session=None):
         ClientSession.objects.filter(pk=client_session.pk).update(last_refresh=now)
 
 
+def set_note(user_session, name, value):
+    """Write one note of the SSO session, in the database and the shared cache."""
+    user_session.notes = {**(user_session.notes or {}), name: value}
+    UserSession.objects.filter(pk=user_session.pk).update(notes=user_session.notes)
+    _cache_put(user_session)
+
+
 def reauthenticated(user_session, auth_methods):
     """The user signed in again within this session (prompt=login, max_age): new auth_time."""
     now = timezone.now()

@@ -1,4 +1,5 @@
 """Conditions of conditional sub-flows."""
+from .. import loa
 from ..flows import Authenticator, execution_levels, is_configured
 
 
@@ -18,3 +19,34 @@ class UserConfiguredCondition(Authenticator):
         if required:
             return all(is_configured(ctx, e, user) for _, e in required)
         return any(is_configured(ctx, e, user) for _, e in alternatives)
+
+
+class LevelOfAuthenticationCondition(Authenticator):
+    """Keycloak's ``conditional-level-of-authentication`` (step-up): the sub-flow of level
+    ``loa-condition-level`` runs while this sign-in has reached no level yet, or when the client
+    asked for at least this level and the SSO session did not reach it within ``loa-max-age``
+    seconds (that level then counts as reached); its success records the level."""
+
+    provider_id = loa.CONDITION
+    display_name = "Condition - Level of Authentication"
+    is_condition = True
+
+    def matches(self, ctx, flow):
+        level, max_age = loa.condition_config(ctx.config)
+        level = loa.MINIMUM_LOA if level is None else level
+        auth_session = ctx.auth_session
+        current = loa.current_level(auth_session)
+        if current < loa.MINIMUM_LOA:
+            return True
+        if loa.requested(auth_session) < level:
+            return False
+        if loa.reached(auth_session, level, max_age):
+            if current < level:
+                loa.set_current(auth_session, level)
+            return False
+        return True
+
+    def on_flow_success(self, ctx):
+        level, max_age = loa.condition_config(ctx.config)
+        if level is not None:
+            loa.record(ctx.auth_session, level, max_age)

@@ -3,7 +3,7 @@
 are mounted by ``idp/urls.py``)."""
 from django.urls import path
 
-from . import clients, groups, realms, role_mappings, roles, users
+from . import client_scopes, clients, groups, protocol_mappers, realms, role_mappings, roles, users
 
 R = "<str:realm>"
 urlpatterns = [
@@ -28,7 +28,27 @@ urlpatterns = [
     path(f"{R}/clients/<str:client_uuid>/client-secret", clients.ClientSecret.as_view()),
     path(f"{R}/clients/<str:client_uuid>/service-account-user", clients.ServiceAccountUser.as_view()),
     path(f"{R}/roles-by-id/<str:role_id>", roles.RoleById.as_view()),
+    path(f"{R}/client-scopes", client_scopes.ClientScopes.as_view()),
+    path(f"{R}/client-scopes/<str:scope_id>", client_scopes.ClientScopeDetail.as_view()),
 ]
+for default, kind in ((True, "default"), (False, "optional")):
+    urlpatterns += [
+        path(f"{R}/default-{kind}-client-scopes", client_scopes.RealmDefaultScopeList.as_view(default=default)),
+        path(f"{R}/default-{kind}-client-scopes/<str:scope_id>",
+             client_scopes.RealmDefaultScope.as_view(default=default)),
+        path(f"{R}/clients/<str:client_uuid>/{kind}-client-scopes",
+             client_scopes.ClientLinkedScopes.as_view(default=default)),
+        path(f"{R}/clients/<str:client_uuid>/{kind}-client-scopes/<str:scope_id>",
+             client_scopes.ClientLinkedScope.as_view(default=default)),
+    ]
+for owner in ("clients", "client-scopes"):
+    mappers = f"{R}/{owner}/<str:owner_id>/protocol-mappers"
+    urlpatterns += [
+        path(f"{mappers}/models", protocol_mappers.Mappers.as_view(owner=owner)),
+        path(f"{mappers}/models/<str:mapper_id>", protocol_mappers.MapperDetail.as_view(owner=owner)),
+        path(f"{mappers}/add-models", protocol_mappers.AddMappers.as_view(owner=owner)),
+        path(f"{mappers}/protocol/<str:protocol>", protocol_mappers.MappersByProtocol.as_view(owner=owner)),
+    ]
 for kind in ("users", "groups"):
     owner = f"{R}/{kind}/<str:owner_id>/role-mappings"
     urlpatterns.append(path(owner, role_mappings.RoleMappings.as_view(kind=kind)))

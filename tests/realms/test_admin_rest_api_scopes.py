@@ -1,0 +1,132 @@
+"""The Admin REST API's client scopes and protocol mappers (docs/decisions/0023): Keycloak's
+``/client-scopes`` and ``protocol-mappers`` paths, a client's default and optional scopes, the
+realm's default scopes; each answer is the export's JSON, each write an admin event."""
+import pytest
+
+from realms.models import ClientScope, ClientScopeLink, Event, ProtocolMapper, RealmDefaultClientScope
+from realms.models import Client as ClientModel
+from realms.representation import export_realm
+
+from .test_admin_rest_api import acme, created_id, master_api  # noqa: F401 (fixtures)
+
+pytestmark = pytest.mark.django_db
+
+MAPPER = {"name": "tenant", "protocol": "openid-connect", "protocolMapper": "oidc-hardcoded-claim-mapper",
+          "config": {"claim.name": "tenant", "claim.value": "acme", "access.token.claim": "true"}}
+
+
+def test_client_scope_crud_as_keycloak(master_api, acme):
+    resp = master_api("post", "acme/client-scopes", {"name": "api.read", "description": "read the API",
+                                                     "attributes": {"include.in.token.scope": "true"},
+                                                     "protocolMappers": [MAPPER]})
+    scope_id = created_id(resp)
+    assert resp["Location"].endswith(f"/admin/realms/acme/client-scopes/{scope_id}")
+    rep = master_api("get", f"acme/client-scopes/{scope_id}").json()
+    assert rep == next(s for s in export_realm(acme)["clientScopes"] if s["name"] == "api.read")
+    assert rep["protocolMappers"][0]["config"]["claim.value"] == "acme"
+    listed = master_api("get", "acme/client-scopes").json()
+    assert {"api.read", "profile", "email"} <= {s["name"] for s in listed}
+
+    assert master_api("post", "acme/client-scopes", {"name": "api.read"}).json() == {
+        "errorMessage": "Client Scope api.read already exists"}
+    assert master_api("post", "acme/client-scopes", {"name": "api.read"}).status_code == 409
+    bad = master_api("post", "acme/client-scopes", {"name": "two words"})
+    assert (bad.status_code, bad.json()) == (400, {"errorMessage": 'Unexpected name "two words" for ClientScope'})
+    assert master_api("post", "acme/client-scopes", {"description": "no name"}).status_code == 400
+    assert master_api("put", f"acme/client-scopes/{scope_id}", {"name": "profile"}).status_code == 409
+
+    assert master_api("put", f"acme/client-scopes/{scope_id}", {"description": "changed"}).status_code == 204
+    scope = ClientScope.objects.get(pk=scope_id)
+    assert (scope.name, scope.description, scope.protocol_mappers.count()) == ("api.read", "changed", 1)
+    ops = list(Event.objects.filter(realm=acme, resource_type="CLIENT_SCOPE").values_list("type", "resource_path"))
+    assert sorted(ops) == [("CREATE", f"client-scopes/{scope_id}"), ("UPDATE", f"client-scopes/{scope_id}")]
+
+    assert master_api("delete", f"acme/client-scopes/{scope_id}").status_code == 204
+    missing = master_api("get", f"acme/client-scopes/{scope_id}")
+    assert (missing.status_code, missing.json()) == (404, {"error": "Could not find client scope"})
+    assert not ProtocolMapper.objects.filter(client_scope_id=scope_id).exists()
+
+
+@pytest.mark.parametrize("owner", ["clients", "client-scopes"])
+def test_protocol_mappers_of_clients_and_scopes(master_api, acme, owner):
+    if owner == "clients":
+        owner_id = created_id(master_api("post", "acme/clients", {"clientId": "app", "publicClient": True}))
+    else:
+        owner_id = created_id(master_api("post", "acme/client-scopes", {"name": "extra"}))
+    base = f"acme/{owner}/{owner_id}/protocol-mappers"
+    resp = master_api("post", f"{base}/models", MAPPER)
+    mapper_id = created_id(resp)
+    assert resp["Location"].endswith(f"/admin/realms/{base}/models/{mapper_id}")
+    assert master_api("post", f"{base}/models", MAPPER).json() == {
+        "errorMessage": "Protocol mapper exists with same name"}
+    assert master_api("post", f"{base}/models", {"name": "no type"}).status_code == 400
+
+    rep = master_api("get", f"{base}/models/{mapper_id}").json()
+    assert rep == {**MAPPER, "id": mapper_id, "consentRequired": False}
+    assert master_api("get", f"{base}/models").json() == [rep]
+    assert master_api("get", f"{base}/protocol/openid-connect").json() == [rep]
+    assert master_api("get", f"{base}/protocol/saml").json() == []
+
+    changed = {**rep, "config": {**MAPPER["config"], "claim.value": "other"}}
+    assert master_api("put", f"{base}/models/{mapper_id}", changed).status_code == 204
+    assert ProtocolMapper.objects.get(pk=mapper_id).config["claim.value"] == "other"
+
+    many = [{**MAPPER, "name": "a"}, {**MAPPER, "name": "b"}]
+    assert master_api("post", f"{base}/add-models", many).status_code == 204
+    assert [m["name"] for m in master_api("get", f"{base}/models").json()] == ["a", "b", "tenant"]
+    # all or none: a duplicate in the list keeps the first one out too
+    assert master_api("post", f"{base}/add-models", [{**MAPPER, "name": "c"}, MAPPER]).status_code == 409
+    assert not ProtocolMapper.objects.filter(name="c").exists()
+
+    assert master_api("delete", f"{base}/models/{mapper_id}").status_code == 204
+    gone = master_api("get", f"{base}/models/{mapper_id}")
+    assert (gone.status_code, gone.json()) == (404, {"error": "Model not found"})
+    paths = list(Event.objects.filter(realm=acme, resource_type="PROTOCOL_MAPPER").values_list("type", "resource_path"))
+    assert ("DELETE", f"{owner}/{owner_id}/protocol-mappers/models/{mapper_id}") in paths
+    assert master_api("get", f"acme/{owner}/nope/protocol-mappers/models").status_code == 404
+
+
+@pytest.mark.parametrize("kind", ["default", "optional"])
+def test_default_and_optional_scopes_of_a_client(master_api, acme, kind):
+    client_id = created_id(master_api("post", "acme/clients", {"clientId": "app", "publicClient": True}))
+    scope_id = created_id(master_api("post", "acme/client-scopes", {"name": "api.write"}))
+    listed = master_api("get", f"acme/clients/{client_id}/{kind}-client-scopes").json()
+    expected = {"profile", "email"} if kind == "default" else {"offline_access"}
+    assert expected <= {s["name"] for s in listed} and all(s.keys() == {"id", "name"} for s in listed)
+
+    assert master_api("put", f"acme/clients/{client_id}/{kind}-client-scopes/{scope_id}").status_code == 204
+    link = ClientScopeLink.objects.get(client_id=client_id, client_scope_id=scope_id)
+    assert link.default == (kind == "default")
+    assert {"id": scope_id, "name": "api.write"} in master_api(
+        "get", f"acme/clients/{client_id}/{kind}-client-scopes").json()
+    rep = master_api("get", f"acme/clients/{client_id}").json()
+    assert "api.write" in rep["defaultClientScopes" if kind == "default" else "optionalClientScopes"]
+
+    assert master_api("delete", f"acme/clients/{client_id}/{kind}-client-scopes/{scope_id}").status_code == 204
+    assert not ClientScopeLink.objects.filter(client_id=client_id, client_scope_id=scope_id).exists()
+    missing = master_api("put", f"acme/clients/{client_id}/{kind}-client-scopes/nope")
+    assert (missing.status_code, missing.json()) == (404, {"error": "Client scope not found"})
+    events = Event.objects.filter(realm=acme, resource_type="CLIENT",
+                                  resource_path=f"clients/{client_id}/{kind}-client-scopes/{scope_id}")
+    assert sorted(events.values_list("type", flat=True)) == ["CREATE", "DELETE"]
+
+
+def test_realm_default_scopes_are_given_to_new_clients(master_api, acme):
+    scope_id = created_id(master_api("post", "acme/client-scopes", {"name": "api.read"}))
+    defaults = master_api("get", "acme/default-default-client-scopes").json()
+    assert "profile" in {s["name"] for s in defaults} and "api.read" not in {s["name"] for s in defaults}
+    assert master_api("put", f"acme/default-optional-client-scopes/{scope_id}").status_code == 204
+    assert {"id": scope_id, "name": "api.read"} in master_api("get", "acme/default-optional-client-scopes").json()
+    # PUT on the other list moves it
+    assert master_api("put", f"acme/default-default-client-scopes/{scope_id}").status_code == 204
+    assert RealmDefaultClientScope.objects.get(realm=acme, client_scope_id=scope_id).default
+    assert "api.read" not in {s["name"] for s in master_api("get", "acme/default-optional-client-scopes").json()}
+    client_id = created_id(master_api("post", "acme/clients", {"clientId": "later", "publicClient": True}))
+    assert ClientModel.objects.get(pk=client_id).scope_links.get(client_scope_id=scope_id).default
+    assert export_realm(acme)["defaultDefaultClientScopes"].count("api.read") == 1
+
+    assert master_api("delete", f"acme/default-default-client-scopes/{scope_id}").status_code == 204
+    assert not RealmDefaultClientScope.objects.filter(realm=acme, client_scope_id=scope_id).exists()
+    assert master_api("delete", "acme/default-default-client-scopes/nope").status_code == 404
+    assert Event.objects.filter(realm=acme, resource_type="REALM",
+                                resource_path=f"default-default-client-scopes/{scope_id}").count() == 2

@@ -49,13 +49,17 @@ for owner in ("clients", "client-scopes"):
         path(f"{mappers}/add-models", protocol_mappers.AddMappers.as_view(owner=owner)),
         path(f"{mappers}/protocol/<str:protocol>", protocol_mappers.MappersByProtocol.as_view(owner=owner)),
     ]
-for kind in ("users", "groups"):
-    owner = f"{R}/{kind}/<str:owner_id>/role-mappings"
-    urlpatterns.append(path(owner, role_mappings.RoleMappings.as_view(kind=kind)))
+for kind, segment, roles_of in (("users", "role-mappings", role_mappings.USER_ROLES),
+                                ("groups", "role-mappings", role_mappings.USER_ROLES),
+                                ("clients", "scope-mappings", role_mappings.CLIENT_ROLES),
+                                ("client-scopes", "scope-mappings", role_mappings.CLIENT_ROLES)):
+    owner = f"{R}/{kind}/<str:owner_id>/{segment}"
+    urlpatterns.append(path(owner, role_mappings.RoleMappings.as_view(kind=kind, required_role=roles_of["GET"])))
     for scope in ("realm", "clients/<str:client_uuid>"):
         for view in ("", "composite", "available"):
             urlpatterns.append(path(f"{owner}/{scope}" + (f"/{view}" if view else ""),
-                                    role_mappings.RoleMappingScope.as_view(kind=kind, view=view)))
+                                    role_mappings.RoleMappingScope.as_view(kind=kind, view=view,
+                                                                           required_role=roles_of)))
 for container in (f"{R}/roles", f"{R}/clients/<str:client_uuid>/roles"):
     urlpatterns += [
         path(container, roles.Roles.as_view()),

@@ -526,6 +526,13 @@ ROUTES = [
     ("get", "acme/default-default-client-scopes", None, "view-clients"),
     ("put", "acme/default-default-client-scopes/nope", None, "manage-realm"),
     ("delete", "acme/default-optional-client-scopes/nope", None, "manage-realm"),
+    ("get", "acme/clients/nope/scope-mappings", None, "view-clients"),
+    ("get", "acme/clients/nope/scope-mappings/realm", None, "view-clients"),
+    ("get", "acme/clients/nope/scope-mappings/realm/available", None, "view-clients"),
+    ("post", "acme/clients/nope/scope-mappings/realm", [], "manage-clients"),
+    ("delete", "acme/clients/nope/scope-mappings/clients/nope", [], "manage-clients"),
+    ("get", "acme/client-scopes/nope/scope-mappings/clients/nope/composite", None, "view-clients"),
+    ("post", "acme/client-scopes/nope/scope-mappings/realm", [], "manage-clients"),
 ]
 HELD = {  # what each granted role amounts to (composites of the realm-management client)
     "query-users": {"query-users"},

@@ -1,9 +1,10 @@
-"""The Admin REST API's client scopes and protocol mappers (docs/decisions/0023): Keycloak's
-``/client-scopes`` and ``protocol-mappers`` paths, a client's default and optional scopes, the
-realm's default scopes; each answer is the export's JSON, each write an admin event."""
+"""The Admin REST API's client scopes, protocol mappers and scope mappings (docs/decisions/0023):
+Keycloak's ``/client-scopes``, ``protocol-mappers`` and ``scope-mappings`` paths, a client's
+default and optional scopes, the realm's default scopes; each answer is the export's JSON, each
+write an admin event."""
 import pytest
 
-from realms.models import ClientScope, ClientScopeLink, Event, ProtocolMapper, RealmDefaultClientScope
+from realms.models import ClientScope, ClientScopeLink, Event, ProtocolMapper, RealmDefaultClientScope, Role
 from realms.models import Client as ClientModel
 from realms.representation import export_realm
 
@@ -130,3 +131,52 @@ def test_realm_default_scopes_are_given_to_new_clients(master_api, acme):
     assert master_api("delete", "acme/default-default-client-scopes/nope").status_code == 404
     assert Event.objects.filter(realm=acme, resource_type="REALM",
                                 resource_path=f"default-default-client-scopes/{scope_id}").count() == 2
+
+
+@pytest.mark.parametrize("owner", ["clients", "client-scopes"])
+def test_scope_mappings_of_clients_and_scopes(master_api, acme, owner):
+    api_client = created_id(master_api("post", "acme/clients", {"clientId": "api", "publicClient": True}))
+    assert master_api("post", f"acme/clients/{api_client}/roles", {"name": "read"}).status_code == 201
+    for name in ("reader", "writer"):
+        assert master_api("post", "acme/roles", {"name": name}).status_code == 201
+    reader = master_api("get", "acme/roles/reader").json()
+    read = master_api("get", f"acme/clients/{api_client}/roles/read").json()
+    assert master_api("post", "acme/roles/reader/composites", [read]).status_code == 204
+    if owner == "clients":
+        owner_id = created_id(master_api("post", "acme/clients", {"clientId": "app", "publicClient": True,
+                                                                  "fullScopeAllowed": False}))
+    else:
+        owner_id = created_id(master_api("post", "acme/client-scopes", {"name": "api"}))
+    base = f"acme/{owner}/{owner_id}/scope-mappings"
+    assert master_api("get", base).json() == {}
+
+    assert master_api("post", f"{base}/realm", [{"id": reader["id"]}]).status_code == 204
+    assert [r["name"] for r in master_api("get", f"{base}/realm").json()] == ["reader"]
+    assert "reader" not in [r["name"] for r in master_api("get", f"{base}/realm/available").json()]
+    assert "writer" in [r["name"] for r in master_api("get", f"{base}/realm/available").json()]
+    # the client role comes with the composite: effective, not mapped, not available
+    assert master_api("get", f"{base}/clients/{api_client}").json() == []
+    assert [r["name"] for r in master_api("get", f"{base}/clients/{api_client}/composite").json()] == ["read"]
+    assert master_api("get", f"{base}/clients/{api_client}/available").json() == []
+    assert master_api("post", f"{base}/clients/{api_client}", [{"name": "read"}]).status_code == 204
+    mappings = master_api("get", base).json()
+    assert [r["name"] for r in mappings["realmMappings"]] == ["reader"]
+    assert [r["name"] for r in mappings["clientMappings"]["api"]["mappings"]] == ["read"]
+    scoped = ClientModel if owner == "clients" else ClientScope
+    assert set(scoped.objects.get(pk=owner_id).scope_roles.values_list("name", flat=True)) == {"reader", "read"}
+    assert master_api("post", f"{base}/realm", [{"name": "nope"}]).status_code == 404
+
+    assert master_api("delete", f"{base}/realm", [{"id": reader["id"]}]).status_code == 204
+    assert master_api("get", f"{base}/realm").json() == []
+    events = Event.objects.filter(realm=acme, resource_path=f"{owner}/{owner_id}/scope-mappings/realm")
+    assert sorted(events.values_list("type", "resource_type")) == [
+        ("CREATE", "REALM_SCOPE_MAPPING"), ("DELETE", "REALM_SCOPE_MAPPING")]
+    assert Role.objects.filter(name="reader").exists()  # unmapped, not deleted
+
+
+def test_full_scope_allowed_client_has_every_role_in_scope(master_api, acme):
+    app = created_id(master_api("post", "acme/clients", {"clientId": "app", "publicClient": True}))
+    assert master_api("post", "acme/roles", {"name": "reader"}).status_code == 201
+    composite = [r["name"] for r in master_api("get", f"acme/clients/{app}/scope-mappings/realm/composite").json()]
+    assert "reader" in composite
+    assert master_api("get", f"acme/clients/{app}/scope-mappings/realm/available").json() == []

@@ -3,7 +3,7 @@
 are mounted by ``idp/urls.py``)."""
 from django.urls import path
 
-from . import client_scopes, clients, groups, protocol_mappers, realms, role_mappings, roles, users
+from . import attack_detection, client_scopes, clients, groups, protocol_mappers, realms, role_mappings, roles, users
 
 R = "<str:realm>"
 urlpatterns = [
@@ -28,6 +28,8 @@ urlpatterns = [
     path(f"{R}/clients/<str:client_uuid>/client-secret", clients.ClientSecret.as_view()),
     path(f"{R}/clients/<str:client_uuid>/service-account-user", clients.ServiceAccountUser.as_view()),
     path(f"{R}/roles-by-id/<str:role_id>", roles.RoleById.as_view()),
+    path(f"{R}/attack-detection/brute-force/users", attack_detection.AllLoginFailures.as_view()),
+    path(f"{R}/attack-detection/brute-force/users/<str:user_id>", attack_detection.UserLoginFailure.as_view()),
     path(f"{R}/client-scopes", client_scopes.ClientScopes.as_view()),
     path(f"{R}/client-scopes/<str:scope_id>", client_scopes.ClientScopeDetail.as_view()),
 ]

@@ -533,6 +533,9 @@ ROUTES = [
     ("delete", "acme/clients/nope/scope-mappings/clients/nope", [], "manage-clients"),
     ("get", "acme/client-scopes/nope/scope-mappings/clients/nope/composite", None, "view-clients"),
     ("post", "acme/client-scopes/nope/scope-mappings/realm", [], "manage-clients"),
+    ("get", "acme/attack-detection/brute-force/users/nope", None, "view-users"),
+    ("delete", "acme/attack-detection/brute-force/users/nope", None, "manage-users"),
+    ("delete", "acme/attack-detection/brute-force/users", None, "manage-users"),
 ]
 HELD = {  # what each granted role amounts to (composites of the realm-management client)
     "query-users": {"query-users"},

@@ -5,7 +5,10 @@ write an admin event."""
 import pytest
 
 from realms.models import ClientScope, ClientScopeLink, Event, ProtocolMapper, RealmDefaultClientScope, Role
+from realms import bruteforce
+from realms.accounts import create_user
 from realms.models import Client as ClientModel
+from realms.models import Realm
 from realms.representation import export_realm
 
 from .test_admin_rest_api import acme, created_id, master_api  # noqa: F401 (fixtures)
@@ -180,3 +183,31 @@ def test_full_scope_allowed_client_has_every_role_in_scope(master_api, acme):
     composite = [r["name"] for r in master_api("get", f"acme/clients/{app}/scope-mappings/realm/composite").json()]
     assert "reader" in composite
     assert master_api("get", f"acme/clients/{app}/scope-mappings/realm/available").json() == []
+
+
+# --- attack detection --------------------------------------------------------------------------
+
+def test_brute_force_status_and_clearing(master_api, acme):
+    acme.brute_force_protected = True
+    acme.failure_factor = 2
+    acme.save()
+    acme = Realm.objects.get(pk=acme.pk)
+    alice, bob = create_user(acme, "alice"), create_user(acme, "bob")
+    path = f"acme/attack-detection/brute-force/users/{alice.pk}"
+    empty = {"disabled": False, "numFailures": 0, "numTemporaryLockouts": 0, "lastFailure": 0,
+             "lastIPFailure": "n/a"}
+    assert master_api("get", path).json() == empty
+    for _ in range(2):
+        bruteforce.record_failure(acme, alice, "192.0.2.7")
+        bruteforce.record_failure(acme, bob, "192.0.2.8")
+    got = master_api("get", path).json()
+    assert (got["disabled"], got["numFailures"], got["lastIPFailure"]) == (True, 2, "192.0.2.7")
+    assert got["lastFailure"] > 0
+    assert master_api("get", "acme/attack-detection/brute-force/users/nope").json() == empty
+
+    assert master_api("delete", path).status_code == 204
+    assert master_api("get", path).json() == empty and not bruteforce.is_locked(acme, alice)
+    assert bruteforce.is_locked(acme, bob)
+    assert master_api("delete", "acme/attack-detection/brute-force/users").status_code == 204
+    assert not bruteforce.is_locked(acme, bob) and bruteforce.status(acme, bob)["failures"] == 0
+    assert Event.objects.filter(realm=acme, resource_type="USER_LOGIN_FAILURE").count() == 2

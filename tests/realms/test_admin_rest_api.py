@@ -536,6 +536,12 @@ ROUTES = [
     ("get", "acme/attack-detection/brute-force/users/nope", None, "view-users"),
     ("delete", "acme/attack-detection/brute-force/users/nope", None, "manage-users"),
     ("delete", "acme/attack-detection/brute-force/users", None, "manage-users"),
+    ("get", "acme/events", {}, "view-events"),
+    ("get", "acme/admin-events", {}, "view-events"),
+    ("get", "acme/events/config", {}, "view-events"),
+    ("put", "acme/events/config", {"eventsEnabled": "x"}, "manage-events"),
+    ("delete", "acme/events", None, "manage-events"),
+    ("delete", "acme/admin-events", None, "manage-events"),
 ]
 HELD = {  # what each granted role amounts to (composites of the realm-management client)
     "query-users": {"query-users"},
@@ -548,6 +554,7 @@ HELD = {  # what each granted role amounts to (composites of the realm-managemen
     "view-clients": {"view-clients", "query-clients"},
     "manage-clients": {"manage-clients"},
     "view-events": {"view-events"},
+    "manage-events": {"manage-events"},
 }
 
 

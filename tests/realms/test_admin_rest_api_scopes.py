@@ -2,6 +2,8 @@
 Keycloak's ``/client-scopes``, ``protocol-mappers`` and ``scope-mappings`` paths, a client's
 default and optional scopes, the realm's default scopes; each answer is the export's JSON, each
 write an admin event."""
+import datetime
+
 import pytest
 
 from realms.models import ClientScope, ClientScopeLink, Event, ProtocolMapper, RealmDefaultClientScope, Role
@@ -211,3 +213,80 @@ def test_brute_force_status_and_clearing(master_api, acme):
     assert master_api("delete", "acme/attack-detection/brute-force/users").status_code == 204
     assert not bruteforce.is_locked(acme, bob) and bruteforce.status(acme, bob)["failures"] == 0
     assert Event.objects.filter(realm=acme, resource_type="USER_LOGIN_FAILURE").count() == 2
+
+
+# --- events ------------------------------------------------------------------------------------
+
+def _event(realm, when, **fields):
+    return Event.objects.create(realm=realm, time=datetime.datetime.fromisoformat(when), **fields)
+
+
+def test_user_events_query_as_keycloak(master_api, acme):
+    login = _event(acme, "2026-03-01T10:00:00+00:00", type="LOGIN", client_id="app", user_id="u1",
+                   session_id="s1", ip_address="192.0.2.1", details={"username": "alice"})
+    _event(acme, "2026-03-02T10:00:00+00:00", type="LOGIN_ERROR", client_id="app", user_id="u2",
+           ip_address="192.0.2.2", error="invalid_user_credentials")
+    _event(acme, "2026-03-03T10:00:00+00:00", type="LOGOUT", client_id="other", user_id="u1")
+    _event(Realm.objects.get(name="master"), "2026-03-02T10:00:00+00:00", type="LOGIN")
+
+    def ids(**params):
+        return [e["type"] for e in master_api("get", "acme/events", **params).json()]
+
+    assert ids() == ["LOGOUT", "LOGIN_ERROR", "LOGIN"]  # newest first, this realm's only
+    assert master_api("get", "acme/events", user="u1", type="LOGIN").json() == [{
+        "id": login.pk, "time": 1772359200000, "type": "LOGIN", "realmId": acme.pk, "clientId": "app",
+        "userId": "u1", "sessionId": "s1", "ipAddress": "192.0.2.1", "details": {"username": "alice"}}]
+    assert ids(client="app") == ["LOGIN_ERROR", "LOGIN"]
+    assert ids(ipAddress="192.0.2.2") == ["LOGIN_ERROR"]
+    assert ids(dateFrom="2026-03-02", dateTo="2026-03-02") == ["LOGIN_ERROR"]  # dateTo: the whole day
+    assert ids(dateFrom="1772445600000") == ["LOGOUT", "LOGIN_ERROR"]  # epoch milliseconds
+    assert ids(first="1", max="1") == ["LOGIN_ERROR"]
+    resp = master_api("get", "acme/events?type=LOGIN&type=LOGOUT")  # a list parameter repeats
+    assert [e["type"] for e in resp.json()] == ["LOGOUT", "LOGIN"]
+    bad = master_api("get", "acme/events", dateFrom="March")
+    assert (bad.status_code, bad.json()) == (
+        400, {"errorMessage": "Invalid value for 'Date(From)', expected format is yyyy-MM-dd"})
+
+    _event(acme, "2026-03-03T11:00:00+00:00", kind=Event.ADMIN, type="CREATE", resource_type="USER")
+    assert master_api("delete", "acme/events").status_code == 204
+    assert ids() == [] and Event.objects.filter(kind=Event.ADMIN, realm=acme).exists()  # user events only
+
+
+def test_admin_events_query_and_delete(master_api, acme):
+    assert master_api("post", "acme/roles", {"name": "reader"}).status_code == 201
+    user_id = created_id(master_api("post", "acme/users", {"username": "alice"}))
+    master = Realm.objects.get(name="master")
+    got = master_api("get", "acme/admin-events").json()
+    assert [(e["operationType"], e["resourceType"]) for e in got] == [("CREATE", "USER"), ("CREATE", "REALM_ROLE")]
+    assert got[0]["resourcePath"] == f"users/{user_id}"
+    assert got[0]["authDetails"]["realmId"] == master.pk and got[0]["authDetails"]["clientId"] == "admin-cli"
+    assert '"username": "alice"' in got[0]["representation"]
+
+    def paths(**params):
+        return [e["resourcePath"] for e in master_api("get", "acme/admin-events", **params).json()]
+
+    assert paths(resourceTypes="REALM_ROLE") == ["roles/reader"]
+    assert paths(operationTypes="DELETE") == []
+    assert paths(resourcePath="users/*") == [f"users/{user_id}"]
+    assert paths(resourcePath="users") == []
+    assert paths(authRealm=master.pk, max="1") == [f"users/{user_id}"]
+    assert paths(authUser="nobody") == []
+    assert master_api("delete", "acme/admin-events").status_code == 204
+    assert master_api("get", "acme/admin-events").json() == []
+
+
+def test_events_config(master_api, acme):
+    assert master_api("get", "acme/events/config").json() == {
+        "eventsEnabled": False, "eventsExpiration": None, "eventsListeners": acme.events_listeners,
+        "enabledEventTypes": [], "adminEventsEnabled": True, "adminEventsDetailsEnabled": True}
+    body = {"eventsEnabled": True, "eventsExpiration": 3600, "enabledEventTypes": ["LOGIN", "LOGIN_ERROR"]}
+    assert master_api("put", "acme/events/config", body).status_code == 204
+    acme.refresh_from_db()
+    assert (acme.events_enabled, acme.events_expiration, acme.enabled_event_types) == (
+        True, 3600, ["LOGIN", "LOGIN_ERROR"])
+    assert acme.admin_events_enabled  # not named, not changed
+    assert master_api("get", "acme/events/config").json()["eventsExpiration"] == 3600
+    assert master_api("put", "acme/events/config", {"eventsEnabled": "yes"}).status_code == 400
+    assert master_api("put", "acme/events/config", {"realm": "renamed"}).status_code == 204  # ignored, as Keycloak
+    assert Realm.objects.filter(name="acme").exists()
+    assert Event.objects.filter(realm=acme, resource_path="events/config", type="UPDATE").count() == 2

@@ -3,8 +3,8 @@
 are mounted by ``idp/urls.py``)."""
 from django.urls import path
 
-from . import (attack_detection, client_scopes, clients, events, groups, protocol_mappers, realms, role_mappings,
-               roles, users)
+from . import (attack_detection, client_scopes, clients, events, groups, keys, protocol_mappers, realms,
+               role_mappings, roles, users)
 
 R = "<str:realm>"
 urlpatterns = [
@@ -31,6 +31,7 @@ urlpatterns = [
     path(f"{R}/roles-by-id/<str:role_id>", roles.RoleById.as_view()),
     path(f"{R}/attack-detection/brute-force/users", attack_detection.AllLoginFailures.as_view()),
     path(f"{R}/attack-detection/brute-force/users/<str:user_id>", attack_detection.UserLoginFailure.as_view()),
+    path(f"{R}/keys", keys.Keys.as_view()),
     path(f"{R}/events", events.Events.as_view()),
     path(f"{R}/events/config", events.EventsConfig.as_view()),
     path(f"{R}/admin-events", events.AdminEvents.as_view()),

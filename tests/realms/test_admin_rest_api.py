@@ -536,6 +536,7 @@ ROUTES = [
     ("get", "acme/attack-detection/brute-force/users/nope", None, "view-users"),
     ("delete", "acme/attack-detection/brute-force/users/nope", None, "manage-users"),
     ("delete", "acme/attack-detection/brute-force/users", None, "manage-users"),
+    ("get", "acme/keys", None, "view-realm"),
     ("get", "acme/events", {}, "view-events"),
     ("get", "acme/admin-events", {}, "view-events"),
     ("get", "acme/events/config", {}, "view-events"),

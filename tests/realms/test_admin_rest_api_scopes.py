@@ -2,15 +2,17 @@
 Keycloak's ``/client-scopes``, ``protocol-mappers`` and ``scope-mappings`` paths, a client's
 default and optional scopes, the realm's default scopes; each answer is the export's JSON, each
 write an admin event."""
+import base64
 import datetime
 
 import pytest
+from cryptography.hazmat.primitives import serialization
 
 from realms.models import ClientScope, ClientScopeLink, Event, ProtocolMapper, RealmDefaultClientScope, Role
-from realms import bruteforce
+from realms import bruteforce, keys
 from realms.accounts import create_user
 from realms.models import Client as ClientModel
-from realms.models import Realm
+from realms.models import Realm, RealmKey
 from realms.representation import export_realm
 
 from .test_admin_rest_api import acme, created_id, master_api  # noqa: F401 (fixtures)
@@ -290,3 +292,24 @@ def test_events_config(master_api, acme):
     assert master_api("put", "acme/events/config", {"realm": "renamed"}).status_code == 204  # ignored, as Keycloak
     assert Realm.objects.filter(name="acme").exists()
     assert Event.objects.filter(realm=acme, resource_path="events/config", type="UPDATE").count() == 2
+
+
+# --- keys --------------------------------------------------------------------------------------
+
+def test_keys_metadata_as_keycloak(master_api, acme):
+    old = RealmKey.objects.get(realm=acme, algorithm="RS256", status=RealmKey.ACTIVE)
+    new = keys.rotate_key(acme, "RS256")
+    ec = keys.generate_key(acme, "ES256", priority=50)
+    got = master_api("get", "acme/keys").json()
+    assert got["active"]["RS256"] == new.kid and got["active"]["ES256"] == ec.kid
+    by_kid = {k["kid"]: k for k in got["keys"]}
+    assert by_kid[old.kid]["status"] == "PASSIVE" and by_kid[new.kid]["status"] == "ACTIVE"
+    rep = by_kid[ec.kid]
+    assert {k: rep[k] for k in ("providerId", "providerPriority", "type", "algorithm", "use")} == {
+        "providerId": ec.pk, "providerPriority": 50, "type": "EC", "algorithm": "ES256", "use": "SIG"}
+    public = serialization.load_der_public_key(base64.b64decode(rep["publicKey"]))
+    assert public.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+                               ).decode() == ec.public_key_pem
+    assert all("private" not in k.lower() for rep in got["keys"] for k in rep)
+    component_ids = {c["id"] for c in export_realm(acme)["components"]["org.keycloak.keys.KeyProvider"]}
+    assert {k["providerId"] for k in got["keys"]} == component_ids

@@ -4,7 +4,7 @@ are mounted by ``idp/urls.py``)."""
 from django.urls import path
 
 from . import (attack_detection, client_scopes, clients, events, groups, keys, protocol_mappers, realms,
-               role_mappings, roles, users)
+               role_mappings, roles, sessions, users)
 
 R = "<str:realm>"
 urlpatterns = [
@@ -32,6 +32,9 @@ urlpatterns = [
     path(f"{R}/attack-detection/brute-force/users", attack_detection.AllLoginFailures.as_view()),
     path(f"{R}/attack-detection/brute-force/users/<str:user_id>", attack_detection.UserLoginFailure.as_view()),
     path(f"{R}/keys", keys.Keys.as_view()),
+    path(f"{R}/logout-all", sessions.LogoutAll.as_view()),
+    path(f"{R}/sessions/<str:session_id>", sessions.SessionDetail.as_view()),
+    path(f"{R}/clients/<str:client_uuid>/user-sessions", sessions.ClientUserSessions.as_view()),
     path(f"{R}/events", events.Events.as_view()),
     path(f"{R}/events/config", events.EventsConfig.as_view()),
     path(f"{R}/admin-events", events.AdminEvents.as_view()),

@@ -537,12 +537,15 @@ ROUTES = [
     ("delete", "acme/attack-detection/brute-force/users/nope", None, "manage-users"),
     ("delete", "acme/attack-detection/brute-force/users", None, "manage-users"),
     ("get", "acme/keys", None, "view-realm"),
+    ("get", "acme/clients/nope/user-sessions", None, "view-clients"),
+    ("delete", "acme/sessions/nope", None, "manage-users"),
     ("get", "acme/events", {}, "view-events"),
     ("get", "acme/admin-events", {}, "view-events"),
     ("get", "acme/events/config", {}, "view-events"),
     ("put", "acme/events/config", {"eventsEnabled": "x"}, "manage-events"),
     ("delete", "acme/events", None, "manage-events"),
     ("delete", "acme/admin-events", None, "manage-events"),
+    ("post", "acme/logout-all", None, "manage-users"),  # last: the caller's own token stops working
 ]
 HELD = {  # what each granted role amounts to (composites of the realm-management client)
     "query-users": {"query-users"},

@@ -4,6 +4,7 @@ default and optional scopes, the realm's default scopes; each answer is the expo
 write an admin event."""
 import base64
 import datetime
+import time
 
 import pytest
 from cryptography.hazmat.primitives import serialization
@@ -12,8 +13,9 @@ from realms.models import ClientScope, ClientScopeLink, Event, ProtocolMapper, R
 from realms import bruteforce, keys
 from realms.accounts import create_user
 from realms.models import Client as ClientModel
-from realms.models import Realm, RealmKey
+from realms.models import Realm, RealmKey, UserSession
 from realms.representation import export_realm
+from realms.sessions import create_user_session, get_or_create_client_session
 
 from .test_admin_rest_api import acme, created_id, master_api  # noqa: F401 (fixtures)
 
@@ -313,3 +315,34 @@ def test_keys_metadata_as_keycloak(master_api, acme):
     assert all("private" not in k.lower() for rep in got["keys"] for k in rep)
     component_ids = {c["id"] for c in export_realm(acme)["components"]["org.keycloak.keys.KeyProvider"]}
     assert {k["providerId"] for k in got["keys"]} == component_ids
+
+
+# --- sessions ----------------------------------------------------------------------------------
+
+def test_client_user_sessions_logout_all_and_delete_session(master_api, acme):
+    app = ClientModel.objects.create(realm=acme, client_id="app", public_client=True)
+    ivy, joe = create_user(acme, "ivy"), create_user(acme, "joe")
+    ivy_session = create_user_session(acme, ivy, ip_address="192.0.2.9")
+    get_or_create_client_session(ivy_session, app)
+    joe_session = create_user_session(acme, joe)
+    other = create_user_session(acme, joe)
+    listed = master_api("get", f"acme/clients/{app.pk}/user-sessions").json()
+    assert [(s["id"], s["username"], s["ipAddress"], s["clients"]) for s in listed] == [
+        (ivy_session.pk, "ivy", "192.0.2.9", {app.pk: "app"})]
+    assert master_api("get", "acme/clients/nope/user-sessions").status_code == 404
+
+    assert master_api("delete", f"acme/sessions/{joe_session.pk}").status_code == 204
+    assert list(UserSession.objects.filter(user=joe)) == [other]
+    missing = master_api("delete", f"acme/sessions/{joe_session.pk}")
+    assert (missing.status_code, missing.json()) == (404, {"error": "Sesssion not found"})
+
+    master_session = create_user_session(Realm.objects.get(name="master"), create_user(
+        Realm.objects.get(name="master"), "stays"))
+    before = int(time.time())
+    resp = master_api("post", "acme/logout-all")
+    assert (resp.status_code, resp.json()) == (200, {})
+    assert not UserSession.objects.filter(realm=acme).exists()
+    assert UserSession.objects.filter(pk=master_session.pk).exists()  # other realms keep theirs
+    assert Realm.objects.get(pk=acme.pk).not_before >= before
+    assert Event.objects.filter(realm=acme, type="ACTION", resource_path="logout-all").exists()
+    assert Event.objects.filter(realm=acme, type="DELETE", resource_path=f"sessions/{joe_session.pk}").exists()

@@ -328,5 +328,5 @@ class Sessions(RealmResource):
 
     def get(self, request, realm, user_id):
         user = _user(self.realm, user_id)
-        return Response([user_session_rep(s) for s in
-                         UserSession.objects.filter(user=user, offline=False).select_related("user").order_by("started")])
+        found = UserSession.objects.filter(user=user, offline=False).select_related("user").order_by("started")
+        return Response([user_session_rep(s) for s in found])

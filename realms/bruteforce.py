@@ -16,13 +16,19 @@ import time
 
 from django.core.cache import cache
 
+from .models import User
+
 # Keycloak's name for the user attribute noting why an account was disabled.
 DISABLED_REASON_ATTRIBUTE = "disabledReason"
 PERMANENT_LOCKOUT = "permanentLockout"
 
 
 def _key(realm, user, part):
-    return f"idp:loginfailure:{realm.pk}:{user.pk}:{part}"
+    return _key_of(realm.pk, user.pk, part)
+
+
+def _key_of(realm_pk, user_pk, part):
+    return f"idp:loginfailure:{realm_pk}:{user_pk}:{part}"
 
 
 def _ttl(realm):
@@ -106,6 +112,19 @@ def record_success(realm, user):
 
 def clear(realm, user):
     cache.delete_many([_key(realm, user, "count"), _key(realm, user, "record")])
+
+
+def clear_all(realm, batch=1000):
+    """Forget the failures of every user of the realm (records are keyed per user, so by user)."""
+    pks = User.objects.filter(realm=realm).values_list("pk", flat=True).iterator(chunk_size=batch)
+    keys = []
+    for pk in pks:
+        keys += [_key_of(realm.pk, pk, "count"), _key_of(realm.pk, pk, "record")]
+        if len(keys) >= 2 * batch:
+            cache.delete_many(keys)
+            keys = []
+    if keys:
+        cache.delete_many(keys)
 
 
 def _disable(user):

@@ -2,33 +2,63 @@
 ``{users|groups}/{id}/role-mappings`` (MappingsRepresentation), ``.../realm`` and
 ``.../clients/{client}`` with GET, POST (add) and DELETE (remove) of a list of RoleRepresentation
 found by id or name, and the ``composite`` (effective) and ``available`` (not yet effective)
-views. Users and groups are governed by ``view-users`` and ``manage-users``, as in Keycloak."""
+views. Users and groups are governed by ``view-users`` and ``manage-users``, as in Keycloak.
+
+The scope mappings of a client or a client scope (Keycloak's ScopeMappedResource,
+``{clients|client-scopes}/{id}/scope-mappings``) are the same resource on another owner: the
+roles its tokens may carry, governed by ``view-clients`` and ``manage-clients``."""
 from django.db import transaction
 from rest_framework import status
 from rest_framework.response import Response
 
 from .. import admin_events
-from ..models import Client, Group, Role, User, effective_roles, expand_composites, group_with_ancestors
+from ..models import (Client, ClientScope, Group, Role, User, effective_roles, expand_composites,
+                      group_with_ancestors)
 from . import errors
 from .reps import brief_role_rep
 from .views import RealmResource
 
 
+_OWNERS = {  # kind: (model, 404 message)
+    "users": (User, "User not found"),
+    "groups": (Group, "Could not find group by id"),
+    "clients": (Client, "Could not find client"),
+    "client-scopes": (ClientScope, "Could not find client scope"),
+}
+_SCOPED = ("clients", "client-scopes")
+USER_ROLES = {"GET": "view-users", "POST": "manage-users", "DELETE": "manage-users"}
+CLIENT_ROLES = {"GET": "view-clients", "POST": "manage-clients", "DELETE": "manage-clients"}
+
+
 class _Owner(RealmResource):
-    """``kind`` is "users" or "groups"; the owner's id is the ``owner_id`` path argument."""
+    """``kind`` is a key of ``_OWNERS``; the owner's id is the ``owner_id`` path argument."""
 
     kind = "users"
 
+    @property
+    def segment(self):
+        return "scope-mappings" if self.kind in _SCOPED else "role-mappings"
+
     def owner(self):
-        model, missing = (User, "User not found") if self.kind == "users" else (Group, "Could not find group by id")
+        model, missing = _OWNERS[self.kind]
         owner = model.objects.filter(realm=self.realm, pk=self.kwargs["owner_id"]).first()
         if owner is None:
             raise errors.NotFound(missing)
         return owner
 
+    def mapped(self, owner):
+        """The owner's own roles: a user's or group's role mappings, a client's or scope's scope."""
+        return owner.scope_roles if self.kind in _SCOPED else owner.roles
+
     def effective(self, owner):
+        """The roles the owner has (users, groups) or may put in a token (``None``: every role,
+        a client with full scope allowed)."""
         if self.kind == "users":
             return effective_roles(owner)
+        if self.kind == "clients" and owner.full_scope_allowed:
+            return None
+        if self.kind in _SCOPED:
+            return expand_composites(set(owner.scope_roles.select_related("client")))
         groups = group_with_ancestors([owner])
         return expand_composites(set(Role.objects.filter(groups__in=groups).select_related("client")))
 
@@ -37,7 +67,7 @@ class RoleMappings(_Owner):
     required_role = "view-users"
 
     def get(self, request, realm, owner_id):
-        roles = list(self.owner().roles.select_related("client").order_by("name"))
+        roles = list(self.mapped(self.owner()).select_related("client").order_by("name"))
         rep = {}
         realm_roles = [brief_role_rep(r) for r in roles if r.client_id is None]
         if realm_roles:
@@ -54,7 +84,7 @@ class RoleMappings(_Owner):
 
 
 class RoleMappingScope(_Owner):
-    required_role = {"GET": "view-users", "POST": "manage-users", "DELETE": "manage-users"}
+    required_role = USER_ROLES
     view = ""  # "", "composite" or "available"
 
     def _client(self, client_uuid):
@@ -66,18 +96,23 @@ class RoleMappingScope(_Owner):
         return client
 
     def _event(self, operation, owner, client, roles):
-        path = f"{self.kind}/{owner.pk}/role-mappings/" + (f"clients/{client.pk}" if client else "realm")
-        admin_events.record(self.realm, operation, "CLIENT_ROLE_MAPPING" if client else "REALM_ROLE_MAPPING", path,
+        path = f"{self.kind}/{owner.pk}/{self.segment}/" + (f"clients/{client.pk}" if client else "realm")
+        mapping = "SCOPE_MAPPING" if self.kind in _SCOPED else "ROLE_MAPPING"
+        admin_events.record(self.realm, operation, f"{'CLIENT' if client else 'REALM'}_{mapping}", path,
                             auth=self.auth_details(), representation=[brief_role_rep(r) for r in roles])
 
     def get(self, request, realm, owner_id, client_uuid=None):
         owner, client = self.owner(), self._client(client_uuid)
         in_scope = Role.objects.filter(realm=self.realm, client=client).select_related("client")
         if not self.view:
-            roles = in_scope.filter(pk__in=owner.roles.values("pk"))
+            roles = in_scope.filter(pk__in=self.mapped(owner).values("pk"))
         else:
-            effective = {r.pk for r in self.effective(owner)}
-            roles = in_scope.filter(pk__in=effective) if self.view == "composite" else in_scope.exclude(pk__in=effective)
+            effective = self.effective(owner)
+            if effective is None:
+                roles = in_scope if self.view == "composite" else in_scope.none()
+            else:
+                pks = {r.pk for r in effective}
+                roles = in_scope.filter(pk__in=pks) if self.view == "composite" else in_scope.exclude(pk__in=pks)
         return Response([brief_role_rep(r) for r in roles.order_by("name")])
 
     def _roles(self, client):
@@ -100,7 +135,7 @@ class RoleMappingScope(_Owner):
         owner, client = self.owner(), self._client(client_uuid)
         roles = self._roles(client)
         with transaction.atomic():
-            owner.roles.add(*roles)
+            self.mapped(owner).add(*roles)
             self._event("CREATE", owner, client, roles)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -110,6 +145,6 @@ class RoleMappingScope(_Owner):
         owner, client = self.owner(), self._client(client_uuid)
         roles = self._roles(client)
         with transaction.atomic():
-            owner.roles.remove(*roles)
+            self.mapped(owner).remove(*roles)
             self._event("DELETE", owner, client, roles)
         return Response(status=status.HTTP_204_NO_CONTENT)

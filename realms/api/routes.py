@@ -3,7 +3,8 @@
 are mounted by ``idp/urls.py``)."""
 from django.urls import path
 
-from . import clients, groups, realms, role_mappings, roles, users
+from . import (attack_detection, client_scopes, clients, events, groups, keys, protocol_mappers, realms,
+               role_mappings, roles, sessions, users)
 
 R = "<str:realm>"
 urlpatterns = [
@@ -28,14 +29,47 @@ urlpatterns = [
     path(f"{R}/clients/<str:client_uuid>/client-secret", clients.ClientSecret.as_view()),
     path(f"{R}/clients/<str:client_uuid>/service-account-user", clients.ServiceAccountUser.as_view()),
     path(f"{R}/roles-by-id/<str:role_id>", roles.RoleById.as_view()),
+    path(f"{R}/attack-detection/brute-force/users", attack_detection.AllLoginFailures.as_view()),
+    path(f"{R}/attack-detection/brute-force/users/<str:user_id>", attack_detection.UserLoginFailure.as_view()),
+    path(f"{R}/keys", keys.Keys.as_view()),
+    path(f"{R}/logout-all", sessions.LogoutAll.as_view()),
+    path(f"{R}/sessions/<str:session_id>", sessions.SessionDetail.as_view()),
+    path(f"{R}/clients/<str:client_uuid>/user-sessions", sessions.ClientUserSessions.as_view()),
+    path(f"{R}/events", events.Events.as_view()),
+    path(f"{R}/events/config", events.EventsConfig.as_view()),
+    path(f"{R}/admin-events", events.AdminEvents.as_view()),
+    path(f"{R}/client-scopes", client_scopes.ClientScopes.as_view()),
+    path(f"{R}/client-scopes/<str:scope_id>", client_scopes.ClientScopeDetail.as_view()),
 ]
-for kind in ("users", "groups"):
-    owner = f"{R}/{kind}/<str:owner_id>/role-mappings"
-    urlpatterns.append(path(owner, role_mappings.RoleMappings.as_view(kind=kind)))
+for default, kind in ((True, "default"), (False, "optional")):
+    urlpatterns += [
+        path(f"{R}/default-{kind}-client-scopes", client_scopes.RealmDefaultScopeList.as_view(default=default)),
+        path(f"{R}/default-{kind}-client-scopes/<str:scope_id>",
+             client_scopes.RealmDefaultScope.as_view(default=default)),
+        path(f"{R}/clients/<str:client_uuid>/{kind}-client-scopes",
+             client_scopes.ClientLinkedScopes.as_view(default=default)),
+        path(f"{R}/clients/<str:client_uuid>/{kind}-client-scopes/<str:scope_id>",
+             client_scopes.ClientLinkedScope.as_view(default=default)),
+    ]
+for owner in ("clients", "client-scopes"):
+    mappers = f"{R}/{owner}/<str:owner_id>/protocol-mappers"
+    urlpatterns += [
+        path(f"{mappers}/models", protocol_mappers.Mappers.as_view(owner=owner)),
+        path(f"{mappers}/models/<str:mapper_id>", protocol_mappers.MapperDetail.as_view(owner=owner)),
+        path(f"{mappers}/add-models", protocol_mappers.AddMappers.as_view(owner=owner)),
+        path(f"{mappers}/protocol/<str:protocol>", protocol_mappers.MappersByProtocol.as_view(owner=owner)),
+    ]
+for kind, segment, roles_of in (("users", "role-mappings", role_mappings.USER_ROLES),
+                                ("groups", "role-mappings", role_mappings.USER_ROLES),
+                                ("clients", "scope-mappings", role_mappings.CLIENT_ROLES),
+                                ("client-scopes", "scope-mappings", role_mappings.CLIENT_ROLES)):
+    owner = f"{R}/{kind}/<str:owner_id>/{segment}"
+    urlpatterns.append(path(owner, role_mappings.RoleMappings.as_view(kind=kind, required_role=roles_of["GET"])))
     for scope in ("realm", "clients/<str:client_uuid>"):
         for view in ("", "composite", "available"):
             urlpatterns.append(path(f"{owner}/{scope}" + (f"/{view}" if view else ""),
-                                    role_mappings.RoleMappingScope.as_view(kind=kind, view=view)))
+                                    role_mappings.RoleMappingScope.as_view(kind=kind, view=view,
+                                                                           required_role=roles_of)))
 for container in (f"{R}/roles", f"{R}/clients/<str:client_uuid>/roles"):
     urlpatterns += [
         path(container, roles.Roles.as_view()),

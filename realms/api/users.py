@@ -311,6 +311,16 @@ def _millis(dt):
     return int(dt.timestamp() * 1000)
 
 
+def user_session_rep(s):
+    """Keycloak's UserSessionRepresentation (``s.user`` is read)."""
+    return {
+        "id": s.pk, "username": s.user.username, "userId": s.user_id, "ipAddress": s.ip_address,
+        "start": _millis(s.started), "lastAccess": _millis(s.last_refresh), "rememberMe": s.remember_me,
+        "clients": {cs.client_id: cs.client.client_id for cs in s.client_sessions.select_related("client")},
+        "transientUser": False,
+    }
+
+
 class Sessions(RealmResource):
     """Keycloak's UserSessionRepresentation of each online session."""
 
@@ -318,12 +328,5 @@ class Sessions(RealmResource):
 
     def get(self, request, realm, user_id):
         user = _user(self.realm, user_id)
-        out = []
-        for s in UserSession.objects.filter(user=user, offline=False).order_by("started"):
-            out.append({
-                "id": s.pk, "username": user.username, "userId": user.pk, "ipAddress": s.ip_address,
-                "start": _millis(s.started), "lastAccess": _millis(s.last_refresh), "rememberMe": s.remember_me,
-                "clients": {cs.client_id: cs.client.client_id for cs in s.client_sessions.select_related("client")},
-                "transientUser": False,
-            })
-        return Response(out)
+        found = UserSession.objects.filter(user=user, offline=False).select_related("user").order_by("started")
+        return Response([user_session_rep(s) for s in found])

@@ -119,6 +119,49 @@ def test_python_keycloak_admin_script(server):
         master.get_realm("pyk")
 
 
+def test_python_keycloak_scopes_events_keys_sessions(server):
+    """python-keycloak's calls for client scopes, protocol and scope mappers, attack detection,
+    events, keys and sessions (docs/decisions/0023)."""
+    master = KeycloakAdmin(server_url=server, username=ADMIN, password=ADMIN_PASSWORD, realm_name="master",
+                           user_realm_name="master")
+    master.create_realm({"realm": "pyk2", "enabled": True, "adminEventsEnabled": True})
+    admin = KeycloakAdmin(server_url=server, username=ADMIN, password=ADMIN_PASSWORD, realm_name="pyk2",
+                          user_realm_name="master")
+    scope_id = admin.create_client_scope({"name": "api.read", "protocol": "openid-connect"})
+    assert admin.create_client_scope({"name": "api.read"}, skip_exists=True) == scope_id  # the 409
+    assert admin.get_client_scope(scope_id)["name"] == "api.read"
+    admin.update_client_scope(scope_id, {"description": "read"})
+    mapper = {"name": "tenant", "protocol": "openid-connect", "protocolMapper": "oidc-hardcoded-claim-mapper",
+              "config": {"claim.name": "tenant", "claim.value": "t1", "access.token.claim": "true"}}
+    admin.add_mapper_to_client_scope(scope_id, mapper)
+    assert [m["name"] for m in admin.get_mappers_from_client_scope(scope_id)] == ["tenant"]
+
+    client_uuid = admin.create_client({"clientId": "app", "publicClient": True})
+    admin.add_mapper_to_client(client_uuid, {**mapper, "name": "own"})
+    assert [m["name"] for m in admin.get_mappers_from_client(client_uuid)] == ["own"]
+    admin.add_client_default_client_scope(client_uuid, scope_id, {})
+    assert "api.read" in [s["name"] for s in admin.get_client_default_client_scopes(client_uuid)]
+    admin.add_default_default_client_scope(scope_id)
+    assert "api.read" in [s["name"] for s in admin.get_default_default_client_scopes()]
+    assert admin.create_realm_role({"name": "reader"}) == "reader"
+    admin.assign_realm_roles_to_client_scope(client_uuid, [admin.get_realm_role("reader")])
+    assert [r["name"] for r in admin.get_realm_roles_of_client_scope(client_uuid)] == ["reader"]
+
+    user_id = admin.create_user({"username": "carol", "enabled": True})
+    assert admin.get_bruteforce_detection_status(user_id)["numFailures"] == 0
+    admin.clear_bruteforce_attempts_for_user(user_id)
+    admin.clear_all_bruteforce_attempts()
+
+    admin.set_events({"eventsEnabled": True, "enabledEventTypes": ["LOGIN"]})
+    assert admin.get_events() == []
+    assert {"CREATE"} <= {e["operationType"] for e in admin.get_admin_events({"resourceTypes": "CLIENT_SCOPE"})}
+    keys = admin.get_keys()
+    assert keys["active"]["RS256"] in [k["kid"] for k in keys["keys"]]
+    assert admin.get_client_all_sessions(client_uuid) == []
+    admin.delete_client_scope(scope_id)
+    master.delete_realm("pyk2")
+
+
 JS = ROOT / "tests" / "js"
 
 

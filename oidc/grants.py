@@ -177,6 +177,21 @@ class _ReuseDetected(Exception):
     pass
 
 
+def refresh_token_claims(realm, token, issuer, client_id, *, leeway=0):
+    """The claims of a refresh (or offline) token this client was given, or InvalidGrant with
+    Keycloak's descriptions (the refresh grant and the logout by refresh token share them)."""
+    try:
+        claims = tokens.decode(realm, token, issuer, leeway=leeway)
+    except tokens.TokenError:
+        raise InvalidGrant("Invalid refresh token", event_error="invalid_token") from None
+    if claims.get("typ") not in (tokens.TYP_REFRESH, tokens.TYP_OFFLINE):
+        raise InvalidGrant("Invalid refresh token", event_error="invalid_token")
+    if claims.get("azp") != client_id:
+        raise InvalidGrant("Invalid refresh token. Token client and authorized client don't match",
+                           event_error="invalid_token")
+    return claims
+
+
 def refresh_token(exchange):
     params = exchange.params
     realm = exchange.realm
@@ -184,16 +199,8 @@ def refresh_token(exchange):
     token = params.get("refresh_token", "")
     if not token:
         raise InvalidRequest("Missing parameter: refresh_token")
-    try:
-        claims = tokens.decode(realm, token, exchange.issuer)
-    except tokens.TokenError:
-        raise InvalidGrant("Invalid refresh token", event_error="invalid_token") from None
-    typ = claims.get("typ")
-    if typ not in (tokens.TYP_REFRESH, tokens.TYP_OFFLINE):
-        raise InvalidGrant("Invalid refresh token", event_error="invalid_token")
-    if claims.get("azp") != client.client_id:
-        raise InvalidGrant("Invalid refresh token. Token client and authorized client don't match",
-                           event_error="invalid_token")
+    claims = refresh_token_claims(realm, token, exchange.issuer, client.client_id)
+    typ = claims["typ"]
     exchange.user_id, exchange.session_id = claims.get("sub", ""), claims.get("sid", "")
     user_session = sessions.get_valid_session(realm, claims.get("sid"))
     if (user_session is None or user_session.offline != (typ == tokens.TYP_OFFLINE)

@@ -25,7 +25,8 @@ from realms.web import client_address, realm_url
 
 from . import tokens
 from .client_auth import authenticate
-from .errors import InvalidClient, InvalidGrant, InvalidRequest, OAuthError
+from .errors import InvalidClient, InvalidRequest, OAuthError
+from .grants import refresh_token_claims
 
 CONFIRM_SALT = "idp.logout-confirm"
 CONFIRM_MAX_AGE = 600
@@ -195,16 +196,8 @@ def logout_by_refresh_token(request, realm_config, issuer, params, ip_address, f
         token = params.get("refresh_token", "")
         if not token:
             raise InvalidRequest("No refresh token", event_error="invalid_token")
-        try:
-            claims = tokens.decode(realm, token, issuer, leeway=_NO_LIFETIME_LIMIT)
-        except tokens.TokenError:
-            raise InvalidGrant("Invalid refresh token", event_error="invalid_token") from None
-        typ = claims.get("typ")
-        if typ not in (tokens.TYP_REFRESH, tokens.TYP_OFFLINE):
-            raise InvalidGrant("Invalid refresh token", event_error="invalid_token")
-        if claims.get("azp") != config.client_id:
-            raise InvalidGrant("Invalid refresh token. Token client and authorized client don't match",
-                               event_error="invalid_token")
+        claims = refresh_token_claims(realm, token, issuer, config.client_id, leeway=_NO_LIFETIME_LIMIT)
+        typ = claims["typ"]
     except OAuthError as exc:
         config = found.get("config")
         events.emit(realm, "LOGOUT_ERROR", client_id=config.client_id if config else "",

@@ -14,19 +14,17 @@ import time_machine
 from django.core.cache import cache
 from django.test import Client as HttpClient
 
-from realms import flows, realm_cache
-from realms.accounts import create_user
+from realms import flows
 from realms.credentials import get_credential_type
 from realms.credentials.otp import OtpPolicy
 from realms.credentials.recovery_codes import TYPE as RECOVERY_CODES, generate_codes
 from realms.flows import ALTERNATIVE, BROWSER_FLOW, CONDITIONAL, REQUIRED, Flow, step, sub_flow
 from realms.models import Credential, Event, User
 from realms.representation import RepresentationError, export_realm, import_realm
-from realms.services import create_realm
 from tests.oidc.browser.conftest import PASSWORD, make_client
 from tests.realms.test_signin import AUTH, PARAMS, password_grant, redirect_query
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_caches")]
 
 # Keycloak's form of the secret: the HMAC key is these characters' bytes.
 SECRET = "hJ7kQ2pXw9LmN4vR8sTz"
@@ -37,33 +35,6 @@ KC_CREDENTIAL_DATA = json.dumps({"subType": "totp", "digits": 6, "counter": 0, "
 def app_totp(secret=SECRET, **kwargs):
     """What an authenticator app holding ``secret`` shows."""
     return pyotp.TOTP(base64.b32encode(secret.encode()).decode(), **kwargs)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache():
-    cache.clear()
-    realm_cache.clear()
-    yield
-    cache.clear()
-    realm_cache.clear()
-
-
-@pytest.fixture
-def realm(db):
-    realm = create_realm("acme")
-    realm.events_enabled = True
-    realm.save()
-    return realm
-
-
-@pytest.fixture
-def web_app(realm):
-    return make_client(realm, "web-app", redirect_uris=["https://app.example/cb"], direct_access_grants_enabled=True)
-
-
-@pytest.fixture
-def bob(realm):
-    return create_user(realm, "bob", password=PASSWORD, email="bob@example.com")
 
 
 def add_otp(user, secret=SECRET, label="phone"):

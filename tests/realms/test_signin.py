@@ -16,11 +16,10 @@ from realms.accounts import create_user
 from realms.flows import REQUIRED, Flow, step
 from realms.models import Component, Credential, Event, Realm, Role, User
 from realms.representation import RepresentationError, export_realm, import_realm
-from realms.services import create_realm
 from realms.storage import UserStorageProvider
 from tests.oidc.browser.conftest import PASSWORD, make_client
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_caches")]
 
 AUTH = "/realms/acme/protocol/openid-connect/auth"
 TOKEN = "/realms/acme/protocol/openid-connect/token"
@@ -60,29 +59,6 @@ class DictStorage(UserStorageProvider):
 
     def is_configured_for(self, realm, user, credential_type):
         return credential_type == "password"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_cache(fresh_caches):
-    pass
-
-
-@pytest.fixture
-def realm(db):
-    realm = create_realm("acme")
-    realm.events_enabled = True
-    realm.save()
-    return realm
-
-
-@pytest.fixture
-def web_app(realm):
-    return make_client(realm, "web-app", redirect_uris=["https://app.example/cb"], direct_access_grants_enabled=True)
-
-
-@pytest.fixture
-def bob(realm):
-    return create_user(realm, "bob", password=PASSWORD, email="bob@example.com")
 
 
 def dict_component(realm):

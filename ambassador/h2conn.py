@@ -41,12 +41,21 @@ class H2Exchange(Exchange):
     def release(self) -> None:
         if not self.done:
             self.conn.reset(self, h2.errors.ErrorCodes.CANCEL)
-        self.conn.forget(self)
+        self._let_go()
 
     def abort(self) -> None:
         if not self.done:
             self.fail(UpstreamReset("abandoned by the proxy"))
             self.conn.reset(self, h2.errors.ErrorCodes.CANCEL)
+        self._let_go()
+
+    def _let_go(self) -> None:
+        # Bytes held back while paused count against the connection's window too: acknowledge
+        # them now (h2 updates only the connection's window for a closed stream), or the window
+        # shrinks for good.
+        if self.unacked:
+            n, self.unacked = self.unacked, 0
+            self.conn.acknowledge(self.sid, n)
         self.conn.forget(self)
 
     def pause(self) -> None:

@@ -2,6 +2,7 @@
 ALPN, many calls multiplexed on one connection, streamed bodies both ways, per-stream timeouts."""
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import hashlib
 import time
@@ -140,3 +141,38 @@ def test_retry_over_http2_lands_on_the_healthy_instance(h2up, proxy):
     for _ in range(4):
         r = requests.get(p.url + "/status/200", timeout=5)
         assert r.status_code == 200 and r.json()["instance"] == "good", r.text
+
+
+def test_bytes_held_back_for_a_paused_stream_are_acknowledged_when_it_is_let_go(h2up, proxy):
+    """A slow client pauses its stream: received bytes are acknowledged only once it takes them.
+    When the answer completes while paused, the stream is let go with bytes unacknowledged; they
+    must be acknowledged then, or the connection's window shrinks for good and, stream after
+    stream, every call on the connection stalls."""
+    u = h2up()
+    p = proxy(h2_cfg(u.addr))
+    assert requests.get(p.url + "/x", timeout=5).status_code == 200  # one connection, warm
+    up = p.app.runtime.upstreams["svc"]
+    inst = up.balancer.instances[0]
+
+    async def scenario():
+        conn = await up.acquire(inst)
+        acked = []
+        real = conn.h2.acknowledge_received_data
+
+        def counting(n, sid):
+            acked.append((sid, n))
+            return real(n, sid)
+
+        conn.h2.acknowledge_received_data = counting
+        ex = conn.send([(":method", "GET"), (":scheme", "http"), (":authority", u.addr),
+                        (":path", "/stream?size=16384&chunks=4")], None, False)
+        ex.pause()  # the client's pause_writing, before any byte of the answer
+        await asyncio.wait_for(ex.wait_head(), 5)
+        while not ex.done:
+            await asyncio.sleep(0.01)
+        held = ex.unacked
+        ex.release()
+        return held, sum(n for sid, n in acked if sid == ex.sid)
+
+    held, acknowledged = p.lt.run(scenario())
+    assert held >= 4 * 16384 and acknowledged == held

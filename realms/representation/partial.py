@@ -34,6 +34,10 @@ class PartialImportResults:
                 "results": self.results}
 
 
+def _each(data, key, parse, p):
+    return [parse(item, f"{key}[{i}]", p) for i, item in enumerate(as_list(data.get(key) or [], key))]
+
+
 def _parse(data, p):
     if not isinstance(data, dict):
         raise RepresentationError("", "expected a JSON object (a PartialImportRepresentation)")
@@ -42,18 +46,18 @@ def _parse(data, p):
     if policy not in POLICIES:
         raise RepresentationError("ifResourceExists", f"expected one of {', '.join(POLICIES)}")
     if data.get("identityProviders") or data.get("identityProviderMappers"):
-        raise RepresentationError("identityProviders", "identity providers cannot be imported yet")
+        raise RepresentationError("identityProviders", "identity providers are not supported by partial import yet")
     roles = data.get("roles") or {}
     if not isinstance(roles, dict):
         raise RepresentationError("roles", "expected a JSON object")
     realm_roles, client_roles = parse_roles(roles, p)
     return {
         "policy": policy,
-        "clients": [parse_client(c, f"clients[{i}]", p) for i, c in enumerate(as_list(data.get("clients") or [], "clients"))],
+        "clients": _each(data, "clients", parse_client, p),
         "realm_roles": realm_roles,
         "client_roles": client_roles,
-        "groups": [parse_group(g, f"groups[{i}]", p) for i, g in enumerate(as_list(data.get("groups") or [], "groups"))],
-        "users": [parse_user(u, f"users[{i}]", p) for i, u in enumerate(as_list(data.get("users") or [], "users"))],
+        "groups": _each(data, "groups", parse_group, p),
+        "users": _each(data, "users", parse_user, p),
     }
 
 
@@ -140,11 +144,12 @@ def partial_import(realm, data, *, auth=None):
                     _forget(a, kind, existing)
                     existing.delete()
                 obj = _create(a, kind, rep)
-                out.results.append(_result("OVERWRITTEN" if existing is not None else "ADDED", kind, name_of(rep), obj.pk))
+                action = "OVERWRITTEN" if existing is not None else "ADDED"
+                out.results.append(_result(action, kind, name_of(rep), obj.pk))
             if kind == "CLIENT":
                 a.link_client_scopes([c for c, existing in plan if existing is None or policy == "OVERWRITE"])
             if kind == "CLIENT_ROLE":
-                _add_composites(a, r, plans[1] + plan, policy)
+                _add_composites(a, plans[1] + plan, policy)
         a.add_service_accounts()
         for res in out.results:
             if res["action"] != "SKIPPED":
@@ -192,20 +197,15 @@ def _create(a, kind, rep):
     return User.objects.get(realm=a.realm, username=rep["fields"]["username"])
 
 
-def _add_composites(a, r, planned_roles, policy):
+def _add_composites(a, planned_roles, policy):
     """The composites of the roles written (all roles exist by now, so they may name each other)."""
-    through = Role.composites.through
-    links = set()
+    pending = []
     for item, existing in planned_roles:
         if existing is not None and policy == "SKIP":
             continue
         if isinstance(item, tuple):
             client_id, rep = item
-            role = a.client_roles[(client_id, rep["fields"]["name"])]
+            pending.append((rep, a.client_roles[(client_id, rep["fields"]["name"])]))
         else:
-            rep, role = item, a.realm_roles[item["fields"]["name"]]
-        comps = rep["composites"]
-        targets = a.roles_from(comps["realm"], comps["client"], f"{rep['_path']}.composites",
-                               realm_key="realm", client_key="client")
-        links |= {(role.pk, t.pk) for t in targets}
-    through.objects.bulk_create([through(from_role_id=x, to_role_id=y) for x, y in sorted(links)])
+            pending.append((item, a.realm_roles[item["fields"]["name"]]))
+    a.add_composites(pending)

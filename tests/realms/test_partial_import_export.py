@@ -21,8 +21,8 @@ def _pbkdf2_credential(password):
     salt = b"0123456789abcdef"
     value = base64.b64encode(hashlib.pbkdf2_hmac("sha512", password.encode(), salt, 1000, dklen=64)).decode()
     return {"type": "password",
-            "secretData": json.dumps({"value": value, "salt": base64.b64encode(salt).decode(), "additionalParameters": {}}),
-            "credentialData": json.dumps({"hashIterations": 1000, "algorithm": "pbkdf2-sha512", "additionalParameters": {}})}
+            "secretData": json.dumps({"value": value, "salt": base64.b64encode(salt).decode()}),
+            "credentialData": json.dumps({"hashIterations": 1000, "algorithm": "pbkdf2-sha512"})}
 
 
 BODY = {

@@ -1,4 +1,5 @@
 """``partialImport`` and ``partial-export`` of a realm (Keycloak's RealmAdminResource)."""
+from rest_framework import exceptions
 from rest_framework.response import Response
 
 from ..representation import RepresentationError, export_realm
@@ -41,18 +42,28 @@ def _mask_secrets(rep):
 
 
 class PartialExport(RealmResource):
-    """POST ``?exportClients=true&exportGroupsAndRoles=true``: the realm export without users,
-    its clients and its groups and roles only when asked for, secrets masked."""
+    """POST ``?exportClients=true&exportGroupsAndRoles=true``: the realm export without users (but
+    the clients' service accounts with the clients), its clients and its groups and roles only
+    when asked for, secrets masked. As Keycloak: ``manage-realm``, and ``query-groups`` for groups
+    and roles, ``view-clients`` for clients."""
 
-    required_role = {"POST": "view-realm"}
+    required_role = {"POST": "manage-realm"}
 
     def post(self, request, realm):
+        groups_and_roles = flag(request, "exportGroupsAndRoles", False)
+        clients = flag(request, "exportClients", False)
+        if (groups_and_roles and not request.user.may("query-groups", self.realm)) or (
+                clients and not request.user.may("view-clients", self.realm)):
+            raise exceptions.PermissionDenied()
         rep = {**export_realm(self.realm), **realm_rep(self.realm)}
-        del rep["users"]
-        if not flag(request, "exportGroupsAndRoles", False):
+        rep["users"] = [{k: v for k, v in u.items() if k != "credentials"}
+                        for u in rep["users"] if clients and "serviceAccountClientId" in u]
+        if not rep["users"]:
+            del rep["users"]
+        if not groups_and_roles:
             for key in ("roles", "groups"):
                 rep.pop(key)
-        if not flag(request, "exportClients", False):
+        if not clients:
             for key in ("clients", "scopeMappings", "clientScopeMappings"):
                 rep.pop(key)
         return Response(_mask_secrets(rep))

@@ -35,6 +35,6 @@ def test_every_registered_route_is_described_with_its_role(doc):
     assert (user["get"]["x-required-role"], user["delete"]["x-required-role"]) == ("view-users", "manage-users")
     assert [p["name"] for p in user["get"]["parameters"]] == ["realm", "user_id"]
     assert paths["/admin/realms/{realm}/partialImport"]["post"]["x-required-role"] == "manage-realm"
-    assert paths["/admin/realms/{realm}/partial-export"]["post"]["x-required-role"] == "view-realm"
+    assert paths["/admin/realms/{realm}/partial-export"]["post"]["x-required-role"] == "manage-realm"
     assert "post" in paths["/admin/realms/{realm}/webhooks"]  # another app's registered resource
     assert paths["/admin/realms/{realm}/events/config"]["put"]["x-required-role"] == "manage-events"

@@ -127,7 +127,7 @@ def test_partial_export_leaves_out_users_and_masks_secrets(acme, master_api):
     assert resp.status_code == 200
     rep = resp.json()
     text = json.dumps(rep)
-    assert "users" not in rep
+    assert "users" not in rep  # no service account among its clients
     assert "billing-secret-1" not in text and "smtp-password-1" not in text
     assert next(c for c in rep["clients"] if c["clientId"] == "billing")["secret"] == MASK
     assert rep["smtpServer"]["password"] == MASK
@@ -139,3 +139,18 @@ def test_partial_export_leaves_out_users_and_masks_secrets(acme, master_api):
     bare = master_api("post", "acme/partial-export").json()
     assert not {"clients", "roles", "groups", "users"} & bare.keys()
     assert bare["realm"] == "acme"
+
+
+def test_partial_export_needs_manage_realm_and_the_roles_of_what_it_exports(acme, master_api):
+    billing = {"clientId": "billing", "publicClient": False, "serviceAccountsEnabled": True}
+    assert _partial_import(master_api, {"clients": [billing]}).status_code == 200
+    create_user(acme, "kim")
+    path = "acme/partial-export"
+    assert realm_admin(acme, "viewer", "view-realm")("post", path).status_code == 403
+    manager = realm_admin(acme, "manager", "manage-realm")
+    assert manager("post", path).status_code == 200
+    assert manager("post", f"{path}?exportClients=true").status_code == 403
+    assert manager("post", f"{path}?exportGroupsAndRoles=true").status_code == 403
+    rep = realm_admin(acme, "both", "manage-realm", "view-clients")("post", f"{path}?exportClients=true").json()
+    assert [u["username"] for u in rep["users"]] == ["service-account-billing"]  # never kim
+    assert "credentials" not in rep["users"][0]

@@ -82,12 +82,20 @@ class _PartialApplier(_Applier):
         r["default_optional_scopes"] = [x.client_scope.name for x in links if not x.default]
 
 
-def _user_match(realm, u):
-    fields = u["fields"]
-    found = Q(username=fields["username"])
-    if fields.get("email") and not realm.duplicate_emails_allowed:
-        found |= Q(email__iexact=fields["email"])
-    return User.objects.filter(Q(realm=realm) & found).first()
+def _user_finder(realm, users):
+    """Find an existing user by username or (duplicate emails off) email: one query for all of
+    them (both are kept lower-case), as an import may carry a great many."""
+    names = {u["fields"]["username"] for u in users}
+    emails = {u["fields"].get("email") for u in users} - {None, ""}
+    if realm.duplicate_emails_allowed:
+        emails = set()
+    by_name, by_email = {}, {}
+    if users:
+        for user in User.objects.filter(Q(realm=realm) & (Q(username__in=names) | Q(email__in=emails))):
+            by_name[user.username] = user
+            if user.email in emails:
+                by_email.setdefault(user.email, user)
+    return lambda u: by_name.get(u["fields"]["username"]) or by_email.get(u["fields"].get("email") or None)
 
 
 def _user_exists_message(realm, u):
@@ -123,7 +131,7 @@ def partial_import(realm, data, *, auth=None):
             ("GROUP", r["groups"], lambda g: g["fields"]["name"],
              lambda g: Group.objects.filter(realm=realm, parent=None, name=g["fields"]["name"]).first(),
              lambda g: f"Group '/{g['fields']['name']}' already exists"),
-            ("USER", r["users"], lambda u: u["fields"]["username"], lambda u: _user_match(realm, u),
+            ("USER", r["users"], lambda u: u["fields"]["username"], _user_finder(realm, r["users"]),
              lambda u: _user_exists_message(realm, u)),
         ]
         plans = []

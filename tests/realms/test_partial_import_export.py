@@ -80,6 +80,11 @@ def test_fail_answers_409_and_changes_nothing(acme, master_api):
     create_user(acme, "hal", email="hal@example.org")
     resp = _partial_import(master_api, {"users": [{"username": "other", "email": "hal@example.org"}]})
     assert resp.status_code == 409
+    acme.duplicate_emails_allowed = True
+    acme.save()
+    assert _partial_import(master_api, {"users": [{"username": "hal2", "email": "hal@example.org"}]}).json()["added"] == 1
+    assert _partial_import(master_api, {"users": [{"username": "hal", "email": "h@example.org"}]}).json() == {
+        "errorMessage": "User with user name hal or with email h@example.org already exists."}  # Keycloak's wording
     assert _partial_import(master_api, {"clients": [{"clientId": "account"}]}).json() == {
         "errorMessage": "Client id 'account' already exists"}
     assert _partial_import(master_api, {"roles": {"realm": [{"name": "offline_access"}]}}).json() == {

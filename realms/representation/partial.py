@@ -201,8 +201,7 @@ def _create(a, kind, rep):
     if kind == "GROUP":
         a.add_group(rep, None)
         return a.groups["/" + rep["fields"]["name"]]
-    a.add_user(rep)
-    return User.objects.get(realm=a.realm, username=rep["fields"]["username"])
+    return a.add_user(rep)
 
 
 def _add_composites(a, planned_roles, policy):

@@ -149,7 +149,7 @@ def partial_import(realm, data, *, auth=None):
                     out.results.append(_result("SKIPPED", kind, name_of(rep), existing.pk))
                     continue
                 if existing is not None:
-                    _forget(a, kind, existing)
+                    _forget(a, kind, rep, existing)
                     existing.delete()
                 obj = _create(a, kind, rep)
                 action = "OVERWRITTEN" if existing is not None else "ADDED"
@@ -174,14 +174,14 @@ def _result(action, kind, name, pk):
     return {"action": action, "resourceType": kind, "resourceName": name, "id": pk}
 
 
-def _forget(a, kind, existing):
+def _forget(a, kind, rep, existing):
     if kind == "CLIENT":
         a.clients.pop(existing.client_id, None)
         a.client_roles = {k: v for k, v in a.client_roles.items() if k[0] != existing.client_id}
     elif kind == "REALM_ROLE":
         a.realm_roles.pop(existing.name, None)
-    elif kind == "CLIENT_ROLE":
-        a.client_roles.pop((existing.client.client_id, existing.name), None)
+    elif kind == "CLIENT_ROLE":  # its client may be gone already (overwritten above)
+        a.client_roles.pop((rep[0], existing.name), None)
     elif kind == "GROUP":
         a.groups = {k: v for k, v in a.groups.items() if k != existing.path and not k.startswith(existing.path + "/")}
 

@@ -159,3 +159,15 @@ def test_partial_export_needs_manage_realm_and_the_roles_of_what_it_exports(acme
     rep = realm_admin(acme, "both", "manage-realm", "view-clients")("post", f"{path}?exportClients=true").json()
     assert [u["username"] for u in rep["users"]] == ["service-account-billing"]  # never kim
     assert "credentials" not in rep["users"][0]
+
+
+def test_overwriting_a_client_and_its_roles_together(acme, master_api):
+    body = {"clients": [{"clientId": "billing"}], "roles": {"client": {"billing": [{"name": "payer"}]}}}
+    assert _partial_import(master_api, body).status_code == 200
+    body = {"ifResourceExists": "OVERWRITE", "clients": [{"clientId": "billing", "description": "new"}],
+            "roles": {"client": {"billing": [{"name": "payer", "description": "pays"}]}}}
+    answer = _partial_import(master_api, body).json()
+    assert answer["overwritten"] == 2, answer
+    billing = ClientModel.objects.get(realm=acme, client_id="billing")
+    assert billing.description == "new"
+    assert Role.objects.get(client=billing, name="payer").description == "pays"

@@ -109,7 +109,7 @@ def _user_exists_message(realm, u):
 def partial_import(realm, data, *, auth=None):
     """Import ``data`` into ``realm``; PartialImportResults. ResourceExists (policy FAIL) or
     RepresentationError leave the realm unchanged. Each resource added or overwritten is an
-    admin event (CREATE or UPDATE), as Keycloak fires them."""
+    admin event (CREATE or UPDATE) of the realm, as Keycloak fires them."""
     p = Parser()
     r = _parse(copy.deepcopy(data), p)
     policy = r["policy"]
@@ -144,30 +144,32 @@ def partial_import(realm, data, *, auth=None):
                 plan.append((rep, existing))
             plans.append(plan)
         for (kind, _reps, name_of, _find, _msg), plan in zip(kinds, plans, strict=True):
+            results = []
             for rep, existing in plan:
                 if existing is not None and policy == "SKIP":
-                    out.results.append(_result("SKIPPED", kind, name_of(rep), existing.pk))
+                    results.append(_result("SKIPPED", kind, name_of(rep), existing.pk))
                     continue
                 if existing is not None:
                     _forget(a, kind, rep, existing)
                     existing.delete()
                 obj = _create(a, kind, rep)
-                action = "OVERWRITTEN" if existing is not None else "ADDED"
-                out.results.append(_result(action, kind, name_of(rep), obj.pk))
+                results.append(_result("OVERWRITTEN" if existing is not None else "ADDED", kind, name_of(rep), obj.pk))
+            out.results += sorted(results, key=lambda x: _ORDER[x["action"]])
             if kind == "CLIENT":
                 a.link_client_scopes([c for c, existing in plan if existing is None or policy == "OVERWRITE"])
             if kind == "CLIENT_ROLE":
                 _add_composites(a, plans[1] + plan, policy)
         a.add_service_accounts()
         for res in out.results:
-            if res["action"] != "SKIPPED":
-                admin_events.record(realm, "CREATE" if res["action"] == "ADDED" else "UPDATE", res["resourceType"],
+            if res["action"] != "SKIPPED":  # Keycloak's events: of the realm, at its ResourceType's path
+                admin_events.record(realm, "CREATE" if res["action"] == "ADDED" else "UPDATE", "REALM",
                                     f"{_PATHS[res['resourceType']]}/{res['id']}", auth=auth, representation=res)
     return out
 
 
-_PATHS = {"CLIENT": "clients", "REALM_ROLE": "roles-by-id", "CLIENT_ROLE": "roles-by-id", "GROUP": "groups",
-          "USER": "users"}
+# Keycloak's partial import ResourceType.getPath (roles under "realms" and "clients", as it has them).
+_PATHS = {"CLIENT": "clients", "REALM_ROLE": "realms", "CLIENT_ROLE": "clients", "GROUP": "groups", "USER": "users"}
+_ORDER = {"OVERWRITTEN": 0, "SKIPPED": 1, "ADDED": 2}  # within a kind, as Keycloak lists them
 
 
 def _result(action, kind, name, pk):

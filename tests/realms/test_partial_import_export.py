@@ -62,8 +62,10 @@ def test_partial_import_adds_every_kind_and_answers_keycloaks_results(acme, mast
     assert billing.scope_links.filter(client_scope__name="profile").exists()  # the realm's default scopes
     events = {(e.type, e.resource_type, e.resource_path)
               for e in Event.objects.filter(realm=acme, kind=Event.ADMIN)}
-    assert ("CREATE", "USER", f"users/{fay.pk}") in events
-    assert ("CREATE", "CLIENT", f"clients/{billing.pk}") in events
+    # Keycloak's: events of the realm (its admin resource) at the partial import's resource paths
+    assert ("CREATE", "REALM", f"users/{fay.pk}") in events
+    assert ("CREATE", "REALM", f"clients/{billing.pk}") in events
+    assert ("CREATE", "REALM", f"realms/{auditor.pk}") in events
     assert len(events) == 5
 
 
@@ -82,7 +84,8 @@ def test_fail_answers_409_and_changes_nothing(acme, master_api):
     assert resp.status_code == 409
     acme.duplicate_emails_allowed = True
     acme.save()
-    assert _partial_import(master_api, {"users": [{"username": "hal2", "email": "hal@example.org"}]}).json()["added"] == 1
+    same_email = {"users": [{"username": "hal2", "email": "hal@example.org"}]}
+    assert _partial_import(master_api, same_email).json()["added"] == 1
     assert _partial_import(master_api, {"users": [{"username": "hal", "email": "h@example.org"}]}).json() == {
         "errorMessage": "User with user name hal or with email h@example.org already exists."}  # Keycloak's wording
     assert _partial_import(master_api, {"clients": [{"clientId": "account"}]}).json() == {
@@ -94,10 +97,11 @@ def test_fail_answers_409_and_changes_nothing(acme, master_api):
 def test_skip_keeps_and_overwrite_replaces(acme, master_api):
     old = create_user(acme, "fay", email="old@example.org")
     Group.objects.create(realm=acme, name="finance", description="old")
-    body = {"ifResourceExists": "SKIP", "users": [{"username": "fay", "firstName": "New"}, {"username": "gus"}],
+    body = {"ifResourceExists": "SKIP", "users": [{"username": "gus"}, {"username": "fay", "firstName": "New"}],
             "groups": [{"name": "finance", "description": "new"}]}
     answer = _partial_import(master_api, body).json()
     assert (answer["added"], answer["skipped"], answer["overwritten"]) == (1, 2, 0)
+    assert [r["action"] for r in answer["results"]] == ["SKIPPED", "SKIPPED", "ADDED"]  # groups, then users
     assert {"action": "SKIPPED", "resourceType": "USER", "resourceName": "fay", "id": old.pk} in answer["results"]
     assert User.objects.get(pk=old.pk).first_name == ""
     answer = _partial_import(master_api, {**body, "ifResourceExists": "OVERWRITE"}).json()

@@ -8,6 +8,7 @@ from django.views.generic import RedirectView
 
 from oidc import demo as oidc_demo
 from oidc.views.discovery import realm_info
+from realms.api.openapi import OpenApi
 from realms.api.realms import Realms
 from realms.api.serverinfo import ServerInfo
 
@@ -18,6 +19,7 @@ urlpatterns = [
     # "/admin/serverinfo"); Keycloak answers it, so do we. (A group, not "^/?", which Django's
     # URL check reports as a needless leading slash.)
     re_path(r"^(?:/)?admin/serverinfo$", ServerInfo.as_view()),
+    path("admin/openapi.json", OpenApi.as_view()),  # open, as Keycloak publishes its own
     path("admin/master/console/", admin.site.urls),
     path("admin/", RedirectView.as_view(pattern_name="admin:index")),
     path("realms/<str:realm>", realm_info, name="realm-info"),  # Keycloak's realm info, no slash

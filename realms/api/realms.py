@@ -16,13 +16,13 @@ from .query import check_fields, flag, location
 from .views import ApiView, RealmResource
 
 CREATE_REALM = "create-realm"  # the master realm's role that may create realms (admin contains it)
-_MASKED = "**********"
+MASKED = "**********"
 
 
 def realm_rep(realm):
     rep = realm_settings_rep(realm)
     if rep.get("smtpServer", {}).get("password"):  # Keycloak never sends the SMTP password back
-        rep["smtpServer"] = {**rep["smtpServer"], "password": _MASKED}
+        rep["smtpServer"] = {**rep["smtpServer"], "password": MASKED}
     return rep
 
 
@@ -87,7 +87,7 @@ class RealmDetail(RealmResource):
             raise errors.Invalid(str(exc)) from None
         target = self.realm
         for name, value in model_fields(table, values).items():
-            if name == "smtp_server" and value.get("password") == _MASKED:  # the mask sent back unchanged
+            if name == "smtp_server" and value.get("password") == MASKED:  # the mask sent back unchanged
                 value = {**value, "password": target.smtp_server.get("password", "")}
             setattr(target, name, value)
         for key, value in policies.items():

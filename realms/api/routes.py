@@ -3,12 +3,14 @@
 are mounted by ``idp/urls.py``)."""
 from django.urls import path
 
-from . import (attack_detection, client_scopes, clients, events, groups, keys, protocol_mappers, realms,
+from . import (attack_detection, client_scopes, clients, events, groups, keys, partial, protocol_mappers, realms,
                role_mappings, roles, sessions, users)
 
 R = "<str:realm>"
 urlpatterns = [
     path(R, realms.RealmDetail.as_view()),
+    path(f"{R}/partialImport", partial.PartialImport.as_view()),
+    path(f"{R}/partial-export", partial.PartialExport.as_view()),
     path(f"{R}/users", users.Users.as_view()),
     path(f"{R}/users/count", users.UserCount.as_view()),
     path(f"{R}/users/<str:user_id>", users.UserDetail.as_view()),

@@ -53,8 +53,14 @@ class ClientScopeApplier:
         RealmDefaultClientScope.objects.bulk_create(
             [RealmDefaultClientScope(realm=self.realm, client_scope_id=pk, default=d) for pk, d in realm_links.items()]
         )
+        self.link_client_scopes(r["clients"])
+
+    def link_client_scopes(self, parsed_clients):
+        """Each client's default and optional scopes (the realm's defaults of its protocol when
+        the representation names none)."""
+        r = self.r
         rows = []
-        for c in r["clients"]:
+        for c in parsed_clients:
             client = self.clients[c["fields"]["client_id"]]
             links = {}
             for key, default, json_key in (("default_scopes", True, "defaultClientScopes"),

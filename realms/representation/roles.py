@@ -123,11 +123,15 @@ class RoleApplier:
             client = self.client(client_id, f"roles.client.{client_id}")
             for role in roles:
                 self.client_roles[(client_id, role["fields"]["name"])] = self.new_role(role, client)
-        through = Role.composites.through
-        links = set()
         pending = [(role, self.realm_roles[role["fields"]["name"]]) for role in r["realm_roles"]]
         pending += [(role, self.client_roles[(cid, role["fields"]["name"])])
                     for cid, roles in r["client_roles"].items() for role in roles]
+        self.add_composites(pending)
+
+    def add_composites(self, pending):
+        """Link each (parsed role, its row) to its composites, once every role exists."""
+        through = Role.composites.through
+        links = set()
         for rep, role in pending:
             comps = rep["composites"]
             targets = self.roles_from(comps["realm"], comps["client"], f"{rep['_path']}.composites",

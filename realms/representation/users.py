@@ -266,6 +266,7 @@ class UserApplier:
                     raise RepresentationError(path, str(exc)) from None
                 cred["secret_data"] = password_policy.hash_password(self.realm, value)
             Credential.objects.create(user=user, **cred)
+        return user
 
     def add_service_accounts(self):
         for client in self.clients.values():

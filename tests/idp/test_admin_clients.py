@@ -114,6 +114,15 @@ def test_python_keycloak_admin_script(server):
         admin.get_user(user_id)
     assert exc.value.response_code == 404
     assert admin.users_count() == 1
+    results = admin.partial_import_realm("pyk", {"ifResourceExists": "SKIP",
+                                                 "users": [{"username": "carol"}, {"username": "bob"}]})
+    assert (results["added"], results["skipped"], results["overwritten"]) == (1, 1, 0)
+    with pytest.raises(KeycloakPostError) as exc:
+        admin.partial_import_realm("pyk", {"users": [{"username": "bob"}]})
+    assert exc.value.response_code == 409
+    exported = admin.export_realm(export_clients=True, export_groups_and_role=True)
+    assert next(c for c in exported["clients"] if c["clientId"] == "backend")["secret"] == "**********"
+    assert [u["username"] for u in exported["users"]] == ["service-account-backend"]
     master.delete_realm("pyk")
     with pytest.raises(KeycloakError):
         master.get_realm("pyk")

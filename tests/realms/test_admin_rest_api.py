@@ -545,6 +545,8 @@ ROUTES = [
     ("put", "acme/events/config", {"eventsEnabled": "x"}, "manage-events"),
     ("delete", "acme/events", None, "manage-events"),
     ("delete", "acme/admin-events", None, "manage-events"),
+    ("post", "acme/partialImport", {}, "manage-realm"),
+    ("post", "acme/partial-export", None, "manage-realm"),
     ("post", "acme/logout-all", None, "manage-users"),  # last: the caller's own token stops working
 ]
 HELD = {  # what each granted role amounts to (composites of the realm-management client)

@@ -12,7 +12,7 @@ HERE=$PWD
 BASE=${BASE_TREE:-}
 made=""
 if [ -z "$BASE" ]; then
-  BASE=$(mktemp -d /tmp/idp-bench-base.XXXXXX)
+  BASE=$(mktemp -d -t idp-bench-base.XXXXXX)
   git worktree add -q --detach "$BASE" "$REV"
   made=$BASE
 fi

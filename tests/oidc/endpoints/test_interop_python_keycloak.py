@@ -4,7 +4,6 @@ the password grant, ``decode_token`` against the JWKS, userinfo, refresh, and ``
 refresh token, after which the refresh token is refused. And ``manage.py import_realm
 --override`` while the server runs: the server serves the new realm within a second."""
 import base64
-import json
 import time
 
 import pytest
@@ -14,7 +13,6 @@ from keycloak import KeycloakOpenID
 from keycloak.exceptions import KeycloakPostError
 
 from realms.shared_cache import CHECK_SECONDS
-from tests.idp.test_modes import base_env, free_port, manage, stop, wait_for
 
 SECRET, PASSWORD = "backend-secret-" + "s" * 24, "python-keycloak-pw-1"
 
@@ -28,30 +26,6 @@ def realm_representation(name, secret, access_token_lifespan):
                    "credentials": [{"type": "password", "value": PASSWORD}],
                    "realmRoles": [f"default-roles-{name}"]}],
     }
-
-
-@pytest.fixture(scope="module")
-def start_dev(tmp_path_factory):
-    """(base URL, import(representation, override) -> seconds the command took)."""
-    var = tmp_path_factory.mktemp("start-dev-pykc")
-    env = base_env(DJANGO_SETTINGS_MODULE="idp.settings.dev", IDP_VAR_DIR=str(var),
-                   IDP_BOOTSTRAP_ADMIN_USERNAME="boot", IDP_BOOTSTRAP_ADMIN_PASSWORD="boot-pass-1")
-    http, mgmt = free_port(), free_port()
-    proc = manage("start_dev", "--http-port", str(http), "--management-port", str(mgmt), env=env)
-
-    def import_realm(representation, override=False):
-        realm_file = var / f"{representation['realm']}.json"
-        realm_file.write_text(json.dumps(representation))
-        imported = manage("import_realm", str(realm_file), *(["--override"] if override else []), env=env)
-        out, _ = imported.communicate(timeout=120)
-        assert imported.returncode == 0, out
-
-    try:
-        wait_for(f"http://127.0.0.1:{mgmt}/health/ready", proc=proc)  # migrated and serving
-        yield f"http://127.0.0.1:{http}", import_realm
-    finally:
-        stop(proc)
-        print(proc.stdout.read())  # the server's log, shown by pytest when a test failed
 
 
 def test_python_keycloak_openid_client(start_dev):

@@ -3,7 +3,6 @@ runs it (its own process, SQLite, local caches): a realm imported with ``manage.
 the code flow with PKCE through the login form, the ID token validated against the JWKS,
 refresh, userinfo, introspection, a second client answered from the SSO cookie, RP-initiated
 logout, after which the refresh token is refused with invalid_grant."""
-import json
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -13,8 +12,6 @@ from authlib.integrations.base_client.errors import OAuthError
 from authlib.integrations.requests_client import OAuth2Session
 from joserfc import jwt
 from joserfc.jwk import KeySet
-
-from tests.idp.test_modes import base_env, free_port, manage, stop, wait_for
 
 from .test_interop_authlib import sign_in
 
@@ -34,24 +31,11 @@ REALM = {
 
 
 @pytest.fixture(scope="module")
-def start_dev(tmp_path_factory):
-    """The base URL of a start_dev server with the ``interop`` realm imported."""
-    var = tmp_path_factory.mktemp("start-dev")
-    env = base_env(DJANGO_SETTINGS_MODULE="idp.settings.dev", IDP_VAR_DIR=str(var),
-                   IDP_BOOTSTRAP_ADMIN_USERNAME="boot", IDP_BOOTSTRAP_ADMIN_PASSWORD="boot-pass-1")
-    http, mgmt = free_port(), free_port()
-    proc = manage("start_dev", "--http-port", str(http), "--management-port", str(mgmt), env=env)
-    try:
-        wait_for(f"http://127.0.0.1:{mgmt}/health/ready", proc=proc)  # migrated and serving
-        realm_file = var / "interop-realm.json"
-        realm_file.write_text(json.dumps(REALM))
-        imported = manage("import_realm", str(realm_file), env=env)
-        out, _ = imported.communicate(timeout=120)
-        assert imported.returncode == 0, out
-        yield f"http://127.0.0.1:{http}"
-    finally:
-        stop(proc)
-        print(proc.stdout.read())  # the server's log, shown by pytest when a test failed
+def interop(start_dev):
+    """The base URL of the run's start_dev server with the ``interop`` realm imported."""
+    base, import_realm = start_dev
+    import_realm(REALM)
+    return base
 
 
 def _jwks_claims(meta, token, **expected):
@@ -61,9 +45,9 @@ def _jwks_claims(meta, token, **expected):
     return claims
 
 
-def test_relying_party_against_start_dev(start_dev):
-    meta = requests.get(f"{start_dev}/realms/interop/.well-known/openid-configuration", timeout=10).json()
-    assert meta["issuer"] == f"{start_dev}/realms/interop"
+def test_relying_party_against_start_dev(interop):
+    meta = requests.get(f"{interop}/realms/interop/.well-known/openid-configuration", timeout=10).json()
+    assert meta["issuer"] == f"{interop}/realms/interop"
     rp = OAuth2Session("rp", SECRET, scope="openid profile email", redirect_uri=RP_REDIRECT,
                        code_challenge_method="S256", token_endpoint_auth_method="client_secret_basic")
     verifier, nonce = generate_token(48), generate_token(16)

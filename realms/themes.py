@@ -1,10 +1,9 @@
 """Login theme lookup: ``templates/<realm.login_theme>/<page>``, falling back to the default
 ``v2`` theme page by page, so a custom theme overrides only the pages it ships."""
-from django.conf import settings
 from django.template.loader import select_template
 from django.http import HttpResponse
 
-from . import security_headers
+from . import messages, security_headers
 
 DEFAULT_THEME = "v2"
 
@@ -16,7 +15,7 @@ def render(request, realm, page, context=None, status=200):
     base = {
         "realm": realm,
         "realm_title": (realm.display_name or realm.name) if realm is not None else "",
-        "lang": (realm.default_locale if realm is not None and realm.default_locale else settings.LANGUAGE_CODE),
+        "lang": messages.locale_for(request, realm),
     }
     response = HttpResponse(template.render({**base, **(context or {})}, request), status=status)
     # Sign-in pages hold CSRF tokens and per-sign-in state: never cache them anywhere.

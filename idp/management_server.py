@@ -2,7 +2,9 @@
 
 It runs as a small threaded HTTP server beside the public server, in the same process, so the
 public port never answers these paths (PublicPortGuardMiddleware turns them away there)."""
+import json
 import logging
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -28,6 +30,20 @@ def database_ready():
         connection.close()
 
 
+def http_ready(listener):
+    """Whether the public port accepts connections: the management server starts before the
+    HTTP workers bind, and ready must not be said before they can be reached."""
+    if listener is None:
+        return True
+    host, port = listener
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+    try:
+        socket.create_connection((host, port), timeout=1).close()
+        return True
+    except OSError:
+        return False
+
+
 class Handler(BaseHTTPRequestHandler):
     server_version = "idp-management"
 
@@ -37,10 +53,13 @@ class Handler(BaseHTTPRequestHandler):
             self._json(200, '{"status":"UP"}')
         elif path in ("/health/ready", "/health"):
             ok, detail = database_ready()
-            body = '{"status":"UP","checks":[{"name":"database","status":"UP"}]}' if ok else (
-                '{"status":"DOWN","checks":[{"name":"database","status":"DOWN","error":"%s"}]}' % detail
-            )
-            self._json(200 if ok else 503, body)
+            checks = [{"name": "database", "status": "UP"} if ok
+                      else {"name": "database", "status": "DOWN", "error": detail}]
+            if not http_ready(self.server.http_listener):
+                ok = False
+                checks.append({"name": "http", "status": "DOWN"})
+            self._json(200 if ok else 503, json.dumps({"status": "UP" if ok else "DOWN", "checks": checks},
+                                                      separators=(",", ":")))
         elif path == "/metrics":
             payload = generate_latest()
             self.send_response(200)
@@ -63,10 +82,12 @@ class Handler(BaseHTTPRequestHandler):
         logger.debug(fmt, *args)
 
 
-def start_management_server(host, port):
-    """Serve in a daemon thread; returns the server (call .shutdown() to stop)."""
+def start_management_server(host, port, http_listener=None):
+    """Serve in a daemon thread; returns the server (call .shutdown() to stop). ``http_listener``
+    (host, port) is the public port that /health/ready also checks."""
     server = ThreadingHTTPServer((host, port), Handler)
     server.daemon_threads = True
+    server.http_listener = http_listener
     threading.Thread(target=server.serve_forever, name="management-server", daemon=True).start()
     logger.info("management server on http://%s:%s (health, metrics)", host, port)
     return server

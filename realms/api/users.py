@@ -36,6 +36,8 @@ def _term(field, term):
 _SEARCHED = ("username", "email", "first_name", "last_name")
 _ATTRIBUTE_PARAMS = (("username", "username"), ("email", "email"), ("firstName", "first_name"),
                      ("lastName", "last_name"))
+_ATTRIBUTE_QUERY = ("username", "email", "firstName", "lastName", "enabled", "emailVerified", "exact", "q",
+                    "idpAlias", "idpUserId")
 
 
 def _attribute_filter(queryset, key, value):
@@ -50,8 +52,12 @@ def _attribute_filter(queryset, key, value):
 def search_users(request, realm):
     """The users matching the query parameters of GET users and GET users/count."""
     params = request.query_params
-    users = User.objects.filter(realm=realm, service_account_client__isnull=True)
+    users = User.objects.filter(realm=realm)
     search = params.get("search")
+    if search or not any(params.get(p) is not None for p in _ATTRIBUTE_QUERY):
+        # Keycloak lists and searches without service-account users, but finds them by
+        # username, email ... (``kcadm.sh add-roles --uusername service-account-app`` relies on it).
+        users = users.filter(service_account_client__isnull=True)
     if search:
         search = search.strip()
         if search.startswith("id:"):

@@ -17,8 +17,12 @@ class RepresentationError(Exception):
 
 
 def as_str(v, path):
-    if isinstance(v, str):
-        return v
+    """A string; a number or boolean becomes its text, as Keycloak's JSON reader coerces them
+    (``kcadm.sh -s username=123`` sends a number)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (str, int, float)):
+        return str(v)
     raise RepresentationError(path, "expected a string")
 
 
@@ -48,19 +52,11 @@ def as_str_list(v, path):
     raise RepresentationError(path, "expected a list of strings")
 
 
-def as_scalar_str(v, path):
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (str, int, float)):
-        return str(v)
-    raise RepresentationError(path, "expected a string")
-
-
 def as_str_map(v, path):
     """A map of string to string (client attributes, mapper config, smtpServer ...)."""
     if not isinstance(v, dict):
         raise RepresentationError(path, "expected an object of strings")
-    return {k: as_scalar_str(x, f"{path}.{k}") for k, x in v.items() if x is not None}
+    return {k: as_str(x, f"{path}.{k}") for k, x in v.items() if x is not None}
 
 
 def as_multi_map(v, path):

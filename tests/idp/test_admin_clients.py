@@ -1,10 +1,14 @@
 """Keycloak's own admin client for Python (python-keycloak's KeycloakAdmin) runs a script of
 calls against ``start_dev`` (a real server in a subprocess), with assertions on every answer."""
+import json
 import os
 import subprocess
+import sys
+from pathlib import Path
 
 import psycopg
 import pytest
+import requests
 from keycloak import KeycloakAdmin, KeycloakOpenID
 from keycloak.exceptions import KeycloakError, KeycloakGetError, KeycloakPostError
 
@@ -183,3 +187,105 @@ def test_keycloak_admin_client_js_script(server):
                                "IDP_ADMIN_PASSWORD": ADMIN_PASSWORD})
     assert done.returncode == 0, done.stdout + done.stderr
     assert "admin client script: ok" in done.stdout
+
+
+KCADM = Path(sys.executable).with_name("kcadm.sh")
+
+
+def test_admin_cli_script(server, tmp_path):
+    """The admin CLI as installed (``kcadm.sh``), end to end as Keycloak's documentation drives
+    it: sign in once, then create, get, update and delete with the shortcuts, each answer checked."""
+    config = tmp_path / "kcadm.config"
+
+    def kcadm(*args, ok=True, stdin=None):
+        done = subprocess.run([str(KCADM), *args, "--config", str(config)], capture_output=True, text=True,
+                              timeout=60, input=stdin)
+        assert (done.returncode == 0) == ok, done.stdout + done.stderr
+        return done
+
+    signed_in = kcadm("config", "credentials", "--server", server, "--realm", "master",
+                      "--user", ADMIN, "--password", ADMIN_PASSWORD)
+    assert signed_in.stderr == f"Logging into {server.rstrip('/')} as user {ADMIN} of realm master\n"
+    assert config.stat().st_mode & 0o777 == 0o600
+    assert kcadm("create", "realms", "-s", "realm=cli", "-s", "enabled=true").stderr == \
+        "Created new realm with id 'cli'\n"
+    client_uuid = kcadm("create", "clients", "-r", "cli", "-s", "clientId=svc", "-s", "publicClient=false",
+                        "-s", "serviceAccountsEnabled=true", "-s", 'redirectUris=["http://app.test/cb"]',
+                        "-i").stdout.strip()
+    assert kcadm("get", f"clients/{client_uuid}", "-r", "cli", "--fields", "clientId,redirectUris").stdout == (
+        '{\n  "clientId" : "svc",\n  "redirectUris" : [ "http://app.test/cb" ]\n}\n')
+    assert kcadm("create", "roles", "-r", "cli", "-s", "name=editor", "-o", "--fields", "name").stdout == \
+        '{\n  "name" : "editor"\n}\n'
+    kcadm("create", "groups", "-r", "cli", "-f", "-", stdin='{"name": "staff"}')
+    user_id = kcadm("create", "users", "-r", "cli", "-s", "username=alice", "-s", "enabled=true",
+                    "-s", 'attributes.dept=["ops"]', "-i").stdout.strip()
+    kcadm("create", "users", "-r", "cli", "-s", "username=bob", "-s", "enabled=true")
+    assert kcadm("create", "users", "-r", "cli", "-s", "username=alice", ok=False).stderr == \
+        "User exists with same username\n"
+
+    kcadm("set-password", "-r", "cli", "--username", "alice", "--new-password", "Alice-pass-1")
+    token = requests.post(f"{server}realms/cli/protocol/openid-connect/token", timeout=30, data={
+        "grant_type": "password", "client_id": "admin-cli", "username": "alice", "password": "Alice-pass-1"})
+    assert token.status_code == 200, token.text
+
+    kcadm("add-roles", "-r", "cli", "--uusername", "alice", "--rolename", "editor")
+    kcadm("add-roles", "-r", "cli", "--uusername", "alice", "--cclientid", "realm-management",
+          "--rolename", "view-users", "--rolename", "query-groups")
+    realm_roles = kcadm("get-roles", "-r", "cli", "--uusername", "alice", "--fields", "name",
+                        "--format", "csv", "--noquotes").stdout.split()
+    assert "editor" in realm_roles and "view-users" not in realm_roles
+    assert "offline_access" in kcadm("get-roles", "-r", "cli", "--uusername", "alice", "--effective",
+                                     "--fields", "name", "-c").stdout
+    client_roles = ["realm-management", "--fields", "name", "--format", "csv"]
+    assert sorted(kcadm("get-roles", "-r", "cli", "--uusername", "alice", "--cclientid",
+                        *client_roles).stdout.split()) == ['"query-groups"', '"view-users"']
+    kcadm("remove-roles", "-r", "cli", "--uusername", "alice", "--cclientid", "realm-management",
+          "--rolename", "query-groups")
+    assert kcadm("get-roles", "-r", "cli", "--uusername", "alice", "--cclientid",
+                 *client_roles).stdout.split() == ['"view-users"']
+    kcadm("add-roles", "-r", "cli", "--gname", "staff", "--rolename", "editor")
+    assert kcadm("get-roles", "-r", "cli", "--gpath", "/staff", "--fields", "name", "-c").stdout == \
+        '[{"name":"editor"}]\n'
+
+    kcadm("update", f"users/{user_id}", "-r", "cli", "-s", "firstName=Alice")
+    alice = json.loads(kcadm("get", f"users/{user_id}", "-r", "cli").stdout)
+    assert (alice["firstName"], alice["attributes"]) == ("Alice", {"dept": ["ops"]})  # merged, not replaced
+    assert kcadm("get", "users", "-r", "cli", "-q", "search=ali", "--fields", "username,attributes",
+                 "--format", "csv", "-H").stdout == '"username","attributes.dept"\n"alice","[""ops""]"\n'
+    assert kcadm("get", "users", "-r", "cli", "--offset", "1", "--limit", "1", "--fields", "username",
+                 "-c").stdout == '[{"username":"bob"}]\n'
+    assert kcadm("get", "users/count", "-r", "cli").stdout.strip() == "2"
+
+    # An expired access token is refreshed by itself, and the new one is kept.
+    saved = json.loads(config.read_text())
+    session = saved["endpoints"][server.rstrip("/")]["master"]
+    old_token, session["expiresAt"] = session["token"], 0
+    config.write_text(json.dumps(saved))
+    kcadm("get", "serverinfo", "--fields", "systemInfo(version)")
+    assert json.loads(config.read_text())["endpoints"][server.rstrip("/")]["master"]["token"] != old_token
+    session = json.loads(config.read_text())
+    session["endpoints"][server.rstrip("/")]["master"].update(expiresAt=0, refreshExpiresAt=1)
+    config.write_text(json.dumps(session))
+    assert kcadm("get", "realms/cli", ok=False).stderr == \
+        "Session has expired. Login again with 'config credentials'\n"
+    kcadm("config", "credentials", "--server", server, "--realm", "master", "--user", ADMIN,
+          "--password", ADMIN_PASSWORD)
+
+    # A service account with manage-users signs in with its secret, per command and stored.
+    kcadm("add-roles", "-r", "cli", "--uusername", "service-account-svc", "--cclientid", "realm-management",
+          "--rolename", "manage-users", "--rolename", "view-users")
+    secret = json.loads(kcadm("get", f"clients/{client_uuid}/client-secret", "-r", "cli").stdout)["value"]
+    assert "alice" in kcadm("get", "users", "--no-config", "--server", server, "--realm", "cli",
+                            "--client", "svc", "--secret", secret, "--fields", "username").stdout
+    assert kcadm("get", "clients", "--no-config", "--server", server, "--realm", "cli", "--client", "svc",
+                 "--secret", secret, ok=False).returncode == 1  # no view-clients: the server's 403
+    assert kcadm("get", "users", "--no-config", "--server", server, "--realm", "cli", "--client", "svc",
+                 "--secret", "wrong", ok=False).stderr.endswith("Invalid client or Invalid client credentials\n")
+
+    kcadm("delete", f"users/{user_id}", "-r", "cli")
+    assert kcadm("get", f"users/{user_id}", "-r", "cli", ok=False).stderr == "User not found\n"
+    assert kcadm("get", "no-such-endpoint", "-r", "cli", ok=False).stderr == \
+        "Unable to find matching target resource method\n"
+    assert kcadm("update", "realms/cli", "-s", "a.b[x]=1", ok=False).stderr == "Invalid attribute name: a.b[x]\n"
+    kcadm("delete", "realms/cli")
+    assert kcadm("get", "realms/cli", ok=False).returncode == 1

@@ -436,6 +436,11 @@ def test_client_crud_secret_and_service_account(master_api, acme):
     assert fresh["value"] != secret["value"] and client.check_secret(fresh["value"])
     sa = master_api("get", f"acme/clients/{client_id}/service-account-user").json()
     assert sa["username"] == "service-account-backend"
+    # Lists and searches leave service accounts out; a lookup by username finds them (Keycloak).
+    assert "service-account-backend" not in [u["username"] for u in master_api("get", "acme/users").json()]
+    assert master_api("get", "acme/users", search="service-account").json() == []
+    assert [u["id"] for u in master_api("get", "acme/users", username="service-account-backend",
+                                        exact="true").json()] == [sa["id"]]
 
     assert master_api("put", f"acme/clients/{client_id}", {"description": "the API", "enabled": False}).status_code == 204
     client.refresh_from_db()

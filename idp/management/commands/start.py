@@ -75,6 +75,7 @@ class Command(BaseCommand):
             log_access=bool(os.environ.get("IDP_ACCESS_LOG")),
             working_dir=settings.BASE_DIR,
         )
-        server.on_startup(lambda: start_management_server(management_bind, management_port))
+        server.on_startup(lambda: start_management_server(management_bind, management_port,
+                                                                 (bind, http_port)))
         # Each worker process builds the application with the pool size and body deadline.
         server.serve(target_loader=partial(django_application, threads, body_read_timeout), wrap_loader=False)

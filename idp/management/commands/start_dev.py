@@ -45,7 +45,7 @@ class Command(BaseCommand):
             password_file.write_text(demo_password + "\n")
             self.stdout.write(f"Demo realm 'demo' created: user 'alice', password in {password_file}.")
 
-        management = start_management_server(bind, management_port)
+        management = start_management_server(bind, management_port, (bind, http_port))
         base = f"http://{'localhost' if bind in ('127.0.0.1', '::1') else bind}:{http_port}"
         if not (settings.IDP_BASE_URL or getattr(settings, "OIDC_RESOURCE_SERVER_BASE_URL", "")):
             # The demo API's trust anchor: this server's own address, never a request's Host.

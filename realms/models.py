@@ -92,6 +92,7 @@ class Realm(models.Model):
     edit_username_allowed = models.BooleanField(default=False)
     passkeys_enabled = models.BooleanField(default=False, help_text="Enable Passkeys (Login tab).")
     organizations_enabled = models.BooleanField(default=False)
+    scim_api_enabled = models.BooleanField(default=False, help_text="SCIM 2.0 provisioning below /realms/<realm>/scim/v2.")
     login_theme = models.CharField(max_length=64, default="v2")
     account_theme = models.CharField(max_length=64, blank=True)
     email_theme = models.CharField(max_length=64, blank=True)

@@ -1,5 +1,9 @@
+import json
+
 import pytest
 from django.core.cache import cache
+
+from tests.idp.test_modes import base_env, free_port, manage, stop, wait_for
 
 
 @pytest.fixture
@@ -20,3 +24,29 @@ def outbound_loopback(settings):
     """Production rules of ``realms.outbound`` plus the exceptions the loopback test servers need."""
     settings.IDP_OUTBOUND_ALLOW_HTTP = True
     settings.IDP_OUTBOUND_ALLOWED_NETWORKS = ["127.0.0.0/8"]
+
+
+@pytest.fixture(scope="session")
+def start_dev(tmp_path_factory):
+    """One ``manage.py start_dev`` as a developer runs it (its own process, SQLite, local caches)
+    for the interop tests of this run: (base URL, ``import_realm(representation, override=False)``,
+    which runs ``manage.py import_realm`` beside the running server)."""
+    var = tmp_path_factory.mktemp("start-dev")
+    env = base_env(DJANGO_SETTINGS_MODULE="idp.settings.dev", IDP_VAR_DIR=str(var),
+                   IDP_BOOTSTRAP_ADMIN_USERNAME="boot", IDP_BOOTSTRAP_ADMIN_PASSWORD="boot-pass-1")
+    http, mgmt = free_port(), free_port()
+    proc = manage("start_dev", "--http-port", str(http), "--management-port", str(mgmt), env=env)
+
+    def import_realm_file(representation, override=False):
+        realm_file = var / f"{representation['realm']}.json"
+        realm_file.write_text(json.dumps(representation))
+        imported = manage("import_realm", str(realm_file), *(["--override"] if override else []), env=env)
+        out, _ = imported.communicate(timeout=120)
+        assert imported.returncode == 0, out
+
+    try:
+        wait_for(f"http://127.0.0.1:{mgmt}/health/ready", proc=proc)  # migrated and serving
+        yield f"http://127.0.0.1:{http}", import_realm_file
+    finally:
+        stop(proc)
+        print(proc.stdout.read())  # the server's log, shown by pytest when a test failed

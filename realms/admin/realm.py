@@ -99,7 +99,7 @@ class RealmAdmin(ConsoleAdmin):
         ("Login", {"fields": (
             "registration_allowed", "registration_email_as_username", "remember_me", "verify_email",
             "login_with_email_allowed", "duplicate_emails_allowed", "reset_password_allowed",
-            "edit_username_allowed", "passkeys_enabled", "organizations_enabled",
+            "edit_username_allowed", "passkeys_enabled", "organizations_enabled", "scim_api_enabled",
         )}),
         ("Themes and localization", {"classes": ("collapse",), "fields": (
             "login_theme", "account_theme", "email_theme", "internationalization_enabled",

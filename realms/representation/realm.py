@@ -85,6 +85,7 @@ REALM_FIELDS = {
     "editUsernameAllowed": ("edit_username_allowed", as_bool),
     "webAuthnPolicyPasswordlessPasskeysEnabled": ("passkeys_enabled", as_bool),
     "organizationsEnabled": ("organizations_enabled", as_bool),
+    "scimApiEnabled": ("scim_api_enabled", as_bool),
     "loginTheme": ("login_theme", as_str),
     "accountTheme": ("account_theme", as_str),
     "emailTheme": ("email_theme", as_str),

@@ -2,7 +2,6 @@
 (so it has the built-in client scopes and mappers), clients of each kind, and a signed-in
 user session made without a browser (the browser tests cover the login page)."""
 import base64
-import json
 import secrets
 import uuid
 
@@ -14,7 +13,6 @@ from oidc.codes import issue_code, s256_challenge
 from realms import sessions
 from realms.models import Client, User
 from realms.representation import import_realm
-from tests.idp.test_modes import base_env, free_port, manage, stop, wait_for
 
 SECRET = "app-secret-" + "x" * 20
 REDIRECT = "https://app.example/cb"
@@ -124,29 +122,3 @@ def key_client(realm):
     app.attributes = {**app.attributes, "jwks.string": '{"keys": [%s]}' % key.export_public()}
     app.save()
     return key
-
-
-@pytest.fixture(scope="session")
-def start_dev(tmp_path_factory):
-    """One ``manage.py start_dev`` as a developer runs it (its own process, SQLite, local caches)
-    for the interop tests of this run: (base URL, ``import_realm(representation, override=False)``,
-    which runs ``manage.py import_realm`` beside the running server)."""
-    var = tmp_path_factory.mktemp("start-dev")
-    env = base_env(DJANGO_SETTINGS_MODULE="idp.settings.dev", IDP_VAR_DIR=str(var),
-                   IDP_BOOTSTRAP_ADMIN_USERNAME="boot", IDP_BOOTSTRAP_ADMIN_PASSWORD="boot-pass-1")
-    http, mgmt = free_port(), free_port()
-    proc = manage("start_dev", "--http-port", str(http), "--management-port", str(mgmt), env=env)
-
-    def import_realm_file(representation, override=False):
-        realm_file = var / f"{representation['realm']}.json"
-        realm_file.write_text(json.dumps(representation))
-        imported = manage("import_realm", str(realm_file), *(["--override"] if override else []), env=env)
-        out, _ = imported.communicate(timeout=120)
-        assert imported.returncode == 0, out
-
-    try:
-        wait_for(f"http://127.0.0.1:{mgmt}/health/ready", proc=proc)  # migrated and serving
-        yield f"http://127.0.0.1:{http}", import_realm_file
-    finally:
-        stop(proc)
-        print(proc.stdout.read())  # the server's log, shown by pytest when a test failed

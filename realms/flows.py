@@ -366,6 +366,11 @@ def get_authenticator(provider_id):
     return _authenticators.get(provider_id)
 
 
+def authenticators():
+    """Every registered step, by provider id (for the Admin API and the console)."""
+    return [_authenticators[k] for k in sorted(_authenticators)]
+
+
 def register_required_action(action):
     instance = action() if isinstance(action, type) else action
     _required_actions[instance.provider_id] = instance
@@ -374,6 +379,10 @@ def register_required_action(action):
 
 def get_required_action(provider_id):
     return _required_actions.get(provider_id)
+
+
+def required_actions():
+    return [_required_actions[k] for k in sorted(_required_actions)]
 
 
 # Context -------------------------------------------------------------------------------------
@@ -452,12 +461,17 @@ def execution_levels(flow):
 
 
 def _conditions_hold(ctx, flow):
+    """Whether every condition of ``flow`` holds; None when one needs a user and there is none
+    yet (Keycloak fails the flow then: a condition is never guessed)."""
     conditions, _, _ = execution_levels(flow)
     if not conditions:
         return False  # a conditional flow without a condition never runs (as in Keycloak)
     for _, execution in conditions:
         ctx.config = execution.config
-        if not get_authenticator(execution.authenticator).matches(ctx, flow):
+        condition = get_authenticator(execution.authenticator)
+        if condition.requires_user and ctx.user is None:
+            return None
+        if not condition.matches(ctx, flow):
             return False
     return True
 
@@ -510,7 +524,10 @@ def _run_flow(ctx, flow, prefix=""):
             ran = True
             continue
         if execution.requirement == CONDITIONAL:
-            if execution.flow is None or not _conditions_hold(ctx, execution.flow):
+            holds = _conditions_hold(ctx, execution.flow) if execution.flow is not None else False
+            if holds is None:
+                return Outcome.failure("user_not_identified")
+            if not holds:
                 state[path] = _SKIPPED
                 continue
         outcome = _run_execution(ctx, path, execution)
@@ -554,10 +571,40 @@ def _run_flow(ctx, flow, prefix=""):
 REQUIRED_ACTION_UNAVAILABLE = "required_action_unavailable"
 
 
-def _unavailable_required_action(ctx):
-    """The first required action of the user this server does not implement, or None."""
-    for name in ctx.user.required_actions or ():
-        if get_required_action(name) is None:
+def required_action_settings(realm):
+    """{alias: (provider id, enabled, default action, priority)} of the realm's required actions
+    (cached with the realm's configuration)."""
+    return realm_cache.stored(realm, "required-actions", _load_required_actions)
+
+
+def _load_required_actions(realm):
+    from .models import RequiredActionProvider
+
+    return {a.alias: (a.provider_id, a.enabled, a.default_action, a.priority)
+            for a in RequiredActionProvider.objects.filter(realm=realm)}
+
+
+def pending_required_actions(realm, user):
+    """The user's required actions this realm asks for, in the realm's priority order. One the
+    realm has disabled is not asked for, as in Keycloak (it stays on the user, so enabling it
+    again asks for it; the log says it was passed over); one the realm does not list is asked
+    for all the same (an unknown requirement is never dropped)."""
+    settings = required_action_settings(realm)
+    pending = []
+    for name in user.required_actions or ():
+        provider_id, enabled, _, priority = settings.get(name, (name, True, False, 10**6))
+        if not enabled:
+            logger.warning("user %s of realm %s must %s, which the realm has disabled: not asked for",
+                           user.pk, realm.name, name)
+            continue
+        pending.append((priority, name, provider_id))
+    return [(name, provider_id) for _, name, provider_id in sorted(pending, key=lambda x: x[0])]
+
+
+def _unavailable_required_action(ctx, pending):
+    """The first pending required action this server does not implement, or None."""
+    for name, provider_id in pending:
+        if get_required_action(provider_id) is None:
             logger.warning("user %s of realm %s must %s, which this server does not implement: sign-in refused",
                            ctx.user.pk, ctx.realm.name, name)
             return name
@@ -566,10 +613,11 @@ def _unavailable_required_action(ctx):
 
 def _run_required_actions(ctx):
     user = ctx.user
-    if _unavailable_required_action(ctx) is not None:
+    pending = pending_required_actions(ctx.realm, user)
+    if _unavailable_required_action(ctx, pending) is not None:
         return Outcome.failure(REQUIRED_ACTION_UNAVAILABLE)
-    for name in list(user.required_actions or ()):
-        action = get_required_action(name)
+    for name, provider_id in pending:
+        action = get_required_action(provider_id)
         path = f"required:{name}"
         if ctx.is_action and ctx.auth_session.current == path:
             ctx.is_action = False
@@ -582,6 +630,14 @@ def _run_required_actions(ctx):
         ctx.auth_session.current = path
         return Outcome.challenge(action.challenge(ctx))
     return Outcome.success()
+
+
+def default_required_actions(realm):
+    """What a new user must do: the realm's enabled default actions (Keycloak adds them to users
+    created by the Admin API, the console and registration, not to imported ones)."""
+    settings = required_action_settings(realm)
+    return [alias for alias, (_, enabled, default, priority) in sorted(settings.items(), key=lambda x: x[1][3])
+            if enabled and default]
 
 
 def run(ctx, binding=BROWSER) -> Outcome:
@@ -624,8 +680,9 @@ def run_direct_grant(request, realm, client, params, *, protocol):
         return ctx, Outcome.failure("user_disabled", description="Account disabled")
     _evaluate_triggers(ctx)
     signin.signed_in(realm, ctx.user)
-    if ctx.user.required_actions:
-        _unavailable_required_action(ctx)  # logs an action this server lacks; the answer is the same
+    pending = pending_required_actions(realm, ctx.user)
+    if pending:
+        _unavailable_required_action(ctx, pending)  # logs an action this server lacks; the answer is the same
         return ctx, Outcome.failure("resolve_required_actions", description="Account is not fully set up")
     return ctx, Outcome.success()
 

@@ -36,6 +36,13 @@ class LevelOfAuthenticationCondition(Authenticator):
     provider_id = loa.CONDITION
     display_name = "Condition - Level of Authentication"
     is_condition = True
+    help_text = "Flow is executed only if the configured LOA or a higher one has been requested but not yet satisfied."
+    config_properties = (
+        {"name": "loa-condition-level", "label": "Level of Authentication (LoA)", "type": "Integer",
+         "helpText": "Integer value of the level of authentication of this sub-flow."},
+        {"name": "loa-max-age", "label": "Max Age", "type": "Integer", "defaultValue": "36000",
+         "helpText": "Seconds for which the level stays valid without re-authentication; 0: always re-authenticate."},
+    )
 
     def matches(self, ctx, flow):
         level, max_age = loa.condition_config(ctx.config)
@@ -71,6 +78,13 @@ class UserRoleCondition(Authenticator):
     display_name = "Condition - user role"
     is_condition = True
     requires_user = True
+    help_text = "Flow is executed only if user has the given role."
+    config_properties = (
+        {"name": "condUserRole", "label": "User role", "type": "Role",
+         "helpText": "Role the user should have to execute this flow; a client role as clientId.role."},
+        {"name": "negate", "label": "Negate output", "type": "boolean", "defaultValue": "false",
+         "helpText": "Apply a NOT to the check result."},
+    )
 
     def matches(self, ctx, flow):
         wanted = ctx.config.get("condUserRole", "")
@@ -102,6 +116,19 @@ class UserAttributeCondition(Authenticator):
     display_name = "Condition - user attribute"
     is_condition = True
     requires_user = True
+    help_text = "Flow is executed only if the user attribute exists and has the expected value"
+    config_properties = (
+        {"name": "attribute_name", "label": "Attribute name", "type": "String",
+         "helpText": "Name of the attribute to check"},
+        {"name": "attribute_expected_value", "label": "Expected attribute value", "type": "String",
+         "helpText": "Expected value in the attribute"},
+        {"name": "include_group_attributes", "label": "Include group attributes", "type": "boolean",
+         "defaultValue": "false", "helpText": "Also look at the attributes of the user's groups and their parents."},
+        {"name": "regex", "label": "Regex", "type": "boolean", "defaultValue": "false",
+         "helpText": "Check equality with the expected value as a regular expression."},
+        {"name": "not", "label": "Negate output", "type": "boolean", "defaultValue": "false",
+         "helpText": "Return true when the attribute is not set or has another value."},
+    )
 
     def matches(self, ctx, flow):
         config = ctx.config

@@ -152,6 +152,15 @@ def _delete_execution_deep(execution):
         _delete_deep(sub)
 
 
+def delete_unused(realm, flow_ids, config_ids):
+    """What removed execution rows left behind (the console's inline delete): of the given
+    sub-flows and configs, those no execution uses any more (sub-flows deep)."""
+    for flow in AuthenticationFlow.objects.filter(realm=realm, pk__in=flow_ids, top_level=False,
+                                                  parent_executions=None):
+        _delete_deep(flow)
+    AuthenticatorConfig.objects.filter(realm=realm, pk__in=config_ids, executions=None).delete()
+
+
 def next_priority(flow):
     top = flow.executions.aggregate(top=Max("priority"))["top"]
     return 0 if top is None else top + 1

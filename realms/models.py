@@ -578,7 +578,7 @@ class AuthenticationExecution(RealmOwned):
         ordering = ["priority", "id"]
 
     def __str__(self):
-        return self.authenticator or (self.sub_flow.alias if self.sub_flow_id else "")
+        return self.authenticator or "(sub-flow)"  # no query: the sub-flow may already be gone
 
 
 class RequiredActionProvider(RealmOwned):

@@ -20,8 +20,10 @@ refuses the sign-in (it is never skipped: that would drop the requirement silent
 A flow runs for a *binding* (its purpose): browser, direct grant, registration, reset
 credentials, first broker login. The realm names the flow of each binding; a client's
 ``authenticationFlowBindingOverrides`` replaces the browser and direct-grant ones (Keycloak's
-AuthenticationFlowResolver). Keycloak 26's built-in flows are defined here in code; stored flows
-plug in through flow loaders (docs/decisions/0006-sign-in-flow-engine.md, 0014).
+AuthenticationFlowResolver). Flows are the realm's stored ones (``realms.models``
+AuthenticationFlow ..., read once per process through the realm cache); Keycloak 26's built-in
+flows and required actions defined here are the seed of every realm (docs/decisions/0006, 0014,
+0025). The realm's required-action settings decide which of a user's actions are asked for.
 
 State lives in the authentication session (``realms.auth_sessions``): which executions are done
 and which one shows a form, so a POST goes to the step that asked for it. The password grant

@@ -48,8 +48,15 @@ def parse_execution(data, path, p):
             "user_setup_allowed": e.get("userSetupAllowed", False)}
 
 
+def _alias(value, path):
+    if len(value) > 255:
+        raise RepresentationError(at(path, "alias"), "longer than 255 characters")
+    return value
+
+
 def parse_flow(data, path, p):
     f = p.take(data, path, _FLOW, required=("alias",))
+    _alias(f["alias"], path)
     provider = f.get("providerId", AuthenticationFlow.BASIC)
     if provider not in FLOW_PROVIDERS:
         raise RepresentationError(at(path, "providerId"), f"expected one of {', '.join(sorted(FLOW_PROVIDERS))}")
@@ -61,11 +68,13 @@ def parse_flow(data, path, p):
 
 def parse_config(data, path, p):
     c = p.take(data, path, _CONFIG, required=("alias",))
+    _alias(c["alias"], path)
     return {"_path": path, "id": c.get("id"), "alias": c["alias"], "config": c.get("config", {})}
 
 
 def parse_required_action(data, path, p):
     a = p.take(data, path, _ACTION, required=("alias",))
+    _alias(a["alias"], path)
     return {"_path": path, "alias": a["alias"], "name": a.get("name", a["alias"]),
             "provider_id": a.get("providerId", a["alias"]), "enabled": a.get("enabled", False),
             "default_action": a.get("defaultAction", False), "priority": a.get("priority", 0),
@@ -158,19 +167,20 @@ class AuthenticationApplier:
     def add_authentication(self):
         auth = self.r["authentication"]
         realm = self.realm
-        configs = {}
-        for c in auth["configs"]:
-            configs[c["alias"]] = AuthenticatorConfig.objects.create(
-                id=self.id_for(AuthenticatorConfig, c["id"]), realm=realm, alias=c["alias"], config=c["config"])
+        # Bulk writes: the realm's own save already dropped its cached configuration.
+        configs = {c["alias"]: AuthenticatorConfig(id=self.id_for(AuthenticatorConfig, c["id"]), realm=realm,
+                                                   alias=c["alias"], config=c["config"]) for c in auth["configs"]}
+        AuthenticatorConfig.objects.bulk_create(configs.values())
         self.flow_ids = {}
         by_alias = {}
         for f in auth["flows"]:
-            row = self.save(AuthenticationFlow(
-                id=self.id_for(AuthenticationFlow, f["id"]), realm=realm, alias=f["alias"], description=f["description"],
-                provider_id=f["provider_id"], top_level=f["top_level"], built_in=f["built_in"]), f["_path"], {})
-            by_alias[f["alias"]] = row
+            by_alias[f["alias"]] = row = AuthenticationFlow(
+                id=self.id_for(AuthenticationFlow, f["id"]), realm=realm, alias=f["alias"],
+                description=f["description"], provider_id=f["provider_id"], top_level=f["top_level"],
+                built_in=f["built_in"])
             if f["id"]:
                 self.flow_ids[f["id"]] = row.pk
+        AuthenticationFlow.objects.bulk_create(by_alias.values())
         rows = []
         for f in auth["flows"]:
             for e in f["executions"]:

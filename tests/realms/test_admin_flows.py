@@ -52,7 +52,7 @@ def test_list_copy_edit_and_bind(console, acme):  # noqa: F811
     assert Event.objects.filter(realm=acme, kind=Event.ADMIN, resource_type="AUTH_FLOW",
                                 resource_path=f"authentication/flows/{strict.pk}").exists()
 
-    # Requirements are choices; a new row adds a step; a removed row takes nothing else with it.
+    # Requirements are choices; a new row adds a step.
     page = console.get(change_url(strict)).content.decode()
     data = read_form(page, "authenticationflow_form")
     cookie_index = _row_of(data, "auth-cookie")

@@ -193,7 +193,8 @@ def add_execution(realm, flow, provider_id, priority=None):
         raise FlowError(f"No authentication provider found for id: {provider_id}")
     choices = requirement_choices(provider_id)
     return AuthenticationExecution.objects.create(
-        realm=realm, flow=flow, authenticator=provider_id, priority=next_priority(flow) if priority is None else priority,
+        realm=realm, flow=flow, authenticator=provider_id,
+        priority=next_priority(flow) if priority is None else priority,
         requirement=choices[0] if len(choices) == 1 else AuthenticationExecution.DISABLED)
 
 

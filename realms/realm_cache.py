@@ -4,8 +4,9 @@ Sign-ins and token requests read the realm row and a client row on every request
 derive more from them (OIDC: client scopes, compiled mapper chains, roles). All of it is loaded
 once per process and kept in memory. Any change to a row of the realm's configuration (realm,
 clients, client scopes and their links, protocol mappers, roles, groups, role and group
-assignments, service-account users, authentication flows and required actions) bumps the realm's generation: this process drops its copy at
-once (signal handlers), and other processes see the new generation in the shared Django cache
+assignments, service-account users, authentication flows and required actions) bumps the realm's
+generation: this process drops its copy at once (signal handlers), and other processes see the
+new generation in the shared Django cache
 (Redis in production) within a second (``realms.shared_cache``). That bounded staleness is the price of
 sign-ins and token requests that do not read configuration from the database; see
 docs/decisions/0004-oidc-without-dot-models.md and docs/decisions/0011-sign-in-cpu-budget.md.

@@ -81,7 +81,8 @@ class CopyForm(forms.Form):
 class SubFlowForm(forms.Form):
     alias = forms.CharField(max_length=255)
     type = forms.ChoiceField(choices=AuthenticationFlow.PROVIDERS, initial=AuthenticationFlow.BASIC)
-    provider = forms.CharField(max_length=255, required=False, help_text="A form flow's form (e.g. registration-page-form).")
+    provider = forms.CharField(max_length=255, required=False,
+                               help_text="A form flow's form (e.g. registration-page-form).")
     description = forms.CharField(max_length=1000, required=False)
 
 
@@ -89,7 +90,8 @@ REALM_BINDINGS = [
     ("", "—"), ("browser_flow", "Browser flow"), ("registration_flow", "Registration flow"),
     ("direct_grant_flow", "Direct grant flow"), ("reset_credentials_flow", "Reset credentials flow"),
     ("client_authentication_flow", "Client authentication flow"),
-    ("docker_authentication_flow", "Docker authentication flow"), ("first_broker_login_flow", "First broker login flow"),
+    ("docker_authentication_flow", "Docker authentication flow"),
+    ("first_broker_login_flow", "First broker login flow"),
 ]
 
 
@@ -224,7 +226,8 @@ class AuthenticationFlowAdmin(ConsoleAdmin):
             except FlowError as exc:
                 form.add_error("alias", exc.message)
             else:
-                return self._done(request, flow, f"Added sub-flow {sub.alias} (disabled until you set its requirement).")
+                return self._done(request, flow,
+                                  f"Added sub-flow {sub.alias} (disabled until you set its requirement).")
         return self._page(request, flow, f"Add sub-flow to {flow.alias}", form)
 
     def bind_view(self, request, object_id):

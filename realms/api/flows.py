@@ -90,7 +90,8 @@ class Flows(_Resource):
     def post(self, request, realm):
         data = _body(request)
         flow = flow_admin.create_flow(self.realm, _str(data, "alias"), _str(data, "description"),
-                                      _str(data, "providerId", AuthenticationFlow.BASIC), data.get("topLevel", True) is True)
+                                      _str(data, "providerId", AuthenticationFlow.BASIC),
+                                      data.get("topLevel", True) is True)
         self.event("CREATE", "AUTH_FLOW", f"flows/{flow.pk}", lambda: _flow_rep(flow))
         return self.created(f"flows/{flow.pk}")
 

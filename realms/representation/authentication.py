@@ -44,7 +44,8 @@ def parse_execution(data, path, p):
     if not is_flow and not e.get("authenticator"):
         raise RepresentationError(at(path, "authenticator"), "required")
     return {"_path": path, "authenticator": e.get("authenticator", ""), "flow_alias": e["flowAlias"] if is_flow else "",
-            "requirement": requirement, "priority": e.get("priority", 0), "config_alias": e.get("authenticatorConfig", ""),
+            "requirement": requirement, "priority": e.get("priority", 0),
+            "config_alias": e.get("authenticatorConfig", ""),
             "user_setup_allowed": e.get("userSetupAllowed", False)}
 
 

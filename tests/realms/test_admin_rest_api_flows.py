@@ -76,7 +76,8 @@ def test_copy_edit_and_delete_a_flow(api, acme):  # noqa: F811
     config_id = created_id(config)
     assert api("get", f"{A}/config/{config_id}").json() == {"id": config_id, "alias": "auditors",
                                                             "config": {"condUserRole": "x"}}
-    assert api("put", f"{A}/config/{config_id}", {"alias": "auditors", "config": {"condUserRole": "y"}}).status_code == 204
+    changed = api("put", f"{A}/config/{config_id}", {"alias": "auditors", "config": {"condUserRole": "y"}})
+    assert changed.status_code == 204
     step_rows = api("get", f"{A}/flows/step up/executions").json()
     assert step_rows[0]["configurable"] is True and step_rows[0]["alias"] == "auditors"
     assert step_rows[0]["authenticationConfig"] == config_id

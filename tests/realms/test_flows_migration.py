@@ -21,7 +21,8 @@ def test_existing_realms_get_the_built_in_flows_and_required_actions():
                        "first broker login", "saml ecp", "docker auth"}
     assert Flow.objects.filter(realm_id=acme.pk, alias="Organization").exists()
     assert not Flow.objects.filter(realm_id=master.pk, alias="Organization").exists()
-    otp = Execution.objects.get(realm_id=acme.pk, flow__alias="Browser - Conditional 2FA", authenticator="auth-otp-form")
+    otp = Execution.objects.get(realm_id=acme.pk, flow__alias="Browser - Conditional 2FA",
+                                authenticator="auth-otp-form")
     assert (otp.requirement, otp.priority) == ("ALTERNATIVE", 30)
     review = Execution.objects.get(realm_id=acme.pk, authenticator="idp-review-profile")
     assert review.authenticator_config.config == {"update.profile.on.first.login": "missing"}

@@ -356,7 +356,8 @@ def test_a_bound_flow_cannot_be_deleted_and_a_renamed_one_stays_bound(realm):
 
 def test_copies_and_deletes_are_deep(realm):
     copy_ = flow_admin.copy_flow(realm, flow_admin.flow_by_alias(realm, "first broker login"), "fbl")
-    aliases = set(AuthenticationFlow.objects.filter(realm=realm, alias__startswith="fbl").values_list("alias", flat=True))
+    aliases = set(AuthenticationFlow.objects.filter(realm=realm, alias__startswith="fbl")
+                  .values_list("alias", flat=True))
     assert "fbl User creation or linking" in aliases and "fbl First broker login - Conditional 2FA" in aliases
     assert execution(realm, "fbl", "idp-review-profile").authenticator_config.alias == "fbl review profile config"
     with pytest.raises(FlowError):

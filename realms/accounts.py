@@ -2,13 +2,18 @@
 and realm import, which create users the same way."""
 from django.db import transaction
 
+from . import flows
 from .models import User
 
 
 @transaction.atomic
 def create_user(realm, username, password=None, **fields) -> User:
-    """A new user holding the realm's default role (as every new Keycloak user does)."""
+    """A new user holding the realm's default role (as every new Keycloak user does) and, unless
+    a service account, the realm's default required actions."""
     user = User(realm=realm, username=username.lower(), **fields)
+    if user.service_account_client_id is None:
+        user.required_actions = list(dict.fromkeys([*(user.required_actions or ()),
+                                                    *flows.default_required_actions(realm)]))
     if password is not None:
         user.set_password(password)
     user.save()

@@ -20,8 +20,10 @@ refuses the sign-in (it is never skipped: that would drop the requirement silent
 A flow runs for a *binding* (its purpose): browser, direct grant, registration, reset
 credentials, first broker login. The realm names the flow of each binding; a client's
 ``authenticationFlowBindingOverrides`` replaces the browser and direct-grant ones (Keycloak's
-AuthenticationFlowResolver). Keycloak 26's built-in flows are defined here in code; stored flows
-plug in through flow loaders (docs/decisions/0006-sign-in-flow-engine.md, 0014).
+AuthenticationFlowResolver). Flows are the realm's stored ones (``realms.models``
+AuthenticationFlow ..., read once per process through the realm cache); Keycloak 26's built-in
+flows and required actions defined here are the seed of every realm (docs/decisions/0006, 0014,
+0025). The realm's required-action settings decide which of a user's actions are asked for.
 
 State lives in the authentication session (``realms.auth_sessions``): which executions are done
 and which one shows a form, so a POST goes to the step that asked for it. The password grant
@@ -32,7 +34,7 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
-from . import auth_sessions, loa, sessions, signin, sso_cookie, themes
+from . import auth_sessions, loa, realm_cache, sessions, signin, sso_cookie, themes
 from .auth_sessions import AuthSession
 from .models import User
 from .web import client_address
@@ -66,102 +68,157 @@ SSO_AUTH = "SSO_AUTH"
 @dataclass(frozen=True)
 class Execution:
     requirement: str
-    authenticator: str = ""  # provider id of a step; empty for a sub-flow
+    authenticator: str = ""  # provider id of a step (or of a form flow's form); empty for a sub-flow
     flow: "Flow | None" = None
     config: dict = field(default_factory=dict, hash=False, compare=False)
+    priority: int = field(default=0, compare=False)
+    config_alias: str = field(default="", compare=False)  # the stored authenticator config's alias
 
 
 @dataclass(frozen=True)
 class Flow:
     alias: str
     executions: tuple
+    description: str = field(default="", compare=False)
+    provider_id: str = field(default="basic-flow", compare=False)
+    id: str = field(default="", compare=False)
 
 
-def step(provider_id, requirement, **config):
-    return Execution(requirement=requirement, authenticator=provider_id, config=config)
+def step(provider_id, requirement, priority=0, config_alias="", **config):
+    return Execution(requirement=requirement, authenticator=provider_id, config=config, priority=priority,
+                     config_alias=config_alias)
 
 
-def sub_flow(alias, requirement, *executions):
-    return Execution(requirement=requirement, flow=Flow(alias, tuple(executions)))
+def sub_flow(alias, requirement, *executions, priority=0, description=""):
+    return Execution(requirement=requirement, flow=Flow(alias, tuple(executions), description), priority=priority)
 
 
-# Keycloak 26's built-in flows, one per binding (aliases and provider ids as Keycloak's).
+# Keycloak 26's built-in flows (DefaultAuthenticationFlows: aliases, descriptions, provider ids,
+# requirements and priorities as Keycloak's). They are the seed of every realm's stored flows
+# (realms/representation/authentication.py); the engine runs the stored ones.
+_2FA = "Flow to determine if any 2FA is required for the authentication"
+_OTP = "Flow to determine if the OTP is required for the authentication"
+# Keycloak adds the organization sub-flows to every realm but the master realm.
+ORGANIZATION_FLOWS = ("Organization", "First Broker Login - Conditional Organization")
+
 BROWSER_FLOW = Flow("browser", (
-    step("auth-cookie", ALTERNATIVE),
-    step("auth-spnego", DISABLED),
-    step("identity-provider-redirector", ALTERNATIVE),
+    step("auth-cookie", ALTERNATIVE, 10),
+    step("auth-spnego", DISABLED, 20),
+    step("identity-provider-redirector", ALTERNATIVE, 25),
+    sub_flow("Organization", ALTERNATIVE,
+        sub_flow("Browser - Conditional Organization", CONDITIONAL,
+            step("conditional-user-configured", REQUIRED, 10),
+            step("organization", ALTERNATIVE, 20),
+            priority=10, description="Flow to determine if the organization identity-first login is to be used"),
+        priority=26),
     sub_flow("forms", ALTERNATIVE,
-        step("auth-username-password-form", REQUIRED),
+        step("auth-username-password-form", REQUIRED, 10),
         sub_flow("Browser - Conditional 2FA", CONDITIONAL,
-            step("conditional-user-configured", REQUIRED),
-            step("auth-otp-form", ALTERNATIVE),
-            step("webauthn-authenticator", DISABLED),
-            step("auth-recovery-authn-code-form", DISABLED),
-        ),
-    ),
-))
+            step("conditional-user-configured", REQUIRED, 10),
+            step("auth-otp-form", ALTERNATIVE, 30),
+            step("webauthn-authenticator", DISABLED, 40),
+            step("auth-recovery-authn-code-form", DISABLED, 50),
+            priority=20, description=_2FA),
+        priority=30, description="Username, password, otp and other auth forms."),
+), "Browser based authentication")
 
 DIRECT_GRANT_FLOW = Flow("direct grant", (
-    step("direct-grant-validate-username", REQUIRED),
-    step("direct-grant-validate-password", REQUIRED),
+    step("direct-grant-validate-username", REQUIRED, 10),
+    step("direct-grant-validate-password", REQUIRED, 20),
     sub_flow("Direct Grant - Conditional OTP", CONDITIONAL,
-        step("conditional-user-configured", REQUIRED),
-        step("direct-grant-validate-otp", REQUIRED),
-    ),
-))
+        step("conditional-user-configured", REQUIRED, 10),
+        step("direct-grant-validate-otp", REQUIRED, 20),
+        priority=30, description=_OTP),
+), "OpenID Connect Resource Owner Grant")
 
 REGISTRATION_FLOW = Flow("registration", (
     Execution(REQUIRED, "registration-page-form", Flow("registration form", (
-        step("registration-user-creation", REQUIRED),
-        step("registration-password-action", REQUIRED),
-        step("registration-recaptcha-action", DISABLED),
-        step("registration-terms-and-conditions", DISABLED),
-    ))),
-))
+        step("registration-user-creation", REQUIRED, 20),
+        step("registration-password-action", REQUIRED, 50),
+        step("registration-recaptcha-action", DISABLED, 60),
+        step("registration-terms-and-conditions", DISABLED, 70),
+    ), "Registration form", "form-flow"), priority=10),
+), "Registration flow")
 
 RESET_CREDENTIALS_FLOW = Flow("reset credentials", (
-    step("reset-credentials-choose-user", REQUIRED),
-    step("reset-credential-email", REQUIRED),
-    step("reset-password", REQUIRED),
+    step("reset-credentials-choose-user", REQUIRED, 10),
+    step("reset-credential-email", REQUIRED, 20),
+    step("reset-password", REQUIRED, 30),
     sub_flow("Reset - Conditional OTP", CONDITIONAL,
-        step("conditional-user-configured", REQUIRED),
-        step("reset-otp", REQUIRED),
-    ),
-))
+        step("conditional-user-configured", REQUIRED, 10),
+        step("reset-otp", REQUIRED, 20),
+        priority=40, description="Flow to determine if the OTP should be reset or not. Set to REQUIRED to force."),
+), "Reset credentials for a user if they forgot their password or something")
+
+CLIENTS_FLOW = Flow("clients", (
+    step("client-secret", ALTERNATIVE, 10),
+    step("client-jwt", ALTERNATIVE, 20),
+    step("client-secret-jwt", ALTERNATIVE, 30),
+    step("client-x509", ALTERNATIVE, 40),
+), "Base authentication for clients", "client-flow")
 
 FIRST_BROKER_LOGIN_FLOW = Flow("first broker login", (
-    step("idp-review-profile", REQUIRED, **{"update.profile.on.first.login": "missing"}),
+    step("idp-review-profile", REQUIRED, 10, "review profile config", **{"update.profile.on.first.login": "missing"}),
     sub_flow("User creation or linking", REQUIRED,
-        step("idp-create-user-if-unique", ALTERNATIVE, **{"require.password.update.after.registration": "false"}),
+        step("idp-create-user-if-unique", ALTERNATIVE, 10, "create unique user config",
+             **{"require.password.update.after.registration": "false"}),
         sub_flow("Handle Existing Account", ALTERNATIVE,
-            step("idp-confirm-link", REQUIRED),
+            step("idp-confirm-link", REQUIRED, 10),
             sub_flow("Account verification options", REQUIRED,
-                step("idp-email-verification", ALTERNATIVE),
+                step("idp-email-verification", ALTERNATIVE, 10),
                 sub_flow("Verify Existing Account by Re-authentication", ALTERNATIVE,
-                    step("idp-username-password-form", REQUIRED),
-                    sub_flow("First broker login - Conditional OTP", CONDITIONAL,
-                        step("conditional-user-configured", REQUIRED),
-                        step("auth-otp-form", REQUIRED),
-                    ),
-                ),
-            ),
-        ),
-    ),
+                    step("idp-username-password-form", REQUIRED, 10),
+                    sub_flow("First broker login - Conditional 2FA", CONDITIONAL,
+                        step("conditional-user-configured", REQUIRED, 10),
+                        step("auth-otp-form", ALTERNATIVE, 30),
+                        step("webauthn-authenticator", DISABLED, 40),
+                        step("auth-recovery-authn-code-form", DISABLED, 50),
+                        priority=20, description=_2FA),
+                    priority=20, description="Reauthentication of existing account"),
+                priority=20, description="Method with which to verity the existing account"),
+            priority=20, description="Handle what to do if there is existing account with same email/username like "
+                                     "authenticated identity provider"),
+        priority=20, description="Flow for the existing/non-existing user alternatives"),
     sub_flow("First Broker Login - Conditional Organization", CONDITIONAL,
-        step("conditional-user-configured", REQUIRED),
-        step("idp-add-organization-member", REQUIRED),
-    ),
-))
+        step("conditional-user-configured", REQUIRED, 10),
+        step("idp-add-organization-member", REQUIRED, 20),
+        priority=60, description="Flow to determine if the authenticator that adds organization members is to be used"),
+), "Actions taken after first broker login with identity provider account, which is not yet linked to any "
+   "Keycloak account")
 
-BUILTIN_FLOWS = {flow.alias: flow for flow in (
-    BROWSER_FLOW, DIRECT_GRANT_FLOW, REGISTRATION_FLOW, RESET_CREDENTIALS_FLOW, FIRST_BROKER_LOGIN_FLOW)}
+SAML_ECP_FLOW = Flow("saml ecp", (step("http-basic-authenticator", REQUIRED, 10),),
+                     "SAML ECP Profile Authentication Flow")
+
+DOCKER_AUTH_FLOW = Flow("docker auth", (step("docker-http-basic-authenticator", REQUIRED, 10),),
+                        "Used by Docker clients to authenticate against the IDP")
+
+BUILTIN_FLOWS = (BROWSER_FLOW, DIRECT_GRANT_FLOW, REGISTRATION_FLOW, RESET_CREDENTIALS_FLOW, CLIENTS_FLOW,
+                 FIRST_BROKER_LOGIN_FLOW, SAML_ECP_FLOW, DOCKER_AUTH_FLOW)
+
+# Keycloak 26's required actions of a new realm: (alias = provider id, name, enabled), priorities
+# 10, 20 ... in this order (update_user_locale last, at 1000), none a default action.
+BUILTIN_REQUIRED_ACTIONS = (
+    ("CONFIGURE_TOTP", "Configure OTP", True),
+    ("TERMS_AND_CONDITIONS", "Terms and Conditions", False),
+    ("UPDATE_PASSWORD", "Update Password", True),
+    ("UPDATE_PROFILE", "Update Profile", True),
+    ("VERIFY_EMAIL", "Verify Email", True),
+    ("delete_account", "Delete Account", False),
+    ("webauthn-register", "Webauthn Register", True),
+    ("webauthn-register-passwordless", "Webauthn Register Passwordless", True),
+    ("VERIFY_PROFILE", "Verify Profile", True),
+    ("delete_credential", "Delete Credential", True),
+    ("CONFIGURE_RECOVERY_AUTHN_CODES", "Recovery Authentication Codes", True),
+    ("idp_link", "Linking Identity Provider", True),
+    ("update_user_locale", "Update User Locale", True),
+)
 _flow_loaders = []
 
 
 def register_flow_loader(loader):
     """``loader(realm, ref) -> Flow | None`` where ``ref`` is a flow's alias (the realm's
-    bindings) or id (a client's override, as Keycloak stores it); consulted before the built-in
-    flows, so a realm with a stored (copied and changed) flow gets it."""
+    bindings) or id (a client's override, as Keycloak stores it); consulted before the realm's
+    stored flows (flows an app or a test defines in code)."""
     if loader not in _flow_loaders:
         _flow_loaders.append(loader)
 
@@ -171,7 +228,40 @@ def get_flow(realm, ref):
         flow = loader(realm, ref)
         if flow is not None:
             return flow
-    return BUILTIN_FLOWS.get(ref)
+    return realm_cache.stored(realm, "flows", _load_stored_flows).get(ref)
+
+
+def _load_stored_flows(realm):
+    """The realm's stored flows as engine Flows, by alias and by id (three queries, once per
+    realm and process; dropped from the realm cache when a flow row changes)."""
+    from .models import AuthenticationExecution, AuthenticationFlow
+
+    rows = {f.pk: f for f in AuthenticationFlow.objects.filter(realm=realm)}
+    children = {}
+    for e in AuthenticationExecution.objects.filter(realm=realm).select_related("authenticator_config"):
+        children.setdefault(e.flow_id, []).append(e)
+    built = {}
+
+    def build(flow_id, seen):
+        if flow_id in built:
+            return built[flow_id]
+        if flow_id in seen:
+            return None  # a cycle (sub-flow of itself): the execution stays unavailable
+        row = rows[flow_id]
+        executions = []
+        for e in sorted(children.get(flow_id, ()), key=lambda e: (e.priority, e.pk)):
+            sub = build(e.sub_flow_id, seen | {flow_id}) if e.sub_flow_id else None
+            config = e.authenticator_config
+            executions.append(Execution(e.requirement, e.authenticator, sub, dict(config.config) if config else {},
+                                        e.priority, config.alias if config else ""))
+        built[flow_id] = Flow(row.alias, tuple(executions), row.description, row.provider_id, row.pk)
+        return built[flow_id]
+
+    by_ref = {}
+    for flow_id, row in rows.items():
+        flow = build(flow_id, frozenset())
+        by_ref[row.alias] = by_ref[row.pk] = flow
+    return by_ref
 
 
 def flow_for(realm, client, binding):
@@ -278,6 +368,11 @@ def get_authenticator(provider_id):
     return _authenticators.get(provider_id)
 
 
+def authenticators():
+    """Every registered step, by provider id (for the Admin API and the console)."""
+    return [_authenticators[k] for k in sorted(_authenticators)]
+
+
 def register_required_action(action):
     instance = action() if isinstance(action, type) else action
     _required_actions[instance.provider_id] = instance
@@ -286,6 +381,10 @@ def register_required_action(action):
 
 def get_required_action(provider_id):
     return _required_actions.get(provider_id)
+
+
+def required_actions():
+    return [_required_actions[k] for k in sorted(_required_actions)]
 
 
 # Context -------------------------------------------------------------------------------------
@@ -364,12 +463,17 @@ def execution_levels(flow):
 
 
 def _conditions_hold(ctx, flow):
+    """Whether every condition of ``flow`` holds; None when one needs a user and there is none
+    yet (Keycloak fails the flow then: a condition is never guessed)."""
     conditions, _, _ = execution_levels(flow)
     if not conditions:
         return False  # a conditional flow without a condition never runs (as in Keycloak)
     for _, execution in conditions:
         ctx.config = execution.config
-        if not get_authenticator(execution.authenticator).matches(ctx, flow):
+        condition = get_authenticator(execution.authenticator)
+        if condition.requires_user and ctx.user is None:
+            return None
+        if not condition.matches(ctx, flow):
             return False
     return True
 
@@ -413,25 +517,35 @@ def _run_execution(ctx, path, execution):
 def _run_flow(ctx, flow, prefix=""):
     _, required, alternatives = execution_levels(flow)
     state = ctx.auth_session.executions
-    if required:
-        for index, execution in required:
-            path = f"{prefix}{index}"
-            if state.get(path) in (_DONE, _SKIPPED):
+    ran = False
+    for index, execution in required:
+        path = f"{prefix}{index}"
+        if state.get(path) == _SKIPPED:
+            continue
+        if state.get(path) == _DONE:
+            ran = True
+            continue
+        if execution.requirement == CONDITIONAL:
+            holds = _conditions_hold(ctx, execution.flow) if execution.flow is not None else False
+            if holds is None:
+                return Outcome.failure("user_not_identified")
+            if not holds:
+                state[path] = _SKIPPED
                 continue
+        outcome = _run_execution(ctx, path, execution)
+        if outcome.kind == Outcome.SUCCESS:
+            state[path] = _DONE
+            ran = True
             if execution.requirement == CONDITIONAL:
-                if execution.flow is None or not _conditions_hold(ctx, execution.flow):
-                    state[path] = _SKIPPED
-                    continue
-            outcome = _run_execution(ctx, path, execution)
-            if outcome.kind == Outcome.SUCCESS:
-                state[path] = _DONE
-                if execution.requirement == CONDITIONAL:
-                    _flow_succeeded(ctx, execution.flow)
-                continue
-            if outcome.kind == Outcome.ATTEMPTED:
-                return Outcome.failure("required_step_unavailable")
-            return outcome
+                _flow_succeeded(ctx, execution.flow)
+            continue
+        if outcome.kind == Outcome.ATTEMPTED:
+            return Outcome.failure("required_step_unavailable")
+        return outcome
+    if ran:
         return Outcome.success()
+    # As in Keycloak, a level whose required executions were all conditional sub-flows that did
+    # not apply has its alternatives evaluated, and without any it authenticated nothing.
     for position, (index, execution) in enumerate(alternatives):
         path = f"{prefix}{index}"
         if state.get(path) == _DONE:
@@ -453,16 +567,46 @@ def _run_flow(ctx, flow, prefix=""):
             state[path] = _SKIPPED
             continue
         return outcome
-    return Outcome.attempted() if alternatives else Outcome.success()
+    return Outcome.attempted() if alternatives or required else Outcome.success()
 
 
 REQUIRED_ACTION_UNAVAILABLE = "required_action_unavailable"
 
 
-def _unavailable_required_action(ctx):
-    """The first required action of the user this server does not implement, or None."""
-    for name in ctx.user.required_actions or ():
-        if get_required_action(name) is None:
+def required_action_settings(realm):
+    """{alias: (provider id, enabled, default action, priority)} of the realm's required actions
+    (cached with the realm's configuration)."""
+    return realm_cache.stored(realm, "required-actions", _load_required_actions)
+
+
+def _load_required_actions(realm):
+    from .models import RequiredActionProvider
+
+    return {a.alias: (a.provider_id, a.enabled, a.default_action, a.priority)
+            for a in RequiredActionProvider.objects.filter(realm=realm)}
+
+
+def pending_required_actions(realm, user):
+    """The user's required actions this realm asks for, in the realm's priority order. One the
+    realm has disabled is not asked for, as in Keycloak (it stays on the user, so enabling it
+    again asks for it; the log says it was passed over); one the realm does not list is asked
+    for all the same (an unknown requirement is never dropped)."""
+    settings = required_action_settings(realm)
+    pending = []
+    for name in user.required_actions or ():
+        provider_id, enabled, _, priority = settings.get(name, (name, True, False, 10**6))
+        if not enabled:
+            logger.warning("user %s of realm %s must %s, which the realm has disabled: not asked for",
+                           user.pk, realm.name, name)
+            continue
+        pending.append((priority, name, provider_id))
+    return [(name, provider_id) for _, name, provider_id in sorted(pending, key=lambda x: x[0])]
+
+
+def _unavailable_required_action(ctx, pending):
+    """The first pending required action this server does not implement, or None."""
+    for name, provider_id in pending:
+        if get_required_action(provider_id) is None:
             logger.warning("user %s of realm %s must %s, which this server does not implement: sign-in refused",
                            ctx.user.pk, ctx.realm.name, name)
             return name
@@ -471,10 +615,11 @@ def _unavailable_required_action(ctx):
 
 def _run_required_actions(ctx):
     user = ctx.user
-    if _unavailable_required_action(ctx) is not None:
+    pending = pending_required_actions(ctx.realm, user)
+    if _unavailable_required_action(ctx, pending) is not None:
         return Outcome.failure(REQUIRED_ACTION_UNAVAILABLE)
-    for name in list(user.required_actions or ()):
-        action = get_required_action(name)
+    for name, provider_id in pending:
+        action = get_required_action(provider_id)
         path = f"required:{name}"
         if ctx.is_action and ctx.auth_session.current == path:
             ctx.is_action = False
@@ -487,6 +632,14 @@ def _run_required_actions(ctx):
         ctx.auth_session.current = path
         return Outcome.challenge(action.challenge(ctx))
     return Outcome.success()
+
+
+def default_required_actions(realm):
+    """What a new user must do: the realm's enabled default actions (Keycloak adds them to users
+    created by the Admin API, the console and registration, not to imported ones)."""
+    settings = required_action_settings(realm)
+    return [alias for alias, (_, enabled, default, priority) in sorted(settings.items(), key=lambda x: x[1][3])
+            if enabled and default]
 
 
 def run(ctx, binding=BROWSER) -> Outcome:
@@ -529,8 +682,9 @@ def run_direct_grant(request, realm, client, params, *, protocol):
         return ctx, Outcome.failure("user_disabled", description="Account disabled")
     _evaluate_triggers(ctx)
     signin.signed_in(realm, ctx.user)
-    if ctx.user.required_actions:
-        _unavailable_required_action(ctx)  # logs an action this server lacks; the answer is the same
+    pending = pending_required_actions(realm, ctx.user)
+    if pending:
+        _unavailable_required_action(ctx, pending)  # logs an action this server lacks; the answer is the same
         return ctx, Outcome.failure("resolve_required_actions", description="Account is not fully set up")
     return ctx, Outcome.success()
 

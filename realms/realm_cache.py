@@ -4,8 +4,9 @@ Sign-ins and token requests read the realm row and a client row on every request
 derive more from them (OIDC: client scopes, compiled mapper chains, roles). All of it is loaded
 once per process and kept in memory. Any change to a row of the realm's configuration (realm,
 clients, client scopes and their links, protocol mappers, roles, groups, role and group
-assignments, service-account users) bumps the realm's generation: this process drops its copy at
-once (signal handlers), and other processes see the new generation in the shared Django cache
+assignments, service-account users, authentication flows and required actions) bumps the realm's
+generation: this process drops its copy at once (signal handlers), and other processes see the
+new generation in the shared Django cache
 (Redis in production) within a second (``realms.shared_cache``). That bounded staleness is the price of
 sign-ins and token requests that do not read configuration from the database; see
 docs/decisions/0004-oidc-without-dot-models.md and docs/decisions/0011-sign-in-cpu-budget.md.
@@ -15,7 +16,8 @@ import threading
 from django.db.models.signals import m2m_changed, post_delete, post_save
 from django.http import Http404
 
-from .models import (Client, ClientScope, ClientScopeLink, Group, ProtocolMapper, Realm, RealmDefaultClientScope,
+from .models import (AuthenticationExecution, AuthenticationFlow, AuthenticatorConfig, Client, ClientScope,
+                     ClientScopeLink, Group, ProtocolMapper, Realm, RealmDefaultClientScope, RequiredActionProvider,
                      Role, User)
 from .shared_cache import LocalCopies
 
@@ -98,6 +100,14 @@ def get_realm(name) -> RealmConfig:
     return config
 
 
+def stored(realm, name, factory):
+    """``factory(realm)`` computed once per realm and process from the realm's stored
+    configuration (its flows, its required actions), dropped when the realm changes; ``{}``
+    for a realm that no longer exists."""
+    config = _configs.get(realm.pk)
+    return config.extension(name, lambda c: factory(c.realm)) if config is not None else {}
+
+
 def clear():
     """Forget every realm's configuration in this process (other processes keep theirs until
     a generation changes). For tests that re-create a realm under the same name."""
@@ -144,7 +154,8 @@ def _user_changed(sender, instance, **kwargs):
 
 def connect_signals():
     """Drop a realm's configuration when a row of it changes; called from ``RealmsConfig.ready``."""
-    for model in (Realm, Client, ClientScope, ClientScopeLink, RealmDefaultClientScope, ProtocolMapper, Role, Group):
+    for model in (Realm, Client, ClientScope, ClientScopeLink, RealmDefaultClientScope, ProtocolMapper, Role, Group,
+                  AuthenticationFlow, AuthenticationExecution, AuthenticatorConfig, RequiredActionProvider):
         post_save.connect(_changed, sender=model, dispatch_uid=f"realm-cache-save-{model.__name__}")
         post_delete.connect(_changed, sender=model, dispatch_uid=f"realm-cache-delete-{model.__name__}")
     for through in (User.roles.through, User.groups.through, Group.roles.through, Role.composites.through,

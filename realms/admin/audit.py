@@ -4,6 +4,9 @@ from django.db.models import F
 
 from ..admin_events import console_auth, model_representation, record
 from ..models import (
+    AuthenticationExecution,
+    AuthenticationFlow,
+    AuthenticatorConfig,
     Client,
     ClientScope,
     ClientScopeLink,
@@ -13,6 +16,7 @@ from ..models import (
     Realm,
     RealmDefaultClientScope,
     RealmKey,
+    RequiredActionProvider,
     Role,
     User,
 )
@@ -48,6 +52,14 @@ def resource_of(obj):
         return "CLIENT_SCOPE", f"default-{kind}-client-scopes/{obj.client_scope_id}"
     if isinstance(obj, Credential):
         return "USER", f"users/{obj.user_id}/credentials/{obj.pk}"
+    if isinstance(obj, AuthenticationFlow):
+        return "AUTH_FLOW", f"authentication/flows/{obj.pk}"
+    if isinstance(obj, AuthenticationExecution):
+        return "AUTH_EXECUTION", f"authentication/executions/{obj.pk}"
+    if isinstance(obj, AuthenticatorConfig):
+        return "AUTHENTICATOR_CONFIG", f"authentication/config/{obj.pk}"
+    if isinstance(obj, RequiredActionProvider):
+        return "REQUIRED_ACTION", f"authentication/required-actions/{obj.alias}"
     raise TypeError(f"no admin resource type for {type(obj).__name__}")
 
 

@@ -3,8 +3,8 @@
 are mounted by ``idp/urls.py``)."""
 from django.urls import path
 
-from . import (attack_detection, client_scopes, clients, events, groups, keys, partial, protocol_mappers, realms,
-               role_mappings, roles, sessions, users)
+from . import (attack_detection, client_scopes, clients, events, flows, groups, keys, partial, protocol_mappers,
+               realms, role_mappings, roles, sessions, users)
 
 R = "<str:realm>"
 urlpatterns = [
@@ -42,6 +42,29 @@ urlpatterns = [
     path(f"{R}/admin-events", events.AdminEvents.as_view()),
     path(f"{R}/client-scopes", client_scopes.ClientScopes.as_view()),
     path(f"{R}/client-scopes/<str:scope_id>", client_scopes.ClientScopeDetail.as_view()),
+]
+AUTH = f"{R}/authentication"
+urlpatterns += [
+    path(f"{AUTH}/flows", flows.Flows.as_view()),
+    path(f"{AUTH}/flows/<str:alias>/copy", flows.FlowCopy.as_view()),
+    path(f"{AUTH}/flows/<str:alias>/executions", flows.FlowExecutions.as_view()),
+    path(f"{AUTH}/flows/<str:alias>/executions/execution", flows.AddExecution.as_view()),
+    path(f"{AUTH}/flows/<str:alias>/executions/flow", flows.AddSubFlow.as_view()),
+    path(f"{AUTH}/flows/<str:flow_id>", flows.FlowDetail.as_view()),
+    path(f"{AUTH}/executions/<str:execution_id>", flows.ExecutionDetail.as_view()),
+    path(f"{AUTH}/executions/<str:execution_id>/raise-priority", flows.ExecutionPriority.as_view(up=True)),
+    path(f"{AUTH}/executions/<str:execution_id>/lower-priority", flows.ExecutionPriority.as_view(up=False)),
+    path(f"{AUTH}/executions/<str:execution_id>/config", flows.ExecutionConfig.as_view()),
+    path(f"{AUTH}/config/<str:config_id>", flows.ConfigDetail.as_view()),
+    path(f"{AUTH}/config-description/<str:provider_id>", flows.ConfigDescription.as_view()),
+    path(f"{AUTH}/authenticator-providers", flows.AuthenticatorProviders.as_view()),
+    path(f"{AUTH}/form-action-providers", flows.FormActionProviders.as_view()),
+    path(f"{AUTH}/required-actions", flows.RequiredActions.as_view()),
+    path(f"{AUTH}/required-actions/<str:alias>", flows.RequiredActionDetail.as_view()),
+    path(f"{AUTH}/required-actions/<str:alias>/raise-priority", flows.RequiredActionPriority.as_view(up=True)),
+    path(f"{AUTH}/required-actions/<str:alias>/lower-priority", flows.RequiredActionPriority.as_view(up=False)),
+    path(f"{AUTH}/register-required-action", flows.RegisterRequiredAction.as_view()),
+    path(f"{AUTH}/unregistered-required-actions", flows.UnregisteredRequiredActions.as_view()),
 ]
 for default, kind in ((True, "default"), (False, "optional")):
     urlpatterns += [

@@ -8,6 +8,7 @@ from django.db import transaction
 
 from .. import admin_events
 from ..models import Realm, new_id
+from .authentication import AuthenticationApplier
 from .client_scopes import ClientScopeApplier
 from .clients import ClientApplier
 from .components import KeyApplier
@@ -27,8 +28,8 @@ class ImportResult:
     warnings: list = field(default_factory=list)
 
 
-class _Applier(ClientScopeApplier, ProtocolMapperApplier, ClientApplier, RoleApplier, GroupApplier, UserStorageApplier,
-               UserApplier, KeyApplier):
+class _Applier(AuthenticationApplier, ClientScopeApplier, ProtocolMapperApplier, ClientApplier, RoleApplier, GroupApplier,
+               UserStorageApplier, UserApplier, KeyApplier):
     """Step 3: writes the parsed realm; each resource's steps come from its module."""
 
     def __init__(self, r, p):
@@ -70,10 +71,12 @@ class _Applier(ClientScopeApplier, ProtocolMapperApplier, ClientApplier, RoleApp
         settings = dict(r["settings"])
         settings["id"] = self.id_for(Realm, settings.get("id"))
         self.realm = self.save(Realm(name=r["name"], **settings), "", {"realm": ("name", None), **REALM_FIELDS})
+        self.add_authentication()
         for scope in r["scopes"]:
             self.add_scope(scope)
         for client in r["clients"]:
             self.add_client(client)
+        self.remap_flow_overrides()
         self.add_roles()
         self.realm.default_role = self.realm_role(r["default_role"], "defaultRole.name")
         self.realm.save(update_fields=["default_role"])

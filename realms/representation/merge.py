@@ -1,6 +1,7 @@
 """Step 2 of an import: merge in Keycloak's built-ins (realms/builtins.py) the file lacks, by name,
 so a created realm and an imported one take the same path."""
 from .. import builtins
+from .authentication import merge_builtin_authentication
 from .client_scopes import parse_scope
 from .clients import parse_client
 from .fields import Parser
@@ -93,3 +94,4 @@ def merge_builtins(r):
             if mapping["client"] in added_clients:
                 r["client_scope_mappings"].setdefault(owner, []).append(
                     parse_scope_mapping(mapping, "(built-in client scope mapping)", p))
+    merge_builtin_authentication(r)

@@ -4,6 +4,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from .. import password_policy
 from ..models import Client, ClientScope, Group, RealmKey, Role, User
+from .authentication import KEYS as AUTHENTICATION_KEYS, authentication_reps, parse_authentication
 from .client_scopes import parse_scope, scope_rep
 from .clients import client_rep, parse_client
 from .components import KEY_PROVIDER, key_component, load_cert, load_private, parse_components
@@ -126,7 +127,7 @@ def parse_realm(data, p):
     realm_keys = set(REALM_FIELDS) | {
         "realm", "roles", "groups", "users", "clients", "clientScopes", "scopeMappings",
         "clientScopeMappings", "defaultRole", "defaultRoles", "defaultDefaultClientScopes",
-        "defaultOptionalClientScopes", "components", "privateKey",
+        "defaultOptionalClientScopes", "components", "privateKey", *AUTHENTICATION_KEYS,
     }
     policies = {k: v for k, v in data.items() if k.startswith(tuple(pfx for pfx, _ in POLICY_PREFIXES))
                 and k not in realm_keys}
@@ -137,6 +138,7 @@ def parse_realm(data, p):
         "clientScopes": as_list, "scopeMappings": as_list, "clientScopeMappings": as_dict,
         "defaultRole": as_dict, "defaultRoles": as_str_list, "defaultDefaultClientScopes": as_str_list,
         "defaultOptionalClientScopes": as_str_list, "components": as_dict, "privateKey": as_str,
+        **{key: as_list for key in AUTHENTICATION_KEYS},
     })
     top = p.take(rest, "", spec, derived=_DERIVED - {"realm"}, required=("realm",))
     out = {"name": top["realm"], "settings": model_fields(REALM_FIELDS, top),
@@ -169,6 +171,7 @@ def parse_realm(data, p):
     out["default_roles_old"] = top.get("defaultRoles")
     out["default_default_scopes"] = top.get("defaultDefaultClientScopes")
     out["default_optional_scopes"] = top.get("defaultOptionalClientScopes")
+    out["authentication"] = parse_authentication(top, p)
     out["keys"] = parse_components(top.get("components", {}), p)
     out["user_storage"] = parse_user_storage(top.get("components", {}), p)
     if "privateKey" in top:
@@ -261,4 +264,5 @@ def export_realm(realm):
         KEY_PROVIDER: [key_component(k, realm.name) for k in RealmKey.objects.filter(realm=realm)],
         **user_storage_reps(realm),
     }
+    rep.update(authentication_reps(realm))
     return rep

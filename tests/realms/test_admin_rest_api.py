@@ -20,7 +20,8 @@ pytestmark = pytest.mark.django_db
 PASSWORD = "api-admin-password-1"
 EXPORT_ONLY_USER_KEYS = {"credentials", "realmRoles", "clientRoles", "groups"}
 EXPORT_ONLY_REALM_KEYS = {"roles", "groups", "users", "scopeMappings", "clientScopeMappings", "clients",
-                          "clientScopes", "defaultDefaultClientScopes", "defaultOptionalClientScopes", "components"}
+                          "clientScopes", "defaultDefaultClientScopes", "defaultOptionalClientScopes", "components",
+                          "authenticationFlows", "authenticatorConfig", "requiredActions"}
 
 
 def token(realm, username, password=PASSWORD):

@@ -316,7 +316,7 @@ def _flow_with_recovery_codes(monkeypatch):
 
 
 def test_recovery_code_step_is_disabled_in_the_builtin_flow():
-    two_fa = BROWSER_FLOW.executions[3].flow.executions[1].flow
+    two_fa = BROWSER_FLOW.executions[4].flow.executions[1].flow
     assert [(e.authenticator, e.requirement) for e in two_fa.executions][-1] == ("auth-recovery-authn-code-form",
                                                                                  "DISABLED")
 

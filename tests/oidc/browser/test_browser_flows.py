@@ -90,21 +90,23 @@ def _use(realm, registry, flow):
     realm.browser_flow = flow.alias
 
 
-def test_builtin_browser_flow_matches_keycloak():
+def test_builtin_browser_flow_matches_keycloak(realm):
     providers = [(e.authenticator or e.flow.alias, e.requirement) for e in flows.BROWSER_FLOW.executions]
     assert providers == [("auth-cookie", ALTERNATIVE), ("auth-spnego", DISABLED),
-                         ("identity-provider-redirector", ALTERNATIVE), ("forms", ALTERNATIVE)]
-    forms = flows.BROWSER_FLOW.executions[3].flow
+                         ("identity-provider-redirector", ALTERNATIVE), ("Organization", ALTERNATIVE),
+                         ("forms", ALTERNATIVE)]
+    forms = flows.BROWSER_FLOW.executions[4].flow
     assert [(e.authenticator or e.flow.alias, e.requirement) for e in forms.executions] == [
         ("auth-username-password-form", REQUIRED), ("Browser - Conditional 2FA", CONDITIONAL)]
-    assert flows.get_flow(type("R", (), {})(), "browser") is flows.BROWSER_FLOW
+    # A new realm stores it, and the engine runs the stored copy.
+    assert flows.get_flow(realm, "browser") == flows.BROWSER_FLOW
 
 
 def test_default_flow_without_cookie_shows_the_login_form(make_ctx):
     outcome = flows.run(make_ctx())
     assert outcome.kind == Outcome.CHALLENGE
     assert b'name="username"' in outcome.response.content
-    assert make_ctx().auth_session.current == "3.0"
+    assert make_ctx().auth_session.current == "4.0"  # forms, after the Organization sub-flow passed over
 
 
 def test_first_succeeding_alternative_completes_and_skips_the_rest(realm, user, registry, make_ctx):

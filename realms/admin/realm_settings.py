@@ -84,7 +84,7 @@ def _webauthn(prefix, key_prefix, passwordless):
         f"{prefix}_rp_entity_name": Key("webauthn_policy", key("RpEntityName"), forms.CharField(
             label="Relying party entity name", initial="keycloak")),
         f"{prefix}_signature_algorithms": Key("webauthn_policy", key("SignatureAlgorithms"), forms.MultipleChoiceField(
-            label="Signature algorithms", choices=[(a, a) for a in WEBAUTHN_ALGORITHMS], initial=["ES256", "RS256"],
+            label="Signature algorithms", required=False, choices=[(a, a) for a in WEBAUTHN_ALGORITHMS], initial=["ES256", "RS256"],
             widget=forms.CheckboxSelectMultiple)),
         f"{prefix}_rp_id": Key("webauthn_policy", key("RpId"), _text(
             "Relying party ID", help_text="A domain; empty: the server's host name.")),

@@ -152,9 +152,9 @@ class UserAdmin(ConsoleAdmin):
         return format_html(
             '<table class="console-table"><thead><tr><th>Client</th><th>Granted client scopes</th><th>Created</th>'
             "<th>Last updated</th><th></th></tr></thead><tbody>{}</tbody></table>", format_html_join(
-                "", "<tr><td>{}</td><td>{}</td><td>{:%Y-%m-%d %H:%M}</td><td>{:%Y-%m-%d %H:%M}</td><td>{}</td></tr>",
-                ((resolved(obj.realm, c.client.name) or c.client.client_id, ", ".join(c.scope_names), c.created,
-                  c.updated, post_button(reverse("admin:realms_user_revoke_consent", args=[obj.pk, c.client.pk])
+                "", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                ((resolved(obj.realm, c.client.name) or c.client.client_id, ", ".join(c.scope_names),
+                  f"{c.created:%Y-%m-%d %H:%M}", f"{c.updated:%Y-%m-%d %H:%M}", post_button(reverse("admin:realms_user_revoke_consent", args=[obj.pk, c.client.pk])
                                          + "?tab=consents", "Revoke", danger=True))
                  for c in granted)))
 

@@ -27,7 +27,7 @@ def _when(dt):
 def post_button(url, label, *, danger=False, confirm=""):
     """A submit button of the surrounding form that posts to ``url`` instead."""
     return format_html('<button type="submit" class="button{}" formaction="{}" formnovalidate{}>{}</button>',
-                       " deletelink" if danger else "", url,
+                       " console-danger" if danger else "", url,
                        format_html(' onclick="return confirm(\'{}\')"', confirm) if confirm else "", label)
 
 

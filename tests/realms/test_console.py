@@ -8,6 +8,7 @@ from django.urls import reverse
 from realms.accounts import create_user
 from realms.models import Client, ClientScope, Credential, Event, Realm, Role, User, UserSession
 from realms.services import create_realm
+from realms.sessions import create_user_session
 
 from .test_admin import errors_of, make_admin, read_form, submit
 
@@ -297,3 +298,58 @@ def test_read_form_helper_sees_the_tabs(console, acme):
     page = console.get(realm_url(acme)).content.decode()
     assert 'id="console-tabs"' in page and "tab-security" in page
     assert read_form(page, "realm_form")["otp_type"] == ["totp"]
+
+
+# --- In Chromium at 1280 px --------------------------------------------------------------------
+
+@pytest.mark.browser
+def test_realm_client_and_user_pages_fit_1280_pixels_in_every_tab(live_server, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    from realms.bootstrap import ensure_bootstrap_admin
+
+    from .test_admin import CHROMIUM_ARGS
+
+    ensure_bootstrap_admin("ops", "bootstrap-pass-1")
+    realm = create_realm("acme")
+    app = Client.objects.create(realm=realm, client_id="web-app", redirect_uris=["https://app.example/cb"])
+    user = create_user(realm, "alice", password=PASSWORD, email="alice@example.org")
+    create_user_session(realm, user, ip_address="192.0.2.10")
+    pages = {"realm": realm_url(realm), "client": reverse("admin:realms_client_change", args=[app.pk]),
+             "user": user_url(user)}
+    too_wide = []
+    # No database access below: Playwright's sync API runs an event loop in this thread.
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.set_default_timeout(15000)
+            page.goto(f"{live_server.url}/admin/master/console/login/")
+            page.fill("#id_username", "ops")
+            page.fill("#id_password", "bootstrap-pass-1")
+            page.click("input[type=submit]")
+            page.wait_for_url(f"{live_server.url}/admin/master/console/")
+            for name, url in pages.items():
+                page.goto(live_server.url + url)
+                tabs = page.locator("#console-tabs button")
+                assert tabs.count() >= 5, name
+                for i in range(tabs.count()):
+                    tab = tabs.nth(i)
+                    tab.click()
+                    assert tab.get_attribute("aria-selected") == "true"
+                    label = tab.inner_text()
+                    page.screenshot(path=str(tmp_path / f"{name}-{i}.png"), full_page=True)
+                    if not page.evaluate("document.documentElement.scrollWidth <= innerWidth"):
+                        too_wide.append(f"{name}: {label}")
+                visible = page.locator("fieldset:not(.console-tab-hidden)").count()
+                assert visible >= 1, name
+            # The user's Sessions tab shows its buttons with their labels.
+            page.goto(live_server.url + pages["user"] + "#sessions")
+            assert page.get_by_role("button", name="Sign out all sessions").is_visible()
+            assert page.get_by_role("button", name="Sign out", exact=True).is_visible()
+            # Only the chosen tab's sections are shown.
+            page.goto(live_server.url + pages["realm"] + "#email")
+            assert page.locator("#id_smtp_host").is_visible() and not page.locator("#id_otp_type").is_visible()
+        finally:
+            browser.close()
+    assert not too_wide, too_wide

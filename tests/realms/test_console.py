@@ -139,6 +139,9 @@ def test_controls_for_what_does_not_exist_are_not_shown(console, acme, alice):
     for name in ("organizations_enabled", "events_listeners", "first_broker_login_flow", "docker_authentication_flow"):
         assert f'name="{name}"' not in page, name
     assert 'name="federation_link"' not in console.get(user_url(alice)).content.decode()
+    client = Client.objects.get(realm=acme, client_id="account")
+    page = console.get(reverse("admin:realms_client_change", args=[client.pk])).content.decode()
+    assert 'name="authorization_services_enabled"' not in page
 
 
 # --- Clients -----------------------------------------------------------------------------------
@@ -160,6 +163,8 @@ def test_protocol_and_authenticator_are_choices_and_saml_clients_show_no_oidc_fi
 def test_display_names_are_resolved_through_the_message_bundle(console, acme):
     page = console.get(reverse("admin:realms_client_changelist") + f"?realm__id__exact={acme.pk}").content.decode()
     assert "Account Console" in page and "${client_account-console}" not in page
+    page = console.get(reverse("admin:realms_role_changelist") + f"?realm__id__exact={acme.pk}").content.decode()
+    assert "Offline access" in page and "${role_offline-access}" not in page
 
 
 # --- Sessions ----------------------------------------------------------------------------------

@@ -14,9 +14,19 @@ from .. import keys, password_policy, sessions
 from ..models import Event, Realm, RealmDefaultClientScope, RealmKey, UserSession
 from ..services import create_realm
 from .audit import admin_event, object_event
-from . import realm_settings
 from .base import ConsoleAdmin, RealmScopedInline, adopt
 from .keyed import KeyedJsonForm, keyed_form
+from .realm_settings import (
+    HEADERS,
+    OTP,
+    RealmTextsField,
+    SMTP,
+    WEBAUTHN,
+    event_type_choices,
+    locale_choices,
+    validate_headers,
+    validate_smtp,
+)
 from .sessions import back, logout_all_button, sessions_table, signout_session_view
 from .switcher import REALM_PARAM, set_current_realm
 
@@ -60,14 +70,14 @@ class RealmFormBase(KeyedJsonForm):
     account_theme = forms.ChoiceField(choices=theme_choices, required=False, label="Account theme")
     email_theme = forms.ChoiceField(choices=theme_choices, required=False, label="Email theme")
     supported_locales = forms.MultipleChoiceField(
-        choices=realm_settings.locale_choices, required=False, widget=forms.CheckboxSelectMultiple)
-    default_locale = forms.ChoiceField(choices=lambda: [("", "(English)"), *realm_settings.locale_choices()],
+        choices=locale_choices, required=False, widget=forms.CheckboxSelectMultiple)
+    default_locale = forms.ChoiceField(choices=lambda: [("", "(English)"), *locale_choices()],
                                        required=False)
-    localization_texts = realm_settings.RealmTextsField(
+    localization_texts = RealmTextsField(
         required=False, label="Realm texts",
         help_text="Realm overrides of the theme's texts, one per line as locale:key=text.")
     enabled_event_types = forms.MultipleChoiceField(
-        choices=realm_settings.event_type_choices, required=False, label="Saved types",
+        choices=event_type_choices, required=False, label="Saved types",
         widget=admin.widgets.FilteredSelectMultiple("event types", is_stacked=False),
         help_text="None chosen: every type is saved.")
 
@@ -101,7 +111,7 @@ class RealmFormBase(KeyedJsonForm):
 
     def clean(self):
         cleaned = super().clean()
-        for problems in (realm_settings.validate_smtp(cleaned), realm_settings.validate_headers(cleaned)):
+        for problems in (validate_smtp(cleaned), validate_headers(cleaned)):
             for name, message in problems.items():
                 self.add_error(name, message)
         default, supported = cleaned.get("default_locale"), cleaned.get("supported_locales") or []
@@ -125,7 +135,7 @@ class RealmFormBase(KeyedJsonForm):
 
 
 RealmForm = keyed_form("RealmForm", RealmFormBase, {
-    **realm_settings.SMTP, **realm_settings.OTP, **realm_settings.WEBAUTHN, **realm_settings.HEADERS})
+    **SMTP, **OTP, **WEBAUTHN, **HEADERS})
 
 
 def _tab(slug, title, fields, **options):
@@ -166,7 +176,7 @@ class RealmAdmin(ConsoleAdmin):
         _tab("events", "Admin events settings", ("admin_events_enabled", "admin_events_details_enabled")),
         _tab("localization", "Localization", ("internationalization_enabled", "supported_locales", "default_locale",
                                               "localization_texts")),
-        _tab("security", "Headers", tuple(realm_settings.HEADERS)),
+        _tab("security", "Headers", tuple(HEADERS)),
         _tab("security", "Brute force detection", (
             "brute_force_protected", "permanent_lockout", "max_temporary_lockouts", "max_failure_wait_seconds",
             "minimum_quick_login_wait_seconds", "wait_increment_seconds", "quick_login_check_milli_seconds",
@@ -189,9 +199,9 @@ class RealmAdmin(ConsoleAdmin):
             "oauth2_device_code_lifespan", "oauth2_device_polling_interval", "not_before",
         )),
         _tab("authentication", "Password policy", ("password_policy",)),
-        _tab("authentication", "OTP policy", tuple(realm_settings.OTP)),
-        _tab("authentication", "Webauthn Policy", tuple(k for k in realm_settings.WEBAUTHN if k.startswith("webauthn_"))),
-        _tab("authentication", "Webauthn Passwordless Policy", tuple(k for k in realm_settings.WEBAUTHN if k.startswith("passwordless_"))),
+        _tab("authentication", "OTP policy", tuple(OTP)),
+        _tab("authentication", "Webauthn Policy", tuple(k for k in WEBAUTHN if k.startswith("webauthn_"))),
+        _tab("authentication", "Webauthn Passwordless Policy", tuple(k for k in WEBAUTHN if k.startswith("passwordless_"))),
         _tab("authentication", "Flow bindings", (
             "browser_flow", "registration_flow", "direct_grant_flow", "reset_credentials_flow",
             "client_authentication_flow",

@@ -8,13 +8,15 @@ class OidcConfig(AppConfig):
 
     def ready(self):
         from realms.api.authentication import register_token_verifier
+        from realms.consents import register_consent_store
         from realms.transport import register_json_endpoints
 
-        from . import authorize, backchannel
+        from . import authorize, backchannel, consent
         from .admin_tokens import verify
         from .middleware import PROTOCOL_ENDPOINTS
 
         authorize.register()
         backchannel.connect_signals()
         register_token_verifier(verify)
+        register_consent_store(consent.user_consents, consent.revoke)
         register_json_endpoints(PROTOCOL_ENDPOINTS)  # sslRequired refusals there are OAuth JSON

@@ -12,6 +12,8 @@ import dataclasses
 import secrets
 
 from realms import auth_sessions, events, flows
+from realms.consents import Consent
+from realms.models import ClientScope
 
 from . import tokens
 from .models import ConsentGrant
@@ -57,6 +59,19 @@ def grant(realm, user, client, scopes, ip_address=""):
     row.save(update_fields=["scope_ids", "updated"])
     events.emit(realm, "GRANT_CONSENT", client_id=client.client_id, user_id=user.pk, ip_address=ip_address,
                 details={"granted_client_scopes": " ".join(sorted(s.name for s in scopes))})
+
+
+def user_consents(user):
+    """The user's grants as ``realms.consents.Consent`` (registered as the realm's consent store)."""
+    grants = list(ConsentGrant.objects.filter(user=user).select_related("client"))
+    names = dict(ClientScope.objects.filter(pk__in={i for g in grants for i in g.scope_ids}).values_list("pk", "name"))
+    return [Consent(g.client, sorted(names[i] for i in g.scope_ids if i in names), g.created, g.updated)
+            for g in grants]
+
+
+def revoke(user, client):
+    deleted, _ = ConsentGrant.objects.filter(user=user, client=client).delete()
+    return bool(deleted)
 
 
 def was_asked(auth_session):

@@ -75,3 +75,12 @@ def text(realm, locale, key, *args, theme=None):
         return key
     return _PLACEHOLDER.sub(lambda m: str(args[int(m.group(1))]) if int(m.group(1)) < len(args) else m.group(0),
                             message)
+
+
+def available_locales(theme=DEFAULT_THEME):
+    """The locales the theme (with ``v2`` beneath it) has a message bundle for, English first."""
+    found = set()
+    for directory in _template_dirs():
+        for t in {theme, DEFAULT_THEME}:
+            found.update(p.stem.removeprefix("messages_") for p in (directory / t / "messages").glob("messages_*.properties"))
+    return sorted(found, key=lambda tag: (tag != FALLBACK_LOCALE, tag))

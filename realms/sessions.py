@@ -13,6 +13,7 @@ them for its own client session with the attributes ``client.session.idle.timeou
 ``client.session.max.lifespan`` (offline: ``client.offline.session.*``).
 """
 import copy
+import time
 from datetime import datetime, timedelta
 
 from django.core.cache import cache
@@ -251,6 +252,24 @@ def end_session(user_session, *, reason=""):
                        reason=reason or REASON_LOGOUT)
     UserSession.objects.filter(pk=user_session.pk).delete()
     _cache_drop(user_session.pk)
+
+
+def logout_all(realm):
+    """Keycloak's ``logout-all``: every online session of the realm ends, and tokens issued
+    before now are refused (the realm's not-before)."""
+    for user_session in UserSession.objects.filter(realm=realm, offline=False):
+        end_session(user_session)
+    realm.not_before = int(time.time())
+    realm.save(update_fields=["not_before"])
+
+
+def logout_user(user):
+    """Keycloak's user ``logout``: the user's online sessions end, and the user's tokens issued
+    before now are refused (the user's not-before)."""
+    for user_session in UserSession.objects.filter(user=user, offline=False):
+        end_session(user_session)
+    user.not_before = int(time.time())
+    user.save(update_fields=["not_before"])
 
 
 def register_frontchannel_logout(protocol, url_for):

@@ -112,7 +112,8 @@ class SamlAwareClientAdmin(ClientAdmin):
     def get_fieldsets(self, request, obj=None):
         fieldsets = list(super().get_fieldsets(request, obj))
         if obj is None or obj.protocol == c.PROTOCOL:
-            fieldsets.insert(-1, ("SAML capabilities (SAML clients only)", {"fields": CAPABILITY_FIELDS}))
-            fieldsets.insert(-1, ("SAML keys", {"fields": list(_CERTIFICATES)}))
-            fieldsets.insert(-1, ("SAML endpoints", {"fields": list(_TEXTS)}))
+            fieldsets.insert(-1, ("SAML capabilities (SAML clients only)", {"classes": ("tab-settings",),
+                                                                            "fields": CAPABILITY_FIELDS}))
+            fieldsets.insert(-1, ("SAML keys", {"classes": ("tab-keys",), "fields": list(_CERTIFICATES)}))
+            fieldsets.insert(-1, ("SAML endpoints", {"classes": ("tab-settings",), "fields": list(_TEXTS)}))
         return fieldsets

@@ -7,7 +7,7 @@ from django.contrib import admin, messages
 from realms.admin import ConsoleAdmin, RealmFilter
 from realms.admin_events import console_auth
 
-from . import delivery, services
+from . import catalogue, delivery, services
 from .models import Delivery, DeliveryAttempt, Endpoint, Message
 
 
@@ -20,6 +20,12 @@ class EndpointRealmFilter(RealmFilter):
 
 
 class EndpointForm(forms.ModelForm):
+    event_types = forms.MultipleChoiceField(
+        label="Event types", widget=admin.widgets.FilteredSelectMultiple("event types", is_stacked=False),
+        choices=lambda: [(t, t) for t in ["*", *sorted({t.split(".", 1)[0] + ".*" for t in catalogue.all_types()}),
+                                          *catalogue.all_types(), services.TEST_EVENT_TYPE]],
+        required=False, help_text="None chosen or *: every event; resource.*: every event of that resource.")
+
     class Meta:
         model = Endpoint
         fields = ["realm", "url", "description", "event_types", "enabled", "rate_limit", "max_concurrency",
@@ -55,7 +61,6 @@ class EndpointAdmin(ConsoleAdmin):
     which record their own admin events (``WEBHOOK_ENDPOINT``, never a webhook themselves)."""
 
     form = EndpointForm
-    line_list_fields = ("event_types",)
     list_display = ("url", "description", "enabled", "disabled_reason", "created_at")
     list_filter = (RealmFilter, "enabled")
     search_fields = ("url", "description")

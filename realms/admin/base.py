@@ -98,6 +98,14 @@ class ConsoleAdmin(RealmScopedMixin, admin.ModelAdmin):
     """Base of every model admin here: realm scoping plus admin events for each change."""
 
     show_full_result_count = False  # a count over all realms would mean nothing here
+    change_form_template = "admin/console/change_form.html"
+    # (slug, label) of the object page's tabs, in order; a fieldset or inline joins one with the
+    # CSS class ``tab-<slug>`` (fieldset option "classes", inline attribute ``classes``).
+    tabs = ()
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        extra_context = {"console_tabs": self.tabs, **(extra_context or {})}
+        return super().changeform_view(request, object_id, form_url, extra_context)
 
     def get_object(self, request, object_id, from_field=None):
         # An object's page belongs to its realm (as the realm is part of Keycloak's console URLs):

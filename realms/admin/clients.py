@@ -4,15 +4,32 @@ from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from ..models import Client, ClientScopeLink, ProtocolMapper, Role
+from .. import flows
+from ..models import Client, ClientScopeLink, ProtocolMapper, Role, UserSession
 from ..accounts import enable_service_account
 from ..services import add_default_client_scopes
 from .audit import admin_event, object_event
 from .base import ConsoleAdmin, RealmScopedInline, realm_owned_list_filter
+from .names import resolved
+from .sessions import sessions_table
+
+PROTOCOL_NAMES = {"openid-connect": "OpenID Connect", "saml": "SAML"}
+# Keycloak's client authenticators that the token endpoint checks (oidc.client_auth).
+CLIENT_AUTHENTICATORS = [("client-secret", "Client Id and Secret"), ("client-jwt", "Signed JWT"),
+                         ("client-secret-jwt", "Signed JWT with client secret")]
+# What only OpenID Connect clients have (the SAML section comes from saml.admin).
+OIDC_ONLY = {"public_client", "bearer_only", "client_authenticator_type", "standard_flow_enabled",
+             "implicit_flow_enabled", "direct_access_grants_enabled", "service_accounts_enabled", "web_origins",
+             "secret_status"}
+
+
+def protocol_choices():
+    return [(p, PROTOCOL_NAMES.get(p, p)) for p in flows.provider_ids()["login-protocol"]]
 
 
 class ClientScopeLinkInline(RealmScopedInline):
     model = ClientScopeLink
+    classes = ("tab-client-scopes",)
     fields = ("client_scope", "default")
     verbose_name = "client scope"
     verbose_name_plural = "Client scopes (default: always in the token; unticked: optional, on request)"
@@ -20,6 +37,7 @@ class ClientScopeLinkInline(RealmScopedInline):
 
 class ClientProtocolMapperInline(RealmScopedInline):
     model = ProtocolMapper
+    classes = ("tab-client-scopes",)
     fk_name = "client"
     fields = ("name", "protocol_mapper", "protocol", "consent_required", "config")
     verbose_name_plural = "Dedicated protocol mappers"
@@ -27,6 +45,7 @@ class ClientProtocolMapperInline(RealmScopedInline):
 
 class ClientRoleInline(RealmScopedInline):
     model = Role
+    classes = ("tab-roles",)
     fk_name = "client"
     fields = ("name", "description")
     verbose_name = "client role"
@@ -34,6 +53,11 @@ class ClientRoleInline(RealmScopedInline):
 
 
 class ClientForm(forms.ModelForm):
+    protocol = forms.ChoiceField(choices=protocol_choices, initial="openid-connect",
+                                 help_text="Save to see the settings of the protocol chosen.")
+    client_authenticator_type = forms.ChoiceField(choices=CLIENT_AUTHENTICATORS, initial="client-secret",
+                                                  label="Client Authenticator")
+
     def clean(self):
         cleaned = super().clean()
         if cleaned.get("public_client") and cleaned.get("bearer_only"):
@@ -44,31 +68,54 @@ class ClientForm(forms.ModelForm):
 @admin.register(Client)
 class ClientAdmin(ConsoleAdmin):
     form = ClientForm
-    list_display = ("client_id", "name", "enabled", "public_client", "protocol")
     list_filter = realm_owned_list_filter("enabled", "public_client", "protocol")
     search_fields = ("client_id", "name")
     actions = ["regenerate_client_secret"]
     filter_horizontal = ("scope_roles",)
     line_list_fields = ("redirect_uris", "web_origins")
-    readonly_fields = ("id", "secret_status", "created")
+    readonly_fields = ("id", "secret_status", "created", "sessions")
     inlines = [ClientScopeLinkInline, ClientProtocolMapperInline, ClientRoleInline]
+    tabs = (("settings", "Settings"), ("keys", "Keys"), ("credentials", "Credentials"), ("roles", "Roles"),
+            ("client-scopes", "Client scopes"), ("sessions", "Sessions"), ("advanced", "Advanced"))
     fieldsets = [
-        ("General", {"fields": ("realm", "client_id", "name", "description", "enabled",
-                                "always_display_in_console", "protocol")}),
-        ("Access settings", {"fields": ("root_url", "base_url", "admin_url", "redirect_uris", "web_origins")}),
-        ("Capability config", {"fields": (
+        ("General settings", {"classes": ("tab-settings",), "fields": (
+            "realm", "client_id", "name", "description", "enabled", "always_display_in_console", "protocol")}),
+        ("Access settings", {"classes": ("tab-settings",), "fields": (
+            "root_url", "base_url", "admin_url", "redirect_uris", "web_origins")}),
+        ("Capability config", {"classes": ("tab-settings",), "fields": (
             "public_client", "bearer_only", "client_authenticator_type", "standard_flow_enabled",
             "implicit_flow_enabled", "direct_access_grants_enabled", "service_accounts_enabled",
-            "authorization_services_enabled",
         )}),
-        ("Credentials", {"fields": ("secret_status",)}),
-        ("Login and logout", {"fields": ("consent_required", "frontchannel_logout")}),
-        ("Dedicated scope", {"fields": ("full_scope_allowed", "scope_roles")}),
-        ("Advanced", {"classes": ("collapse",), "fields": (
+        ("Login settings", {"classes": ("tab-settings",), "fields": ("consent_required", "frontchannel_logout")}),
+        ("Client secret", {"classes": ("tab-credentials",), "fields": ("secret_status",)}),
+        ("Dedicated scope", {"classes": ("tab-client-scopes",), "fields": ("full_scope_allowed", "scope_roles")}),
+        ("Sessions", {"classes": ("tab-sessions",), "fields": ("sessions",)}),
+        ("Advanced", {"classes": ("tab-advanced",), "fields": (
             "attributes", "authentication_flow_binding_overrides", "node_re_registration_timeout",
             "not_before", "surrogate_auth_required", "id", "created",
         )}),
     ]
+
+    def get_list_display(self, request):
+        return ("client_id", "display_name", "enabled", "public_client", "protocol")
+
+    @admin.display(description="Name", ordering="name")
+    def display_name(self, obj):
+        return resolved(obj.realm, obj.name)
+
+    def get_fieldsets(self, request, obj=None):
+        """A SAML client's page leaves out what only OpenID Connect clients have; a new client's
+        page has no sessions or secret yet."""
+        leave_out = {"sessions", "id", "created"} if obj is None else set()
+        if obj is not None and obj.protocol != "openid-connect":
+            leave_out |= OIDC_ONLY
+        fieldsets = [(name, {**options, "fields": tuple(f for f in options["fields"] if f not in leave_out)})
+                     for name, options in super().get_fieldsets(request, obj)]
+        return [(name, options) for name, options in fieldsets if options["fields"]]
+
+    @admin.display(description="Sessions")
+    def sessions(self, obj):
+        return sessions_table(UserSession.objects.filter(client_sessions__client=obj).distinct())
 
     @admin.display(description="Client secret")
     def secret_status(self, obj):

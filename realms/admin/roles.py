@@ -4,6 +4,7 @@ from django.contrib import admin
 
 from ..models import Role
 from .base import ConsoleAdmin, realm_owned_list_filter
+from .names import resolved
 
 
 class RoleKindFilter(admin.SimpleListFilter):
@@ -31,7 +32,7 @@ class RoleForm(forms.ModelForm):
 @admin.register(Role)
 class RoleAdmin(ConsoleAdmin):
     form = RoleForm
-    list_display = ("name", "client", "description", "is_composite")
+    list_display = ("name", "client", "shown_description", "is_composite")
     list_filter = realm_owned_list_filter(RoleKindFilter)
     list_select_related = ("client",)
     search_fields = ("name", "description", "client__client_id")
@@ -40,6 +41,10 @@ class RoleAdmin(ConsoleAdmin):
 
     def get_readonly_fields(self, request, obj=None):
         return ("client",) if obj is not None else ()  # a role never moves between clients
+
+    @admin.display(description="description", ordering="description")
+    def shown_description(self, obj):
+        return resolved(obj.realm, obj.description)
 
     @admin.display(boolean=True, description="composite")
     def is_composite(self, obj):

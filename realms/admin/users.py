@@ -1,5 +1,6 @@
-"""Users: details, role mappings and groups, credentials (never shown), setting a password,
-enabling and disabling."""
+"""Users, in Keycloak's tabs: details, credentials (listed, never shown; removable; set a password;
+reset OTP), role mapping (with the effective roles), groups, consents (revocable), sessions (sign
+out one or all); impersonation; enabling and disabling."""
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.options import IS_POPUP_VAR
@@ -12,14 +13,21 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from .. import password_policy
-from ..models import Credential, User
+from django.apps import apps
+from django.shortcuts import get_object_or_404
+from django.utils.html import format_html_join
+
+from .. import consents, flows, impersonation, password_policy, sessions
+from ..models import Client, Credential, User, UserSession, effective_roles
 from ..accounts import create_user
 from .audit import admin_event, object_event, role_ids, role_mapping_events
 from .base import ConsoleAdmin, adopt, realm_owned_list_filter
+from .names import resolved
+from .sessions import back, logout_all_button, post_button, sessions_table
 
 
 class CredentialInline(admin.TabularInline):
+    classes = ("tab-credentials",)
     """Credentials by type and date only; the secret is never shown. Deleting one is allowed
     (a lost authenticator); a password is set through "Set password"."""
 
@@ -55,6 +63,18 @@ class UserPasswordForm(SetPasswordForm):
 
 
 class UserForm(forms.ModelForm):
+    required_actions = forms.MultipleChoiceField(
+        required=False, widget=forms.CheckboxSelectMultiple,
+        choices=lambda: [(a, a) for a in flows.provider_ids()["required-action"]],
+        help_text="Asked at the next sign-in.")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        field = self.fields.get("required_actions")
+        if field is not None:  # keep an imported action this server does not know, shown as it is
+            known = {value for value, _ in field.choices}
+            field.choices = [*field.choices, *((a, a) for a in self.instance.required_actions if a not in known)]
+
     def clean_username(self):
         return self.cleaned_data["username"].lower()  # usernames are case-insensitive, as in Keycloak
 
@@ -67,23 +87,85 @@ class UserAdmin(ConsoleAdmin):
     search_fields = ("username", "email", "first_name", "last_name")
     filter_horizontal = ("roles", "groups")
     actions = ["enable_users", "disable_users"]
-    line_list_fields = ("required_actions",)
-    readonly_fields = ("id", "password_status", "service_account_client", "created")
+    readonly_fields = ("id", "password_status", "service_account_client", "created", "impersonate", "otp_status",
+                       "effective_role_list", "consent_list", "sessions", "logout")
     inlines = [CredentialInline]
+    tabs = (("details", "Details"), ("credentials", "Credentials"), ("role-mapping", "Role mapping"),
+            ("groups", "Groups"), ("consents", "Consents"), ("sessions", "Sessions"))
     fieldsets = [
-        (None, {"fields": ("realm", "username", "email", "email_verified", "first_name", "last_name", "enabled")}),
-        ("Password", {"fields": ("password_status",)}),
-        ("Role mapping (realm roles, and client roles as client:role)", {"fields": ("roles",)}),
-        ("Groups", {"fields": ("groups",)}),
-        ("Details", {"classes": ("collapse",), "fields": (
-            "required_actions", "attributes", "federation_link", "service_account_client", "id", "created",
-        )}),
+        (None, {"classes": ("tab-details",), "fields": (
+            "realm", "username", "email", "email_verified", "first_name", "last_name", "enabled", "impersonate",
+            "required_actions", "attributes", "service_account_client", "id", "created")}),
+        ("Password", {"classes": ("tab-credentials",), "fields": ("password_status", "otp_status")}),
+        ("Assigned roles (realm roles, and client roles as client:role)", {"classes": ("tab-role-mapping",),
+                                                                           "fields": ("roles",)}),
+        ("Effective roles (assigned, through groups, and inside composites)", {"classes": ("tab-role-mapping",),
+                                                                               "fields": ("effective_role_list",)}),
+        ("Groups", {"classes": ("tab-groups",), "fields": ("groups",)}),
+        ("Consents", {"classes": ("tab-consents",), "fields": ("consent_list",)}),
+        ("Sessions", {"classes": ("tab-sessions",), "fields": ("sessions", "logout")}),
     ]
     add_fieldsets = [(None, {"fields": ("realm", "username", "email", "email_verified", "first_name",
                                         "last_name", "enabled")})]
 
     def get_fieldsets(self, request, obj=None):
-        return self.add_fieldsets if obj is None else self.fieldsets
+        if obj is None:
+            return self.add_fieldsets
+        if apps.is_installed("federation"):  # the link means something once federation exists
+            details = self.fieldsets[0][1]
+            return [(None, {**details, "fields": (*details["fields"], "federation_link")}), *self.fieldsets[1:]]
+        return self.fieldsets
+
+    def _button(self, obj, name, label, tab, **kwargs):
+        return post_button(reverse(f"admin:realms_user_{name}", args=[obj.pk]) + f"?tab={tab}", label, **kwargs)
+
+    @admin.display(description="Impersonate")
+    def impersonate(self, obj):
+        return format_html("{} Opens the account console of realm {} signed in as this user.",
+                           self._button(obj, "impersonate", "Impersonate", "details"), obj.realm.name)
+
+    @admin.display(description="One-time codes")
+    def otp_status(self, obj):
+        count = obj.credentials.filter(type=Credential.OTP).count()
+        if not count:
+            return "No one-time-code device."
+        return format_html("{} device(s). {}", count, self._button(
+            obj, "reset_otp", "Reset OTP", "credentials", danger=True,
+            confirm="Remove the one-time-code devices? The user sets up a new one at the next sign-in."))
+
+    @admin.display(description="Effective roles")
+    def effective_role_list(self, obj):
+        names = sorted((f"{r.client.client_id}:{r.name}" if r.client_id else r.name, r.description)
+                       for r in effective_roles(obj))
+        if not names:
+            return "None."
+        return format_html('<table class="console-table"><thead><tr><th>Role</th><th>Description</th></tr></thead>'
+                           "<tbody>{}</tbody></table>", format_html_join(
+                               "", "<tr><td>{}</td><td>{}</td></tr>",
+                               ((name, resolved(obj.realm, description)) for name, description in names)))
+
+    @admin.display(description="Consents")
+    def consent_list(self, obj):
+        granted = consents.user_consents(obj)
+        if not granted:
+            return "No consents."
+        return format_html(
+            '<table class="console-table"><thead><tr><th>Client</th><th>Granted client scopes</th><th>Created</th>'
+            "<th>Last updated</th><th></th></tr></thead><tbody>{}</tbody></table>", format_html_join(
+                "", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                ((resolved(obj.realm, c.client.name) or c.client.client_id, ", ".join(c.scope_names),
+                  f"{c.created:%Y-%m-%d %H:%M}", f"{c.updated:%Y-%m-%d %H:%M}", post_button(reverse("admin:realms_user_revoke_consent", args=[obj.pk, c.client.pk])
+                                         + "?tab=consents", "Revoke", danger=True))
+                 for c in granted)))
+
+    @admin.display(description="Sessions")
+    def sessions(self, obj):
+        return sessions_table(UserSession.objects.filter(user=obj))
+
+    @admin.display(description="Sign out")
+    def logout(self, obj):
+        return logout_all_button(reverse("admin:realms_user_logout", args=[obj.pk]) + "?tab=sessions",
+                                 "Sign out all sessions")
 
     def get_inlines(self, request, obj):
         return self.inlines if obj is not None else []
@@ -124,8 +206,73 @@ class UserAdmin(ConsoleAdmin):
         return [
             path("<path:object_id>/password/", self.admin_site.admin_view(self.set_password_view),
                  name="realms_user_password"),
+            path("<path:object_id>/logout/", self.admin_site.admin_view(self.logout_view), name="realms_user_logout"),
+            path("<path:object_id>/impersonate/", self.admin_site.admin_view(self.impersonate_view),
+                 name="realms_user_impersonate"),
+            path("<path:object_id>/reset-otp/", self.admin_site.admin_view(self.reset_otp_view),
+                 name="realms_user_reset_otp"),
+            path("<path:object_id>/consents/<str:client_pk>/revoke/", self.admin_site.admin_view(
+                self.revoke_consent_view), name="realms_user_revoke_consent"),
             *super().get_urls(),
         ]
+
+    def _posted_user(self, request, object_id):
+        """The user a button of the user's page posted for, once the admin may change it."""
+        if request.method != "POST":
+            raise PermissionDenied
+        user = self.get_object(request, object_id)
+        if user is None:
+            raise Http404("No such user.")
+        if not self.has_change_permission(request, user):
+            raise PermissionDenied
+        return user
+
+    def _back(self, request, user):
+        return back(request, reverse("admin:realms_user_change", args=[user.pk]))
+
+    def logout_view(self, request, object_id):
+        """Keycloak's user "Sign out" (``users/{id}/logout``): sessions end, tokens before now refused."""
+        user = self._posted_user(request, object_id)
+        with transaction.atomic():
+            sessions.logout_user(user)
+            admin_event(request, user.realm, "ACTION", "USER", f"users/{user.pk}/logout")
+        self.message_user(request, f"Signed out every session of {user.username}.", messages.SUCCESS)
+        return self._back(request, user)
+
+    def reset_otp_view(self, request, object_id):
+        """Removes the user's one-time-code devices and asks for a new one (``CONFIGURE_TOTP``)."""
+        user = self._posted_user(request, object_id)
+        with transaction.atomic():
+            for credential in user.credentials.filter(type=Credential.OTP):
+                admin_event(request, user.realm, "DELETE", "USER", f"users/{user.pk}/credentials/{credential.pk}")
+                credential.delete()
+            if "CONFIGURE_TOTP" not in user.required_actions:
+                user.required_actions = [*user.required_actions, "CONFIGURE_TOTP"]
+                user.save(update_fields=["required_actions"])
+            object_event(request, "UPDATE", user)
+        self.message_user(request, f"One-time-code devices of {user.username} removed; a new one is set up at the "
+                                   f"next sign-in.", messages.SUCCESS)
+        return self._back(request, user)
+
+    def revoke_consent_view(self, request, object_id, client_pk):
+        user = self._posted_user(request, object_id)
+        client = get_object_or_404(Client, realm=user.realm, pk=client_pk)
+        with transaction.atomic():
+            if consents.revoke_consent(user, client):
+                admin_event(request, user.realm, "DELETE", "USER", f"users/{user.pk}/consents/{client.client_id}")
+        self.message_user(request, f"Consent of {user.username} to {client.client_id} revoked.", messages.SUCCESS)
+        return self._back(request, user)
+
+    def impersonate_view(self, request, object_id):
+        """Signs this browser in as the user in the user's realm and opens its account console."""
+        user = self._posted_user(request, object_id)
+        try:
+            user_session = impersonation.impersonate(request, user, request.user)
+        except impersonation.ImpersonationRefused as exc:
+            self.message_user(request, str(exc), messages.ERROR)
+            return self._back(request, user)
+        response = HttpResponseRedirect(impersonation.account_url(user.realm))
+        return impersonation.set_session_cookie(response, request, user_session)
 
     def set_password_view(self, request, object_id):
         user = self.get_object(request, object_id)

@@ -20,6 +20,7 @@ urlpatterns = [
     path(f"{R}/users/<str:user_id>/groups/<str:group_id>", users.UserGroupMembership.as_view()),
     path(f"{R}/users/<str:user_id>/logout", users.Logout.as_view()),
     path(f"{R}/users/<str:user_id>/sessions", users.Sessions.as_view()),
+    path(f"{R}/users/<str:user_id>/impersonation", users.Impersonation.as_view()),
     path(f"{R}/groups", groups.Groups.as_view()),
     path(f"{R}/groups/count", groups.GroupCount.as_view()),
     path(f"{R}/groups/<str:group_id>", groups.GroupDetail.as_view()),

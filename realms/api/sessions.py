@@ -1,8 +1,6 @@
 """The realm's sessions (Keycloak's RealmAdminResource and ClientResource): a client's
 ``user-sessions`` (``view-clients``), ``logout-all`` (every session of the realm ends and tokens
 issued before now stop working, ``notBefore``) and ``DELETE sessions/{id}`` (``manage-users``)."""
-import time
-
 from django.db import transaction
 from rest_framework import status
 from rest_framework.response import Response
@@ -34,10 +32,7 @@ class LogoutAll(RealmResource):
 
     def post(self, request, realm):
         with transaction.atomic():
-            for user_session in UserSession.objects.filter(realm=self.realm, offline=False):
-                sessions.end_session(user_session)
-            self.realm.not_before = int(time.time())
-            self.realm.save(update_fields=["not_before"])
+            sessions.logout_all(self.realm)
             admin_events.record(self.realm, "ACTION", "REALM", "logout-all", auth=self.auth_details())
         return Response({})
 

@@ -2,7 +2,6 @@
 CRUD, reset-password, groups, role mappings, logout and sessions. Users in the export's JSON
 (``user_fields_rep``), parsed by the export's field table (``parse_user``)."""
 import operator
-import time
 from functools import reduce
 
 from django.db import IntegrityError, connection, transaction
@@ -10,7 +9,7 @@ from django.db.models import Q
 from rest_framework import status
 from rest_framework.response import Response
 
-from .. import admin_events, password_policy, sessions
+from .. import admin_events, impersonation, password_policy, sessions
 from ..accounts import create_user
 from ..models import Credential, Group, User, UserSession
 from ..representation import RepresentationError
@@ -305,12 +304,26 @@ class Logout(RealmResource):
     def post(self, request, realm, user_id):
         user = _user(self.realm, user_id)
         with transaction.atomic():
-            for user_session in UserSession.objects.filter(user=user, offline=False):
-                sessions.end_session(user_session)
-            user.not_before = int(time.time())
-            user.save(update_fields=["not_before"])
+            sessions.logout_user(user)
             admin_events.record(self.realm, "ACTION", "USER", f"users/{user.pk}/logout", auth=self.auth_details())
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class Impersonation(RealmResource):
+    """Keycloak's impersonation: a session as the user, its cookie on this answer, and where the
+    browser goes next (the realm's account console)."""
+
+    required_role = {"POST": "impersonation"}
+
+    def post(self, request, realm, user_id):
+        user = _user(self.realm, user_id)
+        try:
+            user_session = impersonation.impersonate(request, user, request.user.user)
+        except impersonation.ImpersonationRefused as exc:
+            raise errors.Invalid(str(exc)) from None
+        response = Response({"sameRealm": request.user.realm.pk == self.realm.pk,
+                             "redirect": request.build_absolute_uri(impersonation.account_url(self.realm))})
+        return impersonation.set_session_cookie(response, request, user_session)
 
 
 def _millis(dt):

@@ -540,7 +540,8 @@ def test_bootstrap_admin_signs_in_with_chromium_and_sees_the_realms(live_server)
 
 def test_realm_update_and_delete_events(console, acme):
     response = submit(console, f"/admin/master/console/realms/realm/{acme.pk}/change/", "realm_form", {
-        "display_name": "ACME", "smtp_server": '{"host": "127.0.0.1", "password": "smtp-pass"}'})
+        "display_name": "ACME", "smtp_host": "127.0.0.1", "smtp_from": "idp@acme.example",
+        "smtp_password": "smtp-pass"})
     assert not errors_of(response), errors_of(response)
     acme.refresh_from_db()
     assert acme.smtp_server["password"] == "smtp-pass"

@@ -22,7 +22,7 @@ def console(realm):
 
 def test_add_endpoint_shows_the_secret_once(console, realm):
     resp = console.post("/admin/master/console/webhooks/endpoint/add/", {
-        "url": "https://hooks.example.com/in", "description": "crm", "event_types": "user.*\nauth.login",
+        "url": "https://hooks.example.com/in", "description": "crm", "event_types": ["user.*", "auth.login"],
         "enabled": "on", "rate_limit": "0", "max_concurrency": "10"}, follow=True)
     assert resp.status_code == 200
     endpoint = Endpoint.objects.get(realm=realm)
@@ -62,11 +62,11 @@ def test_console_changes_are_admin_events(console, realm):
     from realms.models import Event
 
     console.post("/admin/master/console/webhooks/endpoint/add/", {
-        "url": "https://hooks.example.com/in", "event_types": "", "enabled": "on", "rate_limit": "0",
+        "url": "https://hooks.example.com/in", "enabled": "on", "rate_limit": "0",
         "max_concurrency": "10"})
     endpoint = Endpoint.objects.get(realm=realm)
     console.post(f"/admin/master/console/webhooks/endpoint/{endpoint.pk}/change/", {
-        "url": "https://hooks.example.com/in", "event_types": "", "rate_limit": "0", "max_concurrency": "10"})
+        "url": "https://hooks.example.com/in", "rate_limit": "0", "max_concurrency": "10"})
     assert not Endpoint.objects.get(pk=endpoint.pk).enabled
     console.post("/admin/master/console/webhooks/endpoint/", {"action": "enable", "_selected_action": [endpoint.pk]})
     console.post(f"/admin/master/console/webhooks/endpoint/{endpoint.pk}/delete/", {"post": "yes"})
@@ -83,7 +83,7 @@ def test_console_form_fixes_the_realm_and_only_the_services_record_events(consol
     field = console.get("/admin/master/console/webhooks/endpoint/add/").context["adminform"].form.fields["realm"]
     assert field.disabled and field.initial == realm.pk
     console.post("/admin/master/console/webhooks/endpoint/add/", {
-        "url": "https://hooks.example.com/in", "event_types": "", "enabled": "on", "rate_limit": "0",
+        "url": "https://hooks.example.com/in", "enabled": "on", "rate_limit": "0",
         "max_concurrency": "10"})
     events = Event.objects.filter(realm=realm, kind=Event.ADMIN)
     assert [(e.resource_type, e.type) for e in events] == [("WEBHOOK_ENDPOINT", "CREATE")]

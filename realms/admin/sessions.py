@@ -1,0 +1,80 @@
+"""Sessions in the console: the realm's, a client's and a user's online sessions listed as
+Keycloak's console lists them (user, address, started, last access, clients), each with "Sign
+out", beside "log out all" (``sessions.logout_all`` / ``logout_user``, as the Admin API's
+``logout-all`` and ``users/{id}/logout``).
+
+The buttons sit inside the object's form and post to their own view (``formaction``), so they
+need no script and carry the form's CSRF token."""
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.http import HttpResponseNotAllowed, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.http import url_has_allowed_host_and_scheme
+
+from .. import sessions
+from ..impersonation import IMPERSONATOR_USERNAME
+from ..models import UserSession
+from .audit import admin_event
+
+
+def _when(dt):
+    return dt.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def post_button(url, label, *, danger=False, confirm=""):
+    """A submit button of the surrounding form that posts to ``url`` instead."""
+    return format_html('<button type="submit" class="button{}" formaction="{}" formnovalidate{}>{}</button>',
+                       " console-danger" if danger else "", url,
+                       format_html(' onclick="return confirm(\'{}\')"', confirm) if confirm else "", label)
+
+
+def sessions_table(queryset, tab="sessions", limit=100):
+    rows = list(queryset.filter(offline=False).select_related("user").prefetch_related("client_sessions__client")
+                .order_by("-last_refresh")[:limit + 1])
+    if not rows:
+        return "No active sessions."
+    body = format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", (
+        (format_html('<a href="{}">{}</a>{}', reverse("admin:realms_user_change", args=[s.user_id]), s.user.username,
+                     format_html(" (impersonated by {})", s.notes[IMPERSONATOR_USERNAME])
+                     if s.notes.get(IMPERSONATOR_USERNAME) else ""),
+         s.ip_address or "-", _when(s.started), _when(s.last_refresh),
+         ", ".join(sorted(cs.client.client_id for cs in s.client_sessions.all())) or "-",
+         post_button(reverse("admin:realms_realm_signout_session", args=[s.pk]) + f"?tab={tab}", "Sign out",
+                     danger=True))
+        for s in rows[:limit]))
+    more = format_html("<p>Showing the {} most recent.</p>", limit) if len(rows) > limit else ""
+    return format_html('<table class="console-table"><thead><tr><th>User</th><th>IP address</th><th>Started</th>'
+                       '<th>Last access</th><th>Clients</th><th></th></tr></thead><tbody>{}</tbody></table>{}',
+                       body, more)
+
+
+def logout_all_button(url, label):
+    return format_html('<div class="console-actions">{}</div>', post_button(
+        url, label, danger=True, confirm="Sign out every session now? Tokens issued before now stop working."))
+
+
+def back(request, fallback):
+    """Back to the page the button was on, at the tab named by ``?tab=``."""
+    target = request.META.get("HTTP_REFERER", "").split("#")[0]
+    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()},
+                                           require_https=request.is_secure()):
+        target = fallback
+    tab = request.GET.get("tab", "")
+    return HttpResponseRedirect(f"{target}#{tab}" if tab.replace("-", "").isalnum() else target)
+
+
+def signout_session_view(model_admin, request, session_id):
+    """Ends one session (the Admin API's ``DELETE sessions/{id}``)."""
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    user_session = get_object_or_404(UserSession.objects.select_related("realm", "user"), pk=session_id)
+    if not model_admin.has_change_permission(request, user_session.realm):
+        raise PermissionDenied
+    with transaction.atomic():
+        sessions.end_session(user_session)
+        admin_event(request, user_session.realm, "DELETE", "USER_SESSION", f"sessions/{user_session.pk}")
+    model_admin.message_user(request, f"Signed out a session of {user_session.user.username}.", messages.SUCCESS)
+    return back(request, reverse("admin:realms_user_change", args=[user_session.user_id]))

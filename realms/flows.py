@@ -241,12 +241,22 @@ class Authenticator:
 
 
 class RequiredAction:
-    """Something the user must do after signing in (Keycloak's required actions)."""
+    """Something the user must do after signing in (Keycloak's required actions).
+
+    ``max_auth_age``: when an application asks for this action (``kc_action``), a sign-in older
+    than this many seconds is made again first (Keycloak's re-authentication for sensitive
+    actions); None when no re-authentication is needed."""
 
     provider_id = ""
+    max_auth_age = None
+    enabled_by_default = True  # in a new realm (Keycloak 26's built-in definitions)
 
     def challenge(self, ctx):
         raise NotImplementedError
+
+    def start(self, ctx) -> Outcome:
+        """The action is reached: its page (CHALLENGE), or SUCCESS when there is nothing left to do."""
+        return Outcome.challenge(self.challenge(ctx))
 
     def process(self, ctx) -> Outcome:
         """SUCCESS when done (the action is then removed from the user), else CHALLENGE."""
@@ -307,6 +317,8 @@ class AuthContext:
         self._user = None
         self.user_session = None  # an SSO session found by the Cookie step
         self.other_alternatives = False  # another alternative step could run instead of this one
+        self.form_flow = None  # a form step's form actions (registration-page-form)
+        self.action_parameter = ""  # what follows the action's name in kc_action (a credential id)
 
     @property
     def user(self):
@@ -326,15 +338,20 @@ class AuthContext:
     def ip_address(self):
         return client_address(self.request)
 
-    @property
-    def action_url(self):
+    def login_actions_url(self, name):
+        """``login-actions/<name>`` for this sign-in (authenticate, registration, reset-credentials, restart)."""
         from urllib.parse import urlencode
 
         query = urlencode({"tab": self.auth_session.tab_id, "client_id": self.client.client_id})
-        return f"/realms/{self.realm.name}/login-actions/authenticate?{query}"
+        return f"/realms/{self.realm.name}/login-actions/{name}?{query}"
+
+    @property
+    def action_url(self):
+        return self.login_actions_url("authenticate")
 
     def render(self, page, context=None, status=200):
-        base = {"action_url": self.action_url, "client": self.client, "auth_session": self.auth_session}
+        base = {"action_url": self.action_url, "client": self.client, "auth_session": self.auth_session,
+                "login_url": self.login_actions_url("restart")}
         return themes.render(self.request, self.realm, page, {**base, **(context or {})}, status=status)
 
     def login_error(self, error, *, user=None, username=""):
@@ -391,7 +408,7 @@ def is_configured(ctx, execution, user):
 
 
 def _run_execution(ctx, path, execution):
-    if execution.flow is not None:
+    if execution.flow is not None and not execution.authenticator:
         return _run_flow(ctx, execution.flow, path + ".")
     auth = get_authenticator(execution.authenticator)
     if auth is None:
@@ -399,7 +416,8 @@ def _run_execution(ctx, path, execution):
         return Outcome.attempted()
     if auth.requires_user and ctx.user is None:
         return Outcome.failure("user_not_identified")
-    ctx.execution_path, ctx.config = path, execution.config
+    # A form step (registration-page-form) gets its form actions as its own sub-flow.
+    ctx.execution_path, ctx.config, ctx.form_flow = path, execution.config, execution.flow
     if ctx.is_action and ctx.auth_session.current == path:
         ctx.is_action = False  # the post is consumed; later steps start afresh
         outcome = auth.action(ctx)
@@ -457,11 +475,47 @@ def _run_flow(ctx, flow, prefix=""):
 
 
 REQUIRED_ACTION_UNAVAILABLE = "required_action_unavailable"
+# Application-initiated actions (Keycloak's AIA): the action the client asked for with
+# ``kc_action`` and how it ended, which the protocol hands back with its answer.
+KC_ACTION, KC_ACTION_STATUS = "kc_action", "kc_action_status"
+AIA_SUCCESS, AIA_CANCELLED, AIA_ERROR = "success", "cancelled", "error"
+AIA_CANCEL_PARAM = "cancel-aia"
+# Sign-ins opened by an e-mailed link end on an "account updated" page, not at a client.
+END_AFTER_ACTIONS = "end_after_required_actions"
+REDIRECT_NOTE = "redirect_uri"
+
+
+def required_action_definition(realm, alias):
+    """``{"alias", "enabled", "defaultAction"}`` of ``alias`` in ``realm`` (Keycloak's
+    required-action definition), or None when this server does not implement the action. The one
+    place every caller reads these flags from."""
+    action = get_required_action(alias)
+    if action is None:
+        return None
+    return {"alias": alias, "enabled": action.enabled_by_default, "defaultAction": False}
+
+
+def action_enabled(realm, name):
+    definition = required_action_definition(realm, name)
+    return definition is not None and definition["enabled"]
+
+
+def default_actions(realm):
+    """The required actions a new user of ``realm`` starts with (enabled default actions)."""
+    return [alias for alias in sorted(_required_actions)
+            if (d := required_action_definition(realm, alias)) and d["enabled"] and d["defaultAction"]]
+
+
+def _pending_actions(ctx):
+    """The user's required actions and this sign-in's, in order, leaving out those the realm
+    disabled (Keycloak ignores them too)."""
+    names = list(dict.fromkeys([*(ctx.user.required_actions or ()), *ctx.auth_session.required_actions]))
+    return [name for name in names if get_required_action(name) is None or action_enabled(ctx.realm, name)]
 
 
 def _unavailable_required_action(ctx):
     """The first required action of the user this server does not implement, or None."""
-    for name in ctx.user.required_actions or ():
+    for name in _pending_actions(ctx):
         if get_required_action(name) is None:
             logger.warning("user %s of realm %s must %s, which this server does not implement: sign-in refused",
                            ctx.user.pk, ctx.realm.name, name)
@@ -469,28 +523,88 @@ def _unavailable_required_action(ctx):
     return None
 
 
-def _run_required_actions(ctx):
+def _run_action(ctx, action, path):
+    if ctx.is_action and ctx.auth_session.current == path:
+        ctx.is_action = False
+        outcome = action.process(ctx)
+    else:
+        outcome = action.start(ctx)
+    if outcome.kind != Outcome.SUCCESS:
+        ctx.auth_session.current = path
+    return outcome
+
+
+def _action_done(ctx, name):
     user = ctx.user
+    if name in (user.required_actions or ()):
+        user.required_actions = [a for a in user.required_actions if a != name]
+        user.save(update_fields=["required_actions"])
+    ctx.auth_session.required_actions = [a for a in ctx.auth_session.required_actions if a != name]
+
+
+def _run_required_actions(ctx):
     if _unavailable_required_action(ctx) is not None:
         return Outcome.failure(REQUIRED_ACTION_UNAVAILABLE)
-    for name in list(user.required_actions or ()):
-        action = get_required_action(name)
-        path = f"required:{name}"
-        if ctx.is_action and ctx.auth_session.current == path:
-            ctx.is_action = False
-            outcome = action.process(ctx)
-            if outcome.kind != Outcome.SUCCESS:
-                return outcome
-            user.required_actions = [a for a in user.required_actions if a != name]
-            user.save(update_fields=["required_actions"])
-            continue
-        ctx.auth_session.current = path
-        return Outcome.challenge(action.challenge(ctx))
-    return Outcome.success()
+    for name in _pending_actions(ctx):
+        outcome = _run_action(ctx, get_required_action(name), f"required:{name}")
+        if outcome.kind != Outcome.SUCCESS:
+            return outcome
+        _action_done(ctx, name)
+    return _run_kc_action(ctx)
 
 
-def run(ctx, binding=BROWSER) -> Outcome:
+def _kc_action(alias):
+    """(action, parameter) of a ``kc_action`` value; ``delete_credential:<id>`` carries one."""
+    name, _, parameter = (alias or "").partition(":")
+    return get_required_action(name), parameter
+
+
+def _run_kc_action(ctx):
+    notes = ctx.auth_session.notes
+    alias = notes.get(KC_ACTION)
+    if not alias or notes.get(KC_ACTION_STATUS):
+        return Outcome.success()
+    action, ctx.action_parameter = _kc_action(alias)
+    if action is None or not action_enabled(ctx.realm, action.provider_id):
+        logger.info("realm %s: kc_action %r is not an enabled required action", ctx.realm.name, alias)
+        notes[KC_ACTION_STATUS] = AIA_ERROR
+        return Outcome.success()
+    path = f"aia:{action.provider_id}"
+    if ctx.is_action and ctx.auth_session.current == path and AIA_CANCEL_PARAM in ctx.params:
+        notes[KC_ACTION_STATUS] = AIA_CANCELLED
+        return Outcome.success()
+    outcome = _run_action(ctx, action, path)
+    if outcome.kind == Outcome.SUCCESS:
+        notes[KC_ACTION_STATUS] = AIA_SUCCESS
+        _action_done(ctx, action.provider_id)
+    elif outcome.kind == Outcome.FAILURE:
+        notes[KC_ACTION_STATUS] = AIA_CANCELLED if outcome.error == "rejected_by_user" else AIA_ERROR
+        return Outcome.success()
+    return outcome
+
+
+def kc_action_params(auth_session):
+    """What the protocol's answer carries about an application-initiated action."""
+    notes = auth_session.notes
+    if not notes.get(KC_ACTION):
+        return {}
+    return {KC_ACTION: notes[KC_ACTION], KC_ACTION_STATUS: notes.get(KC_ACTION_STATUS, AIA_ERROR)}
+
+
+def kc_action_needs_reauthentication(realm, alias, user_session):
+    """Whether an application asking for ``alias`` must have the user sign in again first: the
+    action asks for a recent sign-in and ``user_session``'s is older."""
+    action, _ = _kc_action(alias)
+    if action is None or user_session is None or action.max_auth_age is None:
+        return False
+    from django.utils import timezone
+
+    return (timezone.now() - user_session.auth_time).total_seconds() > action.max_auth_age
+
+
+def run(ctx, binding=None) -> Outcome:
     """Advance the sign-in as far as it goes: SUCCESS (user known, actions done) or the page."""
+    binding = binding or ctx.auth_session.binding
     if not ctx.auth_session.flow_done:
         ctx.flow = flow = flow_for(ctx.realm, ctx.client, binding)
         if flow is None:
@@ -548,8 +662,27 @@ def register_protocol(name, complete, fail):
 
 def provider_ids():
     """{SPI name: registered provider ids}, for the Admin API's server info."""
-    return {"login-protocol": sorted(_protocols), "authenticator": sorted(_authenticators),
+    return {"login-protocol": sorted(p for p in _protocols if p != LOGIN_ACTIONS), "authenticator": sorted(_authenticators),
             "required-action": sorted(_required_actions)}
+
+
+# The "protocol" of sign-ins an e-mailed link opens in a browser without one: they end on a page
+# of their own (``END_AFTER_ACTIONS``), never at a client.
+LOGIN_ACTIONS = "login-actions"
+
+
+def _account_updated(ctx, user_session=None):
+    return ctx.render("info.html", {"message_key": "accountUpdatedMessage",
+                                    "back_url": ctx.auth_session.notes.get(REDIRECT_NOTE, "")})
+
+
+def _login_actions_failed(ctx, error):
+    return ctx.render("info.html", {"is_error": True, "message_key": "invalidCodeMessage"}, status=400)
+
+
+def register_login_actions():
+    """Called from RealmsConfig.ready."""
+    register_protocol(LOGIN_ACTIONS, _account_updated, _login_actions_failed)
 
 
 def establish_sso_session(ctx):
@@ -588,6 +721,9 @@ def advance(request, realm, client, auth_session, *, is_action=False, interactiv
     if not interactive and outcome.kind != Outcome.SUCCESS:
         auth_sessions.discard(auth_session)
         return fail(ctx, "interaction_required" if auth_session.flow_done else "login_required")
+    if outcome.kind == Outcome.SUCCESS and auth_session.notes.get(END_AFTER_ACTIONS):
+        auth_sessions.discard(auth_session)
+        return _account_updated(ctx)
     if outcome.kind == Outcome.SUCCESS:
         with transaction.atomic():
             user_session = establish_sso_session(ctx)

@@ -292,3 +292,14 @@ def test_register_with_verify_email_then_the_link_signs_in(realm, web_app, mailb
     done = follow_token(http, link_in(mailbox.messages[1]))
     assert redirect_query(done)["code"]
     assert User.objects.get(realm=realm, username="alice").email_verified
+
+
+def test_import_says_recaptcha_cannot_be_honoured(db, fresh_caches):
+    from realms.representation import import_realm
+
+    result = import_realm({"realm": "captcha", "registrationAllowed": True, "authenticationFlows": [
+        {"alias": "registration form", "authenticationExecutions": [
+            {"authenticator": "registration-user-creation", "requirement": "REQUIRED"},
+            {"authenticator": "registration-recaptcha-action", "requirement": "REQUIRED"}]}]})
+    assert any("registration-recaptcha-action is enabled but reCAPTCHA is not supported" in w
+               for w in result.warnings)

@@ -112,7 +112,14 @@ def action_token(request, realm):
     auth_session = _new_session(request, realm_obj, client, user, flows.BROWSER,
                                 redirect_uri=claims.get("reduri", ""))
     auth_session.flow_done = True  # the link stands for the sign-in: only the actions remain
-    auth_session.required_actions = list(claims.get("rqac") or ())
+    actions = list(claims.get("rqac") or ())
+    if "VERIFY_EMAIL" in actions:
+        # Following a link sent to the address proves it (as Keycloak's handler decides).
+        actions.remove("VERIFY_EMAIL")
+        user.email_verified = True
+        user.required_actions = [a for a in user.required_actions if a != "VERIFY_EMAIL"]
+        user.save(update_fields=["email_verified", "required_actions"])
+    auth_session.required_actions = actions
     events.emit(realm_obj, "EXECUTE_ACTIONS", client_id=client.client_id, user_id=user.pk, ip_address=ip,
                 details={"required_actions": ",".join(auth_session.required_actions)})
     return flows.advance(request, realm_obj, client, auth_session)

@@ -112,3 +112,25 @@ def test_the_celery_task_retries_while_the_server_is_down(realm, monkeypatch, ma
     monkeypatch.undo()
     send_email.apply(args=(realm.pk, "bob@example.com", "subject-2", "t", ""))
     assert mailbox.wait()[0]["Subject"] == "subject-2"
+
+
+def test_production_hands_the_message_to_celery_without_the_password(realm, bob_user, settings, monkeypatch,
+                                                                     django_capture_on_commit_callbacks):
+    from idp.celery import app
+
+    realm.smtp_server = {**realm.smtp_server, "auth": "true", "user": "u", "password": "never-in-the-broker"}
+    realm.save()
+    settings.IDP_EMAIL_IN_PROCESS = False
+    sent = []
+    monkeypatch.setattr(app, "send_task", lambda name, args: sent.append((name, args)))
+    with django_capture_on_commit_callbacks(execute=True):
+        email.send_to_user(realm, bob_user, "email-test", "emailTestSubject")
+    (name, args), = sent
+    assert name == "realms.send_email" == send_email.name and name in app.tasks
+    assert args[:3] == (realm.pk, "bob@example.com", "[KEYCLOAK] - SMTP test message")
+    assert "never-in-the-broker" not in repr(args)
+
+
+@pytest.fixture
+def bob_user(realm):
+    return create_user(realm, "bob", email="bob@example.com")

@@ -271,3 +271,14 @@ def test_send_verify_email(realm, web_app, bob, admin_api, mailbox, django_captu
     assert "Your email address has been verified." in html(done)
     bob.refresh_from_db()
     assert bob.email_verified
+
+
+def test_execute_actions_with_verify_email_verifies_by_the_link(realm, web_app, bob, admin_api, mailbox,
+                                                                 django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        admin_api("put", f"acme/users/{bob.pk}/execute-actions-email", ["VERIFY_EMAIL"])
+    done = follow_token(HttpClient(), link_in(mailbox.wait()[0]))
+    assert "Your account has been updated." in html(done)
+    assert mailbox.stays_at(1, 0.3)  # no second e-mail: the link itself proved the address
+    bob.refresh_from_db()
+    assert bob.email_verified

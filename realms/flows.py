@@ -15,13 +15,19 @@ from RealmsConfig.ready; other apps register theirs the same way). An execution 
 is not registered is treated as unavailable: passed over as an alternative, failing the flow as
 a requirement. Required actions (``UPDATE_PASSWORD`` ...) run after the flow from a registry of
 their own (``realms.required_actions``); one the user has but this server does not implement
-refuses the sign-in (it is never skipped: that would drop the requirement silently).
+refuses the sign-in (it is never skipped: that would drop the requirement silently); one the realm
+disabled is passed over, as in Keycloak. An application may ask for one action (``kc_action``,
+Keycloak's application-initiated actions); it runs last and its outcome goes back to the client.
 
 A flow runs for a *binding* (its purpose): browser, direct grant, registration, reset
 credentials, first broker login. The realm names the flow of each binding; a client's
 ``authenticationFlowBindingOverrides`` replaces the browser and direct-grant ones (Keycloak's
 AuthenticationFlowResolver). Keycloak 26's built-in flows are defined here in code; stored flows
 plug in through flow loaders (docs/decisions/0006-sign-in-flow-engine.md, 0014).
+
+The binding runs from the authentication session (``binding``): the login page's "Forgot
+Password?" and "Register" links switch the same sign-in to the reset-credentials or registration
+flow (docs/decisions/0027).
 
 State lives in the authentication session (``realms.auth_sessions``): which executions are done
 and which one shows a form, so a POST goes to the step that asked for it. The password grant
@@ -662,7 +668,8 @@ def register_protocol(name, complete, fail):
 
 def provider_ids():
     """{SPI name: registered provider ids}, for the Admin API's server info."""
-    return {"login-protocol": sorted(p for p in _protocols if p != LOGIN_ACTIONS), "authenticator": sorted(_authenticators),
+    return {"login-protocol": sorted(p for p in _protocols if p != LOGIN_ACTIONS),
+            "authenticator": sorted(_authenticators),
             "required-action": sorted(_required_actions)}
 
 

@@ -20,7 +20,8 @@ class DeleteCredential(RequiredAction):
         credential_id = ctx.action_parameter
         if not credential_id:
             return None
-        return Credential.objects.filter(pk=credential_id, user=ctx.user).exclude(type__in=(Credential.PASSWORD, HISTORY)).first()
+        mine = Credential.objects.filter(pk=credential_id, user=ctx.user)
+        return mine.exclude(type__in=(Credential.PASSWORD, HISTORY)).first()
 
     def challenge(self, ctx, credential=None):
         credential = credential or self._credential(ctx)

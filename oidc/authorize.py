@@ -263,7 +263,7 @@ def _response_mode(params):
     return requested, None
 
 
-def start_authorization(request, realm_name, params):
+def start_authorization(request, realm_name, params, binding=flows.BROWSER):
     """Answer an authorization request: the login page, a redirect with a code (SSO), or an
     error (page or redirect). Raises UntrustedRequest / AuthorizationError for the view."""
     realm_config = get_realm(realm_name)
@@ -309,6 +309,7 @@ def start_authorization(request, realm_name, params):
     )
     if kc_action:
         auth_session.notes[flows.KC_ACTION] = kc_action
+    auth_session.binding = binding
     loa.request(auth_session, acr_values, level, essential=authz.acr_essential)
     return flows.advance(request, realm, client, auth_session, interactive="none" not in authz.prompt)
 

@@ -303,3 +303,14 @@ def test_import_says_recaptcha_cannot_be_honoured(db, fresh_caches):
             {"authenticator": "registration-recaptcha-action", "requirement": "REQUIRED"}]}]})
     assert any("registration-recaptcha-action is enabled but reCAPTCHA is not supported" in w
                for w in result.warnings)
+
+
+def test_oidc_registrations_endpoint_opens_on_the_registration_page(realm, web_app):
+    url = "/realms/acme/protocol/openid-connect/registrations"
+    assert HttpClient().get(url, PARAMS).status_code == 403
+    realm.registration_allowed = True
+    realm.save()
+    http = HttpClient()
+    page = http.get(url, PARAMS)
+    assert 'id="kc-register-form"' in html(page)
+    assert redirect_query(http.post(form_action(page), FORM))["state"] == ["st"]

@@ -649,7 +649,7 @@ def run_direct_grant(request, realm, client, params, *, protocol):
         return ctx, Outcome.failure("user_disabled", description="Account disabled")
     _evaluate_triggers(ctx)
     signin.signed_in(realm, ctx.user)
-    if ctx.user.required_actions:
+    if _pending_actions(ctx):
         _unavailable_required_action(ctx)  # logs an action this server lacks; the answer is the same
         return ctx, Outcome.failure("resolve_required_actions", description="Account is not fully set up")
     return ctx, Outcome.success()

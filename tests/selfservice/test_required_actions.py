@@ -284,3 +284,18 @@ def test_execute_actions_with_verify_email_verifies_by_the_link(realm, web_app, 
     assert mailbox.stays_at(1, 0.3)  # no second e-mail: the link itself proved the address
     bob.refresh_from_db()
     assert bob.email_verified
+
+
+def test_password_grant_ignores_a_disabled_action_and_refuses_a_pending_one(realm, bob):
+    from tests.oidc.browser.conftest import make_client
+
+    make_client(realm, "cli", direct_access_grants_enabled=True, public_client=True)
+
+    def grant():
+        return HttpClient().post("/realms/acme/protocol/openid-connect/token", {
+            "grant_type": "password", "client_id": "cli", "username": "bob", "password": PASSWORD})
+
+    must(bob, "TERMS_AND_CONDITIONS")  # disabled in a new realm: ignored, as Keycloak does
+    assert grant().status_code == 200
+    must(bob, "UPDATE_PROFILE")
+    assert grant().json()["error_description"] == "Account is not fully set up"

@@ -263,7 +263,7 @@ def _response_mode(params):
     return requested, None
 
 
-def start_authorization(request, realm_name, params):
+def start_authorization(request, realm_name, params, binding=flows.BROWSER):
     """Answer an authorization request: the login page, a redirect with a code (SSO), or an
     error (page or redirect). Raises UntrustedRequest / AuthorizationError for the view."""
     realm_config = get_realm(realm_name)
@@ -300,10 +300,16 @@ def start_authorization(request, realm_name, params):
     if authz.max_age is not None and existing is not None:
         age = (timezone.now() - existing.auth_time).total_seconds()
         force_login = force_login or age > authz.max_age
+    # An application-initiated action (Keycloak's kc_action), run once the user is signed in.
+    kc_action = (params.get(flows.KC_ACTION) or "")[:255]
+    force_login = force_login or flows.kc_action_needs_reauthentication(realm, kc_action, existing)
     auth_session = auth_sessions.start(
         request, realm, client, protocol=PROTOCOL, client_data=asdict(authz),
         force_login=force_login, login_hint=authz.login_hint,
     )
+    if kc_action:
+        auth_session.notes[flows.KC_ACTION] = kc_action
+    auth_session.binding = binding
     loa.request(auth_session, acr_values, level, essential=authz.acr_essential)
     return flows.advance(request, realm, client, auth_session, interactive="none" not in authz.prompt)
 
@@ -398,7 +404,8 @@ def _complete(ctx, user_session):
             nonce=data["nonce"], code_challenge=data["code_challenge"],
             code_challenge_method=data["code_challenge_method"],
         )
-    params = {"code": code, "state": data["state"], "session_state": user_session.pk}
+    params = {"code": code, "state": data["state"], "session_state": user_session.pk,
+              **flows.kc_action_params(ctx.auth_session)}
     if TOKEN in parts or ID_TOKEN in parts:
         params.update(_front_channel_tokens(ctx, user_session, client_session, data, code, parts))
     events.emit(ctx.realm, "LOGIN", client_id=client.client_id, user_id=ctx.user.pk, session_id=user_session.pk,

@@ -7,6 +7,7 @@ OIDC = "protocol/openid-connect/"
 
 urlpatterns = [
     path(OIDC + "auth", authorize.authorize, name="oidc-auth"),
+    path(OIDC + "registrations", authorize.registrations, name="oidc-registrations"),
     path(OIDC + "logout", logout.logout, name="oidc-logout"),
     path(".well-known/openid-configuration", discovery.openid_configuration, name="oidc-discovery"),
     path(OIDC + "certs", discovery.certs, name="oidc-certs"),

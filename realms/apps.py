@@ -15,13 +15,14 @@ class RealmsConfig(AppConfig):
         from .credentials.otp import Otp
         from .credentials.password import Password
         from .credentials.recovery_codes import RecoveryCodes
-        from .flows import register_authenticator, register_required_action
+        from .flows import register_authenticator, register_login_actions, register_required_action
         from .services import ensure_master_realm
 
         for step in steps.BUILTIN:
             register_authenticator(step)
         for action in required_actions.BUILTIN:
             register_required_action(action)
+        register_login_actions()
         for kind in (Password, Otp, RecoveryCodes):
             register_credential_type(kind)
 

@@ -43,6 +43,10 @@ class AuthSession:
     # The SSO session the Cookie step found; reused instead of a new one.
     sso_session_id: str = ""
     notes: dict = field(default_factory=dict)
+    # The binding being run (browser; registration or reset credentials once the user follows
+    # the login page's links), and required actions of this sign-in only (an e-mailed link's).
+    binding: str = "browser"
+    required_actions: list = field(default_factory=list)
     new_root: bool = False  # the browser gets its AUTH_SESSION_ID cookie with this answer
     stored: bool = False  # in the cache (a sign-in answered at once is never written)
 

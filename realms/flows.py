@@ -15,7 +15,9 @@ from RealmsConfig.ready; other apps register theirs the same way). An execution 
 is not registered is treated as unavailable: passed over as an alternative, failing the flow as
 a requirement. Required actions (``UPDATE_PASSWORD`` ...) run after the flow from a registry of
 their own (``realms.required_actions``); one the user has but this server does not implement
-refuses the sign-in (it is never skipped: that would drop the requirement silently).
+refuses the sign-in (it is never skipped: that would drop the requirement silently); one the realm
+disabled is passed over, as in Keycloak. An application may ask for one action (``kc_action``,
+Keycloak's application-initiated actions); it runs last and its outcome goes back to the client.
 
 A flow runs for a *binding* (its purpose): browser, direct grant, registration, reset
 credentials, first broker login. The realm names the flow of each binding; a client's
@@ -24,6 +26,10 @@ AuthenticationFlowResolver). Flows are the realm's stored ones (``realms.models`
 AuthenticationFlow ..., read once per process through the realm cache); Keycloak 26's built-in
 flows and required actions defined here are the seed of every realm (docs/decisions/0006, 0014,
 0025). The realm's required-action settings decide which of a user's actions are asked for.
+
+The binding runs from the authentication session (``binding``): the login page's "Forgot
+Password?" and "Register" links switch the same sign-in to the reset-credentials or registration
+flow (docs/decisions/0027).
 
 State lives in the authentication session (``realms.auth_sessions``): which executions are done
 and which one shows a form, so a POST goes to the step that asked for it. The password grant
@@ -331,12 +337,22 @@ class Authenticator:
 
 
 class RequiredAction:
-    """Something the user must do after signing in (Keycloak's required actions)."""
+    """Something the user must do after signing in (Keycloak's required actions).
+
+    ``max_auth_age``: when an application asks for this action (``kc_action``), a sign-in older
+    than this many seconds is made again first (Keycloak's re-authentication for sensitive
+    actions); None when no re-authentication is needed."""
 
     provider_id = ""
+    max_auth_age = None
+    enabled_by_default = True  # in a new realm (Keycloak 26's built-in definitions)
 
     def challenge(self, ctx):
         raise NotImplementedError
+
+    def start(self, ctx) -> Outcome:
+        """The action is reached: its page (CHALLENGE), or SUCCESS when there is nothing left to do."""
+        return Outcome.challenge(self.challenge(ctx))
 
     def process(self, ctx) -> Outcome:
         """SUCCESS when done (the action is then removed from the user), else CHALLENGE."""
@@ -406,6 +422,8 @@ class AuthContext:
         self._user = None
         self.user_session = None  # an SSO session found by the Cookie step
         self.other_alternatives = False  # another alternative step could run instead of this one
+        self.form_flow = None  # a form step's form actions (registration-page-form)
+        self.action_parameter = ""  # what follows the action's name in kc_action (a credential id)
 
     @property
     def user(self):
@@ -425,15 +443,20 @@ class AuthContext:
     def ip_address(self):
         return client_address(self.request)
 
-    @property
-    def action_url(self):
+    def login_actions_url(self, name):
+        """``login-actions/<name>`` for this sign-in (authenticate, registration, reset-credentials, restart)."""
         from urllib.parse import urlencode
 
         query = urlencode({"tab": self.auth_session.tab_id, "client_id": self.client.client_id})
-        return f"/realms/{self.realm.name}/login-actions/authenticate?{query}"
+        return f"/realms/{self.realm.name}/login-actions/{name}?{query}"
+
+    @property
+    def action_url(self):
+        return self.login_actions_url("authenticate")
 
     def render(self, page, context=None, status=200):
-        base = {"action_url": self.action_url, "client": self.client, "auth_session": self.auth_session}
+        base = {"action_url": self.action_url, "client": self.client, "auth_session": self.auth_session,
+                "login_url": self.login_actions_url("restart")}
         return themes.render(self.request, self.realm, page, {**base, **(context or {})}, status=status)
 
     def login_error(self, error, *, user=None, username=""):
@@ -495,7 +518,7 @@ def is_configured(ctx, execution, user):
 
 
 def _run_execution(ctx, path, execution):
-    if execution.flow is not None:
+    if execution.flow is not None and not execution.authenticator:
         return _run_flow(ctx, execution.flow, path + ".")
     auth = get_authenticator(execution.authenticator)
     if auth is None:
@@ -503,7 +526,8 @@ def _run_execution(ctx, path, execution):
         return Outcome.attempted()
     if auth.requires_user and ctx.user is None:
         return Outcome.failure("user_not_identified")
-    ctx.execution_path, ctx.config = path, execution.config
+    # A form step (registration-page-form) gets its form actions as its own sub-flow.
+    ctx.execution_path, ctx.config, ctx.form_flow = path, execution.config, execution.flow
     if ctx.is_action and ctx.auth_session.current == path:
         ctx.is_action = False  # the post is consumed; later steps start afresh
         outcome = auth.action(ctx)
@@ -571,6 +595,14 @@ def _run_flow(ctx, flow, prefix=""):
 
 
 REQUIRED_ACTION_UNAVAILABLE = "required_action_unavailable"
+# Application-initiated actions (Keycloak's AIA): the action the client asked for with
+# ``kc_action`` and how it ended, which the protocol hands back with its answer.
+KC_ACTION, KC_ACTION_STATUS = "kc_action", "kc_action_status"
+AIA_SUCCESS, AIA_CANCELLED, AIA_ERROR = "success", "cancelled", "error"
+AIA_CANCEL_PARAM = "cancel-aia"
+# Sign-ins opened by an e-mailed link end on an "account updated" page, not at a client.
+END_AFTER_ACTIONS = "end_after_required_actions"
+REDIRECT_NOTE = "redirect_uri"
 
 
 def required_action_settings(realm):
@@ -586,21 +618,52 @@ def _load_required_actions(realm):
             for a in RequiredActionProvider.objects.filter(realm=realm)}
 
 
-def pending_required_actions(realm, user):
-    """The user's required actions this realm asks for, in the realm's priority order. One the
-    realm has disabled is not asked for, as in Keycloak (it stays on the user, so enabling it
-    again asks for it; the log says it was passed over); one the realm does not list is asked
-    for all the same (an unknown requirement is never dropped)."""
+def required_action_definition(realm, alias):
+    """``{"alias", "enabled", "defaultAction"}`` of ``alias`` in ``realm`` (its stored
+    required-action definition; one the realm does not list has the action's own default), or
+    None when this server does not implement the action."""
+    stored = required_action_settings(realm).get(alias)
+    action = get_required_action(stored[0] if stored else alias)
+    if action is None:
+        return None
+    if stored is None:
+        return {"alias": alias, "enabled": action.enabled_by_default, "defaultAction": False}
+    return {"alias": alias, "enabled": stored[1], "defaultAction": stored[2]}
+
+
+def action_enabled(realm, name):
+    definition = required_action_definition(realm, name)
+    return definition is not None and definition["enabled"]
+
+
+def default_required_actions(realm):
+    """What a new user must do: the realm's enabled default actions (Keycloak adds them to users
+    created by the Admin API, the console and registration, not to imported ones)."""
+    settings = required_action_settings(realm)
+    return [alias for alias, (_, enabled, default, priority) in sorted(settings.items(), key=lambda x: x[1][3])
+            if enabled and default]
+
+
+def pending_required_actions(realm, names):
+    """(alias, provider id) of the required actions ``names`` this realm asks for, in the realm's
+    priority order. One the realm has disabled is not asked for, as in Keycloak (it stays on the
+    user, so enabling it again asks for it; the log says it was passed over); one the realm does
+    not list is asked for all the same (an unknown requirement is never dropped)."""
     settings = required_action_settings(realm)
     pending = []
-    for name in user.required_actions or ():
+    for name in dict.fromkeys(names):
         provider_id, enabled, _, priority = settings.get(name, (name, True, False, 10**6))
         if not enabled:
-            logger.warning("user %s of realm %s must %s, which the realm has disabled: not asked for",
-                           user.pk, realm.name, name)
+            logger.warning("realm %s: required action %s is disabled in the realm: not asked for", realm.name, name)
             continue
         pending.append((priority, name, provider_id))
     return [(name, provider_id) for _, name, provider_id in sorted(pending, key=lambda x: x[0])]
+
+
+def _pending_actions(ctx):
+    """The user's required actions and this sign-in's (an e-mailed link's)."""
+    return pending_required_actions(ctx.realm, [*(ctx.user.required_actions or ()),
+                                                *ctx.auth_session.required_actions])
 
 
 def _unavailable_required_action(ctx, pending):
@@ -613,37 +676,89 @@ def _unavailable_required_action(ctx, pending):
     return None
 
 
-def _run_required_actions(ctx):
+def _run_action(ctx, action, path):
+    if ctx.is_action and ctx.auth_session.current == path:
+        ctx.is_action = False
+        outcome = action.process(ctx)
+    else:
+        outcome = action.start(ctx)
+    if outcome.kind != Outcome.SUCCESS:
+        ctx.auth_session.current = path
+    return outcome
+
+
+def _action_done(ctx, name):
     user = ctx.user
-    pending = pending_required_actions(ctx.realm, user)
+    if name in (user.required_actions or ()):
+        user.required_actions = [a for a in user.required_actions if a != name]
+        user.save(update_fields=["required_actions"])
+    ctx.auth_session.required_actions = [a for a in ctx.auth_session.required_actions if a != name]
+
+
+def _run_required_actions(ctx):
+    pending = _pending_actions(ctx)
     if _unavailable_required_action(ctx, pending) is not None:
         return Outcome.failure(REQUIRED_ACTION_UNAVAILABLE)
     for name, provider_id in pending:
-        action = get_required_action(provider_id)
-        path = f"required:{name}"
-        if ctx.is_action and ctx.auth_session.current == path:
-            ctx.is_action = False
-            outcome = action.process(ctx)
-            if outcome.kind != Outcome.SUCCESS:
-                return outcome
-            user.required_actions = [a for a in user.required_actions if a != name]
-            user.save(update_fields=["required_actions"])
-            continue
-        ctx.auth_session.current = path
-        return Outcome.challenge(action.challenge(ctx))
-    return Outcome.success()
+        outcome = _run_action(ctx, get_required_action(provider_id), f"required:{name}")
+        if outcome.kind != Outcome.SUCCESS:
+            return outcome
+        _action_done(ctx, name)
+    return _run_kc_action(ctx)
 
 
-def default_required_actions(realm):
-    """What a new user must do: the realm's enabled default actions (Keycloak adds them to users
-    created by the Admin API, the console and registration, not to imported ones)."""
-    settings = required_action_settings(realm)
-    return [alias for alias, (_, enabled, default, priority) in sorted(settings.items(), key=lambda x: x[1][3])
-            if enabled and default]
+def _kc_action(alias):
+    """(action, parameter) of a ``kc_action`` value; ``delete_credential:<id>`` carries one."""
+    name, _, parameter = (alias or "").partition(":")
+    return get_required_action(name), parameter
 
 
-def run(ctx, binding=BROWSER) -> Outcome:
+def _run_kc_action(ctx):
+    notes = ctx.auth_session.notes
+    alias = notes.get(KC_ACTION)
+    if not alias or notes.get(KC_ACTION_STATUS):
+        return Outcome.success()
+    action, ctx.action_parameter = _kc_action(alias)
+    if action is None or not action_enabled(ctx.realm, action.provider_id):
+        logger.info("realm %s: kc_action %r is not an enabled required action", ctx.realm.name, alias)
+        notes[KC_ACTION_STATUS] = AIA_ERROR
+        return Outcome.success()
+    path = f"aia:{action.provider_id}"
+    if ctx.is_action and ctx.auth_session.current == path and AIA_CANCEL_PARAM in ctx.params:
+        notes[KC_ACTION_STATUS] = AIA_CANCELLED
+        return Outcome.success()
+    outcome = _run_action(ctx, action, path)
+    if outcome.kind == Outcome.SUCCESS:
+        notes[KC_ACTION_STATUS] = AIA_SUCCESS
+        _action_done(ctx, action.provider_id)
+    elif outcome.kind == Outcome.FAILURE:
+        notes[KC_ACTION_STATUS] = AIA_CANCELLED if outcome.error == "rejected_by_user" else AIA_ERROR
+        return Outcome.success()
+    return outcome
+
+
+def kc_action_params(auth_session):
+    """What the protocol's answer carries about an application-initiated action."""
+    notes = auth_session.notes
+    if not notes.get(KC_ACTION):
+        return {}
+    return {KC_ACTION: notes[KC_ACTION], KC_ACTION_STATUS: notes.get(KC_ACTION_STATUS, AIA_ERROR)}
+
+
+def kc_action_needs_reauthentication(realm, alias, user_session):
+    """Whether an application asking for ``alias`` must have the user sign in again first: the
+    action asks for a recent sign-in and ``user_session``'s is older."""
+    action, _ = _kc_action(alias)
+    if action is None or user_session is None or action.max_auth_age is None:
+        return False
+    from django.utils import timezone
+
+    return (timezone.now() - user_session.auth_time).total_seconds() > action.max_auth_age
+
+
+def run(ctx, binding=None) -> Outcome:
     """Advance the sign-in as far as it goes: SUCCESS (user known, actions done) or the page."""
+    binding = binding or ctx.auth_session.binding
     if not ctx.auth_session.flow_done:
         ctx.flow = flow = flow_for(ctx.realm, ctx.client, binding)
         if flow is None:
@@ -682,7 +797,7 @@ def run_direct_grant(request, realm, client, params, *, protocol):
         return ctx, Outcome.failure("user_disabled", description="Account disabled")
     _evaluate_triggers(ctx)
     signin.signed_in(realm, ctx.user)
-    pending = pending_required_actions(realm, ctx.user)
+    pending = _pending_actions(ctx)
     if pending:
         _unavailable_required_action(ctx, pending)  # logs an action this server lacks; the answer is the same
         return ctx, Outcome.failure("resolve_required_actions", description="Account is not fully set up")
@@ -702,8 +817,28 @@ def register_protocol(name, complete, fail):
 
 def provider_ids():
     """{SPI name: registered provider ids}, for the Admin API's server info."""
-    return {"login-protocol": sorted(_protocols), "authenticator": sorted(_authenticators),
+    return {"login-protocol": sorted(p for p in _protocols if p != LOGIN_ACTIONS),
+            "authenticator": sorted(_authenticators),
             "required-action": sorted(_required_actions)}
+
+
+# The "protocol" of sign-ins an e-mailed link opens in a browser without one: they end on a page
+# of their own (``END_AFTER_ACTIONS``), never at a client.
+LOGIN_ACTIONS = "login-actions"
+
+
+def _account_updated(ctx, user_session=None):
+    return ctx.render("info.html", {"message_key": "accountUpdatedMessage",
+                                    "back_url": ctx.auth_session.notes.get(REDIRECT_NOTE, "")})
+
+
+def _login_actions_failed(ctx, error):
+    return ctx.render("info.html", {"is_error": True, "message_key": "invalidCodeMessage"}, status=400)
+
+
+def register_login_actions():
+    """Called from RealmsConfig.ready."""
+    register_protocol(LOGIN_ACTIONS, _account_updated, _login_actions_failed)
 
 
 def establish_sso_session(ctx):
@@ -742,6 +877,9 @@ def advance(request, realm, client, auth_session, *, is_action=False, interactiv
     if not interactive and outcome.kind != Outcome.SUCCESS:
         auth_sessions.discard(auth_session)
         return fail(ctx, "interaction_required" if auth_session.flow_done else "login_required")
+    if outcome.kind == Outcome.SUCCESS and auth_session.notes.get(END_AFTER_ACTIONS):
+        auth_sessions.discard(auth_session)
+        return _account_updated(ctx)
     if outcome.kind == Outcome.SUCCESS:
         with transaction.atomic():
             user_session = establish_sso_session(ctx)

@@ -30,7 +30,8 @@ def _parse(path):
             value.append(line[:-1])
             continue
         value.append(line)
-        entries[key] = "".join(value).replace("''", "'")
+        # Java properties' \n escape (Keycloak's e-mail texts use it for their line breaks).
+        entries[key] = "".join(value).replace("''", "'").replace("\\n", "\n")
         key, value = None, []
     return entries
 

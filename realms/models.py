@@ -29,6 +29,26 @@ class IdField(models.CharField):
         super().__init__(*args, **kwargs)
 
 
+class SmtpServerField(models.JSONField):
+    """The realm's ``smtpServer`` map, its ``password`` encrypted at rest (as client secrets are);
+    in Python the map holds the plain password. A value stored before encryption is read as it is
+    and encrypted when the realm is next saved."""
+
+    _PREFIX = "fernet:"
+
+    def get_prep_value(self, value):
+        if isinstance(value, dict) and value.get("password"):
+            value = {**value, "password": self._PREFIX + crypto.encrypt(value["password"])}
+        return super().get_prep_value(value)
+
+    def from_db_value(self, value, expression, connection):
+        value = super().from_db_value(value, expression, connection)
+        password = value.get("password") if isinstance(value, dict) else None
+        if isinstance(password, str) and password.startswith(self._PREFIX):
+            value["password"] = crypto.decrypt(password[len(self._PREFIX):])
+        return value
+
+
 class Realm(models.Model):
     """A separate space of users, clients, keys and settings with its own issuer."""
 
@@ -123,7 +143,7 @@ class Realm(models.Model):
     webauthn_policy = models.JSONField(default=dict, blank=True)
     password_policy = models.CharField(max_length=1024, blank=True)
     browser_security_headers = models.JSONField(default=dict, blank=True)
-    smtp_server = models.JSONField(default=dict, blank=True)
+    smtp_server = SmtpServerField(default=dict, blank=True)
     required_credentials = models.JSONField(default=list, blank=True)
     attributes = models.JSONField(default=dict, blank=True)
     localization_texts = models.JSONField(default=dict, blank=True)

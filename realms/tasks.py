@@ -1,10 +1,20 @@
 """Periodic housekeeping of realm state (scheduled by idp/celery.py)."""
 from celery import shared_task
 
-from . import sessions
+from . import email, sessions
 
 
 @shared_task(name="realms.purge_expired_sessions", ignore_result=True)
 def purge_expired_sessions():
     """Expired SSO sessions are ended lazily on use; this removes the ones never used again."""
     return sessions.expired_sessions_purge()
+
+
+@shared_task(name=email.TASK, ignore_result=True, bind=True, max_retries=8)
+def send_email(self, realm_id, to, subject, text_body, html_body):
+    """One e-mail of a realm (``realms.email``): retried with growing delays (about 4 hours in
+    all) while the realm's SMTP server cannot be reached."""
+    try:
+        email.deliver(realm_id, to, subject, text_body, html_body)
+    except email.TRANSIENT as exc:
+        raise self.retry(exc=exc, countdown=min(30 * 2 ** self.request.retries, 3600))

@@ -3,13 +3,19 @@
 completion it registered with ``realms.flows.register_protocol``."""
 from django.views.decorators.http import require_http_methods
 
-from . import auth_sessions, flows, realm_cache, themes
+from . import action_tokens, auth_sessions, events, flows, realm_cache, themes
+from .models import User
+from .steps.reset_credentials import EMAIL_VERIFIED_NOTE
+from .web import client_address
 
 EXPIRED = "Your sign-in page has expired. Return to the application and sign in again."
+ACCOUNT_CLIENT = "account"
+_NOT_ALLOWED = {"registration_allowed": "registrationNotAllowedMessage",
+                "reset_password_allowed": "resetCredentialNotAllowedMessage"}
 
 
-@require_http_methods(["GET", "POST"])
-def authenticate(request, realm):
+def _load(request, realm):
+    """(realm, client, auth session) of the tab in the query, or an error page."""
     config = realm_cache.get_realm(realm)  # 404 for an unknown or disabled realm
     realm_obj = config.realm
     auth_session = auth_sessions.load(request, realm_obj, request.GET.get("tab", ""))
@@ -17,5 +23,124 @@ def authenticate(request, realm):
     # through the client without another query.
     client = auth_session and config.client_by_pk(auth_session.client_pk)
     if auth_session is None or client is None or not client.enabled:
-        return themes.render(request, realm_obj, "error.html", {"message": EXPIRED}, status=400)
+        return realm_obj, None, themes.render(request, realm_obj, "error.html", {"message": EXPIRED}, status=400)
+    return realm_obj, client, auth_session
+
+
+@require_http_methods(["GET", "POST"])
+def authenticate(request, realm):
+    realm_obj, client, auth_session = _load(request, realm)
+    if client is None:
+        return auth_session
     return flows.advance(request, realm_obj, client, auth_session, is_action=request.method == "POST")
+
+
+def _switch(binding, allowed=None):
+    """The login page's links: the same sign-in, now running ``binding`` from its start."""
+
+    @require_http_methods(["GET"])
+    def view(request, realm):
+        realm_obj, client, auth_session = _load(request, realm)
+        if client is None:
+            return auth_session
+        if allowed is not None and not getattr(realm_obj, allowed):
+            return _message(request, realm_obj, _NOT_ALLOWED[allowed], status=403)
+        auth_session.binding = binding
+        auth_session.executions, auth_session.current, auth_session.flow_done = {}, "", False
+        auth_session.user_id, auth_session.auth_methods = "", []
+        return flows.advance(request, realm_obj, client, auth_session)
+
+    return view
+
+
+registration = _switch(flows.REGISTRATION, "registration_allowed")
+reset_credentials = _switch(flows.RESET_CREDENTIALS, "reset_password_allowed")
+restart = _switch(flows.BROWSER)
+
+
+def _message(request, realm, key, status=200, **context):
+    return themes.render(request, realm, "info.html", {"message_key": key, "is_error": status >= 400, **context},
+                         status=status)
+
+
+@require_http_methods(["GET", "POST"])
+def action_token(request, realm):
+    """An e-mailed link (Keycloak's ``login-actions/action-token?key=``): checked, used once,
+    and carried out. A GET only shows what the link does: mail scanners that open links must
+    not use them up; the page's button (a POST) does."""
+    config = realm_cache.get_realm(realm)
+    realm_obj = config.realm
+    key = request.GET.get("key", "")
+    try:
+        claims = action_tokens.verify(realm_obj, key, request)
+    except action_tokens.ExpiredToken:
+        return _message(request, realm_obj, "expiredActionTokenNoSessionMessage", status=400)
+    except action_tokens.InvalidToken:
+        return _message(request, realm_obj, "invalidCodeMessage", status=400)
+    user = User.objects.filter(realm=realm_obj, pk=claims["sub"]).first()
+    client = config.client(claims.get("azp") or ACCOUNT_CLIENT)
+    if user is None or not user.enabled or client is None or not client.enabled:
+        return _message(request, realm_obj, "invalidCodeMessage", status=400)
+    typ = claims["typ"]
+    if typ == action_tokens.VERIFY_EMAIL and user.email.lower() != str(claims.get("eml", "")).lower():
+        return _message(request, realm_obj, "invalidCodeMessage", status=400)
+    if request.method == "GET":
+        actions = claims.get("rqac") or [{"verify-email": "VERIFY_EMAIL",
+                                          "reset-credentials": "UPDATE_PASSWORD"}[typ]]
+        return themes.render(request, realm_obj, "login-action-token.html", {
+            "actions": [f"requiredAction.{a}" for a in actions], "action_url": request.get_full_path()})
+    try:
+        action_tokens.consume(claims)
+    except action_tokens.ExpiredToken:
+        return _message(request, realm_obj, "expiredActionTokenNoSessionMessage", status=400)
+    original = _original_session(request, realm_obj, claims)
+    ip = client_address(request)
+    if typ == action_tokens.VERIFY_EMAIL:
+        user.email_verified = True
+        user.required_actions = [a for a in user.required_actions if a != "VERIFY_EMAIL"]
+        user.save(update_fields=["email_verified", "required_actions"])
+        events.emit(realm_obj, "VERIFY_EMAIL", client_id=client.client_id, user_id=user.pk, ip_address=ip,
+                    details={"email": user.email, "action": typ})
+        if original is not None and original.user_id == user.pk:
+            return flows.advance(request, realm_obj, client, original)
+        return _message(request, realm_obj, "emailVerifiedMessage", back_url=claims.get("reduri", ""))
+    if typ == action_tokens.RESET_CREDENTIALS:
+        auth_session = original if original is not None and original.user_id == user.pk else _new_session(
+            request, realm_obj, client, user, flows.RESET_CREDENTIALS, redirect_uri="")
+        auth_session.notes[EMAIL_VERIFIED_NOTE] = user.pk
+        return flows.advance(request, realm_obj, client, auth_session)
+    auth_session = _new_session(request, realm_obj, client, user, flows.BROWSER,
+                                redirect_uri=claims.get("reduri", ""))
+    auth_session.flow_done = True  # the link stands for the sign-in: only the actions remain
+    actions = list(claims.get("rqac") or ())
+    if "VERIFY_EMAIL" in actions:
+        # Following a link sent to the address proves it (as Keycloak's handler decides).
+        actions.remove("VERIFY_EMAIL")
+        user.email_verified = True
+        user.required_actions = [a for a in user.required_actions if a != "VERIFY_EMAIL"]
+        user.save(update_fields=["email_verified", "required_actions"])
+    auth_session.required_actions = actions
+    events.emit(realm_obj, "EXECUTE_ACTIONS", client_id=client.client_id, user_id=user.pk, ip_address=ip,
+                details={"required_actions": ",".join(auth_session.required_actions)})
+    return flows.advance(request, realm_obj, client, auth_session)
+
+
+def _original_session(request, realm, claims):
+    """The sign-in that sent the link, when this browser holds it (same AUTH_SESSION_ID)."""
+    root_id, _, tab_id = str(claims.get("oasid", "")).partition(".")
+    if not root_id or request.COOKIES.get(auth_sessions.COOKIE) != root_id:
+        return None
+    return auth_sessions.load(request, realm, tab_id)
+
+
+def _new_session(request, realm, client, user, binding, *, redirect_uri):
+    """A sign-in opened by the link in a browser that has none: it ends on the "account
+    updated" page (with a link back to the application when the token names one)."""
+    auth_session = auth_sessions.start(request, realm, client, protocol=flows.LOGIN_ACTIONS, client_data={})
+    auth_session.binding = binding
+    auth_session.user_id = user.pk
+    auth_session.notes[flows.END_AFTER_ACTIONS] = "true"
+    if redirect_uri:
+        auth_session.notes[flows.REDIRECT_NOTE] = redirect_uri
+    return auth_session
+

@@ -21,3 +21,6 @@ CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"
 
 # Real Redis for Celery tests (workers started by the tests themselves).
 CELERY_BROKER_URL = os.environ.get("IDP_TEST_REDIS_URL", "")
+
+# E-mail leaves from the request's own process (as in dev mode) for the SMTP server a test starts.
+IDP_EMAIL_IN_PROCESS = True

@@ -2,6 +2,8 @@
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
+from realms import flows
+
 from ..authorize import AuthorizationError, UntrustedRequest, error_page, error_redirect, start_authorization
 from ..realm_cache import get_realm
 
@@ -11,11 +13,20 @@ from ..realm_cache import get_realm
 # GET could not do).
 @csrf_exempt
 @require_http_methods(["GET", "POST"])
-def authorize(request, realm):
+def authorize(request, realm, binding=flows.BROWSER):
     params = request.GET if request.method == "GET" else request.POST
     try:
-        return start_authorization(request, realm, params)
+        return start_authorization(request, realm, params, binding=binding)
     except UntrustedRequest as exc:
         return error_page(request, get_realm(realm).realm, exc.message)
     except AuthorizationError as exc:
         return error_redirect(request, get_realm(realm).realm, exc)
+
+
+@require_http_methods(["GET"])
+def registrations(request, realm):
+    """Keycloak's ``/protocol/openid-connect/registrations`` (keycloak-js ``register()``): an
+    authorization request that opens on the registration page."""
+    if not get_realm(realm).realm.registration_allowed:
+        return error_page(request, get_realm(realm).realm, "Registration not allowed", status=403)
+    return authorize(request, realm, binding=flows.REGISTRATION)

@@ -3,7 +3,7 @@
 are mounted by ``idp/urls.py``)."""
 from django.urls import path
 
-from . import (attack_detection, client_scopes, clients, events, flows, groups, keys, partial, protocol_mappers,
+from . import (attack_detection, client_scopes, clients, email, events, flows, groups, keys, partial, protocol_mappers,
                realms, role_mappings, roles, sessions, users)
 
 R = "<str:realm>"
@@ -15,6 +15,9 @@ urlpatterns = [
     path(f"{R}/users/count", users.UserCount.as_view()),
     path(f"{R}/users/<str:user_id>", users.UserDetail.as_view()),
     path(f"{R}/users/<str:user_id>/reset-password", users.ResetPassword.as_view()),
+    path(f"{R}/users/<str:user_id>/execute-actions-email", email.ExecuteActionsEmail.as_view()),
+    path(f"{R}/users/<str:user_id>/send-verify-email", email.SendVerifyEmail.as_view()),
+    path(f"{R}/testSMTPConnection", email.TestSmtpConnection.as_view()),
     path(f"{R}/users/<str:user_id>/groups", users.UserGroups.as_view()),
     path(f"{R}/users/<str:user_id>/groups/count", users.UserGroupCount.as_view()),
     path(f"{R}/users/<str:user_id>/groups/<str:group_id>", users.UserGroupMembership.as_view()),

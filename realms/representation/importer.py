@@ -92,12 +92,25 @@ class _Applier(AuthenticationApplier, ClientScopeApplier, ProtocolMapperApplier,
         return self.realm
 
 
+def _warn_recaptcha(data, p):
+    """reCAPTCHA needs Google's service, which this server does not call: a realm whose
+    registration form enables it gets no registration page (``realms.steps.registration``)."""
+    for index, flow in enumerate(data.get("authenticationFlows") or ()):
+        for execution in (flow.get("authenticationExecutions") or ()) if isinstance(flow, dict) else ():
+            if isinstance(execution, dict) and execution.get("authenticator") == "registration-recaptcha-action" \
+                    and execution.get("requirement", "DISABLED") != "DISABLED":
+                p.unsupported(f"authenticationFlows[{index}] ({flow.get('alias')})",
+                              "registration-recaptcha-action is enabled but reCAPTCHA is not supported: "
+                              "registration is refused while it stays enabled")
+
+
 def import_realm(data, *, override=False, auth=None):
     """Import a RealmRepresentation (a dict). One transaction: on RepresentationError nothing
     is changed. Returns ImportResult(realm, warnings). An import made by a caller (``auth``,
     ``admin_events.AuthDetails``) is their admin event: CREATE (or UPDATE) of the realm."""
     p = Parser()
     r = parse_realm(copy.deepcopy(data), p)
+    _warn_recaptcha(data, p)
     merge_builtins(r)
     with transaction.atomic():
         existing = Realm.objects.select_for_update().filter(name=r["name"]).first()

@@ -1,8 +1,13 @@
 """Required actions this service ships, one module each; ``BUILTIN`` is what RealmsConfig.ready
-registers. Others (VERIFY_EMAIL ...) register the same way from the apps that
-implement them; until then a user who must do one cannot sign in (``realms.flows``)."""
+registers. Others (the WebAuthn ones ...) register the same way from the apps that implement
+them; until then a user who must do one cannot sign in (``realms.flows``)."""
 from .configure_totp import ConfigureTotp
+from .delete_credential import DeleteCredential
 from .recovery_codes import ConfigureRecoveryCodes
+from .terms_and_conditions import TermsAndConditions
 from .update_password import UpdatePassword
+from .update_profile import UpdateProfile
+from .verify_email import VerifyEmail
 
-BUILTIN = (UpdatePassword, ConfigureTotp, ConfigureRecoveryCodes)
+BUILTIN = (UpdatePassword, ConfigureTotp, ConfigureRecoveryCodes, UpdateProfile, TermsAndConditions,
+           DeleteCredential, VerifyEmail)

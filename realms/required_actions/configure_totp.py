@@ -18,6 +18,7 @@ INVALID_TOTP = "Invalid authenticator code."
 
 class ConfigureTotp(RequiredAction):
     provider_id = "CONFIGURE_TOTP"
+    max_auth_age = 300  # Keycloak's default for sensitive actions (kc_action re-authenticates)
 
     def _secret(self, ctx):
         note = ctx.auth_session.notes.get(_SECRET_NOTE)

@@ -5,6 +5,7 @@ from ..flows import Outcome, RequiredAction
 
 class UpdatePassword(RequiredAction):
     provider_id = "UPDATE_PASSWORD"
+    max_auth_age = 300  # Keycloak's default for sensitive actions (kc_action re-authenticates)
 
     def challenge(self, ctx, *, error="", error_field=""):
         return ctx.render("update-password.html", {"error": error, "error_field": error_field})

@@ -6,8 +6,10 @@ from .conditions import (LevelOfAuthenticationCondition, UserAttributeCondition,
 from .cookie import CookieAuthenticator
 from .direct_grant import ValidatePassword, ValidateUsername
 from .otp import OtpForm, RecoveryCodeForm, ValidateOtp
+from .registration import RegistrationPage
+from .reset_credentials import ChooseUser, ResetOtp, ResetPassword, SendEmail
 from .username_password import UsernamePasswordForm
 
 BUILTIN = (CookieAuthenticator, UsernamePasswordForm, UserConfiguredCondition, ValidateUsername, ValidatePassword,
            OtpForm, ValidateOtp, RecoveryCodeForm, LevelOfAuthenticationCondition, UserRoleCondition,
-           UserAttributeCondition)
+           UserAttributeCondition, RegistrationPage, ChooseUser, SendEmail, ResetPassword, ResetOtp)

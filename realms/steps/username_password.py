@@ -15,6 +15,9 @@ class UsernamePasswordForm(Authenticator):
             "username": username, "error": error,
             "remember_me_allowed": ctx.realm.remember_me,
             "username_label": "Username or email" if ctx.realm.login_with_email_allowed else "Username",
+            # Keycloak's "Forgot Password?" and "Register" links, shown when the realm allows them.
+            "reset_url": ctx.login_actions_url("reset-credentials") if ctx.realm.reset_password_allowed else "",
+            "registration_url": ctx.login_actions_url("registration") if ctx.realm.registration_allowed else "",
         }, status=status)
 
     def authenticate(self, ctx):

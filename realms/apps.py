@@ -15,6 +15,7 @@ class RealmsConfig(AppConfig):
         from .credentials.otp import Otp
         from .credentials.password import Password
         from .credentials.recovery_codes import RecoveryCodes
+        from .credentials.webauthn import WebAuthn, WebAuthnPasswordless
         from .flows import register_authenticator, register_required_action
         from .services import ensure_master_realm
 
@@ -22,7 +23,7 @@ class RealmsConfig(AppConfig):
             register_authenticator(step)
         for action in required_actions.BUILTIN:
             register_required_action(action)
-        for kind in (Password, Otp, RecoveryCodes):
+        for kind in (Password, Otp, RecoveryCodes, WebAuthn, WebAuthnPasswordless):
             register_credential_type(kind)
 
         post_migrate.connect(ensure_master_realm, sender=self, dispatch_uid="realms-master-realm")

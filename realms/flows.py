@@ -94,6 +94,7 @@ BROWSER_FLOW = Flow("browser", (
         step("auth-username-password-form", REQUIRED),
         sub_flow("Browser - Conditional 2FA", CONDITIONAL,
             step("conditional-user-configured", REQUIRED),
+            step("conditional-credential", REQUIRED, credentials="webauthn-passwordless"),
             step("auth-otp-form", ALTERNATIVE),
             step("webauthn-authenticator", DISABLED),
             step("auth-recovery-authn-code-form", DISABLED),

@@ -4,5 +4,6 @@ implement them; until then a user who must do one cannot sign in (``realms.flows
 from .configure_totp import ConfigureTotp
 from .recovery_codes import ConfigureRecoveryCodes
 from .update_password import UpdatePassword
+from .webauthn_register import WebAuthnRegister, WebAuthnRegisterPasswordless
 
-BUILTIN = (UpdatePassword, ConfigureTotp, ConfigureRecoveryCodes)
+BUILTIN = (UpdatePassword, ConfigureTotp, ConfigureRecoveryCodes, WebAuthnRegister, WebAuthnRegisterPasswordless)

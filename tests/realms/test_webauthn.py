@@ -352,3 +352,33 @@ def test_policy_defaults_and_keycloak_string_values(realm):
     policy = WebAuthnPolicy.of(realm)
     assert (policy.algorithms, policy.timeout, policy.avoid_same_authenticator, policy.rp_id) == (("ES256",), 60, False, "")
     assert WebAuthnPolicy.of(realm, passwordless=True).rp_id == "example.org"
+
+
+def test_passwordless_step_as_the_first_factor(client, realm, web_app, bob, monkeypatch):
+    """Keycloak's ``webauthn-authenticator-passwordless`` alone in a flow: the passkey names the
+    user; a user who has none is not signed in by someone else's."""
+    flow = Flow("passwordless", (step("webauthn-authenticator-passwordless", REQUIRED),))
+    monkeypatch.setattr(flows, "_flow_loaders", [lambda realm, ref: flow if ref == BROWSER_FLOW.alias else None])
+    authenticator = passkey_for(bob)
+    add_passkey(bob, authenticator)
+    page = client.get(AUTH, PARAMS)
+    assert 'id="authenticateWebAuthnButton"' in page.content.decode() and options_of(page)["allowCredentials"] == []
+    wrong_key = passkey_for(bob)  # bob's handle, a key bob never registered
+    refused = client.post(action_of(page), wrong_key.assertion(options_of(page)["challenge"], ORIGIN))
+    assert refused.status_code == 200 and not bob.sessions.exists()
+    answer = client.post(action_of(refused), authenticator.assertion(options_of(refused)["challenge"], ORIGIN))
+    assert "code" in redirect_query(answer)
+    assert bob.sessions.get().auth_methods == [Credential.WEBAUTHN_PASSWORDLESS]
+
+
+def test_wrong_assertions_count_towards_lockout(client, realm, web_app, bob):
+    realm.brute_force_protected, realm.failure_factor = True, 2
+    realm.save()
+    passkeys_on(realm)
+    authenticator = passkey_for(bob)
+    add_passkey(bob, authenticator)
+    impostor = passkey_for(bob, credential_id=authenticator.credential_id)
+    for _ in range(2):
+        assert sign_in_with(client, impostor).status_code == 200
+    assert sign_in_with(client, authenticator).status_code == 200  # locked out: the right passkey too
+    assert not bob.sessions.exists()

@@ -16,13 +16,22 @@ from fido2 import cbor
 from fido2.utils import websafe_encode
 
 UP, UV, AT = 0x01, 0x04, 0x40  # authenticator data flags: user present, user verified, attested data
+_P256_ORDER = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
 
 
 class SoftAuthenticator:
-    def __init__(self, rp_id, *, user_handle=b"", counter=0, aaguid=bytes(16)):
+    def __init__(self, rp_id, *, user_handle=b"", counter=0, aaguid=bytes(16), key=None, credential_id=None):
         self.rp_id, self.user_handle, self.counter, self.aaguid = rp_id, user_handle, counter, aaguid
-        self.key = ec.generate_private_key(ec.SECP256R1())
-        self.credential_id = os.urandom(32)
+        self.key = key or ec.generate_private_key(ec.SECP256R1())
+        self.credential_id = credential_id or os.urandom(32)
+
+    @classmethod
+    def from_seed(cls, seed, rp_id, **kwargs):
+        """The same key and credential id for the same seed (a benchmark's set-up stores the
+        credential, its load generator signs with it in another process)."""
+        digest = hashlib.sha256(f"soft-authenticator:{seed}".encode()).digest()
+        key = ec.derive_private_key(int.from_bytes(digest, "big") % (_P256_ORDER - 1) + 1, ec.SECP256R1())
+        return cls(rp_id, key=key, credential_id=hashlib.sha256(digest).digest(), **kwargs)
 
     def cose_public_key(self):
         numbers = self.key.public_key().public_numbers()

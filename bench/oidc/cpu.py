@@ -16,12 +16,13 @@ IDP_DB_URL, IDP_REDIS_URL, IDP_BASE_URL; the realm made by setup_realm.py)
 """
 import base64
 import cProfile
+import functools
 import hashlib
 import html
 import io
+import json
 import os
 import pstats
-import re
 import secrets
 import shutil
 import signal
@@ -42,15 +43,12 @@ from django.conf import settings  # noqa: E402
 from django.core.handlers.wsgi import WSGIHandler  # noqa: E402
 from django.db import connection  # noqa: E402
 
+from bench.oidc.codeflow import CSRF, FORM, OPTIONS, signers  # noqa: E402
+from bench.oidc.users import CLIENT, PASSKEY_REALM, PASSWORD, REALM, REDIRECT, SECRET, USER  # noqa: E402
 from bench.proc import cpu_seconds  # noqa: E402
 from oidc.resource_server import BearerValidator, JWKSCache  # noqa: E402
 
-REALM, CLIENT, SECRET = "bench", "bench-app", "bench-secret-0123456789abcdefghijklmnop"
-USER, PASSWORD = "bench-user", "bench-password-1"
-REDIRECT = "http://127.0.0.1/cb"
 BASIC = "Basic " + base64.b64encode(f"{CLIENT}:{SECRET}".encode()).decode()
-FORM = re.compile(r'<form method="post" action="([^"]+)"')
-CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 
 APP = WSGIHandler()
 BASE = settings.IDP_BASE_URL.rstrip("/")
@@ -129,32 +127,44 @@ class WSGIAdapter(requests.adapters.BaseAdapter):
         pass
 
 
-def token(data):
-    status, _, content = Browser().call("POST", f"{OIDC}/token", data, {"Authorization": BASIC})
+def token(data, oidc=OIDC):
+    status, _, content = Browser().call("POST", f"{oidc}/token", data, {"Authorization": BASIC})
     assert status == 200, content[:300]
     return content
 
 
-def code_flow():
+def code_flow(kind="password", signer=None):
+    """One flow as codeflow.py runs it (``kind``: password, totp or passkey)."""
     browser = Browser()
+    oidc = f"{BASE}/realms/{PASSKEY_REALM if kind == 'passkey' else REALM}/protocol/openid-connect"
     verifier = secrets.token_urlsafe(32)
     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
-    status, _, page = browser.call("GET", f"{OIDC}/auth?" + urlencode({
+    status, _, page = browser.call("GET", f"{oidc}/auth?" + urlencode({
         "response_type": "code", "client_id": CLIENT, "redirect_uri": REDIRECT, "scope": "openid",
         "state": secrets.token_urlsafe(8), "code_challenge": challenge, "code_challenge_method": "S256"}))
     page = page.decode()
     assert status == 200, page[:300]
-    action = html.unescape(FORM.search(page).group(1))
-    status, headers, _ = browser.call("POST", BASE + action, {
-        "csrfmiddlewaretoken": CSRF.search(page).group(1), "username": USER, "password": PASSWORD})
+
+    def post(page, data):
+        action = html.unescape(FORM.search(page).group(1))
+        return browser.call("POST", BASE + action, {"csrfmiddlewaretoken": CSRF.search(page).group(1), **data})
+
+    if kind == "passkey":
+        options = json.loads(html.unescape(OPTIONS.search(page).group(1)))
+        status, headers, _ = post(page, signer.assertion(options["challenge"], BASE))
+    elif kind == "totp":
+        username, code = signer.next()
+        status, _, otp_page = post(page, {"username": username, "password": PASSWORD})
+        assert status == 200, status
+        status, headers, _ = post(otp_page.decode(), {"otp": code})
+    else:
+        status, headers, _ = post(page, {"username": USER, "password": PASSWORD})
     assert status == 302, status
     code = parse_qs(urlsplit(headers["location"]).query)["code"][0]
-    token({"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT, "code_verifier": verifier})
+    token({"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT, "code_verifier": verifier}, oidc)
 
 
 def scenarios():
-    import json
-
     refresh_token = json.loads(token({"grant_type": "password", "username": USER, "password": PASSWORD,
                                       "scope": "openid"}))["refresh_token"]
     access_token = json.loads(token({"grant_type": "client_credentials"}))["access_token"]
@@ -172,6 +182,8 @@ def scenarios():
         "client_credentials": (lambda: token({"grant_type": "client_credentials"}), 1),
         "refresh_token": (lambda: token({"grant_type": "refresh_token", "refresh_token": refresh_token}), 1),
         "code_flow": (code_flow, 3),
+        "code_flow_totp": (functools.partial(code_flow, "totp", signers("totp", BASE, 1)[0]), 4),
+        "code_flow_passkey": (functools.partial(code_flow, "passkey", signers("passkey", BASE, 1)[0]), 3),
         "local_validation": (lambda: validator.validate(access_token), 0),
     }
 
@@ -250,7 +262,8 @@ def main():
     print(f"CPU per request, in process ({time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}, "
           f"load average {' '.join(open('/proc/loadavg').read().split()[:3])})")
     for name, (action, per) in found.items():
-        count = max(n // 20, 20) if name in ("code_flow", "argon2id_verify") else n * 5 if not per else n
+        count = max(n // 20, 20) if name.startswith("code_flow") or name == "argon2id_verify" else \
+            n * 5 if not per else n
         measure(name, action, per, count)
 
 

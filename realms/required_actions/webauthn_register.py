@@ -43,7 +43,7 @@ class WebAuthnRegister(RequiredAction):
         try:
             registration = Registration.from_form(params, challenge=challenge, policy=kind.policy(ctx.realm),
                                                   request=ctx.request)
-            credential = kind.register(user, registration, label=params.get("authenticatorLabel", "").strip())
+            credential = kind.create(user, registration, label=params.get("authenticatorLabel", "").strip())
         except CeremonyError as exc:
             events.emit(ctx.realm, "UPDATE_CREDENTIAL_ERROR", client_id=ctx.client.client_id, user_id=user.pk,
                         ip_address=ctx.ip_address, error="invalid_registration", details={**details, "reason": str(exc)})

@@ -15,6 +15,7 @@ class RealmsConfig(AppConfig):
         from .credentials.otp import Otp
         from .credentials.password import Password
         from .credentials.recovery_codes import RecoveryCodes
+        from .credentials.webauthn import WebAuthn, WebAuthnPasswordless
         from .flows import register_authenticator, register_login_actions, register_required_action
         from .services import ensure_master_realm
 
@@ -23,7 +24,7 @@ class RealmsConfig(AppConfig):
         for action in required_actions.BUILTIN:
             register_required_action(action)
         register_login_actions()
-        for kind in (Password, Otp, RecoveryCodes):
+        for kind in (Password, Otp, RecoveryCodes, WebAuthn, WebAuthnPasswordless):
             register_credential_type(kind)
 
         post_migrate.connect(ensure_master_realm, sender=self, dispatch_uid="realms-master-realm")

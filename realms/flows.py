@@ -121,6 +121,8 @@ BROWSER_FLOW = Flow("browser", (
         step("auth-username-password-form", REQUIRED, 10),
         sub_flow("Browser - Conditional 2FA", CONDITIONAL,
             step("conditional-user-configured", REQUIRED, 10),
+            step("conditional-credential", REQUIRED, 20, config_alias="browser-conditional-credential",
+                 credentials="webauthn-passwordless", included="false"),
             step("auth-otp-form", ALTERNATIVE, 30),
             step("webauthn-authenticator", DISABLED, 40),
             step("auth-recovery-authn-code-form", DISABLED, 50),

@@ -11,17 +11,18 @@ parsing and socket writes) is not included here, ``run.sh`` measures it on the r
 Each figure is the best of three rounds (other processes only ever add time); the instruction
 count per request (``perf stat``, when available) is the load-independent cross-check.
 
-Usage: cpu.py [--profile SCENARIO] [N]   (env as in run.sh: DJANGO_SETTINGS_MODULE,
+Usage: cpu.py [--profile SCENARIO] [N [SCENARIO ...]]   (env as in run.sh: DJANGO_SETTINGS_MODULE,
 IDP_DB_URL, IDP_REDIS_URL, IDP_BASE_URL; the realm made by setup_realm.py)
 """
 import base64
 import cProfile
+import functools
 import hashlib
 import html
 import io
+import json
 import os
 import pstats
-import re
 import secrets
 import shutil
 import signal
@@ -42,15 +43,14 @@ from django.conf import settings  # noqa: E402
 from django.core.handlers.wsgi import WSGIHandler  # noqa: E402
 from django.db import connection  # noqa: E402
 
+from bench.oidc.codeflow import CSRF, FORM, OPTIONS, signers  # noqa: E402
+from bench.oidc.users import CLIENT, PASSKEY_REALM, PASSWORD, REALM, REDIRECT, SECRET, USER  # noqa: E402
 from bench.proc import cpu_seconds  # noqa: E402
+from oidc.realm_cache import get_realm  # noqa: E402
 from oidc.resource_server import BearerValidator, JWKSCache  # noqa: E402
+from realms.models import User  # noqa: E402
 
-REALM, CLIENT, SECRET = "bench", "bench-app", "bench-secret-0123456789abcdefghijklmnop"
-USER, PASSWORD = "bench-user", "bench-password-1"
-REDIRECT = "http://127.0.0.1/cb"
 BASIC = "Basic " + base64.b64encode(f"{CLIENT}:{SECRET}".encode()).decode()
-FORM = re.compile(r'<form method="post" action="([^"]+)"')
-CSRF = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 
 APP = WSGIHandler()
 BASE = settings.IDP_BASE_URL.rstrip("/")
@@ -129,32 +129,44 @@ class WSGIAdapter(requests.adapters.BaseAdapter):
         pass
 
 
-def token(data):
-    status, _, content = Browser().call("POST", f"{OIDC}/token", data, {"Authorization": BASIC})
+def token(data, oidc=OIDC):
+    status, _, content = Browser().call("POST", f"{oidc}/token", data, {"Authorization": BASIC})
     assert status == 200, content[:300]
     return content
 
 
-def code_flow():
+def code_flow(kind="password", signer=None):
+    """One flow as codeflow.py runs it (``kind``: password, totp or passkey)."""
     browser = Browser()
+    oidc = f"{BASE}/realms/{PASSKEY_REALM if kind == 'passkey' else REALM}/protocol/openid-connect"
     verifier = secrets.token_urlsafe(32)
     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
-    status, _, page = browser.call("GET", f"{OIDC}/auth?" + urlencode({
+    status, _, page = browser.call("GET", f"{oidc}/auth?" + urlencode({
         "response_type": "code", "client_id": CLIENT, "redirect_uri": REDIRECT, "scope": "openid",
         "state": secrets.token_urlsafe(8), "code_challenge": challenge, "code_challenge_method": "S256"}))
     page = page.decode()
     assert status == 200, page[:300]
-    action = html.unescape(FORM.search(page).group(1))
-    status, headers, _ = browser.call("POST", BASE + action, {
-        "csrfmiddlewaretoken": CSRF.search(page).group(1), "username": USER, "password": PASSWORD})
+
+    def post(page, data):
+        action = html.unescape(FORM.search(page).group(1))
+        return browser.call("POST", BASE + action, {"csrfmiddlewaretoken": CSRF.search(page).group(1), **data})
+
+    if kind == "passkey":
+        options = json.loads(html.unescape(OPTIONS.search(page).group(1)))
+        status, headers, _ = post(page, signer.assertion(options["challenge"], BASE))
+    elif kind == "totp":
+        username, code = signer.next()
+        status, _, otp_page = post(page, {"username": username, "password": PASSWORD})
+        assert status == 200, status
+        status, headers, _ = post(otp_page.decode(), {"otp": code})
+    else:
+        status, headers, _ = post(page, {"username": USER, "password": PASSWORD})
     assert status == 302, status
     code = parse_qs(urlsplit(headers["location"]).query)["code"][0]
-    token({"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT, "code_verifier": verifier})
+    token({"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT, "code_verifier": verifier}, oidc)
 
 
 def scenarios():
-    import json
-
     refresh_token = json.loads(token({"grant_type": "password", "username": USER, "password": PASSWORD,
                                       "scope": "openid"}))["refresh_token"]
     access_token = json.loads(token({"grant_type": "client_credentials"}))["access_token"]
@@ -166,14 +178,28 @@ def scenarios():
     from django.contrib.auth.hashers import check_password, make_password
 
     encoded = make_password(PASSWORD)  # the production hasher: Argon2id at OWASP's minimum
+    # The TOTP flows sign in as many users (a code is good once): their roles are cached first,
+    # as the one password user's are, so that both flows compare the same work.
+    roles = get_realm(REALM)
+    for user in User.objects.filter(realm__name=REALM, username__startswith="bench-totp-"):
+        roles.user_roles(user)
     return {
         "argon2id_verify": (lambda: check_password(PASSWORD, encoded), 0),
         "bare_django_view": (lambda: Browser().call("GET", f"{BASE}/bench/bare"), 1),
         "client_credentials": (lambda: token({"grant_type": "client_credentials"}), 1),
         "refresh_token": (lambda: token({"grant_type": "refresh_token", "refresh_token": refresh_token}), 1),
         "code_flow": (code_flow, 3),
+        "code_flow_totp": (functools.partial(code_flow, "totp", signers("totp", BASE, 1)[0]), 4),
+        "code_flow_passkey": (functools.partial(code_flow, "passkey", signers("passkey", BASE, 1)[0]), 3),
         "local_validation": (lambda: validator.validate(access_token), 0),
     }
+
+
+def _pg_cpu(pid):
+    try:
+        return cpu_seconds(pid)
+    except FileNotFoundError:  # the backend ended: Django reconnected (CONN_MAX_AGE) during a round
+        return float("nan")
 
 
 def _redis_cpu(client):
@@ -214,12 +240,12 @@ def measure(name, action, per, n, rounds=3):
     best = None
     for _ in range(rounds):
         METER.cpu, METER.requests = 0.0, 0
-        pg0, redis0, cpu0, wall0 = cpu_seconds(pg_pid), _redis_cpu(redis_client), time.process_time(), time.perf_counter()
+        pg0, redis0, cpu0, wall0 = _pg_cpu(pg_pid), _redis_cpu(redis_client), time.process_time(), time.perf_counter()
         for _ in range(n):
             action()
         wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
         app_cpu = METER.cpu if per else cpu  # validation runs in this process, outside the app
-        sample = (app_cpu, cpu_seconds(pg_pid) - pg0, _redis_cpu(redis_client) - redis0, wall)
+        sample = (app_cpu, _pg_cpu(pg_pid) - pg0, _redis_cpu(redis_client) - redis0, wall)
         best = sample if best is None or sample[0] < best[0] else best
     with Instructions() as counted:
         for _ in range(n):
@@ -239,6 +265,8 @@ def main():
         profile, args = args[1], args[2:]
     n = int(args[0]) if args else 2000
     found = scenarios()
+    if args[1:]:  # only the scenarios named
+        found = {name: found[name] for name in args[1:]}
     if profile:
         action, _ = found[profile]
         for _ in range(50):
@@ -250,7 +278,8 @@ def main():
     print(f"CPU per request, in process ({time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}, "
           f"load average {' '.join(open('/proc/loadavg').read().split()[:3])})")
     for name, (action, per) in found.items():
-        count = max(n // 20, 20) if name in ("code_flow", "argon2id_verify") else n * 5 if not per else n
+        count = max(n // 20, 20) if name.startswith("code_flow") or name == "argon2id_verify" else \
+            n * 5 if not per else n
         measure(name, action, per, count)
 
 

@@ -2,7 +2,8 @@
 # OpenID Connect benchmark: production mode (manage.py start = Granian, PostgreSQL, Redis), the
 # server pinned to core 0, the load generator to core 1, 50 concurrent clients.
 # Measures: a bare Django view, client-credentials grants, refresh grants, full authorization-code
-# flows (login form with Argon2id + code exchange), the demo API (local validation over HTTP) and
+# flows (login form with Argon2id + code exchange; the same plus a TOTP code; a passkey alone),
+# the demo API (local validation over HTTP) and
 # in-process local token validation. Then, in the same run, the peer (django-oauth-toolkit) when
 # PEER_RUN points to its run.sh, and the in-process CPU cost per request (cpu.py).
 #
@@ -102,6 +103,14 @@ before=$(snapshot "$SERVER")
 flows=$(taskset -c 1 $PY bench/oidc/codeflow.py "$U" "$DURATION" 50)
 after=$(snapshot "$SERVER")
 echo "code_flow (login form + code exchange, 50 concurrent): $flows | $(cpu_per flow "$(echo "$flows" | sed 's/flows=\([0-9]*\).*/\1/')" "$before" "$after")"
+# The same with a second factor (password, then a TOTP code) and with a passkey alone (one
+# signature check instead of Argon2id; the load generator signs with a software authenticator).
+for kind in totp passkey; do
+  before=$(snapshot "$SERVER")
+  flows=$(taskset -c 1 $PY bench/oidc/codeflow.py "$U" "$DURATION" 50 "$kind")
+  after=$(snapshot "$SERVER")
+  echo "code_flow_$kind (50 concurrent): $flows | $(cpu_per flow "$(echo "$flows" | sed 's/flows=\([0-9]*\).*/\1/')" "$before" "$after")"
+done
 echo "local validation (resource-server helper, 1 core): $(taskset -c 1 $PY bench/oidc/validate.py "$U" 5)"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 kill "$SERVER"; wait "$SERVER" 2>/dev/null || true; SERVER=""

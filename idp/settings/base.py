@@ -131,7 +131,9 @@ LOGGING = {
     "filters": {"redact_query": {"()": "idp.logs.RedactQueryFilter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("IDP_LOG_LEVEL", "INFO")},
-    "loggers": {"django.request": {"level": "ERROR"}, "django.server": {"filters": ["redact_query"]}},
+    "loggers": {"django.request": {"level": "ERROR"}, "django.server": {"filters": ["redact_query"]},
+                # fido2 logs every ceremony at INFO; ours (idp.webauthn) logs the refusals.
+                "fido2": {"level": "WARNING"}},
 }
 
 # Celery (idp/celery.py): Redis broker in production; dev mode runs background work in-process.

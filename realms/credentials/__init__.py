@@ -2,8 +2,8 @@
 ``Credential`` rows (``secret_data``/``credential_data``, Keycloak's secretData/credentialData),
 verifies a presented secret against them and creates new ones, the way Django's
 ``PASSWORD_HASHERS`` owns password hashes. Types register from an ``AppConfig.ready()``
-(``password``, ``otp`` and ``recovery-authn-codes`` from realms; ``webauthn`` from the app that
-adds it)."""
+(``password``, ``otp``, ``recovery-authn-codes``, ``webauthn`` and ``webauthn-passwordless``
+from realms)."""
 
 
 class CredentialType:

@@ -8,6 +8,7 @@ from .terms_and_conditions import TermsAndConditions
 from .update_password import UpdatePassword
 from .update_profile import UpdateProfile
 from .verify_email import VerifyEmail
+from .webauthn_register import WebAuthnRegister, WebAuthnRegisterPasswordless
 
 BUILTIN = (UpdatePassword, ConfigureTotp, ConfigureRecoveryCodes, UpdateProfile, TermsAndConditions,
-           DeleteCredential, VerifyEmail)
+           DeleteCredential, VerifyEmail, WebAuthnRegister, WebAuthnRegisterPasswordless)

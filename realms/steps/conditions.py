@@ -155,3 +155,23 @@ class UserAttributeCondition(Authenticator):
 def _values(attributes, name):
     values = (attributes or {}).get(name, [])
     return [values] if isinstance(values, str) else [str(v) for v in values]
+
+
+class CredentialCondition(Authenticator):
+    """Keycloak's ``conditional-credential``: holds when none (``included`` false, the default)
+    or any (``included`` true) of the configured credential types proved the user in this
+    sign-in. The built-in 2FA sub-flow uses it to skip the second factor after a passkey
+    (``credentials: webauthn-passwordless``)."""
+
+    provider_id = "conditional-credential"
+    display_name = "Condition - credential"
+    is_condition = True
+    # Auth methods recorded under a name other than their credential type.
+    _CREDENTIAL_OF_METHOD = {"pwd": "password"}
+
+    def matches(self, ctx, flow):
+        configured = {c.strip() for c in str(ctx.config.get("credentials", "")).replace("##", ",").split(",")
+                      if c.strip()}
+        used = {self._CREDENTIAL_OF_METHOD.get(m, m) for m in ctx.auth_session.auth_methods} or {"none"}
+        included = str(ctx.config.get("included", "")).lower() == "true"
+        return bool(configured & used) if included else not configured & used

@@ -1,7 +1,9 @@
-"""Keycloak's ``auth-username-password-form`` step: the login page."""
+"""Keycloak's ``auth-username-password-form`` step: the login page. With passkeys enabled it
+also takes a passkey instead of the username and password (Keycloak 26.4's conditional UI)."""
 from .. import signin, storage
 from ..flows import Authenticator, Outcome
 from ..models import Credential
+from .webauthn import is_webauthn_answer, passkey_action, passkey_context, passkeys_enabled
 
 GENERIC_LOGIN_ERROR = "Invalid username or password."
 
@@ -10,20 +12,26 @@ class UsernamePasswordForm(Authenticator):
     provider_id = "auth-username-password-form"
     display_name = "Username Password Form"
 
-    def page(self, ctx, *, username="", error="", status=200):
+    def page(self, ctx, *, username="", error="", passkey_error="", status=200):
         return ctx.render("login.html", {
-            "username": username, "error": error,
+            "username": username, "error": error, "passkey_error": passkey_error,
             "remember_me_allowed": ctx.realm.remember_me,
             "username_label": "Username or email" if ctx.realm.login_with_email_allowed else "Username",
             # Keycloak's "Forgot Password?" and "Register" links, shown when the realm allows them.
             "reset_url": ctx.login_actions_url("reset-credentials") if ctx.realm.reset_password_allowed else "",
             "registration_url": ctx.login_actions_url("registration") if ctx.realm.registration_allowed else "",
+            **passkey_context(ctx),
         }, status=status)
 
     def authenticate(self, ctx):
         return Outcome.challenge(self.page(ctx, username=ctx.auth_session.login_hint))
 
     def action(self, ctx):
+        if passkeys_enabled(ctx.realm) and is_webauthn_answer(ctx.params):
+            error = passkey_action(ctx)
+            if error:
+                return Outcome.failure("invalid_user_credentials", self.page(ctx, passkey_error=error))
+            return Outcome.success()
         username = ctx.params.get("username", "").strip()
         result = signin.check_password(ctx.realm, username, ctx.params.get("password", ""),
                                        ip_address=ctx.ip_address)

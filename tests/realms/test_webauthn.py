@@ -245,7 +245,8 @@ def _flow_with_security_keys(monkeypatch):
 
 
 def test_webauthn_step_is_disabled_in_the_builtin_flow():
-    two_fa = BROWSER_FLOW.executions[3].flow.executions[1].flow
+    forms = next(e.flow for e in BROWSER_FLOW.executions if e.flow and e.flow.alias == "forms")
+    two_fa = next(e.flow for e in forms.executions if e.flow and e.flow.alias == "Browser - Conditional 2FA")
     steps = {e.authenticator: e.requirement for e in two_fa.executions}
     assert steps["webauthn-authenticator"] == "DISABLED" and steps["conditional-credential"] == "REQUIRED"
 

@@ -92,6 +92,8 @@ class Realm(models.Model):
     edit_username_allowed = models.BooleanField(default=False)
     passkeys_enabled = models.BooleanField(default=False, help_text="Enable Passkeys (Login tab).")
     organizations_enabled = models.BooleanField(default=False)
+    admin_permissions_enabled = models.BooleanField(
+        default=False, help_text="Fine-grained admin permissions: the admin-permissions client's permissions apply.")
     login_theme = models.CharField(max_length=64, default="v2")
     account_theme = models.CharField(max_length=64, blank=True)
     email_theme = models.CharField(max_length=64, blank=True)
@@ -221,6 +223,9 @@ class Client(RealmOwned):
     web_origins = models.JSONField(default=list, blank=True)
     attributes = models.JSONField(default=dict, blank=True)
     authentication_flow_binding_overrides = models.JSONField(default=dict, blank=True)
+    # Keycloak's authorizationSettings (ResourceServerRepresentation), held by the admin-permissions
+    # client only (realms.representation.authorization refuses any other).
+    authorization_settings = models.JSONField(default=dict, blank=True, editable=False)
     node_re_registration_timeout = models.IntegerField(default=-1)
     not_before = models.IntegerField(default=0)
 

@@ -11,6 +11,7 @@ from rest_framework import status
 from rest_framework.response import Response
 
 from .. import admin_events, password_policy, sessions
+from ..admin_permissions import visible_users
 from ..accounts import create_user
 from ..models import Credential, Group, User, UserSession
 from ..representation import RepresentationError
@@ -76,15 +77,15 @@ def search_users(request, realm):
 
 
 class Users(RealmResource):
-    """GET needs ``query-users``; without ``view-users`` the caller sees no one (Keycloak
-    without fine-grained permissions). POST needs ``manage-users``."""
+    """GET needs ``query-users`` and lists the users the caller may view: every one with
+    ``view-users``, else those fine-grained permissions let them view (none without them, as
+    Keycloak). POST needs ``manage-users``."""
 
     required_role = {"GET": "query-users", "POST": "manage-users"}
 
     def get(self, request, realm):
-        if not request.user.may("view-users", self.realm):
-            return Response([])
-        users = page(request, search_users(request, self.realm).select_related("service_account_client"))
+        found = visible_users(request.user.admin, self.realm, search_users(request, self.realm))
+        users = page(request, found.select_related("service_account_client"))
         rep = brief_user_rep if flag(request, "briefRepresentation", False) else user_fields_rep
         return Response([rep(u) for u in users])
 
@@ -119,9 +120,7 @@ class UserCount(RealmResource):
     required_role = "query-users"
 
     def get(self, request, realm):
-        if not request.user.may("view-users", self.realm):
-            return Response(0)
-        return Response(search_users(request, self.realm).count())
+        return Response(visible_users(request.user.admin, self.realm, search_users(request, self.realm)).count())
 
 
 def _parse(data):
@@ -264,6 +263,8 @@ class UserGroupCount(RealmResource):
 
 class UserGroupMembership(RealmResource):
     required_role = {"PUT": "manage-users", "DELETE": "manage-users"}
+    fine_grained = {method: [("Users", "manage-group-membership", "user_id"), ("Groups", "manage-membership", "group_id")]
+                    for method in ("PUT", "DELETE")}
 
     def _both(self, user_id, group_id):
         user = _user(self.realm, user_id)

@@ -1,7 +1,8 @@
 """A client's ``authorizationSettings``: the fine-grained admin permissions of the realm's
 ``admin-permissions`` client (Keycloak 26.2's schema), checked at import and kept as given so
-that an export gives them back. What ``realms.admin_permissions`` cannot honour (another client
-acting as a resource server, policy types other than user, group, role and client, resource
+that an export gives them back. An application's settings (authorization services, UMA) are
+reported as not imported, like any other feature not supported. What
+``realms.admin_permissions`` cannot honour in the admin permissions (policy types other than user, group, role and client, resource
 types or scopes outside the schema, an enforcement mode other than ENFORCING) fails the import
 with its JSON path: a permission is never ignored."""
 import json
@@ -35,11 +36,12 @@ def _json_list(config, key, path):
     return value
 
 
-def parse_authorization(settings, path, client_id):
-    """Check the settings of client ``client_id``; returns them unchanged."""
+def parse_authorization(settings, path, client_id, p):
+    """The settings of client ``client_id``, checked, unchanged; None for an application's
+    (authorization services for applications are another feature: reported, not imported)."""
     if client_id != PERMISSIONS_CLIENT:
-        raise RepresentationError(path, "authorization services are supported only as the realm's fine-grained "
-                                        f"admin permissions (client {PERMISSIONS_CLIENT!r})")
+        p.unsupported(path)
+        return None
     as_dict(settings, path)
     unknown = set(settings) - _INERT - {"policyEnforcementMode", "decisionStrategy", "resources", "policies"}
     if unknown:

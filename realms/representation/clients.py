@@ -72,7 +72,7 @@ def parse_client(c, path, p):
         "optional_scopes": values.get("optionalClientScopes"),
         "default_roles_old": values.get("defaultRoles", []),
         "authorization": (parse_authorization(values["authorizationSettings"], f"{path}.authorizationSettings",
-                                              values["clientId"]) if "authorizationSettings" in values else None),
+                                              values["clientId"], p) if "authorizationSettings" in values else None),
     }
 
 

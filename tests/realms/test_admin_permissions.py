@@ -5,6 +5,7 @@ permissions v2 of Keycloak's own fgap export limit a group's delegated admins to
 import copy
 import json
 import re
+from types import SimpleNamespace
 
 import pytest
 from django.db import transaction
@@ -13,6 +14,8 @@ from realms import realm_cache
 from realms.accounts import create_user
 from realms.admin_permissions import Admin, can
 from realms.api import resources
+from realms.api.authentication import Caller
+from realms.api.permissions import RealmRole
 from realms.api.permissions import required_role
 from realms.api.views import RealmResource
 from realms.models import Client, Realm, Role, User
@@ -55,6 +58,10 @@ def routes(realm_name):
 
 
 def call(api, method, path):
+    """One request; a change is rolled back (and the realm cache forgotten) so the next call
+    meets the same realm."""
+    if method == "get":
+        return api(method, path)
     with transaction.atomic():
         resp = api(method, path, {} if method in ("post", "put") else None)
         transaction.set_rollback(True)
@@ -79,21 +86,51 @@ def test_generated_route_table_covers_every_resource():
     assert len(paths) > 80
 
 
+def expected(has, needed):
+    return needed is not None and (needed in has or bool(GRANTED_BY.get(needed, set()) & has))
+
+
 def test_permission_matrix_every_role_by_every_route():
+    """Each of the 19 realm-management roles against each route and method, through the API's
+    permission check (RealmRole) with the caller's roles from the database."""
     realm_cache.clear()
     acme = create_realm("acme")
     table = routes("acme")
     roles = sorted(r.name for r in Role.objects.filter(realm=acme, client__client_id="realm-management"))
     assert "realm-admin" in roles and len(roles) == 19
+    check = RealmRole()
     for role in roles:
-        has = held(acme, role)
-        api = realm_admin(acme, f"adm-{role}", role)
+        user = create_user(acme, f"adm-{role}")
+        user.roles.add(Role.objects.get(realm=acme, client__client_id="realm-management", name=role))
+        caller, has = Caller(user=user, realm=acme, claims={"azp": "admin-cli"}), held(acme, role)
         for method, path, needed in table:
-            resp = call(api, method, path)
-            allowed = needed is not None and (needed in has or bool(GRANTED_BY.get(needed, set()) & has))
-            assert (resp.status_code != 403) == allowed, (role, method, path, needed, resp.status_code, resp.content)
-            if not allowed:
-                assert resp.json() == {"error": "HTTP 403 Forbidden"}
+            view = _view(path)
+            view.realm = acme
+            request = SimpleNamespace(method=method.upper(), user=caller)
+            assert check.has_permission(request, view) == expected(has, needed), (role, method, path, needed)
+
+
+def _view(path):
+    for pattern in resources.patterns():
+        match = pattern.resolve(path)
+        if match is not None:
+            view = match.func.view_class(**match.func.view_initkwargs)
+            view.kwargs = match.kwargs
+            return view
+    raise AssertionError(path)
+
+
+@pytest.mark.parametrize("role", ["realm-admin", "view-users"])
+def test_permission_matrix_over_http(role):
+    """The same answers through the API itself: 403 with Keycloak's body where not allowed."""
+    realm_cache.clear()
+    acme = create_realm("acme")
+    api, has = realm_admin(acme, f"adm-{role}", role), held(acme, role)
+    for method, path, needed in routes("acme"):
+        resp = call(api, method, path)
+        assert (resp.status_code != 403) == expected(has, needed), (role, method, path, needed, resp.status_code)
+        if resp.status_code == 403:
+            assert resp.json() == {"error": "HTTP 403 Forbidden"}
     assert Realm.objects.filter(name="acme").exists()
 
 
@@ -101,9 +138,17 @@ def test_admin_of_realm_b_sees_nothing_of_realm_a():
     realm_cache.clear()
     acme, other = create_realm("acme"), create_realm("other")
     victim = create_user(acme, "victim")
-    api = realm_admin(other, "b-admin", "realm-admin")
+    b_admin = create_user(other, "b-admin", password=PASSWORD)
+    b_admin.roles.add(Role.objects.get(realm=other, client__client_id="realm-management", name="realm-admin"))
+    caller, check = Caller(user=b_admin, realm=other, claims={"azp": "admin-cli"}), RealmRole()
     for method, path, _ in routes("acme"):
-        assert call(api, method, path).status_code == 403, (method, path)
+        view = _view(path)
+        view.realm = acme
+        assert not check.has_permission(SimpleNamespace(method=method.upper(), user=caller), view), (method, path)
+    api = Api(token("other", "b-admin"))
+    for method, path, _ in routes("acme"):
+        if method == "get":
+            assert api(method, path).status_code == 403, path
     assert api("get", f"acme/users/{victim.pk}").status_code == 403
     assert api("get", f"other/users/{victim.pk}").json() == {"error": "User not found"}
     assert [r["realm"] for r in api("get", "/admin/realms").json()] == ["other"]
@@ -234,8 +279,19 @@ def test_a_negative_policy_and_the_decision_strategies(fgap):
     assert not can(Admin(de_admin, "security-admin-console"), fgap, ("Users", "view"), de0)
 
 
+def test_an_applications_authorization_settings_are_reported_not_imported():
+    realm_cache.clear()
+    data = copy.deepcopy(load(FGAP_FILE))
+    i, client = next((i, c) for i, c in enumerate(data["clients"]) if c["clientId"] == "admin-permissions")
+    client["clientId"] = "other-app"
+    data["users"] = [u for u in data["users"] if u.get("serviceAccountClientId") != "admin-permissions"]
+    data["roles"]["client"]["other-app"] = data["roles"]["client"].pop("admin-permissions")
+    result = import_realm(data)
+    assert f"clients[{i}].authorizationSettings: not supported, not imported" in result.warnings
+    assert Client.objects.get(realm=result.realm, client_id="other-app").authorization_settings == {}
+
+
 @pytest.mark.parametrize("change, message", [
-    (lambda s, c: c.update(clientId="other-app"), "supported only as the realm's fine-grained admin permissions"),
     (lambda s, c: s["policies"].append({"name": "js", "type": "js", "config": {}}), "policy type 'js' is not supported"),
     (lambda s, c: s.update(policyEnforcementMode="PERMISSIVE"), "only ENFORCING is supported"),
     (lambda s, c: s["policies"][4]["config"].update(scopes='["fly"]'), "scope 'fly' is not a scope of Groups"),

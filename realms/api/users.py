@@ -175,7 +175,7 @@ def _set_credentials(user, credentials):
             Credential.objects.create(user=user, **cred)
 
 
-def _user(realm, user_id):
+def user_of(realm, user_id):
     user = User.objects.filter(realm=realm, pk=user_id).select_related("service_account_client").first()
     if user is None:
         raise errors.NotFound("User not found")
@@ -186,10 +186,10 @@ class UserDetail(RealmResource):
     required_role = {"GET": "view-users", "PUT": "manage-users", "DELETE": "manage-users"}
 
     def get(self, request, realm, user_id):
-        return Response(user_fields_rep(_user(self.realm, user_id)))
+        return Response(user_fields_rep(user_of(self.realm, user_id)))
 
     def put(self, request, realm, user_id):
-        user = _user(self.realm, user_id)
+        user = user_of(self.realm, user_id)
         given = request.data if isinstance(request.data, dict) else {}
         values = _parse(request.data)
         fields = {k: v for k, v in values["fields"].items() if k not in ("id", "federation_link_id")}
@@ -209,7 +209,7 @@ class UserDetail(RealmResource):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     def delete(self, request, realm, user_id):
-        user = _user(self.realm, user_id)
+        user = user_of(self.realm, user_id)
         with transaction.atomic():
             admin_events.record(self.realm, "DELETE", "USER", f"users/{user.pk}", auth=self.auth_details())
             user.delete()
@@ -222,7 +222,7 @@ class ResetPassword(RealmResource):
     required_role = {"PUT": "manage-users"}
 
     def put(self, request, realm, user_id):
-        user = _user(self.realm, user_id)
+        user = user_of(self.realm, user_id)
         cred = request.data if isinstance(request.data, dict) else {}
         value = cred.get("value")
         if not isinstance(value, str):
@@ -247,7 +247,7 @@ class UserGroups(RealmResource):
     required_role = "view-users"
 
     def get(self, request, realm, user_id):
-        groups = _user(self.realm, user_id).groups.order_by("name")
+        groups = user_of(self.realm, user_id).groups.order_by("name")
         search = request.query_params.get("search")
         if search:
             groups = groups.filter(name__icontains=search)
@@ -258,7 +258,7 @@ class UserGroupCount(RealmResource):
     required_role = "view-users"
 
     def get(self, request, realm, user_id):
-        return Response({"count": _user(self.realm, user_id).groups.count()})
+        return Response({"count": user_of(self.realm, user_id).groups.count()})
 
 
 class UserGroupMembership(RealmResource):
@@ -267,7 +267,7 @@ class UserGroupMembership(RealmResource):
                     for method in ("PUT", "DELETE")}
 
     def _both(self, user_id, group_id):
-        user = _user(self.realm, user_id)
+        user = user_of(self.realm, user_id)
         group = Group.objects.filter(realm=self.realm, pk=group_id).first()
         if group is None:
             raise errors.NotFound("Group not found")
@@ -298,7 +298,7 @@ class Logout(RealmResource):
     required_role = {"POST": "manage-users"}
 
     def post(self, request, realm, user_id):
-        user = _user(self.realm, user_id)
+        user = user_of(self.realm, user_id)
         with transaction.atomic():
             for user_session in UserSession.objects.filter(user=user, offline=False):
                 sessions.end_session(user_session)
@@ -328,6 +328,6 @@ class Sessions(RealmResource):
     required_role = "view-users"
 
     def get(self, request, realm, user_id):
-        user = _user(self.realm, user_id)
+        user = user_of(self.realm, user_id)
         found = UserSession.objects.filter(user=user, offline=False).select_related("user").order_by("started")
         return Response([user_session_rep(s) for s in found])

@@ -7,10 +7,11 @@ class OidcConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
+        from realms.api import resources
         from realms.api.authentication import register_token_verifier
         from realms.transport import register_json_endpoints
 
-        from . import authorize, backchannel
+        from . import admin_api, authorize, backchannel
         from .admin_tokens import verify
         from .middleware import PROTOCOL_ENDPOINTS
 
@@ -18,3 +19,4 @@ class OidcConfig(AppConfig):
         backchannel.connect_signals()
         register_token_verifier(verify)
         register_json_endpoints(PROTOCOL_ENDPOINTS)  # sslRequired refusals there are OAuth JSON
+        resources.register(*admin_api.urlpatterns)

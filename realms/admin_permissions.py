@@ -403,3 +403,20 @@ def connect_signals():
     from django.db.models.signals import post_delete
 
     post_delete.connect(_forget_delegated_client, sender=Realm, dispatch_uid="admin-permissions-delegated-client")
+
+
+# --- the console -------------------------------------------------------------------------------
+
+def administered_realms(admin):
+    """The realms ``admin`` may administer: their own (a realm's users), or for master users the
+    realms whose ``X-realm`` roles (or ``admin``) they hold."""
+    if not admin.user.realm.is_master:
+        return [admin.user.realm] if administers(admin, admin.user.realm) else []
+    return [realm for realm in Realm.objects.order_by("name") if administers(admin, realm)]
+
+
+def console_admin(request):
+    """The console's ``Admin`` for the signed-in user, once per request."""
+    if not hasattr(request, "_console_admin"):
+        request._console_admin = Admin(request.user, CONSOLE_CLIENT)
+    return request._console_admin

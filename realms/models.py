@@ -423,15 +423,24 @@ class User(RealmOwned, AbstractBaseUser):
 
     @property
     def is_staff(self):
-        """Admin console access: an enabled master-realm user holding the realm's admin role."""
+        """Admin console access: an enabled user who administers some realm
+        (``realms.admin_permissions``: the master ``admin``, a master ``X-realm`` role, a role of
+        their own realm's ``realm-management`` or a fine-grained permission there)."""
         if not hasattr(self, "_is_staff"):
-            self._is_staff = self.enabled and self.realm.is_master and has_realm_role(self, "admin")
+            from .admin_permissions import Admin, administered_realms
+
+            self._is_staff = self.enabled and bool(administered_realms(Admin(self)))
         return self._is_staff
 
-    is_superuser = is_staff
+    @property
+    def is_superuser(self):
+        """The master realm's ``admin``: every realm (the console's pages still ask ``can``)."""
+        return self.enabled and self.realm.is_master and has_realm_role(self, "admin")
 
     def has_perm(self, perm, obj=None):
-        return self.is_staff
+        # The console's own pages ask realms.admin_permissions.can; Django's permission check is
+        # left to the pages that do not (webhook deliveries): the master admin only.
+        return self.is_superuser
 
     def has_module_perms(self, app_label):
         return self.is_staff

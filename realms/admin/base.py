@@ -7,6 +7,7 @@ from django.core.exceptions import ValidationError
 from django.contrib.auth.models import Group as AuthGroup
 from django.db import models
 
+from ..admin_permissions import TYPE_OF, can, console_admin
 from ..models import Realm, RealmOwned, Role
 from .audit import admin_event, object_event, owning_realm, resource_of
 from .switcher import RealmFilter, current_realm, realm_of, set_current_realm
@@ -122,11 +123,31 @@ class ConsoleAdmin(RealmScopedMixin, admin.ModelAdmin):
             realm_field.help_text = "Switch realms with the selector at the top of the page."
         return form
 
+    # What the console may show and change, decided by realms.admin_permissions.can (the same
+    # function as the Admin REST API): the realm-management roles of this page's objects, and
+    # where one exists the role that lists them (users: query-users), as Keycloak's console.
+    view_role, manage_role, list_role = "view-realm", "manage-realm", None
+
+    def may(self, request, role, obj=None):
+        realm = (realm_of(obj) if obj is not None else None) or current_realm(request)
+        target = obj if type(obj) in TYPE_OF else None
+        return realm is not None and can(console_admin(request), realm, role, target)
+
+    def has_view_permission(self, request, obj=None):
+        roles = (self.view_role, self.manage_role) + ((self.list_role,) if obj is None and self.list_role else ())
+        return any(self.may(request, role, obj) for role in roles)
+
+    def has_change_permission(self, request, obj=None):
+        return self.may(request, self.manage_role, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return self.may(request, self.manage_role, obj)
+
     def has_add_permission(self, request):
         # Everything but a realm is added into the current realm: nothing to add without one.
         if self.model is not Realm and current_realm(request) is None:
             return False
-        return super().has_add_permission(request)
+        return self.may(request, self.manage_role)
 
     def change_event(self, request, operation, obj):
         """The admin event of a change made on this page (CREATE, UPDATE, DELETE). An admin whose

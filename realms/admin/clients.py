@@ -43,6 +43,7 @@ class ClientForm(forms.ModelForm):
 
 @admin.register(Client)
 class ClientAdmin(ConsoleAdmin):
+    view_role, manage_role, list_role = "view-clients", "manage-clients", "query-clients"
     form = ClientForm
     list_display = ("client_id", "name", "enabled", "public_client", "protocol")
     list_filter = realm_owned_list_filter("enabled", "public_client", "protocol")

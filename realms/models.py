@@ -423,19 +423,13 @@ class User(RealmOwned, AbstractBaseUser):
 
     @property
     def is_staff(self):
-        """Admin console access: an enabled user who administers some realm
-        (``realms.admin_permissions``: the master ``admin``, a master ``X-realm`` role, a role of
-        their own realm's ``realm-management`` or a fine-grained permission there)."""
+        """The master realm's ``admin``: every realm. (Who may use the console at all, and what
+        there, is ``realms.admin_permissions``: the admin site's ``has_permission``.)"""
         if not hasattr(self, "_is_staff"):
-            from .admin_permissions import Admin, administered_realms
-
-            self._is_staff = self.enabled and bool(administered_realms(Admin(self)))
+            self._is_staff = self.enabled and self.realm.is_master and has_realm_role(self, "admin")
         return self._is_staff
 
-    @property
-    def is_superuser(self):
-        """The master realm's ``admin``: every realm (the console's pages still ask ``can``)."""
-        return self.enabled and self.realm.is_master and has_realm_role(self, "admin")
+    is_superuser = is_staff
 
     def has_perm(self, perm, obj=None):
         # The console's own pages ask realms.admin_permissions.can; Django's permission check is

@@ -3,11 +3,12 @@ the base of every model admin (realm scoping plus an admin event for each change
 from django import forms
 from django.contrib import admin
 from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import ValidationError
 from django.contrib.auth.models import Group as AuthGroup
 from django.db import models
 
-from ..admin_permissions import TYPE_OF, can, console_admin
+from ..admin_permissions import CONSOLE_CLIENT, TYPE_OF, Admin, administered_realms, can, console_admin
 from ..models import Realm, RealmOwned, Role
 from .audit import admin_event, object_event, owning_realm, resource_of
 from .switcher import RealmFilter, current_realm, realm_of, set_current_realm
@@ -18,7 +19,14 @@ admin.site.index_title = "Realms and what they own"
 
 
 class ConsoleLoginForm(AdminAuthenticationForm):
-    """Says why a right password was not enough (``realms.auth``), else Django's generic error."""
+    """Says why a right password was not enough (``realms.auth``), else Django's generic error.
+    Signs in whoever administers some realm (``realms.admin_permissions``), not only Django's
+    staff (the master ``admin``)."""
+
+    def confirm_login_allowed(self, user):
+        AuthenticationForm.confirm_login_allowed(self, user)  # enabled
+        if not administered_realms(Admin(user, CONSOLE_CLIENT)):
+            raise self.get_invalid_login_error()
 
     def get_invalid_login_error(self):
         refusal = getattr(self.request, "console_refusal", "")
@@ -28,6 +36,15 @@ class ConsoleLoginForm(AdminAuthenticationForm):
 
 
 admin.site.login_form = ConsoleLoginForm
+
+
+def console_access(request):
+    """Every console page: an enabled user who administers some realm (what they may do there
+    each page asks ``can``)."""
+    return request.user.is_active and bool(administered_realms(console_admin(request)))
+
+
+admin.site.has_permission = console_access
 # Operators are master-realm users with the admin role; Django's own auth groups play no part.
 if admin.site.is_registered(AuthGroup):
     admin.site.unregister(AuthGroup)
@@ -132,6 +149,9 @@ class ConsoleAdmin(RealmScopedMixin, admin.ModelAdmin):
         realm = (realm_of(obj) if obj is not None else None) or current_realm(request)
         target = obj if type(obj) in TYPE_OF else None
         return realm is not None and can(console_admin(request), realm, role, target)
+
+    def has_module_permission(self, request):
+        return console_access(request)
 
     def has_view_permission(self, request, obj=None):
         roles = (self.view_role, self.manage_role) + ((self.list_role,) if obj is None and self.list_role else ())

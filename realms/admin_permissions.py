@@ -162,8 +162,10 @@ def can(admin, realm, action, target=None) -> bool:
         counterpart = ROLE_SCOPES.get(action)
         if counterpart is None:
             return False
-        kind = TYPE_OF.get(type(target), counterpart[0])
-        action = (kind, _scope_for(action, kind, counterpart[1]))
+        kind = TYPE_OF.get(type(target))
+        if kind is None or counterpart[1] not in SCHEMA[kind]:  # not an object of a type with that scope
+            kind, target = counterpart[0], None
+        action = (kind, counterpart[1])
     kind, scope = action
     if (kind, scope) == ("Roles", "map-role") and not _may_map(held, target):
         return False
@@ -173,11 +175,6 @@ def can(admin, realm, action, target=None) -> bool:
     if settings is None:
         return False
     return _evaluate(admin, realm, settings, kind, scope, target)
-
-
-def _scope_for(role, kind, scope):
-    """``view-users`` on a group is the group's ``view``; on a user the user's ``view``."""
-    return scope if scope in SCHEMA[kind] else ("view" if role.startswith(("view", "query")) else "manage")
 
 
 def _may_map(held, role):

@@ -353,3 +353,18 @@ def test_a_realm_creator_administers_the_realm_created():
     assert api("post", "made/users", {"username": "ann"}).status_code == 201
     create_realm("not-mine")
     assert api("get", "not-mine").status_code == 403
+
+
+def test_the_migration_gives_existing_realms_their_master_client():
+    from importlib import import_module
+
+    from django.apps import apps
+
+    realm_cache.clear()
+    create_realm("acme")
+    Client.objects.filter(realm__name="master", client_id="acme-realm").delete()
+    import_module("realms.migrations.0008_admin_permissions").add_delegated_clients(apps, None)
+    client = Client.objects.get(realm__name="master", client_id="acme-realm")
+    view_users = client.roles.get(name="view-users")
+    assert {r.name for r in view_users.composites.all()} == {"query-users", "query-groups"}
+    assert view_users in Role.objects.get(realm__name="master", client=None, name="admin").composites.all()

@@ -7,11 +7,12 @@ class OidcConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
+        from realms.api import resources
         from realms.api.authentication import register_token_verifier
         from realms.consents import register_consent_store
         from realms.transport import register_json_endpoints
 
-        from . import authorize, backchannel, consent
+        from . import admin_api, authorize, backchannel, consent
         from .admin_tokens import verify
         from .middleware import PROTOCOL_ENDPOINTS
 
@@ -20,3 +21,4 @@ class OidcConfig(AppConfig):
         register_token_verifier(verify)
         register_consent_store(consent.user_consents, consent.revoke)
         register_json_endpoints(PROTOCOL_ENDPOINTS)  # sslRequired refusals there are OAuth JSON
+        resources.register(*admin_api.urlpatterns)

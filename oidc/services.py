@@ -215,11 +215,11 @@ def revoke(request, realm_config, issuer, params, ip_address=""):
         # Revoking a refresh (or offline) token ends this client's share of the session: every
         # token issued from it stops refreshing and stops introspecting as active.
         sid = claims.get("sid")
-        ClientSession.objects.filter(user_session_id=sid, client=config.client).delete()
         user_session = sessions.get_valid_session(realm, sid)
-        if (user_session is not None and user_session.offline
-                and not ClientSession.objects.filter(user_session_id=sid).exists()):
-            sessions.end_session(user_session, reason="revoked")
+        if user_session is None:
+            ClientSession.objects.filter(user_session_id=sid, client=config.client).delete()
+        else:
+            sessions.end_client_sessions([user_session], config.client, reason="revoked")
     elif typ == tokens.TYP_BEARER and claims.get("jti"):
         cache.set(_revoked_key(claims["jti"]), 1, timeout=max(int(claims.get("exp", 0)) - int(time.time()), 1))
     emit(realm, "REVOKE_GRANT", client_id=config.client_id, user_id=claims.get("sub", ""),

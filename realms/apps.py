@@ -9,7 +9,7 @@ class RealmsConfig(AppConfig):
     def ready(self):
         from django.db.models.signals import post_migrate
 
-        from . import keys, realm_cache, required_actions, sessions, steps
+        from . import admin_permissions, keys, realm_cache, required_actions, sessions, steps
         from .api import resources, routes
         from .credentials import register_credential_type
         from .credentials.otp import Otp
@@ -31,4 +31,5 @@ class RealmsConfig(AppConfig):
         keys.connect_signals()
         sessions.connect_signals()
         realm_cache.connect_signals()
+        admin_permissions.connect_signals()
         resources.register(*routes.urlpatterns)

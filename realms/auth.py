@@ -1,4 +1,6 @@
-"""Admin console sign-in: users of the master realm only, checked by the one sign-in service
+"""Admin console sign-in: users of the master realm, or of the realm named by ``?realm=`` on the
+login page (a realm's own admins; what they may do there is ``realms.admin_permissions``),
+checked by the one sign-in service
 (``realms.signin``: brute-force detection, the enabled check, LOGIN_ERROR events), plus a limit
 on attempts per client address (``IDP_CONSOLE_LOGIN_ATTEMPTS_PER_MINUTE``), counted in the shared
 cache so that every worker sees the same count.
@@ -45,11 +47,12 @@ def _over_rate_limit(address):
     return attempts > limit
 
 
-class MasterRealmBackend(BaseBackend):
+class ConsoleBackend(BaseBackend):
     def authenticate(self, request, username=None, password=None, **kwargs):
         if not username or password is None:
             return None
-        realm = Realm.objects.filter(name="master").first()
+        realm_name = (request.GET.get("realm") if request is not None else None) or "master"
+        realm = Realm.objects.filter(name=realm_name).first()
         if realm is None:
             return None
         address = client_address(request) if request is not None else ""
@@ -77,10 +80,10 @@ class MasterRealmBackend(BaseBackend):
         return result.user
 
     def get_user(self, user_id):
-        return User.objects.select_related("realm").filter(pk=user_id, realm__name="master").first()
+        return User.objects.select_related("realm").filter(pk=user_id).first()
 
     def has_perm(self, user_obj, perm, obj=None):
-        return user_obj.is_staff
+        return user_obj.is_superuser
 
     def has_module_perms(self, user_obj, app_label):
         return user_obj.is_staff

@@ -113,6 +113,8 @@ class Realm(models.Model):
     passkeys_enabled = models.BooleanField(default=False, help_text="Enable Passkeys (Login tab).")
     organizations_enabled = models.BooleanField(default=False)
     scim_api_enabled = models.BooleanField(default=False, help_text="SCIM 2.0 provisioning below /realms/<realm>/scim/v2.")
+    admin_permissions_enabled = models.BooleanField(
+        default=False, help_text="Fine-grained admin permissions: the admin-permissions client's permissions apply.")
     login_theme = models.CharField(max_length=64, default="v2")
     account_theme = models.CharField(max_length=64, blank=True)
     email_theme = models.CharField(max_length=64, blank=True)
@@ -242,6 +244,9 @@ class Client(RealmOwned):
     web_origins = models.JSONField(default=list, blank=True)
     attributes = models.JSONField(default=dict, blank=True)
     authentication_flow_binding_overrides = models.JSONField(default=dict, blank=True)
+    # Keycloak's authorizationSettings (ResourceServerRepresentation), held by the admin-permissions
+    # client only (realms.representation.authorization refuses any other).
+    authorization_settings = models.JSONField(default=dict, blank=True, editable=False)
     node_re_registration_timeout = models.IntegerField(default=-1)
     not_before = models.IntegerField(default=0)
 
@@ -439,7 +444,8 @@ class User(RealmOwned, AbstractBaseUser):
 
     @property
     def is_staff(self):
-        """Admin console access: an enabled master-realm user holding the realm's admin role."""
+        """The master realm's ``admin``: every realm. (Who may use the console at all, and what
+        there, is ``realms.admin_permissions``: the admin site's ``has_permission``.)"""
         if not hasattr(self, "_is_staff"):
             self._is_staff = self.enabled and self.realm.is_master and has_realm_role(self, "admin")
         return self._is_staff
@@ -447,7 +453,9 @@ class User(RealmOwned, AbstractBaseUser):
     is_superuser = is_staff
 
     def has_perm(self, perm, obj=None):
-        return self.is_staff
+        # The console's own pages ask realms.admin_permissions.can; Django's permission check is
+        # left to the pages that do not (webhook deliveries): the master admin only.
+        return self.is_superuser
 
     def has_module_perms(self, app_label):
         return self.is_staff

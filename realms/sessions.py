@@ -272,6 +272,18 @@ def logout_user(user):
     user.save(update_fields=["not_before"])
 
 
+def end_client_sessions(user_sessions, client, *, reason=""):
+    """End ``client``'s share of each of ``user_sessions`` (every token issued to it from them
+    stops refreshing); an offline session left without a client ends. Returns how many shares
+    were ended."""
+    ended = 0
+    for user_session in user_sessions:
+        ended += ClientSession.objects.filter(user_session=user_session, client=client).delete()[0]
+        if user_session.offline and not ClientSession.objects.filter(user_session=user_session).exists():
+            end_session(user_session, reason=reason)
+    return ended
+
+
 def register_frontchannel_logout(protocol, url_for):
     """``url_for(request, user_session, client_session) -> str``: a URL the browser loads (in an
     iframe of the logout page) to sign that client out, or "" when the client has none. Each

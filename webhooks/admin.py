@@ -57,6 +57,7 @@ class EndpointForm(forms.ModelForm):
 
 @admin.register(Endpoint)
 class EndpointAdmin(ConsoleAdmin):
+    view_role, manage_role = "view-events", "manage-events"  # as the webhook API (decision 0015)
     """Realm scoping of the console (``ConsoleAdmin``); changes go through the service functions,
     which record their own admin events (``WEBHOOK_ENDPOINT``, never a webhook themselves)."""
 

@@ -64,7 +64,7 @@ TEMPLATES = [
 
 AUTH_USER_MODEL = "realms.User"
 # Only master-realm users may sign in to the admin console; the backend scopes the lookup.
-AUTHENTICATION_BACKENDS = ["realms.auth.MasterRealmBackend"]
+AUTHENTICATION_BACKENDS = ["realms.auth.ConsoleBackend"]
 SILENCED_SYSTEM_CHECKS = ["auth.W004"]  # username is unique per realm, not globally (by design)
 
 # Argon2id first (new hashes), then the formats a Keycloak import may bring; Django upgrades a

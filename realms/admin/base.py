@@ -3,10 +3,12 @@ the base of every model admin (realm scoping plus an admin event for each change
 from django import forms
 from django.contrib import admin
 from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import ValidationError
 from django.contrib.auth.models import Group as AuthGroup
 from django.db import models
 
+from ..admin_permissions import CONSOLE_CLIENT, TYPE_OF, Admin, administered_realms, can, console_admin
 from ..models import Realm, RealmOwned, Role
 from .audit import admin_event, object_event, owning_realm, resource_of
 from .switcher import RealmFilter, current_realm, realm_of, set_current_realm
@@ -17,7 +19,14 @@ admin.site.index_title = "Realms and what they own"
 
 
 class ConsoleLoginForm(AdminAuthenticationForm):
-    """Says why a right password was not enough (``realms.auth``), else Django's generic error."""
+    """Says why a right password was not enough (``realms.auth``), else Django's generic error.
+    Signs in whoever administers some realm (``realms.admin_permissions``), not only Django's
+    staff (the master ``admin``)."""
+
+    def confirm_login_allowed(self, user):
+        AuthenticationForm.confirm_login_allowed(self, user)  # enabled
+        if not administered_realms(Admin(user, CONSOLE_CLIENT)):
+            raise self.get_invalid_login_error()
 
     def get_invalid_login_error(self):
         refusal = getattr(self.request, "console_refusal", "")
@@ -27,6 +36,15 @@ class ConsoleLoginForm(AdminAuthenticationForm):
 
 
 admin.site.login_form = ConsoleLoginForm
+
+
+def console_access(request):
+    """Every console page: an enabled user who administers some realm (what they may do there
+    each page asks ``can``)."""
+    return request.user.is_active and bool(administered_realms(console_admin(request)))
+
+
+admin.site.has_permission = console_access
 # Operators are master-realm users with the admin role; Django's own auth groups play no part.
 if admin.site.is_registered(AuthGroup):
     admin.site.unregister(AuthGroup)
@@ -130,11 +148,34 @@ class ConsoleAdmin(RealmScopedMixin, admin.ModelAdmin):
             realm_field.help_text = "Switch realms with the selector at the top of the page."
         return form
 
+    # What the console may show and change, decided by realms.admin_permissions.can (the same
+    # function as the Admin REST API): the realm-management roles of this page's objects, and
+    # where one exists the role that lists them (users: query-users), as Keycloak's console.
+    view_role, manage_role, list_role = "view-realm", "manage-realm", None
+
+    def may(self, request, role, obj=None):
+        realm = (realm_of(obj) if obj is not None else None) or current_realm(request)
+        target = obj if type(obj) in TYPE_OF else None
+        return realm is not None and can(console_admin(request), realm, role, target)
+
+    def has_module_permission(self, request):
+        return console_access(request)
+
+    def has_view_permission(self, request, obj=None):
+        roles = (self.view_role, self.manage_role) + ((self.list_role,) if obj is None and self.list_role else ())
+        return any(self.may(request, role, obj) for role in roles)
+
+    def has_change_permission(self, request, obj=None):
+        return self.may(request, self.manage_role, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return self.may(request, self.manage_role, obj)
+
     def has_add_permission(self, request):
         # Everything but a realm is added into the current realm: nothing to add without one.
         if self.model is not Realm and current_realm(request) is None:
             return False
-        return super().has_add_permission(request)
+        return self.may(request, self.manage_role)
 
     def change_event(self, request, operation, obj):
         """The admin event of a change made on this page (CREATE, UPDATE, DELETE). An admin whose

@@ -14,6 +14,7 @@ class ScopeProtocolMapperInline(RealmScopedInline):
 
 @admin.register(ClientScope)
 class ClientScopeAdmin(ConsoleAdmin):
+    view_role, manage_role = "view-clients", "manage-clients"
     list_display = ("name", "protocol", "description")
     list_filter = realm_owned_list_filter("protocol")
     search_fields = ("name",)

@@ -67,6 +67,7 @@ class ClientForm(forms.ModelForm):
 
 @admin.register(Client)
 class ClientAdmin(ConsoleAdmin):
+    view_role, manage_role, list_role = "view-clients", "manage-clients", "query-clients"
     form = ClientForm
     list_filter = realm_owned_list_filter("enabled", "public_client", "protocol")
     search_fields = ("client_id", "name")

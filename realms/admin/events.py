@@ -7,6 +7,7 @@ from .base import ConsoleAdmin, realm_owned_list_filter
 
 @admin.register(Event)
 class EventAdmin(ConsoleAdmin):
+    view_role, manage_role = "view-events", "manage-events"
     """Stored user and admin events of the realm, read-only."""
 
     list_display = ("time", "kind", "type", "resource_type", "resource_path", "client_id", "user_id",

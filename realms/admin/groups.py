@@ -26,6 +26,7 @@ class GroupForm(forms.ModelForm):
 
 @admin.register(Group)
 class GroupAdmin(ConsoleAdmin):
+    view_role, manage_role, list_role = "view-users", "manage-users", "query-groups"
     form = GroupForm
     list_display = ("path", "description", "member_count")
     list_filter = realm_owned_list_filter()

@@ -11,7 +11,8 @@ from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from .. import keys, password_policy, sessions
-from ..models import Event, Realm, RealmDefaultClientScope, RealmKey, UserSession
+from ..admin_permissions import administered_realms, console_admin, grant_delegated_admin
+from ..models import Event, Realm, RealmDefaultClientScope, RealmKey, UserSession, has_realm_role
 from ..services import create_realm
 from .audit import admin_event, object_event
 from .base import ConsoleAdmin, RealmScopedInline, adopt
@@ -224,6 +225,16 @@ class RealmAdmin(ConsoleAdmin):
     def get_inlines(self, request, obj):
         return [RealmDefaultClientScopeInline, RealmKeyInline] if obj is not None else []
 
+    def get_queryset(self, request):
+        realms = super().get_queryset(request)
+        if request.user.is_superuser:
+            return realms
+        return realms.filter(pk__in=[r.pk for r in administered_realms(console_admin(request))])
+
+    def has_add_permission(self, request):
+        user = request.user
+        return user.is_superuser or (user.realm.is_master and has_realm_role(user, "create-realm"))
+
     def has_delete_permission(self, request, obj=None):
         if obj is not None and obj.is_master:
             return False
@@ -256,6 +267,8 @@ class RealmAdmin(ConsoleAdmin):
         fields = {k: v for k, v in form.cleaned_data.items() if k in model_fields}
         fields.update({spec.json_field: getattr(obj, spec.json_field) for spec in form.json_keys.values()})
         adopt(obj, create_realm(form.cleaned_data["name"], **fields))
+        if not request.user.is_superuser:
+            grant_delegated_admin(request.user, obj)  # a realm's creator administers it
         set_current_realm(request, obj)
 
     @admin.action(description="Rotate signing key (new key active with a higher priority, old key passive)")

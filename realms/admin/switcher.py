@@ -2,6 +2,7 @@
 header's switcher or with ``?realm__id__exact=`` on any list."""
 from django.contrib import admin
 
+from ..admin_permissions import administered_realms, console_admin
 from ..models import Realm, RealmOwned
 from ..web import is_cross_site
 
@@ -22,6 +23,10 @@ def current_realm(request):
         realm = Realm.objects.filter(pk=request.session[SESSION_KEY]).first()
     if realm is None:
         realm = Realm.objects.filter(name="master").first() or Realm.objects.first()
+    if not request.user.is_superuser:  # a delegated admin works in the realms they administer only
+        allowed = administered_realms(console_admin(request))
+        if realm not in allowed:
+            realm = allowed[0] if allowed else None
     set_current_realm(request, realm)
     return realm
 
@@ -50,12 +55,12 @@ class RealmFilter(admin.SimpleListFilter):
         self.current = current_realm(request)
 
     def lookups(self, request, model_admin):
-        return [(r.pk, r.name) for r in Realm.objects.only("id", "name")]
+        realms = (Realm.objects.only("id", "name") if request.user.is_superuser
+                  else administered_realms(console_admin(request)))
+        return [(r.pk, r.name) for r in realms]
 
     def value(self):
-        requested = super().value()
-        if requested is not None:
-            return requested
+        # current_realm has read the requested realm, and kept it only if the admin may work there.
         return self.current.pk if self.current else None
 
     def choices(self, changelist):

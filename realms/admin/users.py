@@ -18,6 +18,7 @@ from django.shortcuts import get_object_or_404
 from django.utils.html import format_html_join
 
 from .. import consents, flows, impersonation, password_policy, sessions
+from ..admin_permissions import administered_realms, console_admin, visible_users
 from ..models import Client, Credential, User, UserSession, effective_roles
 from ..accounts import create_user
 from .audit import admin_event, object_event, role_ids, role_mapping_events
@@ -81,6 +82,7 @@ class UserForm(forms.ModelForm):
 
 @admin.register(User)
 class UserAdmin(ConsoleAdmin):
+    view_role, manage_role, list_role = "view-users", "manage-users", "query-users"
     form = UserForm
     list_display = ("username", "email", "first_name", "last_name", "enabled", "email_verified")
     list_filter = realm_owned_list_filter("enabled", "email_verified")
@@ -107,6 +109,18 @@ class UserAdmin(ConsoleAdmin):
     ]
     add_fieldsets = [(None, {"fields": ("realm", "username", "email", "email_verified", "first_name",
                                         "last_name", "enabled")})]
+
+    def get_queryset(self, request):
+        """The users the admin may view in the realms they administer (all with view-users;
+        else those fine-grained permissions grant), as the Admin REST API lists them."""
+        users = super().get_queryset(request)
+        if request.user.is_superuser:
+            return users
+        admin = console_admin(request)
+        visible = users.none()
+        for realm in administered_realms(admin):
+            visible |= visible_users(admin, realm, users.filter(realm=realm))
+        return visible
 
     def get_fieldsets(self, request, obj=None):
         if obj is None:

@@ -11,10 +11,8 @@ from dataclasses import dataclass, field
 
 from rest_framework import authentication, exceptions
 
-from ..models import Realm, User, client_role_names, effective_roles, realm_role_names
-
-ADMIN_ROLE = "admin"  # the master realm's role that manages every realm
-MANAGEMENT_CLIENT = "realm-management"  # a realm's own client whose roles manage that realm
+from ..admin_permissions import Admin, can, management_roles
+from ..models import Realm, User, realm_role_names
 
 
 class InvalidToken(Exception):
@@ -23,7 +21,9 @@ class InvalidToken(Exception):
 
 @dataclass(eq=False)
 class Caller:
-    """The token's user, the realm that issued the token, and its claims."""
+    """The token's user, the realm that issued the token, and its claims. What they may do is
+    ``realms.admin_permissions.can``, with roles read from the database once per request (a role
+    removed a second ago no longer counts)."""
 
     user: User
     realm: Realm
@@ -36,26 +36,18 @@ class Caller:
         return self.claims.get("azp", "")
 
     @functools.cached_property
-    def _roles(self):
-        # From the database on every call, so a role removed a second ago no longer counts.
-        return effective_roles(self.user)
+    def admin(self) -> Admin:
+        return Admin(self.user, self.client_id)
 
     def holds_realm_role(self, name) -> bool:
         """A role of the token's own realm (the master realm's ``create-realm``)."""
-        return name in realm_role_names(self._roles)
-
-    def manages_every_realm(self):
-        return self.realm.is_master and ADMIN_ROLE in realm_role_names(self._roles)
+        return name in realm_role_names(self.admin.roles())
 
     def management_roles(self, realm) -> frozenset:
-        """The caller's ``realm-management`` roles in ``realm`` (composites expanded): the
-        realm's own users only; a master admin is answered by ``manages_every_realm``."""
-        if self.realm.pk != realm.pk:
-            return frozenset()
-        return frozenset(client_role_names(self._roles).get(MANAGEMENT_CLIENT, ()))
+        return management_roles(self.admin, realm)
 
-    def may(self, role, realm) -> bool:
-        return self.manages_every_realm() or role in self.management_roles(realm)
+    def may(self, action, realm, target=None) -> bool:
+        return can(self.admin, realm, action, target)
 
 
 _verifier = None

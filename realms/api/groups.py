@@ -174,6 +174,7 @@ class GroupChildren(RealmResource):
 
 class GroupMembers(RealmResource):
     required_role = "view-users"
+    fine_grained = {"GET": [("Groups", "view-members", "group_id")]}
 
     def get(self, request, realm, group_id):
         members = _group(self.realm, group_id).members.order_by("username").select_related("service_account_client")

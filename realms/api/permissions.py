@@ -1,12 +1,15 @@
-"""Which realm-management role a route needs, enforced per route.
+"""Which realm-management role a route needs, enforced per route through
+``realms.admin_permissions.can``.
 
 A view says ``required_role = "view-users"`` (every method) or a mapping by method,
 ``required_role = {"GET": "view-events", "POST": "manage-events"}``; a method the mapping does
-not name is refused. The master realm's ``admin`` passes everywhere; a realm's own users pass
-with the role from that realm's ``realm-management`` client (composites such as ``realm-admin``
-containing every role, ``view-users`` containing ``query-users`` and ``query-groups`` come from
-the database)."""
+not name is refused. Holding the role (composites included) lets the request through. Without
+it, a realm with fine-grained admin permissions decides on the object the route addresses (the
+view's ``permission_targets``): ``GET users/{id}`` is the user's ``view``, ``PUT`` its
+``manage``; a collection is decided for every object of the type (and narrowed by the view)."""
 from rest_framework import permissions
+
+from ..admin_permissions import holds
 
 
 def required_role(view, method):
@@ -21,4 +24,12 @@ class RealmRole(permissions.BasePermission):
         if not hasattr(view, request.method.lower()):
             return True  # no such operation: the view answers 405, not 403
         role = required_role(view, request.method)
-        return role is not None and request.user.may(role, view.realm)
+        if role is None:
+            return False
+        caller = request.user
+        if holds(caller.admin, view.realm, role):
+            return True
+        targets = view.permission_targets("GET" if request.method == "HEAD" else request.method, role)
+        if not targets:
+            return caller.may(role, view.realm)
+        return all(caller.may(action, view.realm, target) for action, target in targets)

@@ -7,6 +7,7 @@ from rest_framework.response import Response
 
 from .. import admin_events
 from ..admin_events import auth_details
+from ..admin_permissions import administers, grant_delegated_admin, management_roles, rename_delegated_client
 from ..models import Realm
 from ..representation import REALM_FIELDS, RepresentationError, import_realm
 from ..representation.fields import Parser, as_str, model_fields, spec_of
@@ -43,7 +44,7 @@ class Realms(ApiView):
         for realm in Realm.objects.order_by("name"):
             if caller.may("view-realm", realm):
                 reps.append(_brief(realm) if brief else realm_rep(realm))
-            elif caller.management_roles(realm):
+            elif administers(caller.admin, realm):
                 reps.append({"realm": realm.name})
         if not reps:
             raise exceptions.PermissionDenied()
@@ -51,7 +52,7 @@ class Realms(ApiView):
 
     def post(self, request):
         caller = request.user
-        if not (caller.manages_every_realm() or (caller.realm.is_master and caller.holds_realm_role(CREATE_REALM))):
+        if not (caller.realm.is_master and caller.holds_realm_role(CREATE_REALM)):
             raise exceptions.PermissionDenied()
         if not isinstance(request.data, dict):
             raise errors.Invalid("Expected a RealmRepresentation")
@@ -60,7 +61,10 @@ class Realms(ApiView):
             raise errors.Conflict("Conflict detected. See logs for details")
         auth = auth_details(request, caller.user, caller.client_id)
         try:
-            realm = import_realm(request.data, auth=auth).realm
+            with transaction.atomic():
+                realm = import_realm(request.data, auth=auth).realm
+                if not management_roles(caller.admin, realm):
+                    grant_delegated_admin(caller.user, realm)
         except RepresentationError as exc:
             raise errors.Invalid(str(exc)) from None
         return Response(status=status.HTTP_201_CREATED, headers={"Location": location(request, realm.name)})
@@ -99,10 +103,12 @@ class RealmDetail(RealmResource):
                 raise errors.Invalid("Cannot rename master realm")
             if Realm.objects.filter(name=new_name).exists():
                 raise errors.Conflict("Realm with same name exists")
-            target.name = new_name
+        old_name, target.name = target.name, new_name
         check_fields(target, exclude=["default_role"], table=REALM_FIELDS)
         with transaction.atomic():
             target.save()
+            if old_name != new_name:
+                rename_delegated_client(old_name, new_name)
             admin_events.record(target, "UPDATE", "REALM", "", auth=self.auth_details(),
                                 representation=lambda: realm_rep(target))
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -8,7 +8,7 @@ The scope mappings of a client or a client scope (Keycloak's ScopeMappedResource
 ``{clients|client-scopes}/{id}/scope-mappings``) are the same resource on another owner: the
 roles its tokens may carry, governed by ``view-clients`` and ``manage-clients``."""
 from django.db import transaction
-from rest_framework import status
+from rest_framework import exceptions, status
 from rest_framework.response import Response
 
 from .. import admin_events
@@ -34,6 +34,17 @@ class _Owner(RealmResource):
     """``kind`` is a key of ``_OWNERS``; the owner's id is the ``owner_id`` path argument."""
 
     kind = "users"
+
+    @property
+    def fine_grained(self):
+        """Keycloak's checks on the owner: a user's ``view`` and ``map-roles``, a group's or a
+        client's ``view`` and ``manage``; a client scope's are its roles' only."""
+        kind, change = {"users": ("Users", "map-roles"), "groups": ("Groups", "manage"),
+                        "clients": ("Clients", "manage")}.get(self.kind, (None, None))
+        if kind is None:
+            return {"GET": [], "POST": [], "DELETE": []}
+        return {"GET": [(kind, "view", "owner_id")], "POST": [(kind, change, "owner_id")],
+                "DELETE": [(kind, change, "owner_id")]}
 
     @property
     def segment(self):
@@ -123,9 +134,11 @@ class RoleMappingScope(_Owner):
         for rep in reps:
             found = Role.objects.filter(realm=self.realm, client=client)
             found = found.filter(pk=rep["id"]) if rep.get("id") else found.filter(name=rep.get("name"))
-            role = found.first()
+            role = found.select_related("client", "realm").first()
             if role is None:
                 raise errors.NotFound("Role not found")
+            if self.kind not in _SCOPED and not self.request.user.may(("Roles", "map-role"), self.realm, role):
+                raise exceptions.PermissionDenied()
             roles.append(role)
         return roles
 

@@ -3,8 +3,8 @@
 are mounted by ``idp/urls.py``)."""
 from django.urls import path
 
-from . import (attack_detection, client_scopes, clients, email, events, flows, groups, keys, partial, protocol_mappers,
-               realms, role_mappings, roles, sessions, users)
+from . import (attack_detection, client_scopes, clients, credentials, email, events, flows, groups, keys, partial,
+               protocol_mappers, realms, role_mappings, roles, sessions, users)
 
 R = "<str:realm>"
 urlpatterns = [
@@ -24,6 +24,15 @@ urlpatterns = [
     path(f"{R}/users/<str:user_id>/logout", users.Logout.as_view()),
     path(f"{R}/users/<str:user_id>/sessions", users.Sessions.as_view()),
     path(f"{R}/users/<str:user_id>/impersonation", users.Impersonation.as_view()),
+    path(f"{R}/users/<str:user_id>/credentials", credentials.Credentials.as_view()),
+    path(f"{R}/users/<str:user_id>/credentials/<str:credential_id>", credentials.CredentialDetail.as_view()),
+    path(f"{R}/users/<str:user_id>/credentials/<str:credential_id>/userLabel", credentials.CredentialLabel.as_view()),
+    path(f"{R}/users/<str:user_id>/credentials/<str:credential_id>/moveToFirst", credentials.CredentialMove.as_view()),
+    path(f"{R}/users/<str:user_id>/credentials/<str:credential_id>/moveAfter/<str:previous_id>",
+         credentials.CredentialMove.as_view()),
+    path(f"{R}/users/<str:user_id>/disable-credential-types", credentials.DisableCredentialTypes.as_view()),
+    path(f"{R}/users/<str:user_id>/configured-user-storage-credential-types",
+         credentials.ConfiguredStorageTypes.as_view()),
     path(f"{R}/groups", groups.Groups.as_view()),
     path(f"{R}/groups/count", groups.GroupCount.as_view()),
     path(f"{R}/groups/<str:group_id>", groups.GroupDetail.as_view()),

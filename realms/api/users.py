@@ -10,6 +10,7 @@ from rest_framework import status
 from rest_framework.response import Response
 
 from .. import admin_events, impersonation, password_policy, sessions
+from ..admin_permissions import visible_users
 from ..accounts import create_user
 from ..models import Credential, Group, User, UserSession
 from ..representation import RepresentationError
@@ -81,15 +82,15 @@ def search_users(request, realm):
 
 
 class Users(RealmResource):
-    """GET needs ``query-users``; without ``view-users`` the caller sees no one (Keycloak
-    without fine-grained permissions). POST needs ``manage-users``."""
+    """GET needs ``query-users`` and lists the users the caller may view: every one with
+    ``view-users``, else those fine-grained permissions let them view (none without them, as
+    Keycloak). POST needs ``manage-users``."""
 
     required_role = {"GET": "query-users", "POST": "manage-users"}
 
     def get(self, request, realm):
-        if not request.user.may("view-users", self.realm):
-            return Response([])
-        users = page(request, search_users(request, self.realm).select_related("service_account_client"))
+        found = visible_users(request.user.admin, self.realm, search_users(request, self.realm))
+        users = page(request, found.select_related("service_account_client"))
         rep = brief_user_rep if flag(request, "briefRepresentation", False) else user_fields_rep
         return Response([rep(u) for u in users])
 
@@ -124,9 +125,7 @@ class UserCount(RealmResource):
     required_role = "query-users"
 
     def get(self, request, realm):
-        if not request.user.may("view-users", self.realm):
-            return Response(0)
-        return Response(search_users(request, self.realm).count())
+        return Response(visible_users(request.user.admin, self.realm, search_users(request, self.realm)).count())
 
 
 def _parse(data):
@@ -181,7 +180,7 @@ def _set_credentials(user, credentials):
             Credential.objects.create(user=user, **cred)
 
 
-def _user(realm, user_id):
+def user_of(realm, user_id):
     user = User.objects.filter(realm=realm, pk=user_id).select_related("service_account_client").first()
     if user is None:
         raise errors.NotFound("User not found")
@@ -192,10 +191,10 @@ class UserDetail(RealmResource):
     required_role = {"GET": "view-users", "PUT": "manage-users", "DELETE": "manage-users"}
 
     def get(self, request, realm, user_id):
-        return Response(user_fields_rep(_user(self.realm, user_id)))
+        return Response(user_fields_rep(user_of(self.realm, user_id)))
 
     def put(self, request, realm, user_id):
-        user = _user(self.realm, user_id)
+        user = user_of(self.realm, user_id)
         given = request.data if isinstance(request.data, dict) else {}
         values = _parse(request.data)
         fields = {k: v for k, v in values["fields"].items() if k not in ("id", "federation_link_id")}
@@ -215,7 +214,7 @@ class UserDetail(RealmResource):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     def delete(self, request, realm, user_id):
-        user = _user(self.realm, user_id)
+        user = user_of(self.realm, user_id)
         with transaction.atomic():
             admin_events.record(self.realm, "DELETE", "USER", f"users/{user.pk}", auth=self.auth_details())
             user.delete()
@@ -228,7 +227,7 @@ class ResetPassword(RealmResource):
     required_role = {"PUT": "manage-users"}
 
     def put(self, request, realm, user_id):
-        user = _user(self.realm, user_id)
+        user = user_of(self.realm, user_id)
         cred = request.data if isinstance(request.data, dict) else {}
         value = cred.get("value")
         if not isinstance(value, str):
@@ -253,7 +252,7 @@ class UserGroups(RealmResource):
     required_role = "view-users"
 
     def get(self, request, realm, user_id):
-        groups = _user(self.realm, user_id).groups.order_by("name")
+        groups = user_of(self.realm, user_id).groups.order_by("name")
         search = request.query_params.get("search")
         if search:
             groups = groups.filter(name__icontains=search)
@@ -264,14 +263,16 @@ class UserGroupCount(RealmResource):
     required_role = "view-users"
 
     def get(self, request, realm, user_id):
-        return Response({"count": _user(self.realm, user_id).groups.count()})
+        return Response({"count": user_of(self.realm, user_id).groups.count()})
 
 
 class UserGroupMembership(RealmResource):
     required_role = {"PUT": "manage-users", "DELETE": "manage-users"}
+    fine_grained = {method: [("Users", "manage-group-membership", "user_id"), ("Groups", "manage-membership", "group_id")]
+                    for method in ("PUT", "DELETE")}
 
     def _both(self, user_id, group_id):
-        user = _user(self.realm, user_id)
+        user = user_of(self.realm, user_id)
         group = Group.objects.filter(realm=self.realm, pk=group_id).first()
         if group is None:
             raise errors.NotFound("Group not found")
@@ -302,7 +303,7 @@ class Logout(RealmResource):
     required_role = {"POST": "manage-users"}
 
     def post(self, request, realm, user_id):
-        user = _user(self.realm, user_id)
+        user = user_of(self.realm, user_id)
         with transaction.atomic():
             sessions.logout_user(user)
             admin_events.record(self.realm, "ACTION", "USER", f"users/{user.pk}/logout", auth=self.auth_details())
@@ -316,7 +317,7 @@ class Impersonation(RealmResource):
     required_role = {"POST": "impersonation"}
 
     def post(self, request, realm, user_id):
-        user = _user(self.realm, user_id)
+        user = user_of(self.realm, user_id)
         try:
             user_session = impersonation.impersonate(request, user, request.user.user)
         except impersonation.ImpersonationRefused as exc:
@@ -346,6 +347,6 @@ class Sessions(RealmResource):
     required_role = "view-users"
 
     def get(self, request, realm, user_id):
-        user = _user(self.realm, user_id)
+        user = user_of(self.realm, user_id)
         found = UserSession.objects.filter(user=user, offline=False).select_related("user").order_by("started")
         return Response([user_session_rep(s) for s in found])

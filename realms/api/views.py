@@ -4,7 +4,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.views import APIView
 
 from ..admin_events import AuthDetails, auth_details
-from ..models import Realm
+from ..models import Client, Group, Realm, User
 from . import errors
 from .authentication import BearerAuthentication
 from .parsers import JSONParser
@@ -40,6 +40,26 @@ class RealmResource(ApiView):
 
     permission_classes = (RealmRole,)
     required_role = None  # each resource names its role(s); none named, nothing allowed
+    # {method: [(resource type, scope, path argument)]} where Keycloak checks other scopes than
+    # the role's own on the objects of the path (e.g. a user's "map-roles" to map roles).
+    fine_grained = {}
+    _OBJECTS = (("user_id", User), ("group_id", Group), ("client_uuid", Client))
+    _KINDS = {"Users": User, "Groups": Group, "Clients": Client}
+
+    def permission_targets(self, method, role):
+        """[(action, object)] that fine-grained admin permissions decide this request on; empty
+        for a collection (decided for the whole type). An object not found is None (only a
+        permission on every object of its type may then let the request reach its 404)."""
+        given = self.fine_grained.get(method)
+        if given is not None:
+            return [((kind, scope), self._object(self._KINDS[kind], arg)) for kind, scope, arg in given]
+        for arg, model in self._OBJECTS:
+            if arg in self.kwargs:
+                return [(role, self._object(model, arg))]
+        return []
+
+    def _object(self, model, arg):
+        return model.objects.filter(realm=self.realm, pk=self.kwargs.get(arg)).first()
 
     def check_permissions(self, request):
         self.realm = Realm.objects.filter(name=self.kwargs["realm"]).first()

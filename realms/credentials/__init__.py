@@ -45,6 +45,10 @@ def get_credential_type(name):
     return _types.get(name)
 
 
+def credential_type_names():
+    return sorted(_types)
+
+
 def secret_from_representation(type_name, secret_data):
     """A realm file's secretData as stored (types without a registered kind keep it as is)."""
     kind = get_credential_type(type_name)

@@ -7,6 +7,7 @@ class Migration(migrations.Migration):
     dependencies = [
         ("realms", "0003_authentication_flows"),
         ("realms", "0005_selfservice"),
+        ("realms", "0008_admin_permissions"),
         ("realms", "0009_realm_scim_api_enabled"),
     ]
 

@@ -3,6 +3,7 @@ from ..models import Client
 from .fields import (
     RepresentationError,
     as_bool,
+    as_dict,
     as_int,
     as_list,
     as_str,
@@ -12,6 +13,7 @@ from .fields import (
     model_fields,
     spec_of,
 )
+from .authorization import parse_authorization, resolve_authorization
 from .protocol_mappers import mapper_reps, parse_mapper
 
 _CLIENT_FIELDS = {
@@ -51,6 +53,7 @@ _CLIENT_EXTRA = {
     "defaultClientScopes": as_str_list,
     "optionalClientScopes": as_str_list,
     "defaultRoles": as_str_list,
+    "authorizationSettings": as_dict,
 }
 # Keys Keycloak computes from other data.
 _DERIVED = {"access"}
@@ -68,6 +71,8 @@ def parse_client(c, path, p):
         "default_scopes": values.get("defaultClientScopes"),
         "optional_scopes": values.get("optionalClientScopes"),
         "default_roles_old": values.get("defaultRoles", []),
+        "authorization": (parse_authorization(values["authorizationSettings"], f"{path}.authorizationSettings",
+                                              values["clientId"], p) if "authorizationSettings" in values else None),
     }
 
 
@@ -81,6 +86,8 @@ def client_rep(c):
     links = list(c.scope_links.select_related("client_scope").order_by("client_scope__name"))
     crep["defaultClientScopes"] = [x.client_scope.name for x in links if x.default]
     crep["optionalClientScopes"] = [x.client_scope.name for x in links if not x.default]
+    if c.authorization_settings:
+        crep["authorizationSettings"] = c.authorization_settings
     return crep
 
 
@@ -104,3 +111,11 @@ class ClientApplier:
         self.save(client, c["_path"], _CLIENT_FIELDS)
         self.clients[client.client_id] = client
         self.add_mappers(c["mappers"], client=client)
+        if c["authorization"] is not None:
+            self.authorization.append((client, c["authorization"], f"{c['_path']}.authorizationSettings"))
+
+    def add_authorization(self):
+        """Last: the permissions name the realm's groups, users, clients and roles."""
+        for client, settings, path in self.authorization:
+            client.authorization_settings = resolve_authorization(self.realm, settings, path, self.renamed)
+            client.save(update_fields=["authorization_settings"])

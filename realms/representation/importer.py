@@ -7,6 +7,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from .. import admin_events
+from ..admin_permissions import ensure_delegated_client
 from ..models import Realm, new_id
 from .authentication import AuthenticationApplier
 from .client_scopes import ClientScopeApplier
@@ -42,6 +43,8 @@ class _Applier(AuthenticationApplier, ClientScopeApplier, ProtocolMapperApplier,
         self.client_roles = {}
         self.groups = {}
         self.claimed = set()
+        self.renamed = {}  # (model, the file's id): the id given instead
+        self.authorization = []  # (client, authorizationSettings, JSON path)
 
     def id_for(self, model, wanted):
         """Keep the file's id unless another realm already uses it (e.g. importing an export
@@ -49,7 +52,10 @@ class _Applier(AuthenticationApplier, ClientScopeApplier, ProtocolMapperApplier,
         if wanted and (model, wanted) not in self.claimed and not model.objects.filter(pk=wanted).exists():
             self.claimed.add((model, wanted))
             return wanted
-        return new_id()
+        given = new_id()
+        if wanted:
+            self.renamed[(model, wanted)] = given
+        return given
 
     def save(self, obj, path, table, exclude=()):
         """full_clean (lengths, choices, ranges) with errors named by JSON path, then save."""
@@ -89,6 +95,7 @@ class _Applier(AuthenticationApplier, ClientScopeApplier, ProtocolMapperApplier,
             self.add_user(user)
         self.add_service_accounts()
         self.add_keys()
+        self.add_authorization()
         return self.realm
 
 
@@ -117,6 +124,7 @@ def import_realm(data, *, override=False, auth=None):
         if existing is not None and not override:
             raise RepresentationError("realm", f"realm {r['name']!r} already exists (use override to replace it)")
         realm = _Applier(r, p).run(existing)
+        ensure_delegated_client(realm)
         if auth is not None:
             admin_events.record(realm, "UPDATE" if existing else "CREATE", "REALM", "", auth=auth,
                                 representation=lambda: admin_events.model_representation(realm))

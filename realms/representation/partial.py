@@ -160,6 +160,7 @@ def partial_import(realm, data, *, auth=None):
             if kind == "CLIENT_ROLE":
                 _add_composites(a, plans[1] + plan, policy)
         a.add_service_accounts()
+        a.add_authorization()
         for res in out.results:
             if res["action"] != "SKIPPED":  # Keycloak's events: of the realm, at its ResourceType's path
                 admin_events.record(realm, "CREATE" if res["action"] == "ADDED" else "UPDATE", "REALM",

@@ -87,6 +87,7 @@ REALM_FIELDS = {
     "webAuthnPolicyPasswordlessPasskeysEnabled": ("passkeys_enabled", as_bool),
     "organizationsEnabled": ("organizations_enabled", as_bool),
     "scimApiEnabled": ("scim_api_enabled", as_bool),
+    "adminPermissionsEnabled": ("admin_permissions_enabled", as_bool),
     "loginTheme": ("login_theme", as_str),
     "accountTheme": ("account_theme", as_str),
     "emailTheme": ("email_theme", as_str),
@@ -118,7 +119,7 @@ POLICY_PREFIXES = (("otpPolicy", "otp_policy"), ("otpSupportedApplications", "ot
                    ("webAuthnPolicy", "webauthn_policy"))
 
 # Keys Keycloak computes from other data (or that only describe the export itself).
-_DERIVED = {"keycloakVersion", "realm", "publicKey", "certificate"}
+_DERIVED = {"keycloakVersion", "realm", "publicKey", "certificate", "adminPermissionsClient"}
 
 
 def parse_realm(data, p):
@@ -255,6 +256,9 @@ def export_realm(realm):
             rep["clientScopeMappings"].setdefault(owner, []).append({key: name, "roles": names})
 
     rep["clients"] = [client_rep(c) for c in clients]
+    permissions_client = next((c for c in clients if c.authorization_settings), None)
+    if permissions_client is not None:
+        rep["adminPermissionsClient"] = {"id": permissions_client.id, "clientId": permissions_client.client_id}
 
     rep["clientScopes"] = [scope_rep(s) for s in scopes]
     realm_links = list(realm.default_scope_links.select_related("client_scope").order_by("client_scope__name"))

@@ -201,7 +201,7 @@ def _millis(dt):
     return int(dt.timestamp() * 1000)
 
 
-def _credential_rep(cred):
+def credential_rep(cred):
     rep = {"id": cred.id, "type": cred.type, "createdDate": _millis(cred.created), "priority": cred.priority}
     if cred.user_label:
         rep["userLabel"] = cred.user_label
@@ -225,7 +225,7 @@ def user_fields_rep(user):
 
 def user_rep(user):
     u = user_fields_rep(user)
-    u["credentials"] = [_credential_rep(c) for c in user.credentials.order_by("-priority", "created")]
+    u["credentials"] = [credential_rep(c) for c in user.credentials.order_by("-priority", "created")]
     u["realmRoles"], u["clientRoles"] = role_names(list(user.roles.all().select_related("client")))
     u["groups"] = sorted(g.path for g in user.groups.all())
     return u

@@ -468,123 +468,6 @@ def test_query_clients_without_view_clients_sees_ids_only(acme):
 
 # (method, path, body, the realm-management role Keycloak requires). Ids that do not exist: an
 # allowed call answers 404 or 400 and changes nothing; a refused one answers 403 first.
-ROUTES = [
-    ("get", "acme", None, "view-realm"),
-    ("put", "acme", {"accessTokenLifespan": "x"}, "manage-realm"),
-    ("get", "acme/users", None, "query-users"),
-    ("get", "acme/users/count", None, "query-users"),
-    ("post", "acme/users", {"username": ""}, "manage-users"),
-    ("get", "acme/users/nope", None, "view-users"),
-    ("put", "acme/users/nope", {}, "manage-users"),
-    ("delete", "acme/users/nope", None, "manage-users"),
-    ("put", "acme/users/nope/reset-password", {}, "manage-users"),
-    ("get", "acme/users/nope/groups", None, "view-users"),
-    ("put", "acme/users/nope/groups/nope", None, "manage-users"),
-    ("get", "acme/users/nope/role-mappings", None, "view-users"),
-    ("get", "acme/users/nope/role-mappings/realm/available", None, "view-users"),
-    ("post", "acme/users/nope/role-mappings/realm", [], "manage-users"),
-    ("post", "acme/users/nope/logout", None, "manage-users"),
-    ("get", "acme/users/nope/sessions", None, "view-users"),
-    ("get", "acme/roles", None, "view-realm"),
-    ("post", "acme/roles", {}, "manage-realm"),
-    ("get", "acme/roles/nope", None, "view-realm"),
-    ("delete", "acme/roles/nope", None, "manage-realm"),
-    ("get", "acme/roles/nope/users", None, "view-users"),
-    ("get", "acme/roles-by-id/nope", None, "view-realm"),
-    ("get", "acme/groups", None, "query-groups"),
-    ("get", "acme/groups/count", None, "query-groups"),
-    ("post", "acme/groups", {}, "manage-users"),
-    ("get", "acme/groups/nope", None, "view-users"),
-    ("put", "acme/groups/nope", {}, "manage-users"),
-    ("delete", "acme/groups/nope", None, "manage-users"),
-    ("get", "acme/groups/nope/children", None, "view-users"),
-    ("post", "acme/groups/nope/children", {}, "manage-users"),
-    ("get", "acme/groups/nope/members", None, "view-users"),
-    ("get", "acme/groups/nope/role-mappings/realm", None, "view-users"),
-    ("post", "acme/groups/nope/role-mappings/realm", [], "manage-users"),
-    ("get", "acme/clients", None, "query-clients"),
-    ("post", "acme/clients", {}, "manage-clients"),
-    ("get", "acme/clients/nope", None, "view-clients"),
-    ("put", "acme/clients/nope", {}, "manage-clients"),
-    ("delete", "acme/clients/nope", None, "manage-clients"),
-    ("get", "acme/clients/nope/client-secret", None, "view-clients"),
-    ("post", "acme/clients/nope/client-secret", None, "manage-clients"),
-    ("get", "acme/clients/nope/service-account-user", None, "view-clients"),
-    ("get", "acme/clients/nope/roles", None, "view-clients"),
-    ("post", "acme/clients/nope/roles", {}, "manage-clients"),
-    ("get", "acme/client-scopes", None, "view-clients"),
-    ("post", "acme/client-scopes", {}, "manage-clients"),
-    ("get", "acme/client-scopes/nope", None, "view-clients"),
-    ("put", "acme/client-scopes/nope", {}, "manage-clients"),
-    ("delete", "acme/client-scopes/nope", None, "manage-clients"),
-    ("get", "acme/client-scopes/nope/protocol-mappers/models", None, "view-clients"),
-    ("post", "acme/client-scopes/nope/protocol-mappers/models", {}, "manage-clients"),
-    ("get", "acme/clients/nope/protocol-mappers/models", None, "view-clients"),
-    ("post", "acme/clients/nope/protocol-mappers/models", {}, "manage-clients"),
-    ("get", "acme/clients/nope/protocol-mappers/models/nope", None, "view-clients"),
-    ("put", "acme/clients/nope/protocol-mappers/models/nope", {}, "manage-clients"),
-    ("delete", "acme/clients/nope/protocol-mappers/models/nope", None, "manage-clients"),
-    ("post", "acme/clients/nope/protocol-mappers/add-models", [], "manage-clients"),
-    ("get", "acme/clients/nope/protocol-mappers/protocol/saml", None, "view-clients"),
-    ("get", "acme/clients/nope/default-client-scopes", None, "view-clients"),
-    ("put", "acme/clients/nope/default-client-scopes/nope", None, "manage-clients"),
-    ("delete", "acme/clients/nope/optional-client-scopes/nope", None, "manage-clients"),
-    ("get", "acme/default-default-client-scopes", None, "view-clients"),
-    ("put", "acme/default-default-client-scopes/nope", None, "manage-realm"),
-    ("delete", "acme/default-optional-client-scopes/nope", None, "manage-realm"),
-    ("get", "acme/clients/nope/scope-mappings", None, "view-clients"),
-    ("get", "acme/clients/nope/scope-mappings/realm", None, "view-clients"),
-    ("get", "acme/clients/nope/scope-mappings/realm/available", None, "view-clients"),
-    ("post", "acme/clients/nope/scope-mappings/realm", [], "manage-clients"),
-    ("delete", "acme/clients/nope/scope-mappings/clients/nope", [], "manage-clients"),
-    ("get", "acme/client-scopes/nope/scope-mappings/clients/nope/composite", None, "view-clients"),
-    ("post", "acme/client-scopes/nope/scope-mappings/realm", [], "manage-clients"),
-    ("get", "acme/attack-detection/brute-force/users/nope", None, "view-users"),
-    ("delete", "acme/attack-detection/brute-force/users/nope", None, "manage-users"),
-    ("delete", "acme/attack-detection/brute-force/users", None, "manage-users"),
-    ("get", "acme/keys", None, "view-realm"),
-    ("get", "acme/clients/nope/user-sessions", None, "view-clients"),
-    ("delete", "acme/sessions/nope", None, "manage-users"),
-    ("get", "acme/events", {}, "view-events"),
-    ("get", "acme/admin-events", {}, "view-events"),
-    ("get", "acme/events/config", {}, "view-events"),
-    ("put", "acme/events/config", {"eventsEnabled": "x"}, "manage-events"),
-    ("delete", "acme/events", None, "manage-events"),
-    ("delete", "acme/admin-events", None, "manage-events"),
-    ("post", "acme/partialImport", {}, "manage-realm"),
-    ("post", "acme/partial-export", None, "manage-realm"),
-    ("post", "acme/logout-all", None, "manage-users"),  # last: the caller's own token stops working
-]
-HELD = {  # what each granted role amounts to (composites of the realm-management client)
-    "query-users": {"query-users"},
-    "query-groups": {"query-groups"},
-    "query-clients": {"query-clients"},
-    "view-users": {"view-users", "query-users", "query-groups"},
-    "manage-users": {"manage-users"},
-    "view-realm": {"view-realm"},
-    "manage-realm": {"manage-realm"},
-    "view-clients": {"view-clients", "query-clients"},
-    "manage-clients": {"manage-clients"},
-    "view-events": {"view-events"},
-    "manage-events": {"manage-events"},
-}
-
-
-def test_permission_matrix(acme):
-    for granted, held in HELD.items():
-        api = realm_admin(acme, f"adm-{granted}", granted)
-        for method, path, body, needed in ROUTES:
-            resp = api(method, path, body)
-            allowed = needed in held
-            assert (resp.status_code != 403) == allowed, (granted, method, path, resp.status_code, resp.content)
-            if not allowed:
-                assert resp.json() == {"error": "HTTP 403 Forbidden"}
-    assert Realm.objects.filter(name="acme").exists()
-    # realm-admin holds them all
-    api = realm_admin(acme, "adm-all", "realm-admin")
-    assert all(api(m, p, b).status_code != 403 for m, p, b, _ in ROUTES)
-
-
 def test_deleting_a_realm_needs_manage_realm(acme):
     assert realm_admin(acme, "viewer", "view-realm")("delete", "acme").status_code == 403
     assert realm_admin(acme, "manager", "manage-realm")("delete", "acme").status_code == 204
@@ -598,16 +481,11 @@ def test_query_users_without_view_users_sees_no_one(acme):
     assert api("get", "acme/users/count").json() == 0
 
 
-def test_admin_of_realm_b_sees_nothing_of_realm_a(acme):
+def test_realms_listed_by_what_the_caller_may_do(acme):
     other = create_realm("other")
     victim = create_user(acme, "victim")
     api = realm_admin(other, "b-admin", "realm-admin")
-    for method, path, body, _ in ROUTES:
-        assert api(method, path, body).status_code == 403, path
-    assert api("get", f"acme/users/{victim.pk}").status_code == 403
-    assert api("get", f"other/users/{victim.pk}").json() == {"error": "User not found"}
-    assert [r["realm"] for r in api("get", "/admin/realms").json()] == ["other"]
-    assert api("post", "/admin/realms", {"realm": "third"}).status_code == 403
+    assert api("get", f"acme/users/{victim.pk}").status_code == 403  # every route: test_admin_permissions
     # a realm where the caller holds some role, but not view-realm: its name only
     assert realm_admin(acme, "only-users", "view-users")("get", "/admin/realms").json() == [{"realm": "acme"}]
     assert realm_admin(acme, "no-roles")("get", "/admin/realms").json() == {"error": "HTTP 403 Forbidden"}

@@ -1,0 +1,135 @@
+"""A client's ``authorizationSettings``: the fine-grained admin permissions of the realm's
+``admin-permissions`` client (Keycloak 26.2's schema), checked at import and kept as given so
+that an export gives them back. An application's settings (authorization services, UMA) are
+reported as not imported, like any other feature not supported. What
+``realms.admin_permissions`` cannot honour in the admin permissions (policy types other than user, group, role and client, resource
+types or scopes outside the schema, an enforcement mode other than ENFORCING) fails the import
+with its JSON path: a permission is never ignored."""
+import json
+
+from ..admin_permissions import PERMISSIONS_CLIENT, POLICY_TYPES, SCHEMA, find_group, find_role
+from ..models import Client, Group, User
+from .fields import RepresentationError, as_dict, as_list, at
+
+STRATEGIES = ("UNANIMOUS", "AFFIRMATIVE", "CONSENSUS")
+_SUBJECTS = {"user": "users", "group": "groups", "role": "roles", "client": "clients"}  # a policy's config key
+_MODELS = {"Users": User, "Groups": Group, "Clients": Client}
+# Keys of a ResourceServerRepresentation that change nothing here (the admin-permissions
+# client's resources are not protected through the UMA protection API).
+_INERT = {"id", "clientId", "name", "allowRemoteResourceManagement", "authorizationSchema", "scopes"}
+
+
+def _strategy(value, path):
+    if value not in STRATEGIES:
+        raise RepresentationError(path, f"decision strategy {value!r} is not one of {', '.join(STRATEGIES)}")
+    return value
+
+
+def _json_list(config, key, path):
+    raw = config.get(key, "[]")
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        raise RepresentationError(at(path, key), "expected a JSON list") from None
+    if not isinstance(value, list):
+        raise RepresentationError(at(path, key), "expected a JSON list")
+    return value
+
+
+def parse_authorization(settings, path, client_id, p):
+    """The settings of client ``client_id``, checked, unchanged; None for an application's
+    (authorization services for applications are another feature: reported, not imported)."""
+    if client_id != PERMISSIONS_CLIENT:
+        p.unsupported(path)
+        return None
+    as_dict(settings, path)
+    unknown = set(settings) - _INERT - {"policyEnforcementMode", "decisionStrategy", "resources", "policies"}
+    if unknown:
+        raise RepresentationError(at(path, sorted(unknown)[0]), "not supported in fine-grained admin permissions")
+    if settings.get("policyEnforcementMode", "ENFORCING") != "ENFORCING":
+        raise RepresentationError(at(path, "policyEnforcementMode"), "only ENFORCING is supported")
+    _strategy(settings.get("decisionStrategy", "UNANIMOUS"), at(path, "decisionStrategy"))
+    names = set()
+    for i, resource in enumerate(as_list(settings.get("resources", []), at(path, "resources"))):
+        here = f"{path}.resources[{i}]"
+        as_dict(resource, here)
+        kind = resource.get("type")
+        if kind is not None and kind not in SCHEMA:
+            raise RepresentationError(at(here, "type"), f"unknown resource type {kind!r}")
+        if resource.get("uris") or resource.get("ownerManagedAccess"):
+            raise RepresentationError(here, "URIs and owner-managed access are not supported")
+        names.add(resource.get("name"))
+    policies = as_list(settings.get("policies", []), at(path, "policies"))
+    policy_names = {p.get("name") for p in policies if isinstance(p, dict) and p.get("type") != "scope"}
+    for i, policy in enumerate(policies):
+        here = f"{path}.policies[{i}]"
+        as_dict(policy, here)
+        if not policy.get("name"):
+            raise RepresentationError(at(here, "name"), "required")
+        if policy.get("logic", "POSITIVE") not in ("POSITIVE", "NEGATIVE"):
+            raise RepresentationError(at(here, "logic"), "expected POSITIVE or NEGATIVE")
+        _strategy(policy.get("decisionStrategy", "UNANIMOUS"), at(here, "decisionStrategy"))
+        config = as_dict(policy.get("config", {}), at(here, "config"))
+        kind = policy.get("type")
+        if kind == "scope":
+            _check_permission(config, at(here, "config"), names, policy_names)
+        elif kind in POLICY_TYPES:
+            if kind == "group" and config.get("groupsClaim"):
+                raise RepresentationError(at(at(here, "config"), "groupsClaim"), "not supported")
+            _json_list(config, _SUBJECTS[kind], at(here, "config"))
+        else:
+            raise RepresentationError(at(here, "type"), f"policy type {kind!r} is not supported in fine-grained "
+                                                        "admin permissions (user, group, role, client)")
+    return settings
+
+
+def _check_permission(config, path, resource_names, policy_names):
+    kind = config.get("defaultResourceType")
+    if kind not in SCHEMA:
+        raise RepresentationError(at(path, "defaultResourceType"), f"unknown resource type {kind!r}")
+    for scope in _json_list(config, "scopes", path):
+        if scope not in SCHEMA[kind]:
+            raise RepresentationError(at(path, "scopes"), f"scope {scope!r} is not a scope of {kind}")
+    for name in _json_list(config, "resources", path):
+        if name != kind and name not in resource_names:
+            raise RepresentationError(at(path, "resources"), f"unknown resource {name!r}")
+    for name in _json_list(config, "applyPolicies", path):
+        if name not in policy_names:
+            raise RepresentationError(at(path, "applyPolicies"), f"unknown policy {name!r}")
+
+
+def resolve_authorization(realm, settings, path, renamed):
+    """After the realm's objects are written: each permission's resources name objects of its
+    type in ``realm`` (ids as the file gave them, mapped by ``renamed`` {(model, file id): id} when
+    the importer had to choose new ones), and each policy's groups and roles exist."""
+    settings = json.loads(json.dumps(settings))
+    for resource in settings.get("resources", []):
+        for model in _MODELS.values():
+            if (model, resource["name"]) in renamed:
+                resource["name"] = renamed[(model, resource["name"])]
+    for i, policy in enumerate(settings.get("policies", [])):
+        here = f"{path}.policies[{i}].config"
+        config = policy.get("config", {})
+        if policy["type"] == "scope":
+            kind = config["defaultResourceType"]
+            model = _MODELS.get(kind)
+            names = [renamed.get((model, n), n) for n in _json_list(config, "resources", here)]
+            if model is not None:
+                known = set(model.objects.filter(realm=realm, pk__in=names).values_list("pk", flat=True))
+                missing = [n for n in names if n != kind and n not in known]
+                if missing:
+                    raise RepresentationError(at(here, "resources"), f"no {kind[:-1].lower()} with id {missing[0]!r}")
+            config["resources"] = json.dumps(names, separators=(",", ":"))
+        elif policy["type"] == "group":
+            entries = _json_list(config, "groups", here)
+            for entry in entries:
+                if entry.get("id"):
+                    entry["id"] = renamed.get((Group, entry["id"]), entry["id"])
+                if find_group(realm, entry) is None:
+                    raise RepresentationError(at(here, "groups"), f"unknown group {entry.get('path') or entry.get('id')!r}")
+            config["groups"] = json.dumps(entries, separators=(",", ":"))
+        elif policy["type"] == "role":
+            for entry in _json_list(config, "roles", here):
+                if find_role(realm, entry.get("id", "")) is None:
+                    raise RepresentationError(at(here, "roles"), f"unknown role {entry.get('id')!r}")
+    return settings

@@ -14,7 +14,7 @@ from ..redirects import is_valid_redirect_uri
 from ..required_actions.verify_email import send_verification
 from . import errors
 from .realms import MASKED
-from .users import _user
+from .users import user_of
 from .views import RealmResource
 
 logger = logging.getLogger("idp.email")
@@ -52,7 +52,7 @@ class TestSmtpConnection(RealmResource):
 
 def _target(resource, request, user_id):
     """(user, client, redirect uri, lifespan) with Keycloak's checks and messages."""
-    user = _user(resource.realm, user_id)
+    user = user_of(resource.realm, user_id)
     if not user.email:
         raise errors.Invalid("User email missing")
     if not user.enabled:

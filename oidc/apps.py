@@ -7,14 +7,17 @@ class OidcConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
+        from realms.account import register_consents, register_sign_in
         from realms.api.authentication import register_token_verifier
         from realms.transport import register_json_endpoints
 
-        from . import authorize, backchannel
+        from . import authorize, backchannel, consent
         from .admin_tokens import verify
         from .middleware import PROTOCOL_ENDPOINTS
 
         authorize.register()
         backchannel.connect_signals()
         register_token_verifier(verify)
+        register_consents(consent.AccountConsents())
+        register_sign_in(authorize.account_sign_in_url)
         register_json_endpoints(PROTOCOL_ENDPOINTS)  # sslRequired refusals there are OAuth JSON

@@ -17,6 +17,7 @@ fragment by default, never in the query. The ``*.jwt`` modes wrap the response's
 JWT signed with the realm's key (JARM); ``jwt`` is ``query.jwt`` or ``fragment.jwt`` by type.
 """
 import json
+import secrets
 import re
 import time
 from dataclasses import asdict, dataclass
@@ -25,7 +26,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 from django.http import HttpResponseRedirect
 from django.utils import timezone
 
-from realms import auth_sessions, events, flows, loa, sessions, sso_cookie, themes
+from realms import auth_sessions, events, flows, loa, messages, sessions, sso_cookie, themes
 from realms.flows import SSO_AUTH
 from realms.redirects import is_valid_redirect_uri, with_params
 from realms.web import client_address, realm_url
@@ -92,6 +93,9 @@ class AuthorizationError(Exception):
         self.redirect_uri = redirect_uri
         self.state = state
         self.response_mode = response_mode
+
+
+AIA_MAX_AUTH_AGE = 300  # Keycloak's default maxAuthAge of application-initiated actions
 
 
 @dataclass
@@ -300,10 +304,21 @@ def start_authorization(request, realm_name, params):
     if authz.max_age is not None and existing is not None:
         age = (timezone.now() - existing.auth_time).total_seconds()
         force_login = force_login or age > authz.max_age
+    # kc_action: the application asks for one required action (set up a second factor, a new
+    # password); as Keycloak, only after a sign-in at most AIA_MAX_AUTH_AGE seconds old.
+    kc_action = params.get("kc_action", "")
+    if flows.get_required_action(kc_action) is None:
+        kc_action = ""
+    elif existing is not None:
+        force_login = force_login or (timezone.now() - existing.auth_time).total_seconds() > AIA_MAX_AUTH_AGE
     auth_session = auth_sessions.start(
         request, realm, client, protocol=PROTOCOL, client_data=asdict(authz),
         force_login=force_login, login_hint=authz.login_hint,
     )
+    if kc_action:
+        auth_session.notes[flows.KC_ACTION] = kc_action
+    if params.get("ui_locales"):
+        auth_session.notes[messages.UI_LOCALES_NOTE] = params["ui_locales"][:255]
     loa.request(auth_session, acr_values, level, essential=authz.acr_essential)
     return flows.advance(request, realm, client, auth_session, interactive="none" not in authz.prompt)
 
@@ -462,3 +477,11 @@ def _fail(ctx, error):
 def register():
     """OIDC's sign-in completion; called from ``OidcConfig.ready``."""
     flows.register_protocol(PROTOCOL, _complete, _fail)
+
+
+def account_sign_in_url(request, realm, redirect_uri, **params):
+    """The authorization request that signs a browser in to the realm's ``account`` client
+    (its console), coming back to ``redirect_uri`` (``realms.account.register_sign_in``)."""
+    query = {"client_id": "account", "redirect_uri": redirect_uri, "response_type": "code", "scope": "openid",
+             "state": secrets.token_urlsafe(16), **params}
+    return f"/realms/{realm.name}/protocol/openid-connect/auth?{urlencode(query)}"

@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
-from . import auth_sessions, loa, sessions, signin, sso_cookie, themes
+from . import auth_sessions, loa, messages, sessions, signin, sso_cookie, themes
+from .account import devices
 from .auth_sessions import AuthSession
 from .models import User
 from .web import client_address
@@ -323,6 +324,10 @@ class AuthContext:
             self.auth_session.auth_methods.append(method)
 
     @property
+    def locale(self):
+        return messages.locale_for(self.request, self.realm, user=self._user, auth_session=self.auth_session)
+
+    @property
     def ip_address(self):
         return client_address(self.request)
 
@@ -334,7 +339,11 @@ class AuthContext:
         return f"/realms/{self.realm.name}/login-actions/authenticate?{query}"
 
     def render(self, page, context=None, status=200):
-        base = {"action_url": self.action_url, "client": self.client, "auth_session": self.auth_session}
+        base = {"action_url": self.action_url, "client": self.client, "auth_session": self.auth_session,
+                "user": self._user}
+        chosen = messages.chosen_locale(self.request, self.realm)
+        if chosen:  # the locale picked on a page holds for the rest of this sign-in
+            self.auth_session.notes[messages.USER_REQUEST_LOCALE] = chosen
         return themes.render(self.request, self.realm, page, {**base, **(context or {})}, status=status)
 
     def login_error(self, error, *, user=None, username=""):
@@ -486,7 +495,27 @@ def _run_required_actions(ctx):
             continue
         ctx.auth_session.current = path
         return Outcome.challenge(action.challenge(ctx))
-    return Outcome.success()
+    return _run_asked_action(ctx)
+
+
+# Auth-session note: the action the application asked for (Keycloak's kc_action, an
+# application-initiated action), run once after the user's own required actions.
+KC_ACTION = "kc_action"
+
+
+def _run_asked_action(ctx):
+    action = get_required_action(ctx.auth_session.notes.get(KC_ACTION, ""))
+    if action is None:
+        return Outcome.success()
+    path = f"{KC_ACTION}:{action.provider_id}"
+    if ctx.is_action and ctx.auth_session.current == path:
+        ctx.is_action = False
+        outcome = action.process(ctx)
+        if outcome.kind == Outcome.SUCCESS:
+            ctx.auth_session.notes.pop(KC_ACTION, None)
+        return outcome
+    ctx.auth_session.current = path
+    return Outcome.challenge(action.challenge(ctx))
 
 
 def run(ctx, binding=BROWSER) -> Outcome:
@@ -571,7 +600,7 @@ def establish_sso_session(ctx):
         sessions.end_session(existing, reason=sessions.REASON_LOGOUT)
     user_session = sessions.create_user_session(
         ctx.realm, ctx.user, ip_address=ctx.ip_address, auth_methods=auth_session.auth_methods,
-        remember_me=auth_session.remember_me,
+        remember_me=auth_session.remember_me, notes={devices.NOTE: devices.of_request(ctx.request)},
     )
     loa.store(auth_session, user_session)
     return user_session

@@ -55,9 +55,15 @@ class PasswordPolicyError(ValueError):
     """A password the realm's policy refuses: ``str()`` is Keycloak's English message, ``key``
     its message key (the Admin API answers both: ``error`` and ``error_description``)."""
 
-    def __init__(self, key, message):
+    def __init__(self, key, message, *args):
         super().__init__(message)
-        self.key = key
+        self.key, self.args_ = key, args
+
+    def message(self):
+        """The error as a page shows it (translated there)."""
+        from .messages import Message
+
+        return Message(self.key, *self.args_)
 
 
 # Parsing each policy's value (Keycloak's parseConfig) ------------------------------------------
@@ -262,10 +268,10 @@ def validate(user, password):
     for name, value in policy.config.items():
         kind = KINDS[name]
         if kind.broken is not None and kind.broken(value, user, password):
-            raise PasswordPolicyError(kind.key, kind.message.format(value))
+            raise PasswordPolicyError(kind.key, kind.message.format(value), value)
     if policy.history and not user._state.adding and _reused(user, password, policy.history):
         kind = KINDS["passwordHistory"]
-        raise PasswordPolicyError(kind.key, kind.message.format(policy.history))
+        raise PasswordPolicyError(kind.key, kind.message.format(policy.history), policy.history)
 
 
 def set_password(user, password):

@@ -4,8 +4,9 @@ completion it registered with ``realms.flows.register_protocol``."""
 from django.views.decorators.http import require_http_methods
 
 from . import auth_sessions, flows, realm_cache, themes
+from .messages import Message
 
-EXPIRED = "Your sign-in page has expired. Return to the application and sign in again."
+EXPIRED = Message("expiredActionMessage")
 
 
 @require_http_methods(["GET", "POST"])

@@ -1,9 +1,10 @@
 """Keycloak's ``auth-username-password-form`` step: the login page."""
 from .. import signin, storage
+from ..messages import Message
 from ..flows import Authenticator, Outcome
 from ..models import Credential
 
-GENERIC_LOGIN_ERROR = "Invalid username or password."
+GENERIC_LOGIN_ERROR = Message("invalidUserMessage")
 
 
 class UsernamePasswordForm(Authenticator):
@@ -14,7 +15,7 @@ class UsernamePasswordForm(Authenticator):
         return ctx.render("login.html", {
             "username": username, "error": error,
             "remember_me_allowed": ctx.realm.remember_me,
-            "username_label": "Username or email" if ctx.realm.login_with_email_allowed else "Username",
+            "username_label": "usernameOrEmail" if ctx.realm.login_with_email_allowed else "username",
         }, status=status)
 
     def authenticate(self, ctx):

@@ -16,9 +16,11 @@ implicit and hybrid types, which need a ``nonce`` in an OpenID request and are a
 fragment by default, never in the query. The ``*.jwt`` modes wrap the response's parameters in a
 JWT signed with the realm's key (JARM); ``jwt`` is ``query.jwt`` or ``fragment.jwt`` by type.
 """
+import base64
+import hashlib
 import json
-import secrets
 import re
+import secrets
 import time
 from dataclasses import asdict, dataclass
 from urllib.parse import urlencode, urlsplit, urlunsplit
@@ -29,7 +31,7 @@ from django.utils import timezone
 from realms import auth_sessions, events, flows, loa, messages, sessions, sso_cookie, themes
 from realms.flows import SSO_AUTH
 from realms.redirects import is_valid_redirect_uri, with_params
-from realms.web import client_address, realm_url
+from realms.web import base_url, client_address, realm_url
 
 from . import codes, consent, jose, tokens
 from .backchannel import ISSUER_NOTE
@@ -123,7 +125,14 @@ def _single(params, name):
     return values[0] if values else ""
 
 
-def _trusted_client(realm_config, params):
+def _registered_uris(client, request):
+    """The client's redirect URIs, relative ones resolved against its root URL (``${authBaseUrl}``
+    is this server), as Keycloak's RedirectUtils does for the built-in account clients."""
+    root = (client.root_url or "").replace("${authBaseUrl}", base_url(request))
+    return [root + uri if uri.startswith("/") and root else uri for uri in client.redirect_uris or ()]
+
+
+def _trusted_client(realm_config, params, request=None):
     """(client config, redirect URI) once both are known good, else UntrustedRequest."""
     for name in ("client_id", "redirect_uri"):
         if len(params.getlist(name)) > 1:
@@ -145,7 +154,7 @@ def _trusted_client(realm_config, params):
     redirect_uri = params.get("redirect_uri", "")
     if not redirect_uri:
         raise UntrustedRequest("Missing parameter: redirect_uri")
-    if not is_valid_redirect_uri(client.redirect_uris, redirect_uri):
+    if not is_valid_redirect_uri(_registered_uris(client, request), redirect_uri):
         raise UntrustedRequest("Invalid parameter: redirect_uri", "invalid_redirect_uri")
     return client_config, redirect_uri
 
@@ -273,7 +282,7 @@ def start_authorization(request, realm_name, params):
     realm_config = get_realm(realm_name)
     realm = realm_config.realm
     try:
-        client_config, redirect_uri = _trusted_client(realm_config, params)
+        client_config, redirect_uri = _trusted_client(realm_config, params, request)
     except UntrustedRequest as exc:
         events.emit(realm, "LOGIN_ERROR", client_id=params.get("client_id", "")[:255],
                     ip_address=client_address(request), error=exc.event_error,
@@ -482,6 +491,11 @@ def register():
 def account_sign_in_url(request, realm, redirect_uri, **params):
     """The authorization request that signs a browser in to the realm's ``account`` client
     (its console), coming back to ``redirect_uri`` (``realms.account.register_sign_in``)."""
+    # The console reads the SSO session the sign-in leaves, never exchanges the code: a
+    # throw-away PKCE challenge satisfies public clients that require one.
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
     query = {"client_id": "account", "redirect_uri": redirect_uri, "response_type": "code", "scope": "openid",
-             "state": secrets.token_urlsafe(16), **params}
+             "state": secrets.token_urlsafe(16), "code_challenge": challenge, "code_challenge_method": "S256",
+             **params}
     return f"/realms/{realm.name}/protocol/openid-connect/auth?{urlencode(query)}"

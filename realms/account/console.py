@@ -47,7 +47,11 @@ def page(section):
             if account is None or not account.enabled:
                 raise Http404("account management not enabled")
             user_session = sso_cookie.session_from_request(request, realm_obj)
-            if user_session is None or "code" in request.GET or "error" in request.GET:
+            if user_session is None and "error" in request.GET:  # the sign-in failed: say so, no loop
+                return themes.render(request, realm_obj, "error.html",
+                                     {"message": request.GET.get("error_description") or request.GET["error"]},
+                                     status=400)
+            if user_session is None or "code" in request.GET:
                 if user_session is not None:  # back from signing in: the address without the answer
                     return HttpResponseRedirect(request.path)
                 target = sign_in_url(request, realm_obj, realm_url(request, realm) + f"/account/{_PATHS[section]}")

@@ -28,8 +28,9 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 from django.http import HttpResponseRedirect
 from django.utils import timezone
 
-from realms import auth_sessions, events, flows, loa, messages, sessions, sso_cookie, themes
+from realms import auth_sessions, events, flows, loa, messages, password_policy, sessions, sso_cookie, themes
 from realms.flows import SSO_AUTH
+from realms.messages import Message
 from realms.redirects import is_valid_redirect_uri, with_params
 from realms.web import base_url, client_address, realm_url
 
@@ -77,7 +78,8 @@ class RequestUriNotSupported(OAuthError):
 
 
 class UntrustedRequest(Exception):
-    """An error found before the redirect URI is trusted: shown to the user, never redirected."""
+    """An error found before the redirect URI is trusted: shown to the user (a ``Message`` of the
+    login theme), never redirected."""
 
     def __init__(self, message, event_error="invalid_request"):
         super().__init__(message)
@@ -136,26 +138,25 @@ def _trusted_client(realm_config, params, request=None):
     """(client config, redirect URI) once both are known good, else UntrustedRequest."""
     for name in ("client_id", "redirect_uri"):
         if len(params.getlist(name)) > 1:
-            raise UntrustedRequest(f"Duplicated parameter: {name}")
+            raise UntrustedRequest(Message("duplicatedParameterMessage", name))
     client_id = params.get("client_id", "")
     if not client_id:
-        raise UntrustedRequest("Missing parameter: client_id")
+        raise UntrustedRequest(Message("missingParameterMessage", "client_id"))
     client_config = realm_config.client(client_id)
     if client_config is None:
-        raise UntrustedRequest("Client not found.", "client_not_found")
+        raise UntrustedRequest(Message("clientNotFoundMessage"), "client_not_found")
     client = client_config.client
     if not client.enabled:
-        raise UntrustedRequest("Client disabled.", "client_disabled")
+        raise UntrustedRequest(Message("clientDisabledMessage"), "client_disabled")
     if client.protocol != PROTOCOL:
-        raise UntrustedRequest("Wrong client protocol.", "invalid_client")
+        raise UntrustedRequest(Message("wrongClientProtocolMessage"), "invalid_client")
     if client.bearer_only:
-        raise UntrustedRequest("Bearer-only applications are not allowed to initiate browser login.",
-                               "not_allowed")
+        raise UntrustedRequest(Message("bearerOnlyMessage"), "not_allowed")
     redirect_uri = params.get("redirect_uri", "")
     if not redirect_uri:
-        raise UntrustedRequest("Missing parameter: redirect_uri")
+        raise UntrustedRequest(Message("missingParameterMessage", "redirect_uri"))
     if not is_valid_redirect_uri(_registered_uris(client, request), redirect_uri):
-        raise UntrustedRequest("Invalid parameter: redirect_uri", "invalid_redirect_uri")
+        raise UntrustedRequest(Message("invalidParameterMessage", "redirect_uri"), "invalid_redirect_uri")
     return client_config, redirect_uri
 
 
@@ -314,12 +315,14 @@ def start_authorization(request, realm_name, params):
         age = (timezone.now() - existing.auth_time).total_seconds()
         force_login = force_login or age > authz.max_age
     # kc_action: the application asks for one required action (set up a second factor, a new
-    # password); as Keycloak, only after a sign-in at most AIA_MAX_AUTH_AGE seconds old.
+    # password); as Keycloak, only after a recent sign-in (the password policy's maxAuthAge for a
+    # new password, else AIA_MAX_AUTH_AGE seconds).
     kc_action = params.get("kc_action", "")
     if flows.get_required_action(kc_action) is None:
         kc_action = ""
     elif existing is not None:
-        force_login = force_login or (timezone.now() - existing.auth_time).total_seconds() > AIA_MAX_AUTH_AGE
+        limit = password_policy.max_auth_age(realm) if kc_action == "UPDATE_PASSWORD" else AIA_MAX_AUTH_AGE
+        force_login = force_login or (timezone.now() - existing.auth_time).total_seconds() > limit
     auth_session = auth_sessions.start(
         request, realm, client, protocol=PROTOCOL, client_data=asdict(authz),
         force_login=force_login, login_hint=authz.login_hint,

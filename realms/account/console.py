@@ -13,7 +13,7 @@ from django.views.decorators.csrf import csrf_protect
 from .. import events, messages, password_policy, sessions, sso_cookie, themes
 from ..credentials import credential_types
 from ..messages import Message
-from ..models import Client, Credential, Realm, UserSession, client_role_names, effective_roles
+from ..models import Client, Credential, Realm, User, UserSession, client_role_names, effective_roles
 from ..web import client_address, realm_url
 from . import ACCOUNT_CLIENT, api, consents, profile, sign_in_url
 
@@ -58,7 +58,8 @@ def page(section):
                 if target is None:
                     raise Http404("no sign-in protocol")
                 return HttpResponseRedirect(target)
-            user = user_session.user
+            # The row, not the session cache's copy (which may hold an old list of credentials).
+            user = User.objects.get(pk=user_session.user_id)
             held = client_role_names(effective_roles(user)).get(ACCOUNT_CLIENT, [])
             if user.service_account_client_id or not {"manage-account", "view-profile"} & set(held):
                 return themes.render(request, realm_obj, "error.html", {"message": Message("errorTitle")},

@@ -155,3 +155,20 @@ def test_german_by_kc_locale_and_by_ui_locales_and_arabic_right_to_left(acme, ba
     assert page.locator("#kc-login").inner_text() == "تسجيل الدخول"
     _no_serious_violations(page)
     _no_horizontal_scroll(page)
+
+
+def test_set_up_an_authenticator_from_the_console_through_kc_action(acme, base, page):
+    import pyotp
+
+    _sign_in_to_console(page, base, "account-security/signing-in")
+    page.locator("#create-otp").click()  # kc_action=CONFIGURE_TOTP, on the running SSO session
+    page.locator("#kc-totp-settings-form").wait_for(timeout=10000)
+    app = pyotp.TOTP(page.locator("#kc-totp-secret-key").inner_text().replace(" ", ""))
+    page.locator("#totp").fill(app.now())
+    page.locator("#userLabel").fill("my phone")
+    page.locator("#saveTOTPBtn").click()
+    page.wait_for_url(f"{base}/realms/acme/account/account-security/signing-in", timeout=10000)
+    assert "my phone" in page.locator("#credential-otp").inner_text()
+    bob = User.objects.get(realm=acme, username="bob")
+    assert [c.user_label for c in bob.credentials.filter(type="otp")] == ["my phone"]
+    assert bob.required_actions == []

@@ -158,12 +158,14 @@ def signing_in(request, ctx):
         if password_error is None:
             return ctx.done("accountPasswordUpdatedMessage")
     held = ctx.user.stored_credentials()
+    locale = messages.locale_for(request, ctx.realm, user=ctx.user)
     kinds = []
     for kind in credential_types():
         if not kind.category:
             continue
         mine = [c for c in held if c.type == kind.type]
-        kinds.append({"kind": kind, "credentials": mine,
+        label = messages.text(ctx.realm, locale, kind.display_name, theme=themes.theme_of(ctx.realm, themes.ACCOUNT))
+        kinds.append({"kind": kind, "credentials": mine, "label": label,
                       "create_url": ctx.action_url(kind.create_action) if kind.create_action and ctx.may_manage else "",
                       "update_url": ctx.action_url(kind.update_action) if kind.update_action and mine and ctx.may_manage
                       else ""})

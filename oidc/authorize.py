@@ -426,6 +426,9 @@ def _complete(ctx, user_session):
             code_challenge_method=data["code_challenge_method"],
         )
     params = {"code": code, "state": data["state"], "session_state": user_session.pk}
+    status = ctx.auth_session.notes.get(flows.KC_ACTION_STATUS)
+    if status:  # the application asked for an action: say how it went (Keycloak's parameters)
+        params.update({"kc_action": ctx.auth_session.notes[flows.KC_ACTION], "kc_action_status": status})
     if TOKEN in parts or ID_TOKEN in parts:
         params.update(_front_channel_tokens(ctx, user_session, client_session, data, code, parts))
     events.emit(ctx.realm, "LOGIN", client_id=client.client_id, user_id=ctx.user.pk, session_id=user_session.pk,

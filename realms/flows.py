@@ -498,21 +498,24 @@ def _run_required_actions(ctx):
     return _run_asked_action(ctx)
 
 
-# Auth-session note: the action the application asked for (Keycloak's kc_action, an
-# application-initiated action), run once after the user's own required actions.
+# Auth-session notes: the action the application asked for (Keycloak's kc_action, an
+# application-initiated action), run once after the user's own required actions, and its outcome
+# (the protocol tells the application, as Keycloak's kc_action_status).
 KC_ACTION = "kc_action"
+KC_ACTION_STATUS = "kc_action_status"
 
 
 def _run_asked_action(ctx):
-    action = get_required_action(ctx.auth_session.notes.get(KC_ACTION, ""))
-    if action is None:
+    notes = ctx.auth_session.notes
+    action = get_required_action(notes.get(KC_ACTION, ""))
+    if action is None or notes.get(KC_ACTION_STATUS):
         return Outcome.success()
     path = f"{KC_ACTION}:{action.provider_id}"
     if ctx.is_action and ctx.auth_session.current == path:
         ctx.is_action = False
         outcome = action.process(ctx)
         if outcome.kind == Outcome.SUCCESS:
-            ctx.auth_session.notes.pop(KC_ACTION, None)
+            notes[KC_ACTION_STATUS] = "success"
         return outcome
     ctx.auth_session.current = path
     return Outcome.challenge(action.challenge(ctx))

@@ -53,3 +53,15 @@ def test_the_password_policys_max_auth_age_sets_the_window_of_a_new_password(sig
     # Another action keeps Keycloak's five minutes.
     assert 'id="kc-totp-settings-form"' in signed_in.get(
         AUTH, {**PARAMS, "kc_action": "CONFIGURE_TOTP"}).content.decode()
+
+
+def test_the_application_learns_the_action_succeeded(signed_in, bob):
+    page = signed_in.get(AUTH, {**PARAMS, "kc_action": "UPDATE_PASSWORD"})
+    action = re.search(r'action="([^"]+)"', page.content.decode()).group(1).replace("&amp;", "&")
+    query = redirect_query(signed_in.post(action, {"password-new": "another long password", "password-confirm":
+                                                   "another long password"}))
+    assert query["kc_action"] == ["UPDATE_PASSWORD"] and query["kc_action_status"] == ["success"]
+    bob.refresh_from_db()
+    assert bob.check_password("another long password")
+    # A plain sign-in afterwards says nothing about actions.
+    assert "kc_action_status" not in redirect_query(signed_in.get(AUTH, PARAMS))

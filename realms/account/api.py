@@ -206,27 +206,27 @@ class Sessions(AccountResource):
         everything = request.query_params.get("current", "false").lower() == "true"
         for user_session in UserSession.objects.filter(realm=self.realm, user=self.user, offline=False):
             if everything or user_session.pk != self.session_id:
-                self._end(user_session)
+                _sign_out(self, user_session)
         return Response(status=204)
 
-    def _end(self, user_session):
-        user_session.realm = self.realm
-        with transaction.atomic():
-            sessions.end_session(user_session, reason=sessions.REASON_LOGOUT)
-        self.event("LOGOUT", session_id=user_session.pk)
+
+def _sign_out(view, user_session):
+    user_session.realm = view.realm
+    with transaction.atomic():
+        sessions.end_session(user_session, reason=sessions.REASON_LOGOUT)
+    view.event("LOGOUT", session_id=user_session.pk)
 
 
-class SessionDetail(Sessions):
+class SessionDetail(AccountResource):
     """DELETE one of the user's sessions; a session of someone else is left alone (204 all the
     same, as Keycloak, so ids cannot be probed)."""
 
-    required_role = {"DELETE": (MANAGE_ACCOUNT,)}
-    get = None
+    required_role = (MANAGE_ACCOUNT,)
 
     def delete(self, request, realm, session_id):
         user_session = UserSession.objects.filter(pk=session_id, realm=self.realm, user=self.user).first()
         if user_session is not None:
-            self._end(user_session)
+            _sign_out(self, user_session)
         return Response(status=204)
 
 

@@ -180,6 +180,7 @@ def test_deleting_another_users_session_leaves_it_alone(acme, bob, bob_token):
     hers = create_user_session(acme, carol)
     assert call(bob_token["access_token"], "delete", f"sessions/{hers.pk}").status_code == 204
     assert UserSession.objects.filter(pk=hers.pk).exists()
+    assert call(bob_token["access_token"], "get", f"sessions/{hers.pk}").status_code == 405
 
 
 def test_applications_show_consents_and_revoking_ends_the_clients_sessions(acme, bob, bob_token):

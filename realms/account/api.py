@@ -12,7 +12,7 @@ from django.db import transaction
 from rest_framework import exceptions
 from rest_framework.response import Response
 
-from .. import events, sessions
+from .. import cors, events, sessions
 from ..api import errors
 from ..api.reps import group_api_rep
 from ..api.views import ApiView
@@ -57,6 +57,12 @@ class AccountResource(ApiView):
             raise exceptions.AuthenticationFailed()
         self.user = caller.user
         self.session_id = caller.claims.get("sid", "")
+        self.allowed_origins = caller.claims.get("allowed-origins") or []
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        # As Keycloak: a browser app of another origin may call the API when its token allows it.
+        cors.add(request._request, response, getattr(self, "allowed_origins", None))
+        return super().finalize_response(request, response, *args, **kwargs)
 
     def check_permissions(self, request):
         if not hasattr(self, request.method.lower()):

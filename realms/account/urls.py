@@ -1,14 +1,20 @@
 """``/realms/<realm>/account/...``: the Account REST API for callers that ask for JSON (an
 ``Accept`` or ``Content-Type`` of application/json, as Keycloak's AccountLoader decides), the
 account console's pages for browsers."""
+from django.http import HttpResponse
 from django.urls import path
 
+from .. import cors
 from . import api, console
+
+METHODS = ("GET", "POST", "PUT", "DELETE", "OPTIONS")
 
 
 def either(api_view, page=None):
     """One path, two answers: JSON for API callers, the console page (or a 404) for browsers."""
     def view(request, *args, **kwargs):
+        if request.method == "OPTIONS":  # a CORS preflight (Keycloak's CorsPreflightService)
+            return cors.preflight(request, HttpResponse(), METHODS)
         wants_json = ("application/json" in request.META.get("HTTP_ACCEPT", "")
                       or request.content_type == "application/json")
         if wants_json or page is None:

@@ -221,3 +221,15 @@ def test_a_browser_asking_for_html_is_sent_to_sign_in(acme):
     assert resp.status_code == 302
     assert "/realms/acme/protocol/openid-connect/auth?client_id=account" in resp["Location"]
     assert Client().get("/realms/nowhere/account/", HTTP_ACCEPT="application/json").status_code == 404
+
+
+def test_cors_for_the_origins_the_token_allows(acme, bob):
+    ClientModel.objects.filter(realm=acme, client_id="account-console").update(web_origins=["https://spa.example"])
+    access = token("acme", "bob")["access_token"]
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {access}", HTTP_ACCEPT="application/json")
+    allowed = client.get("/realms/acme/account/", HTTP_ORIGIN="https://spa.example")
+    assert allowed["Access-Control-Allow-Origin"] == "https://spa.example"
+    assert "Access-Control-Allow-Origin" not in client.get("/realms/acme/account/", HTTP_ORIGIN="https://evil.example")
+    preflight = Client().options("/realms/acme/account/sessions", HTTP_ORIGIN="https://spa.example",
+                                 HTTP_ACCESS_CONTROL_REQUEST_METHOD="DELETE")
+    assert preflight.status_code == 200 and "DELETE" in preflight["Access-Control-Allow-Methods"]

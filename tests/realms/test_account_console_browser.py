@@ -1,5 +1,5 @@
 """The account console and the login theme's locales in headless Chromium (one browser for the
-run; phone width): sign in to the console, change the password under the policy (its message
+module; phone width): sign in to the console, change the password under the policy (its message
 beside the field), sign out another session, revoke a consent, German by kc_locale and
 ui_locales, Arabic right to left, and axe-core finding no serious or critical violation."""
 import os
@@ -21,10 +21,11 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 AXE = Path(__file__).resolve().parents[1] / "js" / "node_modules" / "axe-core" / "axe.min.js"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium():
-    # sync_playwright runs an event loop in this thread for the whole run; the tests' ORM calls
-    # are still plain synchronous code (Django's documented escape hatch for such tools).
+    # One Chromium for these tests. Module scope, not session: sync_playwright runs an event loop
+    # in this thread while it is open, and the other modules' browser tests open their own. The
+    # tests' ORM calls are still plain synchronous code (Django's documented escape hatch).
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)

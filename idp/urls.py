@@ -24,6 +24,8 @@ urlpatterns = [
     path("admin/", RedirectView.as_view(pattern_name="admin:index")),
     path("realms/<str:realm>", realm_info, name="realm-info"),  # Keycloak's realm info, no slash
     path("realms/<str:realm>/scim/v2/", include("realms.scim.urls")),
+    path("realms/<str:realm>/account/", include("realms.account.urls")),
+    path("realms/<str:realm>/account", RedirectView.as_view(url="account/", query_string=True)),
     path("realms/<str:realm>/", include("oidc.urls")),
     path("demo/api/whoami", oidc_demo.whoami, name="demo-whoami"),
     path("realms/<str:realm>/login-actions/", include("realms.urls")),

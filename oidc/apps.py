@@ -8,6 +8,7 @@ class OidcConfig(AppConfig):
 
     def ready(self):
         from realms.api import resources
+        from realms.account import register_sign_in
         from realms.api.authentication import register_token_verifier
         from realms.consents import register_consent_store
         from realms.transport import register_json_endpoints
@@ -20,5 +21,6 @@ class OidcConfig(AppConfig):
         backchannel.connect_signals()
         register_token_verifier(verify)
         register_consent_store(consent.user_consents, consent.revoke)
+        register_sign_in(authorize.account_sign_in_url)
         register_json_endpoints(PROTOCOL_ENDPOINTS)  # sslRequired refusals there are OAuth JSON
         resources.register(*admin_api.urlpatterns)

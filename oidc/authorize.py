@@ -16,8 +16,11 @@ implicit and hybrid types, which need a ``nonce`` in an OpenID request and are a
 fragment by default, never in the query. The ``*.jwt`` modes wrap the response's parameters in a
 JWT signed with the realm's key (JARM); ``jwt`` is ``query.jwt`` or ``fragment.jwt`` by type.
 """
+import base64
+import hashlib
 import json
 import re
+import secrets
 import time
 from dataclasses import asdict, dataclass
 from urllib.parse import urlencode, urlsplit, urlunsplit
@@ -25,10 +28,11 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 from django.http import HttpResponseRedirect
 from django.utils import timezone
 
-from realms import auth_sessions, events, flows, loa, sessions, sso_cookie, themes
+from realms import auth_sessions, events, flows, loa, messages, sessions, sso_cookie, themes
 from realms.flows import SSO_AUTH
+from realms.messages import Message
 from realms.redirects import is_valid_redirect_uri, with_params
-from realms.web import client_address, realm_url
+from realms.web import base_url, client_address, realm_url
 
 from . import codes, consent, jose, tokens
 from .backchannel import ISSUER_NOTE
@@ -74,7 +78,8 @@ class RequestUriNotSupported(OAuthError):
 
 
 class UntrustedRequest(Exception):
-    """An error found before the redirect URI is trusted: shown to the user, never redirected."""
+    """An error found before the redirect URI is trusted: shown to the user (a ``Message`` of the
+    login theme), never redirected."""
 
     def __init__(self, message, event_error="invalid_request"):
         super().__init__(message)
@@ -92,6 +97,8 @@ class AuthorizationError(Exception):
         self.redirect_uri = redirect_uri
         self.state = state
         self.response_mode = response_mode
+
+
 
 
 @dataclass
@@ -119,30 +126,36 @@ def _single(params, name):
     return values[0] if values else ""
 
 
-def _trusted_client(realm_config, params):
+def _registered_uris(client, request):
+    """The client's redirect URIs, relative ones resolved against its root URL (``${authBaseUrl}``
+    is this server), as Keycloak's RedirectUtils does for the built-in account clients."""
+    root = (client.root_url or "").replace("${authBaseUrl}", base_url(request))
+    return [root + uri if uri.startswith("/") and root else uri for uri in client.redirect_uris or ()]
+
+
+def _trusted_client(realm_config, params, request=None):
     """(client config, redirect URI) once both are known good, else UntrustedRequest."""
     for name in ("client_id", "redirect_uri"):
         if len(params.getlist(name)) > 1:
-            raise UntrustedRequest(f"Duplicated parameter: {name}")
+            raise UntrustedRequest(Message("duplicatedParameterMessage", name))
     client_id = params.get("client_id", "")
     if not client_id:
-        raise UntrustedRequest("Missing parameter: client_id")
+        raise UntrustedRequest(Message("missingParameterMessage", "client_id"))
     client_config = realm_config.client(client_id)
     if client_config is None:
-        raise UntrustedRequest("Client not found.", "client_not_found")
+        raise UntrustedRequest(Message("clientNotFoundMessage"), "client_not_found")
     client = client_config.client
     if not client.enabled:
-        raise UntrustedRequest("Client disabled.", "client_disabled")
+        raise UntrustedRequest(Message("clientDisabledMessage"), "client_disabled")
     if client.protocol != PROTOCOL:
-        raise UntrustedRequest("Wrong client protocol.", "invalid_client")
+        raise UntrustedRequest(Message("wrongClientProtocolMessage"), "invalid_client")
     if client.bearer_only:
-        raise UntrustedRequest("Bearer-only applications are not allowed to initiate browser login.",
-                               "not_allowed")
+        raise UntrustedRequest(Message("bearerOnlyMessage"), "not_allowed")
     redirect_uri = params.get("redirect_uri", "")
     if not redirect_uri:
-        raise UntrustedRequest("Missing parameter: redirect_uri")
-    if not is_valid_redirect_uri(client.redirect_uris, redirect_uri):
-        raise UntrustedRequest("Invalid parameter: redirect_uri", "invalid_redirect_uri")
+        raise UntrustedRequest(Message("missingParameterMessage", "redirect_uri"))
+    if not is_valid_redirect_uri(_registered_uris(client, request), redirect_uri):
+        raise UntrustedRequest(Message("invalidParameterMessage", "redirect_uri"), "invalid_redirect_uri")
     return client_config, redirect_uri
 
 
@@ -269,7 +282,7 @@ def start_authorization(request, realm_name, params, binding=flows.BROWSER):
     realm_config = get_realm(realm_name)
     realm = realm_config.realm
     try:
-        client_config, redirect_uri = _trusted_client(realm_config, params)
+        client_config, redirect_uri = _trusted_client(realm_config, params, request)
     except UntrustedRequest as exc:
         events.emit(realm, "LOGIN_ERROR", client_id=params.get("client_id", "")[:255],
                     ip_address=client_address(request), error=exc.event_error,
@@ -310,6 +323,8 @@ def start_authorization(request, realm_name, params, binding=flows.BROWSER):
     if kc_action:
         auth_session.notes[flows.KC_ACTION] = kc_action
     auth_session.binding = binding
+    if params.get("ui_locales"):
+        auth_session.notes[messages.UI_LOCALES_NOTE] = params["ui_locales"][:255]
     loa.request(auth_session, acr_values, level, essential=authz.acr_essential)
     return flows.advance(request, realm, client, auth_session, interactive="none" not in authz.prompt)
 
@@ -469,3 +484,16 @@ def _fail(ctx, error):
 def register():
     """OIDC's sign-in completion; called from ``OidcConfig.ready``."""
     flows.register_protocol(PROTOCOL, _complete, _fail)
+
+
+def account_sign_in_url(request, realm, redirect_uri, **params):
+    """The authorization request that signs a browser in to the realm's ``account`` client
+    (its console), coming back to ``redirect_uri`` (``realms.account.register_sign_in``)."""
+    # The console reads the SSO session the sign-in leaves, never exchanges the code: a
+    # throw-away PKCE challenge satisfies public clients that require one.
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    query = {"client_id": "account", "redirect_uri": redirect_uri, "response_type": "code", "scope": "openid",
+             "state": secrets.token_urlsafe(16), "code_challenge": challenge, "code_challenge_method": "S256",
+             **params}
+    return f"/realms/{realm.name}/protocol/openid-connect/auth?{urlencode(query)}"

@@ -13,6 +13,7 @@ import secrets
 
 from realms import auth_sessions, events, flows
 from realms.consents import Consent
+from realms.messages import Message
 from realms.models import ClientScope
 
 from . import tokens
@@ -21,22 +22,12 @@ from .models import ConsentGrant
 # Authentication-session note: the consent page was shown in this tab; the next POST answers it.
 ASKED = "oidc.consent"
 
-# Keycloak's built-in scopes carry message keys as consent texts; the v2 theme's English text.
-MESSAGES = {
-    "profileScopeConsentText": "User profile",
-    "emailScopeConsentText": "Email address",
-    "addressScopeConsentText": "Address",
-    "phoneScopeConsentText": "Phone number",
-    "offlineAccessScopeConsentText": "Offline Access",
-    "rolesScopeConsentText": "User roles",
-    "organizationScopeConsentText": "Organization",
-}
-
-
 def consent_text(scope):
+    """The scope's consent text: a ``${key}`` (as Keycloak's built-in scopes have) is a message
+    of the page's bundle, anything else is shown as written."""
     text = scope.attributes.get("consent.screen.text") or scope.name
     if text.startswith("${") and text.endswith("}"):
-        return MESSAGES.get(text[2:-1], scope.name)
+        return Message(text[2:-1])
     return text
 
 
@@ -64,9 +55,8 @@ def grant(realm, user, client, scopes, ip_address=""):
 def user_consents(user):
     """The user's grants as ``realms.consents.Consent`` (registered as the realm's consent store)."""
     grants = list(ConsentGrant.objects.filter(user=user).select_related("client"))
-    names = dict(ClientScope.objects.filter(pk__in={i for g in grants for i in g.scope_ids}).values_list("pk", "name"))
-    return [Consent(g.client, sorted(names[i] for i in g.scope_ids if i in names), g.created, g.updated)
-            for g in grants]
+    scopes = {s.pk: s for s in ClientScope.objects.filter(pk__in={i for g in grants for i in g.scope_ids})}
+    return [Consent(g.client, [scopes[i] for i in g.scope_ids if i in scopes], g.created, g.updated) for g in grants]
 
 
 def revoke(user, client):
@@ -90,3 +80,4 @@ def ask(ctx, user_session, scopes):
         "scopes": [consent_text(s) for s in scopes],
     })
     return auth_sessions.set_cookie(page, ctx.request, ctx.realm, tab)
+

@@ -20,6 +20,7 @@ from django.db import transaction
 from django.http import HttpResponseRedirect
 
 from realms import events, sessions, sso_cookie, themes
+from realms.messages import Message
 from realms.redirects import is_valid_redirect_uri, with_params
 from realms.web import client_address, realm_url
 
@@ -68,9 +69,9 @@ def _verify_hint(realm, issuer, hint):
     try:
         claims = tokens.decode(realm, hint, issuer, leeway=_NO_LIFETIME_LIMIT)
     except tokens.TokenError as exc:
-        raise LogoutError("Invalid id_token_hint.") from exc
+        raise LogoutError(Message("invalidIdTokenHintMessage")) from exc
     if claims.get("typ") != tokens.TYP_ID:
-        raise LogoutError("Invalid id_token_hint.")
+        raise LogoutError(Message("invalidIdTokenHintMessage"))
     return claims
 
 
@@ -82,20 +83,20 @@ def parse_logout_request(request, realm_config, issuer, params) -> LogoutRequest
     if claims is not None:
         hinted = claims.get("azp") or (claims.get("aud") if isinstance(claims.get("aud"), str) else "")
         if client_id and hinted and client_id != hinted:
-            raise LogoutError("The client_id does not match the id_token_hint.")
+            raise LogoutError(Message("logoutClientMismatchMessage"))
         client_id = client_id or hinted
     client = None
     if client_id:
         config = realm_config.client(client_id)
         if config is None or not config.client.enabled:
-            raise LogoutError("Client not found.")
+            raise LogoutError(Message("clientNotFoundMessage"))
         client = config.client
     redirect_uri = params.get("post_logout_redirect_uri", "")
     if redirect_uri:
         if client is None:
-            raise LogoutError("Either client_id or id_token_hint is required with post_logout_redirect_uri.")
+            raise LogoutError(Message("logoutMissingClientMessage"))
         if not is_valid_redirect_uri(post_logout_redirect_uris(client), redirect_uri):
-            raise LogoutError("Invalid parameter: post_logout_redirect_uri")
+            raise LogoutError(Message("invalidParameterMessage", "post_logout_redirect_uri"))
 
     user_session = sso_cookie.session_from_request(request, realm)
     if claims is not None:

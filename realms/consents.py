@@ -1,6 +1,12 @@
 """A user's consents (Keycloak's UserConsentRepresentation): which client scopes the user granted
 which client. Where grants are kept is the protocol's business (OIDC keeps them); realms reads
-and revokes them through the store a protocol registers in its ``AppConfig.ready()``."""
+and revokes them through the store a protocol registers in its ``AppConfig.ready()``. The
+console, the account console and the Account REST API all come here."""
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import transaction
+
 _stores = []
 
 
@@ -10,9 +16,16 @@ def register_consent_store(list_consents, revoke):
     _stores.append((list_consents, revoke))
 
 
+@dataclass
 class Consent:
-    def __init__(self, client, scope_names, created, updated):
-        self.client, self.scope_names, self.created, self.updated = client, scope_names, created, updated
+    client: object  # realms.models.Client
+    scopes: list  # realms.models.ClientScope, the granted ones
+    created: datetime
+    updated: datetime
+
+    @property
+    def scope_names(self):
+        return sorted(s.name for s in self.scopes)
 
 
 def user_consents(user):
@@ -20,13 +33,16 @@ def user_consents(user):
 
 
 def revoke_consent(user, client):
-    """Revoke the grant and, as Keycloak does, the client's offline tokens of the user."""
+    """Forget the grant and end the client's share of the user's sessions, online and offline
+    (its tokens stop refreshing), as Keycloak's UserConsentManager.revokeConsentToClient does.
+    True when a grant was there."""
     from . import sessions
     from .models import UserSession
 
-    revoked = False
-    for _, revoke in _stores:
-        revoked = revoke(user, client) or revoked
-    for offline in UserSession.objects.filter(user=user, offline=True, client_sessions__client=client).distinct():
-        sessions.end_session(offline)
+    with transaction.atomic():
+        revoked = False
+        for _, revoke in _stores:
+            revoked = revoke(user, client) or revoked
+        sessions.end_client_sessions(UserSession.objects.filter(user=user, client_sessions__client=client).distinct(),
+                                     client)
     return revoked

@@ -40,7 +40,8 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
-from . import auth_sessions, loa, realm_cache, sessions, signin, sso_cookie, themes
+from . import auth_sessions, loa, messages, realm_cache, sessions, signin, sso_cookie, themes
+from .account import devices
 from .auth_sessions import AuthSession
 from .models import User
 from .web import client_address
@@ -442,6 +443,10 @@ class AuthContext:
             self.auth_session.auth_methods.append(method)
 
     @property
+    def locale(self):
+        return messages.locale_for(self.request, self.realm, user=self._user, auth_session=self.auth_session)
+
+    @property
     def ip_address(self):
         return client_address(self.request)
 
@@ -458,7 +463,10 @@ class AuthContext:
 
     def render(self, page, context=None, status=200):
         base = {"action_url": self.action_url, "client": self.client, "auth_session": self.auth_session,
-                "login_url": self.login_actions_url("restart")}
+                "login_url": self.login_actions_url("restart"), "user": self._user}
+        chosen = messages.chosen_locale(self.request, self.realm)
+        if chosen:  # the locale picked on a page holds for the rest of this sign-in
+            self.auth_session.notes[messages.USER_REQUEST_LOCALE] = chosen
         return themes.render(self.request, self.realm, page, {**base, **(context or {})}, status=status)
 
     def login_error(self, error, *, user=None, username=""):
@@ -755,7 +763,11 @@ def kc_action_needs_reauthentication(realm, alias, user_session):
         return False
     from django.utils import timezone
 
-    return (timezone.now() - user_session.auth_time).total_seconds() > action.max_auth_age
+    from . import password_policy
+
+    # A new password: the password policy's maxAuthAge (Keycloak's), else the action's own limit.
+    limit = password_policy.max_auth_age(realm) if action.provider_id == "UPDATE_PASSWORD" else action.max_auth_age
+    return (timezone.now() - user_session.auth_time).total_seconds() > limit
 
 
 def run(ctx, binding=None) -> Outcome:
@@ -862,7 +874,7 @@ def establish_sso_session(ctx):
         sessions.end_session(existing, reason=sessions.REASON_LOGOUT)
     user_session = sessions.create_user_session(
         ctx.realm, ctx.user, ip_address=ctx.ip_address, auth_methods=auth_session.auth_methods,
-        remember_me=auth_session.remember_me,
+        remember_me=auth_session.remember_me, notes={devices.NOTE: devices.of_request(ctx.request)},
     )
     loa.store(auth_session, user_session)
     return user_session

@@ -13,6 +13,20 @@ FALLBACK_LOCALE = "en"
 _PLACEHOLDER = re.compile(r"\{(\d+)\}")
 
 
+class Message:
+    """A text chosen in Python and shown on a page: its key and arguments, translated by the
+    page's ``{% msg %}`` in the page's locale."""
+
+    def __init__(self, key, *args):
+        self.key, self.args = key, args
+
+    def __eq__(self, other):
+        return isinstance(other, Message) and (self.key, self.args) == (other.key, other.args)
+
+    def __repr__(self):
+        return f"Message({self.key!r}, *{self.args!r})"
+
+
 def _template_dirs():
     return [Path(d) for t in settings.TEMPLATES for d in t.get("DIRS", ())]
 
@@ -52,9 +66,85 @@ def _chain(theme, locale):
     return [(t, loc) for loc in locales for t in themes]
 
 
-def locale_for(request, realm):
-    """The locale a page is shown in: the realm's default locale, else English."""
-    return (realm.default_locale if realm is not None and realm.default_locale else "") or FALLBACK_LOCALE
+LOCALE_COOKIE = "KEYCLOAK_LOCALE"
+KC_LOCALE = "kc_locale"  # the query parameter of a locale chosen on a page
+USER_REQUEST_LOCALE = "USER_REQUEST_LOCALE"  # auth-session note: that choice, for the sign-in's next pages
+UI_LOCALES_NOTE = "ui_locales"  # auth-session note: the client's request (OIDC ui_locales)
+RTL_LANGUAGES = frozenset({"ar", "fa", "he", "ur"})
+
+
+def _split(tag):
+    language, _, country = tag.replace("_", "-").partition("-")
+    return language.lower(), country.upper()
+
+
+def best_match(supported, *tags):
+    """The supported locale that best matches the first of ``tags`` matching any (Keycloak's
+    findBestMatchingLocale: same language, and the same country when both name one)."""
+    for tag in tags:
+        if not tag:
+            continue
+        language, country = _split(tag)
+        found = None
+        for candidate in supported:
+            c_language, c_country = _split(candidate)
+            if c_language != language or (country and c_country and country != c_country):
+                continue
+            if found is None or (c_country == country and _split(found)[1] != country):
+                found = candidate
+        if found is not None:
+            return found
+    return None
+
+
+def _accept_language(header):
+    ranked = []
+    for position, part in enumerate(header.split(",")):
+        tag, _, params = part.strip().partition(";")
+        quality = 1.0
+        if params.strip().startswith("q="):
+            try:
+                quality = float(params.strip()[2:])
+            except ValueError:
+                quality = 0.0
+        if tag and tag != "*" and quality > 0:
+            ranked.append((-quality, position, tag))
+    return [tag for _, _, tag in sorted(ranked)]
+
+
+def locale_for(request, realm, user=None, auth_session=None):
+    """The locale a page is shown in, as Keycloak's DefaultLocaleSelectorProvider chooses it:
+    English unless the realm's internationalization is on; then, among the realm's supported
+    locales, the one chosen on the page (``kc_locale``, remembered for the sign-in), the user's
+    ``locale`` attribute, the client's ``ui_locales``, the ``KEYCLOAK_LOCALE`` cookie,
+    Accept-Language, and finally the realm's default locale."""
+    if realm is None or not realm.internationalization_enabled:
+        return FALLBACK_LOCALE
+    supported = list(realm.supported_locales or ())
+    notes = auth_session.notes if auth_session is not None else {}
+    query = request.GET.get(KC_LOCALE, "") if request is not None else ""
+    attribute = (user.attributes or {}).get("locale") if user is not None else None
+    if isinstance(attribute, list):
+        attribute = attribute[0] if attribute else None
+    for tags in ([query], [notes.get(USER_REQUEST_LOCALE)], [attribute],
+                 (notes.get(UI_LOCALES_NOTE) or "").split(),
+                 [request.COOKIES.get(LOCALE_COOKIE, "") if request is not None else ""],
+                 _accept_language(request.META.get("HTTP_ACCEPT_LANGUAGE", "")) if request is not None else []):
+        found = best_match(supported, *tags)
+        if found:
+            return found
+    return realm.default_locale or FALLBACK_LOCALE
+
+
+def chosen_locale(request, realm):
+    """The supported locale the request's ``kc_locale`` names, or None."""
+    if request is None or realm is None or not realm.internationalization_enabled:
+        return None
+    return best_match(list(realm.supported_locales or ()), request.GET.get(KC_LOCALE, ""))
+
+
+def direction(locale):
+    return "rtl" if _split(locale)[0] in RTL_LANGUAGES else "ltr"
 
 
 def text(realm, locale, key, *args, theme=None):

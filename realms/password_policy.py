@@ -17,8 +17,7 @@ credentials (``replace_password``); ``forceExpiredPasswordChange`` makes an old 
 required UPDATE_PASSWORD (``expired``).
 
 ``maxAuthAge`` limits how old a sign-in may be for an application-initiated UPDATE_PASSWORD
-(``kc_action``); this server has no application-initiated actions yet, so the policy is refused
-rather than accepted without effect.
+(``kc_action``, ``max_auth_age``; 300 seconds without the policy, as Keycloak).
 """
 import functools
 import logging
@@ -45,6 +44,7 @@ _DEFAULT_ITERATIONS = {"argon2": hashers.Argon2idHasher.time_cost, "pbkdf2-sha51
 _HASH_ALGORITHMS = {"argon2": hashers.Argon2idHasher.algorithm, **hashers.PBKDF2}
 
 GENERIC = ("invalidPasswordGenericMessage", "Invalid password: new password does not match password policies.")
+DEFAULT_MAX_AUTH_AGE = 300  # seconds, Keycloak's maxAuthAge default
 
 
 class PolicyConfigError(ValueError):
@@ -55,9 +55,15 @@ class PasswordPolicyError(ValueError):
     """A password the realm's policy refuses: ``str()`` is Keycloak's English message, ``key``
     its message key (the Admin API answers both: ``error`` and ``error_description``)."""
 
-    def __init__(self, key, message):
+    def __init__(self, key, message, *args):
         super().__init__(message)
-        self.key = key
+        self.key, self.args_ = key, args
+
+    def message(self):
+        """The error as a page shows it (translated there)."""
+        from .messages import Message
+
+        return Message(self.key, *self.args_)
 
 
 # Parsing each policy's value (Keycloak's parseConfig) ------------------------------------------
@@ -108,12 +114,6 @@ def _blacklist(value):
     if not os.path.isfile(path):
         raise PolicyConfigError(f"Password blacklist {value!r} not found")
     return path
-
-
-def _max_auth_age(value):
-    _int(value, 300)
-    raise PolicyConfigError("not supported: this server has no application-initiated actions (kc_action) yet, "
-                            "so the re-authentication window cannot take effect")
 
 
 @functools.lru_cache(maxsize=16)
@@ -185,7 +185,7 @@ KINDS = {
     "forceExpiredPasswordChange": _Kind(_number(365)),
     "hashAlgorithm": _Kind(_hash_algorithm),
     "hashIterations": _Kind(_number(-1)),
-    "maxAuthAge": _Kind(_max_auth_age),
+    "maxAuthAge": _Kind(_number(DEFAULT_MAX_AUTH_AGE)),
 }
 
 
@@ -244,6 +244,11 @@ def policy_of(realm) -> Policy:
         raise
 
 
+def max_auth_age(realm):
+    """Seconds a sign-in may be old for an application-initiated password change."""
+    return _policy_or_default(realm).config.get("maxAuthAge", DEFAULT_MAX_AUTH_AGE)
+
+
 def _policy_or_default(realm):
     try:
         return policy_of(realm)
@@ -262,10 +267,10 @@ def validate(user, password):
     for name, value in policy.config.items():
         kind = KINDS[name]
         if kind.broken is not None and kind.broken(value, user, password):
-            raise PasswordPolicyError(kind.key, kind.message.format(value))
+            raise PasswordPolicyError(kind.key, kind.message.format(value), value)
     if policy.history and not user._state.adding and _reused(user, password, policy.history):
         kind = KINDS["passwordHistory"]
-        raise PasswordPolicyError(kind.key, kind.message.format(policy.history))
+        raise PasswordPolicyError(kind.key, kind.message.format(policy.history), policy.history)
 
 
 def set_password(user, password):

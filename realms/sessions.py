@@ -132,11 +132,12 @@ def client_session_valid(client_session, now=None) -> bool:
 # Lifecycle ------------------------------------------------------------------------------------
 
 def create_user_session(realm, user, *, ip_address="", auth_methods=(), remember_me=False,
-                        offline=False) -> UserSession:
+                        offline=False, notes=None) -> UserSession:
     now = timezone.now()
     user_session = UserSession.objects.create(
         realm=realm, user=user, ip_address=ip_address or "", auth_methods=list(auth_methods),
         remember_me=bool(remember_me), offline=bool(offline), started=now, last_refresh=now, auth_time=now,
+        notes=dict(notes or {}),
     )
     user_session.realm = realm
     user_session.user = user

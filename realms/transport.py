@@ -17,6 +17,7 @@ import re
 from django.http import Http404, JsonResponse
 
 from . import themes
+from .messages import Message
 from .realm_cache import get_realm
 from .web import client_address, is_secure
 
@@ -73,4 +74,4 @@ class TransportSecurityMiddleware:
     def refuse(request, realm):
         if any(pattern.match(request.path_info) for pattern in _json_endpoints):
             return JsonResponse({"error": "invalid_request", "error_description": MESSAGE}, status=403)
-        return themes.render(request, realm, "error.html", {"message": MESSAGE}, status=403)
+        return themes.render(request, realm, "error.html", {"message": Message("httpsRequiredMessage")}, status=403)

@@ -4,11 +4,12 @@ completion it registered with ``realms.flows.register_protocol``."""
 from django.views.decorators.http import require_http_methods
 
 from . import action_tokens, auth_sessions, events, flows, realm_cache, themes
+from .messages import Message
 from .models import User
 from .steps.reset_credentials import EMAIL_VERIFIED_NOTE
 from .web import client_address
 
-EXPIRED = "Your sign-in page has expired. Return to the application and sign in again."
+EXPIRED = Message("expiredActionMessage")
 ACCOUNT_CLIENT = "account"
 _NOT_ALLOWED = {"registration_allowed": "registrationNotAllowedMessage",
                 "reset_password_allowed": "resetCredentialNotAllowedMessage"}

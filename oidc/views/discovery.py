@@ -2,9 +2,9 @@
 from django.http import HttpResponse, JsonResponse
 from django.views.decorators.http import require_http_methods
 
+from realms import cors
 from realms.keys import realm_keys
 
-from .. import cors
 from ..services import discovery_document, realm_info as realm_info_document
 from .common import realm_context
 

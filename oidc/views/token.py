@@ -5,9 +5,10 @@ from django.http import HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
+from realms import cors
 from realms.web import client_address
 
-from .. import cors, services
+from .. import services
 from ..errors import InvalidRequest, OAuthError, error_response
 from ..grants import Exchange, handle_token_request
 from .common import json_no_store, realm_context

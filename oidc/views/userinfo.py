@@ -3,7 +3,9 @@ from django.http import HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
-from .. import cors, services
+from realms import cors
+
+from .. import services
 from ..errors import OAuthError, error_response
 from .common import json_no_store, realm_context
 

@@ -10,6 +10,16 @@ class CredentialType:
     """One kind of credential, named by Keycloak's credential type."""
 
     type = ""
+    # What the account console shows (Keycloak's CredentialTypeMetadata): the category orders
+    # the types (basic-authentication, two-factor, passwordless), the texts are message keys,
+    # the actions are required actions that set up a new credential or replace the one held.
+    category = ""
+    display_name = ""
+    help_text = ""
+    icon_css_class = ""
+    create_action = None
+    update_action = None
+    removeable = True
 
     def verify(self, user, secret) -> bool:
         """Whether ``secret`` matches one of the user's credentials of this type."""
@@ -58,3 +68,8 @@ def secret_from_representation(type_name, secret_data):
 def secret_to_representation(credential):
     kind = get_credential_type(credential.type)
     return kind.secret_to_representation(credential.secret_data) if kind is not None else credential.secret_data
+
+
+def credential_types():
+    """Every registered type, in registration order."""
+    return list(_types.values())

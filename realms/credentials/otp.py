@@ -112,6 +112,11 @@ def _key(cred):
 
 class Otp(CredentialType):
     type = Credential.OTP
+    category = "two-factor"
+    display_name = "otp-display-name"
+    help_text = "otp-help-text"
+    icon_css_class = "kcAuthenticatorOTPClass"
+    create_action = "CONFIGURE_TOTP"
 
     def verify(self, user, secret):
         """Whether ``secret`` is a current code of one of the user's OTP credentials. A HOTP

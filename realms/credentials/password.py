@@ -8,6 +8,12 @@ from . import CredentialType
 
 class Password(CredentialType):
     type = "password"
+    category = "basic-authentication"
+    display_name = "password-display-name"
+    help_text = "password-help-text"
+    icon_css_class = "kcAuthenticatorPasswordClass"
+    update_action = "UPDATE_PASSWORD"
+    removeable = False
 
     def verify(self, user, secret):
         # User.check_password reads the credential row and upgrades an old hash; a user without

@@ -42,6 +42,11 @@ def _codes(cred):
 
 class RecoveryCodes(CredentialType):
     type = TYPE
+    category = "two-factor"
+    display_name = "recovery-authn-codes-display-name"
+    help_text = "recovery-authn-codes-help-text"
+    icon_css_class = "kcAuthenticatorRecoveryAuthnCodesClass"
+    create_action = "CONFIGURE_RECOVERY_AUTHN_CODES"
 
     def verify(self, user, secret):
         """Whether ``secret`` is the user's next unused code; it is then used up."""

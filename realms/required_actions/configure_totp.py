@@ -4,16 +4,17 @@ encrypted, in the authentication session until then."""
 import segno
 from django.db import transaction
 
-from .. import crypto, events
+from .. import crypto, events, messages
 from ..credentials import get_credential_type
 from ..credentials.otp import OtpPolicy, base32, generate_secret
 from ..flows import Outcome, RequiredAction
+from ..messages import Message
 from ..models import Credential
 
 _SECRET_NOTE = "totp_secret"
 # Keycloak's messages (missingTotpMessage, invalidTotpMessage).
-MISSING_TOTP = "Please specify authenticator code."
-INVALID_TOTP = "Invalid authenticator code."
+MISSING_TOTP = Message("missingTotpMessage")
+INVALID_TOTP = Message("invalidTotpMessage")
 
 
 class ConfigureTotp(RequiredAction):
@@ -35,7 +36,7 @@ class ConfigureTotp(RequiredAction):
         manual_key = base32(secret.encode())
         return ctx.render("login-config-totp.html", {
             "error": error, "policy": policy, "key_uri": uri,
-            "qr_svg": segno.make(uri, error="m").svg_inline(scale=4, title="Scan this QR code"),
+            "qr_svg": segno.make(uri, error="m").svg_inline(scale=4, title=messages.text(ctx.realm, ctx.locale, "loginTotpScanBarcode")),
             # Grouped by four as Keycloak shows it; apps ignore the spaces.
             "manual_key": " ".join(manual_key[i:i + 4] for i in range(0, len(manual_key), 4)),
             "user_label": ctx.params.get("userLabel", "") if ctx.request.method == "POST" else "",

@@ -7,10 +7,11 @@ from .. import crypto, events
 from ..credentials import get_credential_type
 from ..credentials.recovery_codes import TYPE, formatted, generate_codes
 from ..flows import Outcome, RequiredAction
+from ..messages import Message
 
 _CODES_NOTE = "recovery_codes"
 CONFIRM_FIELD = "kcRecoveryCodesConfirmationCheck"
-NOT_CONFIRMED = "Confirm that you saved the codes to continue."
+NOT_CONFIRMED = Message("recovery-codes-error-unconfirmed")
 
 
 class ConfigureRecoveryCodes(RequiredAction):

@@ -1,6 +1,7 @@
 """Keycloak's ``UPDATE_PASSWORD`` required action."""
 from .. import events, password_policy
 from ..flows import Outcome, RequiredAction
+from ..messages import Message
 
 
 class UpdatePassword(RequiredAction):
@@ -21,14 +22,14 @@ class UpdatePassword(RequiredAction):
         new = ctx.params.get("password-new", "")
         confirm = ctx.params.get("password-confirm", "")
         if not new:
-            return Outcome.challenge(self.challenge(ctx, error="Please specify password.", error_field="password-new"))
+            return Outcome.challenge(self.challenge(ctx, error=Message("missingPasswordMessage"), error_field="password-new"))
         if new != confirm:
-            return Outcome.challenge(self.challenge(ctx, error="Passwords don't match.", error_field="password-confirm"))
+            return Outcome.challenge(self.challenge(ctx, error=Message("notMatchPasswordMessage"), error_field="password-confirm"))
         user = ctx.user
         try:
             password_policy.set_password(user, new)
         except password_policy.PasswordPolicyError as exc:
-            return Outcome.challenge(self.challenge(ctx, error=str(exc), error_field="password-new"))
+            return Outcome.challenge(self.challenge(ctx, error=exc.message(), error_field="password-new"))
         events.emit(ctx.realm, "UPDATE_PASSWORD", client_id=ctx.client.client_id, user_id=user.pk,
                     ip_address=ctx.ip_address)
         return Outcome.success()

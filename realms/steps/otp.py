@@ -2,6 +2,7 @@
 (the password grant's ``totp`` parameter) and ``auth-recovery-authn-code-form``. Each wrong code
 is a failed sign-in for brute-force detection (``signin.check_credential``)."""
 from .. import signin
+from ..messages import Message
 from ..credentials import get_credential_type, recovery_codes
 from ..flows import INVALID_CREDENTIALS, Authenticator, Outcome
 from ..models import Credential
@@ -9,8 +10,8 @@ from ..models import Credential
 CONFIGURE_TOTP = "CONFIGURE_TOTP"
 CONFIGURE_RECOVERY_AUTHN_CODES = "CONFIGURE_RECOVERY_AUTHN_CODES"
 # Keycloak's messages (invalidTotpMessage, recovery-codes-error-invalid).
-INVALID_TOTP = "Invalid authenticator code."
-INVALID_RECOVERY_CODE = "Invalid recovery authentication code"
+INVALID_TOTP = Message("invalidTotpMessage")
+INVALID_RECOVERY_CODE = Message("recovery-codes-error-invalid")
 
 
 def _require_enrolment(ctx, action):

@@ -1,11 +1,12 @@
 """Keycloak's ``auth-username-password-form`` step: the login page. With passkeys enabled it
 also takes a passkey instead of the username and password (Keycloak 26.4's conditional UI)."""
 from .. import signin, storage
+from ..messages import Message
 from ..flows import Authenticator, Outcome
 from ..models import Credential
 from .webauthn import is_webauthn_answer, passkey_action, passkey_context, passkeys_enabled
 
-GENERIC_LOGIN_ERROR = "Invalid username or password."
+GENERIC_LOGIN_ERROR = Message("invalidUserMessage")
 
 
 class UsernamePasswordForm(Authenticator):
@@ -16,7 +17,7 @@ class UsernamePasswordForm(Authenticator):
         return ctx.render("login.html", {
             "username": username, "error": error, "passkey_error": passkey_error,
             "remember_me_allowed": ctx.realm.remember_me,
-            "username_label": "Username or email" if ctx.realm.login_with_email_allowed else "Username",
+            "username_label": "usernameOrEmail" if ctx.realm.login_with_email_allowed else "username",
             # Keycloak's "Forgot Password?" and "Register" links, shown when the realm allows them.
             "reset_url": ctx.login_actions_url("reset-credentials") if ctx.realm.reset_password_allowed else "",
             "registration_url": ctx.login_actions_url("registration") if ctx.realm.registration_allowed else "",

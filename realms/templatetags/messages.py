@@ -10,7 +10,10 @@ register = template.Library()
 
 @register.simple_tag(takes_context=True)
 def msg(context, key, *args):
-    return messages.text(context.get("realm"), context.get("lang") or messages.FALLBACK_LOCALE, key, *args)
+    if isinstance(key, messages.Message):
+        key, args = key.key, key.args + args
+    return messages.text(context.get("realm"), context.get("lang") or messages.FALLBACK_LOCALE, key, *args,
+                         theme=context.get("theme"))
 
 
 @register.simple_tag(takes_context=True)
@@ -18,4 +21,5 @@ def msg_html(context, key, *args):
     """A message that is itself markup (``termsText``, e-mail bodies): the theme's and the realm
     admin's text is trusted as Keycloak's kcSanitize trusts it; the arguments are escaped."""
     lang = context.get("lang") or messages.FALLBACK_LOCALE
-    return mark_safe(messages.text(context.get("realm"), lang, key, *(conditional_escape(a) for a in args)))
+    return mark_safe(messages.text(context.get("realm"), lang, key, *(conditional_escape(a) for a in args),
+                                   theme=context.get("theme")))

@@ -20,7 +20,7 @@ def test_lookup_order(theme_dir):
     realm = Realm(name="r", login_theme="acme", localization_texts={"de": {"password": "Kennwort (Realm)"}})
     assert messages.text(realm, "de", "doLogIn") == "Anmelden bei ACME"
     assert messages.text(realm, "de", "password") == "Kennwort (Realm)"
-    assert messages.text(realm, "de", "rememberMe") == "Remember me"  # v2, English
+    assert messages.text(realm, "de", "rememberMe") == "Angemeldet bleiben"  # v2's German
     assert messages.text(realm, "en", "doLogIn") == "Sign in"
     assert messages.text(realm, "de", "long") == "eins zwei"
     assert messages.text(realm, "de", "quote", "ok") == "it's ok"

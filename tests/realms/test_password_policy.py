@@ -99,7 +99,7 @@ def test_the_issue_case_abc_is_refused_under_length_and_digits():
     ("length(twelve)", "Invalid config for length: Not a valid number"),
     ("regexPattern([a-z)", "Invalid config for regexPattern: Not a valid regular expression"),
     ("hashAlgorithm(md5)", "Invalid config for hashAlgorithm: Hash algorithm 'md5' is not supported"),
-    ("maxAuthAge(300)", "Invalid config for maxAuthAge: not supported"),
+    ("maxAuthAge(soon)", "Invalid config for maxAuthAge: Not a valid number"),
     ("passwordBlacklist(../../etc/passwd)", "Invalid config for passwordBlacklist: Config required"),
     ("passwordBlacklist(missing.txt)", "Invalid config for passwordBlacklist: Password blacklist 'missing.txt' not found"),
 ])

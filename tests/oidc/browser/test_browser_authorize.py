@@ -301,7 +301,7 @@ def test_login_page_is_not_cacheable_and_accessible(client, client_app):
     page = client.get(AUTH, _params())
     body = page.content.decode()
     assert "no-store" in page["Cache-Control"]
-    assert '<html lang="en">' in body
+    assert '<html lang="en" dir="ltr">' in body
     assert '<label for="username">' in body and '<label for="password">' in body
 
 

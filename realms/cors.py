@@ -1,6 +1,7 @@
-"""CORS for the endpoints browsers call directly (token, userinfo, introspection, revocation,
-certs): a response carries ``Access-Control-Allow-Origin`` only for an origin the client
-registered among its web origins (``+`` = the origins of its redirect URIs, ``*`` = any)."""
+"""CORS for the endpoints browsers call directly (OIDC's token, userinfo, introspection,
+revocation, certs; the Account REST API): a response carries ``Access-Control-Allow-Origin`` only
+for an origin the client registered among its web origins (``+`` = the origins of its redirect
+URIs, ``*`` = any), or, for a bearer-token API, that the token allows (``allowed-origins``)."""
 ALLOW_HEADERS = "Authorization, Content-Type, DPoP"
 MAX_AGE = "3600"
 

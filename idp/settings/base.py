@@ -26,6 +26,7 @@ INSTALLED_APPS = [
     "oidc",
     "saml",
     "webhooks",
+    "federation",
     "ambassador.apps.AmbassadorConfig",
 ]
 

@@ -6,6 +6,6 @@ class FederationConfig(AppConfig):
     verbose_name = "User federation"
 
     def ready(self):
-        from . import kerberos
+        from .kerberos import registration
 
-        kerberos.register()
+        registration.register()

@@ -10,6 +10,9 @@ DEBUG = os.environ.get("IDP_DEBUG", "0") == "1"
 IDP_DEV_MODE = True
 IDP_BASE_URL = os.environ.get("IDP_BASE_URL", "")  # empty: taken from each request
 
+# Every manage.py command opens the SQLite file in the var directory, the first one included.
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
 DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.sqlite3",

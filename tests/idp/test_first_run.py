@@ -1,0 +1,64 @@
+"""A new user's first run: the README's commands work whatever the caller's locale and say
+plainly when they need root; manage.py commands work on a fresh checkout before the first start."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+
+from .test_modes import ROOT, base_env
+
+# A fresh Debian machine's locale: set, but never generated.
+UNGENERATED_LOCALE = {"LANG": "en_US.UTF-8", "LC_ALL": ""}
+
+
+def test_test_services_start_whatever_the_callers_locale():
+    script = ('set -euo pipefail; source scripts/services.sh; trap services_stop EXIT; services_start >/dev/null; '
+              'echo "$IDP_TEST_DB_URL"')
+    done = subprocess.run(["bash", "-c", script], cwd=ROOT, env={**os.environ, **UNGENERATED_LOCALE},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "invalid locale" not in done.stderr
+    # The server was up (stopped again by the trap): its URL named a real database.
+    assert done.stdout.strip().startswith("postgresql://idp@127.0.0.1:")
+
+
+def test_setup_without_root_or_sudo_says_what_to_do():
+    # Not pytest's tmp_path: an ordinary user cannot reach into root's private base directory.
+    with tempfile.TemporaryDirectory() as tmp:
+        _setup_without_sudo(Path(tmp))
+
+
+def _setup_without_sudo(tmp_path):
+    checkout = tmp_path / "checkout"
+    (checkout / "scripts").mkdir(parents=True)
+    shutil.copy(ROOT / "scripts" / "setup.sh", checkout / "scripts" / "setup.sh")
+    bin_dir = tmp_path / "bin"  # the tools a fresh machine has, and no sudo
+    bin_dir.mkdir()
+    for tool in ("bash", "dirname", "dpkg-query", "grep", "id"):
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    for path in (tmp_path, checkout, checkout / "scripts", bin_dir):
+        path.chmod(0o755)
+    command = ["bash", "scripts/setup.sh"]
+    if os.geteuid() == 0:  # as an ordinary user
+        command = [shutil.which("runuser") or "/usr/sbin/runuser", "-u", "nobody", "--", *command]
+    done = subprocess.run(command, cwd=checkout, capture_output=True, text=True, timeout=60,
+                          env={"PATH": str(bin_dir), "IDP_APT_PACKAGES": "hello-not-installed", **UNGENERATED_LOCALE})
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        "setup: installing the Debian packages hello-not-installed needs root, and sudo is not installed: "
+        "run this as root, or have root run: apt-get install hello-not-installed"]
+
+
+def test_manage_py_commands_work_before_the_first_start(tmp_path):
+    var = tmp_path / "var"  # a fresh checkout has no var directory yet
+    env = base_env(DJANGO_SETTINGS_MODULE="idp.settings.dev", IDP_VAR_DIR=str(var), **UNGENERATED_LOCALE)
+    done = subprocess.run([sys.executable, "manage.py", "migrate", "--verbosity", "0"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert (var / "dev.sqlite3").is_file()
+    listed = subprocess.run([sys.executable, "manage.py", "showmigrations", "realms"], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 0 and "[X] 0001_initial" in listed.stdout

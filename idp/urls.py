@@ -25,6 +25,8 @@ urlpatterns = [
     path("realms/<str:realm>", realm_info, name="realm-info"),  # Keycloak's realm info, no slash
     path("realms/<str:realm>/", include("oidc.urls")),
     path("demo/api/whoami", oidc_demo.whoami, name="demo-whoami"),
+    path("demo/", oidc_demo.sign_in, name="demo-sign-in"),
+    path("demo/callback", oidc_demo.callback, name="demo-callback"),
     path("realms/<str:realm>/login-actions/", include("realms.urls")),
     path("realms/<str:realm>/protocol/", include("saml.urls")),
 ]

@@ -62,3 +62,25 @@ def test_manage_py_commands_work_before_the_first_start(tmp_path):
     listed = subprocess.run([sys.executable, "manage.py", "showmigrations", "realms"], cwd=ROOT, env=env,
                             capture_output=True, text=True, timeout=120)
     assert listed.returncode == 0 and "[X] 0001_initial" in listed.stdout
+
+
+def test_start_dev_without_an_admin_warns_and_the_banner_names_the_demo_sign_in(tmp_path):
+    from .test_modes import free_port, manage, stop
+
+    http, mgmt = free_port(), free_port()
+    env = base_env(DJANGO_SETTINGS_MODULE="idp.settings.dev", IDP_VAR_DIR=str(tmp_path), **UNGENERATED_LOCALE)
+    proc = manage("start_dev", "--http-port", str(http), "--management-port", str(mgmt), env=env)
+    lines = []
+    try:
+        for line in proc.stdout:  # until the banner's last line (the process exiting ends the loop)
+            lines.append(line)
+            if line.startswith("Health:"):
+                break
+    finally:
+        stop(proc)
+    output = "".join(lines)
+    assert "WARNING: realm master has no administrator" in output
+    assert "manage.py bootstrap_admin user --username NAME --password:env VARIABLE" in output
+    base = f"http://localhost:{http}"
+    assert f"Demo client:    demo-app (public, PKCE S256), redirect URI {base}/demo/callback" in output
+    assert f"Demo sign-in:   {base}/demo/ " in output

@@ -47,13 +47,15 @@ class Command(BaseCommand):
             check_production(settings)
         except ConfigError as exc:
             raise CommandError(str(exc)) from None
-        from realms.bootstrap import ensure_bootstrap_admin
+        from realms.bootstrap import NO_ADMIN_WARNING, admin_exists, ensure_bootstrap_admin
 
         call_command("migrate", interactive=False, verbosity=0)
         try:
             ensure_bootstrap_admin()
         except ValueError as exc:
             raise CommandError(str(exc)) from None
+        if not admin_exists():
+            self.stderr.write(NO_ADMIN_WARNING)
         call_command("collectstatic", interactive=False, verbosity=0)
         connections.close_all()  # nothing open may be inherited by the worker processes
 

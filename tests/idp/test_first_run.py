@@ -84,3 +84,22 @@ def test_start_dev_without_an_admin_warns_and_the_banner_names_the_demo_sign_in(
     base = f"http://localhost:{http}"
     assert f"Demo client:    demo-app (public, PKCE S256), redirect URI {base}/demo/callback" in output
     assert f"Demo sign-in:   {base}/demo/ " in output
+
+
+def test_start_lists_every_production_problem_at_once_one_line_each():
+    from .test_modes import manage
+
+    env = base_env(DJANGO_SETTINGS_MODULE="idp.settings.prod", IDP_DB_URL="mysql://db.internal/idp",
+                   IDP_HTTP_PORT="eighty", IDP_HSTS_SECONDS="1y", IDP_TRUSTED_PROXIES="10.0.0.0/8,proxy.internal",
+                   IDP_REDIS_URL=os.environ["IDP_TEST_REDIS_URL"])
+    proc = manage("start", env=env)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and "Traceback" not in out
+    assert out.strip().splitlines() == [
+        "CommandError: IDP_HOSTNAME is required in production mode (the public host name)",
+        "IDP_SECRET_KEY is required in production mode (50+ random characters)",
+        "IDP_DB_URL: unsupported scheme 'mysql', expected postgresql://",
+        "IDP_HTTP_PORT: 'eighty' is not a whole number",
+        "IDP_HSTS_SECONDS: '1y' is not a whole number",
+        "IDP_TRUSTED_PROXIES: 'proxy.internal' is not an address or network",
+    ]

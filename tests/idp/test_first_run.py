@@ -103,3 +103,54 @@ def test_start_lists_every_production_problem_at_once_one_line_each():
         "IDP_HSTS_SECONDS: '1y' is not a whole number",
         "IDP_TRUSTED_PROXIES: 'proxy.internal' is not an address or network",
     ]
+
+
+def _wait_for_line(proc, text, deadline_s=60):
+    import selectors
+    import time
+
+    seen = []
+    selector = selectors.DefaultSelector()
+    selector.register(proc.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        if selector.select(timeout=1):
+            line = proc.stdout.readline()
+            if not line:
+                break
+            seen.append(line)
+            if text in line:
+                return "".join(seen)
+    raise AssertionError(f"{text!r} not printed: {''.join(seen)}")
+
+
+def test_worker_and_beat_commands_run_celery_with_the_project_settings(tmp_path):
+    from .test_modes import manage, stop
+
+    env = base_env(DJANGO_SETTINGS_MODULE="idp.settings.prod", IDP_HOSTNAME="id.example.org",
+                   IDP_SECRET_KEY="z" * 50, IDP_DB_URL=os.environ["IDP_TEST_DB_URL"],
+                   IDP_REDIS_URL=os.environ["IDP_TEST_REDIS_URL"], IDP_VAR_DIR=str(tmp_path))
+    worker = manage("worker", "--", "--pool", "solo", "--without-gossip", "--without-mingle", env=env)
+    try:
+        out = _wait_for_line(worker, "ready.")
+        assert "webhooks.sweep" in out or "[tasks]" in out  # the project's tasks are registered
+    finally:
+        stop(worker)
+    beat = manage("beat", env=env)
+    try:
+        _wait_for_line(beat, "beat: Starting")
+    finally:
+        stop(beat)
+    assert list(tmp_path.glob("celerybeat-schedule*"))  # its state in the var directory
+
+
+def test_worker_refuses_dev_mode_and_a_broken_configuration(tmp_path):
+    from .test_modes import manage
+
+    dev = manage("worker", env=base_env(DJANGO_SETTINGS_MODULE="idp.settings.dev", IDP_VAR_DIR=str(tmp_path)))
+    out, _ = dev.communicate(timeout=60)
+    assert dev.returncode == 1 and out.strip() == (
+        "CommandError: the worker is for production: in dev mode start_dev runs background work in-process")
+    prod = manage("beat", env=base_env(DJANGO_SETTINGS_MODULE="idp.settings.prod", IDP_VAR_DIR=str(tmp_path)))
+    out, _ = prod.communicate(timeout=60)
+    assert prod.returncode == 1 and out.startswith("CommandError: IDP_HOSTNAME is required") and "Traceback" not in out

@@ -17,7 +17,10 @@ DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": os.environ.get("IDP_DEV_DB", str(VAR_DIR / "dev.sqlite3")),
-        "OPTIONS": {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL;"},
+        # IMMEDIATE: a transaction takes SQLite's write lock when it begins, so concurrent writers
+        # (requests, the in-process webhook runner) queue on the busy timeout instead of failing
+        # with "database is locked" when a reading transaction tries to start writing.
+        "OPTIONS": {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL;", "transaction_mode": "IMMEDIATE"},
     }
 }
 CACHES = {

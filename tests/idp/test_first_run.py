@@ -154,3 +154,55 @@ def test_worker_refuses_dev_mode_and_a_broken_configuration(tmp_path):
     prod = manage("beat", env=base_env(DJANGO_SETTINGS_MODULE="idp.settings.prod", IDP_VAR_DIR=str(tmp_path)))
     out, _ = prod.communicate(timeout=60)
     assert prod.returncode == 1 and out.startswith("CommandError: IDP_HOSTNAME is required") and "Traceback" not in out
+
+
+def test_dev_mode_webhooks_deliver_without_lock_errors_and_a_test_event_arrives_within_a_second(tmp_path):
+    import threading
+    import time
+
+    import requests
+
+    from tests.servers import Receiver
+
+    from .test_modes import free_port, manage, stop, wait_for
+
+    http, mgmt = free_port(), free_port()
+    env = base_env(DJANGO_SETTINGS_MODULE="idp.settings.dev", IDP_VAR_DIR=str(tmp_path),
+                   IDP_BOOTSTRAP_ADMIN_USERNAME="boot", IDP_BOOTSTRAP_ADMIN_PASSWORD="boot-pass-1")
+    proc = manage("start_dev", "--http-port", str(http), "--management-port", str(mgmt), env=env)
+    receiver = Receiver()
+    try:
+        base = f"http://127.0.0.1:{http}"
+        wait_for(f"{base}/realms/master/.well-known/openid-configuration", proc=proc, deadline_s=90)
+        token = requests.post(f"{base}/realms/master/protocol/openid-connect/token", timeout=10, data={
+            "grant_type": "password", "client_id": "admin-cli", "username": "boot", "password": "boot-pass-1"}
+        ).json()["access_token"]
+        auth = {"Authorization": f"Bearer {token}"}
+        endpoint = requests.post(f"{base}/admin/realms/demo/webhooks", json={"url": receiver.url()}, headers=auth,
+                                 timeout=10).json()["id"]
+        test_url = f"{base}/admin/realms/demo/webhooks/{endpoint}/test"
+        # Eight at once: every request answers and every delivery arrives, nothing is locked.
+        answers = []
+        senders = [threading.Thread(target=lambda: answers.append(requests.post(test_url, headers=auth, timeout=30)))
+                   for _ in range(8)]
+        for thread in senders:
+            thread.start()
+        for thread in senders:
+            thread.join()
+        assert [a.status_code for a in answers] == [202] * 8
+        deadline = time.monotonic() + 10
+        while len(receiver.requests) < 8 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(receiver.requests) == 8
+        # One more, on a quiet server: delivered within a second of being accepted.
+        accepted = requests.post(test_url, headers=auth, timeout=10)
+        sent_at = time.time()
+        assert accepted.status_code == 202
+        while len(receiver.requests) < 9 and time.time() - sent_at < 5:
+            time.sleep(0.01)
+        assert len(receiver.requests) == 9 and receiver.requests[-1]["at"] - sent_at < 1.0
+    finally:
+        stop(proc)
+        receiver.close()
+    out = proc.stdout.read()
+    assert "database is locked" not in out and "Traceback" not in out, out

@@ -109,4 +109,6 @@ class KDC:
                               env=self.env, capture_output=True, text=True, timeout=30)
         if done.returncode != 0:
             raise RuntimeError(f"kinit {name}: {done.stderr}")
+        # The service ticket too, as a desktop that used the site before has it.
+        self._run("kvno", "-c", f"FILE:{ccache}", self.service_principal)
         return f"FILE:{ccache}"

@@ -6,7 +6,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 
 class ConfigError(Exception):
-    """A setting is missing or wrong; the message names it."""
+    """Settings are missing or wrong; the message names each, one line each."""
 
 
 def database_from_url(url):
@@ -35,29 +35,86 @@ def redis_cache(url):
     return {"BACKEND": "idp.cache.RedisCache", "LOCATION": url}
 
 
-def check_production(settings):
-    """Raise ConfigError naming the first missing or unusable production setting."""
+# Numbers operators set, read by the settings and by ``manage.py start``: an unreadable value
+# falls back to the default there (a traceback is not a message) and is named by the check.
+NUMBERS = {
+    "IDP_HTTP_PORT": int, "IDP_MANAGEMENT_PORT": int, "IDP_WORKERS": int, "IDP_THREADS": int,
+    "IDP_HEADER_READ_TIMEOUT": float, "IDP_BODY_READ_TIMEOUT": float, "IDP_HSTS_SECONDS": int,
+    "IDP_CONSOLE_LOGIN_ATTEMPTS_PER_MINUTE": int,
+}
+
+
+def env_number(name, default):
+    """``name``'s value as its kind in NUMBERS, or ``default`` when unset or unreadable."""
     import os
 
-    if not getattr(settings, "IDP_HOSTNAME", ""):
-        raise ConfigError("IDP_HOSTNAME is required in production mode (the public host name)")
-    if not os.environ.get("IDP_SECRET_KEY"):
-        raise ConfigError("IDP_SECRET_KEY is required in production mode (50+ random characters)")
-    if not os.environ.get("IDP_DB_URL"):
-        raise ConfigError("IDP_DB_URL is required in production mode (postgresql://user:pass@host:port/db)")
-    if not os.environ.get("IDP_REDIS_URL"):
-        raise ConfigError("IDP_REDIS_URL is required in production mode (redis://host:port/0)")
-    from django.db import connection
-    from django.db.utils import OperationalError
-
+    raw = os.environ.get(name, "").strip()
     try:
-        connection.ensure_connection()
-    except OperationalError as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
-        raise ConfigError(f"IDP_DB_URL: cannot connect to the database: {first}") from None
-    import redis
+        return NUMBERS[name](raw) if raw else default
+    except ValueError:
+        return default
 
-    try:
-        redis.Redis.from_url(os.environ["IDP_REDIS_URL"], socket_connect_timeout=3).ping()
-    except redis.RedisError as exc:
-        raise ConfigError(f"IDP_REDIS_URL: cannot connect to Redis: {exc}") from None
+
+def _setting_problems():
+    """Every setting that is missing or unreadable, one line each (no connection attempted)."""
+    import ipaddress
+    import os
+
+    found = []
+    required = {
+        "IDP_HOSTNAME": "the public host name",
+        "IDP_SECRET_KEY": "50+ random characters",
+        "IDP_DB_URL": "postgresql://user:pass@host:port/db",
+        "IDP_REDIS_URL": "redis://host:port/0",
+    }
+    for name, example in required.items():
+        if not os.environ.get(name, "").strip():
+            found.append(f"{name} is required in production mode ({example})")
+    db_url = os.environ.get("IDP_DB_URL", "")
+    if db_url:
+        try:
+            database_from_url(db_url)
+        except ConfigError as exc:
+            found.append(str(exc))
+    redis_url = os.environ.get("IDP_REDIS_URL", "")
+    if redis_url and urlsplit(redis_url).scheme not in ("redis", "rediss", "unix"):
+        found.append(f"IDP_REDIS_URL: unsupported scheme {urlsplit(redis_url).scheme!r}, expected redis:// or rediss://")
+    for name, kind in NUMBERS.items():
+        raw = os.environ.get(name, "").strip()
+        if raw:
+            try:
+                kind(raw)
+            except ValueError:
+                found.append(f"{name}: {raw!r} is not a {'whole number' if kind is int else 'number'}")
+    for entry in filter(None, (p.strip() for p in os.environ.get("IDP_TRUSTED_PROXIES", "").split(","))):
+        try:
+            ipaddress.ip_network(entry, strict=False)
+        except ValueError:
+            found.append(f"IDP_TRUSTED_PROXIES: {entry!r} is not an address or network")
+    return found
+
+
+def check_production(settings):
+    """Raise ConfigError listing every missing or unusable production setting, one line each:
+    first what can be seen in the environment, then whether the database and Redis answer."""
+    import os
+
+    found = _setting_problems()
+    if not any(p.startswith("IDP_DB_URL") for p in found):
+        from django.db import connection
+        from django.db.utils import OperationalError
+
+        try:
+            connection.ensure_connection()
+        except OperationalError as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else exc.__class__.__name__
+            found.append(f"IDP_DB_URL: cannot connect to the database: {first}")
+    if not any(p.startswith("IDP_REDIS_URL") for p in found):
+        import redis
+
+        try:
+            redis.Redis.from_url(os.environ["IDP_REDIS_URL"], socket_connect_timeout=3).ping()
+        except redis.RedisError as exc:
+            found.append(f"IDP_REDIS_URL: cannot connect to Redis: {exc}")
+    if found:
+        raise ConfigError("\n".join(found))

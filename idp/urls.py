@@ -6,6 +6,7 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 
+from idp import views
 from oidc import demo as oidc_demo
 from oidc.views.discovery import realm_info
 from realms.api.openapi import OpenApi
@@ -13,6 +14,7 @@ from realms.api.realms import Realms
 from realms.api.serverinfo import ServerInfo
 
 urlpatterns = [
+    path("", views.welcome, name="welcome"),
     path("admin/realms/", include("realms.api.urls")),
     re_path(r"^admin/realms$", Realms.as_view()),
     # Keycloak's JavaScript admin client asks for //admin/serverinfo (a base path "/" joined to
@@ -28,6 +30,11 @@ urlpatterns = [
     path("realms/<str:realm>/account", RedirectView.as_view(url="account/", query_string=True)),
     path("realms/<str:realm>/", include("oidc.urls")),
     path("demo/api/whoami", oidc_demo.whoami, name="demo-whoami"),
+    path("demo/", oidc_demo.sign_in, name="demo-sign-in"),
+    path("demo/callback", oidc_demo.callback, name="demo-callback"),
     path("realms/<str:realm>/login-actions/", include("realms.urls")),
     path("realms/<str:realm>/protocol/", include("saml.urls")),
 ]
+
+handler404 = views.not_found
+handler500 = views.server_error

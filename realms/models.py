@@ -396,6 +396,14 @@ class UserManager(BaseUserManager):
     def get_by_natural_key(self, username):
         return self.get(realm__name="master", username=username)
 
+    def create_superuser(self, username, password=None, **fields):
+        """``manage.py createsuperuser`` cannot work here (passwords are credentials, not a field
+        Django could prompt for): it says what to run instead (ValidationError: one line, no trace)."""
+        from django.core.exceptions import ValidationError
+
+        raise ValidationError("createsuperuser is not used here: create the master realm's admin with "
+                              f"manage.py bootstrap_admin user --username {username} --password:env VARIABLE")
+
 
 class User(RealmOwned, AbstractBaseUser):
     """A person or service account of one realm. Also the operator account of the admin console

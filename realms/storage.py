@@ -11,11 +11,43 @@ Providers work in Keycloak's import mode: a user found in an external store is i
 user's credentials. A federated user whose component has no registered provider (LDAP on a
 server without the federation code, a provider removed from the configuration) is *unavailable*:
 sign-in refuses them, never falling back to a local password.
+
+Some providers also authenticate a user from a credential alone, without a name first (Keycloak's
+CredentialAuthentication): a Kerberos SPNEGO token, which the browser flow's ``auth-spnego`` step
+hands to ``authenticate_by_credential``.
 """
+from dataclasses import dataclass, field
+
 from .credentials import get_credential_type
 from .models import Component, User
 
 USER_STORAGE = Component.USER_STORAGE
+KERBEROS = "kerberos"  # the credential type of an SPNEGO token (Keycloak's UserCredentialModel.KERBEROS)
+
+
+@dataclass
+class CredentialOutput:
+    """What a provider answers for a credential that names its user (Keycloak's
+    CredentialValidationOutput): the user, another round of the exchange (``response_token`` to
+    send back), or a refusal. ``response_token`` on success is the exchange's last token (SPNEGO's
+    mutual authentication)."""
+    AUTHENTICATED, CONTINUE, FAILED = "authenticated", "continue", "failed"
+    status: str
+    user: object = None
+    response_token: str = ""
+    state: dict = field(default_factory=dict)
+
+    @classmethod
+    def authenticated(cls, user, response_token=""):
+        return cls(cls.AUTHENTICATED, user, response_token)
+
+    @classmethod
+    def continued(cls, response_token):
+        return cls(cls.CONTINUE, response_token=response_token)
+
+    @classmethod
+    def failed(cls):
+        return cls(cls.FAILED)
 
 
 class UserStorageProvider:
@@ -46,6 +78,11 @@ class UserStorageProvider:
     def update_credential(self, realm, user, credential_type, secret) -> bool:
         """Write a new secret back to the store; False when the store is read-only (default)."""
         return False
+
+    def authenticate_credential(self, realm, credential_type, value) -> "CredentialOutput | None":
+        """The user a self-contained credential proves (a Kerberos ticket), or None when this
+        provider does not take credentials of this type (default)."""
+        return None
 
 
 class RealmDatabase(UserStorageProvider):
@@ -94,11 +131,27 @@ class RealmDatabase(UserStorageProvider):
 
 REALM_DATABASE = RealmDatabase()
 _factories = {}
+_validators = {}
 
 
-def register_provider(provider_id, factory):
-    """``factory(component) -> UserStorageProvider`` for components with this provider id."""
+class InvalidConfig(ValueError):
+    """A component configuration its provider cannot run with (Keycloak's ComponentValidationException)."""
+
+
+def register_provider(provider_id, factory, validate=None):
+    """``factory(component) -> UserStorageProvider`` for components with this provider id;
+    ``validate(config)`` raises InvalidConfig for a multivalued config it cannot run with."""
     _factories[provider_id] = factory
+    if validate is not None:
+        _validators[provider_id] = validate
+
+
+def validate_config(provider_id, config):
+    """Raise InvalidConfig when the provider registered for ``provider_id`` refuses ``config``
+    (importing or saving a component calls it)."""
+    validator = _validators.get(provider_id)
+    if validator is not None:
+        validator(config)
 
 
 def is_available(provider_id):
@@ -170,4 +223,14 @@ def find_user(realm, username):
             provider.get_user_by_email(realm, username) if by_email else None)
         if user is not None:
             return user
+    return None
+
+
+def authenticate_by_credential(realm, credential_type, value):
+    """The first answer of the realm's providers that take credentials of this type (Keycloak's
+    getUserByCredential), or None when none does."""
+    for provider in _external(realm):
+        output = provider.authenticate_credential(realm, credential_type, value)
+        if output is not None:
+            return output
     return None

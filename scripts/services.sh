@@ -11,7 +11,10 @@ services_start() {
   local pgport; pgport=$(_free_port)
   local run=(); [ "$(id -u)" = 0 ] && run=(runuser -u postgres --)
   mkdir -p "$SERVICES_DIR/pg"; [ "$(id -u)" = 0 ] && chown postgres "$SERVICES_DIR/pg"
-  "${run[@]}" "$pgbin/initdb" -D "$SERVICES_DIR/pg/data" -U idp --auth=trust -E UTF8 >/dev/null
+  # C.UTF-8 exists on every Debian machine; the caller's LANG (en_US.UTF-8 on a fresh machine that
+  # never generated it) may not, and initdb aborts on a locale that does not exist.
+  run+=(env LC_ALL=C.UTF-8 LANG=C.UTF-8)
+  "${run[@]}" "$pgbin/initdb" -D "$SERVICES_DIR/pg/data" -U idp --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
   "${run[@]}" "$pgbin/pg_ctl" -D "$SERVICES_DIR/pg/data" -l "$SERVICES_DIR/pg/log" -w -o \
     "-c listen_addresses=127.0.0.1 -p $pgport -k $SERVICES_DIR/pg -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" start >/dev/null
   SERVICES_PG=("${run[@]}" "$pgbin/pg_ctl" -D "$SERVICES_DIR/pg/data" -m immediate stop)

@@ -12,7 +12,15 @@ for pkg in "${APT_PACKAGES[@]}"; do
 done
 if ((${#missing[@]})); then
   echo "setup: installing Debian packages: ${missing[*]}"
-  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null || {
+      echo "setup: installing the Debian packages ${missing[*]} needs root, and sudo is not installed: run this as root, or have root run: apt-get install ${missing[*]}" >&2
+      exit 1
+    }
+    echo "setup: installing Debian packages needs root: asking sudo"
+    SUDO="sudo"
+  fi
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi

@@ -5,6 +5,8 @@ Everything an operator sets comes from environment variables prefixed ``IDP_``.
 import os
 from pathlib import Path
 
+from idp.config import env_number
+
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = Path(os.environ.get("IDP_VAR_DIR", BASE_DIR / "var"))
 
@@ -26,6 +28,7 @@ INSTALLED_APPS = [
     "oidc",
     "saml",
     "webhooks",
+    "federation",
     "ambassador.apps.AmbassadorConfig",
 ]
 
@@ -114,8 +117,8 @@ IDP_TRUSTED_PROXIES = [p for p in os.environ.get("IDP_TRUSTED_PROXIES", "").spli
 # Admin console sign-in attempts allowed per client address and minute (0: no limit). Ten is
 # more than a person mistyping needs and bounds the password checks one address can cause;
 # brute-force detection still locks the account itself after the realm's failure limit.
-IDP_CONSOLE_LOGIN_ATTEMPTS_PER_MINUTE = int(os.environ.get("IDP_CONSOLE_LOGIN_ATTEMPTS_PER_MINUTE", "10"))
-IDP_MANAGEMENT_PORT = int(os.environ.get("IDP_MANAGEMENT_PORT", "9000"))
+IDP_CONSOLE_LOGIN_ATTEMPTS_PER_MINUTE = env_number("IDP_CONSOLE_LOGIN_ATTEMPTS_PER_MINUTE", 10)
+IDP_MANAGEMENT_PORT = env_number("IDP_MANAGEMENT_PORT", 9000)
 IDP_BOOTSTRAP_ADMIN_USERNAME = os.environ.get("IDP_BOOTSTRAP_ADMIN_USERNAME", "")
 IDP_BOOTSTRAP_ADMIN_PASSWORD = os.environ.get("IDP_BOOTSTRAP_ADMIN_PASSWORD", "")
 # Where passwordBlacklist(<file name>) policies find their files (one password a line); the realm

@@ -10,11 +10,17 @@ DEBUG = os.environ.get("IDP_DEBUG", "0") == "1"
 IDP_DEV_MODE = True
 IDP_BASE_URL = os.environ.get("IDP_BASE_URL", "")  # empty: taken from each request
 
+# Every manage.py command opens the SQLite file in the var directory, the first one included.
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
 DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": os.environ.get("IDP_DEV_DB", str(VAR_DIR / "dev.sqlite3")),
-        "OPTIONS": {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL;"},
+        # IMMEDIATE: a transaction takes SQLite's write lock when it begins, so concurrent writers
+        # (requests, the in-process webhook runner) queue on the busy timeout instead of failing
+        # with "database is locked" when a reading transaction tries to start writing.
+        "OPTIONS": {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL;", "transaction_mode": "IMMEDIATE"},
     }
 }
 CACHES = {

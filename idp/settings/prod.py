@@ -5,7 +5,7 @@ names the missing setting in one line when ``manage.py start`` runs.
 """
 import os
 
-from idp.config import database_from_url, redis_cache
+from idp.config import ConfigError, database_from_url, env_number, redis_cache
 
 from .base import *  # noqa: F401,F403
 
@@ -14,7 +14,10 @@ IDP_BASE_URL = os.environ.get("IDP_BASE_URL", f"https://{IDP_HOSTNAME}" if IDP_H
 ALLOWED_HOSTS = [IDP_HOSTNAME, "localhost", "127.0.0.1"] if IDP_HOSTNAME else ["localhost", "127.0.0.1"]
 CSRF_TRUSTED_ORIGINS = [IDP_BASE_URL] if IDP_BASE_URL else []
 
-DATABASES = {"default": database_from_url(os.environ.get("IDP_DB_URL", ""))}
+try:
+    DATABASES = {"default": database_from_url(os.environ.get("IDP_DB_URL", ""))}
+except ConfigError:  # named by the check at start, with every other problem
+    DATABASES = {"default": database_from_url("")}
 CACHES = {
     "default": redis_cache(os.environ.get("IDP_REDIS_URL", "")),
     "generations": redis_cache(os.environ.get("IDP_REDIS_URL", "")),  # realms.shared_cache
@@ -30,7 +33,7 @@ STORAGES = {
 
 # No SECURE_PROXY_SSL_HEADER: X-Forwarded-Proto is believed from IDP_TRUSTED_PROXIES only
 # (realms.transport.TransportSecurityMiddleware). HSTS on every HTTPS answer.
-SECURE_HSTS_SECONDS = int(os.environ.get("IDP_HSTS_SECONDS", "31536000"))
+SECURE_HSTS_SECONDS = env_number("IDP_HSTS_SECONDS", 31536000)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = os.environ.get("IDP_HSTS_INCLUDE_SUBDOMAINS", "0") == "1"
 SESSION_COOKIE_SECURE = IDP_BASE_URL.startswith("https://")
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE

@@ -31,6 +31,10 @@ def parse_user_storage(components, p):
             "sub_type": as_str(comp.get("subType") or "", f"{path}.subType"),
             "config": as_multi_map(comp.get("config", {}), f"{path}.config"),
         })
+        try:
+            storage.validate_config(comp["providerId"], out[-1]["config"])
+        except storage.InvalidConfig as error:
+            raise RepresentationError(f"{path}.config", str(error)) from None
         if not storage.is_available(comp["providerId"]):
             p.unsupported(path, f"user storage provider {comp['providerId']!r} is not available on this server: "
                                 "stored, its users cannot sign in until it is")

@@ -45,3 +45,79 @@ def test_demo_realm_has_a_pkce_client_and_is_created_once():
     client = Client.objects.get(realm__name="demo", client_id="demo-app")
     assert client.public_client and client.pkce_method == "S256"
     assert ensure_demo_realm() is None
+
+
+# manage.py bootstrap_admin (Keycloak's bootstrap-admin) and createsuperuser ----------------------
+
+def _bootstrap(*args, **env):
+    import io
+
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in env.items():
+            mp.setenv(name, value)
+        call_command("bootstrap_admin", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_bootstrap_admin_user_is_a_temporary_master_admin_who_can_sign_in(client):
+    from realms.bootstrap import admin_exists
+    from realms.models import Realm, User, has_realm_role
+    from realms.signin import check_password
+
+    assert not admin_exists()
+    out = _bootstrap("user", "--username", "rescue", "--password:env", "RESCUE_PW", RESCUE_PW="rescue-pass-1")
+    assert out.strip() == ("Temporary admin user 'rescue' created in realm master. "
+                           "Create a permanent admin and delete this one.")
+    master = Realm.objects.get(name="master")
+    user = User.objects.get(realm=master, username="rescue")
+    assert has_realm_role(user, "admin") and user.attributes == {"is_temporary_admin": ["true"]}
+    assert check_password(master, "rescue", "rescue-pass-1").ok and admin_exists()
+
+
+def test_bootstrap_admin_user_defaults_and_refusals():
+    from django.core.management.base import CommandError
+
+    _bootstrap("user", "--password:env", "PW", PW="temp-pass-1")
+    from realms.models import User
+
+    assert User.objects.filter(realm__name="master", username="temp-admin").exists()  # Keycloak's default
+    with pytest.raises(CommandError, match="^Failed to create the temporary admin user: user 'temp-admin' already"):
+        _bootstrap("user", "--password:env", "PW", PW="temp-pass-1")
+    with pytest.raises(CommandError, match="no password given: name the environment variable holding it with "
+                                           "--password:env"):
+        _bootstrap("user", "--username", "x", "--no-prompt")
+    with pytest.raises(CommandError, match="environment variable MISSING is not set or empty"):
+        _bootstrap("user", "--username", "x", "--password:env", "MISSING")
+    with pytest.raises(CommandError, match="environment variable NAME_VAR is not set or empty"):
+        _bootstrap("user", "--username:env", "NAME_VAR", "--password:env", "PW", PW="p")
+
+
+def test_bootstrap_admin_service_gets_admin_tokens_by_client_credentials(client, fresh_caches):
+    import base64
+
+    from realms.models import Client, User, has_realm_role
+
+    out = _bootstrap("service", "--client-id", "ops-robot", "--client-secret:env", "SECRET", SECRET="robot-secret")
+    assert "Temporary admin service account client 'ops-robot' created in realm master." in out
+    robot = Client.objects.get(realm__name="master", client_id="ops-robot")
+    assert robot.service_accounts_enabled and not robot.public_client
+    assert has_realm_role(User.objects.get(service_account_client=robot), "admin")
+    answer = client.post("/realms/master/protocol/openid-connect/token", {"grant_type": "client_credentials"},
+                         HTTP_AUTHORIZATION="Basic " + base64.b64encode(b"ops-robot:robot-secret").decode())
+    assert answer.status_code == 200
+    token = answer.json()["access_token"]
+    realms = client.get("/admin/realms", HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert realms.status_code == 200 and "master" in [r["realm"] for r in realms.json()]
+
+
+def test_createsuperuser_says_what_to_run_instead():
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError) as exc:
+        call_command("createsuperuser", interactive=False, username="root")
+    assert str(exc.value) == ("createsuperuser is not used here: create the master realm's admin with "
+                              "manage.py bootstrap_admin user --username root --password:env VARIABLE")

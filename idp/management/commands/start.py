@@ -17,26 +17,26 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
-from idp.config import ConfigError, check_production
+from idp.config import ConfigError, check_production, env_number
 
 
 class Command(BaseCommand):
     help = "Start the service in production mode (Granian, PostgreSQL, Redis)."
 
     def add_arguments(self, parser):
-        parser.add_argument("--http-port", type=int, default=int(os.environ.get("IDP_HTTP_PORT", "8080")))
+        parser.add_argument("--http-port", type=int, default=env_number("IDP_HTTP_PORT", 8080))
         parser.add_argument("--management-port", type=int, default=settings.IDP_MANAGEMENT_PORT)
         parser.add_argument("--bind", default=os.environ.get("IDP_BIND", "0.0.0.0"))
         parser.add_argument("--management-bind", default=os.environ.get("IDP_MANAGEMENT_BIND", "127.0.0.1"))
-        parser.add_argument("--workers", type=int, default=int(os.environ.get("IDP_WORKERS", "0")),
+        parser.add_argument("--workers", type=int, default=env_number("IDP_WORKERS", 0),
                             help="worker processes (default: one per core)")
-        parser.add_argument("--threads", type=int, default=int(os.environ.get("IDP_THREADS", "4")),
+        parser.add_argument("--threads", type=int, default=env_number("IDP_THREADS", 4),
                             help="threads per worker running Django (default 4)")
         parser.add_argument("--header-read-timeout", type=float,
-                            default=float(os.environ.get("IDP_HEADER_READ_TIMEOUT", "10")),
+                            default=env_number("IDP_HEADER_READ_TIMEOUT", 10.0),
                             help="seconds a client has to send a request head (default 10)")
         parser.add_argument("--body-read-timeout", type=float,
-                            default=float(os.environ.get("IDP_BODY_READ_TIMEOUT", "10")),
+                            default=env_number("IDP_BODY_READ_TIMEOUT", 10.0),
                             help="seconds a client has to send a request body once its head is read (default 10)")
 
     def handle(self, *args, http_port, management_port, bind, management_bind, workers, threads,
@@ -47,13 +47,15 @@ class Command(BaseCommand):
             check_production(settings)
         except ConfigError as exc:
             raise CommandError(str(exc)) from None
-        from realms.bootstrap import ensure_bootstrap_admin
+        from realms.bootstrap import NO_ADMIN_WARNING, admin_exists, ensure_bootstrap_admin
 
         call_command("migrate", interactive=False, verbosity=0)
         try:
             ensure_bootstrap_admin()
         except ValueError as exc:
             raise CommandError(str(exc)) from None
+        if not admin_exists():
+            self.stderr.write(NO_ADMIN_WARNING)
         call_command("collectstatic", interactive=False, verbosity=0)
         connections.close_all()  # nothing open may be inherited by the worker processes
 

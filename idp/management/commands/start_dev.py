@@ -26,14 +26,16 @@ class Command(BaseCommand):
     def handle(self, *args, http_port, management_port, bind, **options):
         if not getattr(settings, "IDP_DEV_MODE", False):
             raise CommandError("start_dev needs the dev settings (DJANGO_SETTINGS_MODULE=idp.settings.dev)")
-        from realms.bootstrap import ensure_bootstrap_admin, ensure_demo_realm
+        from realms.bootstrap import (DEMO_CLIENT, NO_ADMIN_WARNING, admin_exists, ensure_bootstrap_admin,
+                                      ensure_demo_callback, ensure_demo_realm)
 
-        settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
         call_command("migrate", interactive=False, verbosity=0)
         try:
             admin = ensure_bootstrap_admin()
         except ValueError as exc:
             raise CommandError(str(exc)) from None
+        if not admin_exists():
+            self.stderr.write(NO_ADMIN_WARNING)
         if admin:
             self.stdout.write(f"Bootstrap admin '{admin.username}' created in realm master.")
         demo_password = ensure_demo_realm()
@@ -52,6 +54,9 @@ class Command(BaseCommand):
             settings.OIDC_RESOURCE_SERVER_BASE_URL = base
         self.stdout.write(f"Admin console:  {base}{reverse('admin:index')}")
         self.stdout.write(f"Demo realm:     {base}/realms/demo/.well-known/openid-configuration")
+        callback = ensure_demo_callback(base)
+        self.stdout.write(f"Demo client:    {DEMO_CLIENT} (public, PKCE S256), redirect URI {callback}")
+        self.stdout.write(f"Demo sign-in:   {base}/demo/ (as alice; the callback shows the code exchange and tokens)")
         self.stdout.write(f"Health:         http://{bind}:{management_port}/health/ready")
         sys.stdout.flush()
         handler = StaticFilesHandler(get_wsgi_application())

@@ -1,0 +1,53 @@
+"""The configuration of a ``kerberos`` user storage component, under Keycloak's names
+(KerberosConstants and the provider factory's properties), read from the component's
+multivalued config and validated when a component is imported or saved."""
+from dataclasses import dataclass
+
+from realms.storage import InvalidConfig
+
+READ_ONLY, UNSYNCED = "READ_ONLY", "UNSYNCED"
+EDIT_MODES = (READ_ONLY, UNSYNCED)  # Keycloak's Kerberos provider offers no WRITABLE mode
+_BOOLEANS = ("debug", "allowPasswordAuthentication", "updateProfileFirstLogin")
+_REQUIRED = (("kerberosRealm", "Kerberos realm"), ("serverPrincipal", "Server principal"), ("keyTab", "KeyTab"))
+
+
+def _first(config, name, default=""):
+    values = config.get(name) or []
+    return values[0] if values else default
+
+
+def validate(config):
+    """Raise InvalidConfig for a configuration this provider cannot run with."""
+    for name, label in _REQUIRED:
+        if not _first(config, name).strip():
+            raise InvalidConfig(f"{label} is required ({name})")
+    for name in _BOOLEANS:
+        if _first(config, name, "false").lower() not in ("true", "false"):
+            raise InvalidConfig(f"{name} must be true or false")
+    mode = _first(config, "editMode", READ_ONLY)
+    if mode not in EDIT_MODES:
+        raise InvalidConfig(f"editMode must be one of {', '.join(EDIT_MODES)} (got {mode!r})")
+
+
+@dataclass(frozen=True)
+class KerberosConfig:
+    kerberos_realm: str
+    server_principal: str
+    keytab: str
+    allow_password_authentication: bool
+    update_profile_first_login: bool
+    edit_mode: str
+    debug: bool
+
+    @classmethod
+    def of(cls, component):
+        def flag(name):
+            return component.get(name, "false").lower() == "true"
+
+        return cls(kerberos_realm=component.get("kerberosRealm").strip(),
+                   server_principal=component.get("serverPrincipal").strip(),
+                   keytab=component.get("keyTab").strip(),
+                   allow_password_authentication=flag("allowPasswordAuthentication"),
+                   update_profile_first_login=flag("updateProfileFirstLogin"),
+                   edit_mode=component.get("editMode", READ_ONLY) or READ_ONLY,
+                   debug=flag("debug"))

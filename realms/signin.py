@@ -70,7 +70,12 @@ def check_user_password(realm, user, password, *, ip_address="") -> Result:
         return Result(user, USER_STORAGE_UNAVAILABLE)
     locked = bruteforce.is_locked(realm, user)
     # Checked before the enabled and lockout answers, so that those cost the same time.
-    valid = provider.validate(realm, user, Credential.PASSWORD, password or "")
+    try:
+        valid = provider.validate(realm, user, Credential.PASSWORD, password or "")
+    except storage.Unavailable:  # the store is there but cannot be reached (a directory down)
+        logger.warning("user %s of realm %s: user storage %s cannot be reached", user.pk, realm.name,
+                       user.federation_link_id)
+        return Result(user, USER_STORAGE_UNAVAILABLE)
     if not user.enabled:
         return Result(user, USER_DISABLED, valid)
     if locked:

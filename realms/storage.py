@@ -12,8 +12,9 @@ user's credentials. A federated user whose component has no registered provider 
 server without the federation code, a provider removed from the configuration) is *unavailable*:
 sign-in refuses them, never falling back to a local password.
 """
+from . import crypto
 from .credentials import get_credential_type
-from .models import Component, User
+from .models import Component, Credential, User
 
 USER_STORAGE = Component.USER_STORAGE
 
@@ -44,8 +45,14 @@ class UserStorageProvider:
         raise NotImplementedError
 
     def update_credential(self, realm, user, credential_type, secret) -> bool:
-        """Write a new secret back to the store; False when the store is read-only (default)."""
+        """Write a new secret back to the store; False when the store is read-only (default).
+        May raise ``password_policy.PasswordPolicyError`` with the store's reason."""
         return False
+
+    def refresh(self, realm, user):
+        """``user`` found in the realm database, made current (an external store whose rows are a
+        cache reads the entry again when it is stale); None when the store no longer has them."""
+        return user
 
 
 class RealmDatabase(UserStorageProvider):
@@ -94,11 +101,33 @@ class RealmDatabase(UserStorageProvider):
 
 REALM_DATABASE = RealmDatabase()
 _factories = {}
+_secrets = {}  # provider id -> config entries kept encrypted at rest
+_SEALED = "$enc$"
 
 
-def register_provider(provider_id, factory):
-    """``factory(component) -> UserStorageProvider`` for components with this provider id."""
+def register_provider(provider_id, factory, secret_config=()):
+    """``factory(component) -> UserStorageProvider`` for components with this provider id;
+    ``secret_config`` names config entries (a bind credential) stored encrypted
+    (``seal_config`` before a save) and given in clear by ``open_config``."""
     _factories[provider_id] = factory
+    _secrets[provider_id] = tuple(secret_config)
+
+
+def seal_config(component):
+    """Encrypt the component's secret config values that are not yet (``realms.crypto``)."""
+    for name in _secrets.get(component.provider_id, ()):
+        values = component.config.get(name)
+        if values:
+            component.config[name] = [v if v.startswith(_SEALED) else _SEALED + crypto.encrypt(v) for v in values]
+
+
+def open_config(component):
+    """The component's config with its secret values in clear (export, the provider itself)."""
+    config = dict(component.config)
+    for name in _secrets.get(component.provider_id, ()):
+        if config.get(name):
+            config[name] = [crypto.decrypt(v[len(_SEALED):]) if v.startswith(_SEALED) else v for v in config[name]]
+    return config
 
 
 def is_available(provider_id):
@@ -159,15 +188,36 @@ def find_user(realm, username):
     external provider in priority order."""
     user = REALM_DATABASE.get_user_by_username(realm, username)
     if user is not None:
-        return user
+        return _current(realm, user)
     by_email = realm.login_with_email_allowed and "@" in username
     if by_email:
         user = REALM_DATABASE.get_user_by_email(realm, username)
         if user is not None:
-            return user
+            return _current(realm, user)
     for provider in _external(realm):
-        user = provider.get_user_by_username(realm, username) or (
-            provider.get_user_by_email(realm, username) if by_email else None)
+        try:
+            user = provider.get_user_by_username(realm, username) or (
+                provider.get_user_by_email(realm, username) if by_email else None)
+        except Unavailable:
+            continue  # a store that cannot be reached knows nobody for now; the others may
         if user is not None:
             return user
     return None
+
+
+def _current(realm, user):
+    """A federated user as their store has them now (``refresh``); unchanged when the store is
+    unavailable (the password check then answers for it)."""
+    if user.federation_link_id is None:
+        return user
+    try:
+        return provider_of(user).refresh(realm, user)
+    except Unavailable:
+        return user
+
+
+def set_password(realm, user, password):
+    """The one way a user's password is changed: in the user's store (the realm database under
+    the realm's policy, or the directory). Raises ``password_policy.PasswordPolicyError``, or
+    Unavailable when the user's store cannot be reached."""
+    provider_of(user).update_credential(realm, user, Credential.PASSWORD, password)

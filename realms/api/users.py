@@ -10,7 +10,7 @@ from django.db.models import Q
 from rest_framework import status
 from rest_framework.response import Response
 
-from .. import admin_events, password_policy, sessions
+from .. import admin_events, password_policy, sessions, storage
 from ..accounts import create_user
 from ..models import Credential, Group, User, UserSession
 from ..representation import RepresentationError
@@ -233,9 +233,11 @@ class ResetPassword(RealmResource):
         temporary = cred.get("temporary") is True
         with transaction.atomic():
             try:
-                password_policy.set_password(user, value)
+                storage.set_password(self.realm, user, value)
             except password_policy.PasswordPolicyError as exc:
                 raise errors.BadRequest(exc.key, str(exc)) from None
+            except storage.Unavailable:
+                raise errors.Invalid("Could not reach the user's directory") from None
             actions = [a for a in user.required_actions if a != UPDATE_PASSWORD]
             user.required_actions = [*actions, UPDATE_PASSWORD] if temporary else actions
             user.save(update_fields=["required_actions"])

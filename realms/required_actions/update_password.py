@@ -1,5 +1,5 @@
 """Keycloak's ``UPDATE_PASSWORD`` required action."""
-from .. import events, password_policy
+from .. import events, password_policy, storage
 from ..flows import Outcome, RequiredAction
 
 
@@ -25,7 +25,10 @@ class UpdatePassword(RequiredAction):
             return Outcome.challenge(self.challenge(ctx, error="Passwords don't match.", error_field="password-confirm"))
         user = ctx.user
         try:
-            password_policy.set_password(user, new)
+            storage.set_password(ctx.realm, user, new)
+        except storage.Unavailable:
+            return Outcome.challenge(self.challenge(ctx, error="The user directory cannot be reached; try again later.",
+                                                    error_field="password-new"))
         except password_policy.PasswordPolicyError as exc:
             return Outcome.challenge(self.challenge(ctx, error=str(exc), error_field="password-new"))
         events.emit(ctx.realm, "UPDATE_PASSWORD", client_id=ctx.client.client_id, user_id=user.pk,

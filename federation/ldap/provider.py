@@ -1,0 +1,300 @@
+"""The LDAP user storage provider (Keycloak's LDAPStorageProvider) on ``realms.storage``'s
+interface. Users are imported as ``User`` rows linked to the component (``federation_link``) with
+Keycloak's ``LDAP_ID`` and ``LDAP_ENTRY_DN`` attributes; their passwords never are: a bind checks
+them, the password-modify extended operation (Active Directory: ``unicodePwd``) changes them.
+
+With Import Users off the row is a cache of the entry, read again from the directory when the
+provider's cache policy says so (``refresh``); with it on, the full and changed-users syncs keep
+rows current and a sign-in reads nothing but the bind."""
+import logging
+
+import ldap
+import ldap.filter
+import ldap.modlist
+from django.db import transaction
+from django.utils import timezone
+
+from realms import password_policy
+from realms.models import Credential, User
+from realms.storage import REALM_DATABASE, Unavailable, UserStorageProvider, open_config
+
+from . import mappers as mapping
+from .config import LDAP_ENTRY_DN, LDAP_ID, READ_ONLY, UNSYNCED, WRITABLE, LdapConfig
+from .connection import Directory, DirectoryError, DirectoryUnavailable
+
+logger = logging.getLogger("idp.federation")
+CACHED_AT = "LDAP_CACHED_AT"  # import off: when the row was last read from the directory
+READ_ONLY_PASSWORD = ("readOnlyPasswordMessage", "You can't update your password as your account is read only.")
+
+
+def _attr_list(values):
+    return [v.encode() for v in values if v]
+
+
+class LdapProvider(UserStorageProvider):
+    def __init__(self, component):
+        self.component = component
+        self.config = LdapConfig.of(component, open_config(component).get("bindCredential", [""])[0])
+        self.directory = Directory(self.config)
+        self.mappers = mapping.mappers_of(component)
+
+    # -- reading entries -----------------------------------------------------------------------
+
+    def _read_attrs(self):
+        names = {self.config.username_attr, self.config.uuid_attr, self.config.rdn_attr, "modifyTimestamp"}
+        for m in self.mappers:
+            names.update(a for a in m.attributes if a)
+        return sorted(names)
+
+    def _search(self, condition, size_limit=0):
+        try:
+            return self.directory.search(self.config.users_dn, self.config.user_filter(condition), self._read_attrs(),
+                                         size_limit=size_limit)
+        except ldap.SIZELIMIT_EXCEEDED:
+            return []
+        except DirectoryUnavailable as exc:
+            logger.warning("LDAP provider %s: directory unavailable: %s", self.component.pk, exc)
+            raise Unavailable(self.component.pk) from None
+
+    def _by(self, attr, value):
+        entries = self._search(f"({attr}={ldap.filter.escape_filter_chars(value)})", size_limit=2)
+        return entries[0] if len(entries) == 1 else None
+
+    def _email_attr(self):
+        return next((m.ldap_attr for m in self.mappers
+                     if isinstance(m, mapping.UserAttribute) and m.model_attr == "email"), "mail")
+
+    # -- UserStorageProvider -------------------------------------------------------------------
+
+    def get_user_by_id(self, realm, user_id):
+        return User.objects.filter(realm=realm, pk=user_id, federation_link=self.component).first()
+
+    def get_user_by_username(self, realm, username):
+        entry = self._by(self.config.username_attr, username)
+        return self.import_entries(realm, [entry]).users[0] if entry else None
+
+    def get_user_by_email(self, realm, email):
+        entry = self._by(self._email_attr(), email)
+        return self.import_entries(realm, [entry]).users[0] if entry else None
+
+    def search(self, realm, query, first=0, max_results=100):
+        value = ldap.filter.escape_filter_chars(query)
+        condition = f"(|({self.config.username_attr}=*{value}*)({self._email_attr()}=*{value}*)(cn=*{value}*)(sn=*{value}*))"
+        entries = self._search(condition)[first:first + max_results]
+        return self.import_entries(realm, entries).users
+
+    def refresh(self, realm, user):
+        """``user`` as the directory has it now when its cached row is stale (import off and the
+        cache policy says so); None when the entry is gone."""
+        if self.config.import_enabled:
+            return user
+        cached = (user.attributes or {}).get(CACHED_AT) or []
+        try:
+            from datetime import datetime
+            until = self.config.cached_until(datetime.fromisoformat(cached[0])) if cached else timezone.now()
+        except ValueError:
+            until = timezone.now()
+        if until is not None and until > timezone.now():
+            return user
+        entry = self._by(self.config.uuid_attr, (user.attributes.get(LDAP_ID) or [""])[0])
+        if entry is None:
+            user.delete()  # the row was only a cache of an entry that no longer exists
+            return None
+        return self.import_entries(realm, [entry]).users[0]
+
+    def validate(self, realm, user, credential_type, secret):
+        if credential_type != Credential.PASSWORD:
+            return False
+        if self.config.edit_mode == UNSYNCED and user.has_usable_password():
+            return REALM_DATABASE.validate(realm, user, credential_type, secret)  # changed here, kept here
+        dn = (user.attributes.get(LDAP_ENTRY_DN) or [""])[0]
+        try:
+            return bool(dn) and self.directory.check_password(dn, secret)
+        except DirectoryUnavailable as exc:
+            logger.warning("LDAP provider %s: directory unavailable: %s", self.component.pk, exc)
+            raise Unavailable(self.component.pk) from None
+
+    def is_configured_for(self, realm, user, credential_type):
+        return credential_type == Credential.PASSWORD
+
+    def update_credential(self, realm, user, credential_type, secret):
+        if credential_type != Credential.PASSWORD:
+            return REALM_DATABASE.update_credential(realm, user, credential_type, secret)
+        if self.config.edit_mode == UNSYNCED:
+            return REALM_DATABASE.update_credential(realm, user, credential_type, secret)
+        if self.config.edit_mode == READ_ONLY:
+            raise password_policy.PasswordPolicyError(*READ_ONLY_PASSWORD)
+        password_policy.validate(user, secret)  # the realm's policy first, as Keycloak
+        try:
+            self.directory.set_password(user.attributes[LDAP_ENTRY_DN][0], secret)
+        except DirectoryUnavailable:
+            raise Unavailable(self.component.pk) from None
+        except DirectoryError as exc:
+            # The directory's own words (its password policy), as Keycloak shows them.
+            raise password_policy.PasswordPolicyError("invalidPasswordGenericMessage",
+                                                      f"Invalid password: {exc.info or exc}") from None
+        return True
+
+    # -- import --------------------------------------------------------------------------------
+
+    def import_entries(self, realm, entries):
+        """Create or update the users of ``entries`` ([(dn, attrs)]) in one transaction;
+        idempotent (a user is found again by name and ``LDAP_ID``)."""
+        result = ImportResult()
+        if not entries:
+            return result
+        imported = [(dn, entry, self._map(realm, dn, entry)) for dn, entry in entries]
+        names = [i.fields.get("username", "") for _, _, i in imported]
+        memberships = self._memberships(entries)
+        with transaction.atomic():
+            existing = {u.username: u for u in User.objects.filter(realm=realm, username__in=names)}
+            new, changed = [], []
+            for dn, entry, i in imported:
+                username = i.fields.get("username")
+                if not username:
+                    result.failed += 1
+                    continue
+                user = existing.get(username)
+                if user is not None and user.federation_link_id != self.component.pk:
+                    logger.warning("LDAP provider %s: %s exists as a user of another store; not imported",
+                                   self.component.pk, username)
+                    result.failed += 1
+                    continue
+                attributes = dict(user.attributes if user else {})
+                attributes.update(i.attributes)
+                attributes[LDAP_ID] = [mapping.text(entry, self.config.uuid_attr)]
+                attributes[LDAP_ENTRY_DN] = [dn]
+                if not self.config.import_enabled:
+                    attributes[CACHED_AT] = [timezone.now().isoformat()]
+                fields = dict(i.fields, attributes=attributes)
+                if self.config.trust_email and fields.get("email"):
+                    fields["email_verified"] = True
+                if user is None:
+                    user = User(realm=realm, federation_link=self.component, **fields)
+                    user.required_actions = sorted(set(i.required_actions))
+                    new.append(user)
+                elif any(getattr(user, k) != v for k, v in fields.items()) or (
+                        set(i.required_actions) - set(user.required_actions)):
+                    for k, v in fields.items():
+                        setattr(user, k, v)
+                    user.required_actions = sorted(set(user.required_actions) | set(i.required_actions))
+                    changed.append(user)
+                else:
+                    result.unchanged += 1
+                result.users.append(user)
+                user._ldap_grants = (i, memberships.get(dn, {}))
+            User.objects.bulk_create(new, batch_size=1000)
+            if changed:
+                User.objects.bulk_update(changed, ["username", "email", "email_verified", "first_name", "last_name",
+                                                   "enabled", "attributes", "required_actions"], batch_size=1000)
+            self._grant(realm, result.users)
+        result.added, result.updated = len(new), len(changed)
+        return result
+
+    def _map(self, realm, dn, entry):
+        out = mapping.Imported()
+        out.fields["username"] = mapping.text(entry, self.config.username_attr).lower()
+        for m in self.mappers:
+            m.read(entry, out, realm)
+        return out
+
+    def _memberships(self, entries):
+        """{user dn: {mapper: [names]}} of the group and role mappers, one search per mapper."""
+        found = {}
+        for m in self.mappers:
+            if not isinstance(m, mapping.Membership) or not m.base:
+                continue
+            values = {m.member_value(dn, entry): dn for dn, entry in entries}
+            values.pop("", None)
+            if not values:
+                continue
+            terms = "".join(f"({m.member_attr}={ldap.filter.escape_filter_chars(v)})" for v in values)
+            try:
+                groups = self.directory.search(m.base, f"(|{terms})", [m.name_attr, m.member_attr],
+                                               scope=ldap.SCOPE_SUBTREE)
+            except DirectoryUnavailable:
+                raise Unavailable(self.component.pk) from None
+            for _, group in groups:
+                name = mapping.text(group, m.name_attr)
+                for member in mapping.texts(group, m.member_attr):
+                    dn = values.get(member) or next((d for v, d in values.items() if v.lower() == member.lower()),
+                                                    None)
+                    if dn:
+                        found.setdefault(dn, {}).setdefault(m, []).append(name)
+        return found
+
+    def _grant(self, realm, users):
+        from realms.models import Group, Role
+
+        for user in users:
+            imported, memberships = user._ldap_grants
+            roles = [r for r in (mapping.find_role(realm, n) for n in imported.roles) if r]
+            groups = [g for g in (mapping.find_group(realm, p) for p in imported.groups) if g]
+            for m, names in memberships.items():
+                for name in names:
+                    if m.kind == "roles":
+                        roles.append(Role.objects.get_or_create(realm=realm, client=None, name=name)[0])
+                    else:
+                        groups.append(Group.objects.get_or_create(realm=realm, parent=None, name=name)[0])
+            if roles:
+                user.roles.add(*roles)
+            if groups:
+                user.groups.add(*groups)
+
+    # -- writing to the directory --------------------------------------------------------------
+
+    def entry_attrs(self, user, read_only_too=False):
+        """The directory attributes the mappers make of ``user`` (those of read-only mappers only
+        when asked: READ_ONLY's check of what a change would touch)."""
+        attrs = {}
+        for m in self.mappers:
+            if (read_only_too or not m.read_only) and not m.creates_only:
+                m.write(user, attrs)
+        return attrs
+
+    def register(self, realm, user):
+        """Create ``user``'s entry (WRITABLE with sync registrations) and link the user to it."""
+        attrs = {}
+        for m in self.mappers:
+            m.write(user, attrs)
+        attrs = {k: v for k, v in attrs.items() if v}
+        attrs.setdefault(self.config.username_attr, [user.username])
+        attrs.setdefault(self.config.rdn_attr, [user.username])
+        if "sn" not in attrs and not self.config.is_ad:
+            attrs["sn"] = [user.last_name or user.username]  # inetOrgPerson requires it
+        if "cn" not in attrs:
+            attrs["cn"] = [" ".join(x for x in (user.first_name, user.last_name) if x) or user.username]
+        attrs["objectClass"] = list(self.config.object_classes)
+        dn = f"{self.config.rdn_attr}={ldap.dn.escape_dn_chars(attrs[self.config.rdn_attr][0])},{self.config.users_dn}"
+        try:
+            self.directory.add(dn, ldap.modlist.addModlist({k: _attr_list(v) for k, v in attrs.items()}))
+            entry = self.directory.search(dn, "(objectClass=*)", [self.config.uuid_attr], scope=ldap.SCOPE_BASE)
+        except DirectoryUnavailable:
+            raise Unavailable(self.component.pk) from None
+        user.federation_link = self.component
+        user.attributes = dict(user.attributes or {}, **{LDAP_ID: [mapping.text(entry[0][1], self.config.uuid_attr)],
+                                                         LDAP_ENTRY_DN: [dn]})
+
+    def write_back(self, user, before):
+        """The directory's side of a changed user (WRITABLE): the mapped values that differ."""
+        new, old = self.entry_attrs(user), self.entry_attrs(before)
+        changes = [(ldap.MOD_REPLACE, k, _attr_list(v) or None) for k, v in new.items() if v != old.get(k)]
+        changes = [c for c in changes if c[2] is not None or old.get(c[1])]
+        if not changes:
+            return
+        try:
+            self.directory.modify(user.attributes[LDAP_ENTRY_DN][0], changes)
+        except DirectoryUnavailable:
+            raise Unavailable(self.component.pk) from None
+
+    def changes_directory_fields(self, user, before):
+        return self.entry_attrs(user, True) != self.entry_attrs(before, True)
+
+    @property
+    def writable(self):
+        return self.config.edit_mode == WRITABLE
+
+
+class ImportResult:
+    def __init__(self):
+        self.users, self.added, self.updated, self.unchanged, self.failed = [], 0, 0, 0, 0

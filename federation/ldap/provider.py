@@ -19,7 +19,7 @@ from realms.models import Credential, User
 from realms.storage import REALM_DATABASE, Unavailable, UserStorageProvider, open_config
 
 from . import mappers as mapping
-from .config import LDAP_ENTRY_DN, LDAP_ID, READ_ONLY, UNSYNCED, WRITABLE, LdapConfig
+from .config import LDAP_ENTRY_DN, LDAP_ID, READ_ONLY, UNSYNCED, WRITABLE, ConfigError, LdapConfig
 from .connection import Directory, DirectoryError, DirectoryUnavailable
 
 logger = logging.getLogger("idp.federation")
@@ -293,6 +293,16 @@ class LdapProvider(UserStorageProvider):
     @property
     def writable(self):
         return self.config.edit_mode == WRITABLE
+
+
+def provider_for(component):
+    """The factory registered in ``realms.storage``: None (the provider is unavailable, its users
+    refused) when the stored configuration cannot work."""
+    try:
+        return LdapProvider(component)
+    except ConfigError as exc:
+        logger.warning("LDAP provider %s is misconfigured (%s): unavailable", component.pk, exc)
+        return None
 
 
 class ImportResult:

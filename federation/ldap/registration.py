@@ -11,9 +11,9 @@ def register():
 
     from . import api, hooks
     from .config import PROVIDER_ID
-    from .provider import LdapProvider
+    from .provider import provider_for
 
-    storage.register_provider(PROVIDER_ID, LdapProvider, secret_config=("bindCredential",))
+    storage.register_provider(PROVIDER_ID, provider_for, secret_config=("bindCredential",))
     resources.register(*api.urlpatterns)
     pre_save.connect(hooks.component_saving, sender=Component, dispatch_uid="federation-component-seal")
     post_save.connect(hooks.component_saved, sender=Component, dispatch_uid="federation-component-schedule")

@@ -17,18 +17,14 @@ _FIELDS = {"username": "username", "email": "email", "firstName": "first_name", 
 
 
 def text(entry, name):
-    """The first value of an attribute, decoded, or ''."""
-    for key, values in entry.items():
-        if key.lower() == name.lower() and values:
-            return values[0].decode("utf-8", "replace")
-    return ""
+    """The first value of an attribute, decoded, or '' (``entry``'s names in lower case, as
+    ``Provider.import_page`` gives them)."""
+    values = entry.get(name.lower())
+    return values[0].decode("utf-8", "replace") if values else ""
 
 
 def texts(entry, name):
-    for key, values in entry.items():
-        if key.lower() == name.lower():
-            return [v.decode("utf-8", "replace") for v in values]
-    return []
+    return [v.decode("utf-8", "replace") for v in entry.get(name.lower(), ())]
 
 
 class Imported:
@@ -65,10 +61,8 @@ class UserAttribute(Mapper):
         self.attributes = (self.ldap_attr,)
 
     def values(self, entry):
-        for key, values in entry.items():
-            if key.lower() == self.ldap_attr.lower():
-                return [base64.b64encode(v).decode() if self.binary else v.decode("utf-8", "replace") for v in values]
-        return []
+        values = entry.get(self.ldap_attr.lower(), ())
+        return [base64.b64encode(v).decode() if self.binary else v.decode("utf-8", "replace") for v in values]
 
     def read(self, entry, out, realm):
         values = self.values(entry)

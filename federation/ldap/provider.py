@@ -15,10 +15,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from realms import password_policy
-from realms.models import Credential, User
+from realms.models import Credential, User, new_id
 from realms.storage import REALM_DATABASE, Unavailable, UserStorageProvider, open_config
 
 from . import mappers as mapping
+from . import rows
 from .config import LDAP_ENTRY_DN, LDAP_ID, READ_ONLY, UNSYNCED, WRITABLE, ConfigError, LdapConfig
 from .connection import Directory, DirectoryError, DirectoryUnavailable
 
@@ -71,17 +72,17 @@ class LdapProvider(UserStorageProvider):
 
     def get_user_by_username(self, realm, username):
         entry = self._by(self.config.username_attr, username)
-        return self.import_entries(realm, [entry]).users[0] if entry else None
+        return self._import_one(realm, entry)
 
     def get_user_by_email(self, realm, email):
         entry = self._by(self._email_attr(), email)
-        return self.import_entries(realm, [entry]).users[0] if entry else None
+        return self._import_one(realm, entry)
 
     def search(self, realm, query, first=0, max_results=100):
         value = ldap.filter.escape_filter_chars(query)
         condition = f"(|({self.config.username_attr}=*{value}*)({self._email_attr()}=*{value}*)(cn=*{value}*)(sn=*{value}*))"
         entries = self._search(condition)[first:first + max_results]
-        return self.import_entries(realm, entries).users
+        return self.import_entries(realm, entries)
 
     def refresh(self, realm, user):
         """``user`` as the directory has it now when its cached row is stale (import off and the
@@ -100,7 +101,7 @@ class LdapProvider(UserStorageProvider):
         if entry is None:
             user.delete()  # the row was only a cache of an entry that no longer exists
             return None
-        return self.import_entries(realm, [entry]).users[0]
+        return self._import_one(realm, entry)
 
     def validate(self, realm, user, credential_type, secret):
         if credential_type != Credential.PASSWORD:
@@ -138,56 +139,65 @@ class LdapProvider(UserStorageProvider):
     # -- import --------------------------------------------------------------------------------
 
     def import_entries(self, realm, entries):
+        """The users of ``entries`` (imported or brought up to date), in the entries' order."""
+        ids = self.import_page(realm, entries).ids
+        users = {u.pk: u for u in User.objects.filter(pk__in=ids)}
+        return [users[pk] for pk in ids if pk in users]
+
+    def _import_one(self, realm, entry):
+        users = self.import_entries(realm, [entry]) if entry else []
+        return users[0] if users else None
+
+    def import_page(self, realm, entries):
         """Create or update the users of ``entries`` ([(dn, attrs)]) in one transaction;
-        idempotent (a user is found again by name and ``LDAP_ID``)."""
+        idempotent (a user is found again by name). The result counts them and has their ids."""
         result = ImportResult()
         if not entries:
             return result
+        entries = [(dn, {k.lower(): v for k, v in entry.items()}) for dn, entry in entries]  # names ignore case
         imported = [(dn, entry, self._map(realm, dn, entry)) for dn, entry in entries]
-        names = [i.fields.get("username", "") for _, _, i in imported]
         memberships = self._memberships(entries)
+        cached_at = [timezone.now().isoformat()]
         with transaction.atomic():
-            existing = {u.username: u for u in User.objects.filter(realm=realm, username__in=names)}
-            new, changed = [], []
+            found = rows.existing(realm, [i.fields.get("username", "") for _, _, i in imported])
+            new, changed, grants = [], [], []
             for dn, entry, i in imported:
                 username = i.fields.get("username")
-                if not username:
+                row = found.get(username)
+                if not username or (row is not None and row["federation_link_id"] != self.component.pk):
+                    if username:
+                        logger.warning("LDAP provider %s: %s exists as a user of another store; not imported",
+                                       self.component.pk, username)
                     result.failed += 1
                     continue
-                user = existing.get(username)
-                if user is not None and user.federation_link_id != self.component.pk:
-                    logger.warning("LDAP provider %s: %s exists as a user of another store; not imported",
-                                   self.component.pk, username)
-                    result.failed += 1
-                    continue
-                attributes = dict(user.attributes if user else {})
-                attributes.update(i.attributes)
+                values = {"username": username, "email": "", "email_verified": False, "first_name": "",
+                          "last_name": "", "enabled": True}
+                if row is not None:
+                    values = {k: row[k] for k in rows.FIELDS}
+                values.update(i.fields)
+                attributes = dict(values.get("attributes") or {}, **i.attributes)
                 attributes[LDAP_ID] = [mapping.text(entry, self.config.uuid_attr)]
                 attributes[LDAP_ENTRY_DN] = [dn]
                 if not self.config.import_enabled:
-                    attributes[CACHED_AT] = [timezone.now().isoformat()]
-                fields = dict(i.fields, attributes=attributes)
-                if self.config.trust_email and fields.get("email"):
-                    fields["email_verified"] = True
-                if user is None:
-                    user = User(realm=realm, federation_link=self.component, **fields)
-                    user.required_actions = sorted(set(i.required_actions))
-                    new.append(user)
-                elif any(getattr(user, k) != v for k, v in fields.items()) or (
-                        set(i.required_actions) - set(user.required_actions)):
-                    for k, v in fields.items():
-                        setattr(user, k, v)
-                    user.required_actions = sorted(set(user.required_actions) | set(i.required_actions))
-                    changed.append(user)
+                    attributes[CACHED_AT] = cached_at
+                values["attributes"] = attributes
+                if self.config.trust_email and values.get("email"):
+                    values["email_verified"] = True
+                values["required_actions"] = sorted(set(values.get("required_actions") or []) | set(i.required_actions))
+                if row is None:
+                    values["id"] = new_id()
+                    new.append(values)
+                elif any(row[k] != values[k] for k in rows.FIELDS):
+                    changed.append((row["id"], values))
                 else:
                     result.unchanged += 1
-                result.users.append(user)
-                user._ldap_grants = (i, memberships.get(dn, {}))
-            User.objects.bulk_create(new, batch_size=1000)
-            if changed:
-                User.objects.bulk_update(changed, ["username", "email", "email_verified", "first_name", "last_name",
-                                                   "enabled", "attributes", "required_actions"], batch_size=1000)
-            self._grant(realm, result.users)
+                user_id = values.get("id") or row["id"]
+                result.ids.append(user_id)
+                if i.roles or i.groups or dn in memberships:
+                    grants.append((user_id, i, memberships.get(dn, {})))
+            rows.insert(realm, self.component, new)
+            rows.update(changed)
+            self._grant(realm, grants)
         result.added, result.updated = len(new), len(changed)
         return result
 
@@ -215,6 +225,7 @@ class LdapProvider(UserStorageProvider):
             except DirectoryUnavailable:
                 raise Unavailable(self.component.pk) from None
             for _, group in groups:
+                group = {k.lower(): v for k, v in group.items()}
                 name = mapping.text(group, m.name_attr)
                 for member in mapping.texts(group, m.member_attr):
                     dn = values.get(member) or next((d for v, d in values.items() if v.lower() == member.lower()),
@@ -223,11 +234,12 @@ class LdapProvider(UserStorageProvider):
                         found.setdefault(dn, {}).setdefault(m, []).append(name)
         return found
 
-    def _grant(self, realm, users):
+    def _grant(self, realm, grants):
+        """Roles and groups of the mappers: [(user id, Imported, {mapper: names})]."""
         from realms.models import Group, Role
 
-        for user in users:
-            imported, memberships = user._ldap_grants
+        user_roles, user_groups = [], []
+        for user_id, imported, memberships in grants:
             roles = [r for r in (mapping.find_role(realm, n) for n in imported.roles) if r]
             groups = [g for g in (mapping.find_group(realm, p) for p in imported.groups) if g]
             for m, names in memberships.items():
@@ -236,10 +248,10 @@ class LdapProvider(UserStorageProvider):
                         roles.append(Role.objects.get_or_create(realm=realm, client=None, name=name)[0])
                     else:
                         groups.append(Group.objects.get_or_create(realm=realm, parent=None, name=name)[0])
-            if roles:
-                user.roles.add(*roles)
-            if groups:
-                user.groups.add(*groups)
+            user_roles += [User.roles.through(user_id=user_id, role_id=r.pk) for r in roles]
+            user_groups += [User.groups.through(user_id=user_id, group_id=g.pk) for g in groups]
+        User.roles.through.objects.bulk_create(user_roles, ignore_conflicts=True)
+        User.groups.through.objects.bulk_create(user_groups, ignore_conflicts=True)
 
     # -- writing to the directory --------------------------------------------------------------
 
@@ -272,7 +284,8 @@ class LdapProvider(UserStorageProvider):
         except DirectoryUnavailable:
             raise Unavailable(self.component.pk) from None
         user.federation_link = self.component
-        user.attributes = dict(user.attributes or {}, **{LDAP_ID: [mapping.text(entry[0][1], self.config.uuid_attr)],
+        uuid = {k.lower(): v for k, v in entry[0][1].items()}
+        user.attributes = dict(user.attributes or {}, **{LDAP_ID: [mapping.text(uuid, self.config.uuid_attr)],
                                                          LDAP_ENTRY_DN: [dn]})
 
     def write_back(self, user, before):
@@ -307,4 +320,4 @@ def provider_for(component):
 
 class ImportResult:
     def __init__(self):
-        self.users, self.added, self.updated, self.unchanged, self.failed = [], 0, 0, 0, 0
+        self.ids, self.added, self.updated, self.unchanged, self.failed = [], 0, 0, 0, 0

@@ -25,6 +25,7 @@ SERVICE_PASSWORD = "service-secret"
 PEOPLE = f"ou=people,{SUFFIX}"
 GROUPS = f"ou=groups,{SUFFIX}"
 MIN_PASSWORD_LENGTH = 8
+_PIPELINE = 200  # requests sent before reading answers (slapd closes a connection with too many pending)
 
 
 def _free_port():
@@ -49,7 +50,8 @@ TLSCertificateFile {cert}
 TLSCertificateKeyFile {key}
 sizelimit unlimited
 database mdb
-maxsize 1073741824
+maxsize 4294967296
+dbnosync
 suffix "{SUFFIX}"
 rootdn "{ADMIN_DN}"
 rootpw {ADMIN_PASSWORD}
@@ -75,7 +77,8 @@ access to * by * read
 """
 
 
-def _seed():
+def _seed(users=0):
+    """The base entries, and ``users`` people bulk00000... (passwords ``password-<n>``)."""
     entries = [
         (SUFFIX, {"objectClass": [b"dcObject", b"organization"], "dc": [b"example"], "o": [b"Example"]}),
         (PEOPLE, {"objectClass": [b"organizationalUnit"], "ou": [b"people"]}),
@@ -93,17 +96,21 @@ def _seed():
         for name, values in attrs.items():
             out += [f"{name}: {v.decode()}" for v in values]
         out.append("")
+    for i in range(users):
+        uid = f"bulk{i:06}"
+        out += [f"dn: uid={uid},{PEOPLE}", "objectClass: inetOrgPerson", f"uid: {uid}", f"cn: {uid}", "sn: Bulk",
+                f"mail: {uid}@example.org", f"userPassword: password-{i}", ""]
     return "\n".join(out)
 
 
 class Slapd:
-    def __init__(self, workdir):
+    def __init__(self, workdir, users=0):
         self.workdir = Path(workdir)
         (self.workdir / "data").mkdir(parents=True)
         self.ca_file, cert, key = make_tls_files(self.workdir, names=("localhost",), ips=("127.0.0.1",))
         conf = self.workdir / "slapd.conf"
         conf.write_text(_config(self.workdir, self.ca_file, cert, key))
-        subprocess.run(["slapadd", "-f", str(conf), "-q"], input=_seed().encode(), check=True, capture_output=True)
+        subprocess.run(["slapadd", "-f", str(conf), "-q"], input=_seed(users).encode(), check=True, capture_output=True)
         self.port, self.tls_port = _free_port(), _free_port()
         self.url = f"ldap://127.0.0.1:{self.port}"
         self.ldaps_url = f"ldaps://127.0.0.1:{self.tls_port}"
@@ -159,6 +166,20 @@ class Slapd:
             conn.unbind_s()
         return dn
 
+    def add_users(self, prefix, count):
+        """``count`` users ``<prefix>00000``... without passwords, sent without waiting for each answer."""
+        conn = self.admin()
+        try:
+            for start in range(0, count, _PIPELINE):
+                ids = [conn.add_ext(f"uid={prefix}{i:05},{PEOPLE}", ldap.modlist.addModlist({
+                    "objectClass": [b"inetOrgPerson"], "uid": [f"{prefix}{i:05}".encode()],
+                    "cn": [f"{prefix}{i:05}".encode()], "sn": [b"Bulk"],
+                    "mail": [f"{prefix}{i:05}@example.org".encode()]})) for i in range(start, min(start + _PIPELINE, count))]
+                for msgid in ids:
+                    conn.result3(msgid)
+        finally:
+            conn.unbind_s()
+
     def add_group(self, cn, members):
         dn = f"cn={cn},{GROUPS}"
         conn = self.admin()
@@ -190,7 +211,9 @@ class Slapd:
         conn = self.admin()
         try:
             for base in (PEOPLE, GROUPS):
-                for dn, _ in conn.search_s(base, ldap.SCOPE_ONELEVEL, attrlist=["1.1"]):
-                    conn.delete_s(dn)
+                dns = [dn for dn, _ in conn.search_s(base, ldap.SCOPE_ONELEVEL, attrlist=["1.1"])]
+                for start in range(0, len(dns), _PIPELINE):
+                    for msgid in [conn.delete_ext(dn) for dn in dns[start:start + _PIPELINE]]:
+                        conn.result3(msgid)
         finally:
             conn.unbind_s()

@@ -9,6 +9,7 @@ from django.urls import path
 from rest_framework import status
 from rest_framework.response import Response
 
+from realms import admin_events
 from realms.api import errors
 from realms.api.query import location
 from realms.api.views import RealmResource
@@ -62,6 +63,16 @@ def _validate(component):
             raise errors.Invalid(f"unknown mapper {component.provider_id}")
 
 
+def _event(view, operation, component):
+    admin_events.record(view.realm, operation, "COMPONENT", f"components/{component.pk}", auth=view.auth_details(),
+                        representation=lambda: component_rep(component))
+
+
+def _action(view, component, path, representation=None):
+    admin_events.record(view.realm, "ACTION", "USER_FEDERATION_PROVIDER", f"user-storage/{component.pk}/{path}",
+                        auth=view.auth_details(), representation=representation)
+
+
 class Components(RealmResource):
     required_role = {"GET": "view-realm", "POST": "manage-realm"}
 
@@ -90,6 +101,7 @@ class Components(RealmResource):
             component.save()
             if kind == Component.USER_STORAGE and component.provider_id == PROVIDER_ID:
                 add_default_mappers(component)
+            _event(self, "CREATE", component)
         return Response(status=status.HTTP_201_CREATED, headers={"Location": location(request, f"{realm}/components/{component.pk}")})
 
 
@@ -118,13 +130,16 @@ class ComponentDetail(RealmResource):
         component.config = _config(body, open_config(component))
         component.name = str(body.get("name") or component.name)
         _validate(component)
-        component.save()
+        with transaction.atomic():
+            component.save()
+            _event(self, "UPDATE", component)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     def delete(self, request, realm, component_id):
         component = self._component(component_id)
         with transaction.atomic():
             Component.objects.filter(realm=self.realm, parent_id=component.pk, provider_type=MAPPER_TYPE).delete()
+            _event(self, "DELETE", component)
             component.delete()
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -149,16 +164,19 @@ class Sync(_Storage):
         if component.provider_id != PROVIDER_ID:
             raise errors.NotFound("Could not find component")
         try:
-            return Response(sync(component, changed_only=action == "triggerChangedUsersSync"))
+            result = sync(component, changed_only=action == "triggerChangedUsersSync")
         except DirectoryUnavailable as exc:
             logger.warning("LDAP provider %s: sync failed, directory unavailable: %s", component.pk, exc)
             raise errors.Invalid("LDAP sync error: cannot connect to the directory") from None
+        _action(self, component, "sync", result)
+        return Response(result)
 
 
 class UnlinkUsers(_Storage):
     def post(self, request, realm, component_id):
         component = self._component(component_id)
         User.objects.filter(realm=self.realm, federation_link=component).update(federation_link=None)
+        _action(self, component, "unlink-users")
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -166,6 +184,7 @@ class RemoveImportedUsers(_Storage):
     def post(self, request, realm, component_id):
         component = self._component(component_id)
         User.objects.filter(realm=self.realm, federation_link=component).delete()
+        _action(self, component, "remove-imported-users")
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

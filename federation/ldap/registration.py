@@ -9,13 +9,16 @@ def register():
     from realms.api import resources
     from realms.models import Component, User
 
+    from ..models import LdapComponent
     from . import api, hooks
     from .config import PROVIDER_ID
     from .provider import provider_for
 
     storage.register_provider(PROVIDER_ID, provider_for, secret_config=("bindCredential",))
     resources.register(*api.urlpatterns)
-    pre_save.connect(hooks.component_saving, sender=Component, dispatch_uid="federation-component-seal")
-    post_save.connect(hooks.component_saved, sender=Component, dispatch_uid="federation-component-schedule")
-    post_delete.connect(hooks.component_deleted, sender=Component, dispatch_uid="federation-component-unschedule")
+    for model in (Component, LdapComponent):  # a proxy's saves are signalled under its own name
+        uid = model.__name__
+        pre_save.connect(hooks.component_saving, sender=model, dispatch_uid=f"federation-seal-{uid}")
+        post_save.connect(hooks.component_saved, sender=model, dispatch_uid=f"federation-schedule-{uid}")
+        post_delete.connect(hooks.component_deleted, sender=model, dispatch_uid=f"federation-unschedule-{uid}")
     pre_save.connect(hooks.user_saving, sender=User, dispatch_uid="federation-user-write-back")

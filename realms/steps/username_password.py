@@ -1,5 +1,5 @@
 """Keycloak's ``auth-username-password-form`` step: the login page."""
-from .. import signin, storage
+from .. import messages, signin, storage
 from ..flows import Authenticator, Outcome
 from ..models import Credential
 
@@ -26,8 +26,11 @@ class UsernamePasswordForm(Authenticator):
                                        ip_address=ctx.ip_address)
         if not result.ok:
             ctx.login_error(result.error, user=result.user, username=username)
-            # One message for every failure: nothing tells an attacker which part was wrong.
-            return Outcome.failure(result.error, self.page(ctx, username=username, error=GENERIC_LOGIN_ERROR))
+            # One message for every failure: nothing tells an attacker which part was wrong. But a
+            # directory that cannot be reached is said so: retrying later is what helps.
+            error = (messages.text(ctx.realm, messages.locale_for(ctx.request, ctx.realm), "userStorageUnavailableMessage")
+                     if result.unreachable else GENERIC_LOGIN_ERROR)
+            return Outcome.failure(result.error, self.page(ctx, username=username, error=error))
         ctx.set_user(result.user)
         ctx.add_auth_method("pwd")
         ctx.auth_session.remember_me = ctx.realm.remember_me and ctx.params.get("rememberMe") == "on"

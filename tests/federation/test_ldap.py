@@ -291,6 +291,9 @@ def test_directory_down_local_users_sign_in_federated_get_an_error_nothing_lost(
     assert signin.check_password(realm, "local", "local-password-1").ok
     assert signin.check_password(realm, "nina", "nina-password").error == signin.USER_STORAGE_UNAVAILABLE
     assert password_grant(client, "nina", "nina-password").json()["error"] == "invalid_grant"
+    page = sign_in(client, "nina", "nina-password").content.decode()
+    assert "The user directory cannot be reached. Please try again later." in page  # a clear error
+    assert "code" in redirect_query(sign_in(client, "local", "local-password-1"))
     assert User.objects.filter(realm=realm, username="nina", federation_link=component).exists()
     directory.start()
     assert signin.check_password(realm, "nina", "nina-password").ok  # resumes by itself

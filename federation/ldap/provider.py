@@ -7,6 +7,7 @@ With Import Users off the row is a cache of the entry, read again from the direc
 provider's cache policy says so (``refresh``); with it on, the full and changed-users syncs keep
 rows current and a sign-in reads nothing but the bind."""
 import logging
+from datetime import datetime
 
 import ldap
 import ldap.filter
@@ -91,11 +92,10 @@ class LdapProvider(UserStorageProvider):
             return user
         cached = (user.attributes or {}).get(CACHED_AT) or []
         try:
-            from datetime import datetime
             until = self.config.cached_until(datetime.fromisoformat(cached[0])) if cached else timezone.now()
         except ValueError:
-            until = timezone.now()
-        if until is not None and until > timezone.now():
+            until = timezone.now()  # an unreadable stamp: read the entry again
+        if until is None or until > timezone.now():
             return user
         entry = self._by(self.config.uuid_attr, (user.attributes.get(LDAP_ID) or [""])[0])
         if entry is None:

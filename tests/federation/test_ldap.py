@@ -309,3 +309,34 @@ def test_listing_imported_users_sends_no_directory_query(realm, directory, admin
     resp = admin_api("get", "acme/users", max=200)
     assert resp.status_code == 200
     assert sum(1 for u in resp.json() if u.get("federationLink") == component.pk) == 100
+
+
+# --- Import Users off: the row is a cache under the cache policy ---------------------------------
+
+@pytest.mark.parametrize("policy, fresh", [("NO_CACHE", True), ("DEFAULT", False)])
+def test_import_off_reads_the_directory_under_the_cache_policy(realm, directory, policy, fresh):
+    make_provider(realm, directory, importEnabled="false", cachePolicy=policy)
+    directory.add_user("pia", "pia-password", mail="pia@example.org")
+    assert signin.check_password(realm, "pia", "pia-password").ok
+    directory.modify(f"uid=pia,{PEOPLE}", mail="pia@new.example")
+    user = signin.check_password(realm, "pia", "pia-password").user
+    assert user.email == ("pia@new.example" if fresh else "pia@example.org")
+    assert sync(Component.objects.get(realm=realm, name="ldap"))["ignored"]  # nothing imported to sync
+
+
+def test_import_off_max_lifespan_and_a_removed_entry(realm, directory, time_machine):
+    make_provider(realm, directory, importEnabled="false", cachePolicy="MAX_LIFESPAN", maxLifespan="60000")
+    directory.add_user("quin", "quin-password", mail="quin@example.org")
+    time_machine.move_to("2026-11-24 10:00:00+00:00", tick=False)
+    assert signin.check_password(realm, "quin", "quin-password").ok
+    directory.modify(f"uid=quin,{PEOPLE}", mail="quin@new.example")
+    time_machine.move_to("2026-11-24 10:00:59+00:00", tick=False)
+    assert signin.check_password(realm, "quin", "quin-password").user.email == "quin@example.org"
+    time_machine.move_to("2026-11-24 10:01:01+00:00", tick=False)
+    assert signin.check_password(realm, "quin", "quin-password").user.email == "quin@new.example"
+    conn = directory.admin()
+    conn.delete_s(f"uid=quin,{PEOPLE}")
+    conn.unbind_s()
+    time_machine.move_to("2026-11-24 10:03:00+00:00", tick=False)
+    assert signin.check_password(realm, "quin", "quin-password").error == signin.USER_NOT_FOUND
+    assert not User.objects.filter(realm=realm, username="quin").exists()

@@ -102,7 +102,8 @@ class Components(RealmResource):
             if kind == Component.USER_STORAGE and component.provider_id == PROVIDER_ID:
                 add_default_mappers(component)
             _event(self, "CREATE", component)
-        return Response(status=status.HTTP_201_CREATED, headers={"Location": location(request, f"{realm}/components/{component.pk}")})
+        return Response(status=status.HTTP_201_CREATED,
+                        headers={"Location": location(request, f"{realm}/components/{component.pk}")})
 
 
 def add_default_mappers(component):

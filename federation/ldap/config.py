@@ -123,7 +123,9 @@ class LdapConfig:
 
     def user_filter(self, condition=""):
         """The search filter of this provider's users, optionally narrowed by ``condition``."""
-        parts = [f"(objectClass={o})" for o in self.object_classes] + ([self.custom_filter] if self.custom_filter else [])
+        parts = [f"(objectClass={o})" for o in self.object_classes]
+        if self.custom_filter:
+            parts.append(self.custom_filter)
         if condition:
             parts.append(condition)
         return parts[0] if len(parts) == 1 else f"(&{''.join(parts)})"

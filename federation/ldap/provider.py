@@ -81,7 +81,8 @@ class LdapProvider(UserStorageProvider):
 
     def search(self, realm, query, first=0, max_results=100):
         value = ldap.filter.escape_filter_chars(query)
-        condition = f"(|({self.config.username_attr}=*{value}*)({self._email_attr()}=*{value}*)(cn=*{value}*)(sn=*{value}*))"
+        terms = "".join(f"({attr}=*{value}*)" for attr in (self.config.username_attr, self._email_attr(), "cn", "sn"))
+        condition = f"(|{terms})"
         entries = self._search(condition)[first:first + max_results]
         return self.import_entries(realm, entries)
 
@@ -126,8 +127,12 @@ class LdapProvider(UserStorageProvider):
         if self.config.edit_mode == READ_ONLY:
             raise password_policy.PasswordPolicyError(*READ_ONLY_PASSWORD)
         password_policy.validate(user, secret)  # the realm's policy first, as Keycloak
+        dn = user.attributes[LDAP_ENTRY_DN][0]
         try:
-            self.directory.set_password(user.attributes[LDAP_ENTRY_DN][0], secret)
+            self.directory.set_password(dn, secret)
+            if any(isinstance(m, mapping.AccountControl) for m in self.mappers):
+                # Active Directory's "changed now": the must-change state (pwdLastSet 0) ends.
+                self.directory.modify(dn, [(ldap.MOD_REPLACE, "pwdLastSet", [b"-1"])])
         except DirectoryUnavailable:
             raise Unavailable(self.component.pk) from None
         except DirectoryError as exc:

@@ -169,9 +169,11 @@ def _set_credentials(user, credentials):
         if plain is not None:
             value, _ = plain  # (password, JSON path)
             try:
-                password_policy.set_password(user, value)
+                storage.set_password(user.realm, user, value)  # the directory's, for a user created there
             except password_policy.PasswordPolicyError:
                 raise errors.Invalid("Password policy not met") from None
+            except storage.Unavailable:
+                raise errors.Invalid("Could not reach the user's directory") from None
         else:
             Credential.objects.create(user=user, **cred)
 

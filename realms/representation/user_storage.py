@@ -24,7 +24,8 @@ def parse_user_storage(components, p):
             raise RepresentationError(path, "expected an object")
         if not comp.get("providerId"):
             raise RepresentationError(path, "providerId is required")
-        out.append({**_component(comp, path), "children": _children(comp.get("subComponents"), f"{path}.subComponents")})
+        out.append({**_component(comp, path),
+                    "children": _children(comp.get("subComponents"), f"{path}.subComponents")})
         if not storage.is_available(comp["providerId"]):
             p.unsupported(path, f"user storage provider {comp['providerId']!r} is not available on this server: "
                                 "stored, its users cannot sign in until it is")

@@ -1,5 +1,5 @@
 """Keycloak's ``UPDATE_PASSWORD`` required action."""
-from .. import events, password_policy, storage
+from .. import events, messages, password_policy, storage
 from ..flows import Outcome, RequiredAction
 
 
@@ -27,8 +27,8 @@ class UpdatePassword(RequiredAction):
         try:
             storage.set_password(ctx.realm, user, new)
         except storage.Unavailable:
-            return Outcome.challenge(self.challenge(ctx, error="The user directory cannot be reached; try again later.",
-                                                    error_field="password-new"))
+            error = messages.text(ctx.realm, messages.locale_for(ctx.request, ctx.realm), "userStorageUnavailableMessage")
+            return Outcome.challenge(self.challenge(ctx, error=error, error_field="password-new"))
         except password_policy.PasswordPolicyError as exc:
             return Outcome.challenge(self.challenge(ctx, error=str(exc), error_field="password-new"))
         events.emit(ctx.realm, "UPDATE_PASSWORD", client_id=ctx.client.client_id, user_id=user.pk,

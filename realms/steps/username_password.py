@@ -28,8 +28,10 @@ class UsernamePasswordForm(Authenticator):
             ctx.login_error(result.error, user=result.user, username=username)
             # One message for every failure: nothing tells an attacker which part was wrong. But a
             # directory that cannot be reached is said so: retrying later is what helps.
-            error = (messages.text(ctx.realm, messages.locale_for(ctx.request, ctx.realm), "userStorageUnavailableMessage")
-                     if result.unreachable else GENERIC_LOGIN_ERROR)
+            error = GENERIC_LOGIN_ERROR
+            if result.unreachable:
+                error = messages.text(ctx.realm, messages.locale_for(ctx.request, ctx.realm),
+                                      "userStorageUnavailableMessage")
             return Outcome.failure(result.error, self.page(ctx, username=username, error=error))
         ctx.set_user(result.user)
         ctx.add_auth_method("pwd")

@@ -27,7 +27,8 @@ def directory(slapd, settings):
 
 
 def ldap_config(slapd, **overrides):
-    config = {"vendor": "other", "connectionUrl": slapd.url, "authType": "simple", "bindDn": SERVICE_DN, "bindCredential": SERVICE_PASSWORD,
+    config = {"vendor": "other", "connectionUrl": slapd.url, "authType": "simple", "bindDn": SERVICE_DN,
+              "bindCredential": SERVICE_PASSWORD,
               "usersDn": PEOPLE, "usernameLDAPAttribute": "uid", "rdnLDAPAttribute": "uid",
               "uuidLDAPAttribute": "entryUUID", "userObjectClasses": "inetOrgPerson, organizationalPerson",
               "searchScope": "1", "editMode": "WRITABLE", "importEnabled": "true", "pagination": "true",

@@ -158,7 +158,8 @@ class Slapd:
         if password:
             attrs["userPassword"] = [password.encode()]
         for name, value in extra.items():
-            attrs[name] = [v if isinstance(v, bytes) else v.encode() for v in (value if isinstance(value, list) else [value])]
+            values = value if isinstance(value, list) else [value]
+            attrs[name] = [v if isinstance(v, bytes) else v.encode() for v in values]
         conn = self.admin()
         try:
             conn.add_s(dn, ldap.modlist.addModlist(attrs))
@@ -171,10 +172,10 @@ class Slapd:
         conn = self.admin()
         try:
             for start in range(0, count, _PIPELINE):
-                ids = [conn.add_ext(f"uid={prefix}{i:05},{PEOPLE}", ldap.modlist.addModlist({
-                    "objectClass": [b"inetOrgPerson"], "uid": [f"{prefix}{i:05}".encode()],
-                    "cn": [f"{prefix}{i:05}".encode()], "sn": [b"Bulk"],
-                    "mail": [f"{prefix}{i:05}@example.org".encode()]})) for i in range(start, min(start + _PIPELINE, count))]
+                uids = [f"{prefix}{i:05}" for i in range(start, min(start + _PIPELINE, count))]
+                ids = [conn.add_ext(f"uid={uid},{PEOPLE}", ldap.modlist.addModlist({
+                    "objectClass": [b"inetOrgPerson"], "uid": [uid.encode()], "cn": [uid.encode()], "sn": [b"Bulk"],
+                    "mail": [f"{uid}@example.org".encode()]})) for uid in uids]
                 for msgid in ids:
                     conn.result3(msgid)
         finally:

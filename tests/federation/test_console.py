@@ -59,5 +59,6 @@ def test_console_adds_tests_and_syncs_an_ldap_provider(console, realm, directory
 
 def test_console_refuses_a_configuration_that_cannot_work(console, realm, directory):
     response = console.post(f"{BASE}add/", _form(directory, realm=realm.pk, startTls="on", connectionPooling="on"))
-    assert response.status_code == 200 and "ldapErrorCantEnableStartTlsAndConnectionPooling" in response.content.decode()
+    assert response.status_code == 200
+    assert "ldapErrorCantEnableStartTlsAndConnectionPooling" in response.content.decode()
     assert not LdapComponent.objects.filter(realm=realm).exists()

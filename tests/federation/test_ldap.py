@@ -124,11 +124,13 @@ def test_unsynced_password_change_stays_here(realm, directory):
 def test_writable_with_sync_registrations_creates_the_entry(realm, directory, admin_api):
     make_provider(realm, directory, syncRegistrations="true")
     resp = admin_api("post", "acme/users", {"username": "newbie", "email": "newbie@example.org",
-                                             "firstName": "New", "lastName": "Bie", "enabled": True})
+                                             "firstName": "New", "lastName": "Bie", "enabled": True,
+                                             "credentials": [{"type": "password", "value": "newbie-password"}]})
     assert resp.status_code == 201, resp.content
     user = User.objects.get(realm=realm, username="newbie")
-    assert user.federation_link.name == "ldap"
+    assert user.federation_link.name == "ldap" and not user.credentials.exists()
     assert directory.get(f"uid=newbie,{PEOPLE}", "mail")["mail"] == [b"newbie@example.org"]
+    assert signin.check_password(realm, "newbie", "newbie-password").ok  # the password is the directory's
 
 
 # --- mappers ------------------------------------------------------------------------------------
@@ -158,6 +160,8 @@ def test_account_control_must_change_password_asks_for_update_password(realm, di
     for name in ("gina", "hank"):
         user = signin.check_password(realm, name, f"{name}-password").user
         assert user.required_actions == ["UPDATE_PASSWORD"]
+    storage.set_password(realm, User.objects.get(username="gina"), "gina-new-password")  # the required action's
+    assert directory.get(f"uid=gina,{PEOPLE}", "pwdLastSet")["pwdLastSet"] == [b"-1"]
 
 
 def test_group_and_role_mappers_import_memberships(realm, directory):

@@ -111,10 +111,12 @@ def test_writable_profile_change_is_written_back(realm, directory, admin_api):
     assert entry == {"mail": [b"dora@new.example"], "sn": [b"Explorer"]}
 
 
-def test_unsynced_password_change_stays_here(realm, directory):
+def test_unsynced_password_and_profile_changes_stay_here(realm, directory, admin_api):
     make_provider(realm, directory, editMode="UNSYNCED")
-    directory.add_user("erin", "erin-password")
+    directory.add_user("erin", "erin-password", mail="erin@example.org")
     user = signin.check_password(realm, "erin", "erin-password").user
+    assert admin_api("put", f"acme/users/{user.pk}", {"email": "erin@here.example"}).status_code == 204
+    assert directory.get(f"uid=erin,{PEOPLE}", "mail")["mail"] == [b"erin@example.org"]
     storage.set_password(realm, user, "local-password-1")
     assert signin.check_password(realm, "erin", "local-password-1").ok
     assert not signin.check_password(realm, "erin", "erin-password").ok

@@ -74,6 +74,9 @@ def _action(view, component, path, representation=None):
 
 
 class Components(RealmResource):
+    """The realm's user storage providers and LDAP mappers (filters ``parent``, ``type``, ``name``);
+    POST adds one (an LDAP provider with Keycloak's default mappers)."""
+
     required_role = {"GET": "view-realm", "POST": "manage-realm"}
 
     def get(self, request, realm):
@@ -114,6 +117,8 @@ def add_default_mappers(component):
 
 
 class ComponentDetail(RealmResource):
+    """One component; secrets shown as ``**********``, kept when sent back so."""
+
     required_role = {"GET": "view-realm", "PUT": "manage-realm", "DELETE": "manage-realm"}
 
     def _component(self, component_id):
@@ -157,6 +162,8 @@ class _Storage(RealmResource):
 
 
 class Sync(_Storage):
+    """``action=triggerFullSync`` or ``triggerChangedUsersSync``: Keycloak's SynchronizationResult."""
+
     def post(self, request, realm, component_id):
         component = self._component(component_id)
         action = request.query_params.get("action")
@@ -174,6 +181,8 @@ class Sync(_Storage):
 
 
 class UnlinkUsers(_Storage):
+    """The provider's imported users become local users."""
+
     def post(self, request, realm, component_id):
         component = self._component(component_id)
         User.objects.filter(realm=self.realm, federation_link=component).update(federation_link=None)
@@ -182,6 +191,8 @@ class UnlinkUsers(_Storage):
 
 
 class RemoveImportedUsers(_Storage):
+    """The provider's imported users are deleted."""
+
     def post(self, request, realm, component_id):
         component = self._component(component_id)
         User.objects.filter(realm=self.realm, federation_link=component).delete()
@@ -190,6 +201,9 @@ class RemoveImportedUsers(_Storage):
 
 
 class TestConnection(RealmResource):
+    """``action=testConnection`` reaches the directory, ``testAuthentication`` binds (204, or 400
+    "LDAP test error")."""
+
     required_role = "manage-realm"
 
     def post(self, request, realm):

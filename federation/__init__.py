@@ -1,2 +1,3 @@
-"""User federation: users whose accounts live in an external directory or Kerberos realm,
-plugged into the realm through ``realms.storage`` (Keycloak's UserStorageProvider SPI)."""
+"""User federation: users whose accounts live in a directory (LDAP, Active Directory) or a
+Kerberos realm, plugged into the realm through ``realms.storage`` (Keycloak's UserStorageProvider
+SPI)."""

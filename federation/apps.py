@@ -4,8 +4,11 @@ from django.apps import AppConfig
 class FederationConfig(AppConfig):
     name = "federation"
     verbose_name = "User federation"
+    default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from .kerberos import registration
+        from .kerberos import registration as kerberos
+        from .ldap import registration as ldap
 
-        registration.register()
+        kerberos.register()
+        ldap.register()

@@ -367,8 +367,8 @@ class Group(RealmOwned):
 class Component(RealmOwned):
     """Keycloak's ComponentModel: a configured provider of a realm (a user storage provider such
     as LDAP, a key provider ...). ``config`` is a multivalued map (name -> list of strings), as
-    Keycloak stores and exports it. Only user storage providers are stored here today (keys
-    have their own table)."""
+    Keycloak stores and exports it. User storage providers and their children (an LDAP
+    provider's mappers, ``parent_id`` the provider's id) are stored here (keys have their own table)."""
 
     USER_STORAGE = "org.keycloak.storage.UserStorageProvider"
 

@@ -35,6 +35,7 @@ class Result:
     user: object = None
     error: str = ""  # empty when the password proved the user
     password_valid: bool = False  # told to nobody but the caller (the grant's "Account disabled")
+    unreachable: bool = False  # the user's store is configured but cannot be reached (a directory down)
 
     @property
     def ok(self):
@@ -70,7 +71,12 @@ def check_user_password(realm, user, password, *, ip_address="") -> Result:
         return Result(user, USER_STORAGE_UNAVAILABLE)
     locked = bruteforce.is_locked(realm, user)
     # Checked before the enabled and lockout answers, so that those cost the same time.
-    valid = provider.validate(realm, user, Credential.PASSWORD, password or "")
+    try:
+        valid = provider.validate(realm, user, Credential.PASSWORD, password or "")
+    except storage.Unavailable:  # the store is there but cannot be reached (a directory down)
+        logger.warning("user %s of realm %s: user storage %s cannot be reached", user.pk, realm.name,
+                       user.federation_link_id)
+        return Result(user, USER_STORAGE_UNAVAILABLE, unreachable=True)
     if not user.enabled:
         return Result(user, USER_DISABLED, valid)
     if locked:

@@ -18,8 +18,9 @@ hands to ``authenticate_by_credential``.
 """
 from dataclasses import dataclass, field
 
+from . import crypto
 from .credentials import get_credential_type
-from .models import Component, User
+from .models import Component, Credential, User
 
 USER_STORAGE = Component.USER_STORAGE
 KERBEROS = "kerberos"  # the credential type of an SPNEGO token (Keycloak's UserCredentialModel.KERBEROS)
@@ -76,13 +77,19 @@ class UserStorageProvider:
         raise NotImplementedError
 
     def update_credential(self, realm, user, credential_type, secret) -> bool:
-        """Write a new secret back to the store; False when the store is read-only (default)."""
+        """Write a new secret back to the store; False when the store is read-only (default).
+        May raise ``password_policy.PasswordPolicyError`` with the store's reason."""
         return False
 
     def authenticate_credential(self, realm, credential_type, value) -> "CredentialOutput | None":
         """The user a self-contained credential proves (a Kerberos ticket), or None when this
         provider does not take credentials of this type (default)."""
         return None
+
+    def refresh(self, realm, user):
+        """``user`` found in the realm database, made current (an external store whose rows are a
+        cache reads the entry again when it is stale); None when the store no longer has them."""
+        return user
 
 
 class RealmDatabase(UserStorageProvider):
@@ -132,16 +139,21 @@ class RealmDatabase(UserStorageProvider):
 REALM_DATABASE = RealmDatabase()
 _factories = {}
 _validators = {}
+_secrets = {}  # provider id -> config entries kept encrypted at rest
+_SEALED = "$enc$"
 
 
 class InvalidConfig(ValueError):
     """A component configuration its provider cannot run with (Keycloak's ComponentValidationException)."""
 
 
-def register_provider(provider_id, factory, validate=None):
+def register_provider(provider_id, factory, validate=None, secret_config=()):
     """``factory(component) -> UserStorageProvider`` for components with this provider id;
-    ``validate(config)`` raises InvalidConfig for a multivalued config it cannot run with."""
+    ``validate(config)`` raises InvalidConfig for a multivalued config it cannot run with;
+    ``secret_config`` names config entries (a bind credential) stored encrypted
+    (``seal_config`` before a save) and given in clear by ``open_config``."""
     _factories[provider_id] = factory
+    _secrets[provider_id] = tuple(secret_config)
     if validate is not None:
         _validators[provider_id] = validate
 
@@ -152,6 +164,23 @@ def validate_config(provider_id, config):
     validator = _validators.get(provider_id)
     if validator is not None:
         validator(config)
+
+
+def seal_config(component):
+    """Encrypt the component's secret config values that are not yet (``realms.crypto``)."""
+    for name in _secrets.get(component.provider_id, ()):
+        values = component.config.get(name)
+        if values:
+            component.config[name] = [v if v.startswith(_SEALED) else _SEALED + crypto.encrypt(v) for v in values]
+
+
+def open_config(component):
+    """The component's config with its secret values in clear (export, the provider itself)."""
+    config = dict(component.config)
+    for name in _secrets.get(component.provider_id, ()):
+        if config.get(name):
+            config[name] = [crypto.decrypt(v[len(_SEALED):]) if v.startswith(_SEALED) else v for v in config[name]]
+    return config
 
 
 def is_available(provider_id):
@@ -212,15 +241,18 @@ def find_user(realm, username):
     external provider in priority order."""
     user = REALM_DATABASE.get_user_by_username(realm, username)
     if user is not None:
-        return user
+        return _current(realm, user)
     by_email = realm.login_with_email_allowed and "@" in username
     if by_email:
         user = REALM_DATABASE.get_user_by_email(realm, username)
         if user is not None:
-            return user
+            return _current(realm, user)
     for provider in _external(realm):
-        user = provider.get_user_by_username(realm, username) or (
-            provider.get_user_by_email(realm, username) if by_email else None)
+        try:
+            user = provider.get_user_by_username(realm, username) or (
+                provider.get_user_by_email(realm, username) if by_email else None)
+        except Unavailable:
+            continue  # a store that cannot be reached knows nobody for now; the others may
         if user is not None:
             return user
     return None
@@ -234,3 +266,21 @@ def authenticate_by_credential(realm, credential_type, value):
         if output is not None:
             return output
     return None
+
+
+def _current(realm, user):
+    """A federated user as their store has them now (``refresh``); unchanged when the store is
+    unavailable (the password check then answers for it)."""
+    if user.federation_link_id is None:
+        return user
+    try:
+        return provider_of(user).refresh(realm, user)
+    except Unavailable:
+        return user
+
+
+def set_password(realm, user, password):
+    """The one way a user's password is changed: in the user's store (the realm database under
+    the realm's policy, or the directory). Raises ``password_policy.PasswordPolicyError``, or
+    Unavailable when the user's store cannot be reached."""
+    provider_of(user).update_credential(realm, user, Credential.PASSWORD, password)

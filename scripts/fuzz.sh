@@ -17,7 +17,7 @@ while [ $# -gt 0 ]; do
     *) usage ;;
   esac
 done
-export IDP_APT_PACKAGES="postgresql redis-server xmlsec1 libkrb5-dev"
+export IDP_APT_PACKAGES="postgresql redis-server xmlsec1 libkrb5-dev libldap2-dev libsasl2-dev"
 scripts/setup.sh test fuzz
 names=$(.venv/bin/python -c 'from tests.fuzz.targets import TARGETS; print(" ".join(TARGETS))')
 if [ "$which" != all ]; then

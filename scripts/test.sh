@@ -4,7 +4,7 @@
 # Usage: scripts/test.sh [pytest arguments]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export IDP_APT_PACKAGES="postgresql redis-server chromium memcached xmlsec1 krb5-kdc krb5-admin-server krb5-user libkrb5-dev"
+export IDP_APT_PACKAGES="postgresql redis-server chromium memcached xmlsec1 krb5-kdc krb5-admin-server krb5-user libkrb5-dev slapd ldap-utils libldap2-dev libsasl2-dev"
 scripts/setup.sh test
 # shellcheck source=scripts/services.sh
 source scripts/services.sh

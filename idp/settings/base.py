@@ -29,6 +29,7 @@ INSTALLED_APPS = [
     "saml",
     "webhooks",
     "federation",
+    "django_celery_beat",
     "ambassador.apps.AmbassadorConfig",
 ]
 
@@ -145,3 +146,5 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Periodic tasks from django-celery-beat's tables (each LDAP provider's sync periods live there).
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"

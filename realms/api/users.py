@@ -9,7 +9,7 @@ from django.db.models import Q
 from rest_framework import status
 from rest_framework.response import Response
 
-from .. import admin_events, impersonation, password_policy, sessions
+from .. import admin_events, impersonation, password_policy, sessions, storage
 from ..admin_permissions import visible_users
 from ..accounts import create_user
 from ..models import Credential, Group, User, UserSession
@@ -173,9 +173,11 @@ def _set_credentials(user, credentials):
         if plain is not None:
             value, _ = plain  # (password, JSON path)
             try:
-                password_policy.set_password(user, value)
+                storage.set_password(user.realm, user, value)  # the directory's, for a user created there
             except password_policy.PasswordPolicyError:
                 raise errors.Invalid("Password policy not met") from None
+            except storage.Unavailable:
+                raise errors.Invalid("Could not reach the user's directory") from None
         else:
             Credential.objects.create(user=user, **cred)
 
@@ -237,9 +239,11 @@ class ResetPassword(RealmResource):
         temporary = cred.get("temporary") is True
         with transaction.atomic():
             try:
-                password_policy.set_password(user, value)
+                storage.set_password(self.realm, user, value)
             except password_policy.PasswordPolicyError as exc:
                 raise errors.BadRequest(exc.key, str(exc)) from None
+            except storage.Unavailable:
+                raise errors.Invalid("Could not reach the user's directory") from None
             actions = [a for a in user.required_actions if a != UPDATE_PASSWORD]
             user.required_actions = [*actions, UPDATE_PASSWORD] if temporary else actions
             user.save(update_fields=["required_actions"])

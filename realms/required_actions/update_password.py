@@ -1,5 +1,5 @@
 """Keycloak's ``UPDATE_PASSWORD`` required action."""
-from .. import events, password_policy
+from .. import events, messages, password_policy, storage
 from ..flows import Outcome, RequiredAction
 from ..messages import Message
 
@@ -27,7 +27,10 @@ class UpdatePassword(RequiredAction):
             return Outcome.challenge(self.challenge(ctx, error=Message("notMatchPasswordMessage"), error_field="password-confirm"))
         user = ctx.user
         try:
-            password_policy.set_password(user, new)
+            storage.set_password(ctx.realm, user, new)
+        except storage.Unavailable:
+            error = messages.text(ctx.realm, messages.locale_for(ctx.request, ctx.realm), "userStorageUnavailableMessage")
+            return Outcome.challenge(self.challenge(ctx, error=error, error_field="password-new"))
         except password_policy.PasswordPolicyError as exc:
             return Outcome.challenge(self.challenge(ctx, error=exc.message(), error_field="password-new"))
         events.emit(ctx.realm, "UPDATE_PASSWORD", client_id=ctx.client.client_id, user_id=user.pk,

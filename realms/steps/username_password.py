@@ -38,8 +38,12 @@ class UsernamePasswordForm(Authenticator):
                                        ip_address=ctx.ip_address)
         if not result.ok:
             ctx.login_error(result.error, user=result.user, username=username)
-            # One message for every failure: nothing tells an attacker which part was wrong.
-            return Outcome.failure(result.error, self.page(ctx, username=username, error=GENERIC_LOGIN_ERROR))
+            # One message for every failure: nothing tells an attacker which part was wrong. But a
+            # directory that cannot be reached is said so: retrying later is what helps.
+            error = GENERIC_LOGIN_ERROR
+            if result.unreachable:
+                error = Message("userStorageUnavailableMessage")
+            return Outcome.failure(result.error, self.page(ctx, username=username, error=error))
         ctx.set_user(result.user)
         ctx.add_auth_method("pwd")
         ctx.auth_session.remember_me = ctx.realm.remember_me and ctx.params.get("rememberMe") == "on"

@@ -1,12 +1,15 @@
-"""The federation tests' servers: one MIT Kerberos KDC per test run (``kdc``), its users, and a
-``kerberos`` user storage component pointing at it."""
+"""The federation tests' servers, each started once per test run: an MIT Kerberos KDC (``kdc``)
+with its users and a ``kerberos`` component pointing at it; a real slapd (``slapd.Slapd``), emptied
+of people between tests, and an LDAP provider component of realm "acme" pointing at it."""
 import os
 
 import pytest
 
 from realms.models import Component
+from realms.services import create_realm
 
 from .kdc import KDC, REALM
+from .slapd import PEOPLE, SERVICE_DN, SERVICE_PASSWORD, Slapd
 
 ALICE_PASSWORD = "alice's kerberos password"
 
@@ -44,3 +47,55 @@ def add_kerberos_component(realm, kdc, **overrides):
     return Component.objects.create(realm=realm, name="kerberos", provider_id="kerberos",
                                     provider_type=Component.USER_STORAGE, parent_id=realm.pk,
                                     config=kerberos_config(kdc, **overrides))
+
+
+@pytest.fixture(scope="session")
+def slapd(tmp_path_factory):
+    server = Slapd(tmp_path_factory.mktemp("slapd"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def directory(slapd, settings):
+    if slapd.proc is None or slapd.proc.poll() is not None:
+        slapd.start()  # a test stopped it
+    settings.IDP_OUTBOUND_CA_BUNDLE = slapd.ca_file
+    slapd.delete_people()
+    yield slapd
+    if slapd.proc is None:
+        slapd.start()
+
+
+def ldap_config(slapd, **overrides):
+    config = {"vendor": "other", "connectionUrl": slapd.url, "authType": "simple", "bindDn": SERVICE_DN,
+              "bindCredential": SERVICE_PASSWORD,
+              "usersDn": PEOPLE, "usernameLDAPAttribute": "uid", "rdnLDAPAttribute": "uid",
+              "uuidLDAPAttribute": "entryUUID", "userObjectClasses": "inetOrgPerson, organizationalPerson",
+              "searchScope": "1", "editMode": "WRITABLE", "importEnabled": "true", "pagination": "true",
+              "batchSizeForSync": "100", "connectionPooling": "true", "fullSyncPeriod": "-1",
+              "changedSyncPeriod": "-1", "cachePolicy": "DEFAULT", "enabled": "true"}
+    config.update(overrides)
+    return {k: [v] for k, v in config.items()}
+
+
+def make_provider(realm, slapd, mappers=True, **overrides):
+    from federation.ldap.api import add_default_mappers
+
+    component = Component.objects.create(realm=realm, name="ldap", provider_id="ldap",
+                                         provider_type=Component.USER_STORAGE, parent_id=realm.pk,
+                                         config=ldap_config(slapd, **overrides))
+    if mappers:
+        add_default_mappers(component)
+    return component
+
+
+@pytest.fixture
+def realm(db):
+    from realms import realm_cache
+
+    realm_cache.clear()
+    realm = create_realm("acme")
+    realm.events_enabled = True
+    realm.save()
+    return realm

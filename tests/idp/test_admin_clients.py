@@ -42,6 +42,8 @@ def server(request, tmp_path_factory):
     proc = manage(request.param, "--http-port", str(http), "--management-port", str(mgmt), *args, env=env)
     try:
         wait_for(f"http://127.0.0.1:{mgmt}/health/ready", deadline_s=90, proc=proc)
+        # Ready is the management server's answer; Granian's workers may still be starting.
+        wait_for(f"http://127.0.0.1:{http}/realms/master/.well-known/openid-configuration", deadline_s=90, proc=proc)
         yield f"http://localhost:{http}/"
     finally:
         stop(proc)

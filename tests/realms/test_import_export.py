@@ -448,14 +448,14 @@ def test_unsupported_keys_are_listed_with_their_paths():
         "users": [{"username": "u", "federatedIdentities": [{"identityProvider": "google"}], "totp": False}],
         "groups": [{"name": "g", "path": "/g", "subGroups": [{"name": "h", "path": "/g/h", "parentId": "x",
                                                                "unknownThing": 1}]}],
-        "components": {"org.keycloak.storage.UserStorageProvider": [{"providerId": "ldap", "name": "corp"}]},
+        "components": {"org.keycloak.storage.UserStorageProvider": [{"providerId": "acme-store", "name": "corp"}]},
     })
     assert result.warnings == [
         "identityProviders: not supported, not imported",
         "clients[0].authorizationSettings: not supported, not imported",
         "groups[0].subGroups[0].unknownThing: not supported, not imported",
         "users[0].federatedIdentities: not supported, not imported",
-        'components["org.keycloak.storage.UserStorageProvider"][0]: user storage provider \'ldap\' is not '
+        'components["org.keycloak.storage.UserStorageProvider"][0]: user storage provider \'acme-store\' is not '
         "available on this server: stored, its users cannot sign in until it is",
     ]
     assert Group.objects.get(realm=result.realm, name="h").parent.name == "g"

@@ -1,0 +1,328 @@
+"""The LDAP user storage provider (Keycloak's LDAPStorageProvider) on ``realms.storage``'s
+interface. Users are imported as ``User`` rows linked to the component (``federation_link``) with
+Keycloak's ``LDAP_ID`` and ``LDAP_ENTRY_DN`` attributes; their passwords never are: a bind checks
+them, the password-modify extended operation (Active Directory: ``unicodePwd``) changes them.
+
+With Import Users off the row is a cache of the entry, read again from the directory when the
+provider's cache policy says so (``refresh``); with it on, the full and changed-users syncs keep
+rows current and a sign-in reads nothing but the bind."""
+import logging
+from datetime import datetime
+
+import ldap
+import ldap.filter
+import ldap.modlist
+from django.db import transaction
+from django.utils import timezone
+
+from realms import password_policy
+from realms.models import Credential, User, new_id
+from realms.storage import REALM_DATABASE, Unavailable, UserStorageProvider, open_config
+
+from . import mappers as mapping
+from . import rows
+from .config import LDAP_ENTRY_DN, LDAP_ID, READ_ONLY, UNSYNCED, WRITABLE, ConfigError, LdapConfig
+from .connection import Directory, DirectoryError, DirectoryUnavailable
+
+logger = logging.getLogger("idp.federation")
+CACHED_AT = "LDAP_CACHED_AT"  # import off: when the row was last read from the directory
+READ_ONLY_PASSWORD = ("readOnlyPasswordMessage", "You can't update your password as your account is read only.")
+
+
+def _attr_list(values):
+    return [v.encode() for v in values if v]
+
+
+class LdapProvider(UserStorageProvider):
+    def __init__(self, component):
+        self.component = component
+        self.config = LdapConfig.of(component, open_config(component).get("bindCredential", [""])[0])
+        self.directory = Directory(self.config)
+        self.mappers = mapping.mappers_of(component)
+
+    # -- reading entries -----------------------------------------------------------------------
+
+    def _read_attrs(self):
+        names = {self.config.username_attr, self.config.uuid_attr, self.config.rdn_attr, "modifyTimestamp"}
+        for m in self.mappers:
+            names.update(a for a in m.attributes if a)
+        return sorted(names)
+
+    def _search(self, condition, size_limit=0):
+        try:
+            return self.directory.search(self.config.users_dn, self.config.user_filter(condition), self._read_attrs(),
+                                         size_limit=size_limit)
+        except ldap.SIZELIMIT_EXCEEDED:
+            return []
+        except DirectoryUnavailable as exc:
+            logger.warning("LDAP provider %s: directory unavailable: %s", self.component.pk, exc)
+            raise Unavailable(self.component.pk) from None
+
+    def _by(self, attr, value):
+        entries = self._search(f"({attr}={ldap.filter.escape_filter_chars(value)})", size_limit=2)
+        return entries[0] if len(entries) == 1 else None
+
+    def _email_attr(self):
+        return next((m.ldap_attr for m in self.mappers
+                     if isinstance(m, mapping.UserAttribute) and m.model_attr == "email"), "mail")
+
+    # -- UserStorageProvider -------------------------------------------------------------------
+
+    def get_user_by_id(self, realm, user_id):
+        return User.objects.filter(realm=realm, pk=user_id, federation_link=self.component).first()
+
+    def get_user_by_username(self, realm, username):
+        entry = self._by(self.config.username_attr, username)
+        return self._import_one(realm, entry)
+
+    def get_user_by_email(self, realm, email):
+        entry = self._by(self._email_attr(), email)
+        return self._import_one(realm, entry)
+
+    def search(self, realm, query, first=0, max_results=100):
+        value = ldap.filter.escape_filter_chars(query)
+        terms = "".join(f"({attr}=*{value}*)" for attr in (self.config.username_attr, self._email_attr(), "cn", "sn"))
+        condition = f"(|{terms})"
+        entries = self._search(condition)[first:first + max_results]
+        return self.import_entries(realm, entries)
+
+    def refresh(self, realm, user):
+        """``user`` as the directory has it now when its cached row is stale (import off and the
+        cache policy says so); None when the entry is gone."""
+        if self.config.import_enabled:
+            return user
+        cached = (user.attributes or {}).get(CACHED_AT) or []
+        try:
+            until = self.config.cached_until(datetime.fromisoformat(cached[0])) if cached else timezone.now()
+        except ValueError:
+            until = timezone.now()  # an unreadable stamp: read the entry again
+        if until is None or until > timezone.now():
+            return user
+        entry = self._by(self.config.uuid_attr, (user.attributes.get(LDAP_ID) or [""])[0])
+        if entry is None:
+            user.delete()  # the row was only a cache of an entry that no longer exists
+            return None
+        return self._import_one(realm, entry)
+
+    def validate(self, realm, user, credential_type, secret):
+        if credential_type != Credential.PASSWORD:
+            return False
+        if self.config.edit_mode == UNSYNCED and user.has_usable_password():
+            return REALM_DATABASE.validate(realm, user, credential_type, secret)  # changed here, kept here
+        dn = (user.attributes.get(LDAP_ENTRY_DN) or [""])[0]
+        try:
+            return bool(dn) and self.directory.check_password(dn, secret)
+        except DirectoryUnavailable as exc:
+            logger.warning("LDAP provider %s: directory unavailable: %s", self.component.pk, exc)
+            raise Unavailable(self.component.pk) from None
+
+    def is_configured_for(self, realm, user, credential_type):
+        return credential_type == Credential.PASSWORD
+
+    def update_credential(self, realm, user, credential_type, secret):
+        if credential_type != Credential.PASSWORD:
+            return REALM_DATABASE.update_credential(realm, user, credential_type, secret)
+        if self.config.edit_mode == UNSYNCED:
+            return REALM_DATABASE.update_credential(realm, user, credential_type, secret)
+        if self.config.edit_mode == READ_ONLY:
+            raise password_policy.PasswordPolicyError(*READ_ONLY_PASSWORD)
+        password_policy.validate(user, secret)  # the realm's policy first, as Keycloak
+        dn = user.attributes[LDAP_ENTRY_DN][0]
+        try:
+            self.directory.set_password(dn, secret)
+            if any(isinstance(m, mapping.AccountControl) for m in self.mappers):
+                # Active Directory's "changed now": the must-change state (pwdLastSet 0) ends.
+                self.directory.modify(dn, [(ldap.MOD_REPLACE, "pwdLastSet", [b"-1"])])
+        except DirectoryUnavailable:
+            raise Unavailable(self.component.pk) from None
+        except DirectoryError as exc:
+            # The directory's own words (its password policy), as Keycloak shows them.
+            raise password_policy.PasswordPolicyError("invalidPasswordGenericMessage",
+                                                      f"Invalid password: {exc.info or exc}") from None
+        return True
+
+    # -- import --------------------------------------------------------------------------------
+
+    def import_entries(self, realm, entries):
+        """The users of ``entries`` (imported or brought up to date), in the entries' order."""
+        ids = self.import_page(realm, entries).ids
+        users = {u.pk: u for u in User.objects.filter(pk__in=ids)}
+        return [users[pk] for pk in ids if pk in users]
+
+    def _import_one(self, realm, entry):
+        users = self.import_entries(realm, [entry]) if entry else []
+        return users[0] if users else None
+
+    def import_page(self, realm, entries):
+        """Create or update the users of ``entries`` ([(dn, attrs)]) in one transaction;
+        idempotent (a user is found again by name). The result counts them and has their ids."""
+        result = ImportResult()
+        if not entries:
+            return result
+        entries = [(dn, {k.lower(): v for k, v in entry.items()}) for dn, entry in entries]  # names ignore case
+        imported = [(dn, entry, self._map(realm, dn, entry)) for dn, entry in entries]
+        memberships = self._memberships(entries)
+        cached_at = [timezone.now().isoformat()]
+        with transaction.atomic():
+            found = rows.existing(realm, [i.fields.get("username", "") for _, _, i in imported])
+            new, changed, grants = [], [], []
+            for dn, entry, i in imported:
+                username = i.fields.get("username")
+                row = found.get(username)
+                if not username or (row is not None and row["federation_link_id"] != self.component.pk):
+                    if username:
+                        logger.warning("LDAP provider %s: %s exists as a user of another store; not imported",
+                                       self.component.pk, username)
+                    result.failed += 1
+                    continue
+                values = {"username": username, "email": "", "email_verified": False, "first_name": "",
+                          "last_name": "", "enabled": True}
+                if row is not None:
+                    values = {k: row[k] for k in rows.FIELDS}
+                values.update(i.fields)
+                attributes = dict(values.get("attributes") or {}, **i.attributes)
+                attributes[LDAP_ID] = [mapping.text(entry, self.config.uuid_attr)]
+                attributes[LDAP_ENTRY_DN] = [dn]
+                if not self.config.import_enabled:
+                    attributes[CACHED_AT] = cached_at
+                values["attributes"] = attributes
+                if self.config.trust_email and values.get("email"):
+                    values["email_verified"] = True
+                values["required_actions"] = sorted(set(values.get("required_actions") or []) | set(i.required_actions))
+                if row is None:
+                    values["id"] = new_id()
+                    new.append(values)
+                elif any(row[k] != values[k] for k in rows.FIELDS):
+                    changed.append((row["id"], values))
+                else:
+                    result.unchanged += 1
+                user_id = values.get("id") or row["id"]
+                result.ids.append(user_id)
+                if i.roles or i.groups or dn in memberships:
+                    grants.append((user_id, i, memberships.get(dn, {})))
+            rows.insert(realm, self.component, new)
+            rows.update(changed)
+            self._grant(realm, grants)
+        result.added, result.updated = len(new), len(changed)
+        return result
+
+    def _map(self, realm, dn, entry):
+        out = mapping.Imported()
+        out.fields["username"] = mapping.text(entry, self.config.username_attr).lower()
+        for m in self.mappers:
+            m.read(entry, out, realm)
+        return out
+
+    def _memberships(self, entries):
+        """{user dn: {mapper: [names]}} of the group and role mappers, one search per mapper."""
+        found = {}
+        for m in self.mappers:
+            if not isinstance(m, mapping.Membership) or not m.base:
+                continue
+            values = {m.member_value(dn, entry): dn for dn, entry in entries}
+            values.pop("", None)
+            if not values:
+                continue
+            terms = "".join(f"({m.member_attr}={ldap.filter.escape_filter_chars(v)})" for v in values)
+            try:
+                groups = self.directory.search(m.base, f"(|{terms})", [m.name_attr, m.member_attr],
+                                               scope=ldap.SCOPE_SUBTREE)
+            except DirectoryUnavailable:
+                raise Unavailable(self.component.pk) from None
+            for _, group in groups:
+                group = {k.lower(): v for k, v in group.items()}
+                name = mapping.text(group, m.name_attr)
+                for member in mapping.texts(group, m.member_attr):
+                    dn = values.get(member) or next((d for v, d in values.items() if v.lower() == member.lower()),
+                                                    None)
+                    if dn:
+                        found.setdefault(dn, {}).setdefault(m, []).append(name)
+        return found
+
+    def _grant(self, realm, grants):
+        """Roles and groups of the mappers: [(user id, Imported, {mapper: names})]."""
+        from realms.models import Group, Role
+
+        user_roles, user_groups = [], []
+        for user_id, imported, memberships in grants:
+            roles = [r for r in (mapping.find_role(realm, n) for n in imported.roles) if r]
+            groups = [g for g in (mapping.find_group(realm, p) for p in imported.groups) if g]
+            for m, names in memberships.items():
+                for name in names:
+                    if m.kind == "roles":
+                        roles.append(Role.objects.get_or_create(realm=realm, client=None, name=name)[0])
+                    else:
+                        groups.append(Group.objects.get_or_create(realm=realm, parent=None, name=name)[0])
+            user_roles += [User.roles.through(user_id=user_id, role_id=r.pk) for r in roles]
+            user_groups += [User.groups.through(user_id=user_id, group_id=g.pk) for g in groups]
+        User.roles.through.objects.bulk_create(user_roles, ignore_conflicts=True)
+        User.groups.through.objects.bulk_create(user_groups, ignore_conflicts=True)
+
+    # -- writing to the directory --------------------------------------------------------------
+
+    def entry_attrs(self, user, read_only_too=False):
+        """The directory attributes the mappers make of ``user`` (those of read-only mappers only
+        when asked: READ_ONLY's check of what a change would touch)."""
+        attrs = {}
+        for m in self.mappers:
+            if (read_only_too or not m.read_only) and not m.creates_only:
+                m.write(user, attrs)
+        return attrs
+
+    def register(self, realm, user):
+        """Create ``user``'s entry (WRITABLE with sync registrations) and link the user to it."""
+        attrs = {}
+        for m in self.mappers:
+            m.write(user, attrs)
+        attrs = {k: v for k, v in attrs.items() if v}
+        attrs.setdefault(self.config.username_attr, [user.username])
+        attrs.setdefault(self.config.rdn_attr, [user.username])
+        if "sn" not in attrs and not self.config.is_ad:
+            attrs["sn"] = [user.last_name or user.username]  # inetOrgPerson requires it
+        if "cn" not in attrs:
+            attrs["cn"] = [" ".join(x for x in (user.first_name, user.last_name) if x) or user.username]
+        attrs["objectClass"] = list(self.config.object_classes)
+        dn = f"{self.config.rdn_attr}={ldap.dn.escape_dn_chars(attrs[self.config.rdn_attr][0])},{self.config.users_dn}"
+        try:
+            self.directory.add(dn, ldap.modlist.addModlist({k: _attr_list(v) for k, v in attrs.items()}))
+            entry = self.directory.search(dn, "(objectClass=*)", [self.config.uuid_attr], scope=ldap.SCOPE_BASE)
+        except DirectoryUnavailable:
+            raise Unavailable(self.component.pk) from None
+        user.federation_link = self.component
+        uuid = {k.lower(): v for k, v in entry[0][1].items()}
+        user.attributes = dict(user.attributes or {}, **{LDAP_ID: [mapping.text(uuid, self.config.uuid_attr)],
+                                                         LDAP_ENTRY_DN: [dn]})
+
+    def write_back(self, user, before):
+        """The directory's side of a changed user (WRITABLE): the mapped values that differ."""
+        new, old = self.entry_attrs(user), self.entry_attrs(before)
+        changes = [(ldap.MOD_REPLACE, k, _attr_list(v) or None) for k, v in new.items() if v != old.get(k)]
+        changes = [c for c in changes if c[2] is not None or old.get(c[1])]
+        if not changes:
+            return
+        try:
+            self.directory.modify(user.attributes[LDAP_ENTRY_DN][0], changes)
+        except DirectoryUnavailable:
+            raise Unavailable(self.component.pk) from None
+
+    def changes_directory_fields(self, user, before):
+        return self.entry_attrs(user, True) != self.entry_attrs(before, True)
+
+    @property
+    def writable(self):
+        return self.config.edit_mode == WRITABLE
+
+
+def provider_for(component):
+    """The factory registered in ``realms.storage``: None (the provider is unavailable, its users
+    refused) when the stored configuration cannot work."""
+    try:
+        return LdapProvider(component)
+    except ConfigError as exc:
+        logger.warning("LDAP provider %s is misconfigured (%s): unavailable", component.pk, exc)
+        return None
+
+
+class ImportResult:
+    def __init__(self):
+        self.ids, self.added, self.updated, self.unchanged, self.failed = [], 0, 0, 0, 0

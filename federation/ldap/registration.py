@@ -1,0 +1,24 @@
+"""Plugging LDAP federation into the realm: its storage provider, Admin API routes and signal
+receivers (called once from ``FederationConfig.ready()``)."""
+
+
+def register():
+    from django.db.models.signals import post_delete, post_save, pre_save
+
+    from realms import storage
+    from realms.api import resources
+    from realms.models import Component, User
+
+    from ..models import LdapComponent
+    from . import api, hooks
+    from .config import PROVIDER_ID
+    from .provider import provider_for
+
+    storage.register_provider(PROVIDER_ID, provider_for, secret_config=("bindCredential",))
+    resources.register(*api.urlpatterns)
+    for model in (Component, LdapComponent):  # a proxy's saves are signalled under its own name
+        uid = model.__name__
+        pre_save.connect(hooks.component_saving, sender=model, dispatch_uid=f"federation-seal-{uid}")
+        post_save.connect(hooks.component_saved, sender=model, dispatch_uid=f"federation-schedule-{uid}")
+        post_delete.connect(hooks.component_deleted, sender=model, dispatch_uid=f"federation-unschedule-{uid}")
+    pre_save.connect(hooks.user_saving, sender=User, dispatch_uid="federation-user-write-back")

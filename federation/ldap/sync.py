@@ -1,0 +1,85 @@
+"""Full and changed-users synchronisation of an LDAP provider with Import Users on (Keycloak's
+LDAPStorageProviderFactory.sync / syncSince): the directory's users read a page at a time and
+imported or updated a page per transaction. ``lastSync`` (epoch seconds, as Keycloak keeps it in
+the component's config) moves only when a run has finished, so a run killed half-way leaves the
+pages it committed and the next run does the rest; a run is idempotent. One run per provider at
+a time (Keycloak takes a cluster lock): a PostgreSQL advisory lock of the session, which the
+database drops with the connection of a killed worker."""
+import contextlib
+import time
+import zlib
+
+from django.db import connection, transaction
+
+from realms.models import Component
+
+from .provider import LdapProvider
+
+
+def _status(added, updated, removed, failed):
+    # Keycloak's SynchronizationResult.getStatus().
+    text = f"{added} imported users, {updated} updated users"
+    if removed:
+        text += f", {removed} removed users"
+    if failed:
+        text += f", {failed} users failed sync! See server log for more details"
+    return text
+
+
+def result_rep(added=0, updated=0, removed=0, failed=0, ignored=False):
+    return {"ignored": ignored, "added": added, "updated": updated, "removed": removed, "failed": failed,
+            "status": "ignored" if ignored else _status(added, updated, removed, failed)}
+
+
+_LOCK_SPACE = zlib.crc32(b"federation.ldap.sync") & 0x7FFFFFFF
+
+
+@contextlib.contextmanager
+def _one_at_a_time(component_id):
+    if connection.vendor != "postgresql":
+        yield True  # the development server's SQLite: one process, nothing to race with
+        return
+    key = zlib.crc32(component_id.encode()) & 0x7FFFFFFF
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [_LOCK_SPACE, key])
+        locked = cursor.fetchone()[0]
+    try:
+        yield locked
+    finally:
+        if locked:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_LOCK_SPACE, key])
+
+
+def sync(component, changed_only=False):
+    """Run a full (or changed-users) sync; Keycloak's SynchronizationResult representation
+    (``ignored`` when import is off or another run of this provider is under way)."""
+    with _one_at_a_time(component.pk) as locked:
+        if not locked:
+            return result_rep(ignored=True)
+        return _sync(component, changed_only)
+
+
+def _sync(component, changed_only):
+    provider = LdapProvider(component)
+    if not provider.config.import_enabled:
+        return result_rep(ignored=True)  # nothing is imported to keep current
+    started = int(time.time())
+    condition = ""
+    last = component.get("lastSync", "")
+    if changed_only and last.isdigit() and int(last) > 0:
+        # modifyTimestamp is GeneralizedTime; a second's overlap repeats a few, loses none.
+        stamp = time.strftime("%Y%m%d%H%M%SZ", time.gmtime(int(last) - 1))
+        condition = f"(|(modifyTimestamp>={stamp})(createTimestamp>={stamp}))"
+    totals = [0, 0, 0]
+    for page in provider.directory.pages(provider.config.users_dn, provider.config.user_filter(condition),
+                                         provider._read_attrs()):
+        result = provider.import_page(component.realm, page)
+        totals[0] += result.added
+        totals[1] += result.updated
+        totals[2] += result.failed
+    with transaction.atomic():
+        row = Component.objects.select_for_update().get(pk=component.pk)
+        row.config["lastSync"] = [str(started)]
+        row.save(update_fields=["config"])
+    return result_rep(added=totals[0], updated=totals[1], failed=totals[2])

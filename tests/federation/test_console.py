@@ -1,0 +1,64 @@
+"""LDAP providers on the console: added with Keycloak's default mappers and the bind credential
+encrypted, kept when the field is left empty, and the actions "Test connection", "Test
+authentication" and "Synchronize all users" against the real slapd, each recorded as an admin event."""
+import pytest
+
+from federation.models import LdapComponent
+from realms.models import Component, Event, Realm, User
+from realms.storage import open_config
+from tests.realms.test_admin import make_admin
+
+from .conftest import ldap_config
+from .slapd import SERVICE_PASSWORD
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_caches")]
+BASE = "/admin/master/console/federation/ldapcomponent/"
+MAPPER = "org.keycloak.storage.ldap.mappers.LDAPStorageMapper"
+
+
+@pytest.fixture
+def console(client, realm):
+    realm.admin_events_enabled = True
+    realm.save()
+    client.force_login(make_admin(Realm.objects.get(name="master")))
+    client.get(f"{BASE}?realm__id__exact={realm.pk}")  # the current realm
+    return client
+
+
+def _form(directory, **changes):
+    config = {k: v[0] for k, v in ldap_config(directory).items()}
+    data = {k: v for k, v in config.items() if v not in ("false",)}
+    data.update({"name": "corp", "batchSizeForSync": "100", "priority": "0", "maxLifespan": ""}, **changes)
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def test_console_adds_tests_and_syncs_an_ldap_provider(console, realm, directory):
+    response = console.post(f"{BASE}add/", _form(directory, realm=realm.pk))
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    component = LdapComponent.objects.get(realm=realm, name="corp")
+    assert SERVICE_PASSWORD not in str(component.config)
+    assert open_config(component)["bindCredential"] == [SERVICE_PASSWORD]
+    assert Component.objects.filter(parent_id=component.pk, provider_type=MAPPER).count() == 6
+
+    page = console.get(f"{BASE}{component.pk}/change/").content.decode()
+    assert SERVICE_PASSWORD not in page  # write-only
+    response = console.post(f"{BASE}{component.pk}/change/", _form(directory, bindCredential="", realm=realm.pk))
+    assert response.status_code == 302
+    assert open_config(LdapComponent.objects.get(pk=component.pk))["bindCredential"] == [SERVICE_PASSWORD]
+
+    directory.add_user("olga", "olga-password")
+    for action, text in (("test_connection", "connection succeeded"),
+                         ("test_authentication", "authentication succeeded"),
+                         ("sync_all_users", "1 imported users, 0 updated users")):
+        page = console.post(BASE, {"action": action, "_selected_action": [component.pk]}, follow=True)
+        assert text in page.content.decode()
+    assert User.objects.filter(realm=realm, username="olga", federation_link=component).exists()
+    paths = set(Event.objects.filter(realm=realm, kind=Event.ADMIN).values_list("resource_path", flat=True))
+    assert {f"components/{component.pk}", f"components/{component.pk}/sync"} <= paths
+
+
+def test_console_refuses_a_configuration_that_cannot_work(console, realm, directory):
+    response = console.post(f"{BASE}add/", _form(directory, realm=realm.pk, startTls="on", connectionPooling="on"))
+    assert response.status_code == 200
+    assert "ldapErrorCantEnableStartTlsAndConnectionPooling" in response.content.decode()
+    assert not LdapComponent.objects.filter(realm=realm).exists()

@@ -1,0 +1,348 @@
+"""The LDAP user storage provider against a real slapd: sign-in by bind through the login form,
+the password grant and the Admin API in each edit mode, password changes in the directory and
+its policy's refusals, mappers (Active Directory's account control), syncs, the Admin API's
+component and user-storage routes, Keycloak's export shape, and a directory that is down."""
+import pytest
+
+from federation.ldap.config import LDAP_ENTRY_DN, LDAP_ID
+from federation.ldap.sync import sync
+from realms import password_policy, signin, storage
+from realms.accounts import create_user
+from realms.models import Component, Role, User
+from realms.representation import export_realm, import_realm
+from tests.oidc.browser.conftest import make_client
+from tests.realms.test_admin_rest_api import PASSWORD, Api, token
+from tests.realms.test_signin import login_errors, password_grant, redirect_query, sign_in
+
+from .conftest import make_provider
+from .slapd import MIN_PASSWORD_LENGTH, PEOPLE, SERVICE_DN, SERVICE_PASSWORD
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_caches")]
+MAPPER = "org.keycloak.storage.ldap.mappers.LDAPStorageMapper"
+
+
+@pytest.fixture
+def web_app(realm):
+    return make_client(realm, "web-app", redirect_uris=["https://app.example/cb"], direct_access_grants_enabled=True)
+
+
+@pytest.fixture
+def admin_api(realm):
+    user = create_user(realm, "realm-admin", password=PASSWORD)
+    user.roles.add(*Role.objects.filter(realm=realm, client__client_id="realm-management",
+                                        name__in=["manage-realm", "view-realm", "manage-users", "view-users"]))
+    return Api(token(realm.name, "realm-admin"))
+
+
+# --- sign-in ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("edit_mode", ["READ_ONLY", "WRITABLE", "UNSYNCED"])
+def test_directory_user_signs_in_by_bind_in_every_edit_mode(client, realm, web_app, directory, edit_mode):
+    make_provider(realm, directory, editMode=edit_mode)
+    directory.add_user("alice", "alice-password", given="Alice", sn="Liddell", mail="alice@example.org")
+    assert "code" in redirect_query(sign_in(client, "alice", "alice-password"))
+    user = User.objects.get(realm=realm, username="alice")
+    assert (user.first_name, user.last_name, user.email) == ("Alice", "Liddell", "alice@example.org")
+    assert user.attributes[LDAP_ENTRY_DN] == [f"uid=alice,{PEOPLE}"] and user.attributes[LDAP_ID][0]
+    assert not user.credentials.exists()  # passwords are never imported
+    assert password_grant(client, "alice", "alice-password").status_code == 200
+    refused = {"error": "invalid_grant", "error_description": "Invalid user credentials"}
+    assert password_grant(client, "alice", "wrong-password").json() == refused
+    assert password_grant(client, "alice", "").json() == refused  # never an unauthenticated bind
+    assert login_errors(realm)[-1] == "invalid_user_credentials"
+
+
+def test_unknown_name_is_not_found_in_the_directory(realm, directory):
+    make_provider(realm, directory)
+    assert signin.check_password(realm, "nobody", "x").error == signin.USER_NOT_FOUND
+
+
+def test_ldaps_and_starttls_check_the_server_certificate(realm, directory, settings):
+    directory.add_user("tls", "tls-password")
+    make_provider(realm, directory, connectionUrl=directory.ldaps_url)
+    assert signin.check_password(realm, "tls", "tls-password").ok
+    component = Component.objects.get(realm=realm, name="ldap")
+    component.config.update(connectionUrl=[directory.url], startTls=["true"], connectionPooling=["false"])
+    component.save()
+    assert signin.check_password(realm, "tls", "tls-password").ok
+    settings.IDP_OUTBOUND_CA_BUNDLE = ""  # the throw-away CA no longer trusted: no connection
+    User.objects.filter(username="tls").delete()
+    assert signin.check_password(realm, "tls", "tls-password").error == signin.USER_NOT_FOUND
+
+
+# --- passwords ----------------------------------------------------------------------------------
+
+def test_writable_password_change_goes_to_the_directory_and_its_policy_is_shown(realm, directory, admin_api):
+    make_provider(realm, directory)
+    directory.add_user("bob", "bob-password")
+    user = signin.check_password(realm, "bob", "bob-password").user
+    resp = admin_api("put", f"acme/users/{user.pk}/reset-password", {"type": "password", "value": "brand-new-pass"})
+    assert resp.status_code == 204, resp.content
+    assert signin.check_password(realm, "bob", "brand-new-pass").ok
+    assert not signin.check_password(realm, "bob", "bob-password").ok
+    assert not user.credentials.exists()
+    short = "x" * (MIN_PASSWORD_LENGTH - 1)
+    with pytest.raises(password_policy.PasswordPolicyError) as refused:
+        storage.set_password(realm, User.objects.get(pk=user.pk), short)
+    assert "Password fails quality checking policy" in str(refused.value)  # the directory's own words
+    resp = admin_api("put", f"acme/users/{user.pk}/reset-password", {"type": "password", "value": short})
+    assert resp.status_code == 400 and "quality" in resp.json()["error_description"]
+
+
+def test_read_only_refuses_password_and_profile_changes(realm, directory, admin_api):
+    make_provider(realm, directory, editMode="READ_ONLY")
+    directory.add_user("carl", "carl-password", mail="carl@example.org")
+    user = signin.check_password(realm, "carl", "carl-password").user
+    with pytest.raises(password_policy.PasswordPolicyError) as refused:
+        storage.set_password(realm, user, "another-password")
+    assert refused.value.key == "readOnlyPasswordMessage"
+    resp = admin_api("put", f"acme/users/{user.pk}", {"email": "changed@example.org"})
+    assert resp.status_code == 400 and resp.json() == {"errorMessage": "User is read only!"}
+    assert directory.get(f"uid=carl,{PEOPLE}", "mail")["mail"] == [b"carl@example.org"]
+
+
+def test_writable_profile_change_is_written_back(realm, directory, admin_api):
+    make_provider(realm, directory)
+    directory.add_user("dora", "dora-password", mail="dora@example.org")
+    user = signin.check_password(realm, "dora", "dora-password").user
+    resp = admin_api("put", f"acme/users/{user.pk}", {"email": "dora@new.example", "lastName": "Explorer"})
+    assert resp.status_code == 204, resp.content
+    entry = directory.get(f"uid=dora,{PEOPLE}", "mail", "sn")
+    assert entry == {"mail": [b"dora@new.example"], "sn": [b"Explorer"]}
+
+
+def test_unsynced_password_and_profile_changes_stay_here(realm, directory, admin_api):
+    make_provider(realm, directory, editMode="UNSYNCED")
+    directory.add_user("erin", "erin-password", mail="erin@example.org")
+    user = signin.check_password(realm, "erin", "erin-password").user
+    assert admin_api("put", f"acme/users/{user.pk}", {"email": "erin@here.example"}).status_code == 204
+    assert directory.get(f"uid=erin,{PEOPLE}", "mail")["mail"] == [b"erin@example.org"]
+    storage.set_password(realm, user, "local-password-1")
+    assert signin.check_password(realm, "erin", "local-password-1").ok
+    assert not signin.check_password(realm, "erin", "erin-password").ok
+    assert directory.get(f"uid=erin,{PEOPLE}", "userPassword")["userPassword"] == [b"erin-password"]
+
+
+def test_writable_with_sync_registrations_creates_the_entry(realm, directory, admin_api):
+    make_provider(realm, directory, syncRegistrations="true")
+    resp = admin_api("post", "acme/users", {"username": "newbie", "email": "newbie@example.org",
+                                             "firstName": "New", "lastName": "Bie", "enabled": True,
+                                             "credentials": [{"type": "password", "value": "newbie-password"}]})
+    assert resp.status_code == 201, resp.content
+    user = User.objects.get(realm=realm, username="newbie")
+    assert user.federation_link.name == "ldap" and not user.credentials.exists()
+    assert directory.get(f"uid=newbie,{PEOPLE}", "mail")["mail"] == [b"newbie@example.org"]
+    assert signin.check_password(realm, "newbie", "newbie-password").ok  # the password is the directory's
+
+
+# --- mappers ------------------------------------------------------------------------------------
+
+def _account_control_provider(realm, directory, **overrides):
+    component = make_provider(realm, directory, **overrides)
+    Component.objects.create(realm=realm, name="MSAD account controls", provider_id="msad-user-account-control-mapper",
+                             provider_type=MAPPER, parent_id=component.pk, config={})
+    return component
+
+
+def test_account_control_514_disables_and_enabling_writes_back(realm, directory, admin_api):
+    _account_control_provider(realm, directory)
+    directory.add_user("frank", "frank-password", ad_control=514)
+    result = signin.check_password(realm, "frank", "frank-password")
+    assert result.error == signin.USER_DISABLED and not result.user.enabled
+    resp = admin_api("put", f"acme/users/{result.user.pk}", {"enabled": True})
+    assert resp.status_code == 204, resp.content
+    assert directory.get(f"uid=frank,{PEOPLE}", "userAccountControl")["userAccountControl"] == [b"512"]
+    assert signin.check_password(realm, "frank", "frank-password").ok
+
+
+def test_account_control_must_change_password_asks_for_update_password(realm, directory):
+    _account_control_provider(realm, directory)
+    directory.add_user("gina", "gina-password", ad_control=512, pwdLastSet="0")
+    directory.add_user("hank", "hank-password", ad_control=512 | 0x800000)
+    for name in ("gina", "hank"):
+        user = signin.check_password(realm, name, f"{name}-password").user
+        assert user.required_actions == ["UPDATE_PASSWORD"]
+    storage.set_password(realm, User.objects.get(username="gina"), "gina-new-password")  # the required action's
+    assert directory.get(f"uid=gina,{PEOPLE}", "pwdLastSet")["pwdLastSet"] == [b"-1"]
+
+
+def test_group_and_role_mappers_import_memberships(realm, directory):
+    component = make_provider(realm, directory)
+    for name, kind, config in (
+            ("groups", "group-ldap-mapper", {"groups.dn": ["ou=groups,dc=example,dc=org"], "mode": ["READ_ONLY"]}),
+            ("hardcoded", "hardcoded-ldap-role-mapper", {"role": ["offline_access"]})):
+        Component.objects.create(realm=realm, name=name, provider_id=kind, provider_type=MAPPER,
+                                 parent_id=component.pk, config=config)
+    dn = directory.add_user("ivan", "ivan-password")
+    directory.add_group("engineers", [dn])
+    user = signin.check_password(realm, "ivan", "ivan-password").user
+    assert [g.name for g in user.groups.all()] == ["engineers"]
+    assert "offline_access" in {r.name for r in user.roles.all()}
+
+
+# --- sync ---------------------------------------------------------------------------------------
+
+def test_full_and_changed_sync_are_idempotent(realm, directory, admin_api):
+    component = make_provider(realm, directory)
+    for i in range(250):  # three pages of 100
+        directory.add_user(f"user{i:03}", None, mail=f"user{i:03}@example.org")
+    resp = admin_api("post", f"acme/user-storage/{component.pk}/sync?action=triggerFullSync")
+    assert resp.status_code == 200
+    assert resp.json() == {"ignored": False, "added": 250, "updated": 0, "removed": 0, "failed": 0,
+                           "status": "250 imported users, 0 updated users"}
+    assert sync(Component.objects.get(pk=component.pk))["added"] == 0  # again: nothing new
+    directory.modify(f"uid=user007,{PEOPLE}", mail="seven@example.org")
+    resp = admin_api("post", f"acme/user-storage/{component.pk}/sync?action=triggerChangedUsersSync")
+    assert resp.json()["updated"] == 1 and resp.json()["added"] == 0
+    assert User.objects.get(realm=realm, username="user007").email == "seven@example.org"
+    assert admin_api("post", f"acme/user-storage/{component.pk}/sync?action=nope").status_code == 404
+
+
+def test_unlink_and_remove_imported_users(realm, directory, admin_api):
+    component = make_provider(realm, directory)
+    directory.add_user("jack", "jack-password")
+    directory.add_user("kate", "kate-password")
+    sync(component)
+    resp = admin_api("post", f"acme/user-storage/{component.pk}/remove-imported-users")
+    assert resp.status_code == 204 and not User.objects.filter(federation_link=component).exists()
+    sync(Component.objects.get(pk=component.pk))
+    assert admin_api("post", f"acme/user-storage/{component.pk}/unlink-users").status_code == 204
+    assert set(User.objects.filter(realm=realm, username__in=["jack", "kate"]).values_list(
+        "federation_link", flat=True)) == {None}
+
+
+def test_sync_periods_are_beat_entries_in_the_database(realm, directory):
+    from django_celery_beat.models import PeriodicTask
+
+    component = make_provider(realm, directory, fullSyncPeriod="3600", changedSyncPeriod="60")
+    tasks = {t.name: t for t in PeriodicTask.objects.filter(task="federation.ldap_sync")}
+    assert {t.interval.every for t in tasks.values()} == {3600, 60}
+    component.config["changedSyncPeriod"] = ["-1"]
+    component.save()
+    assert PeriodicTask.objects.filter(task="federation.ldap_sync").count() == 1
+    component.delete()
+    assert not PeriodicTask.objects.filter(task="federation.ldap_sync").exists()
+
+
+# --- Admin API: components, test connection -------------------------------------------------------
+
+def test_components_api_creates_ldap_with_keycloak_default_mappers_and_hides_the_secret(realm, directory, admin_api):
+    from .conftest import ldap_config
+
+    resp = admin_api("post", "acme/components", {"name": "corp", "providerId": "ldap",
+                                                  "providerType": "org.keycloak.storage.UserStorageProvider",
+                                                  "parentId": realm.pk, "config": ldap_config(directory)})
+    component_id = resp["Location"].rsplit("/", 1)[1]
+    assert resp.status_code == 201
+    stored = Component.objects.get(pk=component_id)
+    assert SERVICE_PASSWORD not in str(stored.config)  # encrypted at rest
+    rep = admin_api("get", f"acme/components/{component_id}").json()
+    assert rep["config"]["bindCredential"] == ["**********"] and rep["providerId"] == "ldap"
+    names = {c["name"] for c in admin_api("get", "acme/components", parent=component_id, type=MAPPER).json()}
+    assert names == {"username", "first name", "last name", "email", "creation date", "modify date"}
+    rep["config"]["usersDn"] = [PEOPLE]
+    assert admin_api("put", f"acme/components/{component_id}", rep).status_code == 204
+    directory.add_user("lena", "lena-password")
+    assert signin.check_password(realm, "lena", "lena-password").ok  # the masked secret kept the real one
+    bad = admin_api("post", "acme/components", {"providerId": "ldap", "providerType":
+                                                 "org.keycloak.storage.UserStorageProvider",
+                                                 "config": ldap_config(directory, editMode="SOMETIMES")})
+    assert bad.status_code == 400 and "editMode" in bad.json()["errorMessage"]
+    assert admin_api("delete", f"acme/components/{component_id}").status_code == 204
+    assert not Component.objects.filter(parent_id=component_id).exists()
+
+
+def test_test_ldap_connection(realm, directory, admin_api):
+    body = {"connectionUrl": directory.url, "bindDn": SERVICE_DN, "bindCredential": SERVICE_PASSWORD,
+            "authType": "simple"}
+    for action in ("testConnection", "testAuthentication"):
+        assert admin_api("post", "acme/testLDAPConnection", {**body, "action": action}).status_code == 204
+    wrong = admin_api("post", "acme/testLDAPConnection", {**body, "bindCredential": "nope",
+                                                          "action": "testAuthentication"})
+    assert wrong.status_code == 400 and wrong.json() == {"errorMessage": "LDAP test error"}
+    component = make_provider(realm, directory)
+    masked = {**body, "bindCredential": "**********", "componentId": component.pk, "action": "testAuthentication"}
+    assert admin_api("post", "acme/testLDAPConnection", masked).status_code == 204
+    tls = {**body, "connectionUrl": directory.ldaps_url, "action": "testAuthentication"}
+    assert admin_api("post", "acme/testLDAPConnection", tls).status_code == 204
+
+
+# --- Keycloak format ------------------------------------------------------------------------------
+
+def test_export_writes_mappers_as_sub_components_and_imports_them_back(realm, directory):
+    component = make_provider(realm, directory)
+    directory.add_user("mona", "mona-password")
+    sync(component)
+    rep = export_realm(realm)
+    [ldap_rep] = rep["components"]["org.keycloak.storage.UserStorageProvider"]
+    assert ldap_rep["config"]["bindCredential"] == [SERVICE_PASSWORD]
+    assert len(ldap_rep["subComponents"][MAPPER]) == 6
+    rep["realm"] = "acme2"
+    rep.pop("id", None)
+    other = import_realm(rep).realm
+    copy = Component.objects.get(realm=other, provider_id="ldap")
+    assert Component.objects.filter(realm=other, parent_id=copy.pk, provider_type=MAPPER).count() == 6
+    assert storage.open_config(copy)["bindCredential"] == [SERVICE_PASSWORD]
+    assert SERVICE_PASSWORD not in str(copy.config)
+
+
+# --- faults ---------------------------------------------------------------------------------------
+
+def test_directory_down_local_users_sign_in_federated_get_an_error_nothing_lost(client, realm, web_app, directory):
+    component = make_provider(realm, directory)
+    directory.add_user("nina", "nina-password")
+    sync(component)
+    create_user(realm, "local", password="local-password-1")
+    directory.stop()
+    assert signin.check_password(realm, "local", "local-password-1").ok
+    assert signin.check_password(realm, "nina", "nina-password").error == signin.USER_STORAGE_UNAVAILABLE
+    assert password_grant(client, "nina", "nina-password").json()["error"] == "invalid_grant"
+    page = sign_in(client, "nina", "nina-password").content.decode()
+    assert "The user directory cannot be reached. Please try again later." in page  # a clear error
+    assert "code" in redirect_query(sign_in(client, "local", "local-password-1"))
+    assert User.objects.filter(realm=realm, username="nina", federation_link=component).exists()
+    directory.start()
+    assert signin.check_password(realm, "nina", "nina-password").ok  # resumes by itself
+    assert sync(Component.objects.get(pk=component.pk))["failed"] == 0
+
+
+def test_listing_imported_users_sends_no_directory_query(realm, directory, admin_api):
+    component = make_provider(realm, directory)
+    for i in range(100):
+        directory.add_user(f"list{i:03}", None)
+    sync(component)
+    directory.stop()
+    resp = admin_api("get", "acme/users", max=200)
+    assert resp.status_code == 200
+    assert sum(1 for u in resp.json() if u.get("federationLink") == component.pk) == 100
+
+
+# --- Import Users off: the row is a cache under the cache policy ---------------------------------
+
+@pytest.mark.parametrize("policy, fresh", [("NO_CACHE", True), ("DEFAULT", False)])
+def test_import_off_reads_the_directory_under_the_cache_policy(realm, directory, policy, fresh):
+    make_provider(realm, directory, importEnabled="false", cachePolicy=policy)
+    directory.add_user("pia", "pia-password", mail="pia@example.org")
+    assert signin.check_password(realm, "pia", "pia-password").ok
+    directory.modify(f"uid=pia,{PEOPLE}", mail="pia@new.example")
+    user = signin.check_password(realm, "pia", "pia-password").user
+    assert user.email == ("pia@new.example" if fresh else "pia@example.org")
+    assert sync(Component.objects.get(realm=realm, name="ldap"))["ignored"]  # nothing imported to sync
+
+
+def test_import_off_max_lifespan_and_a_removed_entry(realm, directory, time_machine):
+    make_provider(realm, directory, importEnabled="false", cachePolicy="MAX_LIFESPAN", maxLifespan="60000")
+    directory.add_user("quin", "quin-password", mail="quin@example.org")
+    time_machine.move_to("2026-11-24 10:00:00+00:00", tick=False)
+    assert signin.check_password(realm, "quin", "quin-password").ok
+    directory.modify(f"uid=quin,{PEOPLE}", mail="quin@new.example")
+    time_machine.move_to("2026-11-24 10:00:59+00:00", tick=False)
+    assert signin.check_password(realm, "quin", "quin-password").user.email == "quin@example.org"
+    time_machine.move_to("2026-11-24 10:01:01+00:00", tick=False)
+    assert signin.check_password(realm, "quin", "quin-password").user.email == "quin@new.example"
+    conn = directory.admin()
+    conn.delete_s(f"uid=quin,{PEOPLE}")
+    conn.unbind_s()
+    time_machine.move_to("2026-11-24 10:03:00+00:00", tick=False)
+    assert signin.check_password(realm, "quin", "quin-password").error == signin.USER_NOT_FOUND
+    assert not User.objects.filter(realm=realm, username="quin").exists()

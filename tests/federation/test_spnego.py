@@ -10,9 +10,8 @@ import requests
 from playwright.sync_api import Error as PlaywrightError, sync_playwright
 from requests_gssapi import OPTIONAL, HTTPSPNEGOAuth
 
-from realms import flows
-from realms.flows import ALTERNATIVE, REQUIRED, Flow, step, sub_flow
-from realms.models import Component, Event, User
+from realms.flows import ALTERNATIVE
+from realms.models import AuthenticationExecution, Component, Event, User
 from realms.services import create_realm
 from tests.oidc.browser.conftest import make_client
 from tests.oidc.browser.test_browser_playwright import CHROMIUM_ARGS
@@ -22,12 +21,15 @@ from .kdc import REALM, SERVICE_HOST
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
-# Keycloak's browser flow with the Kerberos step switched on (as creating a Kerberos provider does).
-KERBEROS_BROWSER = Flow("browser with kerberos", (
-    step("auth-cookie", ALTERNATIVE),
-    step("auth-spnego", ALTERNATIVE),
-    sub_flow("forms", ALTERNATIVE, step("auth-username-password-form", REQUIRED)),
-))
+
+
+def spnego_on(realm):
+    """The realm's stored browser flow with the Kerberos step switched on (as creating a Kerberos
+    provider does in Keycloak)."""
+    for execution in AuthenticationExecution.objects.filter(realm=realm, flow__alias="browser",
+                                                            authenticator="auth-spnego"):
+        execution.requirement = ALTERNATIVE
+        execution.save()
 
 
 @pytest.fixture
@@ -38,9 +40,9 @@ def base(live_server):
 
 
 @pytest.fixture
-def realm(transactional_db, base, kdc, monkeypatch):
-    monkeypatch.setitem(flows.BUILTIN_FLOWS, KERBEROS_BROWSER.alias, KERBEROS_BROWSER)
-    realm = create_realm("corp", events_enabled=True, browser_flow=KERBEROS_BROWSER.alias)
+def realm(transactional_db, base, kdc):
+    realm = create_realm("corp", events_enabled=True)
+    spnego_on(realm)
     make_client(realm, "web-app", redirect_uris=[f"{base}/web-app/cb"])
     add_kerberos_component(realm, kdc)
     return realm
@@ -104,9 +106,9 @@ def test_a_principal_of_another_kerberos_realm_is_refused(realm, base, kdc, tick
     assert not User.objects.filter(realm=realm).exists()
 
 
-def test_without_a_kerberos_provider_the_step_stands_aside(transactional_db, base, kdc, ticket, monkeypatch):
-    monkeypatch.setitem(flows.BUILTIN_FLOWS, KERBEROS_BROWSER.alias, KERBEROS_BROWSER)
-    realm = create_realm("plain", browser_flow=KERBEROS_BROWSER.alias)
+def test_without_a_kerberos_provider_the_step_stands_aside(transactional_db, base, kdc, ticket):
+    realm = create_realm("plain")
+    spnego_on(realm)
     make_client(realm, "web-app", redirect_uris=[f"{base}/web-app/cb"])
     answer = requests.get(auth_url(base).replace("/corp/", "/plain/"),
                           auth=HTTPSPNEGOAuth(mutual_authentication=OPTIONAL), allow_redirects=False, timeout=10)

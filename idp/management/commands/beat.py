@@ -1,7 +1,8 @@
 """manage.py beat: Celery beat, which sends the periodic tasks (expired sessions, the webhook
-outbox sweep and retention, ...) to the workers; run exactly one, beside ``manage.py worker``.
-Its schedule state lives in the var directory. Extra arguments go to ``celery beat``."""
-from django.conf import settings
+outbox sweep and retention, each LDAP provider's syncs, ...) to the workers; run exactly one,
+beside ``manage.py worker``. Its schedule lives in the database (django-celery-beat's tables,
+``CELERY_BEAT_SCHEDULER``), where the providers' periods are kept. Extra arguments go to
+``celery beat``."""
 from django.core.management.base import BaseCommand
 
 from .worker import checked
@@ -17,6 +18,4 @@ class Command(BaseCommand):
         checked("beat")
         from idp.celery import app
 
-        settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
-        app.start(["beat", "--loglevel", "INFO", "--schedule", str(settings.VAR_DIR / "celerybeat-schedule"),
-                   *celery_args])
+        app.start(["beat", "--loglevel", "INFO", *celery_args])

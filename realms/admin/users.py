@@ -13,7 +13,6 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from django.apps import apps
 from django.shortcuts import get_object_or_404
 from django.utils.html import format_html_join
 
@@ -89,7 +88,8 @@ class UserAdmin(ConsoleAdmin):
     search_fields = ("username", "email", "first_name", "last_name")
     filter_horizontal = ("roles", "groups")
     actions = ["enable_users", "disable_users"]
-    readonly_fields = ("id", "password_status", "service_account_client", "created", "impersonate", "otp_status",
+    readonly_fields = ("id", "password_status", "service_account_client", "federation_link", "created", "impersonate",
+                       "otp_status",
                        "effective_role_list", "consent_list", "sessions", "logout")
     inlines = [CredentialInline]
     tabs = (("details", "Details"), ("credentials", "Credentials"), ("role-mapping", "Role mapping"),
@@ -97,7 +97,7 @@ class UserAdmin(ConsoleAdmin):
     fieldsets = [
         (None, {"classes": ("tab-details",), "fields": (
             "realm", "username", "email", "email_verified", "first_name", "last_name", "enabled", "impersonate",
-            "required_actions", "attributes", "service_account_client", "id", "created")}),
+            "required_actions", "attributes", "service_account_client", "federation_link", "id", "created")}),
         ("Password", {"classes": ("tab-credentials",), "fields": ("password_status", "otp_status")}),
         ("Assigned roles (realm roles, and client roles as client:role)", {"classes": ("tab-role-mapping",),
                                                                            "fields": ("roles",)}),
@@ -123,12 +123,7 @@ class UserAdmin(ConsoleAdmin):
         return visible
 
     def get_fieldsets(self, request, obj=None):
-        if obj is None:
-            return self.add_fieldsets
-        if apps.is_installed("federation"):  # the link means something once federation exists
-            details = self.fieldsets[0][1]
-            return [(None, {**details, "fields": (*details["fields"], "federation_link")}), *self.fieldsets[1:]]
-        return self.fieldsets
+        return self.add_fieldsets if obj is None else self.fieldsets
 
     def _button(self, obj, name, label, tab, **kwargs):
         return post_button(reverse(f"admin:realms_user_{name}", args=[obj.pk]) + f"?tab={tab}", label, **kwargs)

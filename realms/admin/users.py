@@ -89,8 +89,7 @@ class UserAdmin(ConsoleAdmin):
     filter_horizontal = ("roles", "groups")
     actions = ["enable_users", "disable_users"]
     readonly_fields = ("id", "password_status", "service_account_client", "federation_link", "created", "impersonate",
-                       "otp_status",
-                       "effective_role_list", "consent_list", "sessions", "logout")
+                       "otp_status", "effective_role_list", "consent_list", "sessions", "logout")
     inlines = [CredentialInline]
     tabs = (("details", "Details"), ("credentials", "Credentials"), ("role-mapping", "Role mapping"),
             ("groups", "Groups"), ("consents", "Consents"), ("sessions", "Sessions"))

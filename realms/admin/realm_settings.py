@@ -7,6 +7,7 @@ from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
 
 from .. import messages as bundles
+from ..credentials import webauthn
 from .. import security_headers
 from ..events import USER_EVENT_TYPES
 from .base import LinesField
@@ -73,7 +74,7 @@ OTP = {
         "Reusable token", help_text="Off: a code is refused once used within its window.")),
 }
 
-WEBAUTHN_ALGORITHMS = ("ES256", "ES384", "ES512", "RS256", "RS384", "RS512", "RS1", "Ed25519")
+WEBAUTHN_ALGORITHMS = tuple(webauthn.ALGORITHMS)
 
 
 def _webauthn(prefix, key_prefix, passwordless):

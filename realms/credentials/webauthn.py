@@ -38,8 +38,10 @@ logger = logging.getLogger("idp.webauthn")
 
 NOT_SPECIFIED = "not specified"
 # Keycloak's names for the policy's signature algorithms -> COSE algorithm identifiers.
-ALGORITHMS = {"ES256": -7, "ES384": -35, "ES512": -36, "RS256": -257, "RS384": -258, "RS512": -259,
-              "RS1": -65535, "Ed25519": -8}
+# RS384, RS512 and RS1, which Keycloak also offers, are left out: fido2 verifies none of them, so
+# a policy naming them is reported at import and the console does not offer them.
+ALGORITHMS = {"ES256": -7, "ES384": -35, "ES512": -36, "RS256": -257, "Ed25519": -8}
+UNSUPPORTED_ALGORITHMS = ("RS384", "RS512", "RS1")
 # Keycloak's defaults (WebAuthnPolicy): ES256 and RS256, everything else left to the browser.
 DEFAULT_ALGORITHMS = ("ES256", "RS256")
 # Keycloak's policy values of "require resident key" -> WebAuthn's residentKey.

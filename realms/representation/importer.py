@@ -8,6 +8,7 @@ from django.db import transaction
 
 from .. import admin_events
 from ..admin_permissions import ensure_delegated_client
+from ..credentials import webauthn
 from ..models import Realm, new_id
 from .authentication import AuthenticationApplier
 from .client_scopes import ClientScopeApplier
@@ -111,6 +112,16 @@ def _warn_recaptcha(data, p):
                               "registration is refused while it stays enabled")
 
 
+def _warn_webauthn_algorithms(data, p):
+    """A WebAuthn policy naming a signature algorithm no key can be verified with here: the
+    others are offered, that one is not (a key that only has it cannot be registered)."""
+    for key in ("webAuthnPolicySignatureAlgorithms", "webAuthnPolicyPasswordlessSignatureAlgorithms"):
+        named = data.get(key) or ()
+        for algorithm in (named if isinstance(named, list) else [named]):
+            if algorithm in webauthn.UNSUPPORTED_ALGORITHMS:
+                p.unsupported(key, f"{algorithm} is not supported: keys are not asked for it")
+
+
 def import_realm(data, *, override=False, auth=None):
     """Import a RealmRepresentation (a dict). One transaction: on RepresentationError nothing
     is changed. Returns ImportResult(realm, warnings). An import made by a caller (``auth``,
@@ -118,6 +129,7 @@ def import_realm(data, *, override=False, auth=None):
     p = Parser()
     r = parse_realm(copy.deepcopy(data), p)
     _warn_recaptcha(data, p)
+    _warn_webauthn_algorithms(data, p)
     merge_builtins(r)
     with transaction.atomic():
         existing = Realm.objects.select_for_update().filter(name=r["name"]).first()

@@ -383,3 +383,16 @@ def test_wrong_assertions_count_towards_lockout(client, realm, web_app, bob):
         assert sign_in_with(client, impostor).status_code == 200
     assert sign_in_with(client, authenticator).status_code == 200  # locked out: the right passkey too
     assert not bob.sessions.exists()
+
+
+@pytest.mark.django_db
+def test_a_policy_algorithm_that_cannot_be_verified_is_reported_at_import_and_not_offered():
+    from realms.credentials.webauthn import WebAuthnPolicy
+    from realms.representation import import_realm
+
+    result = import_realm({"realm": "algs", "webAuthnPolicySignatureAlgorithms": ["ES256", "RS384"],
+                           "webAuthnPolicyPasswordlessSignatureAlgorithms": ["RS1"]})
+    assert "webAuthnPolicySignatureAlgorithms: RS384 is not supported: keys are not asked for it" in result.warnings
+    assert "webAuthnPolicyPasswordlessSignatureAlgorithms: RS1 is not supported: keys are not asked for it" in \
+        result.warnings
+    assert WebAuthnPolicy.of(result.realm).algorithms == ("ES256",)

@@ -73,6 +73,23 @@ def send_now(smtp, to, subject, text_body, html_body):
         conn.send_messages([build(smtp, to, subject, text_body, html_body)])
 
 
+class TestFailed(Exception):
+    """The test e-mail could not be sent (the cause is logged, not shown)."""
+
+
+def send_test(realm, smtp, admin):
+    """Keycloak's "Test connection": the ``email-test`` message through ``smtp`` to ``admin``
+    (the Admin API's ``testSMTPConnection`` and the console's button)."""
+    if not admin.email:
+        raise TestFailed("Logged in user does not have an e-mail.")
+    subject, text_body, html_body = render(realm, user_locale(realm, admin), "email-test", "emailTestSubject")
+    try:
+        send_now(smtp, admin.email, subject, text_body, html_body)
+    except (NotConfigured, ValueError, *TRANSIENT) as exc:
+        logger.warning("realm %s: SMTP test failed: %s", realm.name, exc)
+        raise TestFailed("Failed to send email") from None
+
+
 # Rendering ------------------------------------------------------------------------------------
 
 _CHOICE = re.compile(r"\{0,choice,([^}]*)\}")

@@ -10,7 +10,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from .. import keys, password_policy, sessions
+from .. import email, keys, password_policy, sessions
 from ..admin_permissions import administered_realms, console_admin, grant_delegated_admin
 from ..models import Event, Realm, RealmDefaultClientScope, RealmKey, UserSession, has_realm_role
 from ..services import create_realm
@@ -28,7 +28,7 @@ from .realm_settings import (
     validate_headers,
     validate_smtp,
 )
-from .sessions import back, logout_all_button, sessions_table, signout_session_view
+from .sessions import back, logout_all_button, post_button, sessions_table, signout_session_view
 from .switcher import REALM_PARAM, set_current_realm
 
 
@@ -150,7 +150,7 @@ class RealmAdmin(ConsoleAdmin):
     list_display = ("name", "display_name", "enabled", "work_in_realm")
     search_fields = ("name", "display_name")
     actions = ["rotate_signing_key"]
-    readonly_fields = ("id", "created", "sessions", "logout_all")
+    readonly_fields = ("id", "created", "sessions", "logout_all", "smtp_test")
     # Keycloak's realm settings tabs, then its Authentication policies and the realm's client scopes.
     # Not shown until something acts on them: event listeners, organizations, the docker and
     # first-broker-login flow bindings, required credentials (identity brokering, organizations
@@ -171,7 +171,7 @@ class RealmAdmin(ConsoleAdmin):
         _tab("email", "Template", ("smtp_from", "smtp_from_display_name", "smtp_reply_to",
                                    "smtp_reply_to_display_name", "smtp_envelope_from")),
         _tab("email", "Connection and authentication", ("smtp_host", "smtp_port", "smtp_ssl", "smtp_starttls",
-                                                        "smtp_auth", "smtp_user", "smtp_password")),
+                                                        "smtp_auth", "smtp_user", "smtp_password", "smtp_test")),
         _tab("themes", "Themes", ("login_theme", "account_theme", "email_theme")),
         _tab("events", "User events settings", ("events_enabled", "events_expiration", "enabled_event_types")),
         _tab("events", "Admin events settings", ("admin_events_enabled", "admin_events_details_enabled")),
@@ -255,6 +255,13 @@ class RealmAdmin(ConsoleAdmin):
         return logout_all_button(reverse("admin:realms_realm_logout_all", args=[obj.pk]) + "?tab=sessions",
                                  "Sign out all active sessions")
 
+    @admin.display(description="Test connection")
+    def smtp_test(self, obj):
+        if obj is None or obj.pk is None:
+            return "Save the realm first."
+        return post_button(reverse("admin:realms_realm_smtp_test", args=[obj.pk]) + "?tab=email",
+                           "Send a test e-mail (saved settings) to my address")
+
     @admin.display(description="Console")
     def work_in_realm(self, obj):
         url = reverse("admin:realms_client_changelist") + f"?{REALM_PARAM}={obj.pk}"
@@ -297,6 +304,8 @@ class RealmAdmin(ConsoleAdmin):
                  name="realms_realm_signout_session"),
             path("<path:object_id>/logout-all/", self.admin_site.admin_view(self.logout_all_view),
                  name="realms_realm_logout_all"),
+            path("<path:object_id>/test-smtp/", self.admin_site.admin_view(self.smtp_test_view),
+                 name="realms_realm_smtp_test"),
             *super().get_urls(),
         ]
 
@@ -311,6 +320,22 @@ class RealmAdmin(ConsoleAdmin):
             sessions.logout_all(realm)
             admin_event(request, realm, "ACTION", "REALM", "logout-all")
         self.message_user(request, f"Signed out every session of realm {realm.name}.", messages.SUCCESS)
+        return back(request, reverse("admin:realms_realm_change", args=[realm.pk]))
+
+    def smtp_test_view(self, request, object_id):
+        """Keycloak's "Test connection" of the Email tab: the test message through the realm's saved
+        SMTP settings to the signed-in admin's address."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        realm = self.get_object(request, object_id)
+        if realm is None or not self.has_change_permission(request, realm):
+            raise PermissionDenied
+        try:
+            email.send_test(realm, realm.smtp_server or {}, request.user)
+        except email.TestFailed as exc:
+            self.message_user(request, str(exc), messages.ERROR)
+        else:
+            self.message_user(request, f"A test e-mail was sent to {request.user.email}.", messages.SUCCESS)
         return back(request, reverse("admin:realms_realm_change", args=[realm.pk]))
 
     def switch_realm_view(self, request):

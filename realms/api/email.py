@@ -1,7 +1,6 @@
 """The Admin REST API's e-mail resources, as Keycloak's: ``POST testSMTPConnection`` (a test
 message to the calling admin through the given settings), and a user's
 ``PUT execute-actions-email`` and ``PUT send-verify-email`` (action-token links, ``realms.action_tokens``)."""
-import logging
 
 from django.db import transaction
 from rest_framework import status
@@ -17,7 +16,6 @@ from .realms import MASKED
 from .users import user_of
 from .views import RealmResource
 
-logger = logging.getLogger("idp.email")
 ACCOUNT_CLIENT = "account"
 
 
@@ -37,16 +35,10 @@ class TestSmtpConnection(RealmResource):
         settings = {str(k): str(v) for k, v in settings.items() if v is not None}
         if settings.get("password") == MASKED:
             settings["password"] = (self.realm.smtp_server or {}).get("password", "")
-        admin = request.user.user
-        if not admin.email:
-            raise ServerError("Logged in user does not have an e-mail.")
-        subject, text_body, html_body = email.render(self.realm, email.user_locale(self.realm, admin), "email-test",
-                                                     "emailTestSubject")
         try:
-            email.send_now(settings, admin.email, subject, text_body, html_body)
-        except (email.NotConfigured, ValueError, *email.TRANSIENT) as exc:
-            logger.warning("realm %s: SMTP test failed: %s", self.realm.name, exc)
-            raise ServerError("Failed to send email") from None
+            email.send_test(self.realm, settings, request.user.user)
+        except email.TestFailed as exc:
+            raise ServerError(str(exc)) from None
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

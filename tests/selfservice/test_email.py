@@ -134,3 +134,21 @@ def test_production_hands_the_message_to_celery_without_the_password(realm, bob_
 @pytest.fixture
 def bob_user(realm):
     return create_user(realm, "bob", email="bob@example.com")
+
+
+def test_the_consoles_test_connection_button_sends_through_the_saved_settings(realm, mailbox, client):
+    from django.urls import reverse
+
+    master = Realm.objects.get(name="master")
+    admin = create_user(master, "console-root", password=PASSWORD, email="console@ops.example")
+    admin.roles.add(Role.objects.get(realm=master, client=None, name="admin"))
+    client.force_login(admin)
+    url = reverse("admin:realms_realm_smtp_test", args=[realm.pk])
+    assert client.get(url).status_code == 405
+    client.post(url)
+    message, = mailbox.wait()
+    assert message["To"] == "console@ops.example" and message["Subject"] == "[KEYCLOAK] - SMTP test message"
+    realm.smtp_server = {**realm.smtp_server, "port": "1"}  # nothing listens there
+    realm.save()
+    page = client.post(url, follow=True)
+    assert "Failed to send email" in page.content.decode()

@@ -173,3 +173,20 @@ def test_set_up_an_authenticator_from_the_console_through_kc_action(acme, base, 
     bob = User.objects.get(realm=acme, username="bob")
     assert [c.user_label for c in bob.credentials.filter(type="otp")] == ["my phone"]
     assert bob.required_actions == []
+
+
+def test_registration_and_forgot_password_pages_pass_axe_on_a_phone(acme, base, page):
+    acme.registration_allowed = acme.reset_password_allowed = True
+    acme.save()
+    page.goto(f"{base}/realms/acme/protocol/openid-connect/auth?client_id=web-app&response_type=code"
+              f"&redirect_uri={base}/web-app/cb&scope=openid&state=s")
+    page.locator("#kc-register").click()
+    page.locator("#kc-register-form").wait_for(timeout=10000)
+    _no_horizontal_scroll(page)
+    _no_serious_violations(page)
+    page.go_back()
+    page.locator("#kc-form-login").wait_for(timeout=10000)
+    page.locator("a[href*='reset-credentials']").click()
+    page.locator("#username").wait_for(timeout=10000)
+    _no_horizontal_scroll(page)
+    _no_serious_violations(page)

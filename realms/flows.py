@@ -422,6 +422,7 @@ class AuthContext:
         self.execution_path = ""
         self.config = {}
         self.flow = None  # the flow being run (its levels of authentication, for step-up)
+        self.aia = False  # the page shown is an application-initiated action's (it offers Cancel)
         self._user = None
         self.user_session = None  # an SSO session found by the Cookie step
         self.other_alternatives = False  # another alternative step could run instead of this one
@@ -463,7 +464,7 @@ class AuthContext:
 
     def render(self, page, context=None, status=200):
         base = {"action_url": self.action_url, "client": self.client, "auth_session": self.auth_session,
-                "login_url": self.login_actions_url("restart"), "user": self._user}
+                "login_url": self.login_actions_url("restart"), "user": self._user, "aia": self.aia}
         chosen = messages.chosen_locale(self.request, self.realm)
         if chosen:  # the locale picked on a page holds for the rest of this sign-in
             self.auth_session.notes[messages.USER_REQUEST_LOCALE] = chosen
@@ -737,6 +738,7 @@ def _run_kc_action(ctx):
     if ctx.is_action and ctx.auth_session.current == path and AIA_CANCEL_PARAM in ctx.params:
         notes[KC_ACTION_STATUS] = AIA_CANCELLED
         return Outcome.success()
+    ctx.aia = True
     outcome = _run_action(ctx, action, path)
     if outcome.kind == Outcome.SUCCESS:
         notes[KC_ACTION_STATUS] = AIA_SUCCESS

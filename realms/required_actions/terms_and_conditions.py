@@ -13,7 +13,7 @@ class TermsAndConditions(RequiredAction):
     enabled_by_default = False  # as in Keycloak: a realm switches it on
 
     def challenge(self, ctx):
-        return ctx.render("terms.html", {"aia": bool(ctx.auth_session.notes.get("kc_action"))})
+        return ctx.render("terms.html")
 
     def process(self, ctx):
         user = ctx.user

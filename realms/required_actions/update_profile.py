@@ -13,8 +13,7 @@ class UpdateProfile(RequiredAction):
         return ctx.render("login-update-profile.html", {
             "values": values if values is not None else user_profile.values(user), "errors": errors or {},
             "username_editable": user_profile.username_editable(ctx.realm, user),
-            "show_username": not ctx.realm.registration_email_as_username,
-            "aia": bool(ctx.auth_session.notes.get("kc_action"))})
+            "show_username": not ctx.realm.registration_email_as_username})
 
     def process(self, ctx):
         user = ctx.user

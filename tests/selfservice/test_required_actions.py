@@ -156,6 +156,20 @@ def test_kc_action_cancelled(realm, web_app, bob):
     assert bob.first_name == "Bob"
 
 
+@pytest.mark.parametrize("action, page_id", [("UPDATE_PASSWORD", "kc-passwd-update-form"),
+                                             ("CONFIGURE_TOTP", "kc-totp-settings-form")])
+def test_an_application_initiated_action_page_offers_cancel_and_the_users_own_does_not(realm, web_app, bob,
+                                                                                       action, page_id):
+    http = signed_in_browser(realm, web_app, bob)
+    page = http.get(AUTH, {**PARAMS, "kc_action": action})
+    assert f'id="{page_id}"' in html(page) and 'name="cancel-aia"' in html(page)
+    query = redirect_query(http.post(form_action(page), {"cancel-aia": "true"}))
+    assert query["kc_action_status"] == ["cancelled"]
+    must(bob, action)
+    own = sign_in(HttpClient())
+    assert f'id="{page_id}"' in html(own) and 'name="cancel-aia"' not in html(own)
+
+
 def test_kc_action_unknown_or_disabled_is_an_error(realm, web_app, bob):
     http = signed_in_browser(realm, web_app, bob)
     for alias in ("NO_SUCH_ACTION", "TERMS_AND_CONDITIONS"):

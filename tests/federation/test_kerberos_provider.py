@@ -145,3 +145,25 @@ def test_an_invalid_configuration_fails_the_import_with_its_path(kdc, change, me
         import_realm(_rep({**kerberos_config(kdc), **change}))
     assert exc.value.path == f'components["{Component.USER_STORAGE}"][0].config'
     assert exc.value.message == message
+
+
+def test_a_kerberos_provider_switches_the_spnego_step_on_and_its_removal_off(realm, kdc):
+    from realms.models import AuthenticationExecution
+
+    def spnego():
+        return AuthenticationExecution.objects.get(realm=realm, flow__alias="browser",
+                                                   authenticator="auth-spnego").requirement
+
+    assert spnego() == "DISABLED"
+    first = add_kerberos_component(realm, kdc)
+    assert spnego() == "ALTERNATIVE"  # as Keycloak's onCreate
+    second = add_kerberos_component(realm, kdc)
+    first.delete()
+    assert spnego() == "ALTERNATIVE"  # another Kerberos provider still needs it
+    second.delete()
+    assert spnego() == "DISABLED"
+    step = AuthenticationExecution.objects.get(realm=realm, flow__alias="browser", authenticator="auth-spnego")
+    step.requirement = "REQUIRED"
+    step.save()
+    add_kerberos_component(realm, kdc).delete()
+    assert spnego() == "REQUIRED"  # an admin's own choice is left alone

@@ -41,8 +41,7 @@ def base(live_server):
 
 @pytest.fixture
 def realm(transactional_db, base, kdc):
-    realm = create_realm("corp", events_enabled=True)
-    spnego_on(realm)
+    realm = create_realm("corp", events_enabled=True)  # the Kerberos provider switches SPNEGO on
     make_client(realm, "web-app", redirect_uris=[f"{base}/web-app/cb"])
     add_kerberos_component(realm, kdc)
     return realm

@@ -217,8 +217,8 @@ def to_q(node, fields, prefix=""):
     if isinstance(node, Not):
         return ~to_q(node.inner, fields, prefix)
     if isinstance(node, ValuePath):
-        return to_q(node.inner, fields, prefix + _name(node.attr) + ".")
-    name = prefix + _name(node.attr)
+        return to_q(node.inner, fields, prefix + attribute_name(node.attr) + ".")
+    name = prefix + attribute_name(node.attr)
     field = fields.get(name) or fields.get(name + ".value")
     if field is None:
         raise FilterError(f"Filtering on '{node.attr}' is not supported")
@@ -229,7 +229,7 @@ def to_q(node, fields, prefix=""):
     return _compare_q(field, node.op, node.value)
 
 
-def _name(attr):
+def attribute_name(attr):
     """``urn:...:User:userName`` and ``userName`` alike, lower-cased."""
     if attr.lower().startswith("urn:"):
         attr = attr.rsplit(":", 1)[-1]
@@ -255,9 +255,9 @@ def matches(node, value):
     if isinstance(node, Not):
         return not matches(node.inner, value)
     if isinstance(node, ValuePath):
-        items = _lookup(value, _name(node.attr)) or []
+        items = _lookup(value, attribute_name(node.attr)) or []
         return any(matches(node.inner, item) for item in (items if isinstance(items, list) else [items]))
-    parts = _name(node.attr).split(".")
+    parts = attribute_name(node.attr).split(".")
     found = value
     for part in parts:
         found = _lookup(found, part)

@@ -140,7 +140,7 @@ def _names(value):
         return []
     if isinstance(value, str):
         value = value.split(",")
-    return [filters._name(v.strip()) for v in value if isinstance(v, str) and v.strip()]
+    return [filters.attribute_name(v.strip()) for v in value if isinstance(v, str) and v.strip()]
 
 
 def project(doc, attributes, excluded):
@@ -187,7 +187,7 @@ def find(view, kinds, params):
                 continue  # an attribute this kind does not have: none of its resources match
         order = list(kind.default_order)
         if params.get("sortBy"):
-            field = kind.fields.get(filters._name(params["sortBy"]))
+            field = kind.fields.get(filters.attribute_name(params["sortBy"]))
             if field is None and len(kinds) == 1:
                 raise ScimError(400, f"Sorting by {params['sortBy']} is not supported", "invalidValue")
             if field is not None:

@@ -227,7 +227,7 @@ def test_webauthn_answer_is_ignored_when_passkeys_are_off(client, realm, web_app
 
 # --- Security key as the second factor ------------------------------------------------------------
 
-def _flow_with_security_keys(monkeypatch):
+def use_flow_with_security_keys(monkeypatch):
     """The built-in browser flow, copied with the WebAuthn step enabled in the 2FA sub-flow."""
     flow = Flow("browser with security keys", (
         step("auth-cookie", ALTERNATIVE),
@@ -252,7 +252,7 @@ def test_webauthn_step_is_disabled_in_the_builtin_flow():
 
 
 def test_security_key_as_second_factor(client, realm, web_app, bob, monkeypatch):
-    _flow_with_security_keys(monkeypatch)
+    use_flow_with_security_keys(monkeypatch)
     key = SoftAuthenticator(RP_ID)  # a security key: no user handle
     add_passkey(bob, key, kind=Credential.WEBAUTHN)
     page = password_page(client)
@@ -266,7 +266,7 @@ def test_security_key_as_second_factor(client, realm, web_app, bob, monkeypatch)
 
 
 def test_security_key_of_another_user_is_refused(client, realm, web_app, bob, monkeypatch):
-    _flow_with_security_keys(monkeypatch)
+    use_flow_with_security_keys(monkeypatch)
     add_passkey(bob, SoftAuthenticator(RP_ID), kind=Credential.WEBAUTHN)
     carol = User.objects.create(realm=realm, username="carol")
     foreign = SoftAuthenticator(RP_ID, user_handle=str(carol.pk).encode())

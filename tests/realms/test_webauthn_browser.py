@@ -12,13 +12,13 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import sync_playwright
 
-from realms import flows
 from realms.accounts import create_user
-from realms.flows import ALTERNATIVE, BROWSER_FLOW, CONDITIONAL, REQUIRED, Flow, step, sub_flow
 from realms.models import Credential, User
 from realms.services import create_realm
 from tests.oidc.browser.conftest import PASSWORD, make_client
 from tests.oidc.browser.test_browser_playwright import CHROMIUM_ARGS, _auth_url
+
+from .test_webauthn import use_flow_with_security_keys
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("fresh_caches")]
 
@@ -104,19 +104,7 @@ def test_register_a_passkey_sign_out_and_sign_in_with_it_alone(transactional_db,
 
 
 def test_security_key_passes_the_2fa_sub_flow(transactional_db, base, page, monkeypatch):
-    flow = Flow("browser with security keys", (
-        step("auth-cookie", ALTERNATIVE),
-        sub_flow("forms", ALTERNATIVE,
-            step("auth-username-password-form", REQUIRED),
-            sub_flow("Browser - Conditional 2FA", CONDITIONAL,
-                step("conditional-user-configured", REQUIRED),
-                step("conditional-credential", REQUIRED, credentials="webauthn-passwordless"),
-                step("auth-otp-form", ALTERNATIVE),
-                step("webauthn-authenticator", ALTERNATIVE),
-            ),
-        ),
-    ))
-    monkeypatch.setattr(flows, "_flow_loaders", [lambda realm, ref: flow if ref == BROWSER_FLOW.alias else None])
+    use_flow_with_security_keys(monkeypatch)
     bob = _realm_with_bob(base, "webauthn-register")
     _sign_in_with_password(page, base, "st-register-key")
     page.click("#registerWebAuthn")

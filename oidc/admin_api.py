@@ -12,11 +12,11 @@ from django.urls import path
 from rest_framework import status
 from rest_framework.response import Response
 
-from realms import admin_events, sessions
+from realms import admin_events, consents
 from realms.api import errors
 from realms.api.users import user_of
 from realms.api.views import RealmResource
-from realms.models import Client, ClientScope, UserSession
+from realms.models import Client, ClientScope
 
 from .models import ConsentGrant
 
@@ -62,13 +62,7 @@ class ConsentDetail(RealmResource):
         if client is None:
             raise errors.NotFound("Client not found")
         with transaction.atomic():
-            consent = ConsentGrant.objects.filter(user=user, client=client).delete()[0] > 0
-            offline = sessions.end_client_sessions(
-                list(UserSession.objects.filter(user=user, offline=True)), client, reason="revoked") > 0
-            if consent:
-                sessions.end_client_sessions(list(UserSession.objects.filter(user=user, offline=False)), client,
-                                             reason="revoked")
-            if not (consent or offline):
+            if not consents.revoke_consent(user, client):
                 raise errors.NotFound("Consent nor offline token not found")
             admin_events.record(self.realm, "ACTION", "USER", f"users/{user.pk}/consents/{client_id}",
                                 auth=self.auth_details())

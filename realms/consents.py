@@ -32,17 +32,30 @@ def user_consents(user):
     return [consent for list_consents, _ in _stores for consent in list_consents(user)]
 
 
+@dataclass
+class Revoked:
+    consent: bool  # a grant was there
+    offline: bool  # the client held an offline token of the user
+
+    def __bool__(self):
+        return self.consent or self.offline
+
+
 def revoke_consent(user, client):
-    """Forget the grant and end the client's share of the user's sessions, online and offline
-    (its tokens stop refreshing), as Keycloak's UserConsentManager.revokeConsentToClient does.
-    True when a grant was there."""
+    """Forget the grant and end the client's offline tokens of the user and, when a grant was
+    there, its share of the user's online sessions (its tokens stop refreshing), as Keycloak's
+    UserConsentManager.revokeConsentToClient does. The console, the account console and the
+    Admin API's ``users/{id}/consents/{client}`` all revoke here."""
     from . import sessions
     from .models import UserSession
 
     with transaction.atomic():
-        revoked = False
+        consent = False
         for _, revoke in _stores:
-            revoked = revoke(user, client) or revoked
-        sessions.end_client_sessions(UserSession.objects.filter(user=user, client_sessions__client=client).distinct(),
-                                     client)
-    return revoked
+            consent = revoke(user, client) or consent
+        offline = sessions.end_client_sessions(list(UserSession.objects.filter(user=user, offline=True)), client,
+                                               reason="revoked") > 0
+        if consent:
+            sessions.end_client_sessions(list(UserSession.objects.filter(user=user, offline=False)), client,
+                                         reason="revoked")
+    return Revoked(consent, offline)

@@ -128,7 +128,9 @@ class Membership:
         singular = cls.kind[:-1]
         if not _get(config, f"{cls.kind}.dn"):
             raise ConfigError(f"LDAP {cls.kind.capitalize()} DN is required ({cls.kind}.dn)")
-        mode = _get(config, "mode", READ_ONLY).upper()
+        mode = _get(config, "mode").upper()
+        if not mode:
+            raise ConfigError("Mode is required (mode)")
         if mode not in MODES:
             raise ConfigError(f"mode must be one of {', '.join(MODES)}")
         if mode == IMPORT and not _flag(parent_config or {}, "importEnabled", True):

@@ -19,6 +19,7 @@ EMPTY = "cn=empty-membership-placeholder"
 
 def add_mapper(api, component, provider_id="group-ldap-mapper", **config):
     config = {"groups.dn" if provider_id == "group-ldap-mapper" else "roles.dn": GROUPS, **config}
+    config = {k: v for k, v in config.items() if v is not None}
     return api("post", "acme/components", {"name": provider_id, "providerId": provider_id, "providerType": MAPPER,
                                            "parentId": component.pk,
                                            "config": {k: [v] for k, v in config.items()}})
@@ -214,6 +215,7 @@ def test_client_role_mapper(realm, directory, admin_api, web_app):
 @pytest.mark.parametrize("provider_id, config, message", [
     ("group-ldap-mapper", {"mode": "SOMETIMES"}, "mode must be one of LDAP_ONLY, READ_ONLY, IMPORT"),
     ("group-ldap-mapper", {"groups.dn": ""}, "groups.dn"),
+    ("group-ldap-mapper", {"mode": None}, "Mode is required"),
     ("group-ldap-mapper", {"membership.attribute.type": "UID", "preserve.group.inheritance": "true"},
      "ldapErrorCantPreserveGroupInheritanceWithUIDMembershipType"),
     ("group-ldap-mapper", {"user.roles.retrieve.strategy": "LOAD_GROUPS_BY_MEMBER_ATTRIBUTE_RECURSIVELY"},
@@ -223,7 +225,7 @@ def test_client_role_mapper(realm, directory, admin_api, web_app):
 ])
 def test_configurations_that_cannot_work_are_refused(realm, directory, admin_api, provider_id, config, message):
     component = make_provider(realm, directory)
-    resp = add_mapper(admin_api, component, provider_id, **config)
+    resp = add_mapper(admin_api, component, provider_id, **{"mode": "READ_ONLY", **config})
     assert resp.status_code == 400 and message in resp.json()["errorMessage"]
 
 
@@ -235,3 +237,28 @@ def test_realm_import_refuses_a_mapper_that_cannot_work(db):
     rep["components"]["org.keycloak.storage.UserStorageProvider"][0]["config"]["importEnabled"] = ["false"]
     with pytest.raises(RepresentationError, match="IMPORT"):
         import_realm(rep)
+
+
+class _Recorder:
+    def __init__(self):
+        self.filters = []
+
+    def search(self, base, filterstr, attrs, scope=None, size_limit=0):
+        self.filters.append(filterstr)
+        return []
+
+
+def test_active_directory_recursive_strategy_asks_for_the_groups_in_chain():
+    """Active Directory's LDAP_MATCHING_RULE_IN_CHAIN (slapd has no such rule: the filter sent is
+    what can be checked here)."""
+    from federation.ldap.config import LdapConfig
+    from federation.ldap.membership import GroupMembership
+
+    provider = Component(pk="p", config={"vendor": ["ad"], "editMode": ["READ_ONLY"],
+                                         "connectionUrl": ["ldap://127.0.0.1"]})
+    mapper = Component(pk="m", config={"groups.dn": ["ou=g,dc=x"], "mode": ["READ_ONLY"],
+                                       "user.roles.retrieve.strategy": ["LOAD_GROUPS_BY_MEMBER_ATTRIBUTE_RECURSIVELY"]})
+    GroupMembership.validate(mapper.config, provider.config)
+    directory = _Recorder()
+    GroupMembership(mapper, LdapConfig.of(provider)).entries_of(directory, [("cn=a\\,b,dc=x", {})])
+    assert directory.filters == ["(&(objectClass=group)(member:1.2.840.113556.1.4.1941:=cn=a\\5c,b,dc=x))"]

@@ -9,6 +9,8 @@ from realms.models import Client, Component, Group, Role, User
 from realms.representation import import_realm
 from realms.representation.fields import RepresentationError
 
+from tests.realms.test_scim import PATCH, hr, scim  # noqa: F401 (fixtures)
+
 from .conftest import make_provider
 from .slapd import GROUPS, PEOPLE
 
@@ -80,6 +82,21 @@ def test_read_only_mirrors_the_directory_and_refuses_changes_of_its_groups(realm
     directory.modify(f"cn=dev,{GROUPS}", member=dn)
     assert paths(signed_in(realm, "jane")) == ["/dev", "/local"]  # read from the directory again
     assert members(directory, "dev") == [dn]
+
+
+def test_scim_membership_changes_follow_the_mapper_mode(directory, hr, scim):  # noqa: F811
+    component = make_provider(hr, directory, editMode="READ_ONLY")
+    Component.objects.create(realm=hr, name="groups", provider_id="group-ldap-mapper", provider_type=MAPPER,
+                             parent_id=component.pk, config={"groups.dn": [GROUPS], "mode": ["READ_ONLY"]})
+    dn = directory.add_user("olga", "olga-password")
+    directory.add_group("ops", [dn])
+    user = signed_in(hr, "olga")
+    ops = Group.objects.get(realm=hr, name="ops")
+    resp = scim("patch", f"Groups/{ops.pk}", {"schemas": [PATCH], "Operations": [
+        {"op": "remove", "path": f'members[value eq "{user.pk}"]'}]})
+    assert resp.status_code == 400
+    assert resp.json()["detail"] == "Not possible to delete LDAP group mappings as mapper mode is READ_ONLY"
+    assert list(ops.members.all()) == [user]
 
 
 def test_ldap_only_writes_joins_and_leaves_to_the_directory(realm, directory, admin_api):

@@ -21,8 +21,7 @@ from realms.storage import open_config
 from . import mappers, membership
 from .config import MAPPER_TYPE, PROVIDER_ID, ConfigError, LdapConfig
 from .connection import DirectoryError, DirectoryUnavailable, test_connection
-from .provider import LdapProvider
-from .sync import sync
+from .sync import DIRECTIONS, sync, sync_mapper
 
 logger = logging.getLogger("idp.federation")
 SECRET_VALUE = "**********"  # Keycloak's ComponentRepresentation.SECRET_VALUE
@@ -203,17 +202,11 @@ class MapperSync(_Storage):
                                           provider_type=MAPPER_TYPE).first()
         if mapper is None:
             raise errors.NotFound("Mapper model not found")
-        direction = request.query_params.get("direction") or "fedToKeycloak"
-        if direction not in ("fedToKeycloak", "keycloakToFed"):
+        direction = request.query_params.get("direction") or DIRECTIONS[0]
+        if direction not in DIRECTIONS:
             raise errors.Invalid("Unknown direction: " + direction)
-        provider = LdapProvider(component)
-        m = next((m for m in provider.mappers if m.component.pk == mapper.pk), None)
-        if not isinstance(m, membership.Membership):
-            raise errors.Invalid("This mapper has nothing to synchronize")
         try:
-            with transaction.atomic():
-                run = m.sync_to_realm if direction == "fedToKeycloak" else m.sync_to_directory
-                result = run(provider.directory, self.realm)
+            result = sync_mapper(component, mapper.pk, direction)
         except membership.MembershipError as exc:
             raise errors.Invalid(str(exc)) from None
         except DirectoryUnavailable as exc:
@@ -222,6 +215,8 @@ class MapperSync(_Storage):
         except ldap.LDAPError as exc:
             logger.warning("LDAP mapper %s: sync refused by the directory: %s", mapper.pk, exc)
             raise errors.Invalid("LDAP sync error: the directory refused a change") from None
+        if result is None:
+            raise errors.Invalid("This mapper has nothing to synchronize")
         _action(self, component, f"mappers/{mapper.pk}/sync", result)
         return Response(result)
 

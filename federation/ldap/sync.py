@@ -13,6 +13,7 @@ from django.db import connection, transaction
 
 from realms.models import Component
 
+from . import membership
 from .provider import LdapProvider
 
 
@@ -83,3 +84,20 @@ def _sync(component, changed_only):
         row.config["lastSync"] = [str(started)]
         row.save(update_fields=["config"])
     return result_rep(added=totals[0], updated=totals[1], failed=totals[2])
+
+
+DIRECTIONS = ("fedToKeycloak", "keycloakToFed")
+
+
+def sync_mapper(component, mapper_id, direction):
+    """A group or role mapper's sync ("Sync LDAP groups to Keycloak" / "Sync Keycloak groups to
+    LDAP"), in one transaction: Keycloak's SynchronizationResult representation, or None when the
+    mapper has nothing to synchronize. Raises ``membership.MembershipError`` (a directory tree
+    the realm cannot hold), DirectoryUnavailable, or ldap.LDAPError (the directory refused)."""
+    provider = LdapProvider(component)
+    mapper = next((m for m in provider.mappers if m.component.pk == mapper_id), None)
+    if not isinstance(mapper, membership.Membership):
+        return None
+    with transaction.atomic():
+        run = mapper.sync_to_realm if direction == DIRECTIONS[0] else mapper.sync_to_directory
+        return run(provider.directory, component.realm)

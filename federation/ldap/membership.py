@@ -430,16 +430,19 @@ class GroupMembership(Membership):
             logger.warning("LDAP group mapper %s: groups path %s does not exist", self.component.pk, self.groups_path)
             return {}
         out = {}
+        tree = None
         for _, entry in entries:
             name = text(entry, self.name_attr)
             if not name or name in out:
                 continue
             if self.inheritance:
-                group = next((g for g in self._subtree(realm, root) if g.name == name), None)
+                tree = tree if tree is not None else {g.name: g for g in self._subtree(realm, root)}
+                group = tree.get(name)
                 if group is None and not self._synced:
                     # A group not yet here: Keycloak brings the whole tree over once, then looks again.
                     self.sync_to_realm(directory, realm)
-                    group = next((g for g in self._subtree(realm, root) if g.name == name), None)
+                    tree = {g.name: g for g in self._subtree(realm, root)}
+                    group = tree.get(name)
                 if group is None:
                     logger.warning("LDAP group mapper %s: group %s is not in the directory's tree",
                                    self.component.pk, name)

@@ -1,7 +1,8 @@
 """The LDAP group and role mappers against a real slapd: the three modes (IMPORT copies once,
 READ_ONLY mirrors the directory and refuses changes, LDAP_ONLY writes ``member``), nested
 groups with inheritance on and off (a cycle refused), both sync directions of the Admin API's
-mapper action, the memberOf strategy, a client-role mapper, and configurations refused."""
+mapper action, the memberOf strategy, UID membership, realm- and client-role mappers, SCIM's
+writes, and configurations refused."""
 import pytest
 
 from realms import signin
@@ -279,3 +280,29 @@ def test_active_directory_recursive_strategy_asks_for_the_groups_in_chain():
     directory = _Recorder()
     GroupMembership(mapper, LdapConfig.of(provider)).entries_of(directory, [("cn=a\\,b,dc=x", {})])
     assert directory.filters == ["(&(objectClass=group)(member:1.2.840.113556.1.4.1941:=cn=a\\5c,b,dc=x))"]
+
+
+def test_uid_membership_and_a_read_only_realm_role_mapper(realm, directory, admin_api):
+    component = make_provider(realm, directory)
+    assert add_mapper(admin_api, component, mode="READ_ONLY", **{
+        "membership.attribute.type": "UID", "membership.ldap.attribute": "memberUid",
+        "group.object.classes": "posixGroup", "preserve.group.inheritance": "false"}).status_code == 201
+    assert add_mapper(admin_api, component, "role-ldap-mapper", mode="READ_ONLY", **{
+        "role.object.classes": "groupOfNames", "roles.ldap.filter": "(cn=auditors)"}).status_code == 201
+    dn = directory.add_user("pia", "pia-password")
+    conn = directory.admin()
+    try:
+        conn.add_s(f"cn=unix,{GROUPS}", [("objectClass", [b"posixGroup"]), ("cn", [b"unix"]),
+                                          ("gidNumber", [b"1000"]), ("memberUid", [b"pia"])])
+    finally:
+        conn.unbind_s()
+    directory.add_group("auditors", [dn])
+    directory.add_group("ignored-role", [dn])  # outside roles.ldap.filter
+    user = signed_in(realm, "pia")
+    assert paths(user) == ["/unix"]  # by UID; the groupOfNames entries are not posixGroups
+    assert {r.name for r in user.roles.filter(client=None)} >= {"auditors"}
+    assert not Role.objects.filter(realm=realm, name="ignored-role").exists()
+    auditors = Role.objects.get(realm=realm, client=None, name="auditors")
+    resp = admin_api("delete", f"acme/users/{user.pk}/role-mappings/realm", [{"id": auditors.pk, "name": "auditors"}])
+    assert resp.status_code == 400
+    assert resp.json()["errorMessage"] == "Not possible to delete LDAP role mappings as mapper mode is READ_ONLY"

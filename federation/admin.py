@@ -1,10 +1,12 @@
 """LDAP providers in the console (Keycloak's User federation page): the connection, search and
 sync settings of the current realm's providers, the bind credential write-only (kept when left
-empty), and the actions "Test connection", "Test authentication", "Synchronize all users" and
-"Synchronize changed users"."""
+empty), and the actions "Test connection", "Test authentication", "Synchronize all users",
+"Synchronize changed users", and the group and role mappers' "Sync LDAP groups to Keycloak" and
+"Sync Keycloak groups to LDAP" (every such mapper of the chosen providers)."""
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
+import ldap
 from django.db import transaction
 
 from realms.admin import ConsoleAdmin
@@ -13,9 +15,10 @@ from realms.models import Component
 from realms.storage import open_config
 
 from .ldap.api import add_default_mappers
-from .ldap.config import CACHE_POLICIES, EDIT_MODES, ConfigError, LdapConfig
+from .ldap.config import CACHE_POLICIES, EDIT_MODES, MAPPER_TYPE, ConfigError, LdapConfig
 from .ldap.connection import DirectoryError, DirectoryUnavailable, test_connection
-from .ldap.sync import sync
+from .ldap.membership import MembershipError
+from .ldap.sync import DIRECTIONS, sync, sync_mapper
 from .models import LdapComponent
 
 _BOOL = {"required": False}
@@ -108,7 +111,8 @@ def _event(request, operation, obj, path=""):
 class LdapComponentAdmin(ConsoleAdmin):
     form = LdapForm
     list_display = ("name", "connection_url", "edit_mode", "import_enabled")
-    actions = ("test_connection", "test_authentication", "sync_all_users", "sync_changed_users")
+    actions = ("test_connection", "test_authentication", "sync_all_users", "sync_changed_users",
+               "sync_groups_to_keycloak", "sync_groups_to_ldap")
 
     @admin.display(description="Connection URL")
     def connection_url(self, obj):
@@ -168,3 +172,23 @@ class LdapComponentAdmin(ConsoleAdmin):
     @admin.action(description="Synchronize changed users")
     def sync_changed_users(self, request, queryset):
         self._sync(request, queryset, True)
+
+    def _sync_mappers(self, request, queryset, direction):
+        for component in queryset:
+            for mapper in Component.objects.filter(parent_id=component.pk, provider_type=MAPPER_TYPE,
+                                                   provider_id__in=("group-ldap-mapper", "role-ldap-mapper")):
+                try:
+                    result = sync_mapper(component, mapper.pk, direction)
+                except (MembershipError, DirectoryUnavailable, ldap.LDAPError) as exc:
+                    self.message_user(request, f"{component.name} / {mapper.name}: {exc}", messages.ERROR)
+                    continue
+                _event(request, "ACTION", component, f"/mappers/{mapper.pk}/sync")
+                self.message_user(request, f"{component.name} / {mapper.name}: {result['status']}", messages.SUCCESS)
+
+    @admin.action(description="Sync LDAP groups and roles to Keycloak")
+    def sync_groups_to_keycloak(self, request, queryset):
+        self._sync_mappers(request, queryset, DIRECTIONS[0])
+
+    @admin.action(description="Sync Keycloak groups and roles to LDAP")
+    def sync_groups_to_ldap(self, request, queryset):
+        self._sync_mappers(request, queryset, DIRECTIONS[1])

@@ -149,21 +149,28 @@ class InvalidConfig(ValueError):
 
 def register_provider(provider_id, factory, validate=None, secret_config=()):
     """``factory(component) -> UserStorageProvider`` for components with this provider id;
-    ``validate(config)`` raises InvalidConfig for a multivalued config it cannot run with;
+    ``validate`` as for ``register_validator``;
     ``secret_config`` names config entries (a bind credential) stored encrypted
     (``seal_config`` before a save) and given in clear by ``open_config``."""
     _factories[provider_id] = factory
     _secrets[provider_id] = tuple(secret_config)
     if validate is not None:
-        _validators[provider_id] = validate
+        register_validator(provider_id, validate)
 
 
-def validate_config(provider_id, config):
-    """Raise InvalidConfig when the provider registered for ``provider_id`` refuses ``config``
+def register_validator(provider_id, validate):
+    """``validate(config, parent_config)`` raises InvalidConfig for a multivalued config that
+    components with this provider id (a provider, or a provider's sub-component such as an
+    LDAP mapper, whose parent's config is given) cannot run with."""
+    _validators[provider_id] = validate
+
+
+def validate_config(provider_id, config, parent_config=None):
+    """Raise InvalidConfig when the validator registered for ``provider_id`` refuses ``config``
     (importing or saving a component calls it)."""
     validator = _validators.get(provider_id)
     if validator is not None:
-        validator(config)
+        validator(config, parent_config)
 
 
 def seal_config(component):

@@ -16,7 +16,7 @@ def _first(config, name, default=""):
     return values[0] if values else default
 
 
-def validate(config):
+def validate(config, parent_config=None):
     """Raise InvalidConfig for a configuration this provider cannot run with."""
     for name, label in _REQUIRED:
         if not _first(config, name).strip():

@@ -1,9 +1,11 @@
 """The Admin REST API of user federation, as Keycloak's ComponentResource,
 UserStorageProviderResource and TestLdapConnectionResource: ``components`` (user storage providers
-and their LDAP mappers), ``user-storage/{id}/sync``, ``unlink-users``, ``remove-imported-users``
-and ``testLDAPConnection``."""
+and their LDAP mappers), ``user-storage/{id}/sync``, ``user-storage/{id}/mappers/{id}/sync`` (the
+group and role mappers' two directions), ``unlink-users``, ``remove-imported-users`` and
+``testLDAPConnection``."""
 import logging
 
+import ldap
 from django.db import transaction
 from django.urls import path
 from rest_framework import status
@@ -16,10 +18,10 @@ from realms.api.views import RealmResource
 from realms.models import Component, User
 from realms.storage import open_config
 
-from . import mappers
+from . import mappers, membership
 from .config import MAPPER_TYPE, PROVIDER_ID, ConfigError, LdapConfig
 from .connection import DirectoryError, DirectoryUnavailable, test_connection
-from .sync import sync
+from .sync import DIRECTIONS, sync, sync_mapper
 
 logger = logging.getLogger("idp.federation")
 SECRET_VALUE = "**********"  # Keycloak's ComponentRepresentation.SECRET_VALUE
@@ -61,6 +63,14 @@ def _validate(component):
             raise errors.Invalid("parentId must name a user storage provider of the realm")
         if component.provider_id not in mappers.MAPPERS:
             raise errors.Invalid(f"unknown mapper {component.provider_id}")
+        try:
+            mappers.validate(component.provider_id, component.config, parent.config)
+        except ConfigError as exc:
+            raise errors.Invalid(str(exc)) from None
+        path = component.get("groups.path", "/").strip() or "/"
+        if component.provider_id == "group-ldap-mapper" and path != "/" and membership.find_group(
+                component.realm, path) is None:
+            raise errors.Invalid("ldapErrorMissingGroupsPathGroup")
 
 
 def _event(view, operation, component):
@@ -180,6 +190,37 @@ class Sync(_Storage):
         return Response(result)
 
 
+class MapperSync(_Storage):
+    """A group or role mapper's ``direction=fedToKeycloak`` (the default) or ``keycloakToFed``:
+    Keycloak's SynchronizationResult."""
+
+    def post(self, request, realm, component_id, mapper_id):
+        component = Component.objects.filter(realm=self.realm, pk=component_id).first()
+        if component is None:
+            raise errors.NotFound("Parent model not found")
+        mapper = Component.objects.filter(realm=self.realm, pk=mapper_id, parent_id=component.pk,
+                                          provider_type=MAPPER_TYPE).first()
+        if mapper is None:
+            raise errors.NotFound("Mapper model not found")
+        direction = request.query_params.get("direction") or DIRECTIONS[0]
+        if direction not in DIRECTIONS:
+            raise errors.Invalid("Unknown direction: " + direction)
+        try:
+            result = sync_mapper(component, mapper.pk, direction)
+        except membership.MembershipError as exc:
+            raise errors.Invalid(str(exc)) from None
+        except DirectoryUnavailable as exc:
+            logger.warning("LDAP provider %s: mapper sync failed, directory unavailable: %s", component.pk, exc)
+            raise errors.Invalid("LDAP sync error: cannot connect to the directory") from None
+        except ldap.LDAPError as exc:
+            logger.warning("LDAP mapper %s: sync refused by the directory: %s", mapper.pk, exc)
+            raise errors.Invalid("LDAP sync error: the directory refused a change") from None
+        if result is None:
+            raise errors.Invalid("This mapper has nothing to synchronize")
+        _action(self, component, f"mappers/{mapper.pk}/sync", result)
+        return Response(result)
+
+
 class UnlinkUsers(_Storage):
     """The provider's imported users become local users."""
 
@@ -231,6 +272,7 @@ urlpatterns = [
     path(f"{R}/components", Components.as_view()),
     path(f"{R}/components/<str:component_id>", ComponentDetail.as_view()),
     path(f"{R}/user-storage/<str:component_id>/sync", Sync.as_view()),
+    path(f"{R}/user-storage/<str:component_id>/mappers/<str:mapper_id>/sync", MapperSync.as_view()),
     path(f"{R}/user-storage/<str:component_id>/unlink-users", UnlinkUsers.as_view()),
     path(f"{R}/user-storage/<str:component_id>/remove-imported-users", RemoveImportedUsers.as_view()),
     path(f"{R}/testLDAPConnection", TestConnection.as_view()),

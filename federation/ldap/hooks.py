@@ -1,13 +1,17 @@
 """What LDAP federation does when components and users are saved, for every writer (the Admin
 API, the realm import, registration, the console): secret config sealed, sync schedules kept in
 step, new users created in a writable directory with sync registrations on, changes of federated
-users written back (WRITABLE) or refused (READ_ONLY)."""
+users written back (WRITABLE) or refused (READ_ONLY), and their group and role memberships
+written to the directory or refused as the group and role mappers' modes say."""
+import ldap
+
 from realms import storage
 from realms.api import errors
-from realms.models import Component, User
+from realms.models import Component, Group, Role, User
 
-from . import schedule
+from . import membership, schedule
 from .config import PROVIDER_ID, READ_ONLY, LdapConfig
+from .connection import DirectoryUnavailable
 
 
 def component_saving(sender, instance, **kwargs):
@@ -56,3 +60,60 @@ def user_saving(sender, instance, raw=False, **kwargs):
     elif provider.config.edit_mode == READ_ONLY and provider.changes_directory_fields(instance, before):
         # Keycloak's ReadOnlyException; the Admin API answers it as a 400.
         raise errors.Invalid("User is read only!")
+
+
+def _ldap_provider(user):
+    try:
+        provider = storage.provider_of(user)
+    except storage.Unavailable:
+        return None
+    return provider if isinstance(getattr(provider, "config", None), LdapConfig) else None
+
+
+def _membership_changing(kind, instance, action, reverse, pk_set):
+    """A user joins or leaves groups (gets or loses roles) here, by any writer: the group and
+    role mappers of the user's LDAP provider write the directory (LDAP_ONLY) or refuse (READ_ONLY)."""
+    if action not in ("pre_add", "pre_remove", "pre_clear"):
+        return
+    target_model = Group if kind == "groups" else Role
+    if reverse:  # group.members / role.users: ``instance`` is the group or role
+        if action == "pre_clear":
+            users = list(getattr(instance, "members" if kind == "groups" else "users")
+                         .filter(federation_link__isnull=False))
+        else:
+            users = list(User.objects.filter(pk__in=pk_set or (), federation_link__isnull=False))
+        pairs = [(u, instance) for u in users]
+    else:
+        if instance.federation_link_id is None:
+            return
+        targets = (list(getattr(instance, kind).all()) if action == "pre_clear"
+                   else list(target_model.objects.filter(pk__in=pk_set or ())))
+        pairs = [(instance, t) for t in targets]
+    for user, target in pairs:
+        provider = _ldap_provider(user)
+        if provider is None:
+            continue
+        for m in provider.mappers:
+            if not isinstance(m, membership.Membership) or m.kind != kind or not m.base:
+                continue
+            try:
+                if action == "pre_add":
+                    m.joining(provider.directory, user.realm, user, target)
+                else:
+                    m.leaving(provider.directory, user.realm, user, target)
+            except membership.MembershipError as exc:
+                raise errors.Invalid(str(exc)) from None
+            except DirectoryUnavailable:
+                raise storage.Unavailable(provider.component.pk) from None
+            except ldap.LDAPError as exc:
+                args = exc.args[0] if exc.args and isinstance(exc.args[0], dict) else {}
+                raise errors.Invalid(f"LDAP error: {args.get('desc', 'refused')} {args.get('info', '')}".strip()) \
+                    from None
+
+
+def groups_changing(sender, instance, action, reverse, model, pk_set, **kwargs):
+    _membership_changing("groups", instance, action, reverse, pk_set)
+
+
+def roles_changing(sender, instance, action, reverse, model, pk_set, **kwargs):
+    _membership_changing("roles", instance, action, reverse, pk_set)

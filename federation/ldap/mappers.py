@@ -5,26 +5,17 @@ entry (``write``: registration, admin creation, profile changes)."""
 import base64
 
 from realms.crypto import random_secret
-from realms.models import Component, Group, Role
+from realms.models import Component, Role
 
+from . import membership
 from .config import MAPPER_TYPE
+from .membership import text
 
 UPDATE_PASSWORD = "UPDATE_PASSWORD"
 RANDOM = "${RANDOM}"
 # userAccountControl flags (MS-ADTS 2.2.16).
 ACCOUNTDISABLE, PASSWORD_EXPIRED = 0x2, 0x800000
 _FIELDS = {"username": "username", "email": "email", "firstName": "first_name", "lastName": "last_name"}
-
-
-def text(entry, name):
-    """The first value of an attribute, decoded, or '' (``entry``'s names in lower case, as
-    ``Provider.import_page`` gives them)."""
-    values = entry.get(name.lower())
-    return values[0].decode("utf-8", "replace") if values else ""
-
-
-def texts(entry, name):
-    return [v.decode("utf-8", "replace") for v in entry.get(name.lower(), ())]
 
 
 class Imported:
@@ -37,7 +28,7 @@ class Imported:
 class Mapper:
     creates_only = False  # written when an entry is created, never on changes
 
-    def __init__(self, component):
+    def __init__(self, component, provider_config):
         self.component = component
         self.read_only = component.get("read.only", "false").lower() == "true"
 
@@ -53,8 +44,8 @@ class Mapper:
 class UserAttribute(Mapper):
     """``user-attribute-ldap-mapper``: one LDAP attribute to a user field or attribute."""
 
-    def __init__(self, component):
-        super().__init__(component)
+    def __init__(self, component, provider_config):
+        super().__init__(component, provider_config)
         self.ldap_attr = component.get("ldap.attribute")
         self.model_attr = component.get("user.model.attribute")
         self.binary = component.get("is.binary.attribute", "false").lower() == "true"
@@ -90,16 +81,16 @@ class Certificate(UserAttribute):
     """``certificate-ldap-mapper``: a certificate attribute (DER in the directory when
     ``is.derformatted``), kept as base64 in a user attribute."""
 
-    def __init__(self, component):
-        super().__init__(component)
+    def __init__(self, component, provider_config):
+        super().__init__(component, provider_config)
         self.binary = self.binary or component.get("is.derformatted", "false").lower() == "true"
 
 
 class FullName(Mapper):
     """``full-name-ldap-mapper``: ``cn`` (by default) as "first last"."""
 
-    def __init__(self, component):
-        super().__init__(component)
+    def __init__(self, component, provider_config):
+        super().__init__(component, provider_config)
         self.ldap_attr = component.get("ldap.full.name.attribute", "cn")
         self.write_only = component.get("write.only", "false").lower() == "true"
         self.attributes = (self.ldap_attr,)
@@ -155,39 +146,6 @@ class HardcodedGroup(Mapper):
         out.groups.append(self.component.get("group"))
 
 
-class Membership(Mapper):
-    """``group-ldap-mapper`` and ``role-ldap-mapper`` in the READ_ONLY and IMPORT modes: the
-    directory's groups (``groups.dn``/``roles.dn``) that list the user (``membership.ldap.attribute``,
-    by DN or by UID) become realm groups or roles of the same name, created when missing."""
-
-    kind = "groups"
-
-    def __init__(self, component):
-        super().__init__(component)
-        prefix = "groups" if self.kind == "groups" else "roles"
-        self.base = component.get(f"{prefix}.dn")
-        self.name_attr = component.get(f"{'group' if self.kind == 'groups' else 'role'}.name.ldap.attribute", "cn")
-        self.member_attr = component.get("membership.ldap.attribute", "member")
-        self.by_uid = component.get("membership.attribute.type", "DN").upper() == "UID"
-        self.user_attr = component.get("membership.user.ldap.attribute", "uid")
-        self.attributes = (self.user_attr,) if self.by_uid else ()
-
-    def read(self, entry, out, realm):
-        # The member value is looked up by ``Provider.import_entries`` (one search per batch).
-        pass
-
-    def member_value(self, dn, entry):
-        return text(entry, self.user_attr) if self.by_uid else dn
-
-
-class GroupMembership(Membership):
-    kind = "groups"
-
-
-class RoleMembership(Membership):
-    kind = "roles"
-
-
 class AccountControl(Mapper):
     """``msad-user-account-control-mapper``: ``userAccountControl`` with ACCOUNTDISABLE (514 is a
     disabled normal account) disables the user; an expired password, or ``pwdLastSet`` 0 (must
@@ -217,15 +175,23 @@ MAPPERS = {
     "hardcoded-attribute-mapper": HardcodedAttribute,
     "hardcoded-ldap-role-mapper": HardcodedRole,
     "hardcoded-ldap-group-mapper": HardcodedGroup,
-    "group-ldap-mapper": GroupMembership,
-    "role-ldap-mapper": RoleMembership,
+    "group-ldap-mapper": membership.GroupMembership,
+    "role-ldap-mapper": membership.RoleMembership,
     "msad-user-account-control-mapper": AccountControl,
 }
 
 
-def mappers_of(component):
+def mappers_of(component, provider_config):
     rows = Component.objects.filter(realm_id=component.realm_id, provider_type=MAPPER_TYPE, parent_id=component.pk)
-    return [MAPPERS[m.provider_id](m) for m in rows if m.provider_id in MAPPERS]
+    return [MAPPERS[m.provider_id](m, provider_config) for m in rows if m.provider_id in MAPPERS]
+
+
+def validate(provider_id, config, parent_config):
+    """Raise ConfigError for a mapper configuration that cannot be honoured (the mapper
+    factories' validateConfiguration); ``parent_config`` is the provider's."""
+    mapper = MAPPERS.get(provider_id)
+    if mapper is not None and issubclass(mapper, membership.Membership):
+        mapper.validate(config, parent_config)
 
 
 def default_mappers(config):
@@ -271,12 +237,3 @@ def find_role(realm, name):
     client_id, _, role = name.rpartition(".")
     query = Role.objects.filter(realm=realm, name=role or name)
     return (query.filter(client__client_id=client_id) if client_id else query.filter(client__isnull=True)).first()
-
-
-def find_group(realm, path):
-    group = None
-    for part in [p for p in path.split("/") if p]:
-        group = Group.objects.filter(realm=realm, parent=group, name=part).first()
-        if group is None:
-            return None
-    return group

@@ -20,7 +20,7 @@ from realms.models import Credential, User, new_id
 from realms.storage import REALM_DATABASE, Unavailable, UserStorageProvider, open_config
 
 from . import mappers as mapping
-from . import rows
+from . import membership, rows
 from .config import LDAP_ENTRY_DN, LDAP_ID, READ_ONLY, UNSYNCED, WRITABLE, ConfigError, LdapConfig
 from .connection import Directory, DirectoryError, DirectoryUnavailable
 
@@ -38,7 +38,7 @@ class LdapProvider(UserStorageProvider):
         self.component = component
         self.config = LdapConfig.of(component, open_config(component).get("bindCredential", [""])[0])
         self.directory = Directory(self.config)
-        self.mappers = mapping.mappers_of(component)
+        self.mappers = mapping.mappers_of(component, self.config)
 
     # -- reading entries -----------------------------------------------------------------------
 
@@ -90,19 +90,38 @@ class LdapProvider(UserStorageProvider):
         """``user`` as the directory has it now when its cached row is stale (import off and the
         cache policy says so); None when the entry is gone."""
         if self.config.import_enabled:
-            return user
+            return self._read_memberships(realm, user)
         cached = (user.attributes or {}).get(CACHED_AT) or []
         try:
             until = self.config.cached_until(datetime.fromisoformat(cached[0])) if cached else timezone.now()
         except ValueError:
             until = timezone.now()  # an unreadable stamp: read the entry again
         if until is None or until > timezone.now():
-            return user
+            return self._read_memberships(realm, user)
         entry = self._by(self.config.uuid_attr, (user.attributes.get(LDAP_ID) or [""])[0])
         if entry is None:
             user.delete()  # the row was only a cache of an entry that no longer exists
             return None
         return self._import_one(realm, entry)
+
+    def _read_memberships(self, realm, user):
+        """The memberships of the READ_ONLY and LDAP_ONLY group and role mappers, read from the
+        directory for a user found here (Keycloak reads them at every use of the user)."""
+        live = [m for m in self.mappers if isinstance(m, membership.Membership) and m.base
+                and m.mode != membership.IMPORT]
+        dn = (user.attributes.get(LDAP_ENTRY_DN) or [""])[0]
+        if not live or not dn:
+            return user
+        try:
+            entries = self.directory.search(dn, "(objectClass=*)", self._read_attrs(), scope=ldap.SCOPE_BASE)
+        except ldap.NO_SUCH_OBJECT:
+            return user
+        except DirectoryUnavailable:
+            raise Unavailable(self.component.pk) from None
+        entries = [(dn, {k.lower(): v for k, v in entry.items()}) for _, entry in entries[:1]]
+        with transaction.atomic():
+            self._mirror(realm, self._memberships(entries, live), [(user.pk, dn, False)])
+        return user
 
     def validate(self, realm, user, credential_type, secret):
         if credential_type != Credential.PASSWORD:
@@ -165,7 +184,7 @@ class LdapProvider(UserStorageProvider):
         cached_at = [timezone.now().isoformat()]
         with transaction.atomic():
             found = rows.existing(realm, [i.fields.get("username", "") for _, _, i in imported])
-            new, changed, grants = [], [], []
+            new, changed, grants, users = [], [], [], []
             for dn, entry, i in imported:
                 username = i.fields.get("username")
                 row = found.get(username)
@@ -181,7 +200,7 @@ class LdapProvider(UserStorageProvider):
                     values = {k: row[k] for k in rows.FIELDS}
                 values.update(i.fields)
                 attributes = dict(values.get("attributes") or {}, **i.attributes)
-                attributes[LDAP_ID] = [mapping.text(entry, self.config.uuid_attr)]
+                attributes[LDAP_ID] = [membership.text(entry, self.config.uuid_attr)]
                 attributes[LDAP_ENTRY_DN] = [dn]
                 if not self.config.import_enabled:
                     attributes[CACHED_AT] = cached_at
@@ -198,65 +217,74 @@ class LdapProvider(UserStorageProvider):
                     result.unchanged += 1
                 user_id = values.get("id") or row["id"]
                 result.ids.append(user_id)
-                if i.roles or i.groups or dn in memberships:
-                    grants.append((user_id, i, memberships.get(dn, {})))
+                users.append((user_id, dn, row is None))
+                if i.roles or i.groups:
+                    grants.append((user_id, i))
             rows.insert(realm, self.component, new)
             rows.update(changed)
             self._grant(realm, grants)
+            self._mirror(realm, memberships, users)
         result.added, result.updated = len(new), len(changed)
         return result
 
     def _map(self, realm, dn, entry):
         out = mapping.Imported()
-        out.fields["username"] = mapping.text(entry, self.config.username_attr).lower()
+        out.fields["username"] = membership.text(entry, self.config.username_attr).lower()
         for m in self.mappers:
             m.read(entry, out, realm)
         return out
 
-    def _memberships(self, entries):
-        """{user dn: {mapper: [names]}} of the group and role mappers, one search per mapper."""
+    def _memberships(self, entries, mappers=None):
+        """{mapper: {user dn: [directory entries]}} of the group and role mappers."""
         found = {}
-        for m in self.mappers:
-            if not isinstance(m, mapping.Membership) or not m.base:
-                continue
-            values = {m.member_value(dn, entry): dn for dn, entry in entries}
-            values.pop("", None)
-            if not values:
-                continue
-            terms = "".join(f"({m.member_attr}={ldap.filter.escape_filter_chars(v)})" for v in values)
-            try:
-                groups = self.directory.search(m.base, f"(|{terms})", [m.name_attr, m.member_attr],
-                                               scope=ldap.SCOPE_SUBTREE)
-            except DirectoryUnavailable:
-                raise Unavailable(self.component.pk) from None
-            for _, group in groups:
-                group = {k.lower(): v for k, v in group.items()}
-                name = mapping.text(group, m.name_attr)
-                for member in mapping.texts(group, m.member_attr):
-                    dn = values.get(member) or next((d for v, d in values.items() if v.lower() == member.lower()),
-                                                    None)
-                    if dn:
-                        found.setdefault(dn, {}).setdefault(m, []).append(name)
+        for m in self.mappers if mappers is None else mappers:
+            if isinstance(m, membership.Membership) and m.base:
+                try:
+                    found[m] = m.entries_of(self.directory, entries)
+                except DirectoryUnavailable:
+                    raise Unavailable(self.component.pk) from None
         return found
 
     def _grant(self, realm, grants):
-        """Roles and groups of the mappers: [(user id, Imported, {mapper: names})]."""
-        from realms.models import Group, Role
-
+        """The hardcoded mappers' roles and groups: [(user id, Imported)]."""
         user_roles, user_groups = [], []
-        for user_id, imported, memberships in grants:
+        for user_id, imported in grants:
             roles = [r for r in (mapping.find_role(realm, n) for n in imported.roles) if r]
-            groups = [g for g in (mapping.find_group(realm, p) for p in imported.groups) if g]
-            for m, names in memberships.items():
-                for name in names:
-                    if m.kind == "roles":
-                        roles.append(Role.objects.get_or_create(realm=realm, client=None, name=name)[0])
-                    else:
-                        groups.append(Group.objects.get_or_create(realm=realm, parent=None, name=name)[0])
+            groups = [g for g in (membership.find_group(realm, p) for p in imported.groups) if g]
             user_roles += [User.roles.through(user_id=user_id, role_id=r.pk) for r in roles]
             user_groups += [User.groups.through(user_id=user_id, group_id=g.pk) for g in groups]
         User.roles.through.objects.bulk_create(user_roles, ignore_conflicts=True)
         User.groups.through.objects.bulk_create(user_groups, ignore_conflicts=True)
+
+    def _mirror(self, realm, found, users):
+        """The group and role mappers' memberships of ``users`` ([(id, dn, new)]): IMPORT copies
+        them for new users only; READ_ONLY and LDAP_ONLY make the memberships of groups/roles
+        the directory has match it (those only the realm has are kept)."""
+        for m, by_dn in found.items():
+            chosen = [(user_id, dn) for user_id, dn, new in users if new or m.mode != membership.IMPORT]
+            if not chosen:
+                continue
+            entries = [e for _, dn in chosen for e in by_dn.get(dn, ())]
+            try:
+                targets = m.realm_targets(self.directory, realm, entries)
+                names = {dn: [membership.text(e, m.name_attr) for _, e in by_dn.get(dn, ())] for _, dn in chosen}
+                wanted = {user_id: {targets[n].pk for n in names[dn] if n in targets} for user_id, dn in chosen}
+                through, column = ((User.groups.through, "group_id") if m.kind == "groups"
+                                   else (User.roles.through, "role_id"))
+                through.objects.bulk_create([through(user_id=u, **{column: t}) for u, ts in wanted.items() for t in ts],
+                                            ignore_conflicts=True)
+                if m.mode == membership.IMPORT:
+                    continue
+                stale = [(u, t, name) for u, current in m.managed_of_users(realm, list(wanted)).items()
+                         for t, name in current.items() if t not in wanted[u]]
+                in_directory = m.existing_names(self.directory, sorted({name for _, _, name in stale}))
+                for u, t, name in stale:
+                    if name in in_directory:
+                        through.objects.filter(user_id=u, **{column: t}).delete()
+            except DirectoryUnavailable:
+                raise Unavailable(self.component.pk) from None
+            except membership.MembershipError as exc:
+                logger.warning("LDAP mapper %s: %s", m.component.pk, exc)
 
     # -- writing to the directory --------------------------------------------------------------
 
@@ -290,7 +318,7 @@ class LdapProvider(UserStorageProvider):
             raise Unavailable(self.component.pk) from None
         user.federation_link = self.component
         uuid = {k.lower(): v for k, v in entry[0][1].items()}
-        user.attributes = dict(user.attributes or {}, **{LDAP_ID: [mapping.text(uuid, self.config.uuid_attr)],
+        user.attributes = dict(user.attributes or {}, **{LDAP_ID: [membership.text(uuid, self.config.uuid_attr)],
                                                          LDAP_ENTRY_DN: [dn]})
 
     def write_back(self, user, before):

@@ -26,10 +26,12 @@ def parse_user_storage(components, p):
             raise RepresentationError(path, "providerId is required")
         out.append({**_component(comp, path),
                     "children": _children(comp.get("subComponents"), f"{path}.subComponents")})
-        try:
-            storage.validate_config(comp["providerId"], out[-1]["config"])
-        except storage.InvalidConfig as error:
-            raise RepresentationError(f"{path}.config", str(error)) from None
+        for kind, config, where, parent in ((comp["providerId"], out[-1]["config"], path, None), *(
+                (c["provider_id"], c["config"], c["_path"], out[-1]["config"]) for c in out[-1]["children"])):
+            try:
+                storage.validate_config(kind, config, parent)
+            except storage.InvalidConfig as error:
+                raise RepresentationError(f"{where}.config", str(error)) from None
         if not storage.is_available(comp["providerId"]):
             p.unsupported(path, f"user storage provider {comp['providerId']!r} is not available on this server: "
                                 "stored, its users cannot sign in until it is")

@@ -51,6 +51,9 @@ def exception_handler(exc, context):
         error = ScimError(405, f"Method {context['request'].method} not allowed")
     elif isinstance(exc, exceptions.UnsupportedMediaType):
         error = ScimError(415, "Send application/scim+json")
+    elif isinstance(exc, exceptions.APIException) and exc.status_code == 400:
+        # A change a user's store refuses (an LDAP group mapper's READ_ONLY mode), in SCIM's body.
+        error = ScimError(400, str(exc.detail))
     else:
         return None
     response = Response(error.body(), status=error.status)

@@ -99,3 +99,22 @@ def realm(db):
     realm.events_enabled = True
     realm.save()
     return realm
+
+
+@pytest.fixture
+def web_app(realm):
+    from tests.oidc.browser.conftest import make_client
+
+    return make_client(realm, "web-app", redirect_uris=["https://app.example/cb"], direct_access_grants_enabled=True)
+
+
+@pytest.fixture
+def admin_api(realm):
+    from realms.accounts import create_user
+    from realms.models import Role
+    from tests.realms.test_admin_rest_api import PASSWORD, Api, token
+
+    user = create_user(realm, "realm-admin", password=PASSWORD)
+    user.roles.add(*Role.objects.filter(realm=realm, client__client_id="realm-management",
+                                        name__in=["manage-realm", "view-realm", "manage-users", "view-users"]))
+    return Api(token(realm.name, "realm-admin"))

@@ -1,6 +1,7 @@
 """LDAP providers on the console: added with Keycloak's default mappers and the bind credential
 encrypted, kept when the field is left empty, and the actions "Test connection", "Test
-authentication" and "Synchronize all users" against the real slapd, each recorded as an admin event."""
+authentication", "Synchronize all users" and the group mappers' two syncs against the real slapd, each
+recorded as an admin event."""
 import pytest
 
 from federation.models import LdapComponent
@@ -62,3 +63,22 @@ def test_console_refuses_a_configuration_that_cannot_work(console, realm, direct
     assert response.status_code == 200
     assert "ldapErrorCantEnableStartTlsAndConnectionPooling" in response.content.decode()
     assert not LdapComponent.objects.filter(realm=realm).exists()
+
+
+def test_console_syncs_a_providers_group_mappers(console, realm, directory):
+    from realms.models import Group
+
+    from .conftest import make_provider
+    from .slapd import GROUPS
+
+    component = make_provider(realm, directory)
+    Component.objects.create(realm=realm, name="groups", provider_id="group-ldap-mapper", provider_type=MAPPER,
+                             parent_id=component.pk, config={"groups.dn": [GROUPS], "mode": ["LDAP_ONLY"]})
+    directory.add_group("ops", ["cn=empty-membership-placeholder"])
+    Group.objects.create(realm=realm, name="sales")
+    for action, text in (("sync_groups_to_keycloak", "/ groups: 1 imported groups, 0 updated groups"),
+                         ("sync_groups_to_ldap", "/ groups: 1 groups imported to LDAP, 1 groups updated")):
+        page = console.post(BASE, {"action": action, "_selected_action": [component.pk]}, follow=True)
+        assert text in page.content.decode()
+    assert Group.objects.filter(realm=realm, name="ops").exists()
+    assert directory.get(f"cn=sales,{GROUPS}", "cn")["cn"] == [b"sales"]

@@ -8,10 +8,8 @@ from federation.ldap.config import LDAP_ENTRY_DN, LDAP_ID
 from federation.ldap.sync import sync
 from realms import password_policy, signin, storage
 from realms.accounts import create_user
-from realms.models import Component, Role, User
+from realms.models import Component, User
 from realms.representation import export_realm, import_realm
-from tests.oidc.browser.conftest import make_client
-from tests.realms.test_admin_rest_api import PASSWORD, Api, token
 from tests.realms.test_signin import login_errors, password_grant, redirect_query, sign_in
 
 from .conftest import make_provider
@@ -19,19 +17,6 @@ from .slapd import MIN_PASSWORD_LENGTH, PEOPLE, SERVICE_DN, SERVICE_PASSWORD
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_caches")]
 MAPPER = "org.keycloak.storage.ldap.mappers.LDAPStorageMapper"
-
-
-@pytest.fixture
-def web_app(realm):
-    return make_client(realm, "web-app", redirect_uris=["https://app.example/cb"], direct_access_grants_enabled=True)
-
-
-@pytest.fixture
-def admin_api(realm):
-    user = create_user(realm, "realm-admin", password=PASSWORD)
-    user.roles.add(*Role.objects.filter(realm=realm, client__client_id="realm-management",
-                                        name__in=["manage-realm", "view-realm", "manage-users", "view-users"]))
-    return Api(token(realm.name, "realm-admin"))
 
 
 # --- sign-in ------------------------------------------------------------------------------------

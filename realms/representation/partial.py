@@ -1,7 +1,6 @@
 """Partial import into an existing realm (Keycloak's PartialImportRepresentation): clients, realm
 and client roles, groups and users, read by the realm import's parsers and written by its
 appliers, in one transaction; ``ifResourceExists`` decides what an existing one becomes."""
-import copy
 from dataclasses import dataclass, field
 
 from django.db import transaction
@@ -107,11 +106,12 @@ def _user_exists_message(realm, u):
 
 
 def partial_import(realm, data, *, auth=None):
-    """Import ``data`` into ``realm``; PartialImportResults. ResourceExists (policy FAIL) or
+    """Import ``data`` (a request's body: parsing may change it, a copy of 10,000 users would
+    cost more than it) into ``realm``; PartialImportResults. ResourceExists (policy FAIL) or
     RepresentationError leave the realm unchanged. Each resource added or overwritten is an
     admin event (CREATE or UPDATE) of the realm, as Keycloak fires them."""
     p = Parser()
-    r = _parse(copy.deepcopy(data), p)
+    r = _parse(data, p)
     policy = r["policy"]
     out = PartialImportResults()
     with transaction.atomic():

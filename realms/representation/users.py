@@ -4,6 +4,8 @@ import base64
 import json
 from datetime import datetime, timezone as dt_timezone
 
+from django.utils import timezone
+
 from .. import bulk, hashers, password_policy, realm_cache
 from ..accounts import enable_service_account
 from ..credentials import secret_from_representation, secret_to_representation
@@ -243,8 +245,9 @@ class UserApplier:
         cred_ids = iter(self.ids_for(Credential, [c.get("id") for u in reps for c in u["credentials"]]))
         user_roles, user_groups = User.roles.through, User.groups.through
         users, role_rows, group_rows, credentials, names = [], [], [], [], set()
+        now = timezone.now()  # once, not per row (the field default's call is slow)
         for u in reps:
-            fields = dict(u["fields"])
+            fields = {"created": now, **u["fields"]}
             fields["id"] = next(ids)
             if fields["username"] in names:  # the table's unique constraint, named by its JSON path
                 raise RepresentationError(f"{u['_path']}.username", f"user {fields['username']!r} is given twice")
@@ -270,7 +273,7 @@ class UserApplier:
                 groups.append(self.groups[key].pk)
             group_rows += [user_groups(user_id=user.pk, group_id=pk) for pk in dict.fromkeys(groups)]
             for cred in u["credentials"]:
-                cred = dict(cred)
+                cred = {"created": now, **cred}
                 cred["id"] = next(cred_ids)
                 plain = cred.pop("plain", None)
                 if plain is not None:

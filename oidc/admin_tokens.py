@@ -43,4 +43,5 @@ def verify(request, token) -> Caller:
     user = User.objects.filter(pk=claims.get("sub"), realm=realm_config.realm, enabled=True).first()
     if user is None:
         raise InvalidToken("user disabled")
+    user.realm = realm_config.realm  # the permission checks read it (is_master) on every request
     return Caller(user=user, realm=realm_config.realm, claims=claims)

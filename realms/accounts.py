@@ -18,7 +18,9 @@ def create_user(realm, username, password=None, **fields) -> User:
         user.set_password(password)
     user.save()
     if realm.default_role_id:
-        user.roles.add(realm.default_role_id)
+        # The row itself, not ``roles.add``: its m2m signal would flush the realm's cached
+        # configuration in every process, yet no cache can hold roles of a user made just now.
+        User.roles.through.objects.create(user=user, role_id=realm.default_role_id)
     return user
 
 

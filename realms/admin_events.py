@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from django.core.serializers.json import DjangoJSONEncoder
 
-from .events import emit
+from .events import emit_many
 from .models import Event
 from .web import client_address
 
@@ -65,11 +65,23 @@ def record(realm, operation, resource_type, resource_path, *, auth=None, represe
     signal always). ``representation`` (a JSON string, a JSON-able value, or a callable giving
     one, called only when needed) is kept only when the realm asks for it (Include
     representation) and never for a DELETE; it must hold no secrets."""
+    return record_many(realm, [(operation, resource_type, resource_path, representation)], auth=auth,
+                       details=details)[0]
+
+
+def record_many(realm, changes, *, auth=None, details=None):
+    """``record`` of each ``(operation, resource type, resource path, representation)`` of
+    ``changes`` by the same caller, stored together (a partial import's event per resource)."""
     auth = auth or AuthDetails()
-    rep = ""
-    if representation is not None and realm.admin_events_details_enabled and operation != "DELETE":
-        value = representation() if callable(representation) else representation
-        rep = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
-    return emit(realm, operation, kind=Event.ADMIN, resource_type=resource_type, resource_path=resource_path,
-                representation=rep, client_id=auth.client_id, user_id=auth.user_id, ip_address=auth.ip_address,
-                details={**({"authRealmId": auth.realm_id} if auth.realm_id else {}), **(details or {})})
+    with_rep = realm.admin_events_details_enabled
+    details = {**({"authRealmId": auth.realm_id} if auth.realm_id else {}), **(details or {})}
+    items = []
+    for operation, resource_type, resource_path, representation in changes:
+        rep = ""
+        if representation is not None and with_rep and operation != "DELETE":
+            value = representation() if callable(representation) else representation
+            rep = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+        items.append(dict(type=operation, kind=Event.ADMIN, resource_type=resource_type, resource_path=resource_path,
+                          representation=rep, client_id=auth.client_id, user_id=auth.user_id,
+                          ip_address=auth.ip_address, details=dict(details)))
+    return emit_many(realm, items)

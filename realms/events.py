@@ -9,6 +9,7 @@ from datetime import timedelta
 from django.dispatch import Signal
 from django.utils import timezone
 
+from . import bulk
 from .models import Event
 
 logger = logging.getLogger("idp.events")
@@ -19,23 +20,42 @@ realm_event = Signal()
 
 def emit(realm, type, *, kind=Event.USER, client_id="", user_id="", session_id="", ip_address="",
          error="", details=None, resource_type="", resource_path="", representation=""):
+    return emit_many(realm, [dict(type=type, kind=kind, client_id=client_id, user_id=user_id, session_id=session_id,
+                                  ip_address=ip_address, error=error, details=details, resource_type=resource_type,
+                                  resource_path=resource_path, representation=representation)])[0]
+
+
+def emit_many(realm, items):
+    """``emit`` for each of ``items`` (its keyword arguments), the stored ones written together:
+    a partial import records an admin event per resource, which may be 100,000 of them."""
     now = timezone.now()
-    event = Event(
-        realm=realm, kind=kind, type=type, time=now, client_id=client_id or "", user_id=user_id or "",
-        session_id=session_id or "", ip_address=ip_address or "", error=error or "",
-        details=details or {}, resource_type=resource_type, resource_path=resource_path,
-        representation=representation,
-    )
-    save = realm.admin_events_enabled if kind == Event.ADMIN else realm.events_enabled
-    if save and (kind == Event.ADMIN or not realm.enabled_event_types or type in realm.enabled_event_types):
-        if realm.events_expiration:
-            event.expires_at = now + timedelta(seconds=realm.events_expiration)
-        event.save()
-    if error:
-        # Errors are logged even when not stored (Keycloak does the same); never secrets.
-        logger.warning("event %s realm=%s client=%s user=%s error=%s", type, realm.name, client_id, user_id, error)
-    realm_event.send(sender=Event, event=event)
-    return event
+    expires_at = now + timedelta(seconds=realm.events_expiration) if realm.events_expiration else None
+    events, stored = [], []
+    for item in items:
+        kind, type = item.get("kind", Event.USER), item["type"]
+        event = Event(
+            realm=realm, kind=kind, type=type, time=now, client_id=item.get("client_id") or "",
+            user_id=item.get("user_id") or "", session_id=item.get("session_id") or "",
+            ip_address=item.get("ip_address") or "", error=item.get("error") or "", details=item.get("details") or {},
+            resource_type=item.get("resource_type", ""), resource_path=item.get("resource_path", ""),
+            representation=item.get("representation", ""),
+        )
+        save = realm.admin_events_enabled if kind == Event.ADMIN else realm.events_enabled
+        if save and (kind == Event.ADMIN or not realm.enabled_event_types or type in realm.enabled_event_types):
+            event.expires_at = expires_at
+            stored.append(event)
+        events.append(event)
+    if len(stored) == 1:
+        stored[0].save()
+    else:
+        bulk.insert(Event, stored)
+    for event in events:
+        if event.error:
+            # Errors are logged even when not stored (Keycloak does the same); never secrets.
+            logger.warning("event %s realm=%s client=%s user=%s error=%s", event.type, realm.name, event.client_id,
+                           event.user_id, event.error)
+        realm_event.send(sender=Event, event=event)
+    return events
 
 
 def purge_expired(now=None):

@@ -293,13 +293,12 @@ def replace_password(user, encoded):
     """Store ``encoded`` as the user's password; the old one joins the history when the realm
     keeps one (pruned to the policy's length), else it is removed."""
     keep = _policy_or_default(user.realm).history - 1
-    old = user.credentials.filter(type=PASSWORD)
-    if keep > 0:
-        old.update(type=HISTORY, priority=0)
+    if keep <= 0:  # no history: one statement (a user's every password change runs it)
+        user.credentials.filter(type__in=(PASSWORD, HISTORY)).delete()
     else:
-        old.delete()
-    history = user.credentials.filter(type=HISTORY).order_by("-created").values_list("pk", flat=True)
-    user.credentials.filter(type=HISTORY).exclude(pk__in=list(history[:max(keep, 0)])).delete()
+        user.credentials.filter(type=PASSWORD).update(type=HISTORY, priority=0)
+        history = user.credentials.filter(type=HISTORY).order_by("-created").values_list("pk", flat=True)
+        user.credentials.filter(type=HISTORY).exclude(pk__in=list(history[:keep])).delete()
     user.credentials.create(type=PASSWORD, secret_data=encoded)
 
 

@@ -115,6 +115,12 @@ def clear():
     _configs.clear()
 
 
+def changed(realm_id):
+    """Drop the realm's configuration here and in every process: for writes that send no
+    signals (``realms.bulk``)."""
+    _configs.invalidate(realm_id)
+
+
 def _realm_id_of(instance):
     if isinstance(instance, Realm):
         return instance.pk
@@ -137,7 +143,7 @@ def _changed(sender, instance, **kwargs):
         # The owner is already gone (cascade); drop every realm in this process.
         clear()
         return
-    _configs.invalidate(realm_id)
+    changed(realm_id)
 
 
 def _m2m_changed(sender, instance, action, **kwargs):

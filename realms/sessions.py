@@ -337,9 +337,11 @@ def expired_sessions_purge(now=None) -> int:
 
 # Cache invalidation on changes made elsewhere ------------------------------------------------
 
-def _drop_user_sessions(sender, instance, **kwargs):
+def _drop_user_sessions(sender, instance, created=False, **kwargs):
     # A user change (disabled, deleted, renamed) must be seen by the next session check, in
-    # every process: the cached sessions carry the user.
+    # every process: the cached sessions carry the user. A new user has no session yet.
+    if created:
+        return
     ids = list(UserSession.objects.filter(user_id=instance.pk).values_list("pk", flat=True))
     _cache_drop(*ids)
     transaction.on_commit(lambda: _cache_drop(*ids))

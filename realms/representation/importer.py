@@ -50,16 +50,33 @@ class _Applier(AuthenticationApplier, ClientScopeApplier, ProtocolMapperApplier,
     def id_for(self, model, wanted):
         """Keep the file's id unless another realm already uses it (e.g. importing an export
         under a new name); cross-references in the file are by name, so a new id is safe."""
-        if wanted and (model, wanted) not in self.claimed and not model.objects.filter(pk=wanted).exists():
-            self.claimed.add((model, wanted))
-            return wanted
-        given = new_id()
-        if wanted:
-            self.renamed[(model, wanted)] = given
-        return given
+        return self.ids_for(model, [wanted])[0]
+
+    def ids_for(self, model, wanted):
+        """``id_for`` of each of ``wanted`` (ids or None), asking the database once per 10,000."""
+        given = [w for w in wanted if w]
+        taken = set()
+        for start in range(0, len(given), 10_000):
+            taken.update(model.objects.filter(pk__in=given[start:start + 10_000]).values_list("pk", flat=True))
+        out = []
+        for w in wanted:
+            if w and (model, w) not in self.claimed and w not in taken:
+                self.claimed.add((model, w))
+                out.append(w)
+                continue
+            out.append(new_id())
+            if w:
+                self.renamed[(model, w)] = out[-1]
+        return out
 
     def save(self, obj, path, table, exclude=()):
-        """full_clean (lengths, choices, ranges) with errors named by JSON path, then save."""
+        """``check``, then save."""
+        self.check(obj, path, table, exclude)
+        obj.save()
+        return obj
+
+    def check(self, obj, path, table, exclude=()):
+        """full_clean (lengths, choices, ranges) with errors named by JSON path."""
         try:
             obj.full_clean(exclude=["realm", "client", "client_scope", "parent", "user", "default_role",
                                     "service_account_client", *exclude],
@@ -68,8 +85,6 @@ class _Applier(AuthenticationApplier, ClientScopeApplier, ProtocolMapperApplier,
             field_name, messages = next(iter(exc.message_dict.items()))
             json_key = next((k for k, (f, _) in table.items() if f == field_name), field_name)
             raise RepresentationError(at(path, json_key), " ".join(messages)) from None
-        obj.save()
-        return obj
 
     def run(self, existing):
         r = self.r
@@ -92,8 +107,7 @@ class _Applier(AuthenticationApplier, ClientScopeApplier, ProtocolMapperApplier,
         for group in r["groups"]:
             self.add_group(group, None)
         self.add_user_storage(r["user_storage"])
-        for user in r["users"]:
-            self.add_user(user)
+        self.add_users(r["users"])
         self.add_service_accounts()
         self.add_keys()
         self.add_authorization()

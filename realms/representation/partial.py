@@ -1,7 +1,6 @@
 """Partial import into an existing realm (Keycloak's PartialImportRepresentation): clients, realm
 and client roles, groups and users, read by the realm import's parsers and written by its
 appliers, in one transaction; ``ifResourceExists`` decides what an existing one becomes."""
-import copy
 from dataclasses import dataclass, field
 
 from django.db import transaction
@@ -107,11 +106,12 @@ def _user_exists_message(realm, u):
 
 
 def partial_import(realm, data, *, auth=None):
-    """Import ``data`` into ``realm``; PartialImportResults. ResourceExists (policy FAIL) or
+    """Import ``data`` (a request's body: parsing may change it, a copy of 10,000 users would
+    cost more than it) into ``realm``; PartialImportResults. ResourceExists (policy FAIL) or
     RepresentationError leave the realm unchanged. Each resource added or overwritten is an
     admin event (CREATE or UPDATE) of the realm, as Keycloak fires them."""
     p = Parser()
-    r = _parse(copy.deepcopy(data), p)
+    r = _parse(data, p)
     policy = r["policy"]
     out = PartialImportResults()
     with transaction.atomic():
@@ -145,14 +145,21 @@ def partial_import(realm, data, *, auth=None):
             plans.append(plan)
         for (kind, _reps, name_of, _find, _msg), plan in zip(kinds, plans, strict=True):
             results = []
+            if kind == "USER":  # users may be a great many: replaced and written in bulk
+                written = [(rep, existing) for rep, existing in plan if existing is None or policy == "OVERWRITE"]
+                User.objects.filter(pk__in=[e.pk for _, e in written if e is not None]).delete()
+                created = iter(a.add_users([rep for rep, _ in written]))
             for rep, existing in plan:
                 if existing is not None and policy == "SKIP":
                     results.append(_result("SKIPPED", kind, name_of(rep), existing.pk))
                     continue
-                if existing is not None:
-                    _forget(a, kind, rep, existing)
-                    existing.delete()
-                obj = _create(a, kind, rep)
+                if kind == "USER":
+                    obj = next(created)
+                else:
+                    if existing is not None:
+                        _forget(a, kind, rep, existing)
+                        existing.delete()
+                    obj = _create(a, kind, rep)
                 results.append(_result("OVERWRITTEN" if existing is not None else "ADDED", kind, name_of(rep), obj.pk))
             out.results += sorted(results, key=lambda x: _ORDER[x["action"]])
             if kind == "CLIENT":
@@ -161,10 +168,10 @@ def partial_import(realm, data, *, auth=None):
                 _add_composites(a, plans[1] + plan, policy)
         a.add_service_accounts()
         a.add_authorization()
-        for res in out.results:
-            if res["action"] != "SKIPPED":  # Keycloak's events: of the realm, at its ResourceType's path
-                admin_events.record(realm, "CREATE" if res["action"] == "ADDED" else "UPDATE", "REALM",
-                                    f"{_PATHS[res['resourceType']]}/{res['id']}", auth=auth, representation=res)
+        # Keycloak's events: one per resource written, of the realm, at its ResourceType's path.
+        admin_events.record_many(realm, [
+            ("CREATE" if res["action"] == "ADDED" else "UPDATE", "REALM", f"{_PATHS[res['resourceType']]}/{res['id']}",
+             res) for res in out.results if res["action"] != "SKIPPED"], auth=auth)
     return out
 
 
@@ -201,10 +208,8 @@ def _create(a, kind, rep):
         a.client_roles[(client_id, role_rep["fields"]["name"])] = role = \
             a.new_role(role_rep, a.client(client_id, f"roles.client.{client_id}"))
         return role
-    if kind == "GROUP":
-        a.add_group(rep, None)
-        return a.groups["/" + rep["fields"]["name"]]
-    return a.add_user(rep)
+    a.add_group(rep, None)  # a GROUP (users are written together, in bulk)
+    return a.groups["/" + rep["fields"]["name"]]
 
 
 def _add_composites(a, planned_roles, policy):

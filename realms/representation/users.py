@@ -4,7 +4,9 @@ import base64
 import json
 from datetime import datetime, timezone as dt_timezone
 
-from .. import hashers, password_policy
+from django.utils import timezone
+
+from .. import bulk, hashers, password_policy, realm_cache
 from ..accounts import enable_service_account
 from ..credentials import secret_from_representation, secret_to_representation
 from ..models import Credential, User
@@ -234,39 +236,60 @@ def user_rep(user):
 class UserApplier:
     """The importer's steps for users and service accounts (a part of importer._Applier)."""
 
-    def add_user(self, u):
-        fields = dict(u["fields"])
-        fields["id"] = self.id_for(User, fields.get("id"))
-        if fields.get("federation_link_id"):  # a link to no provider of the file is refused, never dropped
-            if fields["federation_link_id"] not in self.components:
-                raise RepresentationError(f"{u['_path']}.federationLink", "no user storage provider with this id "
-                                          f"in components[\"{USER_STORAGE}\"]")
-            fields["federation_link_id"] = self.components[fields["federation_link_id"]]
-        user = User(realm=self.realm, **fields)
-        if u["service_account_client"]:
-            user.service_account_client = self.client(u["service_account_client"], f"{u['_path']}.serviceAccountClientId")
-        self.save(user, u["_path"], _USER_FIELDS)
-        user.roles.add(*self.roles_from(u["realm_roles"], u["client_roles"], u["_path"], create=True))
-        groups = []
-        for i, path in enumerate(u["groups"]):
-            key = path if path.startswith("/") else "/" + path
-            if key not in self.groups:
-                raise RepresentationError(f"{u['_path']}.groups[{i}]", f"unknown group {path!r}")
-            groups.append(self.groups[key])
-        user.groups.add(*groups)
-        for cred in u["credentials"]:
-            cred = dict(cred)
-            cred["id"] = self.id_for(Credential, cred.get("id"))
-            plain = cred.pop("plain", None)
-            if plain is not None:
-                value, path = plain
-                try:  # a plaintext password is held to the realm's policy, as Keycloak does
-                    password_policy.validate(user, value)
-                except password_policy.PasswordPolicyError as exc:
-                    raise RepresentationError(path, str(exc)) from None
-                cred["secret_data"] = password_policy.hash_password(self.realm, value)
-            Credential.objects.create(user=user, **cred)
-        return user
+    def add_users(self, reps):
+        """Write the parsed users with their role mappings, group memberships and credentials,
+        in bulk (``realms.bulk``: one stream per table, in the caller's transaction); their
+        User rows, in order. As Keycloak's import (``addUser`` with an id): into the realm
+        database only, without the realm's default role or required actions."""
+        ids = iter(self.ids_for(User, [u["fields"].get("id") for u in reps]))
+        cred_ids = iter(self.ids_for(Credential, [c.get("id") for u in reps for c in u["credentials"]]))
+        user_roles, user_groups = User.roles.through, User.groups.through
+        users, role_rows, group_rows, credentials, names = [], [], [], [], set()
+        now = timezone.now()  # once, not per row (the field default's call is slow)
+        for u in reps:
+            fields = {"created": now, **u["fields"]}
+            fields["id"] = next(ids)
+            if fields["username"] in names:  # the table's unique constraint, named by its JSON path
+                raise RepresentationError(f"{u['_path']}.username", f"user {fields['username']!r} is given twice")
+            names.add(fields["username"])
+            if fields.get("federation_link_id"):  # a link to no provider of the file is refused, never dropped
+                if fields["federation_link_id"] not in self.components:
+                    raise RepresentationError(f"{u['_path']}.federationLink", "no user storage provider with this "
+                                              f"id in components[\"{USER_STORAGE}\"]")
+                fields["federation_link_id"] = self.components[fields["federation_link_id"]]
+            user = User(realm=self.realm, **fields)
+            if u["service_account_client"]:
+                user.service_account_client = self.client(u["service_account_client"],
+                                                          f"{u['_path']}.serviceAccountClientId")
+            self.check(user, u["_path"], _USER_FIELDS)
+            users.append(user)
+            roles = self.roles_from(u["realm_roles"], u["client_roles"], u["_path"], create=True)
+            role_rows += [user_roles(user_id=user.pk, role_id=pk) for pk in dict.fromkeys(r.pk for r in roles)]
+            groups = []
+            for i, path in enumerate(u["groups"]):
+                key = path if path.startswith("/") else "/" + path
+                if key not in self.groups:
+                    raise RepresentationError(f"{u['_path']}.groups[{i}]", f"unknown group {path!r}")
+                groups.append(self.groups[key].pk)
+            group_rows += [user_groups(user_id=user.pk, group_id=pk) for pk in dict.fromkeys(groups)]
+            for cred in u["credentials"]:
+                cred = {"created": now, **cred}
+                cred["id"] = next(cred_ids)
+                plain = cred.pop("plain", None)
+                if plain is not None:
+                    value, path = plain
+                    try:  # a plaintext password is held to the realm's policy, as Keycloak does
+                        password_policy.validate(user, value)
+                    except password_policy.PasswordPolicyError as exc:
+                        raise RepresentationError(path, str(exc)) from None
+                    cred["secret_data"] = password_policy.hash_password(self.realm, value)
+                credentials.append(Credential(user=user, **cred))
+        for model, rows in ((User, users), (user_roles, role_rows), (user_groups, group_rows),
+                            (Credential, credentials)):
+            bulk.insert(model, rows)
+        if users:  # what the rows' signals would have done: cached roles and service accounts
+            realm_cache.changed(self.realm.pk)
+        return users
 
     def add_service_accounts(self):
         for client in self.clients.values():

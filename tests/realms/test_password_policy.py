@@ -2,6 +2,7 @@
 policy this server cannot enforce refused where it is set, and every path that sets a password
 held to it: the UPDATE_PASSWORD required action, the console's form, the import of a plaintext
 credential. Also the history, the forced expiry at sign-in and the hash algorithm of new hashes."""
+import base64
 import re
 from datetime import timedelta
 
@@ -299,6 +300,29 @@ def test_new_hashes_follow_the_hash_policy_and_old_ones_are_upgraded_at_sign_in(
 def test_hash_iterations_set_argon2s_time_cost():
     user = create_user(realm_with("hashAlgorithm(argon2) and hashIterations(3)"), "alice", password=PASSWORD)
     assert ",t=3," in user.password_credential().secret_data
+
+
+def test_new_argon2id_hashes_are_the_standard_ones_and_are_not_rehashed_at_sign_in():
+    from argon2 import PasswordHasher
+    from argon2.low_level import Type, hash_secret_raw
+
+    from realms.hashers import Argon2idHasher
+
+    realm = realm_with("")
+    user = create_user(realm, "alice", password=PASSWORD)
+    encoded = user.password_credential().secret_data
+    variant, version, params, salt, digest = encoded.split("$")[1:]
+    assert (variant, version, params) == ("argon2id", "v=19", "m=7168,t=5,p=1")  # Keycloak's parameters
+    raw_salt = base64.b64decode(salt + "==")
+    assert len(raw_salt) == 16  # 128 bits
+    # bit for bit what the reference implementation makes of this salt, and it verifies there
+    assert base64.b64decode(digest + "=") == hash_secret_raw(PASSWORD.encode(), raw_salt, time_cost=5,
+                                                              memory_cost=7168, parallelism=1, hash_len=32, type=Type.ID)
+    assert PasswordHasher().verify(encoded.removeprefix("argon2"), PASSWORD)
+    assert Argon2idHasher().encode(PASSWORD, "same-salt") == Argon2idHasher().encode(PASSWORD, "same-salt")
+    assert user.check_password(PASSWORD) and user.password_credential().secret_data == encoded  # no rehash
+    assert not password_policy.needs_rehash(realm, encoded)
+    assert password_policy.needs_rehash(Realm(name="other", password_policy="hashIterations(3)"), encoded)
 
 
 def test_earlier_passwords_round_trip_in_keycloaks_form_and_still_count():

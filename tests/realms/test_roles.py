@@ -1,5 +1,7 @@
 """effective_roles: direct, via groups and all their ancestors, composites expanded (cycles end)."""
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from realms.models import (Client, Group, Realm, Role, User, client_role_names, effective_roles, expand_composites,
                           has_realm_role, realm_role_names)
@@ -49,7 +51,9 @@ def test_nested_groups_grant_every_ancestors_roles(realm):
 
     u = User.objects.create(realm=realm, username="deep")
     u.groups.add(leaf)
-    roles = effective_roles(u)
+    with CaptureQueriesContext(connection) as queries:
+        roles = effective_roles(u)
+    assert len(queries) == 1  # groups, ancestors and composites at once: every API request asks
     assert realm_role_names(roles) == ["leaf", "mid", "top"]  # not the sibling group's role
     assert client_role_names(roles) == {"app": ["reader", "writer"]}
     assert has_realm_role(u, "top") and not has_realm_role(u, "sibling")

@@ -7,9 +7,11 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from realms.accounts import create_user, enable_service_account
+from realms.admin_permissions import Admin, visible_users
 from realms.api import users as users_api
 from realms.models import Client as ClientModel
-from realms.models import User
+from realms.models import Role, User
+from tests.realms.test_admin_permissions import fgap  # noqa: F401 (fixture)
 from tests.realms.test_admin_rest_api import acme, master_api  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.django_db
@@ -123,3 +125,17 @@ def test_a_deep_page_from_either_end_is_the_same_page(master_api, acme, monkeypa
     # A search narrows what is counted and paged alike.
     got = master_api("get", "acme/users", search="p1", first="7", max="2").json()
     assert [u["username"] for u in got] == ["p17", "p18"]
+
+
+def test_a_role_holder_sees_every_user_without_permissions_evaluated(fgap):  # noqa: F811
+    """With fine-grained permissions on, ``view-users`` still grants every user: the query is
+    left as it is (no list of the users that permissions name, through their groups, is loaded)."""
+    admin_user = create_user(fgap, "viewer")
+    admin_user.roles.add(Role.objects.get(realm=fgap, client__client_id="realm-management", name="view-users"))
+    users = User.objects.filter(realm=fgap)
+    with CaptureQueriesContext(connection) as captured:
+        assert visible_users(Admin(admin_user), fgap, users) is users
+    assert not any('FROM "realms_user" ' in q["sql"] for q in captured.captured_queries)
+    group_admin = User.objects.get(realm=fgap, username="de-dua-0")  # a permission, not a role
+    assert [u.username for u in visible_users(Admin(group_admin), fgap, users)] == ["de-user-0", "de-user-1",
+                                                                                     "de-user-2"]

@@ -31,8 +31,10 @@ def token():
 
 
 def tree_cpu(pid):
-    """CPU seconds of a process and its live children (Granian workers, PostgreSQL backends)."""
-    total = cpu_seconds(pid)
+    """CPU seconds of a process and of its children, live and exited (Granian workers, PostgreSQL
+    backends and parallel workers): a child that exits between two readings leaves its CPU in
+    its parent's cumulative children's time, so the sum only grows."""
+    total = cpu_seconds(pid, children=True)
     for child in Path("/proc").iterdir():
         if child.name.isdigit():
             try:

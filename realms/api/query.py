@@ -26,13 +26,18 @@ def number(request, name, default):
         raise errors.Invalid(f"Invalid value for {name}") from None
 
 
-def page(request, queryset, default_max=100):
+def bounds(request, default_max=100):
     """``first`` and ``max`` as Keycloak applies them: a negative value means its default
     (``default_max`` None: no limit)."""
     first = max(number(request, "first", 0), 0)
     most = number(request, "max", default_max)
     if most is None or most < 0:
         most = default_max
+    return first, most
+
+
+def page(request, queryset, default_max=100):
+    first, most = bounds(request, default_max)
     return queryset[first:] if most is None else queryset[first:first + most]
 
 

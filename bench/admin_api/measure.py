@@ -6,7 +6,6 @@ import base64
 import hashlib
 import json
 import os
-import statistics
 import sys
 import threading
 import time

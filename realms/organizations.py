@@ -215,3 +215,26 @@ def invite(org, user, request=None):
     except email.NotConfigured as exc:
         raise InvitationNotSent(str(exc)) from None
     return link
+
+
+# What a followed invitation does (``realms.views.action_token``, ``realms.steps.registration``)
+
+INVITE_NOTE = "org_invite"  # the auth-session note of a registration opened by an invitation
+
+
+def invited_organization(realm, claims):
+    """The organization an ``ORGIVT`` token names, when it may still be joined."""
+    if not realm.organizations_enabled:
+        return None
+    return Organization.objects.filter(realm=realm, pk=claims.get("org_id"), enabled=True).first()
+
+
+def invitation_note(claims):
+    return {"org_id": claims.get("org_id"), "email": claims.get("eml", ""), "jti": claims["jti"], "exp": claims["exp"]}
+
+
+def join(org, user, claims):
+    """Use the invitation (once: ``action_tokens.ExpiredToken`` when it was used already) and
+    make ``user`` a member."""
+    action_tokens.consume(claims)
+    add_member(org, user)

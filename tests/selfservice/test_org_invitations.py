@@ -9,12 +9,14 @@ import pytest
 from django.test import Client as HttpClient
 
 from realms.accounts import create_user
-from realms.models import Event, Organization, OrganizationMember, Realm, Role, User
+from realms.flows import get_authenticator
+from realms.models import Event, Organization, OrganizationDomain, OrganizationMember, Realm, Role, User
+from tests.oidc.browser.conftest import PASSWORD
 from tests.realms.test_admin_rest_api import PASSWORD as ADMIN_PASSWORD
 from tests.realms.test_admin_rest_api import Api, token
 
 from .conftest import link_in, text_of
-from .test_reset_and_registration import form_action, html
+from .test_reset_and_registration import AUTH, PARAMS, form_action, html, redirect_query
 
 pytestmark = pytest.mark.django_db
 
@@ -120,3 +122,17 @@ def test_invitation_errors_are_keycloaks(realm, org, bob, admin_api, django_capt
     realm.smtp_server = {}
     realm.save()
     refused("invite-user", 500, {"errorMessage": "Failed to send invite email"}, email="x@acme.example")
+
+
+def test_the_organization_step_skips_no_factor(realm, org, web_app, bob):
+    """Organizations on and bob a member of an organization with his domain: the browser flow's
+    organization step (no identity providers here) passes the sign-in on to the password form."""
+    assert get_authenticator("organization").display_name == "Organization Identity-First Login"
+    OrganizationDomain.objects.create(realm=realm, organization=org, name="example.com")
+    OrganizationMember.objects.create(organization=org, user=bob)
+    http = HttpClient()
+    page = http.get(AUTH, PARAMS)
+    assert 'id="kc-form-login"' in html(page) and 'name="password"' in html(page)
+    wrong = http.post(form_action(page), {"username": "bob", "password": "not-his"})
+    assert wrong.status_code == 200 and "code=" not in wrong.get("Location", "")
+    assert "code" in redirect_query(http.post(form_action(wrong), {"username": "bob", "password": PASSWORD}))

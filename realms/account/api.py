@@ -337,10 +337,14 @@ class Organizations(AccountResource):
 
     required_role = (MANAGE_ACCOUNT, VIEW_PROFILE)
 
+    @staticmethod
+    def list_for(realm, user):
+        if not realm.organizations_enabled:
+            return []
+        return [organizations.rep(o) for o in organizations.of_user(user).prefetch_related("domains")]
+
     def get(self, request, realm):
-        if not self.realm.organizations_enabled:
-            return Response([])
-        return Response([organizations.rep(o) for o in organizations.of_user(self.user).prefetch_related("domains")])
+        return Response(self.list_for(self.realm, self.user))
 
 
 class SupportedLocales(AccountResource):

@@ -148,3 +148,17 @@ def test_realm_export_round_trip(master_api, orgs_on):
     assert [{k: v for k, v in o.items() if k != "id"} for o in again] == \
         [{k: v for k, v in o.items() if k != "id"} for o in exported["organizations"]]
     assert realm2.organizations_enabled
+
+
+def test_account_console_page_lists_them(realm, web_app, bob, fresh_caches):
+    from .test_account_console import CONSOLE, _signed_in
+
+    http = _signed_in()
+    org = Organization.objects.create(realm=realm, name="ACME Corp", alias="acme-corp")
+    org.domains.create(realm=realm, name="acme.example")
+    OrganizationMember.objects.create(organization=org, user=bob)
+    assert "You are not a member of any organization." in http.get(CONSOLE + "organizations").content.decode()
+    realm.organizations_enabled = True
+    realm.save()
+    page = http.get(CONSOLE + "organizations").content.decode()
+    assert "<strong>ACME Corp</strong>" in page and "acme.example" in page

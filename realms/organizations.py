@@ -93,9 +93,10 @@ def apply(realm, data, org=None):
     name = _text(data, "name")
     if not name:
         raise OrganizationError("Name can not be null")
-    alias = _text(data, "alias") or name
-    if re.search(r"\s", alias):
+    given_alias = _text(data, "alias")
+    if re.search(r"\s", given_alias):  # only a given alias: one taken from the name may have spaces
         raise OrganizationError("Empty Space not allowed.")
+    alias = given_alias or name
     redirect_url = _text(data, "redirectUrl")
     if redirect_url:
         try:

@@ -28,3 +28,14 @@ def test_the_members_organizations_by_alias_then_with_id_and_attributes(http, re
     realm.save()
     at, _, _ = tokens(http, realm, alice)
     assert "organization" not in at
+
+
+def test_the_builtin_optional_organization_scope_carries_it(http, realm, alice):
+    realm.organizations_enabled = True
+    realm.save()
+    org = Organization.objects.create(realm=realm, name="ACME", alias="acme")
+    OrganizationMember.objects.create(organization=org, user=alice)
+    at, _, _ = tokens(http, realm, alice)
+    assert "organization" not in at  # an optional scope: only when asked for
+    at, _, _ = tokens(http, realm, alice, scope="openid organization")
+    assert at["organization"] == ["acme"] and "organization" in at["scope"].split()

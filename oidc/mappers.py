@@ -303,7 +303,8 @@ def organization_membership(config, claims, ctx):
     if not orgs:
         return
     config = {"claim.name": "organization", **config}
-    with_id, with_attributes = config.get("addOrganizationId") == "true", config.get("addOrganizationAttributes") == "true"
+    with_id = config.get("addOrganizationId") == "true"
+    with_attributes = config.get("addOrganizationAttributes") == "true"
     if not (with_id or with_attributes):
         set_claim(claims, {"multivalued": "true", **config}, [o.alias for o in orgs])
         return

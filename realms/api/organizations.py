@@ -139,8 +139,8 @@ class Members(OrganizationResource):
                 raise errors.Conflict("User is already a member of the organization.")
             self.record("CREATE", MEMBERSHIP, f"organizations/{org.pk}/members", lambda: organizations.rep(org, False),
                         details={"username": user.username, "email": user.email})
-        return Response(status=status.HTTP_201_CREATED,
-                        headers={"Location": location(request, f"{self.realm.name}/organizations/{org.pk}/members/{user.pk}")})
+        member_path = f"{self.realm.name}/organizations/{org.pk}/members/{user.pk}"
+        return Response(status=status.HTTP_201_CREATED, headers={"Location": location(request, member_path)})
 
 
 class MemberCount(OrganizationResource):

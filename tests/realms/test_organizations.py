@@ -162,3 +162,15 @@ def test_account_console_page_lists_them(realm, web_app, bob, fresh_caches):
     realm.save()
     page = http.get(CONSOLE + "organizations").content.decode()
     assert "<strong>ACME Corp</strong>" in page and "acme.example" in page
+
+
+def test_openapi_describes_the_routes_and_the_form_bodies():
+    from django.test import Client as HttpClient
+
+    paths = HttpClient().get("/admin/openapi.json").json()["paths"]
+    orgs = "/admin/realms/{realm}/organizations"
+    assert paths[orgs]["post"]["x-required-role"] == "manage-realm"
+    assert "application/json" in paths[orgs]["post"]["requestBody"]["content"]
+    invite = paths[f"{orgs}/{{org_id}}/members/invite-user"]["post"]
+    assert list(invite["requestBody"]["content"]) == ["application/x-www-form-urlencoded"]
+    assert f"{orgs}/members/{{member_id}}/organizations" in paths

@@ -9,6 +9,8 @@ register more types with ``register``.
 import functools
 import json
 
+from realms import organizations
+
 ACCESS, ID, USERINFO, INTROSPECTION = "access", "id", "userinfo", "introspection"
 _CONFIG_KEY = {ACCESS: "access.token.claim", ID: "id.token.claim", USERINFO: "userinfo.token.claim",
                INTROSPECTION: "introspection.token.claim"}
@@ -288,3 +290,24 @@ def session_state(config, claims, ctx):
 def acr(config, claims, ctx):
     if ctx.acr is not None:
         claims["acr"] = ctx.acr
+
+
+@register("oidc-organization-membership-mapper")
+def organization_membership(config, claims, ctx):
+    """Keycloak's ``organization`` claim: the aliases of the user's enabled organizations, or
+    with ``addOrganizationId`` / ``addOrganizationAttributes`` an object by alias holding the
+    ``id`` and the attributes. Nothing while the realm has organizations off."""
+    if not ctx.realm.organizations_enabled:
+        return
+    orgs = list(organizations.of_user(ctx.user).filter(enabled=True))
+    if not orgs:
+        return
+    config = {"claim.name": "organization", **config}
+    with_id = config.get("addOrganizationId") == "true"
+    with_attributes = config.get("addOrganizationAttributes") == "true"
+    if not (with_id or with_attributes):
+        set_claim(claims, {"multivalued": "true", **config}, [o.alias for o in orgs])
+        return
+    value = {o.alias: {**({"id": o.pk} if with_id else {}), **((o.attributes or {}) if with_attributes else {})}
+             for o in orgs}
+    set_claim(claims, {**config, "jsonType.label": "JSON", "multivalued": "false"}, value)

@@ -21,7 +21,8 @@ from . import keys
 from .web import base_url
 
 VERIFY_EMAIL, RESET_CREDENTIALS, EXECUTE_ACTIONS = "verify-email", "reset-credentials", "execute-actions"
-TYPES = (VERIFY_EMAIL, RESET_CREDENTIALS, EXECUTE_ACTIONS)
+ORG_INVITE = "ORGIVT"  # an organization's invitation (``sub`` absent for someone yet to register)
+TYPES = (VERIFY_EMAIL, RESET_CREDENTIALS, EXECUTE_ACTIONS, ORG_INVITE)
 
 
 class InvalidToken(Exception):
@@ -45,11 +46,14 @@ def issuer(realm, request=None):
 
 
 def create(realm, user, typ, *, lifespan, client_id="", request=None, **claims):
-    """A signed token for ``user`` valid ``lifespan`` seconds from now."""
+    """A signed token for ``user`` (None: no ``sub``) valid ``lifespan`` seconds from now."""
     now = int(time.time())
     payload = {"exp": now + int(lifespan), "iat": now, "jti": str(uuid.uuid4()), "iss": issuer(realm, request),
-               "aud": issuer(realm, request), "sub": user.pk, "typ": typ, "azp": client_id,
+               "aud": issuer(realm, request), "sub": user.pk if user is not None else None, "typ": typ,
+               "azp": client_id,
                **{k: v for k, v in claims.items() if v not in (None, "", [])}}
+    if user is None:
+        del payload["sub"]
     algorithm = realm.default_signature_algorithm
     signer = keys.realm_keys(realm).signer(algorithm)
     if signer is None:

@@ -12,7 +12,7 @@ SAML = "saml"
 
 # Realm-level defaults copied onto new clients of the protocol (Keycloak 26).
 DEFAULT_DEFAULT_SCOPES = ["profile", "email", "roles", "web-origins", "acr", "basic", "role_list"]
-DEFAULT_OPTIONAL_SCOPES = ["offline_access", "address", "phone"]
+DEFAULT_OPTIONAL_SCOPES = ["offline_access", "address", "phone", "organization"]
 
 _CLAIM_ALL = {
     "introspection.token.claim": "true",
@@ -182,6 +182,13 @@ _CLIENT_SCOPES = [
             ),
             _mapper("sub", "oidc-sub-mapper", {"introspection.token.claim": "true", "access.token.claim": "true"}),
         ],
+    ),
+    _scope(
+        "organization",
+        "Additional claims about the organization a subject belongs to",
+        _consent("${organizationScopeConsentText}"),
+        [_mapper("organization", "oidc-organization-membership-mapper",
+                 {**_CLAIM_ALL, "multivalued": "true", "claim.name": "organization", "jsonType.label": "String"})],
     ),
     _scope(
         "role_list",

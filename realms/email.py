@@ -133,7 +133,7 @@ def user_locale(realm, user):
     return realm.default_locale or messages.FALLBACK_LOCALE
 
 
-def render(realm, locale, name, subject_key, subject_args=(), body_args=(), context=None):
+def render(realm, locale, name, subject_key, subject_args=(), body_args=(), context=None, body_key=None):
     """(subject, text, html) of the e-mail template ``name``. ``body_args`` fill the bundle's
     ``<x>Body`` and ``<x>BodyHtml`` texts (escaped in the HTML one, which is itself trusted
     theme markup, as Keycloak's kcSanitize lets through)."""
@@ -148,7 +148,7 @@ def render(realm, locale, name, subject_key, subject_args=(), body_args=(), cont
         names = [f"{t}/email/{kind}/{name}.{ext}" for t in dict.fromkeys((theme, DEFAULT_THEME))]
         return select_template(names)
 
-    body_key = _BODY_KEYS[name]
+    body_key = body_key or _BODY_KEYS[name]
     text_body = template("text", "txt").render({**base, "body": msg(body_key, *body_args)})
     html_body = template("html", "html").render({
         **base, "body": mark_safe(msg(f"{body_key}Html", *(html.escape(str(a)) for a in body_args)))})
@@ -162,6 +162,7 @@ _BODY_KEYS = {
     "executeActions": "executeActionsBody",
     "email-update-confirmation": "emailUpdateConfirmationBody",
     "email-test": "emailTestBody",
+    "org-invite": "orgInviteBody",  # orgInviteBodyPersonalized when the names are known
 }
 
 
@@ -171,7 +172,7 @@ def _in_process():
     return getattr(settings, "IDP_EMAIL_IN_PROCESS", getattr(settings, "IDP_DEV_MODE", False))
 
 
-def send_to_user(realm, user, name, subject_key, subject_args=(), body_args=(), context=None):
+def send_to_user(realm, user, name, subject_key, subject_args=(), body_args=(), context=None, body_key=None):
     """Render ``name`` for ``user`` and send it once the current transaction commits. Raises
     NotConfigured when the realm has no SMTP server or the user no address."""
     if not configured(realm):
@@ -179,7 +180,8 @@ def send_to_user(realm, user, name, subject_key, subject_args=(), body_args=(), 
     if not user.email:
         raise NotConfigured("the user has no e-mail address")
     locale = user_locale(realm, user)
-    subject, text_body, html_body = render(realm, locale, name, subject_key, subject_args, body_args, context)
+    subject, text_body, html_body = render(realm, locale, name, subject_key, subject_args, body_args, context,
+                                           body_key)
     realm_id, smtp, to = realm.pk, dict(realm.smtp_server), user.email
     transaction.on_commit(lambda: dispatch(realm_id, smtp, to, subject, text_body, html_body))
 

@@ -1,9 +1,10 @@
 """Login actions: the sign-in pages post back here, whatever protocol started the sign-in
 (Keycloak's ``/realms/<realm>/login-actions/...``). The protocol answers at the end through the
 completion it registered with ``realms.flows.register_protocol``."""
+from django.shortcuts import redirect
 from django.views.decorators.http import require_http_methods
 
-from . import action_tokens, auth_sessions, events, flows, realm_cache, themes
+from . import action_tokens, auth_sessions, events, flows, organizations, realm_cache, themes
 from .messages import Message
 from .models import User
 from .steps.reset_credentials import EMAIL_VERIFIED_NOTE
@@ -78,6 +79,8 @@ def action_token(request, realm):
         return _message(request, realm_obj, "expiredActionTokenNoSessionMessage", status=400)
     except action_tokens.InvalidToken:
         return _message(request, realm_obj, "invalidCodeMessage", status=400)
+    if claims["typ"] == action_tokens.ORG_INVITE:
+        return _organization_invitation(request, config, realm_obj, claims)
     user = User.objects.filter(realm=realm_obj, pk=claims["sub"]).first()
     client = config.client(claims.get("azp") or ACCOUNT_CLIENT)
     if user is None or not user.enabled or client is None or not client.enabled:
@@ -124,6 +127,38 @@ def action_token(request, realm):
     events.emit(realm_obj, "EXECUTE_ACTIONS", client_id=client.client_id, user_id=user.pk, ip_address=ip,
                 details={"required_actions": ",".join(auth_session.required_actions)})
     return flows.advance(request, realm_obj, client, auth_session)
+
+
+def _organization_invitation(request, config, realm, claims):
+    """An organization's invitation: someone without an account registers (the address fixed
+    to the invited one) and joins; an existing user joins with the page's button. Keycloak
+    signs no one in for it: the user then signs in at the organization's redirect URL."""
+    org = organizations.invited_organization(realm, claims)
+    client = config.client(claims.get("azp") or ACCOUNT_CLIENT)
+    if org is None or client is None or not client.enabled:
+        return _message(request, realm, "invalidCodeMessage", status=400)
+    if not claims.get("sub"):
+        auth_session = auth_sessions.start(request, realm, client, protocol=flows.LOGIN_ACTIONS, client_data={})
+        auth_session.binding = flows.REGISTRATION
+        auth_session.notes[organizations.INVITE_NOTE] = organizations.invitation_note(claims)
+        auth_session.notes[flows.REDIRECT_NOTE] = claims.get("reduri", "")
+        return flows.advance(request, realm, client, auth_session)
+    user = User.objects.filter(realm=realm, pk=claims["sub"]).first()
+    if user is None or not user.enabled or user.email.lower() != str(claims.get("eml", "")).lower():
+        return _message(request, realm, "invalidCodeMessage", status=400)
+    page = {"org_name": org.name, "message_key": "orgInviteJoinMessage", "action_url": request.get_full_path()}
+    if organizations.membership(org, user.pk):
+        return themes.render(request, realm, "login-org-invite.html", {**page, "message_key": "orgInviteAlreadyMember",
+                                                                       "action_url": ""})
+    if request.method == "GET":
+        return themes.render(request, realm, "login-org-invite.html", page)
+    try:
+        organizations.join(org, user, claims)
+    except action_tokens.ExpiredToken:
+        return _message(request, realm, "expiredActionTokenNoSessionMessage", status=400)
+    events.emit(realm, "INVITE_ORG", client_id=client.client_id, user_id=user.pk, ip_address=client_address(request),
+                details={"org_id": org.pk})
+    return redirect(claims.get("reduri") or f"/realms/{realm.name}/account/")
 
 
 def _original_session(request, realm, claims):

@@ -12,7 +12,7 @@ from django.db import transaction
 from rest_framework import exceptions
 from rest_framework.response import Response
 
-from .. import cors, events, sessions
+from .. import cors, events, organizations, sessions
 from ..api import errors
 from ..api.reps import group_api_rep
 from ..api.views import ApiView
@@ -332,12 +332,19 @@ class Groups(AccountResource):
 
 
 class Organizations(AccountResource):
-    """The user's organizations: none until organizations exist."""
+    """The user's organizations (Keycloak's brief OrganizationRepresentation), none while the
+    realm has organizations off."""
 
     required_role = (MANAGE_ACCOUNT, VIEW_PROFILE)
 
+    @staticmethod
+    def list_for(realm, user):
+        if not realm.organizations_enabled:
+            return []
+        return [organizations.rep(o) for o in organizations.of_user(user).prefetch_related("domains")]
+
     def get(self, request, realm):
-        return Response([])
+        return Response(self.list_for(self.realm, self.user))
 
 
 class SupportedLocales(AccountResource):

@@ -242,4 +242,5 @@ def groups(request, ctx):
 
 @page("account-organizations")
 def organizations(request, ctx):
-    return ctx.render("organizations.html")
+    reps = api.Organizations.list_for(ctx.realm, ctx.user)
+    return ctx.render("organizations.html", {"organizations": reps})

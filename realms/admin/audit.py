@@ -12,6 +12,9 @@ from ..models import (
     ClientScopeLink,
     Credential,
     Group,
+    Organization,
+    OrganizationDomain,
+    OrganizationMember,
     ProtocolMapper,
     Realm,
     RealmDefaultClientScope,
@@ -60,6 +63,12 @@ def resource_of(obj):
         return "AUTHENTICATOR_CONFIG", f"authentication/config/{obj.pk}"
     if isinstance(obj, RequiredActionProvider):
         return "REQUIRED_ACTION", f"authentication/required-actions/{obj.alias}"
+    if isinstance(obj, Organization):
+        return "ORGANIZATION", f"organizations/{obj.pk}"
+    if isinstance(obj, OrganizationDomain):  # a domain is part of its organization's representation
+        return "ORGANIZATION", f"organizations/{obj.organization_id}"
+    if isinstance(obj, OrganizationMember):
+        return "ORGANIZATION_MEMBERSHIP", f"organizations/{obj.organization_id}/members/{obj.user_id}"
     raise TypeError(f"no admin resource type for {type(obj).__name__}")
 
 
@@ -68,7 +77,7 @@ def owning_realm(obj):
         return (obj.client or obj.client_scope).realm
     if isinstance(obj, ClientScopeLink):
         return obj.client.realm
-    if isinstance(obj, Credential):
+    if isinstance(obj, Credential | OrganizationMember):
         return obj.user.realm
     return realm_of(obj) or obj.realm
 

@@ -152,9 +152,9 @@ class RealmAdmin(ConsoleAdmin):
     actions = ["rotate_signing_key"]
     readonly_fields = ("id", "created", "sessions", "logout_all", "smtp_test")
     # Keycloak's realm settings tabs, then its Authentication policies and the realm's client scopes.
-    # Not shown until something acts on them: event listeners, organizations, the docker and
-    # first-broker-login flow bindings, required credentials (identity brokering, organizations
-    # and docker do not exist here yet; the values are kept and exported as imported).
+    # Not shown until something acts on them: event listeners, the docker and first-broker-login
+    # flow bindings, required credentials (identity brokering and docker do not exist here yet;
+    # the values are kept and exported as imported).
     tabs = (("general", "General"), ("login", "Login"), ("email", "Email"), ("themes", "Themes"),
             ("keys", "Keys"), ("events", "Events"), ("localization", "Localization"),
             ("security", "Security defenses"), ("sessions", "Sessions"), ("tokens", "Tokens"),
@@ -162,7 +162,8 @@ class RealmAdmin(ConsoleAdmin):
             ("advanced", "Advanced"))
 
     fieldsets = [
-        _tab("general", "General", ("name", "display_name", "display_name_html", "enabled", "ssl_required")),
+        _tab("general", "General", ("name", "display_name", "display_name_html", "enabled", "ssl_required",
+                                    "organizations_enabled")),
         _tab("login", "Login screen customization and email settings", (
             "registration_allowed", "registration_email_as_username", "remember_me", "verify_email",
             "login_with_email_allowed", "duplicate_emails_allowed", "reset_password_allowed",

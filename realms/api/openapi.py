@@ -47,7 +47,8 @@ def _operations(path, view_class, initkwargs):
         if params:
             op["parameters"] = params
         if method in ("post", "put", "patch"):
-            op["requestBody"] = {"required": False, "content": {"application/json": {"schema": {}}}}
+            media_type = view_class.parser_classes[0].media_type  # form-encoded for the invitations
+            op["requestBody"] = {"required": False, "content": {media_type: {"schema": {}}}}
         if getattr(view, "required_role", None) is not None:
             op["x-required-role"] = required_role(view, method.upper())
         ops[method] = op

@@ -3,8 +3,8 @@
 are mounted by ``idp/urls.py``)."""
 from django.urls import path
 
-from . import (attack_detection, client_scopes, clients, credentials, email, events, flows, groups, keys, partial,
-               protocol_mappers, realms, role_mappings, roles, sessions, users)
+from . import (attack_detection, client_scopes, clients, credentials, email, events, flows, groups, keys,
+               organizations, partial, protocol_mappers, realms, role_mappings, roles, sessions, users)
 
 R = "<str:realm>"
 urlpatterns = [
@@ -55,6 +55,19 @@ urlpatterns = [
     path(f"{R}/admin-events", events.AdminEvents.as_view()),
     path(f"{R}/client-scopes", client_scopes.ClientScopes.as_view()),
     path(f"{R}/client-scopes/<str:scope_id>", client_scopes.ClientScopeDetail.as_view()),
+]
+ORGS = f"{R}/organizations"
+urlpatterns += [
+    path(ORGS, organizations.Organizations.as_view()),
+    path(f"{ORGS}/count", organizations.OrganizationCount.as_view()),
+    path(f"{ORGS}/members/<str:member_id>/organizations", organizations.MemberOrganizations.as_view()),
+    path(f"{ORGS}/<str:org_id>", organizations.OrganizationDetail.as_view()),
+    path(f"{ORGS}/<str:org_id>/members", organizations.Members.as_view()),
+    path(f"{ORGS}/<str:org_id>/members/count", organizations.MemberCount.as_view()),
+    path(f"{ORGS}/<str:org_id>/members/invite-user", organizations.Invite.as_view()),
+    path(f"{ORGS}/<str:org_id>/members/invite-existing-user", organizations.Invite.as_view(existing=True)),
+    path(f"{ORGS}/<str:org_id>/members/<str:member_id>", organizations.MemberDetail.as_view()),
+    path(f"{ORGS}/<str:org_id>/members/<str:member_id>/organizations", organizations.MemberOrganizations.as_view()),
 ]
 AUTH = f"{R}/authentication"
 urlpatterns += [

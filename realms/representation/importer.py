@@ -17,6 +17,7 @@ from .components import KeyApplier
 from .fields import Parser, RepresentationError, at
 from .groups import GroupApplier
 from .merge import merge_builtins
+from .organizations import import_organizations
 from .protocol_mappers import ProtocolMapperApplier
 from .realm import REALM_FIELDS, parse_realm
 from .roles import RoleApplier
@@ -109,6 +110,7 @@ class _Applier(AuthenticationApplier, ClientScopeApplier, ProtocolMapperApplier,
         self.add_user_storage(r["user_storage"])
         self.add_users(r["users"])
         self.add_service_accounts()
+        import_organizations(self.realm, r.get("organizations", ()))
         self.add_keys()
         self.add_authorization()
         return self.realm

@@ -25,6 +25,7 @@ from .fields import (
 from .groups import group_rep, parse_group
 from .roles import parse_roles, parse_scope_mapping, role_names, role_rep
 from .user_storage import parse_user_storage, user_storage_reps
+from .organizations import export_organizations, parse_organizations
 from .users import parse_user, user_rep
 
 
@@ -128,7 +129,7 @@ def parse_realm(data, p):
     realm_keys = set(REALM_FIELDS) | {
         "realm", "roles", "groups", "users", "clients", "clientScopes", "scopeMappings",
         "clientScopeMappings", "defaultRole", "defaultRoles", "defaultDefaultClientScopes",
-        "defaultOptionalClientScopes", "components", "privateKey", *AUTHENTICATION_KEYS,
+        "defaultOptionalClientScopes", "components", "privateKey", "organizations", *AUTHENTICATION_KEYS,
     }
     policies = {k: v for k, v in data.items() if k.startswith(tuple(pfx for pfx, _ in POLICY_PREFIXES))
                 and k not in realm_keys}
@@ -139,6 +140,7 @@ def parse_realm(data, p):
         "clientScopes": as_list, "scopeMappings": as_list, "clientScopeMappings": as_dict,
         "defaultRole": as_dict, "defaultRoles": as_str_list, "defaultDefaultClientScopes": as_str_list,
         "defaultOptionalClientScopes": as_str_list, "components": as_dict, "privateKey": as_str,
+        "organizations": as_list,
         **{key: as_list for key in AUTHENTICATION_KEYS},
     })
     top = p.take(rest, "", spec, derived=_DERIVED - {"realm"}, required=("realm",))
@@ -155,6 +157,7 @@ def parse_realm(data, p):
     out["realm_roles"], out["client_roles"] = parse_roles(top.get("roles", {}), p)
     out["groups"] = [parse_group(g, f"groups[{i}]", p) for i, g in enumerate(top.get("groups", []))]
     out["users"] = [parse_user(u, f"users[{i}]", p) for i, u in enumerate(top.get("users", []))]
+    out["organizations"] = parse_organizations(top)
     out["scope_mappings"] = [
         parse_scope_mapping(m, f"scopeMappings[{i}]", p) for i, m in enumerate(top.get("scopeMappings", []))
     ]
@@ -244,6 +247,9 @@ def export_realm(realm):
 
     rep["users"] = [user_rep(user) for user in User.objects.filter(realm=realm)
                     .select_related("service_account_client").order_by("username")]
+    organizations = export_organizations(realm)
+    if organizations:
+        rep["organizations"] = organizations
 
     rep["scopeMappings"] = []
     rep["clientScopeMappings"] = {}

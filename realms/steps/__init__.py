@@ -6,6 +6,7 @@ from .conditions import (CredentialCondition, LevelOfAuthenticationCondition, Us
 from .cookie import CookieAuthenticator
 from .direct_grant import ValidatePassword, ValidateUsername
 from .otp import OtpForm, RecoveryCodeForm, ValidateOtp
+from .organization import OrganizationIdentityFirst
 from .registration import RegistrationPage
 from .reset_credentials import ChooseUser, ResetOtp, ResetPassword, SendEmail
 from .username_password import UsernamePasswordForm
@@ -14,4 +15,4 @@ from .webauthn import WebAuthnAuthenticator, WebAuthnPasswordlessAuthenticator
 BUILTIN = (CookieAuthenticator, UsernamePasswordForm, UserConfiguredCondition, ValidateUsername, ValidatePassword,
            OtpForm, ValidateOtp, RecoveryCodeForm, LevelOfAuthenticationCondition, UserRoleCondition,
            UserAttributeCondition, RegistrationPage, ChooseUser, SendEmail, ResetPassword, ResetOtp,
-           CredentialCondition, WebAuthnAuthenticator, WebAuthnPasswordlessAuthenticator)
+           CredentialCondition, WebAuthnAuthenticator, WebAuthnPasswordlessAuthenticator, OrganizationIdentityFirst)

@@ -10,7 +10,7 @@ import time
 
 from django.db import transaction
 
-from .. import accounts, events, password_policy, user_profile
+from .. import accounts, action_tokens, events, organizations, password_policy, user_profile
 from ..flows import DISABLED, Authenticator, Outcome
 from ..models import User
 from ..required_actions import terms_and_conditions
@@ -32,14 +32,18 @@ class RegistrationPage(Authenticator):
 
     def page(self, ctx, *, values=None, errors=None, status=200):
         actions = enabled_actions(ctx.form_flow)
+        invited = ctx.auth_session.notes.get(organizations.INVITE_NOTE)
+        if invited:  # the invited address, not to be changed
+            values = {**(values or {}), "email": invited["email"]}
         return ctx.render("register.html", {
-            "values": values or {}, "errors": errors or {},
+            "values": values or {}, "errors": errors or {}, "email_fixed": bool(invited),
             "show_username": not ctx.realm.registration_email_as_username,
             "password": PASSWORD in actions, "terms": TERMS in actions,
         }, status=status)
 
     def _refused(self, ctx):
-        if not ctx.realm.registration_allowed:
+        # An organization's invitation lets its invitee register where anyone else may not.
+        if not ctx.realm.registration_allowed and not ctx.auth_session.notes.get(organizations.INVITE_NOTE):
             return Outcome.failure("registration_disabled", ctx.render(
                 "info.html", {"is_error": True, "message_key": "registrationNotAllowedMessage"}, status=403))
         unsupported = [a for a in enabled_actions(ctx.form_flow) if a not in SUPPORTED_ACTIONS]
@@ -56,6 +60,9 @@ class RegistrationPage(Authenticator):
         if refused is not None:
             return refused
         realm, params = ctx.realm, ctx.params
+        invited = ctx.auth_session.notes.get(organizations.INVITE_NOTE)
+        if invited:
+            params = {**dict(params.items()), "email": invited["email"]}
         actions = enabled_actions(ctx.form_flow)
         cleaned, errors = user_profile.validate(realm, None, params)
         password = params.get("password", "")
@@ -84,9 +91,32 @@ class RegistrationPage(Authenticator):
             if TERMS in actions:
                 user.attributes = {terms_and_conditions.ATTRIBUTE: [str(int(time.time()))]}
                 user.save(update_fields=["attributes"])
+            if invited:
+                refused = self._join(ctx, user, invited)
+                if refused is not None:
+                    transaction.set_rollback(True)
+                    return refused
         ctx.set_user(user)
         ctx.add_auth_method("pwd")
+        if invited:
+            events.emit(realm, "INVITE_ORG", client_id=ctx.client.client_id, user_id=user.pk,
+                        ip_address=ctx.ip_address, details={"org_id": invited["org_id"]})
         events.emit(realm, "REGISTER", client_id=ctx.client.client_id, user_id=user.pk, ip_address=ctx.ip_address,
                     details={"username": user.username, "email": user.email, "register_method": "form",
                              "redirect_uri": ctx.auth_session.client_data.get("redirect_uri", "")})
         return Outcome.success()
+
+    def _join(self, ctx, user, invited):
+        """The new user joins the inviting organization, using up the invitation (a failure when
+        it was used meanwhile, or the organization went); the link proved the address."""
+        org = organizations.invited_organization(ctx.realm, invited)
+        try:
+            if org is None:
+                raise action_tokens.InvalidToken("organization gone")
+            organizations.join(org, user, invited)
+        except (action_tokens.ExpiredToken, action_tokens.InvalidToken):
+            return Outcome.failure("invalid_code", ctx.render(
+                "info.html", {"is_error": True, "message_key": "expiredActionTokenNoSessionMessage"}, status=400))
+        user.email_verified = True
+        user.save(update_fields=["email_verified"])
+        return None

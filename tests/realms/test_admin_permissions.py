@@ -82,7 +82,7 @@ def held(realm, role_name):
 def test_generated_route_table_covers_every_resource():
     paths = {path for _, path, _ in routes("acme")}
     assert {"acme/users", "acme/users/nope", "acme/groups/nope/members", "acme/clients/nope/roles",
-            "acme/events/config"} <= paths
+            "acme/events/config", "acme/organizations", "acme/organizations/nope/members/nope"} <= paths
     assert len(paths) > 80
 
 

@@ -53,9 +53,10 @@ def test_create_realm_gets_keycloak_builtins():
         "offline_access", "uma_authorization", "account:view-profile", "account:manage-account"}
 
     assert set(ClientScope.objects.filter(realm=realm).values_list("name", flat=True)) == {
-        "profile", "email", "roles", "web-origins", "offline_access", "address", "phone", "acr", "basic", "role_list"}
+        "profile", "email", "roles", "web-origins", "offline_access", "address", "phone", "acr", "basic", "role_list",
+        "organization"}
     assert scope_names(admin_cli, True) == ["acr", "basic", "email", "profile", "roles", "web-origins"]
-    assert scope_names(admin_cli, False) == ["address", "offline_access", "phone"]
+    assert scope_names(admin_cli, False) == ["address", "offline_access", "organization", "phone"]
     offline = ClientScope.objects.get(realm=realm, name="offline_access")
     assert [r.name for r in offline.scope_roles.all()] == ["offline_access"]
     assert RealmKey.objects.filter(realm=realm, algorithm="RS256", status="active").count() == 1

@@ -136,8 +136,9 @@ def test_realm_settings_forms_refuse_bad_values_with_a_clear_message(console, ac
 
 def test_controls_for_what_does_not_exist_are_not_shown(console, acme, alice):
     page = console.get(realm_url(acme)).content.decode()
-    for name in ("organizations_enabled", "events_listeners", "first_broker_login_flow", "docker_authentication_flow"):
+    for name in ("events_listeners", "first_broker_login_flow", "docker_authentication_flow"):
         assert f'name="{name}"' not in page, name
+    assert 'name="organizations_enabled"' in page  # organizations exist (docs/decisions/0037)
     client = Client.objects.get(realm=acme, client_id="account")
     page = console.get(reverse("admin:realms_client_change", args=[client.pk])).content.decode()
     assert 'name="authorization_services_enabled"' not in page

@@ -21,7 +21,8 @@ from . import keys
 from .web import base_url
 
 VERIFY_EMAIL, RESET_CREDENTIALS, EXECUTE_ACTIONS = "verify-email", "reset-credentials", "execute-actions"
-TYPES = (VERIFY_EMAIL, RESET_CREDENTIALS, EXECUTE_ACTIONS)
+UPDATE_EMAIL = "update-email"  # claims oldEmail and newEmail: the change waiting for this link
+TYPES = (VERIFY_EMAIL, RESET_CREDENTIALS, EXECUTE_ACTIONS, UPDATE_EMAIL)
 
 
 class InvalidToken(Exception):

@@ -104,6 +104,8 @@ def action_token(request, realm):
     original = _original_session(request, realm_obj, claims)
     ip = client_address(request)
     if typ == action_tokens.UPDATE_EMAIL:
+        if claims.get("logoutSessions"):
+            update_email.logout_other_sessions(request, realm_obj, user)
         update_email.change_now(realm_obj, user, str(claims["newEmail"]).lower(), client_id=client.client_id,
                                 ip_address=ip, verified=True)
         if original is not None and original.user_id == user.pk:

@@ -6,12 +6,15 @@ through it (``realms.user_profile.email_editable``). Without e-mail verification
 made at once; with it, the address stays as it is and a link (an ``update-email`` action token
 carrying ``oldEmail`` and ``newEmail``) goes to the new address; following it makes the change,
 checked again then (someone may have taken the address meanwhile), and the address is verified.
+"Sign out from other devices" (``logout-sessions``, on by default) ends the user's other
+sessions when the change is made (the token carries the choice: ``logoutSessions``).
 """
 import logging
 
-from .. import action_tokens, email, events, messages, user_profile
+from .. import action_tokens, email, events, messages, sessions, sso_cookie, user_profile
 from ..flows import Outcome, RequiredAction
 from ..messages import Message
+from ..models import UserSession
 
 logger = logging.getLogger("idp.email")
 
@@ -35,6 +38,15 @@ def change_now(realm, user, new_email, *, client_id, ip_address, verified):
     user.save()
     events.emit(realm, "UPDATE_EMAIL", client_id=client_id, user_id=user.pk, ip_address=ip_address,
                 details={"previous_email": previous, "updated_email": new_email})
+
+
+def logout_other_sessions(request, realm, user):
+    """Keycloak's "Sign out from other devices": the user's online sessions end, except the one
+    of this browser."""
+    current = sso_cookie.session_from_request(request, realm)
+    keep = current.pk if current is not None and current.user_id == user.pk else None
+    for user_session in UserSession.objects.filter(user=user, offline=False).exclude(pk=keep):
+        sessions.end_session(user_session, reason=sessions.REASON_LOGOUT)
 
 
 def check(realm, user, claims):
@@ -72,19 +84,23 @@ class UpdateEmail(RequiredAction):
         error = user_profile.check_email(realm, user, new_email)
         if error:
             return Outcome.challenge(self.challenge(ctx, value=new_email, error=error))
+        logout_sessions = ctx.params.get("logout-sessions") == "on"
         if not realm.verify_email or (new_email == user.email and user.email_verified):
+            if logout_sessions:
+                logout_other_sessions(ctx.request, realm, user)
             change_now(realm, user, new_email, client_id=ctx.client.client_id, ip_address=ctx.ip_address,
                        verified=new_email == user.email and user.email_verified)
             return Outcome.success()
-        return self._send_confirmation(ctx, new_email)
+        return self._send_confirmation(ctx, new_email, logout_sessions)
 
-    def _send_confirmation(self, ctx, new_email):
+    def _send_confirmation(self, ctx, new_email, logout_sessions):
         """The link to the new address (SEND_VERIFY_EMAIL with that address, as Keycloak)."""
         realm, user, auth_session = ctx.realm, ctx.user, ctx.auth_session
         client_id = ctx.client.client_id
         lifespan = action_tokens.user_lifespan(realm, action_tokens.UPDATE_EMAIL)
         token = action_tokens.create(realm, user, action_tokens.UPDATE_EMAIL, lifespan=lifespan, client_id=client_id,
                                      request=ctx.request, oldEmail=user.email, newEmail=new_email,
+                                     logoutSessions=logout_sessions,
                                      reduri=auth_session.client_data.get("redirect_uri", ""),
                                      oasid=f"{auth_session.root_id}.{auth_session.tab_id}")
         url = action_tokens.link(realm, token, ctx.request, client_id=client_id)

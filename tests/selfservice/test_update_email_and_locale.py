@@ -10,7 +10,8 @@ from django.test import Client as HttpClient
 
 from realms.accounts import create_user
 from realms.flow_admin import next_required_action_priority
-from realms.models import Client, Event, RequiredActionProvider, User
+from realms.models import Client, Event, RequiredActionProvider, User, UserSession
+from realms.sessions import create_user_session
 from tests.oidc.browser.conftest import PASSWORD
 
 from .conftest import link_in, text_of
@@ -34,10 +35,10 @@ def update_email_on(realm):
     User.objects.filter(realm=realm, username="bob").update(email_verified=True)
 
 
-def ask_for_new_address(http, send, address=NEW):
+def ask_for_new_address(http, send, address=NEW, **form):
     page = sign_in(http, UPDATE_EMAIL)
     assert 'id="kc-update-email-form"' in html(page) and 'value="bob@example.com"' in html(page)
-    return send(http.post, form_action(page), {"email": address})
+    return send(http.post, form_action(page), {"email": address, **form})
 
 
 def path_of(url):
@@ -129,6 +130,34 @@ def test_without_verification_the_change_is_made_at_once(realm, web_app, bob, ma
     assert (bob.email, bob.email_verified) == (NEW, False)
     assert Event.objects.filter(realm=realm, type="UPDATE_EMAIL", user_id=bob.pk).exists()
     assert mailbox.stays_at(0, 0.2)
+
+
+def test_sign_out_from_other_devices_when_the_link_is_followed(realm, web_app, bob, mailbox, send, update_email_on):
+    elsewhere = create_user_session(realm, bob)
+    ask_for_new_address(HttpClient(), send, **{"logout-sessions": "on"})
+    assert UserSession.objects.filter(pk=elsewhere.pk).exists()  # nothing changes before the link
+    follow_token(HttpClient(), link_in(mailbox.wait()[0]))
+    assert not UserSession.objects.filter(user=bob).exists()
+
+
+def test_sign_out_from_other_devices_keeps_this_browsers_session(realm, web_app, bob, send, update_email_on):
+    realm.verify_email = False
+    realm.save()
+    elsewhere = create_user_session(realm, bob)
+    http = HttpClient()
+    redirect_query(sign_in(http))
+    this_browser = UserSession.objects.filter(user=bob).exclude(pk=elsewhere.pk).get()
+    page = http.get(AUTH, UPDATE_EMAIL)
+    assert 'id="logout-sessions"' in html(page)
+    redirect_query(http.post(form_action(page), {"email": NEW, "logout-sessions": "on"}))
+    assert list(UserSession.objects.filter(user=bob).values_list("pk", flat=True)) == [this_browser.pk]
+
+
+def test_without_the_choice_other_sessions_stay(realm, web_app, bob, mailbox, send, update_email_on):
+    elsewhere = create_user_session(realm, bob)
+    ask_for_new_address(HttpClient(), send)
+    follow_token(HttpClient(), link_in(mailbox.wait()[0]))
+    assert UserSession.objects.filter(pk=elsewhere.pk).exists()
 
 
 def test_update_email_is_off_in_a_new_realm(realm, web_app, bob):

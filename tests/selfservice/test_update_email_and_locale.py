@@ -265,3 +265,12 @@ def test_update_user_locale_is_not_an_application_initiated_action(realm, web_ap
     query = redirect_query(http.get(AUTH, {**PARAMS, "kc_action": "update_user_locale"}))
     assert query["kc_action_status"] == ["error"]
 
+
+
+def test_a_reset_asked_for_on_a_german_page_is_mailed_in_german(realm, web_app, bob, german, mailbox, send):
+    http = HttpClient()
+    form = http.get(link(http.get(AUTH, {**PARAMS, "kc_locale": "de"}), "kc-forgot-password"))
+    send(http.post, form_action(form), {"username": "bob"})
+    assert mailbox.wait()[0]["Subject"] == "Passwort zurücksetzen"
+    bob.refresh_from_db()
+    assert "locale" not in (bob.attributes or {})  # stored only once the user has signed in

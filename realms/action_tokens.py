@@ -22,7 +22,8 @@ from .web import base_url
 
 VERIFY_EMAIL, RESET_CREDENTIALS, EXECUTE_ACTIONS = "verify-email", "reset-credentials", "execute-actions"
 ORG_INVITE = "ORGIVT"  # an organization's invitation (``sub`` absent for someone yet to register)
-TYPES = (VERIFY_EMAIL, RESET_CREDENTIALS, EXECUTE_ACTIONS, ORG_INVITE)
+UPDATE_EMAIL = "update-email"  # claims oldEmail and newEmail: the change waiting for this link
+TYPES = (VERIFY_EMAIL, RESET_CREDENTIALS, EXECUTE_ACTIONS, ORG_INVITE, UPDATE_EMAIL)
 
 
 class InvalidToken(Exception):

@@ -172,17 +172,21 @@ def _in_process():
     return getattr(settings, "IDP_EMAIL_IN_PROCESS", getattr(settings, "IDP_DEV_MODE", False))
 
 
-def send_to_user(realm, user, name, subject_key, subject_args=(), body_args=(), context=None, body_key=None):
-    """Render ``name`` for ``user`` and send it once the current transaction commits. Raises
-    NotConfigured when the realm has no SMTP server or the user no address."""
+def send_to_user(realm, user, name, subject_key, subject_args=(), body_args=(), context=None, body_key=None, *,
+                 to=None, locale=None):
+    """Render ``name`` for ``user`` and send it once the current transaction commits: to ``to``
+    (an address being confirmed) or the user's address, in ``locale`` (the one a sign-in page
+    resolved) or the user's. Raises NotConfigured when the realm has no SMTP server or there is
+    no address."""
     if not configured(realm):
         raise NotConfigured("the realm has no SMTP server")
-    if not user.email:
+    to = to or user.email
+    if not to:
         raise NotConfigured("the user has no e-mail address")
-    locale = user_locale(realm, user)
+    locale = locale or user_locale(realm, user)
     subject, text_body, html_body = render(realm, locale, name, subject_key, subject_args, body_args, context,
                                            body_key)
-    realm_id, smtp, to = realm.pk, dict(realm.smtp_server), user.email
+    realm_id, smtp = realm.pk, dict(realm.smtp_server)
     transaction.on_commit(lambda: dispatch(realm_id, smtp, to, subject, text_body, html_body))
 
 

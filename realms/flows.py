@@ -349,6 +349,7 @@ class RequiredAction:
     provider_id = ""
     max_auth_age = None
     enabled_by_default = True  # in a new realm (Keycloak 26's built-in definitions)
+    initiated_action_supported = True  # an application may ask for it (kc_action)
 
     def challenge(self, ctx):
         raise NotImplementedError
@@ -367,8 +368,10 @@ class RequiredAction:
 
 
 def _evaluate_triggers(ctx):
+    # Keycloak evaluates the triggers of the realm's enabled required actions only.
     for action in _required_actions.values():
-        action.evaluate_triggers(ctx)
+        if action_enabled(ctx.realm, action.provider_id):
+            action.evaluate_triggers(ctx)
 
 
 _authenticators = {}
@@ -730,7 +733,7 @@ def _run_kc_action(ctx):
     if not alias or notes.get(KC_ACTION_STATUS):
         return Outcome.success()
     action, ctx.action_parameter = _kc_action(alias)
-    if action is None or not action_enabled(ctx.realm, action.provider_id):
+    if action is None or not action.initiated_action_supported or not action_enabled(ctx.realm, action.provider_id):
         logger.info("realm %s: kc_action %r is not an enabled required action", ctx.realm.name, alias)
         notes[KC_ACTION_STATUS] = AIA_ERROR
         return Outcome.success()

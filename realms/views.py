@@ -7,6 +7,7 @@ from django.views.decorators.http import require_http_methods
 from . import action_tokens, auth_sessions, events, flows, organizations, realm_cache, themes
 from .messages import Message
 from .models import User
+from .required_actions import update_email
 from .steps.reset_credentials import EMAIL_VERIFIED_NOTE
 from .web import client_address
 
@@ -88,9 +89,15 @@ def action_token(request, realm):
     typ = claims["typ"]
     if typ == action_tokens.VERIFY_EMAIL and user.email.lower() != str(claims.get("eml", "")).lower():
         return _message(request, realm_obj, "invalidCodeMessage", status=400)
+    if typ == action_tokens.UPDATE_EMAIL:
+        # Checked on the page and on its button (the address may have been taken meanwhile);
+        # a refused link stays unused.
+        problem = update_email.check(realm_obj, user, claims)
+        if problem:
+            return _message(request, realm_obj, problem, status=400)
     if request.method == "GET":
-        actions = claims.get("rqac") or [{"verify-email": "VERIFY_EMAIL",
-                                          "reset-credentials": "UPDATE_PASSWORD"}[typ]]
+        actions = claims.get("rqac") or [{"verify-email": "VERIFY_EMAIL", "reset-credentials": "UPDATE_PASSWORD",
+                                          "update-email": "UPDATE_EMAIL"}[typ]]
         return themes.render(request, realm_obj, "login-action-token.html", {
             "actions": [f"requiredAction.{a}" for a in actions], "action_url": request.get_full_path()})
     try:
@@ -99,6 +106,16 @@ def action_token(request, realm):
         return _message(request, realm_obj, "expiredActionTokenNoSessionMessage", status=400)
     original = _original_session(request, realm_obj, claims)
     ip = client_address(request)
+    if typ == action_tokens.UPDATE_EMAIL:
+        if claims.get("logoutSessions"):
+            update_email.logout_other_sessions(request, realm_obj, user)
+        update_email.change_now(realm_obj, user, str(claims["newEmail"]).lower(), client_id=client.client_id,
+                                ip_address=ip, verified=True)
+        if original is not None and original.user_id == user.pk:
+            original.notes[update_email.CONFIRMED_NOTE] = user.email
+            return flows.advance(request, realm_obj, client, original)
+        return _message(request, realm_obj, Message("emailUpdated", user.email), back_url=claims.get("reduri", ""),
+                        message_header="emailUpdatedTitle")
     if typ == action_tokens.VERIFY_EMAIL:
         user.email_verified = True
         user.required_actions = [a for a in user.required_actions if a != "VERIFY_EMAIL"]

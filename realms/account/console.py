@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 from django.http import Http404, HttpResponseRedirect
 from django.views.decorators.csrf import csrf_protect
 
-from .. import events, messages, password_policy, sessions, sso_cookie, themes
+from .. import events, messages, password_policy, sessions, sso_cookie, themes, user_profile
 from ..credentials import credential_types
 from ..messages import Message
 from ..models import Client, Credential, Realm, User, UserSession, client_role_names, effective_roles
@@ -134,6 +134,9 @@ def personal_info(request, ctx):
     locale = ((ctx.user.attributes or {}).get("locale") or [""])
     return ctx.render("personal-info.html", {
         "fields": fields,
+        # Keycloak's console: with UPDATE_EMAIL on, the address is read-only and changed by that action.
+        "update_email_url": ctx.action_url(user_profile.UPDATE_EMAIL)
+        if ctx.may_manage and user_profile.update_email_enabled(ctx.realm) else "",
         "supported_locales": list(ctx.realm.supported_locales or []) if ctx.realm.internationalization_enabled else [],
         "user_locale": locale[0] if isinstance(locale, list) else locale,
         "locale_error": errors.get("locale")}, status=400 if errors else 200)

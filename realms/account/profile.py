@@ -7,6 +7,7 @@ from django.core.validators import validate_email
 
 from .. import messages
 from ..models import User
+from ..user_profile import update_email_enabled
 
 MAX_LENGTH = 255
 _NAMES = {"username": "username", "email": "email", "firstName": "first_name", "lastName": "last_name"}
@@ -15,6 +16,8 @@ _NAMES = {"username": "username", "email": "email", "firstName": "first_name", "
 def _readonly(realm, name):
     if name == "username":
         return realm.registration_email_as_username or not realm.edit_username_allowed
+    if name == "email":  # Keycloak's ACCOUNT context: the UPDATE_EMAIL action changes it, nothing else
+        return update_email_enabled(realm)
     return False
 
 
@@ -67,7 +70,12 @@ def validate(user, data):
         if name == "username":
             value = value.lower()  # Keycloak keeps usernames in lower case
         if _readonly(realm, name):
-            if value and value != current:
+            if name == "email":
+                # Keycloak's immutable-attribute check, which lets the e-mail pass (unchanged)
+                # when it is the username.
+                if value and value.lower() != current.lower() and not realm.registration_email_as_username:
+                    problems.append(_error(name, "error-user-attribute-read-only"))
+            elif value and value != current:
                 problems.append(_error(name, "updateReadOnlyAttributesRejectedMessage"))
             continue
         if not value:

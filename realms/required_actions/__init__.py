@@ -5,10 +5,13 @@ from .configure_totp import ConfigureTotp
 from .delete_credential import DeleteCredential
 from .recovery_codes import ConfigureRecoveryCodes
 from .terms_and_conditions import TermsAndConditions
+from .update_email import UpdateEmail
 from .update_password import UpdatePassword
 from .update_profile import UpdateProfile
+from .update_user_locale import UpdateUserLocale
 from .verify_email import VerifyEmail
 from .webauthn_register import WebAuthnRegister, WebAuthnRegisterPasswordless
 
 BUILTIN = (UpdatePassword, ConfigureTotp, ConfigureRecoveryCodes, UpdateProfile, TermsAndConditions,
-           DeleteCredential, VerifyEmail, WebAuthnRegister, WebAuthnRegisterPasswordless)
+           DeleteCredential, VerifyEmail, WebAuthnRegister, WebAuthnRegisterPasswordless, UpdateEmail,
+           UpdateUserLocale)

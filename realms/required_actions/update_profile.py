@@ -13,6 +13,7 @@ class UpdateProfile(RequiredAction):
         return ctx.render("login-update-profile.html", {
             "values": values if values is not None else user_profile.values(user), "errors": errors or {},
             "username_editable": user_profile.username_editable(ctx.realm, user),
+            "email_editable": user_profile.email_editable(ctx.realm, user),
             "show_username": not ctx.realm.registration_email_as_username})
 
     def process(self, ctx):

@@ -4,7 +4,7 @@ re-send"); the link (an action token, ``realms.action_tokens``) marks the addres
 in the browser that signed in, lets the sign-in go on (``realms.views.action_token``)."""
 import logging
 
-from .. import action_tokens, email, events
+from .. import action_tokens, email, events, messages
 from ..flows import Outcome, RequiredAction
 
 logger = logging.getLogger("idp.email")
@@ -22,15 +22,18 @@ def send(ctx):
                                  client_id=ctx.client.client_id, request=ctx.request, eml=user.email,
                                  oasid=f"{auth_session.root_id}.{auth_session.tab_id}")
     send_verification(realm, user, action_tokens.link(realm, token, ctx.request, client_id=ctx.client.client_id),
-                      lifespan, client_id=ctx.client.client_id, ip_address=ctx.ip_address)
+                      lifespan, client_id=ctx.client.client_id, ip_address=ctx.ip_address,
+                      locale=messages.locale_for(ctx.request, realm, user=user, auth_session=auth_session))
     auth_session.notes[_SENT_NOTE] = user.email
 
 
-def send_verification(realm, user, url, lifespan, *, client_id="", ip_address=""):
-    locale = email.user_locale(realm, user)
+def send_verification(realm, user, url, lifespan, *, client_id="", ip_address="", locale=None):
+    """``locale``: the one a sign-in page resolved (Keycloak's), else the user's own."""
+    locale = locale or email.user_locale(realm, user)
     try:
         email.send_to_user(realm, user, "email-verification", "emailVerificationSubject", body_args=(
-            url, lifespan // 60, realm.display_name or realm.name, email.expiration_text(realm, locale, lifespan)))
+            url, lifespan // 60, realm.display_name or realm.name, email.expiration_text(realm, locale, lifespan)),
+            locale=locale)
     except email.NotConfigured as exc:
         events.emit(realm, "SEND_VERIFY_EMAIL_ERROR", client_id=client_id, user_id=user.pk, ip_address=ip_address,
                     error="email_send_failed", details={"email": user.email})

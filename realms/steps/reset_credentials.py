@@ -9,7 +9,7 @@ import logging
 
 from django.core.cache import cache
 
-from .. import action_tokens, bruteforce, email, events, signin
+from .. import action_tokens, bruteforce, email, events, messages, signin
 from ..flows import Authenticator, Outcome
 from ..models import Credential
 from ..required_actions.update_password import UpdatePassword
@@ -81,10 +81,12 @@ class SendEmail(Authenticator):
                                      client_id=ctx.client.client_id, request=ctx.request,
                                      oasid=f"{auth_session.root_id}.{auth_session.tab_id}")
         url = action_tokens.link(realm, token, ctx.request, client_id=ctx.client.client_id)
-        locale = email.user_locale(realm, user)
+        # The locale of this sign-in's pages for this user (Keycloak resolves the e-mail's so).
+        locale = messages.locale_for(ctx.request, realm, user=user, auth_session=auth_session)
         try:
             email.send_to_user(realm, user, "password-reset", "passwordResetSubject", body_args=(
-                url, lifespan // 60, realm.display_name or realm.name, email.expiration_text(realm, locale, lifespan)))
+                url, lifespan // 60, realm.display_name or realm.name, email.expiration_text(realm, locale, lifespan)),
+                locale=locale)
         except email.NotConfigured as exc:
             logger.warning("realm %s: reset e-mail not sent: %s", realm.name, exc)
             events.emit(realm, "SEND_RESET_PASSWORD_ERROR", client_id=ctx.client.client_id, user_id=user.pk,

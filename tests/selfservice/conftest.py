@@ -105,3 +105,12 @@ def web_app(realm):
 def bob(realm):
     return create_user(realm, "bob", password=PASSWORD, email="bob@example.com", first_name="Bob",
                        last_name="Builder")
+
+
+@pytest.fixture
+def send(django_capture_on_commit_callbacks):
+    """Run a request and what it hands over after its commit (the e-mail)."""
+    def run(call, *args, **kwargs):
+        with django_capture_on_commit_callbacks(execute=True):
+            return call(*args, **kwargs)
+    return run

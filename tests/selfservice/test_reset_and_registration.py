@@ -38,15 +38,6 @@ def redirect_query(resp):
     return parse_qs(urlsplit(resp["Location"]).query)
 
 
-@pytest.fixture
-def send(django_capture_on_commit_callbacks):
-    """Run a request and what it hands over after its commit (the e-mail)."""
-    def run(call, *args, **kwargs):
-        with django_capture_on_commit_callbacks(execute=True):
-            return call(*args, **kwargs)
-    return run
-
-
 def follow_token(http, url, send=None):
     """Open an e-mailed link: the page saying what it does, then its button."""
     path = url.split("://", 1)[1].split("/", 1)[1]

@@ -51,7 +51,7 @@ class Argon2idHasher(Argon2PasswordHasher):
 
     def verify(self, password, encoded):
         # The same standard (PHC) hash, checked by libsodium's optimised Argon2id: about a third of
-        # argon2-cffi's CPU time here (docs/benchmarks.md). argon2-cffi still makes new hashes.
+        # argon2-cffi's CPU time here (docs/benchmarks.md).
         phc = encoded[len(self.algorithm):]
         if not phc.startswith("$argon2id$"):
             return super().verify(password, encoded)

@@ -11,8 +11,8 @@ import threading
 from collections import OrderedDict
 
 from realms import realm_cache
-from realms.models import (Client, ClientScope, ClientScopeLink, ProtocolMapper, Role, User, assigned_role_ids,
-                           effective_roles, expand_composites)
+from realms.models import (Client, ClientScope, ClientScopeLink, ProtocolMapper, Role, User, effective_roles,
+                           effective_roles_in, expand_composites, role_graph)
 
 from .mappers import compile_mappers
 
@@ -124,7 +124,6 @@ class RealmConfig:
         self.realm = base.realm
         self._clients = {}
         self._user_roles = OrderedDict()
-        self._role_graph = None
         self._frame_ancestors = None
         self._lock = threading.Lock()
 
@@ -148,34 +147,12 @@ class RealmConfig:
             self._clients[client_id] = config
         return config
 
-    def role_graph(self):
-        """({role id: RoleRef}, {role id: ids of its composites}) of every role of the realm, read
-        once (two queries): a user's roles are then expanded without a query per composite level."""
-        if self._role_graph is None:
-            refs = {r.pk: RoleRef(r) for r in Role.objects.filter(realm=self.realm).select_related("client")}
-            children = {}
-            for parent, child in Role.composites.through.objects.filter(from_role__realm=self.realm).values_list(
-                    "from_role_id", "to_role_id"):
-                children.setdefault(parent, []).append(child)
-            self._role_graph = refs, children
-        return self._role_graph
-
-    def _effective_roles(self, user):
-        refs, children = self.role_graph()
-        seen = set()
-        pending = list(assigned_role_ids(user))
-        while pending:
-            role_id = pending.pop()
-            if role_id not in seen:
-                seen.add(role_id)
-                pending.extend(children.get(role_id, ()))
-        return frozenset(refs[role_id] for role_id in seen if role_id in refs)
-
     def user_roles(self, user):
         """The user's effective roles as RoleRefs, cached until something in the realm changes."""
         roles = self._user_roles.get(user.pk)
         if roles is None:
-            roles = self._effective_roles(user)
+            graph = self.base.extension("role-graph", lambda base: role_graph(base.realm))
+            roles = frozenset(RoleRef(r) for r in effective_roles_in(graph, user))
             with self._lock:
                 self._user_roles[user.pk] = roles
                 if len(self._user_roles) > USER_ROLES_PER_REALM:

@@ -161,9 +161,12 @@ def authorization_code(exchange):
     if client_session is None:
         raise InvalidGrant("Session not active", event_error="invalid_code")
     scopes, openid = tokens.resolve_scopes(exchange.client_config, row.scope)
-    with transaction.atomic():
+    offline = _wants_offline(scopes)
+    # Only an offline session (its rows and the tokens bound to them) needs a transaction;
+    # without one the exchange writes at most the idle timers, so it skips BEGIN/COMMIT.
+    with transaction.atomic() if offline else contextlib.nullcontext():
         ctx = _context(exchange, user, scopes, openid, user_session, client_session, nonce=row.nonce)
-        if _wants_offline(scopes):
+        if offline:
             _offline(exchange, ctx)
         sessions.touch(user_session, client_session)
         body, at_claims = tokens.token_response(ctx)

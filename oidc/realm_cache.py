@@ -11,7 +11,8 @@ import threading
 from collections import OrderedDict
 
 from realms import realm_cache
-from realms.models import Client, ClientScope, ClientScopeLink, ProtocolMapper, Role, User, effective_roles, expand_composites
+from realms.models import (Client, ClientScope, ClientScopeLink, ProtocolMapper, Role, User, effective_roles,
+                           effective_roles_in, expand_composites, role_graph)
 
 from .mappers import compile_mappers
 
@@ -150,7 +151,8 @@ class RealmConfig:
         """The user's effective roles as RoleRefs, cached until something in the realm changes."""
         roles = self._user_roles.get(user.pk)
         if roles is None:
-            roles = frozenset(RoleRef(r) for r in effective_roles(user))
+            graph = self.base.extension("role-graph", lambda base: role_graph(base.realm))
+            roles = frozenset(RoleRef(r) for r in effective_roles_in(graph, user))
             with self._lock:
                 self._user_roles[user.pk] = roles
                 if len(self._user_roles) > USER_ROLES_PER_REALM:

@@ -98,12 +98,12 @@ def save(auth_session, realm):
         # session fixation) is replaced. Checked here, when a page is shown, so an answer given at
         # once (SSO) costs no cache read.
         auth_session.root_id, auth_session.new_root = secrets.token_urlsafe(24), True
-    remaining = auth_session.created + realm.access_code_lifespan_login - time.time()
     # A shallow copy is enough: pickling copies the nested dicts and lists.
     data = {**vars(auth_session), "new_root": False}
-    cache.set(_key(auth_session.root_id, auth_session.tab_id), data, max(int(remaining) + 1, 1))
     # The root outlives each of its tabs: marked live for a whole login timeout from the last save.
-    cache.set(_root_key(auth_session.root_id), 1, realm.access_code_lifespan_login + 1)
+    # The tab is kept as long (``load`` refuses it once expired), so both go in one round trip.
+    cache.set_many({_key(auth_session.root_id, auth_session.tab_id): data, _root_key(auth_session.root_id): 1},
+                   realm.access_code_lifespan_login + 1)
     auth_session.stored = True
 
 

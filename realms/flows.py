@@ -40,10 +40,9 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
-from . import auth_sessions, loa, messages, realm_cache, sessions, signin, sso_cookie, themes
+from . import auth_sessions, loa, messages, realm_cache, sessions, signin, sso_cookie, storage, themes
 from .account import devices
 from .auth_sessions import AuthSession
-from .models import User
 from .web import client_address
 
 logger = logging.getLogger("idp.flows")
@@ -435,7 +434,7 @@ class AuthContext:
     @property
     def user(self):
         if self._user is None and self.auth_session.user_id:
-            self._user = User.objects.filter(pk=self.auth_session.user_id, realm=self.realm).first()
+            self._user = storage.REALM_DATABASE.get_user_by_id(self.realm, self.auth_session.user_id)
         return self._user
 
     def set_user(self, user):

@@ -126,11 +126,14 @@ class Otp(CredentialType):
         if not code.isdigit():
             return False
         policy = OtpPolicy.of(user.realm)
+        credentials = [c for c in user.stored_credentials() if c.type == self.type]
+        if all(c.credential_data.get("subType", TOTP) != HOTP for c in credentials):
+            # A TOTP code is made single-use in the shared cache (``_matches``): no row to lock,
+            # and the rows the sign-in already read answer (no transaction, no query).
+            return any(self._matches(c, code, policy) for c in credentials)
         with transaction.atomic():  # the row lock serialises HOTP counter updates
-            for cred in user.credentials.select_for_update().filter(type=self.type).order_by("-priority", "created"):
-                if self._matches(cred, code, policy):
-                    return True
-        return False
+            locked = user.credentials.select_for_update().filter(type=self.type).order_by("-priority", "created")
+            return any(self._matches(c, code, policy) for c in locked)
 
     def verify_credential(self, cred, secret):
         """``verify`` against one credential (the one being set up)."""

@@ -9,11 +9,11 @@ field names (``credentialId``, ``clientDataJSON``, ``authenticatorData``, ``sign
 A passkey sign-in is recorded as the auth method ``webauthn-passwordless``, which the built-in
 2FA sub-flow's ``conditional-credential`` condition reads to skip the second factor (spec 1 §2).
 """
-from .. import signin
+from .. import signin, storage
 from ..credentials import get_credential_type
 from ..credentials.webauthn import Assertion, CeremonyError, WebAuthnPolicy, new_challenge, user_id_from_handle
 from ..flows import Authenticator, Outcome
-from ..models import Credential, User
+from ..models import Credential
 from .otp import _require_enrolment
 
 CHALLENGE_NOTE = "WEBAUTH_CHALLENGE"  # Keycloak's WebAuthnConstants.AUTH_CHALLENGE_NOTE
@@ -51,7 +51,7 @@ def verify(ctx, kind, *, user=None):
         return user, ERROR_API_GET
     handle_id = user_id_from_handle(params.get("userHandle", "")) if params.get("userHandle") else None
     if user is None:
-        user = User.objects.filter(pk=handle_id, realm=ctx.realm).first() if handle_id else None
+        user = storage.REALM_DATABASE.get_user_by_id(ctx.realm, handle_id) if handle_id else None
         if user is None:
             ctx.login_error(signin.USER_NOT_FOUND)
             return None, ERROR_USER_NOT_FOUND

@@ -1,13 +1,15 @@
 """What every page of the console shares: the site's titles, the form pieces and ConsoleAdmin,
 the base of every model admin (realm scoping plus an admin event for each change)."""
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import ValidationError
 from django.contrib.auth.models import Group as AuthGroup
 from django.db import models
+from django.http import HttpResponseRedirect
 
+from ..api.errors import Invalid
 from ..admin_permissions import CONSOLE_CLIENT, TYPE_OF, Admin, administered_realms, can, console_admin
 from ..models import Realm, RealmOwned, Role
 from .audit import admin_event, object_event, owning_realm, resource_of
@@ -123,7 +125,13 @@ class ConsoleAdmin(RealmScopedMixin, admin.ModelAdmin):
 
     def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
         extra_context = {"console_tabs": self.tabs, **(extra_context or {})}
-        return super().changeform_view(request, object_id, form_url, extra_context)
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except Invalid as exc:
+            # A user store refused the change as it was saved (an LDAP provider or mapper in
+            # READ_ONLY): the form's transaction is rolled back; say why, as the Admin API does.
+            self.message_user(request, str(exc.detail), messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
 
     def get_object(self, request, object_id, from_field=None):
         # An object's page belongs to its realm (as the realm is part of Keycloak's console URLs):

@@ -82,3 +82,30 @@ def test_console_syncs_a_providers_group_mappers(console, realm, directory):
         assert text in page.content.decode()
     assert Group.objects.filter(realm=realm, name="ops").exists()
     assert directory.get(f"cn=sales,{GROUPS}", "cn")["cn"] == [b"sales"]
+
+
+def test_console_shows_a_directory_refusal_and_keeps_everything(console, realm, directory, admin_api):
+    """A READ_ONLY provider and group mapper refuse, as the Admin API does, a change the user's
+    form would make: the page says why (no server error) and nothing of the form is saved."""
+    from realms.models import Group
+    from tests.realms.test_admin import submit
+
+    from .conftest import make_provider
+    from .test_ldap_groups import add_mapper, signed_in
+
+    component = make_provider(realm, directory, editMode="READ_ONLY")
+    assert add_mapper(admin_api, component, mode="READ_ONLY", **{"preserve.group.inheritance": "false"}
+                      ).status_code == 201
+    directory.add_group("ops", [directory.add_user("kim", "kim-password")])
+    user = signed_in(realm, "kim")
+    assert [g.name for g in user.groups.all()] == ["ops"]
+    url = f"/admin/master/console/realms/user/{user.pk}/change/"
+    local = Group.objects.create(realm=realm, name="local")
+    response = submit(console, url, "user_form", {"groups": [local.pk]})  # leaves "ops", joins "local"
+    assert response.status_code == 200 and response.redirect_chain[-1][0] == url
+    assert "Not possible to delete LDAP group mappings as mapper mode is READ_ONLY" in response.content.decode()
+    assert [g.name for g in user.groups.all()] == ["ops"]  # "local" not joined either
+    response = submit(console, url, "user_form", {"first_name": "Kimberly"})
+    assert "User is read only!" in response.content.decode()
+    user.refresh_from_db()
+    assert user.first_name != "Kimberly"

@@ -3,6 +3,8 @@
 import datetime
 from dataclasses import dataclass
 
+import ldap.filter
+
 from django.utils import timezone
 
 PROVIDER_ID = "ldap"
@@ -123,12 +125,7 @@ class LdapConfig:
 
     def user_filter(self, condition=""):
         """The search filter of this provider's users, optionally narrowed by ``condition``."""
-        parts = [f"(objectClass={o})" for o in self.object_classes]
-        if self.custom_filter:
-            parts.append(self.custom_filter)
-        if condition:
-            parts.append(condition)
-        return parts[0] if len(parts) == 1 else f"(&{''.join(parts)})"
+        return search_filter(self.object_classes, self.custom_filter, condition)
 
     def cached_until(self, cached_at):
         """When a user read from the directory at ``cached_at`` must be read again (import off;
@@ -150,3 +147,11 @@ class LdapConfig:
                 at += step
             return at
         return None
+
+
+def search_filter(object_classes, custom_filter="", condition=""):
+    """An LDAP filter of entries of every one of ``object_classes``, matching ``custom_filter`` (as
+    the admin wrote it) and ``condition``."""
+    parts = [f"(objectClass={ldap.filter.escape_filter_chars(o)})" for o in object_classes]
+    parts += [p for p in (custom_filter, condition) if p]
+    return parts[0] if len(parts) == 1 else f"(&{''.join(parts)})"

@@ -20,7 +20,7 @@ import ldap.filter
 
 from realms.models import Client, Group, Role
 
-from .config import LDAP_ENTRY_DN, ConfigError
+from .config import LDAP_ENTRY_DN, ConfigError, search_filter
 
 logger = logging.getLogger("idp.federation")
 
@@ -161,12 +161,7 @@ class Membership:
     # -- the directory side ------------------------------------------------------------------
 
     def _filter(self, condition=""):
-        parts = [f"(objectClass={ldap.filter.escape_filter_chars(o)})" for o in self.object_classes]
-        if self.custom_filter:
-            parts.append(self.custom_filter)
-        if condition:
-            parts.append(condition)
-        return parts[0] if len(parts) == 1 else f"(&{''.join(parts)})"
+        return search_filter(self.object_classes, self.custom_filter, condition)
 
     def _scope(self):
         # Keycloak searches group trees with the provider's own search scope.

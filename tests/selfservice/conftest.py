@@ -11,8 +11,11 @@ import pytest
 from aiosmtpd.controller import Controller
 
 from realms.accounts import create_user
+from realms.models import Realm, Role
 from realms.services import create_realm
 from tests.oidc.browser.conftest import PASSWORD, make_client
+from tests.realms.test_admin_rest_api import PASSWORD as ADMIN_PASSWORD
+from tests.realms.test_admin_rest_api import Api, token
 
 
 class Mailbox:
@@ -114,3 +117,12 @@ def send(django_capture_on_commit_callbacks):
         with django_capture_on_commit_callbacks(execute=True):
             return call(*args, **kwargs)
     return run
+
+
+@pytest.fixture
+def admin_api(realm):
+    """The Admin API as a master admin."""
+    master = Realm.objects.get(name="master")
+    user = create_user(master, "api-root", password=ADMIN_PASSWORD)
+    user.roles.add(Role.objects.get(realm=master, client=None, name="admin"))
+    return Api(token("master", "api-root"))

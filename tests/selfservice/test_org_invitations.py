@@ -8,25 +8,14 @@ from urllib.parse import urlencode
 import pytest
 from django.test import Client as HttpClient
 
-from realms.accounts import create_user
 from realms.flows import get_authenticator
-from realms.models import Event, Organization, OrganizationDomain, OrganizationMember, Realm, Role, User
+from realms.models import Event, Organization, OrganizationDomain, OrganizationMember, User
 from tests.oidc.browser.conftest import PASSWORD
-from tests.realms.test_admin_rest_api import PASSWORD as ADMIN_PASSWORD
-from tests.realms.test_admin_rest_api import Api, token
 
 from .conftest import link_in, text_of
 from .test_reset_and_registration import AUTH, PARAMS, form_action, html, redirect_query
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def admin_api(realm):
-    master = Realm.objects.get(name="master")
-    user = create_user(master, "api-root", password=ADMIN_PASSWORD)
-    user.roles.add(Role.objects.get(realm=master, client=None, name="admin"))
-    return Api(token("master", "api-root"))
 
 
 @pytest.fixture

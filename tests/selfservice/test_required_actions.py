@@ -9,10 +9,8 @@ from django.test import Client as HttpClient
 from realms.accounts import create_user
 from realms.credentials import get_credential_type
 from realms.credentials.otp import generate_secret
-from realms.models import Credential, Event, Realm, RequiredActionProvider, Role, User
+from realms.models import Credential, Event, RequiredActionProvider, User
 from tests.oidc.browser.conftest import PASSWORD
-from tests.realms.test_admin_rest_api import PASSWORD as ADMIN_PASSWORD
-from tests.realms.test_admin_rest_api import Api, token
 
 from .conftest import link_in, text_of
 from .test_reset_and_registration import AUTH, PARAMS, follow_token, form_action, html, redirect_query
@@ -209,14 +207,6 @@ def test_delete_credential_after_a_recent_sign_in(realm, web_app, bob, time_mach
 
 
 # --- Admin API ---------------------------------------------------------------------------------
-
-@pytest.fixture
-def admin_api(realm):
-    master = Realm.objects.get(name="master")
-    user = create_user(master, "api-root", password=ADMIN_PASSWORD)
-    user.roles.add(Role.objects.get(realm=master, client=None, name="admin"))
-    return Api(token("master", "api-root"))
-
 
 def test_execute_actions_email_round_trip(realm, web_app, bob, admin_api, mailbox,
                                           django_capture_on_commit_callbacks, time_machine):

@@ -86,7 +86,8 @@ class Console:
         return sign_in_url(self.request, self.realm, back, kc_action=action)
 
     def render(self, template, context=None, status=200):
-        nav = [{"url": _url(self.realm, name), "key": key, "current": name == self.section} for name, key in SECTIONS]
+        nav = [{"url": _url(self.realm, name), "key": key, "current": name == self.section} for name, key in SECTIONS
+               if name != "account-organizations" or self.realm.organizations_enabled]  # as Keycloak's
         notice = self.request.GET.get("notice", "")
         base = {"user": self.user, "nav": nav, "section": self.section, "may_manage": self.may_manage,
                 "notice": Message(notice) if notice in _NOTICES else None,

@@ -157,11 +157,14 @@ def test_account_console_page_lists_them(realm, web_app, bob, fresh_caches):
     org = Organization.objects.create(realm=realm, name="ACME Corp", alias="acme-corp")
     org.domains.create(realm=realm, name="acme.example")
     OrganizationMember.objects.create(organization=org, user=bob)
-    assert "You are not a member of any organization." in http.get(CONSOLE + "organizations").content.decode()
+    page = http.get(CONSOLE + "organizations").content.decode()
+    assert "You are not a member of any organization." in page
+    assert f'href="{CONSOLE}organizations"' not in page  # no section in the navigation while the switch is off
     realm.organizations_enabled = True
     realm.save()
     page = http.get(CONSOLE + "organizations").content.decode()
     assert "<strong>ACME Corp</strong>" in page and "acme.example" in page
+    assert f'href="{CONSOLE}organizations"' in page
 
 
 def test_openapi_describes_the_routes_and_the_form_bodies():

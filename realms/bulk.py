@@ -10,6 +10,10 @@ import json
 from django.db import connection
 
 _AUTO = ("AutoField", "BigAutoField", "SmallAutoField")
+# Rows written in one go past which the planner's statistics are refreshed at once: after a bulk
+# import the table's statistics still describe it as it was (autovacuum comes a minute or more
+# later), and a sign-in's username lookup was planned as a scan of the realm's 100,000 new users.
+ANALYZE_AFTER = 1000
 
 
 def insert(model, objs):
@@ -35,3 +39,13 @@ def insert(model, objs):
 
 def _json(field):
     return lambda value: json.dumps(value, cls=field.encoder)
+
+
+def refresh_statistics(written, *models):
+    """``ANALYZE`` the tables of ``models`` (PostgreSQL) when ``written`` rows went into them: in
+    the caller's transaction, whose own rows the sample counts."""
+    if written < ANALYZE_AFTER or connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        for model in models:
+            cursor.execute(f"ANALYZE {connection.ops.quote_name(model._meta.db_table)}")

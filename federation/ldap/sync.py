@@ -14,7 +14,8 @@ import zlib
 
 from django.db import connection, transaction
 
-from realms.models import Component
+from realms import bulk
+from realms.models import Component, User
 
 from . import membership
 from .provider import LdapProvider
@@ -129,6 +130,7 @@ def _sync(component, changed_only):
         totals[0] += result.added
         totals[1] += result.updated
         totals[2] += result.failed
+    bulk.refresh_statistics(totals[0], User)
     with transaction.atomic():
         row = Component.objects.select_for_update().get(pk=component.pk)
         row.config["lastSync"] = [str(started)]

@@ -287,6 +287,7 @@ class UserApplier:
         for model, rows in ((User, users), (user_roles, role_rows), (user_groups, group_rows),
                             (Credential, credentials)):
             bulk.insert(model, rows)
+        bulk.refresh_statistics(len(users), User, Credential)
         if users:  # what the rows' signals would have done: cached roles and service accounts
             realm_cache.changed(self.realm.pk)
         return users

@@ -195,3 +195,22 @@ def test_overwrite_with_a_conflict_in_the_middle_of_a_batch_replaces_it(acme, ma
     assert Credential.objects.filter(user=new).count() == 1
     assert Event.objects.filter(realm=acme, kind=Event.ADMIN, type="UPDATE").count() == 1
     assert Event.objects.filter(realm=acme, kind=Event.ADMIN, type="CREATE").count() == 49
+
+
+def test_a_large_import_refreshes_the_planners_statistics(acme, master_api):
+    """After a bulk import the sign-in's username lookup reads the username index, not the
+    realm's users one by one (the table's statistics still described it as it was before)."""
+    from django.db import connection
+
+    from realms.storage import REALM_DATABASE
+
+    users = [{"username": f"bulk{i:05}", "enabled": True} for i in range(1500)]
+    assert _import(master_api, {"ifResourceExists": "FAIL", "users": users}).status_code == 200
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reltuples FROM pg_class WHERE relname = 'realms_user'")
+        assert cursor.fetchone()[0] >= 1500  # the import's own rows counted by its ANALYZE
+        cursor.execute("EXPLAIN SELECT * FROM realms_user WHERE realm_id = %s AND UPPER(username) = UPPER(%s) "
+                       "AND service_account_client_id IS NULL ORDER BY username LIMIT 1", [acme.pk, "BULK00042"])
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "realms_user_username_upper_idx" in plan, plan
+    assert REALM_DATABASE.get_user_by_username(acme, "BULK00042").username == "bulk00042"

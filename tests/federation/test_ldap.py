@@ -331,3 +331,19 @@ def test_import_off_max_lifespan_and_a_removed_entry(realm, directory, time_mach
     time_machine.move_to("2026-11-24 10:03:00+00:00", tick=False)
     assert signin.check_password(realm, "quin", "quin-password").error == signin.USER_NOT_FOUND
     assert not User.objects.filter(realm=realm, username="quin").exists()
+
+
+def test_a_large_sync_refreshes_the_planners_statistics(realm, directory, monkeypatch):
+    """A sync that imports many users ANALYZEs the user table (here with the threshold lowered to
+    the directory's 40 users), so the planner knows the rows a sign-in's lookup reads among."""
+    from django.db import connection
+
+    from realms import bulk
+
+    monkeypatch.setattr(bulk, "ANALYZE_AFTER", 40)
+    component = make_provider(realm, directory)
+    directory.add_users("stat", 40)
+    assert sync(component)["added"] == 40
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reltuples FROM pg_class WHERE relname = 'realms_user'")
+        assert cursor.fetchone()[0] == User.objects.count()

@@ -12,7 +12,7 @@ from collections import OrderedDict
 
 from realms import realm_cache
 from realms.models import (Client, ClientScope, ClientScopeLink, ProtocolMapper, Role, User, effective_roles,
-                           effective_roles_in, expand_composites, role_graph)
+                           effective_roles_in, expand_composites, roles_by_id)
 
 from .mappers import compile_mappers
 
@@ -151,8 +151,8 @@ class RealmConfig:
         """The user's effective roles as RoleRefs, cached until something in the realm changes."""
         roles = self._user_roles.get(user.pk)
         if roles is None:
-            graph = self.base.extension("role-graph", lambda base: role_graph(base.realm))
-            roles = frozenset(RoleRef(r) for r in effective_roles_in(graph, user))
+            by_id = self.base.extension("roles-by-id", lambda base: roles_by_id(base.realm))
+            roles = frozenset(RoleRef(r) for r in effective_roles_in(by_id, user))
             with self._lock:
                 self._user_roles[user.pk] = roles
                 if len(self._user_roles) > USER_ROLES_PER_REALM:

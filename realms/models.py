@@ -898,47 +898,24 @@ def effective_roles(user):
                .select_related("client"))
 
 
-def role_graph(realm):
-    """({role id: role, its client loaded}, {role id: ids of its composites}) of every role of the
-    realm: two queries, for a cache of the realm's configuration (``realm_cache.stored``)."""
-    roles = {r.pk: r for r in Role.objects.filter(realm=realm).select_related("client")}
-    children = {}
-    for parent, child in Role.composites.through.objects.filter(from_role__realm=realm).values_list(
-            "from_role_id", "to_role_id"):
-        children.setdefault(parent, []).append(child)
-    return roles, children
-
-
-def effective_roles_in(graph, user):
-    """``effective_roles(user)`` expanded over the realm's ``role_graph``: one query for a user
-    without groups, whatever the composites' depth."""
-    roles, children = graph
-    seen, pending = set(), list(assigned_role_ids(user))
-    while pending:
-        role_id = pending.pop()
-        if role_id not in seen:
-            seen.add(role_id)
-            pending.extend(children.get(role_id, ()))
-    return {roles[role_id] for role_id in seen if role_id in roles}
-
-
-def assigned_role_ids(user):
-    """Ids of the roles mapped to the user directly or through a group (with its ancestors),
-    composites not expanded: one query for a user without groups. A raw query: a user's first
-    token in a process reads it, and the ORM's compiler costs more CPU than the answer."""
-    from django.db import connection
-
-    roles, groups = User.roles.through, User.groups.through
+def effective_role_ids(user):
+    """The ids of ``effective_roles(user)``: the same one query, raw (a user's first token in a
+    process reads it, and the ORM's compiler costs more CPU than the answer)."""
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT role_id, NULL FROM {roles._meta.db_table} WHERE user_id = %s UNION ALL "
-                       f"SELECT NULL, group_id FROM {groups._meta.db_table} WHERE user_id = %s", [user.pk, user.pk])
-        rows = cursor.fetchall()
-    ids = {role_id for role_id, _ in rows if role_id is not None}
-    group_ids = [group_id for _, group_id in rows if group_id is not None]
-    if group_ids:
-        groups = group_with_ancestors(list(Group.objects.filter(pk__in=group_ids)))
-        ids.update(Group.roles.through.objects.filter(group__in=groups).values_list("role_id", flat=True))
-    return ids
+        cursor.execute(_effective_role_ids_sql(), [user.pk, user.pk])
+        return {row[0] for row in cursor.fetchall()}
+
+
+def roles_by_id(realm):
+    """{role id: role, its client loaded} of every role of the realm: one query, for a cache of
+    the realm's configuration, over which ``effective_roles_in`` needs no role rows."""
+    return {r.pk: r for r in Role.objects.filter(realm=realm).select_related("client")}
+
+
+def effective_roles_in(roles, user):
+    """``effective_roles(user)`` taken from the realm's ``roles_by_id``: one query whatever the
+    groups and the composites' depth."""
+    return {roles[role_id] for role_id in effective_role_ids(user) if role_id in roles}
 
 
 def realm_role_names(roles):

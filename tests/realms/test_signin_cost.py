@@ -96,7 +96,7 @@ def test_a_users_roles_cost_one_query_and_match_the_expanded_roles(realm, web_ap
 
     bob.groups.clear()  # drops the realm's configuration, as any change of a role mapping does
     config = get_realm(realm.name)
-    config.user_roles(create_user(realm, "carol"))  # loads the realm's role graph
+    config.user_roles(create_user(realm, "carol"))  # loads the realm's role rows
     with CaptureQueriesContext(connection) as queries:
         roles = config.user_roles(bob)
     assert len(queries.captured_queries) == 1

@@ -32,8 +32,6 @@ class Argon2idHasher(Argon2PasswordHasher):
         # libsodium's Argon2id makes the same hash, bit for bit (argon2-cffi verifies it), for
         # about 60% of argon2-cffi's CPU here; it takes 16-byte salts, so Django's 22-character
         # salt (131 bits) is hashed to a 128-bit one, which the encoding stores.
-        if self.parallelism != 1:
-            return super().encode(password, salt)
         raw_salt = hashlib.blake2b(salt.encode(), digest_size=sodium.crypto_pwhash_SALTBYTES).digest()
         digest = sodium.crypto_pwhash_alg(32, password.encode(), raw_salt, self.time_cost, self.memory_cost * 1024,
                                           sodium.crypto_pwhash_ALG_ARGON2ID13)

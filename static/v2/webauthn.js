@@ -27,6 +27,13 @@
     });
   }
 
+  // The buttons are served disabled: a click before this deferred script has run would do nothing.
+  function enable(button, onClick) {
+    button.addEventListener("click", onClick);
+    button.disabled = false;
+    if (button.hasAttribute("autofocus")) button.focus();
+  }
+
   function submit(form, fields) {
     Object.keys(fields).forEach(function (name) { form.querySelector("[name=" + name + "]").value = fields[name]; });
     form.submit();
@@ -68,7 +75,7 @@
     };
 
     var button = document.getElementById("authenticateWebAuthnButton");
-    if (button && supported) button.addEventListener("click", function () { authenticate(); });
+    if (button && supported) enable(button, function () { authenticate(); });
     var username = document.getElementById("username");
     if (supported && username && /\bwebauthn\b/.test(username.getAttribute("autocomplete") || "") &&
         PublicKeyCredential.isConditionalMediationAvailable) {
@@ -81,7 +88,7 @@
   var register = document.getElementById("register");
   var registerButton = document.getElementById("registerWebAuthn");
   if (register && registerButton && supported) {
-    registerButton.addEventListener("click", function () {
+    enable(registerButton, function () {
       var publicKey = Object.assign({}, options, {
         challenge: fromB64url(options.challenge),
         user: Object.assign({}, options.user, {id: fromB64url(options.user.id)}),

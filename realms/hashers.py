@@ -4,10 +4,11 @@ Keycloak realm export carries. ``realms.password_policy`` picks the hasher and r
 verified password the policy would not make now, so an imported Keycloak hash is upgraded at the
 user's next sign-in."""
 import base64
-import hashlib
-
 import functools
+import hashlib
+import os
 import secrets
+import threading
 
 import nacl.bindings as sodium
 import nacl.exceptions as nacl_exceptions
@@ -16,6 +17,13 @@ from argon2 import Type
 from argon2.low_level import hash_secret_raw
 from django.contrib.auth.hashers import Argon2PasswordHasher, BasePasswordHasher, check_password, make_password
 from django.utils.crypto import constant_time_compare
+
+
+# Argon2id hashes computed at once in this process: no more than the cores it may run on. Each
+# walks 7 MiB; more at once on the same core only evict each other's blocks from the caches and
+# queue on the process's memory map (four threads on one core: 10.6 ms of CPU per hash, against
+# 9.2 ms taking turns; docs/benchmarks.md). Threads waiting here use no CPU.
+_HASHING = threading.BoundedSemaphore(len(os.sched_getaffinity(0)))
 
 
 class Argon2idHasher(Argon2PasswordHasher):
@@ -33,8 +41,9 @@ class Argon2idHasher(Argon2PasswordHasher):
         # about 60% of argon2-cffi's CPU here; it takes 16-byte salts, so Django's 22-character
         # salt (131 bits) is hashed to a 128-bit one, which the encoding stores.
         raw_salt = hashlib.blake2b(salt.encode(), digest_size=sodium.crypto_pwhash_SALTBYTES).digest()
-        digest = sodium.crypto_pwhash_alg(32, password.encode(), raw_salt, self.time_cost, self.memory_cost * 1024,
-                                          sodium.crypto_pwhash_ALG_ARGON2ID13)
+        with _HASHING:
+            digest = sodium.crypto_pwhash_alg(32, password.encode(), raw_salt, self.time_cost,
+                                              self.memory_cost * 1024, sodium.crypto_pwhash_ALG_ARGON2ID13)
         b64 = lambda raw: base64.b64encode(raw).decode().rstrip("=")  # noqa: E731 (PHC: unpadded)
         return (f"{self.algorithm}$argon2id$v=19$m={self.memory_cost},t={self.time_cost},p=1"
                 f"${b64(raw_salt)}${b64(digest)}")
@@ -54,7 +63,8 @@ class Argon2idHasher(Argon2PasswordHasher):
         if not phc.startswith("$argon2id$"):
             return super().verify(password, encoded)
         try:
-            return sodium_argon2id.verify(phc.encode(), password.encode())
+            with _HASHING:
+                return sodium_argon2id.verify(phc.encode(), password.encode())
         except nacl_exceptions.InvalidkeyError:
             return False
 

@@ -325,6 +325,43 @@ def test_new_argon2id_hashes_are_the_standard_ones_and_are_not_rehashed_at_sign_
     assert password_policy.needs_rehash(Realm(name="other", password_policy="hashIterations(3)"), encoded)
 
 
+def test_argon2id_hashes_take_turns_beyond_the_processs_cores(monkeypatch):
+    import os
+    import threading
+    import time
+
+    from realms import hashers
+
+    assert hashers._HASHING._initial_value == len(os.sched_getaffinity(0))
+    monkeypatch.setattr(hashers, "_HASHING", threading.BoundedSemaphore(1))  # as on a one-core worker
+    inside, most = [0], [0]
+    real_verify, real_alg = hashers.sodium_argon2id.verify, hashers.sodium.crypto_pwhash_alg
+
+    def counted(real):
+        def call(*args):
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+            time.sleep(0.02)  # long enough for the other threads to arrive
+            try:
+                return real(*args)
+            finally:
+                inside[0] -= 1
+        return call
+
+    monkeypatch.setattr(hashers.sodium_argon2id, "verify", counted(real_verify))
+    monkeypatch.setattr(hashers.sodium, "crypto_pwhash_alg", counted(real_alg))
+    hasher = hashers.Argon2idHasher()
+    encoded = hasher.encode(PASSWORD, "some-salt")
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(hasher.verify(PASSWORD, encoded))) for _ in range(3)]
+    threads += [threading.Thread(target=lambda: results.append(bool(hasher.encode(PASSWORD, "salt")))) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [True] * 5 and most[0] == 1
+
+
 def test_earlier_passwords_round_trip_in_keycloaks_form_and_still_count():
     realm = realm_with("passwordHistory(2) and hashIterations(2)")
     user = create_user(realm, "alice", password="first-pass-1")

@@ -28,7 +28,7 @@ echo "seeding $USERS users ..."
 taskset -c 0 $PY manage.py start --bind 127.0.0.1 --http-port "$PORT" --management-port "$MPORT" \
   --management-bind 127.0.0.1 --workers 1 --threads "$THREADS" >/dev/null 2>&1 & SERVER=$!
 for _ in $(seq 120); do curl -fs "http://127.0.0.1:$MPORT/health/ready" >/dev/null 2>&1 && break; sleep 0.5; done
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $($PY -V); load $(cut -d' ' -f1-3 /proc/loadavg)"
 ADMIN_USER=bench-admin ADMIN_PASSWORD=bench-admin-pass-1 \
   taskset -c 1 $PY bench/admin_api/measure.py "http://127.0.0.1:$PORT" big "$USERS" "$SERVER" "$PG_PID"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -83,7 +83,8 @@ load() {
   cpu_per request "$n" "$before" "$after"; echo
 }
 
-echo "machine: $(lscpu | awk -F: '/Model name/{gsub(/^ +/,"",$2); print $2}'), $(nproc) cores; $(date -u +%FT%TZ);" \
+echo "machine: $(lscpu | awk -F: '/Model name/{gsub(/^ +/,"",$2); print $2}'), $(nproc) cores; $($PY -V);" \
+  "$(date -u +%FT%TZ);" \
   "granian: $WORKERS worker(s) x $THREADS thread(s); load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 load bare_django_view "$SERVER" -m GET "$U/bench/bare"
 load client_credentials "$SERVER" -m POST -T $FORM -H "$BASIC" -d grant_type=client_credentials "$TOKEN"

@@ -59,10 +59,14 @@ class _Container(RealmResource):
 
 
 class Roles(_Container):
+    """The container's roles, not narrowed (roles have no view scope). A client's are listed to
+    whoever may list that client (``query-clients``, or view it), as Keycloak's
+    ``RolePermissions.canList``."""
+
     @property
     def required_role(self):
         client = self.kwargs.get("client_uuid")
-        return ({"GET": "view-clients", "POST": "manage-clients"} if client
+        return ({"GET": "query-clients", "POST": "manage-clients"} if client
                 else {"GET": "view-realm", "POST": "manage-realm"})
 
     def get(self, request, realm, client_uuid=None):

@@ -196,12 +196,21 @@ class GroupMembers(RealmResource):
 class GroupByPath(RealmResource):
     required_role = "view-users"
 
-    def get(self, request, realm, group_path):
+    def group(self):
         group = None
-        for name in [n for n in group_path.split("/") if n]:
+        for name in [n for n in self.kwargs["group_path"].split("/") if n]:
             group = Group.objects.filter(realm=self.realm, parent=group, name=name).first()
             if group is None:
                 break
+        return group
+
+    def permission_targets(self, method, role):
+        # The group the path names is the object decided on, as Keycloak's GroupResource (a
+        # path not found: only a permission on every group lets the request reach its 404).
+        return [(role, self.group())]
+
+    def get(self, request, realm, group_path):
+        group = self.group()
         if group is None:
             raise errors.NotFound("Group path does not exist")
         return Response(group_api_rep(group))

@@ -90,6 +90,8 @@ def test_group_admin_sees_and_pages_only_the_groups_they_may_view():
         resp = api("get", f"fgap/groups/{GROUP[other]}")
         assert (resp.status_code, resp.json()) == (403, FORBIDDEN)
     assert api("get", f"fgap/groups/{GROUP['AT']}/children").status_code == 403
+    assert api("get", "fgap/group-by-path/DUA/DE-DUA").json()["id"] == GROUP["DE-DUA"]
+    assert api("get", "fgap/group-by-path/DUA/AT-DUA").status_code == 403
     # others keep their own view
     assert names(Api(token("fgap", "uk-dua-0"))("get", "fgap/groups")) == ["UK"]
 

@@ -168,3 +168,18 @@ def test_the_console_lists_the_same_groups_and_clients():
     assert browser.get(f"{CONSOLE}realms/group/{GROUP['AT']}/change/").status_code == 302  # not found for them
     admin_cli = Client.objects.get(realm=realm, client_id="admin-cli")
     assert browser.get(f"{CONSOLE}realms/client/{admin_cli.pk}/change/").status_code == 302
+
+
+def test_roles_are_listed_whole_to_whoever_may_list_them():
+    """Roles have no view scope: Keycloak lists a container's roles whole, to view-realm or a query
+    role for the realm's (RolePermissions.canList), while a role's own page needs view-realm."""
+    realm = fgap_realm()
+    api = Api(token("fgap", "de-dua-0"))  # query-users, query-groups, query-clients (through DUA)
+    listed = names(api("get", "fgap/roles"))
+    assert sorted(listed) == sorted(Role.objects.filter(realm=realm, client=None).values_list("name", flat=True))
+    assert names(api("get", "fgap/roles", first=1, max=1)) == [sorted(listed)[1]]
+    assert api("get", "fgap/roles/offline_access").status_code == 403
+    user = User.objects.get(realm=realm, username="uk-dua-0")
+    user.groups.clear()  # no query role left
+    user.roles.add(Role.objects.get(realm=realm, client__client_id="realm-management", name="view-events"))
+    assert Api(token("fgap", "uk-dua-0"))("get", "fgap/roles").status_code == 403

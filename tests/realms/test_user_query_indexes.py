@@ -137,5 +137,5 @@ def test_a_role_holder_sees_every_user_without_permissions_evaluated(fgap):  # n
         assert visible(Admin(admin_user), fgap, "Users", users) is users
     assert not any('FROM "realms_user" ' in q["sql"] for q in captured.captured_queries)
     group_admin = User.objects.get(realm=fgap, username="de-dua-0")  # a permission, not a role
-    assert [u.username for u in visible(Admin(group_admin), fgap, "Users", users)] == ["de-user-0", "de-user-1",
-                                                                                     "de-user-2"]
+    listed = visible(Admin(group_admin), fgap, "Users", users)
+    assert [u.username for u in listed] == ["de-user-0", "de-user-1", "de-user-2"]

@@ -4,10 +4,11 @@
 A view says ``required_role = "view-users"`` (every method) or a mapping by method,
 ``required_role = {"GET": "view-events", "POST": "manage-events"}``; a method the mapping does
 not name is refused; a tuple of roles is any one of them (a list Keycloak opens to several
-roles, decided by roles alone). Holding the role (composites included) lets the request through. Without
-it, a realm with fine-grained admin permissions decides on the object the route addresses (the
-view's ``permission_targets``): ``GET users/{id}`` is the user's ``view``, ``PUT`` its
-``manage``; a collection is decided for every object of the type (and narrowed by the view)."""
+roles, decided by roles alone). Holding the role (composites included) lets the request
+through. Without it, a realm with fine-grained admin permissions decides on the object the route
+addresses (the view's ``permission_targets``): ``GET users/{id}`` is the user's ``view``,
+``PUT`` its ``manage``; a collection is decided for every object of the type (and narrowed by
+the view)."""
 from rest_framework import permissions
 
 from ..admin_permissions import holds

@@ -19,6 +19,9 @@ Two layers, as Keycloak 26.2 with fine-grained admin permissions v2:
   member scopes (``view-members`` for ``view``, ``manage-members`` for ``manage``,
   ``impersonate-members`` for ``impersonate``). Scopes are independent: ``manage`` does not
   imply ``view``.
+
+The lists of users, groups and clients hold what the admin may list (``visible``, a filter of
+the list's query; docs/decisions/0043).
 """
 import json
 from dataclasses import dataclass, field
@@ -47,6 +50,10 @@ SCHEMA = {
 # A user's scope that a permission on one of the user's groups grants through its member scope.
 MEMBER_SCOPES = {"view": "view-members", "manage": "manage-members", "impersonate": "impersonate-members"}
 TYPE_OF = {User: "Users", Group: "Groups", Client: "Clients", Role: "Roles"}
+MODEL_OF = {kind: model for model, kind in TYPE_OF.items()}
+# The scopes that list an object (Keycloak's partial evaluation reads the permissions with
+# ``view`` or ``view-members``; roles have no such scope and are not narrowed).
+LIST_SCOPES = {"Users": ("view",), "Groups": ("view", "view-members"), "Clients": ("view",)}
 
 # The roles that grant a scope on every object of the type without evaluating permissions
 # (Keycloak's UserPermissionsV2, GroupPermissionsV2, ClientPermissionsV2, RolePermissionsV2).
@@ -188,28 +195,41 @@ def _may_map(held, role):
     return REALM_ADMIN in held or role.name in held
 
 
-def visible_users(admin, realm, users):
-    """``users`` (a queryset of the realm's users) narrowed to those ``admin`` may view."""
-    if any(role in management_roles(admin, realm) for role in GRANTING_ROLES[("Users", "view")]):
-        return users  # a role grants them all: no need to load the users that permissions name
-    if can(admin, realm, ("Users", "view")):
-        named = _named_users(admin, realm)  # a permission on one of them may deny what the type grants
-        return users.exclude(pk__in=[u.pk for u in named if not can(admin, realm, ("Users", "view"), u)])
-    return users.filter(pk__in=[u.pk for u in _named_users(admin, realm) if can(admin, realm, ("Users", "view"), u)])
+def visible(admin, realm, kind, objects):
+    """``objects`` (a queryset of the realm's Users, Groups or Clients) narrowed to those that
+    ``admin`` may list, as a filter of the query (so ``first``/``max`` page the visible set).
+
+    Keycloak 26.2 lists an object where the admin holds a list scope on it (``LIST_SCOPES``:
+    ``view``, and for groups also ``view-members``): every object with a role that grants the
+    scope (``view-users``, ``view-clients`` ...) or a permission on every object of the type,
+    minus those a permission naming them denies; otherwise only the objects permissions name
+    and grant. Each named object is decided by ``can``, as its own page is."""
+    scopes = LIST_SCOPES[kind]
+    if any(role in management_roles(admin, realm) for scope in scopes for role in GRANTING_ROLES[(kind, scope)]):
+        return objects  # a role grants them all: no need to load the objects that permissions name
+
+    def listed(target):
+        return any(can(admin, realm, (kind, scope), target) for scope in scopes)
+
+    named = _named(admin, realm, kind)
+    if listed(None):
+        return objects.exclude(pk__in=[o.pk for o in named if not listed(o)])
+    return objects.filter(pk__in=[o.pk for o in named if listed(o)])
 
 
-def _named_users(admin, realm):
-    """The users some permission names, directly or through one of their groups."""
+def _named(admin, realm, kind):
+    """The objects of ``kind`` that some permission names (a user also through one of their
+    groups)."""
     settings = _settings(admin, realm)
     if settings is None:
         return []
-    user_ids, group_ids = set(), set()
+    ids = {name: set() for name in SCHEMA}
     for p in _permissions(settings):
-        if p["resourceType"] == "Users":
-            user_ids |= set(p["resources"])
-        elif p["resourceType"] == "Groups":
-            group_ids |= set(p["resources"])
-    return list(User.objects.filter(Q(pk__in=user_ids) | Q(groups__in=group_ids), realm=realm).distinct())
+        ids[p["resourceType"]] |= set(p["resources"])
+    where = Q(pk__in=ids[kind])
+    if kind == "Users":
+        where |= Q(groups__in=ids["Groups"])
+    return list(MODEL_OF[kind].objects.filter(where, realm=realm).distinct())
 
 
 # --- permissions -----------------------------------------------------------------------------
@@ -266,9 +286,14 @@ def _evaluate(admin, realm, settings, kind, scope, target):
 
 
 def _granted(admin, realm, settings, permission):
-    """The permission's decision for ``admin``: its policies combined by its strategy."""
-    policies = {p["name"]: p for p in settings.get("policies", [])}
-    return _combine(permission["decisionStrategy"], [_policy(admin, realm, policies[n]) for n in permission["policies"]])
+    """The permission's decision for ``admin``: its policies combined by its strategy (once per
+    request: a list decides many objects by the same permissions)."""
+    key = ("granted", realm.pk, permission["name"])
+    if key not in admin._cache:
+        policies = {p["name"]: p for p in settings.get("policies", [])}
+        admin._cache[key] = _combine(permission["decisionStrategy"],
+                                     [_policy(admin, realm, policies[n]) for n in permission["policies"]])
+    return admin._cache[key]
 
 
 def _combine(strategy, outcomes):

@@ -10,7 +10,8 @@ from django.db import models
 from django.http import HttpResponseRedirect
 
 from ..api.errors import Invalid
-from ..admin_permissions import CONSOLE_CLIENT, TYPE_OF, Admin, administered_realms, can, console_admin
+from ..admin_permissions import (CONSOLE_CLIENT, LIST_SCOPES, TYPE_OF, Admin, administered_realms, can, console_admin,
+                                 visible)
 from ..models import Realm, RealmOwned, Role
 from .audit import admin_event, object_event, owning_realm, resource_of
 from .switcher import RealmFilter, current_realm, realm_of, set_current_realm
@@ -160,6 +161,19 @@ class ConsoleAdmin(RealmScopedMixin, admin.ModelAdmin):
     # function as the Admin REST API): the realm-management roles of this page's objects, and
     # where one exists the role that lists them (users: query-users), as Keycloak's console.
     view_role, manage_role, list_role = "view-realm", "manage-realm", None
+
+    def get_queryset(self, request):
+        """Users, groups and clients: those the admin may list in the realms they administer
+        (``visible``, as the Admin REST API lists them); an object left out has no page for them."""
+        objects = super().get_queryset(request)
+        kind = TYPE_OF.get(self.model)
+        if request.user.is_superuser or kind not in LIST_SCOPES:
+            return objects
+        admin = console_admin(request)
+        shown = objects.none()
+        for realm in administered_realms(admin):
+            shown |= visible(admin, realm, kind, objects.filter(realm=realm))
+        return shown
 
     def may(self, request, role, obj=None):
         realm = (realm_of(obj) if obj is not None else None) or current_realm(request)

@@ -17,7 +17,6 @@ from django.shortcuts import get_object_or_404
 from django.utils.html import format_html_join
 
 from .. import consents, flows, impersonation, password_policy, sessions
-from ..admin_permissions import administered_realms, console_admin, visible_users
 from ..models import Client, Credential, User, UserSession, effective_roles
 from ..accounts import create_user
 from .audit import admin_event, object_event, role_ids, role_mapping_events
@@ -108,18 +107,6 @@ class UserAdmin(ConsoleAdmin):
     ]
     add_fieldsets = [(None, {"fields": ("realm", "username", "email", "email_verified", "first_name",
                                         "last_name", "enabled")})]
-
-    def get_queryset(self, request):
-        """The users the admin may view in the realms they administer (all with view-users;
-        else those fine-grained permissions grant), as the Admin REST API lists them."""
-        users = super().get_queryset(request)
-        if request.user.is_superuser:
-            return users
-        admin = console_admin(request)
-        visible = users.none()
-        for realm in administered_realms(admin):
-            visible |= visible_users(admin, realm, users.filter(realm=realm))
-        return visible
 
     def get_fieldsets(self, request, obj=None):
         return self.add_fieldsets if obj is None else self.fieldsets

@@ -7,6 +7,7 @@ from rest_framework import status
 from rest_framework.response import Response
 
 from .. import admin_events
+from ..admin_permissions import visible
 from ..accounts import enable_service_account
 from ..models import Client, ClientScope, ClientScopeLink, ProtocolMapper
 from ..representation import RepresentationError
@@ -52,8 +53,9 @@ def _client(realm, uuid):
 
 
 class Clients(RealmResource):
-    """GET needs ``query-clients``; without ``view-clients`` each client is only its id and
-    clientId (as Keycloak). POST needs ``manage-clients``."""
+    """GET needs ``query-clients`` and lists the clients the caller may view: every one with
+    ``view-clients``, else those fine-grained permissions let them view (none without them, as
+    Keycloak 26.2). POST needs ``manage-clients``."""
 
     required_role = {"GET": "query-clients", "POST": "manage-clients"}
 
@@ -63,9 +65,8 @@ class Clients(RealmResource):
         if wanted:
             clients = (clients.filter(client_id__icontains=wanted) if flag(request, "search", False)
                        else clients.filter(client_id=wanted))
-        viewer = request.user.may("view-clients", self.realm)
-        return Response([client_rep(c) if viewer else {"id": c.pk, "clientId": c.client_id}
-                         for c in page(request, clients)])
+        clients = visible(request.user.admin, self.realm, "Clients", clients)
+        return Response([client_rep(c) for c in page(request, clients)])
 
     def post(self, request, realm):
         parsed = _parse(request.data)

@@ -2,12 +2,14 @@
 ``search``, ``exact``, ``first``, ``max`` and ``briefRepresentation``, ``count``, CRUD,
 ``children`` (create or move a subgroup) and ``members``. Groups in the export's JSON
 (``group_rep`` without the subtree, ``subGroupCount`` instead); governed by ``view-users`` /
-``manage-users`` (``query-groups`` to list), as in Keycloak."""
+``manage-users`` (``query-groups`` to list), as in Keycloak; the lists and the count hold the
+groups the caller may list (fine-grained admin permissions, docs/decisions/0043)."""
 from django.db import transaction
 from rest_framework import status
 from rest_framework.response import Response
 
 from .. import admin_events
+from ..admin_permissions import visible
 from ..models import Group
 from ..representation import RepresentationError
 from ..representation.fields import Parser
@@ -31,6 +33,12 @@ def _matching(request, groups):
     if not search:
         return groups
     return groups.filter(name__iexact=search) if flag(request, "exact", False) else groups.filter(name__icontains=search)
+
+
+def _visible(request, realm, groups):
+    """The groups the caller may list: every one with view-users, else those fine-grained
+    permissions let them view or view the members of (``realms.admin_permissions.visible``)."""
+    return visible(request.user.admin, realm, "Groups", groups)
 
 
 def _fields(data):
@@ -75,10 +83,13 @@ class Groups(RealmResource):
         brief = flag(request, "briefRepresentation", True)
         groups = Group.objects.filter(realm=self.realm)
         if not request.query_params.get("search"):
-            return Response([group_api_rep(g, brief) for g in page(request, groups.filter(parent=None).order_by("name"))])
+            top = _visible(request, self.realm, groups.filter(parent=None)).order_by("name")
+            return Response([group_api_rep(g, brief) for g in page(request, top)])
         every = {g.pk: g for g in groups}
         keep = set()
-        for hit in _matching(request, groups):
+        # The hits are the groups listed to the caller; their ancestors come along to place them
+        # in the tree (as Keycloak 26.2 builds the hierarchy of a search).
+        for hit in _visible(request, self.realm, _matching(request, groups)):
             node = hit
             while node is not None and node.pk not in keep:
                 keep.add(node.pk)
@@ -112,7 +123,7 @@ class GroupCount(RealmResource):
         groups = _matching(request, Group.objects.filter(realm=self.realm))
         if flag(request, "top", False):
             groups = groups.filter(parent=None)
-        return Response({"count": groups.count()})
+        return Response({"count": _visible(request, self.realm, groups).count()})
 
 
 class GroupDetail(RealmResource):
@@ -146,7 +157,7 @@ class GroupChildren(RealmResource):
 
     def get(self, request, realm, group_id):
         parent = _group(self.realm, group_id)
-        children = _matching(request, parent.children.order_by("name"))
+        children = _visible(request, self.realm, _matching(request, parent.children.order_by("name")))
         brief = flag(request, "briefRepresentation", True)
         return Response([group_api_rep(g, brief) for g in page(request, children)])
 
@@ -185,12 +196,21 @@ class GroupMembers(RealmResource):
 class GroupByPath(RealmResource):
     required_role = "view-users"
 
-    def get(self, request, realm, group_path):
+    def group(self):
         group = None
-        for name in [n for n in group_path.split("/") if n]:
+        for name in [n for n in self.kwargs["group_path"].split("/") if n]:
             group = Group.objects.filter(realm=self.realm, parent=group, name=name).first()
             if group is None:
                 break
+        return group
+
+    def permission_targets(self, method, role):
+        # The group the path names is the object decided on, as Keycloak's GroupResource (a
+        # path not found: only a permission on every group lets the request reach its 404).
+        return [(role, self.group())]
+
+    def get(self, request, realm, group_path):
+        group = self.group()
         if group is None:
             raise errors.NotFound("Group path does not exist")
         return Response(group_api_rep(group))

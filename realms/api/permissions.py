@@ -3,10 +3,12 @@
 
 A view says ``required_role = "view-users"`` (every method) or a mapping by method,
 ``required_role = {"GET": "view-events", "POST": "manage-events"}``; a method the mapping does
-not name is refused. Holding the role (composites included) lets the request through. Without
-it, a realm with fine-grained admin permissions decides on the object the route addresses (the
-view's ``permission_targets``): ``GET users/{id}`` is the user's ``view``, ``PUT`` its
-``manage``; a collection is decided for every object of the type (and narrowed by the view)."""
+not name is refused; a tuple of roles is any one of them (a list Keycloak opens to several
+roles, decided by roles alone). Holding the role (composites included) lets the request
+through. Without it, a realm with fine-grained admin permissions decides on the object the route
+addresses (the view's ``permission_targets``): ``GET users/{id}`` is the user's ``view``,
+``PUT`` its ``manage``; a collection is decided for every object of the type (and narrowed by
+the view)."""
 from rest_framework import permissions
 
 from ..admin_permissions import holds
@@ -27,6 +29,8 @@ class RealmRole(permissions.BasePermission):
         if role is None:
             return False
         caller = request.user
+        if isinstance(role, tuple):
+            return any(holds(caller.admin, view.realm, one) for one in role)
         if holds(caller.admin, view.realm, role):
             return True
         targets = view.permission_targets("GET" if request.method == "HEAD" else request.method, role)

@@ -58,12 +58,20 @@ class _Container(RealmResource):
         return "CLIENT_ROLE" if client else "REALM_ROLE"
 
 
+# Who lists the realm's roles (Keycloak's RolePermissions.canList: view-realm or a query role).
+REALM_ROLE_LISTERS = ("view-realm", "query-users", "query-clients", "query-groups", "query-realms")
+
+
 class Roles(_Container):
+    """The container's roles, not narrowed (roles have no view scope), listed as Keycloak's
+    ``RolePermissions.canList``: the realm's to ``REALM_ROLE_LISTERS``, a client's to whoever may
+    list that client (``query-clients``, or a permission to view it)."""
+
     @property
     def required_role(self):
         client = self.kwargs.get("client_uuid")
-        return ({"GET": "view-clients", "POST": "manage-clients"} if client
-                else {"GET": "view-realm", "POST": "manage-realm"})
+        return ({"GET": "query-clients", "POST": "manage-clients"} if client
+                else {"GET": REALM_ROLE_LISTERS, "POST": "manage-realm"})
 
     def get(self, request, realm, client_uuid=None):
         roles = Role.objects.filter(realm=self.realm, client=self.container()).select_related("client").order_by("name")

@@ -10,7 +10,7 @@ from rest_framework import status
 from rest_framework.response import Response
 
 from .. import admin_events, impersonation, password_policy, sessions, storage
-from ..admin_permissions import visible_users
+from ..admin_permissions import visible
 from ..accounts import create_user
 from ..models import Credential, Group, User, UserSession
 from ..representation import RepresentationError
@@ -111,7 +111,7 @@ class Users(RealmResource):
     required_role = {"GET": "query-users", "POST": "manage-users"}
 
     def get(self, request, realm):
-        found = visible_users(request.user.admin, self.realm, search_users(request, self.realm))
+        found = visible(request.user.admin, self.realm, "Users", search_users(request, self.realm))
         users = User.objects.filter(realm=self.realm, username__in=_page_of_usernames(request, found))
         users = users.select_related("service_account_client")
         rep = brief_user_rep if flag(request, "briefRepresentation", False) else user_fields_rep
@@ -148,7 +148,7 @@ class UserCount(RealmResource):
     required_role = "query-users"
 
     def get(self, request, realm):
-        return Response(visible_users(request.user.admin, self.realm, search_users(request, self.realm)).count())
+        return Response(visible(request.user.admin, self.realm, "Users", search_users(request, self.realm)).count())
 
 
 def _parse(data):

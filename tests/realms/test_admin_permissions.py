@@ -87,6 +87,8 @@ def test_generated_route_table_covers_every_resource():
 
 
 def expected(has, needed):
+    if isinstance(needed, tuple):  # any one of these roles
+        return any(expected(has, one) for one in needed)
     return needed is not None and (needed in has or bool(GRANTED_BY.get(needed, set()) & has))
 
 

@@ -7,7 +7,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from realms.accounts import create_user, enable_service_account
-from realms.admin_permissions import Admin, visible_users
+from realms.admin_permissions import Admin, visible
 from realms.api import users as users_api
 from realms.models import Client as ClientModel
 from realms.models import Role, User
@@ -134,8 +134,8 @@ def test_a_role_holder_sees_every_user_without_permissions_evaluated(fgap):  # n
     admin_user.roles.add(Role.objects.get(realm=fgap, client__client_id="realm-management", name="view-users"))
     users = User.objects.filter(realm=fgap)
     with CaptureQueriesContext(connection) as captured:
-        assert visible_users(Admin(admin_user), fgap, users) is users
+        assert visible(Admin(admin_user), fgap, "Users", users) is users
     assert not any('FROM "realms_user" ' in q["sql"] for q in captured.captured_queries)
     group_admin = User.objects.get(realm=fgap, username="de-dua-0")  # a permission, not a role
-    assert [u.username for u in visible_users(Admin(group_admin), fgap, users)] == ["de-user-0", "de-user-1",
-                                                                                     "de-user-2"]
+    listed = visible(Admin(group_admin), fgap, "Users", users)
+    assert [u.username for u in listed] == ["de-user-0", "de-user-1", "de-user-2"]

@@ -914,8 +914,14 @@ def roles_by_id(realm):
 
 def effective_roles_in(roles, user):
     """``effective_roles(user)`` taken from the realm's ``roles_by_id``: one query whatever the
-    groups and the composites' depth."""
-    return {roles[role_id] for role_id in effective_role_ids(user) if role_id in roles}
+    groups and the composites' depth. A role newer than ``roles`` (made a moment ago in another
+    process, whose cached copy is not yet dropped here) is read from the database."""
+    ids = effective_role_ids(user)
+    missing = ids - roles.keys()
+    found = {roles[role_id] for role_id in ids if role_id in roles}
+    if missing:
+        found.update(Role.objects.filter(pk__in=missing).select_related("client"))
+    return found
 
 
 def realm_role_names(roles):

@@ -14,7 +14,7 @@ from django.db.models import Q
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from . import crypto
+from . import crypto, rows
 
 
 def new_id():
@@ -481,9 +481,8 @@ class User(RealmOwned, AbstractBaseUser):
         after a change). A raw query: every sign-in reads these rows, and the ORM's query
         compiler costs more CPU than the database spends answering it."""
         if "_credentials" not in self.__dict__:
-            table = Credential._meta.db_table
-            self.__dict__["_credentials"] = list(Credential.objects.raw(
-                f"SELECT * FROM {table} WHERE user_id = %s ORDER BY priority DESC, created DESC", [self.pk]))
+            self.__dict__["_credentials"] = rows.fetch(
+                Credential, "user_id = %s ORDER BY priority DESC, created DESC", [self.pk])
         return self.__dict__["_credentials"]
 
     def forget_credentials(self):

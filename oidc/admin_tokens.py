@@ -7,8 +7,8 @@ session (``sid``) with this client, an enabled client and an enabled user. What 
 do is decided afterwards, from the database (``realms.api.permissions``)."""
 from django.http import Http404
 
+from realms import storage
 from realms.api.authentication import Caller, InvalidToken
-from realms.models import User
 from realms.web import realm_url
 
 from . import jose, tokens
@@ -40,8 +40,8 @@ def verify(request, token) -> Caller:
     if live_subject(realm_config, claims) is None:
         raise InvalidToken("session ended, client or user disabled")
     # The user row itself, not the session cache's copy: disabling an admin takes effect at once.
-    user = User.objects.filter(pk=claims.get("sub"), realm=realm_config.realm, enabled=True).first()
-    if user is None:
+    # (The realm database's raw read, with the realm set: the permission checks read is_master.)
+    user = storage.REALM_DATABASE.get_user_by_id(realm_config.realm, claims.get("sub"))
+    if user is None or not user.enabled:
         raise InvalidToken("user disabled")
-    user.realm = realm_config.realm  # the permission checks read it (is_master) on every request
     return Caller(user=user, realm=realm_config.realm, claims=claims)

@@ -12,7 +12,7 @@ from collections import OrderedDict
 
 from realms import realm_cache
 from realms.models import (Client, ClientScope, ClientScopeLink, ProtocolMapper, Role, User, effective_roles,
-                           effective_roles_in, expand_composites, roles_by_id)
+                           effective_roles_in, expand_composites)
 
 from .mappers import compile_mappers
 
@@ -151,8 +151,7 @@ class RealmConfig:
         """The user's effective roles as RoleRefs, cached until something in the realm changes."""
         roles = self._user_roles.get(user.pk)
         if roles is None:
-            by_id = self.base.extension("roles-by-id", lambda base: roles_by_id(base.realm))
-            roles = frozenset(RoleRef(r) for r in effective_roles_in(by_id, user))
+            roles = frozenset(RoleRef(r) for r in effective_roles_in(self.base.roles_by_id(), user))
             with self._lock:
                 self._user_roles[user.pk] = roles
                 if len(self._user_roles) > USER_ROLES_PER_REALM:

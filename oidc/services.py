@@ -109,7 +109,7 @@ def live_subject(realm_config, claims):
         user_session = sessions.get_valid_session(realm_config.realm, sid)
         if user_session is None or user_session.user_id != claims.get("sub"):
             return None
-        if not ClientSession.objects.filter(user_session_id=sid, client=config.client).exists():
+        if sessions.client_session_of(user_session, config.client) is None:
             return None
         user = user_session.user
     else:

@@ -6,7 +6,7 @@ from . import flows
 from .models import User
 
 
-@transaction.atomic
+@transaction.atomic(savepoint=False)  # a failure here fails the caller's transaction, as every caller wants
 def create_user(realm, username, password=None, **fields) -> User:
     """A new user holding the realm's default role (as every new Keycloak user does) and, unless
     a service account, the realm's default required actions."""

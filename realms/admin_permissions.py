@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 
 from django.db.models import Q
 
+from . import realm_cache
 from .builtins import CLIENT_ROLES
-from .models import Client, Group, Realm, Role, User, effective_roles
+from .models import Client, Group, Realm, Role, User
 
 ADMIN_ROLE = "admin"  # the master realm's role that administers every realm
 REALM_MANAGEMENT = "realm-management"
@@ -112,7 +113,7 @@ class Admin:
 
     def roles(self):
         if "roles" not in self._cache:
-            self._cache["roles"] = effective_roles(self.user)
+            self._cache["roles"] = realm_cache.effective_roles(self.user)
         return self._cache["roles"]
 
     def group_ids(self):
@@ -419,8 +420,11 @@ def _forget_delegated_client(sender, instance, **kwargs):
 
 
 def rename_delegated_client(old_name, new_name):
-    Client.objects.filter(realm__name="master", client_id=delegated_client_id(old_name)).update(
-        client_id=delegated_client_id(new_name), name=f"{new_name} Realm")
+    client = Client.objects.filter(realm__name="master", client_id=delegated_client_id(old_name)).first()
+    if client is not None:
+        # Saved, not updated: its signal drops the master realm's cached role rows, which name it.
+        client.client_id, client.name = delegated_client_id(new_name), f"{new_name} Realm"
+        client.save(update_fields=["client_id", "name"])
 
 
 def connect_signals():

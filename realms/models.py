@@ -14,7 +14,7 @@ from django.db.models import Q
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from . import crypto
+from . import crypto, rows
 
 
 def new_id():
@@ -481,9 +481,8 @@ class User(RealmOwned, AbstractBaseUser):
         after a change). A raw query: every sign-in reads these rows, and the ORM's query
         compiler costs more CPU than the database spends answering it."""
         if "_credentials" not in self.__dict__:
-            table = Credential._meta.db_table
-            self.__dict__["_credentials"] = list(Credential.objects.raw(
-                f"SELECT * FROM {table} WHERE user_id = %s ORDER BY priority DESC, created DESC", [self.pk]))
+            self.__dict__["_credentials"] = rows.fetch(
+                Credential, "user_id = %s ORDER BY priority DESC, created DESC", [self.pk])
         return self.__dict__["_credentials"]
 
     def forget_credentials(self):
@@ -914,8 +913,14 @@ def roles_by_id(realm):
 
 def effective_roles_in(roles, user):
     """``effective_roles(user)`` taken from the realm's ``roles_by_id``: one query whatever the
-    groups and the composites' depth."""
-    return {roles[role_id] for role_id in effective_role_ids(user) if role_id in roles}
+    groups and the composites' depth. A role newer than ``roles`` (made a moment ago in another
+    process, whose cached copy is not yet dropped here) is read from the database."""
+    ids = effective_role_ids(user)
+    missing = ids - roles.keys()
+    found = {roles[role_id] for role_id in ids if role_id in roles}
+    if missing:
+        found.update(Role.objects.filter(pk__in=missing).select_related("client"))
+    return found
 
 
 def realm_role_names(roles):

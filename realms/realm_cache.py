@@ -18,7 +18,7 @@ from django.http import Http404
 
 from .models import (AuthenticationExecution, AuthenticationFlow, AuthenticatorConfig, Client, ClientScope,
                      ClientScopeLink, Group, ProtocolMapper, Realm, RealmDefaultClientScope, RequiredActionProvider,
-                     Role, User)
+                     Role, User, effective_roles_in, roles_by_id)
 from .shared_cache import LocalCopies
 
 
@@ -63,6 +63,10 @@ class RealmConfig:
             client = self._keep(client)
         return client
 
+    def roles_by_id(self):
+        """{role id: role, its client loaded} of every role of the realm."""
+        return self.extension("roles-by-id", lambda config: roles_by_id(config.realm))
+
     def extension(self, name, factory):
         """A protocol's own state derived from this configuration: ``factory(self)`` on first
         use, dropped with the configuration when the realm changes."""
@@ -106,6 +110,14 @@ def stored(realm, name, factory):
     for a realm that no longer exists."""
     config = _configs.get(realm.pk)
     return config.extension(name, lambda c: factory(c.realm)) if config is not None else {}
+
+
+def effective_roles(user):
+    """``models.effective_roles(user)`` for a request: which roles the user holds is read now (a
+    role taken away a moment ago no longer counts), the role rows come from the realm's cached
+    configuration (the ORM's compiler and the rows it builds cost more than the query)."""
+    config = _configs.get(user.realm_id)
+    return effective_roles_in(config.roles_by_id() if config is not None else {}, user)
 
 
 def clear():

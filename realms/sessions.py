@@ -23,6 +23,7 @@ from django.db.models.signals import post_delete, post_save
 from django.dispatch import Signal
 from django.utils import timezone
 
+from . import rows
 from .models import ClientSession, Realm, User, UserSession
 
 # Sent before the session row is deleted, with user_session=<UserSession> (still readable),
@@ -237,9 +238,8 @@ def client_session_of(user_session, client) -> ClientSession | None:
     """This client's session within the SSO session, or None (the refresh and code-exchange
     read). A raw query: the ORM spends more CPU compiling this one-row lookup than the database
     spends answering it, and the token endpoint runs it on every refresh."""
-    table = ClientSession._meta.db_table
-    found = next(iter(ClientSession.objects.raw(
-        f"SELECT * FROM {table} WHERE user_session_id = %s AND client_id = %s", [user_session.pk, client.pk])), None)
+    found = next(iter(rows.fetch(ClientSession, "user_session_id = %s AND client_id = %s",
+                                 [user_session.pk, client.pk])), None)
     if found is not None:
         found.user_session, found.client = user_session, client
     return found

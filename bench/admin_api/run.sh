@@ -2,7 +2,8 @@
 # Admin REST API with a large realm: production mode (manage.py start = Granian, PostgreSQL,
 # Redis), the server pinned to core 0, the measuring client to core 1. Seeds USERS users in bulk,
 # then times GET users pages (first and last), search by prefix, e-mail, count, user creation
-# with passwords and partialImport of 100,000 pre-hashed users (bench/admin_api/measure.py).
+# with passwords and partialImport of 100,000 pre-hashed users (bench/admin_api/measure.py); then
+# one user creation's CPU in process, the hash apart, and its SQL (bench/admin_api/create_cpu.py).
 # Usage: bench/admin_api/run.sh   (env: USERS=1000000 THREADS=4)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -32,3 +33,5 @@ echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -
 ADMIN_USER=bench-admin ADMIN_PASSWORD=bench-admin-pass-1 \
   taskset -c 1 $PY bench/admin_api/measure.py "http://127.0.0.1:$PORT" big "$USERS" "$SERVER" "$PG_PID"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null || true; SERVER=""
+taskset -c 0 $PY bench/admin_api/create_cpu.py 200

@@ -8,6 +8,7 @@ import ldap
 from realms import storage
 from realms.api import errors
 from realms.models import Component, Group, Role, User
+from realms.shared_cache import LocalCopies
 
 from . import membership, schedule
 from .config import PROVIDER_ID, READ_ONLY, LdapConfig
@@ -18,19 +19,31 @@ def component_saving(sender, instance, **kwargs):
     storage.seal_config(instance)
 
 
+def _ldap_components(realm_id):
+    return Component.objects.filter(realm_id=realm_id, provider_type=Component.USER_STORAGE, provider_id=PROVIDER_ID)
+
+
+# Whether a realm has LDAP providers, kept per process: every new user asks (an Admin API
+# create, a registration), and most realms have none.
+_has_ldap = LocalCopies("ldap-providers", lambda realm_id: _ldap_components(realm_id).exists())
+
+
 def component_saved(sender, instance, **kwargs):
     if instance.provider_type == Component.USER_STORAGE and instance.provider_id == PROVIDER_ID:
+        _has_ldap.invalidate(instance.realm_id)
         schedule.update(instance)
 
 
 def component_deleted(sender, instance, **kwargs):
     if instance.provider_type == Component.USER_STORAGE and instance.provider_id == PROVIDER_ID:
+        _has_ldap.invalidate(instance.realm_id)
         schedule.remove(instance)
 
 
 def _registering_provider(realm_id):
-    for component in Component.objects.filter(realm_id=realm_id, provider_type=Component.USER_STORAGE,
-                                              provider_id=PROVIDER_ID).order_by("name"):
+    if not _has_ldap.get(realm_id):
+        return None
+    for component in _ldap_components(realm_id).order_by("name"):
         provider = storage.provider_for(component)
         if provider is not None and provider.writable and provider.config.sync_registrations:
             return provider

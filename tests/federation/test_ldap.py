@@ -109,6 +109,8 @@ def test_unsynced_password_and_profile_changes_stay_here(realm, directory, admin
 
 
 def test_writable_with_sync_registrations_creates_the_entry(realm, directory, admin_api):
+    # A user made before the provider: this process then knows the realm had none (and asks no more).
+    assert admin_api("post", "acme/users", {"username": "early"}).status_code == 201
     make_provider(realm, directory, syncRegistrations="true")
     resp = admin_api("post", "acme/users", {"username": "newbie", "email": "newbie@example.org",
                                              "firstName": "New", "lastName": "Bie", "enabled": True,
@@ -118,6 +120,7 @@ def test_writable_with_sync_registrations_creates_the_entry(realm, directory, ad
     assert user.federation_link.name == "ldap" and not user.credentials.exists()
     assert directory.get(f"uid=newbie,{PEOPLE}", "mail")["mail"] == [b"newbie@example.org"]
     assert signin.check_password(realm, "newbie", "newbie-password").ok  # the password is the directory's
+    assert User.objects.get(realm=realm, username="early").federation_link is None
 
 
 # --- mappers ------------------------------------------------------------------------------------

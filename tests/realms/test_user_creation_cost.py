@@ -1,12 +1,17 @@
-"""Creating a user through the Admin API (docs/decisions/0036): what it no longer does that
-it never needed, and what it still does (default role, policy, hash, admin event)."""
+"""Creating a user through the Admin API (docs/decisions/0036, 0042): what it no longer does that
+it never needed, what it still does (default role, policy, hash, admin event), the queries it
+makes, and the caller's roles read at each request over the realm's cached role rows."""
 import pytest
 from django.core.cache import caches
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from realms import realm_cache
-from realms.models import Event, User
+from realms.accounts import create_user
+from realms.models import Event, Realm, Role, User
 from realms.shared_cache import GENERATIONS
-from tests.realms.test_admin_rest_api import acme, master_api  # noqa: F401 (fixtures)
+from tests.realms.test_admin_rest_api import PASSWORD, Api, acme, master_api, token  # noqa: F401 (fixtures)
+from tests.realms.test_signin_cost import _statements
 
 pytestmark = pytest.mark.django_db
 
@@ -37,3 +42,74 @@ def test_a_password_the_policy_refuses_still_creates_nothing(acme, master_api):
     assert resp.status_code == 400
     assert not User.objects.filter(realm=acme, username="new").exists()
     assert not Event.objects.filter(realm=acme, kind=Event.ADMIN).exists()
+
+
+def _create(api, username, **fields):
+    return api("post", "acme/users", {"username": username, "enabled": True, **fields, "credentials": [
+        {"type": "password", "value": "New-password-1", "temporary": False}]})
+
+
+def test_creating_a_user_with_a_password_makes_these_queries_and_no_more(acme, master_api):
+    assert _create(master_api, "first").status_code == 201  # the caller's session and realm cached
+    with CaptureQueriesContext(connection) as queries:
+        assert _create(master_api, "second").status_code == 201
+    # The token's client session, the caller's row (a disabled admin is refused at once), the
+    # realm, the caller's roles (which they hold read now; the role rows are the realm's cached
+    # ones), one look for a user of that name, then the writes: the user, the default role, the
+    # password (a new user has none to replace, yet the one statement that removes old ones
+    # runs for every password set) and the admin event (the realm saves them).
+    assert _statements(queries) == [
+        "SELECT realms_clientsession", "SELECT realms_user", "SELECT realms_realm", "WITH realms_user_groups",
+        "SELECT realms_user", "INSERT realms_user", "INSERT realms_user_roles", "DELETE realms_credential",
+        "INSERT realms_credential", "INSERT realms_event"]
+
+
+def test_a_username_and_an_email_taken_are_one_query_and_the_username_answers_first(acme, master_api):
+    acme.duplicate_emails_allowed = True
+    acme.save()
+    for name in ("ann", "bea"):
+        assert _create(master_api, name, email="shared@example.org").status_code == 201
+    assert _create(master_api, "cid", email="cid@example.org").status_code == 201
+    acme.duplicate_emails_allowed = False
+    acme.save()
+    with CaptureQueriesContext(connection) as queries:
+        answer = _create(master_api, "cid", email="shared@example.org")
+    assert answer.status_code == 409
+    assert answer.json() == {"errorMessage": "User exists with same username"}
+    assert _statements(queries).count("SELECT realms_user") == 2  # the caller's row, then both at once
+    with CaptureQueriesContext(connection) as queries:
+        answer = _create(master_api, "dan", email="SHARED@example.org")
+    assert answer.json() == {"errorMessage": "User exists with same email"}
+    assert _statements(queries).count("SELECT realms_user") == 2
+
+
+def _delegated_admin(acme, username):
+    """A master user holding acme's view-users through the master realm's acme-realm client."""
+    master = Realm.objects.get(name="master")
+    user = create_user(master, username, password=PASSWORD)
+    role = Role.objects.get(realm=master, client__client_id="acme-realm", name="view-users")
+    user.roles.add(role)
+    return user, role, Api(token("master", username))
+
+
+def test_an_admin_role_taken_away_counts_at_the_next_request_whatever_the_cache(acme, master_api):
+    user, role, api = _delegated_admin(acme, "helpdesk")
+    assert api("get", "acme/users").status_code == 200  # the master realm's role rows now cached
+    config = realm_cache.get_realm("master")
+    # Taken away by a process whose signal this one never hears (a row deleted, no m2m signal).
+    User.roles.through.objects.filter(user=user, role=role).delete()
+    assert realm_cache.get_realm("master") is config
+    assert api("get", "acme/users").status_code == 403
+
+
+def test_an_admin_role_newer_than_the_cached_role_rows_counts_at_once(acme, master_api):
+    _, role, api = _delegated_admin(acme, "helpdesk")
+    assert api("get", "acme/users").status_code == 200
+    # As in a process that has not yet heard of the realm made a moment ago elsewhere: the cached
+    # rows lack its acme-realm client's roles, the recursive query finds them, and their rows
+    # are read from the database.
+    rows = realm_cache.get_realm("master").roles_by_id()
+    for pk in [pk for pk, r in rows.items() if r.client_id == role.client_id]:
+        del rows[pk]
+    assert api("get", "acme/users").status_code == 200
+    assert role.pk not in realm_cache.get_realm("master").roles_by_id()

@@ -1,0 +1,34 @@
+"""``realms.rows.fetch``: rows by key read as the ORM reads them (converters, encrypted fields,
+JSON), with ORDER BY and LIMIT after the condition."""
+import pytest
+
+from realms import rows
+from realms.accounts import create_user
+from realms.models import Credential, Realm
+from realms.services import create_realm
+
+pytestmark = pytest.mark.django_db
+
+
+def _fields(instance):
+    return {f.attname: getattr(instance, f.attname) for f in type(instance)._meta.concrete_fields}
+
+
+def test_a_realm_is_read_as_the_orm_reads_it():
+    realm = create_realm("acme")
+    realm.smtp_server = {"host": "mail", "password": "s3cret"}  # encrypted at rest
+    realm.attributes = {"k": "v"}
+    realm.save()
+    [fetched] = rows.fetch(Realm, "name = %s", ["acme"])
+    assert _fields(fetched) == _fields(Realm.objects.get(name="acme"))
+    assert fetched.smtp_server["password"] == "s3cret" and not fetched._state.adding
+    assert rows.fetch(Realm, "name = %s", ["nobody"]) == []
+
+
+def test_order_and_limit_follow_the_condition():
+    user = create_user(create_realm("acme"), "ann")
+    for priority in (1, 3, 2):
+        Credential.objects.create(user=user, type="otp", secret_data="{}", credential_data="{}", priority=priority)
+    found = rows.fetch(Credential, "user_id = %s ORDER BY priority DESC LIMIT 2", [user.pk])
+    assert [c.priority for c in found] == [3, 2]
+    assert _fields(found[0]) == _fields(Credential.objects.get(user=user, priority=3))

@@ -69,9 +69,8 @@ def _windows(text, frequencies):
     """The substrings of ``text`` (lowercase) to ask the index for: each infrequent trigram's
     shortest substring (a boundary character included for a blank), joined where they meet and
     the joined one has no frequent trigram either. Empty when every trigram is frequent."""
-    def infrequent(part):
-        found = trigrams(part)
-        return found and all(frequencies.get(t, 0.0) <= FREQUENT for t in found)
+    def frequent(part):
+        return any(frequencies.get(t, 0.0) > FREQUENT for t in trigrams(part))
 
     spans = []
     for word in _WORD.finditer(text):
@@ -80,14 +79,17 @@ def _windows(text, frequencies):
         padded_len = left + (end - start) + (1 if end < len(text) else 0)
         for i in range(padded_len - 2):
             span = (max(start + i - left, start - 1), min(start + i - left + 3, end + 1))
-            if infrequent(text[span[0]:span[1]]):
+            if not frequent(text[span[0]:span[1]]):
                 spans.append(span)
     windows = []
-    for span in sorted(spans):
-        if windows and span[0] <= windows[-1][1] and infrequent(text[windows[-1][0]:max(span[1], windows[-1][1])]):
-            windows[-1] = (windows[-1][0], max(span[1], windows[-1][1]))
-        else:
-            windows.append(span)
+    for start, end in sorted(spans):
+        if windows and start <= windows[-1][1]:
+            first, last = windows[-1]
+            # Joined, two windows gain only trigrams across ``last``, within three characters of it.
+            if not frequent(text[max(first, last - 3):min(max(end, last), last + 3)]):
+                windows[-1] = (first, max(end, last))
+                continue
+        windows.append((start, end))
     return list(dict.fromkeys(text[a:b] for a, b in windows))
 
 

@@ -13,26 +13,29 @@ The count index of 0011 is dropped: the tally answers what it served."""
 from django.db import migrations
 
 _SHARDS = 16
+_ADD = "ON CONFLICT (realm_id, shard) DO UPDATE SET listed = t.listed + EXCLUDED.listed"
 
 _CREATE = [
     "CREATE TABLE realms_user_tally (realm_id varchar(64) NOT NULL, shard smallint NOT NULL,"
     " listed bigint NOT NULL, PRIMARY KEY (realm_id, shard))",
-    f"""CREATE FUNCTION realms_user_tally_add(realm varchar, n bigint) RETURNS void LANGUAGE sql AS $$
-        INSERT INTO realms_user_tally AS t (realm_id, shard, listed) VALUES (realm, mod(txid_current(), {_SHARDS}), n)
-        ON CONFLICT (realm_id, shard) DO UPDATE SET listed = t.listed + EXCLUDED.listed
-    $$""",
-    # One function for the INSERT and DELETE statement triggers: each names its transition table "changed".
-    """CREATE FUNCTION realms_user_tally_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+    # One function for the INSERT and DELETE statement triggers: each names its transition table
+    # "changed". The upserts are PL/pgSQL's own statements, whose plans it keeps.
+    f"""CREATE FUNCTION realms_user_tally_changed() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
-        PERFORM realms_user_tally_add(realm_id, CASE TG_OP WHEN 'INSERT' THEN n ELSE -n END)
-        FROM (SELECT realm_id, count(*) AS n FROM changed WHERE service_account_client_id IS NULL
-              GROUP BY realm_id ORDER BY realm_id) AS per_realm;
+        INSERT INTO realms_user_tally AS t (realm_id, shard, listed)
+        SELECT realm_id, mod(txid_current(), {_SHARDS}), CASE TG_OP WHEN 'INSERT' THEN count(*) ELSE -count(*) END
+        FROM changed WHERE service_account_client_id IS NULL GROUP BY realm_id ORDER BY realm_id
+        {_ADD};
         RETURN NULL;
     END $$""",
-    """CREATE FUNCTION realms_user_tally_moved() RETURNS trigger LANGUAGE plpgsql AS $$
+    f"""CREATE FUNCTION realms_user_tally_moved() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
-        IF OLD.service_account_client_id IS NULL THEN PERFORM realms_user_tally_add(OLD.realm_id, -1); END IF;
-        IF NEW.service_account_client_id IS NULL THEN PERFORM realms_user_tally_add(NEW.realm_id, 1); END IF;
+        INSERT INTO realms_user_tally AS t (realm_id, shard, listed)
+        SELECT realm_id, mod(txid_current(), {_SHARDS}), n
+        FROM (VALUES (OLD.realm_id, OLD.service_account_client_id, -1), (NEW.realm_id, NEW.service_account_client_id, 1))
+            AS moved (realm_id, service_account_client_id, n)
+        WHERE service_account_client_id IS NULL ORDER BY realm_id
+        {_ADD};
         RETURN NULL;
     END $$""",
     """CREATE FUNCTION realms_user_tally_truncated() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -67,8 +70,7 @@ _CREATE = [
 _DROP = [
     *(f"DROP TRIGGER IF EXISTS realms_user_tally_{op} ON realms_user" for op in ("insert", "delete", "update", "truncate")),
     "DROP TRIGGER IF EXISTS realms_user_tally_realm_delete ON realms_realm",
-    *(f"DROP FUNCTION IF EXISTS realms_user_tally_{name}" for name in ("changed", "moved", "truncated", "realm_deleted",
-                                                                       "add")),
+    *(f"DROP FUNCTION IF EXISTS realms_user_tally_{name}" for name in ("changed", "moved", "truncated", "realm_deleted")),
     "DROP TABLE IF EXISTS realms_user_tally",
     "CREATE INDEX IF NOT EXISTS realms_user_count_idx ON realms_user (realm_id) WHERE service_account_client_id IS NULL",
 ]

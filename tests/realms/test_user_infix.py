@@ -2,6 +2,8 @@
 ``exact``, and ``search=*term*``; docs/decisions/0041): the trigram index is asked only for the
 value's trigrams that are infrequent in the column, the whole value is checked on the rows it
 finds, and the users found are exactly those Django's ``icontains`` finds."""
+import random
+
 import pytest
 from django.db import connection
 from django.db.models import Q
@@ -38,6 +40,16 @@ def test_a_value_has_the_trigrams_pg_trgm_finds_in_it():
 ])
 def test_the_index_is_asked_for_the_infrequent_parts_only(value, windows):
     assert user_queries._windows(value.lower(), BENCH) == windows
+
+
+def test_every_window_is_a_substring_without_a_frequent_trigram():
+    rng = random.Random(16)
+    for _ in range(2000):
+        value = "".join(rng.choice("ab1.@_ ") for _ in range(rng.randint(0, 16)))
+        frequent = {t: 1.0 for t in sorted(trigrams(value)) if rng.random() < 0.3}
+        for window in user_queries._windows(value, frequent):
+            assert window in value and trigrams(window), (value, window)
+            assert not frequent.keys() & trigrams(window), (value, frequent, window)
 
 
 def test_no_statistics_no_sqlite_no_ascii_the_plain_match(monkeypatch):

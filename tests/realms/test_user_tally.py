@@ -1,7 +1,7 @@
 """The realm's tally of listed users (migration 0014, docs/decisions/0041): the database keeps it
 equal to a count of the realm's users who are not service accounts through every kind of write,
-users/count and a deep page read it instead of counting, and concurrent creations do not wait on
-each other for it."""
+users/count and a deep page read it instead of counting, its rows are folded as they come, and
+concurrent creations do not wait on each other for it, however long their transactions."""
 import threading
 
 import pytest
@@ -69,6 +69,18 @@ def test_the_tally_is_the_count_of_the_listing_through_every_write(acme):  # noq
         cursor.execute("TRUNCATE realms_user CASCADE")
     assert listed_count(acme) == listed_count(other) == 0
     assert tally_rows(acme) == 0
+
+
+@pytest.mark.django_db
+def test_a_realms_rows_are_folded_as_they_come(acme):  # noqa: F811
+    for i in range(100):  # a row each
+        create_user(acme, f"f{i:03d}")
+    assert tally_rows(acme) < 40  # every 32nd row of the table folds its realm's rows into one
+    assert listed_count(acme) == counted(acme)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT realms_user_tally_fold(%s)", [acme.pk])
+    assert tally_rows(acme) == 1
+    assert listed_count(acme) == counted(acme)
 
 
 @pytest.mark.django_db

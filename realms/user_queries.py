@@ -14,8 +14,9 @@ from django.db.models.lookups import GreaterThan
 
 from .models import User
 
-# A trigram found in more than this share of a column's values is left to the recheck: its posting
-# list (a fifth of the table or more) costs more to read than the few rows it would rule out.
+# A trigram found in more than this share of a column's values stays out of the index condition:
+# its posting list (a fifth of the table or more) costs more to read than rechecking the rows the
+# value's other trigrams leave.
 FREQUENT = 0.2
 # How long a process keeps the statistics it read (ANALYZE refreshes them far less often).
 STATISTICS_SECONDS = 600

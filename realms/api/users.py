@@ -16,6 +16,7 @@ from ..models import Credential, Group, User, UserSession
 from ..representation import RepresentationError
 from ..representation.fields import Parser
 from ..representation.users import parse_user, user_fields_rep
+from ..user_queries import contains, listed_count
 from . import errors
 from .query import bounds, check_fields, flag, location, page
 from .reps import brief_user_rep, group_api_rep
@@ -27,7 +28,7 @@ def _term(field, term):
     if len(term) > 1 and term.startswith('"') and term.endswith('"'):
         return Q(**{f"{field}__iexact": term[1:-1]})
     if term.startswith("*") and term.endswith("*") and len(term) > 1:
-        return Q(**{f"{field}__icontains": term[1:-1]})
+        return contains(field, term[1:-1])
     if term.startswith("*"):
         return Q(**{f"{field}__iendswith": term[1:]})
     return Q(**{f"{field}__istartswith": term.rstrip("*")})
@@ -49,12 +50,17 @@ def _attribute_filter(queryset, key, value):
     return queryset.filter(pk__in=ids)
 
 
+def _listing(params):
+    """Whether the query asks for the realm's whole listing: no search, no attribute query."""
+    return not params.get("search") and not any(params.get(p) is not None for p in _ATTRIBUTE_QUERY)
+
+
 def search_users(request, realm):
     """The users matching the query parameters of GET users and GET users/count."""
     params = request.query_params
     users = User.objects.filter(realm=realm)
     search = params.get("search")
-    if search or not any(params.get(p) is not None for p in _ATTRIBUTE_QUERY):
+    if search or _listing(params):
         # Keycloak lists and searches without service-account users, but finds them by
         # username, email ... (``kcadm.sh add-roles --uusername service-account-app`` relies on it).
         users = users.filter(service_account_client__isnull=True)
@@ -68,7 +74,7 @@ def search_users(request, realm):
     for param, field in _ATTRIBUTE_PARAMS:
         value = params.get(param)
         if value is not None:
-            users = users.filter(**{f"{field}__{'iexact' if exact else 'icontains'}": value})
+            users = users.filter(Q(**{f"{field}__iexact": value}) if exact else contains(field, value))
     for param, field in (("enabled", "enabled"), ("emailVerified", "email_verified")):
         value = flag(request, param)
         if value is not None:
@@ -81,13 +87,26 @@ def search_users(request, realm):
     return users.order_by("username")
 
 
+def _found(request, realm):
+    """The users the query asks for that the caller may view, and whether they are the realm's
+    whole listing (no filter; an admin who views every user), which the realm's tally counts."""
+    query = search_users(request, realm)
+    found = visible(request.user.admin, realm, "Users", query)
+    return found, found is query and _listing(request.query_params)
+
+
+def _count(realm, found, whole):
+    return listed_count(realm) if whole else found.count()
+
+
 # From this ``first`` on, a page is read from whichever end of the list is nearer. The count
-# that tells which end (from a small index alone) costs about as much as skipping half a million
-# index entries, and nothing is counted for the shallow pages that are most of the traffic.
+# that tells which end is the realm's tally for the whole listing; a filtered one is counted, which
+# can cost as much as skipping half a million index entries, and nothing is counted for the
+# shallow pages that are most of the traffic.
 _DEEP = 100_000
 
 
-def _page_of_usernames(request, found):
+def _page_of_usernames(request, realm, found, whole):
     """The usernames of the page ``first``/``max`` of ``found`` (ordered by username), as a query.
 
     A deferred join: PostgreSQL skips ``first`` entries of an index of usernames instead of
@@ -96,7 +115,7 @@ def _page_of_usernames(request, found):
     first, most = bounds(request)
     usernames = found.values("username")
     if first >= _DEEP:
-        total = found.count()
+        total = _count(realm, found, whole)
         if total - first < first:
             end = max(total - first, 0)
             return usernames.order_by("-username")[max(end - most, 0):end]
@@ -111,8 +130,8 @@ class Users(RealmResource):
     required_role = {"GET": "query-users", "POST": "manage-users"}
 
     def get(self, request, realm):
-        found = visible(request.user.admin, self.realm, "Users", search_users(request, self.realm))
-        users = User.objects.filter(realm=self.realm, username__in=_page_of_usernames(request, found))
+        found, whole = _found(request, self.realm)
+        users = User.objects.filter(realm=self.realm, username__in=_page_of_usernames(request, self.realm, found, whole))
         users = users.select_related("service_account_client")
         rep = brief_user_rep if flag(request, "briefRepresentation", False) else user_fields_rep
         return Response([rep(u) for u in users])
@@ -148,7 +167,7 @@ class UserCount(RealmResource):
     required_role = "query-users"
 
     def get(self, request, realm):
-        return Response(visible(request.user.admin, self.realm, "Users", search_users(request, self.realm)).count())
+        return Response(_count(self.realm, *_found(request, self.realm)))
 
 
 def _parse(data):

@@ -34,11 +34,22 @@ def _modules():
     return found
 
 
+def _parse(source):
+    # CPython 3.11 counts the AST constructor's depth per interpreter, not per thread: a traceback
+    # formatted at the same moment in another thread (3.11 parses the failing line to place its
+    # carets) makes ast.parse fail with a spurious SystemError (python/cpython#106905). The
+    # source is sound; parse it again.
+    try:
+        return ast.parse(source)
+    except SystemError:
+        return ast.parse(source)
+
+
 def _imported(module, path, modules):
     """The project modules ``module`` imports anywhere in its file (top level or in a function)."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     targets = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(_parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):

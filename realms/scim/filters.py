@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from django.db.models import Q
 
+from ..user_queries import contains
+
 OPERATORS = ("eq", "ne", "co", "sw", "ew", "gt", "ge", "lt", "le")
 _TOKEN = re.compile(r"""
     \s*(?:
@@ -202,7 +204,9 @@ def _compare_q(field, op, value):
     if field.kind == "str" and not isinstance(value, str):
         raise FilterError("A string attribute is compared with a string")
     lookup = _STRING_LOOKUPS[op]
-    if field.kind == "str" and not field.case_exact and lookup in ("exact", "contains", "startswith", "endswith"):
+    if field.kind == "str" and not field.case_exact and lookup == "contains":
+        return contains(field.lookup, value)  # icontains's rows, the user table's index asked well
+    if field.kind == "str" and not field.case_exact and lookup in ("exact", "startswith", "endswith"):
         lookup = "i" + lookup
     return Q(**{f"{field.lookup}__{lookup}": value})
 

@@ -11,6 +11,7 @@ from django.db import IntegrityError, transaction
 from .. import admin_events, password_policy
 from ..accounts import create_user
 from ..models import Group, User
+from ..user_queries import listed_count
 from .errors import ScimError
 from .filters import Field
 from .schemas import GROUP, GROUP_ATTRIBUTES, USER, USER_ATTRIBUTES
@@ -72,6 +73,8 @@ class UserResource:
         "groups.value": Field("groups__pk", case_exact=True), "groups.display": Field("groups__name"),
     }
     default_order = ("created", "pk")
+    # The unfiltered list's size: the realm's tally counts exactly these users (decision 0041).
+    count_all = staticmethod(listed_count)
 
     @staticmethod
     def queryset(realm):
@@ -165,6 +168,7 @@ class GroupResource:
         "members.value": Field("members__pk", case_exact=True),
     }
     default_order = ("name", "pk")
+    count_all = None
 
     @staticmethod
     def queryset(realm):

@@ -208,7 +208,7 @@ def find(view, kinds, params):
     attributes, excluded = _names(params.get("attributes")), _names(params.get("excludedAttributes"))
     total, skip, docs = 0, start - 1, []
     for kind, queryset in querysets:
-        size = queryset.count()
+        size = kind.count_all(view.realm) if node is None and kind.count_all else queryset.count()
         total += size
         if skip >= size:
             skip -= size

@@ -176,6 +176,29 @@ def test_users_create_read_filter_sort_page(scim, hr):
     assert [u["userName"] for u in search.json()["Resources"]] == ["carol"]
 
 
+def test_the_unfiltered_list_reads_the_tally_and_co_asks_the_index_for_rare_trigrams(scim, hr):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from realms import user_queries
+
+    User.objects.bulk_create(User(realm=hr, username=f"u{i:05d}", email=f"u{i:05d}@bulk.test") for i in range(300))
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE realms_user")
+    user_queries._frequencies.cache_clear()  # these users' statistics
+    with CaptureQueriesContext(connection) as captured:
+        page = scim("get", "Users?count=1").json()
+    assert page["totalResults"] == 300  # the provisioner's service account is no one's to provision
+    assert not any("COUNT(" in q["sql"] for q in captured.captured_queries), captured.captured_queries
+    with CaptureQueriesContext(connection) as captured:
+        found = scim("get", "Users?" + urlencode({"filter": 'emails.value co "U00123@bulk"'})).json()
+    assert [u["userName"] for u in found["Resources"]] == ["u00123"] and found["totalResults"] == 1
+    # "bulk" is in every address: the index is asked for the rest, strpos checks the whole value
+    matching = [q["sql"] for q in captured.captured_queries if "STRPOS" in q["sql"]]
+    assert len(matching) == 2, captured.captured_queries  # the count and the page
+    assert all("LIKE UPPER('%0" in sql and "BULK%')" not in sql.upper() for sql in matching), matching
+
+
 def test_put_etags_and_delete(scim, hr):
     alice = new_user(scim, "alice", emails=[{"value": "alice@example.org"}])
     url = f"Users/{alice['id']}"

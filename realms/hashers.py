@@ -10,9 +10,6 @@ import os
 import secrets
 import threading
 
-import nacl.bindings as sodium
-import nacl.exceptions as nacl_exceptions
-import nacl.pwhash.argon2id as sodium_argon2id
 from argon2 import Type
 from argon2.low_level import hash_secret_raw
 from django.contrib.auth.hashers import Argon2PasswordHasher, BasePasswordHasher, check_password, make_password
@@ -20,53 +17,38 @@ from django.utils.crypto import constant_time_compare
 
 
 # Argon2id hashes computed at once in this process: no more than the cores it may run on. Each
-# walks 7 MiB; more at once on the same core only evict each other's blocks from the caches and
-# queue on the process's memory map (four threads on one core: 10.6 ms of CPU per hash, against
-# 9.2 ms taking turns; docs/benchmarks.md). Threads waiting here use no CPU.
+# walks 7 MiB; more at once on the same core only evict each other's blocks from the caches.
+# Threads waiting here use no CPU.
 _HASHING = threading.BoundedSemaphore(len(os.sched_getaffinity(0)))
 
 
 class Argon2idHasher(Argon2PasswordHasher):
     """Argon2id with Keycloak's default parameters (m=7 MiB, t=5, p=1), one of the equivalent
     minimum configurations OWASP lists (with m=19 MiB/t=2 and m=12 MiB/t=3). Of those it is the
-    cheapest here in CPU per check (about 13 ms against 16 ms for m=19 MiB/t=2), which leaves
-    room for tens of sign-ins per core-second."""
+    cheapest here in CPU per check, which leaves room for tens of sign-ins per core-second.
+    Django's hasher, through argon2-cffi: ``scripts/setup.sh`` builds its C library for AVX2
+    where the CPU has it (decision 0046)."""
 
     time_cost = 5
     memory_cost = 7168
     parallelism = 1
 
     def encode(self, password, salt):
-        # libsodium's Argon2id makes the same hash, bit for bit (argon2-cffi verifies it), for
-        # about 60% of argon2-cffi's CPU here; it takes 16-byte salts, so Django's 22-character
-        # salt (131 bits) is hashed to a 128-bit one, which the encoding stores.
-        raw_salt = hashlib.blake2b(salt.encode(), digest_size=sodium.crypto_pwhash_SALTBYTES).digest()
         with _HASHING:
-            digest = sodium.crypto_pwhash_alg(32, password.encode(), raw_salt, self.time_cost,
-                                              self.memory_cost * 1024, sodium.crypto_pwhash_ALG_ARGON2ID13)
-        b64 = lambda raw: base64.b64encode(raw).decode().rstrip("=")  # noqa: E731 (PHC: unpadded)
-        return (f"{self.algorithm}$argon2id$v=19$m={self.memory_cost},t={self.time_cost},p=1"
-                f"${b64(raw_salt)}${b64(digest)}")
+            return super().encode(password, salt)
 
     def must_update(self, encoded):
         # Other parameters than the policy's. (Django also counts the salt's entropy in
-        # alphanumeric characters, which would call our 16 random bytes short of 128 bits.)
+        # alphanumeric characters, which would call the 16 random bytes of earlier hashes short of
+        # 128 bits.)
         current = self.decode(encoded)["params"]
         wanted = self.params()
         wanted.salt_len = current.salt_len
         return current != wanted
 
     def verify(self, password, encoded):
-        # The same standard (PHC) hash, checked by libsodium's optimised Argon2id: about a third of
-        # argon2-cffi's CPU time here (docs/benchmarks.md).
-        phc = encoded[len(self.algorithm):]
-        if not phc.startswith("$argon2id$"):
+        with _HASHING:
             return super().verify(password, encoded)
-        try:
-            with _HASHING:
-                return sodium_argon2id.verify(phc.encode(), password.encode())
-        except nacl_exceptions.InvalidkeyError:
-            return False
 
 
 def _b64d(value):

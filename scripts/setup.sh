@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(python3 python3-venv python3-dev ${IDP_APT_PACKAGES:-})
+APT_PACKAGES=(python3 python3-venv python3-dev gcc ${IDP_APT_PACKAGES:-})
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -39,6 +39,15 @@ if [ ! -f "$stamp" ]; then
   echo "setup: installing Python packages ($spec)"
   .venv/bin/pip install -q --upgrade pip
   .venv/bin/pip install -q -e "$spec"
+  # Argon2's C library (argon2-cffi-bindings) built here for AVX2 where the CPU has it: the
+  # published wheels carry SSE2 code only, about twice the CPU per password check
+  # (docs/decisions/0046-argon2-build.md). A venv built so runs on AVX2 CPUs only.
+  if [ "$(uname -m)" = x86_64 ] && grep -qw avx2 /proc/cpuinfo; then
+    echo "setup: building Argon2 for AVX2"
+    version=$(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("argon2-cffi-bindings"))')
+    CFLAGS="-mavx2" ARGON2_CFFI_USE_SSE2=1 .venv/bin/pip install -q --force-reinstall --no-deps \
+      --no-binary argon2-cffi-bindings "argon2-cffi-bindings==$version"
+  fi
   rm -f .venv/.installed-*; touch "$stamp"
 fi
 

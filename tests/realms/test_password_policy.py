@@ -304,7 +304,7 @@ def test_hash_iterations_set_argon2s_time_cost():
 
 def test_new_argon2id_hashes_are_the_standard_ones_and_are_not_rehashed_at_sign_in():
     from argon2 import PasswordHasher
-    from argon2.low_level import Type, hash_secret_raw
+    from argon2.low_level import Type, hash_secret, hash_secret_raw
 
     from realms.hashers import Argon2idHasher
 
@@ -314,7 +314,7 @@ def test_new_argon2id_hashes_are_the_standard_ones_and_are_not_rehashed_at_sign_
     variant, version, params, salt, digest = encoded.split("$")[1:]
     assert (variant, version, params) == ("argon2id", "v=19", "m=7168,t=5,p=1")  # Keycloak's parameters
     raw_salt = base64.b64decode(salt + "==")
-    assert len(raw_salt) == 16  # 128 bits
+    assert len(raw_salt) == 22  # Django's salt: 22 characters of 62, 131 bits
     # bit for bit what the reference implementation makes of this salt, and it verifies there
     assert base64.b64decode(digest + "=") == hash_secret_raw(PASSWORD.encode(), raw_salt, time_cost=5,
                                                               memory_cost=7168, parallelism=1, hash_len=32, type=Type.ID)
@@ -323,6 +323,11 @@ def test_new_argon2id_hashes_are_the_standard_ones_and_are_not_rehashed_at_sign_
     assert user.check_password(PASSWORD) and user.password_credential().secret_data == encoded  # no rehash
     assert not password_policy.needs_rehash(realm, encoded)
     assert password_policy.needs_rehash(Realm(name="other", password_policy="hashIterations(3)"), encoded)
+    # hashes made by earlier releases (16-byte salts) still verify and are kept
+    earlier = "argon2" + hash_secret(PASSWORD.encode(), b"0123456789abcdef", time_cost=5, memory_cost=7168,
+                                     parallelism=1, hash_len=32, type=Type.ID).decode()
+    assert Argon2idHasher().verify(PASSWORD, earlier) and not Argon2idHasher().verify("other", earlier)
+    assert not password_policy.needs_rehash(realm, earlier)
 
 
 def test_argon2id_hashes_take_turns_beyond_the_processs_cores(monkeypatch):
@@ -330,12 +335,13 @@ def test_argon2id_hashes_take_turns_beyond_the_processs_cores(monkeypatch):
     import threading
     import time
 
+    from django.contrib.auth.hashers import Argon2PasswordHasher
+
     from realms import hashers
 
     assert hashers._HASHING._initial_value == len(os.sched_getaffinity(0))
     monkeypatch.setattr(hashers, "_HASHING", threading.BoundedSemaphore(1))  # as on a one-core worker
     inside, most = [0], [0]
-    real_verify, real_alg = hashers.sodium_argon2id.verify, hashers.sodium.crypto_pwhash_alg
 
     def counted(real):
         def call(*args):
@@ -348,13 +354,14 @@ def test_argon2id_hashes_take_turns_beyond_the_processs_cores(monkeypatch):
                 inside[0] -= 1
         return call
 
-    monkeypatch.setattr(hashers.sodium_argon2id, "verify", counted(real_verify))
-    monkeypatch.setattr(hashers.sodium, "crypto_pwhash_alg", counted(real_alg))
+    # the hasher's own work is Django's (argon2-cffi), inside the semaphore
+    monkeypatch.setattr(Argon2PasswordHasher, "verify", counted(Argon2PasswordHasher.verify))
+    monkeypatch.setattr(Argon2PasswordHasher, "encode", counted(Argon2PasswordHasher.encode))
     hasher = hashers.Argon2idHasher()
     encoded = hasher.encode(PASSWORD, "some-salt")
     results = []
     threads = [threading.Thread(target=lambda: results.append(hasher.verify(PASSWORD, encoded))) for _ in range(3)]
-    threads += [threading.Thread(target=lambda: results.append(bool(hasher.encode(PASSWORD, "salt")))) for _ in range(2)]
+    threads += [threading.Thread(target=lambda: results.append(bool(hasher.encode(PASSWORD, "other-salt")))) for _ in range(2)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -400,3 +407,17 @@ def test_a_stored_policy_that_cannot_be_enforced_fails_closed_for_new_passwords_
     with pytest.raises(PasswordPolicyError, match="^Invalid password: new password does not match password policies.$"):
         password_policy.set_password(user, "a-perfectly-fine-password")
     assert user.check_password(PASSWORD)
+
+
+def test_argon2_is_built_here_for_avx2_where_the_cpu_has_it():
+    # scripts/setup.sh builds argon2-cffi-bindings from source with AVX2 on such a CPU (the
+    # published wheels carry SSE2 code only: twice the CPU per check); elsewhere the wheel stays.
+    import importlib.metadata
+    import platform
+
+    with open("/proc/cpuinfo") as cpuinfo:
+        avx2 = platform.machine() == "x86_64" and "avx2" in cpuinfo.read().split()
+    tags = [line.split(": ", 1)[1] for line in importlib.metadata.distribution("argon2-cffi-bindings")
+            .read_text("WHEEL").splitlines() if line.startswith("Tag: ")]
+    built_here = all(tag.endswith("-linux_x86_64") for tag in tags)
+    assert tags and built_here == avx2, tags

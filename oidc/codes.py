@@ -17,6 +17,7 @@ from datetime import timezone as dt_timezone
 from django.db import connection
 from django.utils import timezone
 
+from realms import rows
 from realms.crypto import constant_time_equals
 from realms.models import ClientSession
 
@@ -42,7 +43,7 @@ def issue_code(*, client, user_session, redirect_uri, scope="", nonce="", code_c
     code = secrets.token_urlsafe(32)
     if code_challenge and not code_challenge_method:
         code_challenge_method = PLAIN  # RFC 7636 §4.3: the default method
-    AuthorizationCode.objects.create(
+    rows.insert(AuthorizationCode(
         digest=_digest(code),
         realm_id=client.realm_id,
         client=client,
@@ -53,7 +54,7 @@ def issue_code(*, client, user_session, redirect_uri, scope="", nonce="", code_c
         code_challenge=code_challenge or "",
         code_challenge_method=code_challenge_method if code_challenge else "",
         expires_at=timezone.now() + timedelta(seconds=client.realm.access_code_lifespan),
-    )
+    ))
     return code
 
 

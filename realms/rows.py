@@ -1,17 +1,20 @@
-"""Model instances from one SQL query by key, without the ORM's setup per query.
+"""Model instances from one SQL query by key, and new rows written, without the ORM's setup per
+query.
 
 Hot paths read a row or a few by key: each Admin API request its realm and its caller, each
 sign-in step its user, each refresh its client session, each password check the user's
 credentials. ``Model.objects.raw`` spares the query compiler, but still describes the columns,
 looks up a converter per column and matches the model's fields to them on every query; for the
 realm's 80 columns that costs twice what PostgreSQL spends answering. ``fetch`` does that once
-per model and connection."""
+per model and connection. ``insert`` is the same for the rows each sign-in writes (its SSO
+session, client session and authorization code)."""
 import weakref
 
 from django.db import DEFAULT_DB_ALIAS, connections
 
 # Per connection (each thread has its own): the backend's converters are bound to it.
 _plans = weakref.WeakKeyDictionary()
+_inserts = weakref.WeakKeyDictionary()
 
 
 def _plan(connection, model):
@@ -47,3 +50,24 @@ def fetch(model, where, params):
                 values[i] = convert(values[i], column, connection)
         instances.append(model.from_db(connection.alias, names, values))
     return instances
+
+
+def insert(instance):
+    """Write the new ``instance``'s row, as ``Model.objects.create`` would (field defaults and
+    ``auto_now_add`` included), without the save machinery: no signals, so only for models no
+    receiver watches, and no primary key the database makes."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    model = type(instance)
+    plans = _inserts.setdefault(connection, {})
+    plan = plans.get(model)
+    if plan is None:
+        fields = model._meta.concrete_fields
+        assert not any(f.db_returning for f in fields), f"{model.__name__}: a key the database makes"
+        quote = connection.ops.quote_name
+        plan = plans[model] = (f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)})"
+                               f" VALUES ({', '.join(['%s'] * len(fields))})", fields)
+    sql, fields = plan
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [f.get_db_prep_save(f.pre_save(instance, True), connection) for f in fields])
+    instance._state.adding, instance._state.db = False, connection.alias
+    return instance

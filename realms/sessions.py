@@ -135,13 +135,11 @@ def client_session_valid(client_session, now=None) -> bool:
 def create_user_session(realm, user, *, ip_address="", auth_methods=(), remember_me=False,
                         offline=False, notes=None) -> UserSession:
     now = timezone.now()
-    user_session = UserSession.objects.create(
+    user_session = rows.insert(UserSession(
         realm=realm, user=user, ip_address=ip_address or "", auth_methods=list(auth_methods),
         remember_me=bool(remember_me), offline=bool(offline), started=now, last_refresh=now, auth_time=now,
         notes=dict(notes or {}),
-    )
-    user_session.realm = realm
-    user_session.user = user
+    ))
     # Created by this request, so it has no client session yet: the first one is inserted
     # without looking for an existing one (get_or_create_client_session).
     user_session.fresh = True
@@ -216,7 +214,7 @@ def get_or_create_client_session(user_session, client, *, redirect_uri="", scope
               "notes": {k: v for k, v in notes.items() if v is not None}}
     if getattr(user_session, "fresh", False):
         # One INSERT instead of a SELECT and an INSERT in a savepoint.
-        client_session = ClientSession.objects.create(user_session=user_session, client=client, **fields)
+        client_session = rows.insert(ClientSession(user_session=user_session, client=client, **fields))
         user_session.fresh = False
         created = True
     else:

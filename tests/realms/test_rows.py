@@ -1,10 +1,11 @@
 """``realms.rows.fetch``: rows by key read as the ORM reads them (converters, encrypted fields,
-JSON), with ORDER BY and LIMIT after the condition."""
+JSON), with ORDER BY and LIMIT after the condition. ``realms.rows.insert``: a new row written as
+``objects.create`` writes it."""
 import pytest
 
 from realms import rows
 from realms.accounts import create_user
-from realms.models import Credential, Realm
+from realms.models import Credential, Realm, UserSession
 from realms.services import create_realm
 
 pytestmark = pytest.mark.django_db
@@ -32,3 +33,24 @@ def test_order_and_limit_follow_the_condition():
     found = rows.fetch(Credential, "user_id = %s ORDER BY priority DESC LIMIT 2", [user.pk])
     assert [c.priority for c in found] == [3, 2]
     assert _fields(found[0]) == _fields(Credential.objects.get(user=user, priority=3))
+
+
+def test_an_inserted_row_is_what_create_would_write():
+    realm = create_realm("acme")
+    user = create_user(realm, "ann")
+    inserted = rows.insert(UserSession(realm=realm, user=user, auth_methods=["pwd", "otp"], notes={"k": "v"},
+                                       ip_address="192.0.2.1"))
+    assert not inserted._state.adding and inserted.id and inserted.started  # the fields' defaults
+    created = UserSession.objects.create(realm=realm, user=user, auth_methods=["pwd", "otp"], notes={"k": "v"},
+                                         ip_address="192.0.2.1")
+    stored = UserSession.objects.get(pk=inserted.pk)
+    assert _fields(stored) == _fields(inserted)
+    assert {k: v for k, v in _fields(stored).items() if k not in ("id", "started", "last_refresh", "auth_time")} \
+        == {k: v for k, v in _fields(created).items() if k not in ("id", "started", "last_refresh", "auth_time")}
+
+
+def test_insert_refuses_a_model_whose_key_the_database_makes():
+    from django.contrib.auth.models import Permission
+
+    with pytest.raises(AssertionError, match="a key the database makes"):
+        rows.insert(Permission(name="x", codename="x", content_type_id=1))

@@ -488,6 +488,14 @@ class User(RealmOwned, AbstractBaseUser):
     def forget_credentials(self):
         self.__dict__.pop("_credentials", None)
 
+    def __getstate__(self):
+        # A pickled user (the SSO session's cached copy) carries no credential rows (hashes, OTP
+        # secrets, keys) nor a password hash not yet stored: those stay in the database.
+        state = super().__getstate__()
+        state.pop("_credentials", None)
+        state.pop("_pending_password", None)
+        return state
+
     def refresh_from_db(self, *args, **kwargs):
         self.forget_credentials()  # a fresh look at the row is a fresh look at its credentials
         super().refresh_from_db(*args, **kwargs)

@@ -52,11 +52,16 @@ def _cache_key(session_id):
 
 
 def _cache_put(user_session):
-    # Cached with its user but without its realm: every reader holds the realm already
+    # Cached with its user but without their realm: every reader holds the realm already
     # (get_valid_session puts it back), and a Realm row costs more to unpickle than the rest.
+    # (A pickled user carries no credential rows: User.__getstate__.)
     cached = copy.copy(user_session)
     cached._state.fields_cache.pop("realm", None)
     cached.__dict__.pop("fresh", None)  # true only for the request that created it
+    user = cached._state.fields_cache.get("user")
+    if user is not None:
+        cached.user = copy.copy(user)
+        cached.user._state.fields_cache.pop("realm", None)
     cache.set(_cache_key(user_session.pk), cached, CACHE_TTL)
 
 
@@ -164,7 +169,7 @@ def get_valid_session(realm, session_id) -> UserSession | None:
     user_session = _load(session_id)
     if user_session is None or user_session.realm_id != realm.pk:
         return None
-    user_session.realm = realm  # the caller's copy is at least as fresh as the cached one
+    user_session.realm = user_session.user.realm = realm  # the caller's copy is at least as fresh
     if not user_session.user.enabled:
         end_session(user_session, reason=REASON_USER_DISABLED)
         return None

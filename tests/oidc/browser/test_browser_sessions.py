@@ -30,6 +30,24 @@ def test_cached_session_is_served_without_a_query(realm, user, django_assert_num
         assert sessions.get_valid_session(realm, s.pk).pk == s.pk
 
 
+def test_the_cached_session_holds_no_credential_rows_nor_the_realm(realm, user, django_assert_num_queries):
+    import pickle
+
+    from realms.models import Credential
+
+    Credential.objects.create(user=user, type=Credential.OTP, secret_data="otp-secret-never-cached")
+    assert user.stored_credentials()  # read by this sign-in, as the flows do
+    s = sessions.create_user_session(realm, user)
+    sessions._cache_put(s)
+    raw = pickle.dumps(cache.get(sessions._cache_key(s.pk)))
+    assert b"otp-secret-never-cached" not in raw and b"_credentials" not in raw
+    assert realm.name.encode() not in raw  # the realm row stays out: readers hold it
+    assert user.stored_credentials()  # the live instance keeps what it read
+    with django_assert_num_queries(0):
+        found = sessions.get_valid_session(realm, s.pk)
+        assert found.user.realm is realm and found.realm is realm
+
+
 def test_unknown_or_other_realm_session_is_none(realm, user):
     from realms.models import Realm
 

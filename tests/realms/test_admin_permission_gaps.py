@@ -145,3 +145,23 @@ def test_a_realm_wide_admin_is_told_that_an_id_does_not_exist():
         assert missing(api, f"fgap/{path}") == (404, {"error": message}), path
     assert api("get", f"fgap/groups/{GROUP['AT']}").status_code == 200
     assert json.loads(api("get", f"fgap/groups/{GROUP['DUA']}").content)["subGroupCount"] == 3
+
+
+def test_the_roles_available_to_map_are_those_the_caller_may_map():
+    """Keycloak's role-mappings ``available`` views offer the roles the caller may map
+    (RolePermissions.canMapRole): a group's admin sees none of realm-management's roles."""
+    superadmin = "1e9e453a-3534-427d-bcec-2f1da3301731"
+    realm = fgap_realm()
+    member = User.objects.get(realm=realm, username="de-user-1")
+    management = Client.objects.get(realm=realm, client_id="realm-management")
+    api = Api(token("fgap", "de-dua-0"))
+    base = f"fgap/users/{member.pk}/role-mappings"
+    assert api("get", f"{base}/realm/available").json() == []
+    assert api("get", f"{base}/clients/{management.pk}/available").json() == []
+    realm = fgap_realm(("DE admins map superadmin", "Roles", [superadmin], ["map-role"], "Allow DE DUA"))
+    api = Api(token("fgap", "de-dua-0"))
+    assert [r["name"] for r in api("get", f"{base}/realm/available").json()] == ["superadmin"]
+    # a realm-wide admin is offered every role the user does not have yet
+    grant(realm, "de-dua-0", "realm-admin")
+    api = Api(token("fgap", "de-dua-0"))
+    assert len(api("get", f"{base}/clients/{management.pk}/available").json()) == 19

@@ -216,10 +216,12 @@ def visible(admin, realm, kind, objects, scopes=None):
     def listed(target):
         return any(can(admin, realm, (kind, scope), target) for scope in scopes)
 
+    held = management_roles(admin, realm)
+    granted = any(role in held for scope in scopes for role in GRANTING_ROLES[(kind, scope)])
+    if granted and (kind != "Roles" or REALM_ADMIN in held):
+        return objects  # a role grants them all: no need to load the objects that permissions name
     if kind == "Roles":
         return objects.filter(pk__in=[r.pk for r in objects.select_related("client", "realm") if listed(r)])
-    if any(role in management_roles(admin, realm) for scope in scopes for role in GRANTING_ROLES[(kind, scope)]):
-        return objects  # a role grants them all: no need to load the objects that permissions name
     key = ("visible", realm.pk, kind, scopes)  # a request may narrow several queries alike
     if key not in admin._cache:
         every = listed(None)

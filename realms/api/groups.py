@@ -2,8 +2,9 @@
 ``search``, ``exact``, ``first``, ``max`` and ``briefRepresentation``, ``count``, CRUD,
 ``children`` (create or move a subgroup) and ``members``. Groups in the export's JSON
 (``group_rep`` without the subtree, ``subGroupCount`` instead); governed by ``view-users`` /
-``manage-users`` (``query-groups`` to list), as in Keycloak; the lists and the count hold the
-groups the caller may list (fine-grained admin permissions, docs/decisions/0043)."""
+``manage-users`` (``query-groups`` to list), as in Keycloak; the lists, the count and each
+``subGroupCount`` hold the groups the caller may list (fine-grained admin permissions,
+docs/decisions/0043 and 0045)."""
 from django.db import transaction
 from rest_framework import status
 from rest_framework.response import Response

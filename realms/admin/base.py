@@ -157,7 +157,8 @@ class RealmScopedMixin:
         if realm is None:
             return queryset.none()
         queryset = queryset.filter(realm=realm)
-        offered, held = pickable(request, db_field, queryset, realm), self.held_values(request, db_field)
+        offered = pickable(request, db_field, queryset, realm)
+        held = self.held_values(request, db_field) if offered is not queryset else None
         return offered | queryset.filter(pk__in=held) if held else offered
 
     def formfield_for_dbfield(self, db_field, request, **kwargs):

@@ -23,7 +23,7 @@ def brief_role_rep(role):
     return {k: rep[k] for k in _BRIEF_ROLE_KEYS if k in rep}
 
 
-def group_api_rep(group, sub_group_count, brief=False):
+def _group_rep(group, sub_group_count, brief):
     """The export's group without its subtree (``subGroups`` empty, ``subGroupCount`` instead),
     as Keycloak 26 answers a group; brief without attributes and role mappings."""
     rep = {**group_rep(group, {}, group.parent_id), "subGroupCount": sub_group_count}
@@ -31,7 +31,7 @@ def group_api_rep(group, sub_group_count, brief=False):
 
 
 def group_reps(admin, realm, groups, brief=False):
-    """``group_api_rep`` of each of ``groups``, its ``subGroupCount`` the subgroups ``admin`` may
+    """The representation of each of ``groups``, its ``subGroupCount`` the subgroups ``admin`` may
     list: Keycloak 26.2 counts a group's subgroups with the subgroup query, which fine-grained
     admin permissions filter as they filter the lists (``admin_permissions.visible``). One query
     for all of them. ``admin`` None (the account console, no administrator) counts them all."""
@@ -40,4 +40,4 @@ def group_reps(admin, realm, groups, brief=False):
     if admin is not None:
         subgroups = visible(admin, realm, "Groups", subgroups)
     counts = dict(subgroups.order_by().values_list("parent_id").annotate(Count("pk")))
-    return [group_api_rep(g, counts.get(g.pk, 0), brief) for g in groups]
+    return [_group_rep(g, counts.get(g.pk, 0), brief) for g in groups]

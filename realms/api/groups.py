@@ -5,6 +5,8 @@
 ``manage-users`` (``query-groups`` to list), as in Keycloak; the lists, the count and each
 ``subGroupCount`` hold the groups the caller may list (fine-grained admin permissions,
 docs/decisions/0043 and 0045)."""
+import functools
+
 from django.db import transaction
 from rest_framework import status
 from rest_framework.response import Response
@@ -208,6 +210,7 @@ class GroupMembers(RealmResource):
 class GroupByPath(RealmResource):
     required_role = "view-users"
 
+    @functools.cached_property
     def group(self):
         group = None
         for name in [n for n in self.kwargs["group_path"].split("/") if n]:
@@ -216,13 +219,17 @@ class GroupByPath(RealmResource):
                 break
         return group
 
+    def locate(self, request):
+        # The path is looked up before any check, as Keycloak's RealmAdminResource does.
+        if self.group is None:
+            self.not_found(request, "Group path does not exist")
+
     def permission_targets(self, method, role):
-        # The group the path names is the object decided on, as Keycloak's GroupResource (a
-        # path not found: only a permission on every group lets the request reach its 404).
-        return [(role, self.group())]
+        # The group the path names is the object decided on, as Keycloak's GroupResource.
+        return [(role, self.group)]
 
     def get(self, request, realm, group_path):
-        group = self.group()
+        group = self.group
         if group is None:
             raise errors.NotFound("Group path does not exist")
         return Response(_rep(self, group))

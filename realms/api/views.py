@@ -107,6 +107,11 @@ class RealmResource(ApiView):
         if found is not None:
             self._located = (match[2], found)  # the permission check decides on it
             return
+        self.not_found(request, message, lister)
+
+    def not_found(self, request, message, lister=None):
+        """The object the path addresses does not exist: 404 with ``message``, or 403 to a caller
+        who may not list that kind of object (``lister``, a role; None: anyone is told)."""
         caller = request.user
         if caller.user.realm_id != self.realm.pk and not caller.user.realm.is_master:
             return

@@ -6,7 +6,8 @@ and query-clients through the group DUA):
   them with the subgroup query, filtered as the lists are), in one query for the whole list;
 - an id that does not exist answers as Keycloak's sub-resource locators do: 404 with Keycloak's
   message before any other check (groups and roles by id: to anyone; users, clients and client
-  scopes: to whoever may list them, 403 to others so that they cannot probe for ids)."""
+  scopes: to whoever may list them, 403 to others so that they cannot probe for ids); so does a
+  group path that does not exist (to anyone)."""
 import json
 
 import pytest
@@ -86,6 +87,7 @@ def test_an_id_that_does_not_exist_answers_404_to_whoever_may_list_its_kind():
     assert missing(api, "fgap/users/nope/role-mappings") == (404, {"error": "User not found"})
     assert missing(api, "fgap/groups/nope") == (404, {"error": "Could not find group by id"})
     assert missing(api, "fgap/groups/nope/members") == (404, {"error": "Could not find group by id"})
+    assert missing(api, "fgap/group-by-path/nope") == (404, {"error": "Group path does not exist"})
     assert missing(api, "fgap/clients/nope") == (404, {"error": "Could not find client"})
     assert missing(api, "fgap/clients/nope/roles") == (404, {"error": "Could not find client"})
     assert missing(api, "fgap/client-scopes/nope") == (404, {"error": "Could not find client scope"})
@@ -109,8 +111,10 @@ def test_an_id_that_does_not_exist_is_not_told_to_whoever_may_not_list_its_kind(
     api = Api(token("fgap", "uk-dua-0"))
     for path in ("users/nope", "users/nope/groups", "clients/nope", "clients/nope/roles", "client-scopes/nope"):
         assert missing(api, f"fgap/{path}") == (403, FORBIDDEN), path
-    # groups and roles by id are looked up before any check, as in Keycloak
+    # groups (by id or path) and roles by id are looked up before any check, as in Keycloak
     assert missing(api, "fgap/groups/nope") == (404, {"error": "Could not find group by id"})
+    assert missing(api, "fgap/group-by-path/DUA/nope") == (404, {"error": "Group path does not exist"})
+    assert missing(api, "fgap/group-by-path/DUA/UK-DUA") == (403, FORBIDDEN)
     assert missing(api, "fgap/roles-by-id/nope") == (404, {"error": "Could not find role with id"})
     # organizations need manage-realm first, then the organization
     realm.organizations_enabled = True

@@ -51,6 +51,10 @@ SCHEMA = {
 }
 # A user's scope that a permission on one of the user's groups grants through its member scope.
 MEMBER_SCOPES = {"view": "view-members", "manage": "manage-members", "impersonate": "impersonate-members"}
+# A client's role is also mapped through the client's scope (Keycloak's RolePermissionsV2 asks
+# ClientPermissions.canMapRoles, canMapCompositeRoles and canMapClientScopeRoles).
+CLIENT_ROLE_SCOPES = {"map-role": "map-roles", "map-role-composite": "map-roles-composite",
+                      "map-role-client-scope": "map-roles-client-scope"}
 TYPE_OF = {User: "Users", Group: "Groups", Client: "Clients", Role: "Roles"}
 MODEL_OF = {kind: model for model, kind in TYPE_OF.items()}
 # The scopes that list an object (Keycloak's partial evaluation reads the permissions with
@@ -183,6 +187,9 @@ def can(admin, realm, action, target=None) -> bool:
     settings = _settings(admin, realm)
     if settings is None:
         return False
+    if (kind == "Roles" and target is not None and target.client_id is not None
+            and _evaluate(admin, realm, settings, "Clients", CLIENT_ROLE_SCOPES[scope], target.client)):
+        return True
     return _evaluate(admin, realm, settings, kind, scope, target)
 
 

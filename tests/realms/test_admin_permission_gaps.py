@@ -15,7 +15,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from realms.models import Client, ClientScope, Group, Role, User
-from tests.realms.test_admin_permission_lists import FORBIDDEN, GROUP, fgap_realm
+from tests.realms.test_admin import select_options
+from tests.realms.test_admin_console_pickers import sign_in
+from tests.realms.test_admin_permission_lists import CLIENT, CONSOLE, FORBIDDEN, GROUP, fgap_realm
 from tests.realms.test_admin_rest_api import Api, token
 
 pytestmark = pytest.mark.django_db
@@ -169,3 +171,30 @@ def test_the_roles_available_to_map_are_those_the_caller_may_map():
     grant(realm, "de-dua-0", "realm-admin")
     api = Api(token("fgap", "de-dua-0"))
     assert len(api("get", f"{base}/clients/{management.pk}/available").json()) == 19
+
+
+def test_a_clients_map_roles_scope_lets_its_holder_map_that_clients_roles():
+    """RolePermissionsV2.canMapRole: a client's role is mapped by whoever may map the client's
+    roles (``map-roles`` on the client), in the Admin API and the console's pickers alike."""
+    de_user_1 = "f8eca38f-e5c1-4c16-9417-fed056de2e67"
+    realm = fgap_realm(("DE admins map account roles", "Clients", [CLIENT["account"]], ["map-roles"], "Allow DE DUA"),
+                       ("DE admins map roles of de-user-1", "Users", [de_user_1], ["map-roles"], "Allow DE DUA"))
+    user = User.objects.get(realm=realm, pk=de_user_1)
+    account = Client.objects.get(realm=realm, client_id="account")
+    api = Api(token("fgap", "de-dua-0"))
+    base = f"fgap/users/{user.pk}/role-mappings/clients/{account.pk}"
+    offered = [r["name"] for r in api("get", f"{base}/available").json()]
+    effective = {r["name"] for r in api("get", f"{base}/composite").json()}
+    assert offered and set(offered) == set(account.roles.values_list("name", flat=True)) - effective
+    role = account.roles.get(name=offered[0])
+    assert api("post", base, [{"id": role.pk, "name": role.name}]).status_code == 204
+    assert user.roles.filter(pk=role.pk).exists()
+    # not another client's roles
+    broker = Client.objects.get(realm=realm, client_id="broker")
+    assert api("get", f"fgap/users/{user.pk}/role-mappings/clients/{broker.pk}/available").json() == []
+    read_token = broker.roles.get(name="read-token")
+    resp = api("post", f"fgap/users/{user.pk}/role-mappings/clients/{broker.pk}", [{"id": read_token.pk}])
+    assert (resp.status_code, resp.json()) == (403, FORBIDDEN)
+    # the console's role picker offers the same roles
+    page = sign_in("de-dua-0").get(f"{CONSOLE}realms/user/{user.pk}/change/").content.decode()
+    assert set(select_options(page, "roles")) == set(account.roles.values_list("pk", flat=True))

@@ -21,7 +21,8 @@ Two layers, as Keycloak 26.2 with fine-grained admin permissions v2:
   imply ``view``.
 
 The lists of users, groups and clients hold what the admin may list (``visible``, a filter of
-the list's query; docs/decisions/0043).
+the list's query; docs/decisions/0043); so do the console's pickers and the subgroup counts
+(docs/decisions/0045).
 """
 import json
 from dataclasses import dataclass, field
@@ -50,6 +51,10 @@ SCHEMA = {
 }
 # A user's scope that a permission on one of the user's groups grants through its member scope.
 MEMBER_SCOPES = {"view": "view-members", "manage": "manage-members", "impersonate": "impersonate-members"}
+# A client's role is also mapped through the client's scope (Keycloak's RolePermissionsV2 asks
+# ClientPermissions.canMapRoles, canMapCompositeRoles and canMapClientScopeRoles).
+CLIENT_ROLE_SCOPES = {"map-role": "map-roles", "map-role-composite": "map-roles-composite",
+                      "map-role-client-scope": "map-roles-client-scope"}
 TYPE_OF = {User: "Users", Group: "Groups", Client: "Clients", Role: "Roles"}
 MODEL_OF = {kind: model for model, kind in TYPE_OF.items()}
 # The scopes that list an object (Keycloak's partial evaluation reads the permissions with
@@ -182,6 +187,9 @@ def can(admin, realm, action, target=None) -> bool:
     settings = _settings(admin, realm)
     if settings is None:
         return False
+    if (kind == "Roles" and target is not None and target.client_id is not None
+            and _evaluate(admin, realm, settings, "Clients", CLIENT_ROLE_SCOPES[scope], target.client)):
+        return True
     return _evaluate(admin, realm, settings, kind, scope, target)
 
 
@@ -196,26 +204,37 @@ def _may_map(held, role):
     return REALM_ADMIN in held or role.name in held
 
 
-def visible(admin, realm, kind, objects):
-    """``objects`` (a queryset of the realm's Users, Groups or Clients) narrowed to those that
-    ``admin`` may list, as a filter of the query (so ``first``/``max`` page the visible set).
+def visible(admin, realm, kind, objects, scopes=None):
+    """``objects`` (a queryset of the realm's Users, Groups, Clients or Roles) narrowed to those on
+    which ``admin`` holds one of ``scopes``, by default the scopes that list them (``LIST_SCOPES``),
+    as a filter of the query (so ``first``/``max`` page the visible set, and a count counts it).
 
-    Keycloak 26.2 lists an object where the admin holds a list scope on it (``LIST_SCOPES``:
-    ``view``, and for groups also ``view-members``): every object with a role that grants the
-    scope (``view-users``, ``view-clients`` ...) or a permission on every object of the type,
-    minus those a permission naming them denies; otherwise only the objects permissions name
-    and grant. Each named object is decided by ``can``, as its own page is."""
-    scopes = LIST_SCOPES[kind]
-    if any(role in management_roles(admin, realm) for scope in scopes for role in GRANTING_ROLES[(kind, scope)]):
-        return objects  # a role grants them all: no need to load the objects that permissions name
+    Keycloak 26.2 lists an object where the admin holds a list scope on it (``view``, and for
+    groups also ``view-members``): every object with a role that grants the scope
+    (``view-users``, ``view-clients`` ...) or a permission on every object of the type, minus
+    those a permission naming them denies; otherwise only the objects permissions name and
+    grant. Each named object is decided by ``can``, as its own page is. The same filter narrows
+    the subgroups a group's ``subGroupCount`` counts and the console's pickers; roles, which have
+    no list scope, are narrowed there for a mapping scope (``map-role`` ...): they are few, and a
+    role that grants the scope does not grant administration roles (``_may_map``), so each is
+    decided by ``can``."""
+    scopes = tuple(scopes or LIST_SCOPES[kind])
 
     def listed(target):
         return any(can(admin, realm, (kind, scope), target) for scope in scopes)
 
-    named = _named(admin, realm, kind)
-    if listed(None):
-        return objects.exclude(pk__in=[o.pk for o in named if not listed(o)])
-    return objects.filter(pk__in=[o.pk for o in named if listed(o)])
+    held = management_roles(admin, realm)
+    granted = any(role in held for scope in scopes for role in GRANTING_ROLES[(kind, scope)])
+    if granted and (kind != "Roles" or REALM_ADMIN in held):
+        return objects  # a role grants them all: no need to load the objects that permissions name
+    if kind == "Roles":
+        return objects.filter(pk__in=[r.pk for r in objects.select_related("client", "realm") if listed(r)])
+    key = ("visible", realm.pk, kind, scopes)  # a request may narrow several queries alike
+    if key not in admin._cache:
+        every = listed(None)
+        admin._cache[key] = every, [o.pk for o in _named(admin, realm, kind) if listed(o) != every]
+    every, named = admin._cache[key]
+    return objects.exclude(pk__in=named) if every else objects.filter(pk__in=named)
 
 
 def _named(admin, realm, kind):

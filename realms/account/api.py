@@ -14,7 +14,7 @@ from rest_framework.response import Response
 
 from .. import cors, events, organizations, sessions
 from ..api import errors
-from ..api.reps import group_api_rep
+from ..api.reps import group_reps
 from ..api.views import ApiView
 from ..credentials import credential_types
 from ..models import Client, ClientSession, Credential, Realm, UserSession
@@ -328,7 +328,7 @@ class Groups(AccountResource):
 
     def get(self, request, realm):
         brief = request.query_params.get("briefRepresentation", "true").lower() != "false"
-        return Response([group_api_rep(g, brief=brief) for g in self.user.groups.all().order_by("name")])
+        return Response(group_reps(None, self.user.realm, self.user.groups.all().order_by("name"), brief))
 
 
 class Organizations(AccountResource):

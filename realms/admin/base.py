@@ -3,6 +3,7 @@ the base of every model admin (realm scoping plus an admin event for each change
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.admin.views.autocomplete import AutocompleteJsonView
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.exceptions import ValidationError
 from django.contrib.auth.models import Group as AuthGroup
@@ -70,9 +71,50 @@ class LinesField(forms.Field):
         return self.to_python(initial) != self.to_python(data)
 
 
+# The scope a role needs to be picked for a field (Keycloak's canMapRole, canMapComposite and
+# canMapClientScope); users, groups and clients are picked among those the admin may list.
+ROLE_PICKS = {"roles": ("map-role",), "composites": ("map-role-composite",), "scope_roles": ("map-role-client-scope",)}
+
+
+def pickable(request, db_field, choices, realm):
+    """The ``choices`` (objects of ``realm``) of the picker of ``db_field`` that the signed-in
+    admin may pick, decided by realms.admin_permissions (``visible``) as the Admin REST API
+    decides: a group's admin picks among the users and groups they may list, and the roles they
+    may map."""
+    kind = TYPE_OF.get(db_field.related_model)
+    if kind is None or (kind == "Roles" and db_field.name not in ROLE_PICKS):
+        return choices
+    return visible(console_admin(request), realm, kind, choices, ROLE_PICKS.get(db_field.name))
+
+
+class PickerAutocomplete(AutocompleteJsonView):
+    """The console's autocomplete endpoint answers a picker's choices as the picker offers them:
+    in the current realm, narrowed by ``pickable`` (Django's answers whatever the related model's
+    admin lists, in every realm)."""
+
+    def get_queryset(self):
+        choices = super().get_queryset()
+        if not issubclass(choices.model, RealmOwned):
+            return choices
+        realm = current_realm(self.request)
+        return pickable(self.request, self.source_field, choices.filter(realm=realm), realm) if realm else choices.none()
+
+
+admin.site.autocomplete_view = PickerAutocomplete.as_view(admin_site=admin.site)
+
+
+def keep_unoffered(form):
+    """A many-to-many picker offers what the admin may pick; what the object holds beyond it (a
+    group another admin governs, a role they may not map) stays: saving changes what was offered."""
+    for name, field in form.fields.items():
+        if isinstance(field, forms.ModelMultipleChoiceField) and name in form.cleaned_data:
+            held = getattr(form.instance, name).exclude(pk__in=field.queryset.values("pk"))
+            form.cleaned_data[name] = [*form.cleaned_data[name], *held]
+
+
 class RealmScopedMixin:
-    """Shared by the model admins and inlines: choices limited to the edited object's realm,
-    list-valued JSON fields edited one per line."""
+    """Shared by the model admins and inlines: choices limited to the edited object's realm and
+    to what the admin may pick there (``pickable``), list-valued JSON fields edited one per line."""
 
     line_list_fields = ()
 
@@ -86,6 +128,21 @@ class RealmScopedMixin:
         else:
             realm = (realm_of(obj) if obj is not None else None) or current_realm(request)
         request._console_form_realm = realm
+        request._console_form_object = obj
+
+    def held_values(self, request, db_field):
+        """What the foreign key ``db_field`` holds now on the object edited (for an inline, on its
+        parent's rows): kept on offer, so that saving leaves a value the admin may not pick as it is."""
+        obj = getattr(request, "_console_form_object", None)
+        if not db_field.many_to_one or obj is None or obj._state.adding:
+            return []
+        if isinstance(obj, self.model):
+            rows = self.model.objects.filter(pk=obj.pk)
+        else:
+            link = getattr(self, "fk_name", None) or next(
+                f.name for f in self.model._meta.fields if f.is_relation and f.related_model is type(obj))
+            rows = self.model.objects.filter(**{link: obj})
+        return list(rows.values_list(db_field.attname, flat=True))
 
     def get_field_queryset(self, db, db_field, request):
         model = db_field.related_model
@@ -97,7 +154,12 @@ class RealmScopedMixin:
         queryset = super().get_field_queryset(db, db_field, request) or model._default_manager.using(db)
         if model is Role:
             queryset = queryset.select_related("client")
-        return queryset.filter(realm=realm) if realm else queryset.none()
+        if realm is None:
+            return queryset.none()
+        queryset = queryset.filter(realm=realm)
+        offered = pickable(request, db_field, queryset, realm)
+        held = self.held_values(request, db_field) if offered is not queryset else None
+        return offered | queryset.filter(pk__in=held) if held else offered
 
     def formfield_for_dbfield(self, db_field, request, **kwargs):
         if db_field.name in self.line_list_fields:
@@ -217,6 +279,8 @@ class ConsoleAdmin(RealmScopedMixin, admin.ModelAdmin):
         super().save_model(request, obj, form, change)
 
     def save_related(self, request, form, formsets, change):
+        if change:
+            keep_unoffered(form)
         super().save_related(request, form, formsets, change)
         obj = form.instance
         before = getattr(request, "_console_before", None) or {key: set() for key in self.mapping_snapshot(obj)}

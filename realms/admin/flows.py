@@ -11,6 +11,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
 from .. import flow_admin, flows
+from ..admin_permissions import console_admin, visible
 from ..flow_admin import FlowError
 from ..models import AuthenticationExecution, AuthenticationFlow, AuthenticatorConfig, Client, RequiredActionProvider
 from .audit import object_event
@@ -102,9 +103,9 @@ class BindForm(forms.Form):
     client_binding = forms.ChoiceField(choices=[("browser", "Browser flow"), ("direct_grant", "Direct grant flow")],
                                        required=False, label="Client's binding")
 
-    def __init__(self, realm, *args, **kwargs):
+    def __init__(self, clients, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["client"].queryset = Client.objects.filter(realm=realm).order_by("client_id")
+        self.fields["client"].queryset = clients
 
     def clean(self):
         data = super().clean()
@@ -232,7 +233,10 @@ class AuthenticationFlowAdmin(ConsoleAdmin):
 
     def bind_view(self, request, object_id):
         flow = self._flow(request, object_id)
-        form = BindForm(flow.realm, request.POST or None)
+        # A client's override changes the client: offered are the clients the admin may manage.
+        clients = visible(console_admin(request), flow.realm, "Clients",
+                          Client.objects.filter(realm=flow.realm).order_by("client_id"), ("manage",))
+        form = BindForm(clients, request.POST or None)
         if request.method == "POST" and form.is_valid():
             data = form.cleaned_data
             try:

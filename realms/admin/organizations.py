@@ -61,12 +61,7 @@ class DomainInline(RealmScopedInline):
 class MemberInline(RealmScopedInline):
     model = OrganizationMember
     fields = ("user", "membership_type")
-
-    def formfield_for_foreignkey(self, db_field, request, **kwargs):
-        if db_field.name == "user":
-            realm = self.form_realm(request)
-            kwargs["queryset"] = User.objects.filter(realm=realm) if realm else User.objects.none()
-        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+    autocomplete_fields = ("user",)  # a realm may hold too many users for one select
 
 
 class InviteForm(forms.Form):

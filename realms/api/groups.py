@@ -2,8 +2,11 @@
 ``search``, ``exact``, ``first``, ``max`` and ``briefRepresentation``, ``count``, CRUD,
 ``children`` (create or move a subgroup) and ``members``. Groups in the export's JSON
 (``group_rep`` without the subtree, ``subGroupCount`` instead); governed by ``view-users`` /
-``manage-users`` (``query-groups`` to list), as in Keycloak; the lists and the count hold the
-groups the caller may list (fine-grained admin permissions, docs/decisions/0043)."""
+``manage-users`` (``query-groups`` to list), as in Keycloak; the lists, the count and each
+``subGroupCount`` hold the groups the caller may list (fine-grained admin permissions,
+docs/decisions/0043 and 0045)."""
+import functools
+
 from django.db import transaction
 from rest_framework import status
 from rest_framework.response import Response
@@ -17,14 +20,14 @@ from ..representation.groups import parse_group
 from ..representation.users import user_fields_rep
 from . import errors
 from .query import check_fields, flag, location, page
-from .reps import brief_user_rep, group_api_rep
+from .reps import brief_user_rep, group_reps
 from .views import RealmResource
 
 
-def _tree_rep(group, keep, children_of, brief):
+def _tree_rep(group, keep, children_of, reps):
     """The group with the part of its subtree in ``keep`` (a search's hits and their ancestors)."""
-    rep = group_api_rep(group, brief)
-    rep["subGroups"] = [_tree_rep(c, keep, children_of, brief) for c in children_of.get(group.pk, []) if c.pk in keep]
+    rep = reps[group.pk]
+    rep["subGroups"] = [_tree_rep(c, keep, children_of, reps) for c in children_of.get(group.pk, []) if c.pk in keep]
     return rep
 
 
@@ -39,6 +42,15 @@ def _visible(request, realm, groups):
     """The groups the caller may list: every one with view-users, else those fine-grained
     permissions let them view or view the members of (``realms.admin_permissions.visible``)."""
     return visible(request.user.admin, realm, "Groups", groups)
+
+
+def _reps(view, groups, brief=False):
+    """The groups as the caller sees them (``subGroupCount``: the subgroups they may list)."""
+    return group_reps(view.request.user.admin, view.realm, groups, brief)
+
+
+def _rep(view, group):
+    return _reps(view, [group])[0]
 
 
 def _fields(data):
@@ -59,7 +71,7 @@ def _save(group, operation, view):
     with transaction.atomic():
         group.save()
         admin_events.record(view.realm, operation, "GROUP", f"groups/{group.pk}", auth=view.auth_details(),
-                            representation=lambda: group_api_rep(group))
+                            representation=lambda: _rep(view, group))
 
 
 def _check_name(realm, parent, name, group=None):
@@ -84,7 +96,7 @@ class Groups(RealmResource):
         groups = Group.objects.filter(realm=self.realm)
         if not request.query_params.get("search"):
             top = _visible(request, self.realm, groups.filter(parent=None)).order_by("name")
-            return Response([group_api_rep(g, brief) for g in page(request, top)])
+            return Response(_reps(self, page(request, top), brief))
         every = {g.pk: g for g in groups}
         keep = set()
         # The hits are the groups listed to the caller; their ancestors come along to place them
@@ -98,7 +110,9 @@ class Groups(RealmResource):
         for g in sorted(every.values(), key=lambda g: g.name):
             children_of.setdefault(g.parent_id, []).append(g)
         roots = [g for g in children_of.get(None, []) if g.pk in keep]
-        return Response([_tree_rep(g, keep, children_of, brief) for g in page(request, roots)])
+        kept = [every[pk] for pk in keep]
+        reps = dict(zip((g.pk for g in kept), _reps(self, kept, brief)))
+        return Response([_tree_rep(g, keep, children_of, reps) for g in page(request, roots)])
 
     def post(self, request, realm):
         """A new top-level group (201), or with an existing group's id, that group moved to the top (204)."""
@@ -130,7 +144,7 @@ class GroupDetail(RealmResource):
     required_role = {"GET": "view-users", "PUT": "manage-users", "DELETE": "manage-users"}
 
     def get(self, request, realm, group_id):
-        return Response(group_api_rep(_group(self.realm, group_id)))
+        return Response(_rep(self, _group(self.realm, group_id)))
 
     def put(self, request, realm, group_id):
         group = _group(self.realm, group_id)
@@ -159,7 +173,7 @@ class GroupChildren(RealmResource):
         parent = _group(self.realm, group_id)
         children = _visible(request, self.realm, _matching(request, parent.children.order_by("name")))
         brief = flag(request, "briefRepresentation", True)
-        return Response([group_api_rep(g, brief) for g in page(request, children)])
+        return Response(_reps(self, page(request, children), brief))
 
     def post(self, request, realm, group_id):
         parent = _group(self.realm, group_id)
@@ -179,7 +193,7 @@ class GroupChildren(RealmResource):
         _check_name(self.realm, parent, fields["name"])
         child = Group(realm=self.realm, parent=parent, **fields)
         _save(child, "CREATE", self)
-        return Response(group_api_rep(child), status=status.HTTP_201_CREATED,
+        return Response(_rep(self, child), status=status.HTTP_201_CREATED,
                         headers={"Location": location(request, f"{self.realm.name}/groups/{child.pk}")})
 
 
@@ -196,6 +210,7 @@ class GroupMembers(RealmResource):
 class GroupByPath(RealmResource):
     required_role = "view-users"
 
+    @functools.cached_property
     def group(self):
         group = None
         for name in [n for n in self.kwargs["group_path"].split("/") if n]:
@@ -204,13 +219,17 @@ class GroupByPath(RealmResource):
                 break
         return group
 
+    def locate(self, request):
+        # The path is looked up before any check, as Keycloak's RealmAdminResource does.
+        if self.group is None:
+            self.not_found(request, "Group path does not exist")
+
     def permission_targets(self, method, role):
-        # The group the path names is the object decided on, as Keycloak's GroupResource (a
-        # path not found: only a permission on every group lets the request reach its 404).
-        return [(role, self.group())]
+        # The group the path names is the object decided on, as Keycloak's GroupResource.
+        return [(role, self.group)]
 
     def get(self, request, realm, group_path):
-        group = self.group()
+        group = self.group
         if group is None:
             raise errors.NotFound("Group path does not exist")
-        return Response(group_api_rep(group))
+        return Response(_rep(self, group))

@@ -12,6 +12,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 
 from .. import admin_events
+from ..admin_permissions import visible
 from ..models import (Client, ClientScope, Group, Role, User, effective_roles, expand_composites,
                       group_with_ancestors)
 from . import errors
@@ -26,6 +27,10 @@ _OWNERS = {  # kind: (model, 404 message)
     "client-scopes": (ClientScope, "Could not find client scope"),
 }
 _SCOPED = ("clients", "client-scopes")
+# The scope on a role that lets the caller add it to the owner (Keycloak's canMapRole and
+# canMapClientScope): the ``available`` view offers those roles only.
+_MAP_SCOPE = {"users": "map-role", "groups": "map-role", "clients": "map-role-client-scope",
+              "client-scopes": "map-role-client-scope"}
 USER_ROLES = {"GET": "view-users", "POST": "manage-users", "DELETE": "manage-users"}
 CLIENT_ROLES = {"GET": "view-clients", "POST": "manage-clients", "DELETE": "manage-clients"}
 
@@ -124,6 +129,8 @@ class RoleMappingScope(_Owner):
             else:
                 pks = {r.pk for r in effective}
                 roles = in_scope.filter(pk__in=pks) if self.view == "composite" else in_scope.exclude(pk__in=pks)
+            if self.view == "available":
+                roles = visible(request.user.admin, self.realm, "Roles", roles, (_MAP_SCOPE[self.kind],))
         return Response([brief_role_rep(r) for r in roles.order_by("name")])
 
     def _roles(self, client):

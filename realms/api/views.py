@@ -1,11 +1,14 @@
 """The base views of every API resource."""
+import re
+
+from rest_framework import exceptions
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.renderers import JSONRenderer
 from rest_framework.views import APIView
 
 from .. import rows
 from ..admin_events import AuthDetails, auth_details
-from ..models import Client, Group, Realm, User
+from ..models import Client, ClientScope, Group, Realm, Role, User
 from . import errors
 from .authentication import BearerAuthentication
 from .parsers import JSONParser
@@ -35,9 +38,24 @@ class ApiView(APIView):
         return errors.exception_handler
 
 
+# The object a path addresses by the id after its first segment (``users/{id}/...``), looked up
+# before any other check as Keycloak's sub-resource locators do: (model, the 404's message, the
+# role whose holder is told that the id does not exist; anyone else is refused, 403, so that ids
+# cannot be probed). None: anyone is told (Keycloak's GroupsResource and RoleByIdResource).
+LOCATED = {
+    "users": (User, "User not found", "query-users"),
+    "groups": (Group, "Could not find group by id", None),
+    "clients": (Client, "Could not find client", "query-clients"),
+    "client-scopes": (ClientScope, "Could not find client scope", "query-clients"),
+    "roles-by-id": (Role, "Could not find role with id", None),
+}
+_LOCATED_ROUTE = re.compile(r"<str:realm>/([\w-]+)/<(?:\w+:)?(\w+)>")
+
+
 class RealmResource(ApiView):
     """A resource below ``/admin/realms/<realm>/``: ``self.realm`` is the realm (404 "Realm not
-    found." before any role check, as in Keycloak) and ``required_role`` is enforced."""
+    found." before any role check, as in Keycloak), the object the path addresses exists
+    (``LOCATED``) and ``required_role`` is enforced."""
 
     permission_classes = (RealmRole,)
     required_role = None  # each resource names its role(s); none named, nothing allowed
@@ -46,20 +64,27 @@ class RealmResource(ApiView):
     fine_grained = {}
     _OBJECTS = (("user_id", User), ("group_id", Group), ("client_uuid", Client))
     _KINDS = {"Users": User, "Groups": Group, "Clients": Client}
+    _located = None  # (path argument, object) found by ``locate``
 
     def permission_targets(self, method, role):
         """[(action, object)] that fine-grained admin permissions decide this request on; empty
-        for a collection (decided for the whole type). An object not found is None (only a
-        permission on every object of its type may then let the request reach its 404)."""
+        for a collection (decided for the whole type). The object a path addresses exists
+        (``locate``); another not found is None (only a permission on every object of its type
+        may then let the request reach its 404)."""
         given = self.fine_grained.get(method)
         if given is not None:
-            return [((kind, scope), self._object(self._KINDS[kind], arg)) for kind, scope, arg in given]
+            targets = [((kind, scope), self._object(self._KINDS[kind], arg)) for kind, scope, arg in given]
+            # Keycloak looks an object below the path's first up after checking the ones above
+            # it: one not found is left to the handler's 404.
+            return targets[:1] + [t for t in targets[1:] if t[1] is not None]
         for arg, model in self._OBJECTS:
             if arg in self.kwargs:
                 return [(role, self._object(model, arg))]
         return []
 
     def _object(self, model, arg):
+        if self._located is not None and self._located[0] == arg:
+            return self._located[1]
         return model.objects.filter(realm=self.realm, pk=self.kwargs.get(arg)).first()
 
     def check_permissions(self, request):
@@ -67,7 +92,32 @@ class RealmResource(ApiView):
         self.realm = next(iter(rows.fetch(Realm, "name = %s", [self.kwargs["realm"]])), None)
         if self.realm is None:
             raise errors.NotFound("Realm not found.")
+        self.locate(request)
         super().check_permissions(request)
+
+    def locate(self, request):
+        """An id the path addresses that does not exist (``LOCATED``): 404 with Keycloak's message,
+        or 403 to a caller who may not list that kind of object. A caller of another realm than
+        this one or master is left to the role check (403), as Keycloak refuses them first."""
+        match = _LOCATED_ROUTE.search(request.resolver_match.route)
+        if match is None or match[1] not in LOCATED or not hasattr(self, request.method.lower()):
+            return
+        model, message, lister = LOCATED[match[1]]
+        found = model.objects.filter(realm=self.realm, pk=self.kwargs[match[2]]).first()
+        if found is not None:
+            self._located = (match[2], found)  # the permission check decides on it
+            return
+        self.not_found(request, message, lister)
+
+    def not_found(self, request, message, lister=None):
+        """The object the path addresses does not exist: 404 with ``message``, or 403 to a caller
+        who may not list that kind of object (``lister``, a role; None: anyone is told)."""
+        caller = request.user
+        if caller.user.realm_id != self.realm.pk and not caller.user.realm.is_master:
+            return
+        if lister is None or caller.may(lister, self.realm):
+            raise errors.NotFound(message)
+        raise exceptions.PermissionDenied()
 
     def auth_details(self) -> AuthDetails:
         """The caller, for the admin events of the changes this request makes."""

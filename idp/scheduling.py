@@ -24,35 +24,31 @@ _ATTR = struct.Struct("IIQiIQQQII")
 _FAIR = (0, 3)  # SCHED_OTHER, SCHED_BATCH
 
 
-def _calls():
+def _read():
+    """(libc, sched_setattr's number, the calling thread's sched_attr fields), or None."""
     numbers = _CALLS.get(platform.machine())
-    return (ctypes.CDLL(None, use_errno=True), *numbers) if numbers else None
+    if numbers is None:
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+    buffer = ctypes.create_string_buffer(_ATTR.size)
+    if libc.syscall(numbers[1], 0, buffer, _ATTR.size, 0) != 0:
+        return None
+    return libc, numbers[0], _ATTR.unpack(buffer.raw)
 
 
 def current_slice():
     """(policy, slice in ns) of the calling thread as the kernel reports them, or None."""
-    calls = _calls()
-    if calls is None:
-        return None
-    libc, _, getattr_ = calls
-    buffer = ctypes.create_string_buffer(_ATTR.size)
-    if libc.syscall(getattr_, 0, buffer, _ATTR.size, 0) != 0:
-        return None
-    fields = _ATTR.unpack(buffer.raw)
-    return fields[1], fields[5]
+    found = _read()
+    return None if found is None else (found[2][1], found[2][5])
 
 
 def request_slice(ns=SLICE_NS):
     """Ask for ``ns`` nanoseconds of slice for the calling thread, keeping its policy and nice
     value. Returns whether the kernel took the request."""
-    calls = _calls()
-    if calls is None:
+    found = _read()
+    if found is None:
         return False
-    libc, setattr_, getattr_ = calls
-    buffer = ctypes.create_string_buffer(_ATTR.size)
-    if libc.syscall(getattr_, 0, buffer, _ATTR.size, 0) != 0:
-        return False
-    size, policy, flags, nice, priority, _, deadline, period, util_min, util_max = _ATTR.unpack(buffer.raw)
+    libc, setattr_, (_, policy, _, nice, priority, *_) = found
     if policy not in _FAIR:  # a real-time policy set by the operator: not ours to change
         return False
     wanted = ctypes.create_string_buffer(_ATTR.pack(_ATTR.size, policy, 0, nice, priority, ns, 0, 0, 0, 0))

@@ -64,7 +64,8 @@ def insert(instance):
         fields = model._meta.concrete_fields
         assert not any(f.db_returning for f in fields), f"{model.__name__}: a key the database makes"
         quote = connection.ops.quote_name
-        plan = plans[model] = (f"INSERT INTO {quote(model._meta.db_table)} ({', '.join(quote(f.column) for f in fields)})"
+        columns = ", ".join(quote(f.column) for f in fields)
+        plan = plans[model] = (f"INSERT INTO {quote(model._meta.db_table)} ({columns})"
                                f" VALUES ({', '.join(['%s'] * len(fields))})", fields)
     sql, fields = plan
     with connection.cursor() as cursor:

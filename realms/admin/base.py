@@ -97,7 +97,9 @@ class PickerAutocomplete(AutocompleteJsonView):
         if not issubclass(choices.model, RealmOwned):
             return choices
         realm = current_realm(self.request)
-        return pickable(self.request, self.source_field, choices.filter(realm=realm), realm) if realm else choices.none()
+        if realm is None:
+            return choices.none()
+        return pickable(self.request, self.source_field, choices.filter(realm=realm), realm)
 
 
 admin.site.autocomplete_view = PickerAutocomplete.as_view(admin_site=admin.site)

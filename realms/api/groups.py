@@ -20,7 +20,7 @@ from ..representation.groups import parse_group
 from ..representation.users import user_fields_rep
 from . import errors
 from .query import check_fields, flag, location, page
-from .reps import brief_user_rep, group_reps
+from .reps import brief_user_rep, group_api_rep, group_reps
 from .views import RealmResource
 
 
@@ -50,7 +50,7 @@ def _reps(view, groups, brief=False):
 
 
 def _rep(view, group):
-    return _reps(view, [group])[0]
+    return group_api_rep(view.request.user.admin, view.realm, group)
 
 
 def _fields(data):

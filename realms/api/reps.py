@@ -41,3 +41,8 @@ def group_reps(admin, realm, groups, brief=False):
         subgroups = visible(admin, realm, "Groups", subgroups)
     counts = dict(subgroups.order_by().values_list("parent_id").annotate(Count("pk")))
     return [_group_rep(g, counts.get(g.pk, 0), brief) for g in groups]
+
+
+def group_api_rep(admin, realm, group):
+    """One group as ``group_reps`` answers it."""
+    return group_reps(admin, realm, [group])[0]

@@ -19,7 +19,7 @@ from ..representation.users import parse_user, user_fields_rep
 from ..user_queries import contains, listed_count
 from . import errors
 from .query import bounds, check_fields, flag, location, page
-from .reps import brief_user_rep, group_reps
+from .reps import brief_user_rep, group_api_rep, group_reps
 from .views import RealmResource
 
 UPDATE_PASSWORD = "UPDATE_PASSWORD"
@@ -312,7 +312,8 @@ class UserGroups(RealmResource):
         search = request.query_params.get("search")
         if search:
             groups = groups.filter(name__icontains=search)
-        return Response(group_reps(request.user.admin, self.realm, page(request, groups), flag(request, "briefRepresentation", True)))
+        brief = flag(request, "briefRepresentation", True)
+        return Response(group_reps(request.user.admin, self.realm, page(request, groups), brief))
 
 
 class UserGroupCount(RealmResource):
@@ -340,7 +341,8 @@ class UserGroupMembership(RealmResource):
             if not user.groups.filter(pk=group.pk).exists():
                 user.groups.add(group)
                 admin_events.record(self.realm, "CREATE", "GROUP_MEMBERSHIP", f"users/{user.pk}/groups/{group.pk}",
-                                    auth=self.auth_details(), representation=lambda: group_reps(self.request.user.admin, self.realm, [group])[0])
+                                    auth=self.auth_details(),
+                                    representation=lambda: group_api_rep(request.user.admin, self.realm, group))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     def delete(self, request, realm, user_id, group_id):

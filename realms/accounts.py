@@ -2,7 +2,7 @@
 and realm import, which create users the same way."""
 from django.db import transaction
 
-from . import flows
+from . import flows, rows
 from .models import User
 
 
@@ -20,7 +20,7 @@ def create_user(realm, username, password=None, **fields) -> User:
     if realm.default_role_id:
         # The row itself, not ``roles.add``: its m2m signal would flush the realm's cached
         # configuration in every process, yet no cache can hold roles of a user made just now.
-        User.roles.through.objects.create(user=user, role_id=realm.default_role_id)
+        rows.insert(User.roles.through(user=user, role_id=realm.default_role_id))
     return user
 
 

@@ -30,7 +30,7 @@ from django.conf import settings
 from django.contrib.auth.hashers import check_password, get_hasher, identify_hasher
 from django.utils import timezone
 
-from . import hashers
+from . import hashers, rows
 
 logger = logging.getLogger("idp.password_policy")
 
@@ -282,10 +282,10 @@ def set_password(user, password):
 
 def _reused(user, password, n):
     # The current password and the n-1 before it (Keycloak's passwordHistory counts the current one).
-    rows = list(user.credentials.filter(type__in=(PASSWORD, HISTORY)).order_by("-created")
+    held = list(user.credentials.filter(type__in=(PASSWORD, HISTORY)).order_by("-created")
                 .values_list("type", "secret_data"))
-    current = [s for t, s in rows if t == PASSWORD][:1]
-    earlier = [s for t, s in rows if t == HISTORY][:max(n - 1, 0)]
+    current = [s for t, s in held if t == PASSWORD][:1]
+    earlier = [s for t, s in held if t == HISTORY][:max(n - 1, 0)]
     return any(check_password(password, encoded) for encoded in current + earlier)
 
 
@@ -299,7 +299,7 @@ def replace_password(user, encoded):
         user.credentials.filter(type=PASSWORD).update(type=HISTORY, priority=0)
         history = user.credentials.filter(type=HISTORY).order_by("-created").values_list("pk", flat=True)
         user.credentials.filter(type=HISTORY).exclude(pk__in=list(history[:keep])).delete()
-    user.credentials.create(type=PASSWORD, secret_data=encoded)
+    rows.insert(user.credentials.model(user=user, type=PASSWORD, secret_data=encoded))
 
 
 # Hashing ---------------------------------------------------------------------------------------

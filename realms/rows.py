@@ -7,7 +7,7 @@ credentials. ``Model.objects.raw`` spares the query compiler, but still describe
 looks up a converter per column and matches the model's fields to them on every query; for the
 realm's 80 columns that costs twice what PostgreSQL spends answering. ``fetch`` does that once
 per model and connection. ``insert`` is the same for the rows each sign-in writes (its SSO
-session, client session and authorization code)."""
+session, client session and authorization code) and each new user's role and password rows."""
 import weakref
 
 from django.db import DEFAULT_DB_ALIAS, connections
@@ -55,14 +55,14 @@ def fetch(model, where, params):
 def insert(instance):
     """Write the new ``instance``'s row, as ``Model.objects.create`` would (field defaults and
     ``auto_now_add`` included), without the save machinery: no signals, so only for models no
-    receiver watches, and no primary key the database makes."""
+    receiver watches. A key the database makes (a many-to-many row's) is left to it and not read
+    back: the instance's stays None."""
     connection = connections[DEFAULT_DB_ALIAS]
     model = type(instance)
     plans = _inserts.setdefault(connection, {})
     plan = plans.get(model)
     if plan is None:
-        fields = model._meta.concrete_fields
-        assert not any(f.db_returning for f in fields), f"{model.__name__}: a key the database makes"
+        fields = [f for f in model._meta.concrete_fields if not f.db_returning]
         quote = connection.ops.quote_name
         columns = ", ".join(quote(f.column) for f in fields)
         plan = plans[model] = (f"INSERT INTO {quote(model._meta.db_table)} ({columns})"

@@ -113,3 +113,14 @@ def test_an_admin_role_newer_than_the_cached_role_rows_counts_at_once(acme, mast
         del rows[pk]
     assert api("get", "acme/users").status_code == 200
     assert role.pk not in realm_cache.get_realm("master").roles_by_id()
+
+
+def test_an_update_is_checked_against_the_other_users_only(acme, master_api):
+    ann = _create(master_api, "ann", email="ann@example.org")["Location"].rsplit("/", 1)[1]
+    assert _create(master_api, "bea", email="bea@example.org").status_code == 201
+    # Its own username and e-mail (any case) are the user's to keep ...
+    assert master_api("put", f"acme/users/{ann}", {"username": "ann", "email": "ANN@example.org"}).status_code == 204
+    # ... another user's are not.
+    assert master_api("put", f"acme/users/{ann}", {"email": "Bea@example.org"}).json() == {
+        "errorMessage": "User exists with same email"}
+    assert User.objects.get(pk=ann).email == "ann@example.org"

@@ -141,3 +141,15 @@ def test_a_role_holder_sees_every_user_without_permissions_evaluated(fgap):  # n
     group_admin = User.objects.get(realm=fgap, username="de-dua-0")  # a permission, not a role
     listed = visible(Admin(group_admin), fgap, "Users", users)
     assert [u.username for u in listed] == ["de-user-0", "de-user-1", "de-user-2"]
+
+
+def test_the_uniqueness_check_of_a_new_users_email_reads_the_email_index(master_api, crowd):  # noqa: F811
+    with CaptureQueriesContext(connection) as captured:
+        resp = master_api("post", "acme/users", {"username": "dora", "email": "ANN@corp.example"})
+    assert resp.json() == {"errorMessage": "User exists with same email"}
+    (check,) = [q["sql"] for q in captured.captured_queries if "UPPER(CAST(email AS text))" in q["sql"]]
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("EXPLAIN " + check)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "realms_user_email_upper_idx" in plan, plan

@@ -8,12 +8,16 @@
   RolePermissionsV2 decides them, by the role's container: a realm role goes into a composite or
   a client's scope by ``manage-realm``, a client role by ``manage-clients``; administration roles
   only by an admin who holds them (a realm admin, where fine-grained permissions are on); and
-  each scope is enforced where the role is added (role mappings, composites, scope mappings)."""
+  each scope is enforced where the role is added (role mappings, composites, scope mappings);
+- ``users/{id}/groups`` pages with ``first``/``max`` (all by default), ``search`` and
+  ``briefRepresentation``, over the groups the caller may view; ``groups/count`` agrees."""
+import json
+
 import pytest
 
 from realms.accounts import create_user
 from realms.models import Client, Group, Role, User
-from tests.realms.test_admin_permission_lists import CLIENT, FORBIDDEN, fgap_realm
+from tests.realms.test_admin_permission_lists import CLIENT, FORBIDDEN, GROUP, fgap_realm
 from tests.realms.test_admin_rest_api import Api, created_id, realm_admin, token
 
 from .test_admin_rest_api import acme, master_api  # noqa: F401 (fixtures)
@@ -188,3 +192,47 @@ def test_map_role_is_the_same_rule_for_realm_and_client_roles(acme):
     assert "view-events" not in names(manager("get", f"{base}/clients/{management.pk}/available"))
     # the query roles are handed out by any mapper (Keycloak's checkAdminRoles)
     assert "query-users" in names(manager("get", f"{base}/clients/{management.pk}/available"))
+
+
+# --- users/{id}/groups -------------------------------------------------------------------------
+
+def test_groups_of_a_user_page_search_and_count(master_api, acme):
+    user = create_user(acme, "kim")
+    groups = Group.objects.bulk_create([Group(realm=acme, name=f"team-{n:03}", attributes={"n": [str(n)]})
+                                        for n in range(105)])
+    user.groups.add(*groups, Group.objects.create(realm=acme, name="Alpha"))
+    base = f"acme/users/{user.pk}/groups"
+    everything = names(master_api("get", base))
+    assert len(everything) == 106 and everything[:2] == ["Alpha", "team-000"]  # no default max
+    assert names(master_api("get", base, first=1, max=2)) == ["team-000", "team-001"]
+    assert names(master_api("get", base, search="ALP")) == ["Alpha"]
+    assert names(master_api("get", base, search="team-10", first=2, max=10)) == ["team-102", "team-103",
+                                                                                 "team-104"]
+    assert master_api("get", f"{base}/count").json() == {"count": 106}
+    assert master_api("get", f"{base}/count", search="team-10").json() == {"count": 5}
+    brief = master_api("get", base, search="team-000").json()[0]
+    assert "attributes" not in brief
+    full = master_api("get", base, search="team-000", briefRepresentation="false").json()[0]
+    assert full["attributes"] == {"n": ["0"]}
+    assert master_api("get", base, max="x").status_code == 400
+
+
+def test_groups_of_a_user_are_paged_among_those_the_caller_may_view():
+    realm = fgap_realm()
+    member = User.objects.get(realm=realm, username="de-user-1")  # in DE, whose members DE admins view
+    alpha, beta, gamma = (Group.objects.create(realm=realm, name=n) for n in ("Alpha", "Beta", "Gamma"))
+    member.groups.add(alpha, beta, gamma)
+    permissions = Client.objects.get(realm=realm, client_id="admin-permissions")
+    permissions.authorization_settings["policies"].append({
+        "name": "DE admins view some groups", "type": "scope", "logic": "POSITIVE", "decisionStrategy": "UNANIMOUS",
+        "config": {"defaultResourceType": "Groups", "resources": json.dumps([GROUP["DE"], beta.pk, gamma.pk]),
+                   "scopes": '["view"]', "applyPolicies": '["Allow DE DUA"]'}})
+    permissions.save()
+    api = Api(token("fgap", "de-dua-0"))
+    base = f"fgap/users/{member.pk}/groups"
+    assert names(api("get", base)) == ["Beta", "DE", "Gamma"]
+    # the page is of visible groups: Alpha, first by name, takes no room in it
+    assert names(api("get", base, first=1, max=2)) == ["DE", "Gamma"]
+    assert api("get", f"{base}/count").json() == {"count": 3}
+    assert names(api("get", base, search="a")) == ["Beta", "Gamma"]
+    assert api("get", f"{base}/count", search="a").json() == {"count": 2}

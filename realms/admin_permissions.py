@@ -253,17 +253,20 @@ def visible(admin, realm, kind, objects, scopes=None):
     those a permission naming them denies; otherwise only the objects permissions name and
     grant. Each named object is decided by ``can``, as its own page is. The same filter narrows
     the subgroups a group's ``subGroupCount`` counts and the console's pickers; roles, which have
-    no list scope, are narrowed there for a mapping scope (``map-role`` ...): they are few, and a
-    role that grants the scope does not grant administration roles (``_may_map``), so each is
-    decided by ``can``."""
+    no list scope, are narrowed there for a mapping scope (``map-role`` ...): they are few, and
+    the role that grants a mapping scope depends on the role's container and does not grant
+    administration roles (``_may_map``), so each is decided by ``can`` (a realm admin of a realm
+    other than master maps them all)."""
     scopes = tuple(scopes or LIST_SCOPES[kind])
 
     def listed(target):
         return any(can(admin, realm, (kind, scope), target) for scope in scopes)
 
-    if kind == "Roles":
-        return objects.filter(pk__in=[r.pk for r in objects.select_related("client", "realm") if listed(r)])
     held = management_roles(admin, realm)
+    if kind == "Roles":
+        if REALM_ADMIN in held and not realm.is_master:
+            return objects  # a realm admin maps every role (the ones of master's admins are in master)
+        return objects.filter(pk__in=[r.pk for r in objects.select_related("client", "realm") if listed(r)])
     if any(role in held for scope in scopes for role in GRANTING_ROLES[(kind, scope)]):
         return objects  # a role grants them all: no need to load the objects that permissions name
     key = ("visible", realm.pk, kind, scopes)  # a request may narrow several queries alike

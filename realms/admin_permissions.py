@@ -80,10 +80,19 @@ GRANTING_ROLES = {
     ("Clients", "map-roles"): ("manage-users",),
     ("Clients", "map-roles-composite"): ("manage-clients",),
     ("Clients", "map-roles-client-scope"): ("manage-clients",),
-    ("Roles", "map-role"): ("manage-users",),
-    ("Roles", "map-role-composite"): ("manage-realm", "manage-clients"),
-    ("Roles", "map-role-client-scope"): ("manage-clients",),
 }
+# The roles that grant a mapping scope on every role of a container, realm or client (Keycloak's
+# RolePermissionsV2: canMapRole, canMapComposite, canMapClientScope): a realm role is put into a
+# composite or a scope by ``manage-realm``, a client role by ``manage-clients``.
+MAPPING_ROLES = {
+    ("map-role", "realm"): ("manage-users",), ("map-role", "client"): ("manage-users",),
+    ("map-role-composite", "realm"): ("manage-realm",), ("map-role-composite", "client"): ("manage-clients",),
+    ("map-role-client-scope", "realm"): ("manage-realm",), ("map-role-client-scope", "client"): ("manage-clients",),
+}
+# The administration roles (Keycloak's AdminRoles.ALL_ROLES) and those any mapper of them may
+# hand out (RolePermissions.checkAdminRoles lets the query roles through).
+ADMINISTRATION_ROLES = MANAGEMENT_ROLES | {ADMIN_ROLE, "create-realm"}
+QUERY_ROLES = frozenset(r for r in MANAGEMENT_ROLES if r.startswith("query-"))
 # A role that a route names is also held through these (Keycloak's RealmPermissions and the
 # like: managing a thing includes viewing it, viewing users or clients includes querying them).
 ROLE_GRANTED_BY = {
@@ -180,28 +189,57 @@ def can(admin, realm, action, target=None) -> bool:
             kind, target = counterpart[0], None
         action = (kind, counterpart[1])
     kind, scope = action
-    if (kind, scope) == ("Roles", "map-role") and not _may_map(held, target):
-        return False
+    if kind == "Roles":
+        return _may_map(admin, realm, held, scope, target)
     if any(role in held for role in GRANTING_ROLES[(kind, scope)]):
+        return True
+    settings = _settings(admin, realm)
+    return settings is not None and _evaluate(admin, realm, settings, kind, scope, target)
+
+
+def _may_map(admin, realm, held, scope, role):
+    """Keycloak's RolePermissionsV2 for ``scope`` (``map-role``, ``map-role-composite`` or
+    ``map-role-client-scope``) on ``role`` (None: every role of the realm): the role of
+    ``MAPPING_ROLES`` for the role's container, else a permission on the role's client
+    (``map-roles`` ...) or on the role. An administration role is mapped to a user or into a
+    composite only by a realm admin where permissions are on, else by a mapper who holds it
+    (``_hands_out``); scopes take any role."""
+    container = "realm" if role is None or role.client_id is None else "client"
+    by_role = any(r in held for r in MAPPING_ROLES[(scope, container)])
+    if scope != "map-role-client-scope" and role is not None and _administration_role(realm, role):
+        if realm.admin_permissions_enabled:
+            return REALM_ADMIN in held
+        return by_role and _hands_out(admin, realm, role)
+    if by_role:
         return True
     settings = _settings(admin, realm)
     if settings is None:
         return False
-    if (kind == "Roles" and target is not None and target.client_id is not None
-            and _evaluate(admin, realm, settings, "Clients", CLIENT_ROLE_SCOPES[scope], target.client)):
+    if (container == "client" and role is not None
+            and _evaluate(admin, realm, settings, "Clients", CLIENT_ROLE_SCOPES[scope], role.client)):
         return True
-    return _evaluate(admin, realm, settings, kind, scope, target)
+    return _evaluate(admin, realm, settings, "Roles", scope, role)
 
 
-def _may_map(held, role):
-    """An administration role is granted only by an admin who holds it (Keycloak refuses to let
-    ``manage-users`` alone hand out ``realm-admin``)."""
-    if role is None or role.client_id is None:
-        return True
+def _administration_role(realm, role):
+    """Keycloak's isRealmAdminRole: a role of the realm's ``realm-management`` client, of the
+    master realm or of one of its ``X-realm`` clients, named as an administration role."""
+    if role.name not in ADMINISTRATION_ROLES:
+        return False
+    if role.client_id is None:
+        return role.realm.is_master
     client_id = role.client.client_id
-    if client_id != REALM_MANAGEMENT and not (role.realm.is_master and client_id.endswith("-realm")):
+    return client_id == REALM_MANAGEMENT or (role.realm.is_master and client_id.endswith("-realm"))
+
+
+def _hands_out(admin, realm, role):
+    """Keycloak's checkAdminRoles: an administration role is handed out by an admin who holds it
+    (a realm admin holds them all), or holds what it grants; query roles by anyone."""
+    if any(r.pk == role.pk for r in admin.roles()):
         return True
-    return REALM_ADMIN in held or role.name in held
+    if role.client_id is None or role.client.client_id != REALM_MANAGEMENT:
+        return False
+    return role.name in QUERY_ROLES or holds(admin, realm, role.name)
 
 
 def visible(admin, realm, kind, objects, scopes=None):
@@ -215,20 +253,22 @@ def visible(admin, realm, kind, objects, scopes=None):
     those a permission naming them denies; otherwise only the objects permissions name and
     grant. Each named object is decided by ``can``, as its own page is. The same filter narrows
     the subgroups a group's ``subGroupCount`` counts and the console's pickers; roles, which have
-    no list scope, are narrowed there for a mapping scope (``map-role`` ...): they are few, and a
-    role that grants the scope does not grant administration roles (``_may_map``), so each is
-    decided by ``can``."""
+    no list scope, are narrowed there for a mapping scope (``map-role`` ...): they are few, and
+    the role that grants a mapping scope depends on the role's container and does not grant
+    administration roles (``_may_map``), so each is decided by ``can`` (a realm admin of a realm
+    other than master maps them all)."""
     scopes = tuple(scopes or LIST_SCOPES[kind])
 
     def listed(target):
         return any(can(admin, realm, (kind, scope), target) for scope in scopes)
 
     held = management_roles(admin, realm)
-    granted = any(role in held for scope in scopes for role in GRANTING_ROLES[(kind, scope)])
-    if granted and (kind != "Roles" or REALM_ADMIN in held):
-        return objects  # a role grants them all: no need to load the objects that permissions name
     if kind == "Roles":
+        if REALM_ADMIN in held and not realm.is_master:
+            return objects  # a realm admin maps every role (the ones of master's admins are in master)
         return objects.filter(pk__in=[r.pk for r in objects.select_related("client", "realm") if listed(r)])
+    if any(role in held for scope in scopes for role in GRANTING_ROLES[(kind, scope)]):
+        return objects  # a role grants them all: no need to load the objects that permissions name
     key = ("visible", realm.pk, kind, scopes)  # a request may narrow several queries alike
     if key not in admin._cache:
         every = listed(None)

@@ -167,12 +167,18 @@ def process(ids, inline=False):
         lanes.slow.waiting.update(j.endpoint.id for j in slow_jobs[slow_room:])
         _back(slow_jobs[slow_room:])
         jobs = [j for j in jobs if not j.slow] + slow_jobs[:slow_room]
-    go, no_slot, rate_limited = _take_slots(jobs, now)
     if lanes:
-        lanes.fast.take(sum(1 for j in go if not j.slow))
-        lanes.slow.release(slow_room - sum(1 for j in go if j.slow))
-        lanes.submit(go)
-        no_slot = lanes.park(no_slot)
+        # From the grant of slots to their sends counted as this process's, one thread of the
+        # process at a time: another thread refused a slot meanwhile would find no send of this
+        # process to wait for, and give its deliveries back to the database (``park``).
+        with lanes.granting:
+            go, no_slot, rate_limited = _take_slots(jobs, now)
+            lanes.fast.take(sum(1 for j in go if not j.slow))
+            lanes.slow.release(slow_room - sum(1 for j in go if j.slow))
+            lanes.submit(go)
+            no_slot = lanes.park(no_slot)
+    else:
+        go, no_slot, rate_limited = _take_slots(jobs, now)
     _back(no_slot)
     _back(rate_limited, now + timedelta(seconds=1))
     if no_slot:
@@ -236,15 +242,20 @@ def attempt(delivery_id):
 
 def pump(endpoint_id, n=1):
     """Dispatch up to ``n`` of the endpoint's due deliveries (a slot freed): first those given
-    back for want of a slot, then any other pending one (a duplicate claim is harmless)."""
+    back for want of a slot, then any other pending one (a duplicate claim is harmless). Those
+    left behind keep the endpoint flagged waiting, before the pulled ones can end, so that the
+    release of their slots pulls the next ones (the release cleared the flag)."""
     now = timezone.now()
     with transaction.atomic():
         ids = list(Delivery.objects.select_for_update(skip_locked=True)
                    .filter(endpoint_id=endpoint_id, state=Delivery.PENDING, next_attempt_at__lte=now)
                    .order_by(F("dispatched_at").asc(nulls_first=True), "next_attempt_at")
-                   .values_list("pk", flat=True)[:n])
+                   .values_list("pk", flat=True)[:n + 1])
+        ids, left_behind = ids[:n], len(ids) > n
         if ids:
             Delivery.objects.filter(pk__in=ids).update(dispatched_at=now)
+    if left_behind:
+        limits.rewait([(endpoint_id, n)])
     dispatch.deliveries(ids)
     return len(ids)
 

@@ -102,6 +102,7 @@ class Lanes:
         self.slow = Lane("slow-lane", slow_threads, slow_threads)
         self.results = queue.SimpleQueue()
         self.lock = threading.Lock()
+        self.granting = threading.Lock()  # held from a grant of slots to its sends in ``active``
         self.active = {}  # endpoint id -> sends of this process holding one of its slots
         self.parked = {}  # endpoint id -> deque of claimed jobs waiting for one of those slots
         self.started = {}  # delivery id -> (endpoint id, monotonic start) of healthy-lane sends

@@ -1,8 +1,10 @@
 """Role mappings of a user or a group (Keycloak's RoleMapperResource and ClientRoleMappingsResource):
 ``{users|groups}/{id}/role-mappings`` (MappingsRepresentation), ``.../realm`` and
 ``.../clients/{client}`` with GET, POST (add) and DELETE (remove) of a list of RoleRepresentation
-found by id or name, and the ``composite`` (effective) and ``available`` (not yet effective)
-views. Users and groups are governed by ``view-users`` and ``manage-users``, as in Keycloak.
+found by id or name, and the ``composite`` (effective) and ``available`` views. As Keycloak's
+``getAvailable...``, ``available`` lists the roles not mapped directly that the caller may map:
+a role the owner has only through a composite or a group is still offered. Users and groups are
+governed by ``view-users`` and ``manage-users``, as in Keycloak.
 
 The scope mappings of a client or a client scope (Keycloak's ScopeMappedResource,
 ``{clients|client-scopes}/{id}/scope-mappings``) are the same resource on another owner: the
@@ -27,8 +29,8 @@ _OWNERS = {  # kind: (model, 404 message)
     "client-scopes": (ClientScope, "Could not find client scope"),
 }
 _SCOPED = ("clients", "client-scopes")
-# The scope on a role that lets the caller add it to the owner (Keycloak's canMapRole and
-# canMapClientScope): the ``available`` view offers those roles only.
+# The scope on a role that lets the caller add it to or remove it from the owner (Keycloak's
+# canMapRole and canMapClientScope): the ``available`` view offers those roles only.
 _MAP_SCOPE = {"users": "map-role", "groups": "map-role", "clients": "map-role-client-scope",
               "client-scopes": "map-role-client-scope"}
 USER_ROLES = {"GET": "view-users", "POST": "manage-users", "DELETE": "manage-users"}
@@ -68,7 +70,7 @@ class _Owner(RealmResource):
 
     def effective(self, owner):
         """The roles the owner has (users, groups) or may put in a token (``None``: every role,
-        a client with full scope allowed)."""
+        a client with full scope allowed): the ``composite`` view."""
         if self.kind == "users":
             return effective_roles(owner)
         if self.kind == "clients" and owner.full_scope_allowed:
@@ -120,17 +122,14 @@ class RoleMappingScope(_Owner):
     def get(self, request, realm, owner_id, client_uuid=None):
         owner, client = self.owner(), self._client(client_uuid)
         in_scope = Role.objects.filter(realm=self.realm, client=client).select_related("client")
-        if not self.view:
-            roles = in_scope.filter(pk__in=self.mapped(owner).values("pk"))
-        else:
+        if self.view == "composite":
             effective = self.effective(owner)
-            if effective is None:
-                roles = in_scope if self.view == "composite" else in_scope.none()
-            else:
-                pks = {r.pk for r in effective}
-                roles = in_scope.filter(pk__in=pks) if self.view == "composite" else in_scope.exclude(pk__in=pks)
-            if self.view == "available":
-                roles = visible(request.user.admin, self.realm, "Roles", roles, (_MAP_SCOPE[self.kind],))
+            roles = in_scope if effective is None else in_scope.filter(pk__in={r.pk for r in effective})
+        elif self.view == "available":
+            roles = visible(request.user.admin, self.realm, "Roles",
+                            in_scope.exclude(pk__in=self.mapped(owner).values("pk")), (_MAP_SCOPE[self.kind],))
+        else:
+            roles = in_scope.filter(pk__in=self.mapped(owner).values("pk"))
         return Response([brief_role_rep(r) for r in roles.order_by("name")])
 
     def _roles(self, client):
@@ -144,7 +143,7 @@ class RoleMappingScope(_Owner):
             role = found.select_related("client", "realm").first()
             if role is None:
                 raise errors.NotFound("Role not found")
-            if self.kind not in _SCOPED and not self.request.user.may(("Roles", "map-role"), self.realm, role):
+            if not self.request.user.may(("Roles", _MAP_SCOPE[self.kind]), self.realm, role):
                 raise exceptions.PermissionDenied()
             roles.append(role)
         return roles

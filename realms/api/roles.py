@@ -2,7 +2,7 @@
 holding a role (Keycloak's RoleContainerResource and RoleByIdResource), in the export's JSON
 (``role_rep``)."""
 from django.db import transaction
-from rest_framework import status
+from rest_framework import exceptions, status
 from rest_framework.response import Response
 
 from .. import admin_events
@@ -135,7 +135,9 @@ class RoleDetail(_Container):
 
 class RoleComposites(_Container):
     """GET, POST (add) and DELETE (remove) a list of RoleRepresentation found by id (or name in
-    the realm), as Keycloak's ``/roles/{name}/composites``."""
+    the realm), as Keycloak's ``/roles/{name}/composites``: each role added is one the caller may
+    put into a composite (``map-role-composite``, Keycloak's requireMapComposite); removing
+    needs the container's role alone."""
 
     @property
     def required_role(self):
@@ -147,7 +149,7 @@ class RoleComposites(_Container):
         role = self.role(role_name)
         return Response([_rep(r) for r in role.composites.select_related("client").order_by("name")])
 
-    def _targets(self):
+    def _targets(self, operation):
         reps = self.request.data
         if not isinstance(reps, list) or not all(isinstance(r, dict) for r in reps):
             raise errors.Invalid("Expected a list of RoleRepresentation")
@@ -155,15 +157,18 @@ class RoleComposites(_Container):
         for rep in reps:
             found = Role.objects.filter(realm=self.realm)
             found = found.filter(pk=rep["id"]) if rep.get("id") else found.filter(client=None, name=rep.get("name"))
-            target = found.first()
+            target = found.select_related("client", "realm").first()
             if target is None:
                 raise errors.NotFound("Could not find composite role")
+            may = self.request.user.may
+            if operation == "CREATE" and not may(("Roles", "map-role-composite"), self.realm, target):
+                raise exceptions.PermissionDenied()
             out.append(target)
         return out
 
     def _change(self, role_name, operation):
         role = self.role(role_name)
-        targets = self._targets()
+        targets = self._targets(operation)
         with transaction.atomic():
             (role.composites.add if operation == "CREATE" else role.composites.remove)(*targets)
             admin_events.record(self.realm, operation, self.resource_type(role.client),

@@ -313,22 +313,32 @@ class ResetPassword(RealmResource):
 
 
 class UserGroups(RealmResource):
+    """The user's groups (Keycloak's ``groupMembership``), by name: ``search`` a part of the name
+    in any case, ``first`` and ``max`` (all by default), brief unless ``briefRepresentation`` is
+    false. Only the groups the caller may view (Keycloak's ``canView``), narrowed in the query so
+    that a page holds ``max`` visible groups where Keycloak pages first and filters after."""
+
     required_role = "view-users"
 
-    def get(self, request, realm, user_id):
-        groups = user_of(self.realm, user_id).groups.order_by("name")
+    def groups(self, request, user_id):
+        """The user's groups that ``count`` counts and ``get`` pages."""
+        groups = user_of(self.realm, user_id).groups.all()
         search = request.query_params.get("search")
-        if search:
+        if search is not None:
             groups = groups.filter(name__icontains=search)
-        brief = flag(request, "briefRepresentation", True)
-        return Response(group_reps(request.user.admin, self.realm, page(request, groups), brief))
-
-
-class UserGroupCount(RealmResource):
-    required_role = "view-users"
+        return visible(request.user.admin, self.realm, "Groups", groups, ("view",))
 
     def get(self, request, realm, user_id):
-        return Response({"count": user_of(self.realm, user_id).groups.count()})
+        brief = flag(request, "briefRepresentation", True)
+        groups = page(request, self.groups(request, user_id).order_by("name", "pk"), default_max=None)
+        return Response(group_reps(request.user.admin, self.realm, groups, brief))
+
+
+class UserGroupCount(UserGroups):
+    """``users/{id}/groups/count``: the groups ``users/{id}/groups`` pages, ``search`` included."""
+
+    def get(self, request, realm, user_id):
+        return Response({"count": self.groups(request, user_id).count()})
 
 
 class UserGroupMembership(RealmResource):

@@ -106,3 +106,53 @@ def test_deliveries_refused_a_slot_wait_for_it_in_process(realm, lanes, settings
         assert limits.acquire(endpoint.pk, 1, 5) is not None  # the slot was freed at the end
     finally:
         server.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_thread_refused_a_slot_sees_the_send_granted_it_by_another_thread(realm, lanes, settings, monkeypatch):
+    """Several threads of one process process deliveries (the in-process runner, Celery's thread
+    pool): one that was granted the endpoint's only slot and is preempted before its send counts
+    as this process's must not leave the others unable to wait for it (CI once saw two of three
+    deliveries back in the database while the first was sent)."""
+    settings.IDP_WEBHOOK_INPROCESS = True
+    acquire_many = limits.acquire_many
+
+    def preempted_after_a_grant(wants, lease_seconds):
+        grants = acquire_many(wants, lease_seconds)
+        if any(tokens for tokens, _ in grants):
+            time.sleep(0.3)  # a busy machine's scheduler, between the grant and the send
+        return grants
+
+    monkeypatch.setattr(limits, "acquire_many", preempted_after_a_grant)
+    server = Receiver()
+    try:
+        server.delay = 0.8
+        endpoint = services.create_endpoint(realm, server.url(), [], max_concurrency=1)[0]
+        # each publish hands its delivery to the in-process runner's threads at once
+        for n in range(3):
+            publish(realm, "auth.login", {"n": n}, endpoints=[endpoint])
+        assert wait_until(lambda: Delivery.objects.filter(endpoint=endpoint, state=Delivery.SENDING).count() == 2,
+                          timeout=3)
+        assert Delivery.objects.filter(endpoint=endpoint, state=Delivery.DELIVERED).count() == 0
+        assert wait_until(lambda: Delivery.objects.filter(endpoint=endpoint, state=Delivery.DELIVERED).count() == 3,
+                          timeout=8)
+    finally:
+        server.close()
+
+
+def test_a_pull_that_leaves_deliveries_waiting_keeps_the_endpoint_flagged(realm, receiver_server, monkeypatch):
+    """Deliveries refused a slot wait in the database, the endpoint flagged; a freed slot pulls as
+    many as the endpoint may send. Those left behind must stay flagged, or the release of the
+    pulled ones' slots finds no flag and they wait for the sweeper's backstop (a minute)."""
+    dispatched = []
+    monkeypatch.setattr(dispatch, "deliveries", lambda ids: dispatched.append(list(ids)) if ids else None)
+    endpoint = services.create_endpoint(realm, receiver_server.url(), [], max_concurrency=1)[0]
+    held = limits.acquire(endpoint.pk, 1, 30)  # another worker's send holds the only slot
+    ids = [Delivery.objects.get(message=publish(realm, "auth.login", {"n": n}, endpoints=[endpoint])).pk
+           for n in range(3)]
+    assert delivery.process(ids, inline=True) == 0  # refused: back in the database, the endpoint flagged
+    assert limits.release(endpoint.pk, held)  # that send ends and finds deliveries waiting: it pulls one
+    delivery.pump(endpoint.pk, 1)
+    while dispatched:  # each pulled delivery is sent, and its slot's release pulls the next
+        delivery.process(dispatched.pop(0), inline=True)
+    assert Delivery.objects.filter(pk__in=ids, state=Delivery.DELIVERED).count() == 3

@@ -17,8 +17,9 @@ from django.utils import timezone
 
 from realms import password_policy
 from realms.models import Credential, User, new_id
-from realms.storage import REALM_DATABASE, Unavailable, UserStorageProvider, open_config
+from realms.storage import KERBEROS, REALM_DATABASE, Unavailable, UserStorageProvider, open_config
 
+from ..kerberos.config import KERBEROS_PRINCIPAL
 from . import mappers as mapping
 from . import membership, rows
 from .config import LDAP_ENTRY_DN, LDAP_ID, READ_ONLY, UNSYNCED, WRITABLE, ConfigError, LdapConfig
@@ -46,6 +47,8 @@ class LdapProvider(UserStorageProvider):
         names = {self.config.username_attr, self.config.uuid_attr, self.config.rdn_attr, "modifyTimestamp"}
         for m in self.mappers:
             names.update(a for a in m.attributes if a)
+        if self.config.allow_kerberos and self.config.kerberos_principal_attr:
+            names.add(self.config.kerberos_principal_attr)
         return sorted(names)
 
     def _search(self, condition, size_limit=0):
@@ -128,6 +131,8 @@ class LdapProvider(UserStorageProvider):
             return False
         if self.config.edit_mode == UNSYNCED and user.has_usable_password():
             return REALM_DATABASE.validate(realm, user, credential_type, secret)  # changed here, kept here
+        if self.config.allow_kerberos and self.config.use_kerberos_for_password:
+            return self._kdc_accepts(user, secret)
         dn = (user.attributes.get(LDAP_ENTRY_DN) or [""])[0]
         try:
             return bool(dn) and self.directory.check_password(dn, secret)
@@ -135,8 +140,45 @@ class LdapProvider(UserStorageProvider):
             logger.warning("LDAP provider %s: directory unavailable: %s", self.component.pk, exc)
             raise Unavailable(self.component.pk) from None
 
+    def _kdc_accepts(self, user, secret):
+        """The password checked by the KDC (useKerberosForPasswordAuthentication): the user's
+        principal, or their name in the provider's Kerberos realm (Keycloak's fallback)."""
+        from ..kerberos import gss
+
+        principal = ((user.attributes or {}).get(KERBEROS_PRINCIPAL) or [user.username])[0]
+        if "@" not in principal:
+            principal = f"{principal}@{self.config.kerberos_realm}"
+        try:
+            return bool(secret) and gss.check_password(principal, secret, debug=self.config.debug)
+        except gss.KerberosUnavailable as exc:
+            logger.warning("LDAP provider %s: the KDC could not be asked: %s", self.component.pk, exc)
+            raise Unavailable(self.component.pk) from None
+
     def is_configured_for(self, realm, user, credential_type):
         return credential_type == Credential.PASSWORD
+
+    def authenticate_credential(self, realm, credential_type, value):
+        """An SPNEGO token, when Kerberos authentication is allowed (Keycloak's
+        LDAPStorageProvider.authenticate)."""
+        if credential_type != KERBEROS or not self.config.allow_kerberos:
+            return None
+        from ..kerberos.provider import authenticate_spnego
+
+        return authenticate_spnego(realm, value, self.config, self.component.name, self.user_of_principal)
+
+    def user_of_principal(self, realm, principal):
+        """The user of a principal a ticket proved: the entry whose ``krbPrincipalAttribute`` is
+        that principal or, without one, whose username is its name in the provider's Kerberos
+        realm. A user of another store is never taken over."""
+        attr = self.config.kerberos_principal_attr
+        if attr:
+            entry = self._by(attr, principal)
+        else:
+            name, _, kerberos_realm = principal.rpartition("@")
+            if kerberos_realm != self.config.kerberos_realm or not name:
+                return None
+            entry = self._by(self.config.username_attr, name)
+        return self._import_one(realm, entry)
 
     def update_credential(self, realm, user, credential_type, secret):
         if credential_type != Credential.PASSWORD:
@@ -204,6 +246,10 @@ class LdapProvider(UserStorageProvider):
                 attributes[LDAP_ENTRY_DN] = [dn]
                 if not self.config.import_enabled:
                     attributes[CACHED_AT] = cached_at
+                if self.config.allow_kerberos and self.config.kerberos_principal_attr:
+                    principal = membership.text(entry, self.config.kerberos_principal_attr)
+                    if principal:
+                        attributes[KERBEROS_PRINCIPAL] = [principal]
                 values["attributes"] = attributes
                 if self.config.trust_email and values.get("email"):
                     values["email_verified"] = True

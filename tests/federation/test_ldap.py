@@ -2,6 +2,13 @@
 the password grant and the Admin API in each edit mode, password changes in the directory and
 its policy's refusals, mappers (Active Directory's account control), syncs, the Admin API's
 component and user-storage routes, Keycloak's export shape, and a directory that is down."""
+import base64
+import socket
+import ssl
+import threading
+import time
+
+import ldap
 import pytest
 
 from federation.ldap.config import LDAP_ENTRY_DN, LDAP_ID
@@ -13,7 +20,7 @@ from realms.representation import export_realm, import_realm
 from tests.realms.test_signin import login_errors, password_grant, redirect_query, sign_in
 
 from .conftest import make_provider
-from .slapd import MIN_PASSWORD_LENGTH, PEOPLE, SERVICE_DN, SERVICE_PASSWORD
+from .slapd import MIN_PASSWORD_LENGTH, PEOPLE, SERVICE_DN, SERVICE_PASSWORD, SIZE_LIMIT
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_caches")]
 MAPPER = "org.keycloak.storage.ldap.mappers.LDAPStorageMapper"
@@ -350,3 +357,149 @@ def test_a_large_sync_refreshes_the_planners_statistics(realm, directory, monkey
     with connection.cursor() as cursor:
         cursor.execute("SELECT reltuples FROM pg_class WHERE relname = 'realms_user'")
         assert cursor.fetchone()[0] == User.objects.count()
+
+
+# --- connections: paging, pooling, timeouts -------------------------------------------------------
+
+def test_sync_pages_past_the_directorys_size_limit(realm, directory):
+    directory.add_users("page", SIZE_LIMIT + 50)
+    component = make_provider(realm, directory, batchSizeForSync="100")
+    assert sync(component)["added"] == SIZE_LIMIT + 50
+    component.config["pagination"] = ["false"]
+    component.save()
+    with pytest.raises(ldap.SIZELIMIT_EXCEEDED):  # one search: the directory stops it at its limit
+        sync(Component.objects.get(pk=component.pk))
+
+
+def _connections_to(port):
+    """This host's established TCP connections to ``port`` (client ends)."""
+    with open("/proc/net/tcp") as table:
+        rows = [line.split() for line in table.read().splitlines()[1:]]
+    return sorted(int(local.split(":")[1], 16) for _, local, remote, state, *_ in rows
+                  if state == "01" and int(remote.split(":")[1], 16) == port)
+
+
+@pytest.mark.parametrize("pooling", [True, False])
+def test_connection_pooling_keeps_one_bound_connection(realm, directory, pooling):
+    component = make_provider(realm, directory, connectionPooling=str(pooling).lower())
+    directory.add_user("pool", "pool-password")
+    before = _connections_to(directory.port)
+    provider = storage.provider_for(component)
+    seen = set()
+    for _ in range(3):
+        assert provider.get_user_by_username(realm, "pool") is not None
+        seen.update(set(_connections_to(directory.port)) - set(before))
+    assert len(seen) == (1 if pooling else 0)  # one connection reused, or each closed after use
+
+
+@pytest.fixture
+def silent_server():
+    """A TCP server that accepts connections and never answers (a hung directory)."""
+    server = socket.create_server(("127.0.0.1", 0))
+    accepted = []
+    threading.Thread(target=lambda: [accepted.append(server.accept()) for _ in iter(int, 1)], daemon=True).start()
+    yield f"ldap://127.0.0.1:{server.getsockname()[1]}"
+    server.close()
+
+
+@pytest.fixture
+def full_backlog():
+    """A port whose listen queue is full: a connection attempt is never answered."""
+    server = socket.create_server(("127.0.0.1", 0), backlog=0)
+    waiting = []
+    for _ in range(3):
+        pending = socket.socket()
+        pending.setblocking(False)
+        pending.connect_ex(("127.0.0.1", server.getsockname()[1]))
+        waiting.append(pending)
+    yield f"ldap://127.0.0.1:{server.getsockname()[1]}"
+    for pending in waiting:
+        pending.close()
+    server.close()
+
+
+@pytest.mark.parametrize("server", ["silent_server", "full_backlog"])
+def test_connect_and_read_timeouts_take_effect(realm, directory, request, server):
+    # The defaults (5 s to connect, 10 s to read) would make this take far longer than 3 s.
+    component = make_provider(realm, directory, connectionUrl=request.getfixturevalue(server),
+                              connectionTimeout="300", readTimeout="300", connectionPooling="false")
+    started = time.monotonic()
+    with pytest.raises(storage.Unavailable):
+        storage.provider_for(component).get_user_by_username(realm, "anyone")
+    assert time.monotonic() - started < 3
+
+
+# --- cache policies of Import Users off ------------------------------------------------------------
+
+@pytest.mark.parametrize("policy, settings_, stale_until, fresh_from", [
+    # Tuesday 10:00 read; evicted every day at 03:30.
+    ("EVICT_DAILY", {"evictionHour": "3", "evictionMinute": "30"}, "2026-11-25 03:29", "2026-11-25 03:31"),
+    # Evicted on Thursdays (Keycloak's evictionDay 5; 1 is Sunday) at 00:00.
+    ("EVICT_WEEKLY", {"evictionDay": "5", "evictionHour": "0"}, "2026-11-25 23:59", "2026-11-26 00:01"),
+])
+def test_import_off_evicts_daily_and_weekly(realm, directory, time_machine, settings, policy, settings_, stale_until,
+                                            fresh_from):
+    settings.TIME_ZONE = "UTC"
+    make_provider(realm, directory, importEnabled="false", cachePolicy=policy, **settings_)
+    directory.add_user("ruth", "ruth-password", mail="ruth@example.org")
+    time_machine.move_to("2026-11-24 10:00:00+00:00", tick=False)
+    assert signin.check_password(realm, "ruth", "ruth-password").ok
+    directory.modify(f"uid=ruth,{PEOPLE}", mail="ruth@new.example")
+    time_machine.move_to(f"{stale_until}:00+00:00", tick=False)
+    assert signin.check_password(realm, "ruth", "ruth-password").user.email == "ruth@example.org"
+    time_machine.move_to(f"{fresh_from}:00+00:00", tick=False)
+    assert signin.check_password(realm, "ruth", "ruth-password").user.email == "ruth@new.example"
+
+
+# --- Active Directory's password attribute, registration, more mappers --------------------------
+
+def test_active_directory_password_is_written_to_unicode_pwd(realm, directory, admin_api):
+    make_provider(realm, directory, vendor="ad", usePasswordModifyExtendedOp="true")
+    directory.add_user("sara", "sara-password", objectClass=[b"inetOrgPerson", b"adAccount"])
+    user = signin.check_password(realm, "sara", "sara-password").user
+    resp = admin_api("put", f"acme/users/{user.pk}/reset-password", {"type": "password", "value": "sara-new-pass"})
+    assert resp.status_code == 204, resp.content
+    entry = directory.get(f"uid=sara,{PEOPLE}", "unicodePwd", "userPassword")
+    assert entry == {"unicodePwd": ['"sara-new-pass"'.encode("utf-16-le")], "userPassword": [b"sara-password"]}
+
+
+def test_self_registration_creates_the_entry_with_sync_registrations(realm, web_app, directory):
+    from django.test import Client as HttpClient
+
+    from tests.selfservice.test_reset_and_registration import FORM, form_action, register_page
+
+    realm.registration_allowed = True
+    realm.save()
+    make_provider(realm, directory, syncRegistrations="true")
+    http = HttpClient()
+    done = http.post(form_action(register_page(http)), {**FORM, "username": "tina", "email": "tina@example.org"})
+    assert "code" in redirect_query(done)
+    user = User.objects.get(realm=realm, username="tina")
+    assert user.federation_link.name == "ldap" and not user.credentials.exists()
+    assert directory.get(f"uid=tina,{PEOPLE}", "mail", "sn") == {"mail": [b"tina@example.org"], "sn": [b"Liddell"]}
+    assert signin.check_password(realm, "tina", FORM["password"]).ok  # the directory's bind
+
+
+def test_certificate_hardcoded_attribute_and_hardcoded_group_mappers(realm, directory):
+    from realms.models import Group
+
+    component = make_provider(realm, directory)
+    Group.objects.create(realm=realm, name="staff")
+    with open(directory.ca_file) as pem:
+        der = ssl.PEM_cert_to_DER_cert(pem.read())
+    for name, kind, config in (
+            ("cert", "certificate-ldap-mapper", {"ldap.attribute": ["userCertificate;binary"],
+                                                 "user.model.attribute": ["usercertificate"],
+                                                 "is.derformatted": ["true"], "read.only": ["true"]}),
+            ("dept", "hardcoded-attribute-mapper", {"user.model.attribute": ["department"],
+                                                     "attribute.value": ["engineering"]}),
+            ("verified", "hardcoded-attribute-mapper", {"user.model.attribute": ["emailVerified"],
+                                                         "attribute.value": ["true"]}),
+            ("staff", "hardcoded-ldap-group-mapper", {"group": ["/staff"]})):
+        Component.objects.create(realm=realm, name=name, provider_id=kind, provider_type=MAPPER,
+                                 parent_id=component.pk, config=config)
+    directory.add_user("uma", "uma-password", **{"userCertificate;binary": der})
+    user = signin.check_password(realm, "uma", "uma-password").user
+    assert user.attributes["usercertificate"] == [base64.b64encode(der).decode()]
+    assert user.attributes["department"] == ["engineering"] and user.email_verified
+    assert [g.name for g in user.groups.all()] == ["staff"]

@@ -161,6 +161,26 @@ def test_account_control_must_change_password_asks_for_update_password(realm, di
     assert directory.get(f"uid=gina,{PEOPLE}", "pwdLastSet")["pwdLastSet"] == [b"-1"]
 
 
+def test_must_change_password_on_the_form_shows_the_directorys_refusal_then_signs_in(client, realm, web_app,
+                                                                                      directory):
+    import re
+
+    _account_control_provider(realm, directory)
+    directory.add_user("gus", "gus-password", ad_control=512, pwdLastSet="0")
+    page = sign_in(client, "gus", "gus-password")
+    assert page.status_code == 200 and 'id="kc-passwd-update-form"' in page.content.decode()
+    action = re.search(r'action="([^"]+)"', page.content.decode()).group(1).replace("&amp;", "&")
+    short = "x" * (MIN_PASSWORD_LENGTH - 1)  # the realm has no policy: only the directory refuses it
+    refused = client.post(action, {"password-new": short, "password-confirm": short}).content.decode()
+    # Keycloak's message for a directory's refusal (its MSAD mapper's invalidPasswordGenericMessage).
+    assert re.search(r'id="input-error-password"[^>]*>Invalid password: new password does not match password '
+                     r'policies.<', refused)
+    done = client.post(action, {"password-new": "gus-new-password", "password-confirm": "gus-new-password"})
+    assert "code" in redirect_query(done)
+    assert directory.get(f"uid=gus,{PEOPLE}", "pwdLastSet")["pwdLastSet"] == [b"-1"]
+    assert signin.check_password(realm, "gus", "gus-new-password").ok
+
+
 def test_group_and_role_mappers_import_memberships(realm, directory):
     component = make_provider(realm, directory)
     for name, kind, config in (
@@ -471,6 +491,12 @@ def test_self_registration_creates_the_entry_with_sync_registrations(realm, web_
     realm.registration_allowed = True
     realm.save()
     make_provider(realm, directory, syncRegistrations="true")
+    http = HttpClient()
+    short = "x" * (MIN_PASSWORD_LENGTH - 1)  # the realm has no policy: only the directory refuses it
+    refused = http.post(form_action(register_page(http)), {**FORM, "username": "tony", "email": "tony@example.org",
+                                                           "password": short, "password-confirm": short})
+    assert refused.status_code == 400 and "Password fails quality checking policy" in refused.content.decode()
+    assert not User.objects.filter(realm=realm, username="tony").exists()
     http = HttpClient()
     done = http.post(form_action(register_page(http)), {**FORM, "username": "tina", "email": "tina@example.org"})
     assert "code" in redirect_query(done)

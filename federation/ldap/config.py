@@ -67,6 +67,7 @@ class LdapConfig:
     eviction_hour: int
     eviction_minute: int
     password_modify_op: bool
+    validate_password_policy: bool
     trust_email: bool
     # Kerberos integration (Keycloak's LDAPProviderKerberosConfig): SPNEGO tickets taken with
     # the keytab; passwords checked by the KDC instead of a bind when asked to.
@@ -130,6 +131,7 @@ class LdapConfig:
             eviction_day=_int(c, "evictionDay", 1), eviction_hour=_int(c, "evictionHour", 0),
             eviction_minute=_int(c, "evictionMinute", 0),
             password_modify_op=_bool(c, "usePasswordModifyExtendedOp", vendor != "ad"),
+            validate_password_policy=_bool(c, "validatePasswordPolicy", False),
             trust_email=_bool(c, "trustEmail", False),
             allow_kerberos=allow_kerberos,
             use_kerberos_for_password=_bool(c, "useKerberosForPasswordAuthentication", False),

@@ -187,7 +187,8 @@ class LdapProvider(UserStorageProvider):
             return REALM_DATABASE.update_credential(realm, user, credential_type, secret)
         if self.config.edit_mode == READ_ONLY:
             raise password_policy.PasswordPolicyError(*READ_ONLY_PASSWORD)
-        password_policy.validate(user, secret)  # the realm's policy first, as Keycloak
+        if self.config.validate_password_policy:
+            password_policy.validate(user, secret)  # the realm's policy too, before the directory's
         dn = user.attributes[LDAP_ENTRY_DN][0]
         try:
             self.directory.set_password(dn, secret)

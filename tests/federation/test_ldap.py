@@ -81,6 +81,22 @@ def test_writable_password_change_goes_to_the_directory_and_its_policy_is_shown(
     assert resp.status_code == 400 and "quality" in resp.json()["error_description"]
 
 
+@pytest.mark.parametrize("validate", [True, False])
+def test_validate_password_policy_applies_the_realms_policy_too(realm, directory, validate):
+    realm.password_policy = "length(20)"
+    realm.save()
+    make_provider(realm, directory, validatePasswordPolicy=str(validate).lower())
+    directory.add_user("vera", "vera-password")
+    user = signin.check_password(realm, "vera", "vera-password").user
+    if validate:
+        with pytest.raises(password_policy.PasswordPolicyError) as refused:
+            storage.set_password(realm, user, "twelve-chars")
+        assert refused.value.key == "invalidPasswordMinLengthMessage"
+    else:  # Keycloak's default: only the directory's policy
+        storage.set_password(realm, user, "twelve-chars")
+    assert signin.check_password(realm, "vera", "twelve-chars").ok is not validate
+
+
 def test_read_only_refuses_password_and_profile_changes(realm, directory, admin_api):
     make_provider(realm, directory, editMode="READ_ONLY")
     directory.add_user("carl", "carl-password", mail="carl@example.org")

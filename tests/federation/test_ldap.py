@@ -545,3 +545,44 @@ def test_certificate_hardcoded_attribute_and_hardcoded_group_mappers(realm, dire
     assert user.attributes["usercertificate"] == [base64.b64encode(der).decode()]
     assert user.attributes["department"] == ["engineering"] and user.email_verified
     assert [g.name for g in user.groups.all()] == ["staff"]
+
+
+def _keycloak_ldap_component(directory):
+    """An LDAP provider as Keycloak 26 exports it (keys and shapes of a real export; this test's
+    directory and credentials)."""
+    def mapper(name, ldap_attr, model, read_only="true", always="true", mandatory="true"):
+        return {"name": name, "providerId": "user-attribute-ldap-mapper", "subComponents": {}, "config": {
+            "ldap.attribute": [ldap_attr], "is.mandatory.in.ldap": [mandatory], "read.only": [read_only],
+            "always.read.value.from.ldap": [always], "user.model.attribute": [model]}}
+
+    config = {"pagination": ["false"], "fullSyncPeriod": ["-1"], "connectionPooling": ["true"], "usersDn": [PEOPLE],
+              "cachePolicy": ["DEFAULT"], "useKerberosForPasswordAuthentication": ["false"],
+              "importEnabled": ["true"], "enabled": ["true"], "usernameLDAPAttribute": ["uid"],
+              "bindDn": [SERVICE_DN], "bindCredential": [SERVICE_PASSWORD], "changedSyncPeriod": ["-1"],
+              "lastSync": ["1622010092"], "vendor": ["other"], "uuidLDAPAttribute": ["entryUUID"],
+              "connectionUrl": [directory.url], "allowKerberosAuthentication": ["false"],
+              "syncRegistrations": ["false"], "authType": ["simple"], "debug": ["false"], "searchScope": ["1"],
+              "useTruststoreSpi": ["always"], "priority": ["0"], "trustEmail": ["false"],
+              "userObjectClasses": ["inetOrgPerson, organizationalPerson"], "rdnLDAPAttribute": ["uid"],
+              "editMode": ["READ_ONLY"], "validatePasswordPolicy": ["false"], "batchSizeForSync": ["0"]}
+    return {"id": "f2b5c0d4-ldap-0000-0000-000000000001", "name": "ldap", "providerId": "ldap", "subComponents": {
+        MAPPER: [mapper("username", "uid", "username", always="false"), mapper("last name", "sn", "lastName"),
+                 mapper("email", "mail", "email", always="false", mandatory="false"),
+                 mapper("modify date", "modifyTimestamp", "modifyTimestamp", mandatory="false")]},
+        "config": config}
+
+
+def test_a_keycloak_export_of_an_ldap_provider_imports_works_and_exports_the_same(db, directory):
+    component = _keycloak_ldap_component(directory)
+    realm = import_realm({"realm": "kc", "enabled": True, "components": {
+        "org.keycloak.storage.UserStorageProvider": [component]}}).realm
+    directory.add_user("walt", "walt-password", sn="Whitman", mail="walt@example.org")
+    user = signin.check_password(realm, "walt", "walt-password").user
+    assert (user.last_name, user.email, user.federation_link_id) == ("Whitman", "walt@example.org", component["id"])
+    [exported] = export_realm(realm)["components"]["org.keycloak.storage.UserStorageProvider"]
+    assert {k: exported[k] for k in ("id", "name", "providerId", "config")} == \
+        {k: component[k] for k in ("id", "name", "providerId", "config")}
+    def shapes(mappers):
+        return sorted((m["name"], m["providerId"], m["config"], m["subComponents"]) for m in mappers)
+
+    assert shapes(exported["subComponents"][MAPPER]) == shapes(component["subComponents"][MAPPER])

@@ -337,6 +337,20 @@ def test_directory_down_local_users_sign_in_federated_get_an_error_nothing_lost(
     assert sync(Component.objects.get(pk=component.pk))["failed"] == 0
 
 
+def test_a_scheduled_sync_while_the_directory_is_down_is_skipped_and_the_next_completes(realm, directory, caplog):
+    from federation.tasks import ldap_sync
+
+    component = make_provider(realm, directory)
+    directory.add_user("xena", None)
+    directory.stop()
+    assert ldap_sync(component.pk) is None  # the beat's task, run here: no error, nothing imported
+    assert "sync skipped, directory unavailable" in caplog.text
+    assert Component.objects.get(pk=component.pk).get("lastSync") == ""
+    directory.start()
+    assert ldap_sync(component.pk)["added"] == 1
+    assert Component.objects.get(pk=component.pk).get("lastSync") != ""
+
+
 def test_listing_imported_users_sends_no_directory_query(realm, directory, admin_api):
     component = make_provider(realm, directory)
     for i in range(100):

@@ -380,6 +380,19 @@ class LdapProvider(UserStorageProvider):
         except DirectoryUnavailable:
             raise Unavailable(self.component.pk) from None
 
+    def remove_user(self, realm, user):
+        """WRITABLE: the entry is deleted too, or the next sync would bring the user back
+        (Keycloak's removeUser); the other modes keep it."""
+        dn = ((user.attributes or {}).get(LDAP_ENTRY_DN) or [""])[0]
+        if not self.writable or not dn:
+            return
+        try:
+            self.directory.delete(dn)
+        except ldap.NO_SUCH_OBJECT:
+            pass  # already gone from the directory
+        except DirectoryUnavailable:
+            raise Unavailable(self.component.pk) from None
+
     def changes_directory_fields(self, user, before):
         return self.entry_attrs(user, True) != self.entry_attrs(before, True)
 

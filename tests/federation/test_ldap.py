@@ -119,6 +119,17 @@ def test_writable_profile_change_is_written_back(realm, directory, admin_api):
     assert entry == {"mail": [b"dora@new.example"], "sn": [b"Explorer"]}
 
 
+@pytest.mark.parametrize("edit_mode", ["WRITABLE", "READ_ONLY"])
+def test_deleting_a_user_deletes_a_writable_directorys_entry(realm, directory, admin_api, edit_mode):
+    component = make_provider(realm, directory, editMode=edit_mode)
+    directory.add_user("yuri", "yuri-password")
+    user = signin.check_password(realm, "yuri", "yuri-password").user
+    assert admin_api("delete", f"acme/users/{user.pk}").status_code == 204
+    assert not User.objects.filter(pk=user.pk).exists()
+    # WRITABLE: gone there too, so the next sync does not bring the user back; else re-imported.
+    assert sync(Component.objects.get(pk=component.pk))["added"] == (0 if edit_mode == "WRITABLE" else 1)
+
+
 def test_unsynced_password_and_profile_changes_stay_here(realm, directory, admin_api):
     make_provider(realm, directory, editMode="UNSYNCED")
     directory.add_user("erin", "erin-password", mail="erin@example.org")

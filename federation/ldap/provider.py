@@ -93,27 +93,30 @@ class LdapProvider(UserStorageProvider):
         """``user`` as the directory has it now when its cached row is stale (import off and the
         cache policy says so); None when the entry is gone."""
         if self.config.import_enabled:
-            return self._read_memberships(realm, user)
+            return self._read_live(realm, user)
         cached = (user.attributes or {}).get(CACHED_AT) or []
         try:
             until = self.config.cached_until(datetime.fromisoformat(cached[0])) if cached else timezone.now()
         except ValueError:
             until = timezone.now()  # an unreadable stamp: read the entry again
         if until is None or until > timezone.now():
-            return self._read_memberships(realm, user)
+            return self._read_live(realm, user)
         entry = self._by(self.config.uuid_attr, (user.attributes.get(LDAP_ID) or [""])[0])
         if entry is None:
             user.delete()  # the row was only a cache of an entry that no longer exists
             return None
         return self._import_one(realm, entry)
 
-    def _read_memberships(self, realm, user):
-        """The memberships of the READ_ONLY and LDAP_ONLY group and role mappers, read from the
-        directory for a user found here (Keycloak reads them at every use of the user)."""
+    def _read_live(self, realm, user):
+        """What Keycloak reads from the entry at every use of a user found here: the account state
+        of Active Directory's account-control mapper (the entry is imported again: a user disabled
+        there is disabled here at once) and the memberships of the READ_ONLY and LDAP_ONLY group
+        and role mappers."""
+        account_state = any(isinstance(m, mapping.AccountControl) for m in self.mappers)
         live = [m for m in self.mappers if isinstance(m, membership.Membership) and m.base
                 and m.mode != membership.IMPORT]
         dn = (user.attributes.get(LDAP_ENTRY_DN) or [""])[0]
-        if not live or not dn:
+        if not (live or account_state) or not dn:
             return user
         try:
             entries = self.directory.search(dn, "(objectClass=*)", self._read_attrs(), scope=ldap.SCOPE_BASE)
@@ -121,6 +124,8 @@ class LdapProvider(UserStorageProvider):
             return user
         except DirectoryUnavailable:
             raise Unavailable(self.component.pk) from None
+        if account_state:
+            return self._import_one(realm, entries[0]) if entries else user
         entries = [(dn, {k.lower(): v for k, v in entry.items()}) for _, entry in entries[:1]]
         with transaction.atomic():
             self._mirror(realm, self._memberships(entries, live), [(user.pk, dn, False)])

@@ -177,6 +177,17 @@ def test_account_control_514_disables_and_enabling_writes_back(realm, directory,
     assert signin.check_password(realm, "frank", "frank-password").ok
 
 
+def test_account_control_514_set_later_disables_at_the_next_sign_in(realm, directory):
+    _account_control_provider(realm, directory)
+    directory.add_user("finn", "finn-password", ad_control=512)
+    assert signin.check_password(realm, "finn", "finn-password").ok  # imported, enabled
+    directory.modify(f"uid=finn,{PEOPLE}", userAccountControl="514")
+    result = signin.check_password(realm, "finn", "finn-password")  # read at once, as Keycloak's mapper does
+    assert result.error == signin.USER_DISABLED and not User.objects.get(username="finn").enabled
+    directory.modify(f"uid=finn,{PEOPLE}", userAccountControl="512")
+    assert signin.check_password(realm, "finn", "finn-password").ok
+
+
 def test_account_control_must_change_password_asks_for_update_password(realm, directory):
     _account_control_provider(realm, directory)
     directory.add_user("gina", "gina-password", ad_control=512, pwdLastSet="0")

@@ -62,6 +62,33 @@ def test_ldaps_and_starttls_check_the_server_certificate(realm, directory, setti
     assert signin.check_password(realm, "tls", "tls-password").error == signin.USER_NOT_FOUND
 
 
+def test_search_scope_custom_filter_and_trust_email(realm, directory):
+    import ldap.modlist
+
+    directory.add_user("zoe", "zoe-password", mail="zoe@example.org", employeeType="staff")
+    directory.add_user("zed", "zed-password", employeeType="temp")
+    sub = f"ou=contractors,{PEOPLE}"
+    conn = directory.admin()
+    conn.add_s(sub, ldap.modlist.addModlist({"objectClass": [b"organizationalUnit"], "ou": [b"contractors"]}))
+    try:
+        conn.add_s(f"uid=zack,{sub}", ldap.modlist.addModlist({
+            "objectClass": [b"inetOrgPerson"], "uid": [b"zack"], "cn": [b"zack"], "sn": [b"zack"],
+            "userPassword": [b"zack-password"]}))
+        component = make_provider(realm, directory, customUserSearchFilter="(employeeType=staff)", trustEmail="true")
+        zoe = signin.check_password(realm, "zoe", "zoe-password").user
+        assert zoe.email == "zoe@example.org" and zoe.email_verified  # trusted as the directory has it
+        for name in ("zed", "zack"):  # outside the filter; below the users DN's level
+            assert signin.check_password(realm, name, f"{name}-password").error == signin.USER_NOT_FOUND
+        component.config.update(searchScope=["2"], customUserSearchFilter=[""])
+        component.save()
+        assert signin.check_password(realm, "zack", "zack-password").ok
+        assert signin.check_password(realm, "zed", "zed-password").ok
+    finally:
+        conn.delete_s(f"uid=zack,{sub}")
+        conn.delete_s(sub)
+        conn.unbind_s()
+
+
 # --- passwords ----------------------------------------------------------------------------------
 
 def test_writable_password_change_goes_to_the_directory_and_its_policy_is_shown(realm, directory, admin_api):

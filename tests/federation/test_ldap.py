@@ -246,6 +246,27 @@ def test_must_change_password_on_the_form_shows_the_directorys_refusal_then_sign
     assert signin.check_password(realm, "gus", "gus-new-password").ok
 
 
+def test_full_name_mapper_reads_and_writes_cn_and_a_hardcoded_ldap_attribute_is_set_on_creation(
+        realm, directory, admin_api):
+    component = make_provider(realm, directory, mappers=False, syncRegistrations="true")
+    for name, kind, config in (
+            ("username", "user-attribute-ldap-mapper", {"ldap.attribute": ["uid"], "user.model.attribute": ["username"]}),
+            ("full name", "full-name-ldap-mapper", {"ldap.full.name.attribute": ["cn"], "read.only": ["false"]}),
+            ("type", "hardcoded-ldap-attribute-mapper", {"ldap.attribute.name": ["employeeType"],
+                                                         "ldap.attribute.value": ["external"]})):
+        Component.objects.create(realm=realm, name=name, provider_id=kind, provider_type=MAPPER,
+                                 parent_id=component.pk, config=config)
+    directory.add_user("ada", "ada-password", given="Ada Lovelace")  # cn "Ada Lovelace"
+    ada = signin.check_password(realm, "ada", "ada-password").user
+    assert (ada.first_name, ada.last_name) == ("Ada", "Lovelace")
+    assert admin_api("put", f"acme/users/{ada.pk}", {"firstName": "Augusta"}).status_code == 204
+    assert directory.get(f"uid=ada,{PEOPLE}", "cn", "employeeType") == {"cn": [b"Augusta Lovelace"]}  # not on changes
+    assert admin_api("post", "acme/users", {"username": "grace", "firstName": "Grace",
+                                             "lastName": "Hopper"}).status_code == 201
+    assert directory.get(f"uid=grace,{PEOPLE}", "cn", "employeeType") == {"cn": [b"Grace Hopper"],
+                                                                         "employeeType": [b"external"]}
+
+
 def test_group_and_role_mappers_import_memberships(realm, directory):
     component = make_provider(realm, directory)
     for name, kind, config in (

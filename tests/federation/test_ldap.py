@@ -250,7 +250,8 @@ def test_full_name_mapper_reads_and_writes_cn_and_a_hardcoded_ldap_attribute_is_
         realm, directory, admin_api):
     component = make_provider(realm, directory, mappers=False, syncRegistrations="true")
     for name, kind, config in (
-            ("username", "user-attribute-ldap-mapper", {"ldap.attribute": ["uid"], "user.model.attribute": ["username"]}),
+            ("username", "user-attribute-ldap-mapper", {"ldap.attribute": ["uid"],
+                                                         "user.model.attribute": ["username"]}),
             ("full name", "full-name-ldap-mapper", {"ldap.full.name.attribute": ["cn"], "read.only": ["false"]}),
             ("type", "hardcoded-ldap-attribute-mapper", {"ldap.attribute.name": ["employeeType"],
                                                          "ldap.attribute.value": ["external"]})):

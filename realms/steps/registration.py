@@ -90,7 +90,11 @@ class RegistrationPage(Authenticator):
                 if PASSWORD in actions:
                     # In the user's store: the directory's for a user created there (LDAP's sync
                     # registrations), whose own password policy may still refuse it.
-                    storage.set_password(realm, user, password)
+                    try:
+                        storage.set_password(realm, user, password)
+                    except password_policy.PasswordPolicyError:
+                        storage.delete_user(realm, user)  # the directory's new entry is no transaction's
+                        raise
                 if TERMS in actions:
                     user.attributes = {terms_and_conditions.ATTRIBUTE: [str(int(time.time()))]}
                     user.save(update_fields=["attributes"])

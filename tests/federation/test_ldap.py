@@ -598,6 +598,8 @@ def test_self_registration_creates_the_entry_with_sync_registrations(realm, web_
                                                            "password": short, "password-confirm": short})
     assert refused.status_code == 400 and "Password fails quality checking policy" in refused.content.decode()
     assert not User.objects.filter(realm=realm, username="tony").exists()
+    with pytest.raises(ldap.NO_SUCH_OBJECT):  # nor its entry: the name can be registered again
+        directory.get(f"uid=tony,{PEOPLE}")
     http = HttpClient()
     done = http.post(form_action(register_page(http)), {**FORM, "username": "tina", "email": "tina@example.org"})
     assert "code" in redirect_query(done)

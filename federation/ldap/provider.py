@@ -148,8 +148,11 @@ class LdapProvider(UserStorageProvider):
     def _kdc_accepts(self, user, secret):
         """The password checked by the KDC (useKerberosForPasswordAuthentication): the user's
         principal, or their name in the provider's Kerberos realm (Keycloak's fallback)."""
-        from ..kerberos import gss
-
+        try:
+            from ..kerberos import gss
+        except ImportError as exc:  # python-gssapi missing (the ``kerberos`` extra): no KDC to ask
+            logger.warning("LDAP provider %s: Kerberos is not available on this server: %s", self.component.pk, exc)
+            raise Unavailable(self.component.pk) from None
         principal = ((user.attributes or {}).get(KERBEROS_PRINCIPAL) or [user.username])[0]
         if "@" not in principal:
             principal = f"{principal}@{self.config.kerberos_realm}"
@@ -167,8 +170,11 @@ class LdapProvider(UserStorageProvider):
         LDAPStorageProvider.authenticate)."""
         if credential_type != KERBEROS or not self.config.allow_kerberos:
             return None
-        from ..kerberos.provider import authenticate_spnego
-
+        try:
+            from ..kerberos.provider import authenticate_spnego
+        except ImportError as exc:  # python-gssapi missing: the step stands aside for the form
+            logger.warning("LDAP provider %s: Kerberos is not available on this server: %s", self.component.pk, exc)
+            return None
         return authenticate_spnego(realm, value, self.config, self.component.name, self.user_of_principal)
 
     def user_of_principal(self, realm, principal):

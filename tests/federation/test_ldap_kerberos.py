@@ -92,3 +92,20 @@ def test_kerberos_authentication_needs_its_settings(realm, kdc, directory):
                                                       **kerberos_settings(kdc, keyTab="")}.items()})
     with pytest.raises(ConfigError, match=r"KeyTab is required \(keyTab\)"):
         LdapConfig.of(component)
+
+
+def test_without_python_gssapi_the_provider_says_so_and_refuses_nothing_silently(realm, kdc, directory, monkeypatch,
+                                                                                  caplog):
+    import sys
+
+    import federation.kerberos
+    from realms import storage
+
+    component = make_provider(realm, directory, **kerberos_settings(kdc, useKerberosForPasswordAuthentication="true"))
+    directory.add_user("alice", DIRECTORY_PASSWORD)
+    for name in ("gss", "provider"):  # as on a server without the extra: importing them fails
+        monkeypatch.setitem(sys.modules, f"federation.kerberos.{name}", None)
+        monkeypatch.delattr(federation.kerberos, name)
+    assert signin.check_password(realm, "alice", ALICE_PASSWORD).error == signin.USER_STORAGE_UNAVAILABLE
+    assert storage.provider_for(component).authenticate_credential(realm, storage.KERBEROS, "token") is None
+    assert "Kerberos is not available on this server" in caplog.text

@@ -46,15 +46,30 @@ SETTINGS = (
     ("customUserSearchFilter", forms.CharField(required=False)),
     ("searchScope", forms.ChoiceField(choices=[("1", "One Level"), ("2", "Subtree")], initial="1")),
     ("pagination", forms.BooleanField(initial=True, **_BOOL)),
+    ("allowKerberosAuthentication", forms.BooleanField(**_BOOL)),
+    ("kerberosRealm", forms.CharField(required=False)),
+    ("serverPrincipal", forms.CharField(required=False, help_text="HTTP/host@REALM, or * for any key of the keytab.")),
+    ("keyTab", forms.CharField(required=False, help_text="Path of the server's keytab file.")),
+    ("krbPrincipalAttribute", forms.CharField(required=False, help_text="E.g. userPrincipalName; empty: the "
+                                                                         "principal's name is the username.")),
+    ("useKerberosForPasswordAuthentication", forms.BooleanField(**_BOOL)),
     ("importEnabled", forms.BooleanField(initial=True, **_BOOL)),
     ("syncRegistrations", forms.BooleanField(**_BOOL)),
     ("batchSizeForSync", forms.IntegerField(initial=1000, min_value=1)),
     ("fullSyncPeriod", forms.IntegerField(initial=-1, help_text="Seconds; -1: off.")),
     ("changedSyncPeriod", forms.IntegerField(initial=-1, help_text="Seconds; -1: off.")),
     ("cachePolicy", forms.ChoiceField(choices=[(p, p) for p in CACHE_POLICIES], initial="DEFAULT")),
+    ("evictionDay", forms.ChoiceField(required=False, choices=[("", "")] + [(str(i), d) for i, d in enumerate(
+        ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"), 1)],
+        help_text="EVICT_WEEKLY.")),
+    ("evictionHour", forms.IntegerField(required=False, min_value=0, max_value=23,
+                                        help_text="EVICT_DAILY and EVICT_WEEKLY.")),
+    ("evictionMinute", forms.IntegerField(required=False, min_value=0, max_value=59)),
     ("maxLifespan", forms.IntegerField(required=False, help_text="Milliseconds (MAX_LIFESPAN).")),
     ("trustEmail", forms.BooleanField(**_BOOL)),
     ("usePasswordModifyExtendedOp", forms.BooleanField(initial=True, **_BOOL)),
+    ("validatePasswordPolicy", forms.BooleanField(**_BOOL, help_text="Check the realm's password policy too "
+                                                                      "before the directory's.")),
     ("priority", forms.IntegerField(initial=0)),
 )
 
@@ -88,8 +103,7 @@ class LdapForm(forms.ModelForm):
                 if value:
                     config[key] = [value]
                 continue
-            if value in (None, "") and key in ("connectionTimeout", "readTimeout", "maxLifespan",
-                                               "customUserSearchFilter", "bindDn"):
+            if value in (None, "") and not self.fields[key].required:  # an optional setting left empty
                 config.pop(key, None)
                 continue
             config[key] = [_as_config(value)]

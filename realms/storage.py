@@ -91,6 +91,10 @@ class UserStorageProvider:
         cache reads the entry again when it is stale); None when the store no longer has them."""
         return user
 
+    def remove_user(self, realm, user):
+        """The store's side of deleting ``user`` (a writable directory removes the entry); the
+        realm database's row is deleted by ``delete_user`` afterwards. Nothing by default."""
+
 
 class RealmDatabase(UserStorageProvider):
     """The built-in provider: users and credentials in the realm's own tables."""
@@ -296,3 +300,13 @@ def set_password(realm, user, password):
     the realm's policy, or the directory). Raises ``password_policy.PasswordPolicyError``, or
     Unavailable when the user's store cannot be reached."""
     provider_of(user).update_credential(realm, user, Credential.PASSWORD, password)
+
+
+def delete_user(realm, user):
+    """The one way a user is deleted: from the user's store (Keycloak's removeUser), then here.
+    Raises Unavailable when the user's store cannot be reached (the user is then kept)."""
+    if user.federation_link_id is not None:
+        provider = provider_for(user.federation_link)
+        if provider is not None:  # a provider gone from this server: only the row is left to delete
+            provider.remove_user(realm, user)
+    user.delete()

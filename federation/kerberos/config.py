@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from realms.storage import InvalidConfig
 
+KERBEROS_PRINCIPAL = "KERBEROS_PRINCIPAL"  # Keycloak's user attribute
 READ_ONLY, UNSYNCED = "READ_ONLY", "UNSYNCED"
 EDIT_MODES = (READ_ONLY, UNSYNCED)  # Keycloak's Kerberos provider offers no WRITABLE mode
 _BOOLEANS = ("debug", "allowPasswordAuthentication", "updateProfileFirstLogin")
@@ -16,11 +17,16 @@ def _first(config, name, default=""):
     return values[0] if values else default
 
 
+def missing_setting(config):
+    """The message naming the first Kerberos setting ``config`` (a component's multivalued
+    config) lacks, or '' (the Kerberos provider's and LDAP's Kerberos integration's check)."""
+    return next((f"{label} is required ({name})" for name, label in _REQUIRED if not _first(config, name).strip()), "")
+
+
 def validate(config, parent_config=None):
     """Raise InvalidConfig for a configuration this provider cannot run with."""
-    for name, label in _REQUIRED:
-        if not _first(config, name).strip():
-            raise InvalidConfig(f"{label} is required ({name})")
+    if missing_setting(config):
+        raise InvalidConfig(missing_setting(config))
     for name in _BOOLEANS:
         if _first(config, name, "false").lower() not in ("true", "false"):
             raise InvalidConfig(f"{name} must be true or false")

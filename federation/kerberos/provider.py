@@ -10,11 +10,26 @@ from realms.accounts import create_user
 from realms.models import Credential, User
 
 from . import gss
-from .config import READ_ONLY, UNSYNCED, KerberosConfig
+from .config import KERBEROS_PRINCIPAL, READ_ONLY, UNSYNCED, KerberosConfig
 
 logger = logging.getLogger("idp.federation.kerberos")
 
-KERBEROS_PRINCIPAL = "KERBEROS_PRINCIPAL"  # Keycloak's user attribute
+
+def authenticate_spnego(realm, token, config, name, user_of_principal):
+    """One SPNEGO step of a provider taking Kerberos tickets (this one, LDAP's Kerberos
+    integration): the token accepted with ``config``'s keytab and ``server_principal``, its
+    principal's user found by ``user_of_principal(realm, principal)``. ``name`` is the provider's,
+    for the log."""
+    accepted = gss.accept(token, config.keytab, config.server_principal, debug=config.debug)
+    if accepted.failed:
+        return storage.CredentialOutput.failed()
+    if not accepted.principal:
+        return storage.CredentialOutput.continued(accepted.response_token)
+    user = user_of_principal(realm, accepted.principal)
+    if user is None:
+        logger.info("provider %s: principal %s maps to no user of realm %s", name, accepted.principal, realm.name)
+        return storage.CredentialOutput.failed()
+    return storage.CredentialOutput.authenticated(user, accepted.response_token)
 
 
 class KerberosProvider(storage.UserStorageProvider):
@@ -111,14 +126,4 @@ class KerberosProvider(storage.UserStorageProvider):
         """An SPNEGO token (Keycloak's CredentialAuthentication for ``kerberos``)."""
         if credential_type != storage.KERBEROS:
             return None
-        accepted = gss.accept(value, self.config.keytab, self.config.server_principal, debug=self.config.debug)
-        if accepted.failed:
-            return storage.CredentialOutput.failed()
-        if not accepted.principal:
-            return storage.CredentialOutput.continued(accepted.response_token)
-        user = self.user_of_principal(realm, accepted.principal)
-        if user is None:
-            logger.info("kerberos provider %s: principal %s maps to no user of realm %s", self.component.name,
-                        accepted.principal, realm.name)
-            return storage.CredentialOutput.failed()
-        return storage.CredentialOutput.authenticated(user, accepted.response_token)
+        return authenticate_spnego(realm, value, self.config, self.component.name, self.user_of_principal)

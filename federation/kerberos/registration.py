@@ -1,14 +1,16 @@
 """Registers the SPNEGO step and the Kerberos provider (FederationConfig.ready), and switches the
-realm's SPNEGO step on and off with its Kerberos providers, as Keycloak's provider factory does
-(onCreate: DISABLED becomes ALTERNATIVE; preRemove: back to DISABLED, here once no Kerberos
-provider is left)."""
+realm's SPNEGO step on and off with the providers that take Kerberos tickets (a ``kerberos``
+provider, an ``ldap`` one with ``allowKerberosAuthentication``), as Keycloak's provider factories
+do (created or switched to take tickets: DISABLED becomes ALTERNATIVE; removed or switched off:
+back to DISABLED, here once no such provider is left)."""
 import logging
 
-from django.db.models.signals import post_delete, post_save
+from django.db.models.signals import post_delete, post_save, pre_save
 
 from realms import flows, storage
 from realms.models import AuthenticationExecution, Component
 
+from ..ldap.config import PROVIDER_ID as LDAP
 from .config import validate
 from .spnego import SpnegoAuthenticator
 
@@ -27,8 +29,19 @@ def register():
         logger.info("kerberos user federation is not available on this server: %s", error)
         return
     storage.register_provider(PROVIDER_ID, KerberosProvider, validate=validate)
-    post_save.connect(_provider_saved, sender=Component, dispatch_uid="kerberos-spnego-on")
-    post_delete.connect(_provider_deleted, sender=Component, dispatch_uid="kerberos-spnego-off")
+    from ..models import LdapComponent
+
+    for model in (Component, LdapComponent):  # a proxy's saves are signalled under its own name
+        uid = model.__name__
+        pre_save.connect(_provider_saving, sender=model, dispatch_uid=f"kerberos-spnego-before-{uid}")
+        post_save.connect(_provider_saved, sender=model, dispatch_uid=f"kerberos-spnego-on-{uid}")
+        post_delete.connect(_provider_deleted, sender=model, dispatch_uid=f"kerberos-spnego-off-{uid}")
+
+
+def _takes_tickets(component):
+    return component.provider_type == Component.USER_STORAGE and (
+        component.provider_id == PROVIDER_ID or (component.provider_id == LDAP and component.get(
+            "allowKerberosAuthentication", "false").lower() == "true"))
 
 
 def _spnego_steps(realm_id, requirement):
@@ -42,12 +55,24 @@ def _switch(realm_id, old, new):
         execution.save()  # through save: the realm's cached flows are dropped
 
 
-def _provider_saved(sender, instance, created, **kwargs):
-    if created and instance.provider_id == PROVIDER_ID:
+def _provider_saving(sender, instance, **kwargs):
+    if instance.provider_id not in (PROVIDER_ID, LDAP):
+        return
+    before = None if instance._state.adding else Component.objects.filter(pk=instance.pk).first()
+    instance._took_tickets = before is not None and _takes_tickets(before)
+
+
+def _provider_saved(sender, instance, **kwargs):
+    took, takes = getattr(instance, "_took_tickets", False), _takes_tickets(instance)
+    if takes and not took:
         _switch(instance.realm_id, flows.DISABLED, flows.ALTERNATIVE)
+    elif took and not takes:
+        _provider_deleted(sender, instance)
 
 
 def _provider_deleted(sender, instance, **kwargs):
-    if instance.provider_id == PROVIDER_ID and not Component.objects.filter(
-            realm_id=instance.realm_id, provider_id=PROVIDER_ID).exists():
-        _switch(instance.realm_id, flows.ALTERNATIVE, flows.DISABLED)
+    if _takes_tickets(instance) or getattr(instance, "_took_tickets", False):
+        others = Component.objects.filter(realm_id=instance.realm_id, provider_type=Component.USER_STORAGE,
+                                          provider_id__in=(PROVIDER_ID, LDAP)).exclude(pk=instance.pk)
+        if not any(_takes_tickets(c) for c in others):
+            _switch(instance.realm_id, flows.ALTERNATIVE, flows.DISABLED)

@@ -30,8 +30,12 @@ class SpnegoAuthenticator(Authenticator):
         parts = header.split()
         if not parts or parts[0].lower() != NEGOTIATE.lower():
             return Outcome.attempted()  # another scheme: not ours to judge
-        output = storage.authenticate_by_credential(ctx.realm, storage.KERBEROS, parts[1]) \
-            if len(parts) == 2 else storage.CredentialOutput.failed()
+        try:
+            output = storage.authenticate_by_credential(ctx.realm, storage.KERBEROS, parts[1]) \
+                if len(parts) == 2 else storage.CredentialOutput.failed()
+        except storage.Unavailable:
+            # The ticket is good but the directory that maps it to a user cannot be reached.
+            return self._failure(ctx, "user_storage_unavailable", None, "userStorageUnavailableMessage")
         if output is None:  # no provider of the realm takes Kerberos tickets
             return Outcome.attempted()
         if output.status == output.CONTINUE:
@@ -41,9 +45,12 @@ class SpnegoAuthenticator(Authenticator):
             ctx.add_auth_method(storage.KERBEROS)
             return Outcome.success()
         error = "invalid_user_credentials" if output.status == output.FAILED else "user_disabled"
-        ctx.login_error(error, user=output.user)
+        return self._failure(ctx, error, output.user, "invalidUserMessage")
+
+    def _failure(self, ctx, error, user, message_key):
+        ctx.login_error(error, user=user)
         locale = messages.locale_for(ctx.request, ctx.realm)
-        page = ctx.render("error.html", {"message": messages.text(ctx.realm, locale, "invalidUserMessage")}, status=401)
+        page = ctx.render("error.html", {"message": messages.text(ctx.realm, locale, message_key)}, status=401)
         return Outcome.failure(error, page)
 
     def action(self, ctx):

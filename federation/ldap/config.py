@@ -7,6 +7,8 @@ import ldap.filter
 
 from django.utils import timezone
 
+from ..kerberos.config import missing_setting
+
 PROVIDER_ID = "ldap"
 MAPPER_TYPE = "org.keycloak.storage.ldap.mappers.LDAPStorageMapper"
 
@@ -65,7 +67,17 @@ class LdapConfig:
     eviction_hour: int
     eviction_minute: int
     password_modify_op: bool
+    validate_password_policy: bool
     trust_email: bool
+    # Kerberos integration (Keycloak's LDAPProviderKerberosConfig): SPNEGO tickets taken with
+    # the keytab; passwords checked by the KDC instead of a bind when asked to.
+    allow_kerberos: bool
+    use_kerberos_for_password: bool
+    kerberos_realm: str
+    server_principal: str
+    keytab: str
+    kerberos_principal_attr: str
+    debug: bool
 
     @classmethod
     def of(cls, component, bind_credential=""):
@@ -95,6 +107,9 @@ class LdapConfig:
         policy = c.get("cachePolicy", "DEFAULT").upper()
         if policy not in CACHE_POLICIES:
             raise ConfigError(f"cachePolicy must be one of {', '.join(CACHE_POLICIES)}")
+        allow_kerberos = _bool(c, "allowKerberosAuthentication", False)
+        if allow_kerberos and missing_setting(c.config):
+            raise ConfigError(missing_setting(c.config))
         username = c.get("usernameLDAPAttribute", "sAMAccountName" if vendor == "ad" else "uid")
         return cls(
             component_id=c.pk, vendor=vendor, connection_url=url, bind_dn=c.get("bindDn"),
@@ -116,7 +131,13 @@ class LdapConfig:
             eviction_day=_int(c, "evictionDay", 1), eviction_hour=_int(c, "evictionHour", 0),
             eviction_minute=_int(c, "evictionMinute", 0),
             password_modify_op=_bool(c, "usePasswordModifyExtendedOp", vendor != "ad"),
+            validate_password_policy=_bool(c, "validatePasswordPolicy", False),
             trust_email=_bool(c, "trustEmail", False),
+            allow_kerberos=allow_kerberos,
+            use_kerberos_for_password=_bool(c, "useKerberosForPasswordAuthentication", False),
+            kerberos_realm=c.get("kerberosRealm").strip(), server_principal=c.get("serverPrincipal").strip(),
+            keytab=c.get("keyTab").strip(), kerberos_principal_attr=c.get("krbPrincipalAttribute").strip(),
+            debug=_bool(c, "debug", False),
         )
 
     @property

@@ -17,8 +17,9 @@ from django.utils import timezone
 
 from realms import password_policy
 from realms.models import Credential, User, new_id
-from realms.storage import REALM_DATABASE, Unavailable, UserStorageProvider, open_config
+from realms.storage import KERBEROS, REALM_DATABASE, Unavailable, UserStorageProvider, open_config
 
+from ..kerberos.config import KERBEROS_PRINCIPAL
 from . import mappers as mapping
 from . import membership, rows
 from .config import LDAP_ENTRY_DN, LDAP_ID, READ_ONLY, UNSYNCED, WRITABLE, ConfigError, LdapConfig
@@ -46,6 +47,8 @@ class LdapProvider(UserStorageProvider):
         names = {self.config.username_attr, self.config.uuid_attr, self.config.rdn_attr, "modifyTimestamp"}
         for m in self.mappers:
             names.update(a for a in m.attributes if a)
+        if self.config.allow_kerberos and self.config.kerberos_principal_attr:
+            names.add(self.config.kerberos_principal_attr)
         return sorted(names)
 
     def _search(self, condition, size_limit=0):
@@ -90,27 +93,30 @@ class LdapProvider(UserStorageProvider):
         """``user`` as the directory has it now when its cached row is stale (import off and the
         cache policy says so); None when the entry is gone."""
         if self.config.import_enabled:
-            return self._read_memberships(realm, user)
+            return self._read_live(realm, user)
         cached = (user.attributes or {}).get(CACHED_AT) or []
         try:
             until = self.config.cached_until(datetime.fromisoformat(cached[0])) if cached else timezone.now()
         except ValueError:
             until = timezone.now()  # an unreadable stamp: read the entry again
         if until is None or until > timezone.now():
-            return self._read_memberships(realm, user)
+            return self._read_live(realm, user)
         entry = self._by(self.config.uuid_attr, (user.attributes.get(LDAP_ID) or [""])[0])
         if entry is None:
             user.delete()  # the row was only a cache of an entry that no longer exists
             return None
         return self._import_one(realm, entry)
 
-    def _read_memberships(self, realm, user):
-        """The memberships of the READ_ONLY and LDAP_ONLY group and role mappers, read from the
-        directory for a user found here (Keycloak reads them at every use of the user)."""
+    def _read_live(self, realm, user):
+        """What Keycloak reads from the entry at every use of a user found here: the account state
+        of Active Directory's account-control mapper (the entry is imported again: a user disabled
+        there is disabled here at once) and the memberships of the READ_ONLY and LDAP_ONLY group
+        and role mappers."""
+        account_state = any(isinstance(m, mapping.AccountControl) for m in self.mappers)
         live = [m for m in self.mappers if isinstance(m, membership.Membership) and m.base
                 and m.mode != membership.IMPORT]
         dn = (user.attributes.get(LDAP_ENTRY_DN) or [""])[0]
-        if not live or not dn:
+        if not (live or account_state) or not dn:
             return user
         try:
             entries = self.directory.search(dn, "(objectClass=*)", self._read_attrs(), scope=ldap.SCOPE_BASE)
@@ -118,6 +124,8 @@ class LdapProvider(UserStorageProvider):
             return user
         except DirectoryUnavailable:
             raise Unavailable(self.component.pk) from None
+        if account_state:
+            return self._import_one(realm, entries[0]) if entries else user
         entries = [(dn, {k.lower(): v for k, v in entry.items()}) for _, entry in entries[:1]]
         with transaction.atomic():
             self._mirror(realm, self._memberships(entries, live), [(user.pk, dn, False)])
@@ -128,6 +136,8 @@ class LdapProvider(UserStorageProvider):
             return False
         if self.config.edit_mode == UNSYNCED and user.has_usable_password():
             return REALM_DATABASE.validate(realm, user, credential_type, secret)  # changed here, kept here
+        if self.config.allow_kerberos and self.config.use_kerberos_for_password:
+            return self._kdc_accepts(user, secret)
         dn = (user.attributes.get(LDAP_ENTRY_DN) or [""])[0]
         try:
             return bool(dn) and self.directory.check_password(dn, secret)
@@ -135,8 +145,51 @@ class LdapProvider(UserStorageProvider):
             logger.warning("LDAP provider %s: directory unavailable: %s", self.component.pk, exc)
             raise Unavailable(self.component.pk) from None
 
+    def _kdc_accepts(self, user, secret):
+        """The password checked by the KDC (useKerberosForPasswordAuthentication): the user's
+        principal, or their name in the provider's Kerberos realm (Keycloak's fallback)."""
+        try:
+            from ..kerberos import gss
+        except ImportError as exc:  # python-gssapi missing (the ``kerberos`` extra): no KDC to ask
+            logger.warning("LDAP provider %s: Kerberos is not available on this server: %s", self.component.pk, exc)
+            raise Unavailable(self.component.pk) from None
+        principal = ((user.attributes or {}).get(KERBEROS_PRINCIPAL) or [user.username])[0]
+        if "@" not in principal:
+            principal = f"{principal}@{self.config.kerberos_realm}"
+        try:
+            return bool(secret) and gss.check_password(principal, secret, debug=self.config.debug)
+        except gss.KerberosUnavailable as exc:
+            logger.warning("LDAP provider %s: the KDC could not be asked: %s", self.component.pk, exc)
+            raise Unavailable(self.component.pk) from None
+
     def is_configured_for(self, realm, user, credential_type):
         return credential_type == Credential.PASSWORD
+
+    def authenticate_credential(self, realm, credential_type, value):
+        """An SPNEGO token, when Kerberos authentication is allowed (Keycloak's
+        LDAPStorageProvider.authenticate)."""
+        if credential_type != KERBEROS or not self.config.allow_kerberos:
+            return None
+        try:
+            from ..kerberos.provider import authenticate_spnego
+        except ImportError as exc:  # python-gssapi missing: the step stands aside for the form
+            logger.warning("LDAP provider %s: Kerberos is not available on this server: %s", self.component.pk, exc)
+            return None
+        return authenticate_spnego(realm, value, self.config, self.component.name, self.user_of_principal)
+
+    def user_of_principal(self, realm, principal):
+        """The user of a principal a ticket proved: the entry whose ``krbPrincipalAttribute`` is
+        that principal or, without one, whose username is its name in the provider's Kerberos
+        realm. A user of another store is never taken over."""
+        attr = self.config.kerberos_principal_attr
+        if attr:
+            entry = self._by(attr, principal)
+        else:
+            name, _, kerberos_realm = principal.rpartition("@")
+            if kerberos_realm != self.config.kerberos_realm or not name:
+                return None
+            entry = self._by(self.config.username_attr, name)
+        return self._import_one(realm, entry)
 
     def update_credential(self, realm, user, credential_type, secret):
         if credential_type != Credential.PASSWORD:
@@ -145,7 +198,8 @@ class LdapProvider(UserStorageProvider):
             return REALM_DATABASE.update_credential(realm, user, credential_type, secret)
         if self.config.edit_mode == READ_ONLY:
             raise password_policy.PasswordPolicyError(*READ_ONLY_PASSWORD)
-        password_policy.validate(user, secret)  # the realm's policy first, as Keycloak
+        if self.config.validate_password_policy:
+            password_policy.validate(user, secret)  # the realm's policy too, before the directory's
         dn = user.attributes[LDAP_ENTRY_DN][0]
         try:
             self.directory.set_password(dn, secret)
@@ -204,6 +258,10 @@ class LdapProvider(UserStorageProvider):
                 attributes[LDAP_ENTRY_DN] = [dn]
                 if not self.config.import_enabled:
                     attributes[CACHED_AT] = cached_at
+                if self.config.allow_kerberos and self.config.kerberos_principal_attr:
+                    principal = membership.text(entry, self.config.kerberos_principal_attr)
+                    if principal:
+                        attributes[KERBEROS_PRINCIPAL] = [principal]
                 values["attributes"] = attributes
                 if self.config.trust_email and values.get("email"):
                     values["email_verified"] = True
@@ -330,6 +388,19 @@ class LdapProvider(UserStorageProvider):
             return
         try:
             self.directory.modify(user.attributes[LDAP_ENTRY_DN][0], changes)
+        except DirectoryUnavailable:
+            raise Unavailable(self.component.pk) from None
+
+    def remove_user(self, realm, user):
+        """WRITABLE: the entry is deleted too, or the next sync would bring the user back
+        (Keycloak's removeUser); the other modes keep it."""
+        dn = ((user.attributes or {}).get(LDAP_ENTRY_DN) or [""])[0]
+        if not self.writable or not dn:
+            return
+        try:
+            self.directory.delete(dn)
+        except ldap.NO_SUCH_OBJECT:
+            pass  # already gone from the directory
         except DirectoryUnavailable:
             raise Unavailable(self.component.pk) from None
 

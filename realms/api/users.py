@@ -279,7 +279,10 @@ class UserDetail(RealmResource):
         user = user_of(self.realm, user_id)
         with transaction.atomic():
             admin_events.record(self.realm, "DELETE", "USER", f"users/{user.pk}", auth=self.auth_details())
-            user.delete()
+            try:
+                storage.delete_user(self.realm, user)  # a writable directory's entry too
+            except storage.Unavailable:
+                raise errors.Invalid("Could not reach the user's directory") from None
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

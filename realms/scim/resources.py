@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 
-from .. import admin_events, password_policy
+from .. import admin_events, password_policy, storage
 from ..accounts import create_user
 from ..models import Group, User
 from ..user_queries import listed_count
@@ -157,7 +157,10 @@ class UserResource:
     def delete(realm, user, auth):
         with transaction.atomic():
             admin_events.record(realm, "DELETE", "USER", f"users/{user.pk}", auth=auth)
-            user.delete()
+            try:
+                storage.delete_user(realm, user)  # a writable directory's entry too
+            except storage.Unavailable:
+                raise ScimError(503, "Could not reach the user's directory") from None
 
 
 class GroupResource:

@@ -10,7 +10,7 @@ import time
 
 from django.db import transaction
 
-from .. import accounts, action_tokens, events, organizations, password_policy, user_profile
+from .. import accounts, action_tokens, events, organizations, password_policy, storage, user_profile
 from ..flows import DISABLED, Authenticator, Outcome
 from ..models import User
 from ..required_actions import terms_and_conditions
@@ -82,20 +82,29 @@ class RegistrationPage(Authenticator):
         if TERMS in actions and params.get("termsAccepted") != "on":
             errors["termsAccepted"] = "termsAcceptanceRequired"
         if errors:
-            values = {name: params.get(name, "") for name, _ in user_profile.FIELDS}
-            ctx.login_error("invalid_registration", username=values.get("username") or values.get("email", ""))
-            return Outcome.challenge(self.page(ctx, values=values, errors=errors, status=400))
-        with transaction.atomic():
-            user = accounts.create_user(realm, cleaned["username"], password if PASSWORD in actions else None, **{
-                k: v for k, v in cleaned.items() if k != "username"})
-            if TERMS in actions:
-                user.attributes = {terms_and_conditions.ATTRIBUTE: [str(int(time.time()))]}
-                user.save(update_fields=["attributes"])
-            if invited:
-                refused = self._join(ctx, user, invited)
-                if refused is not None:
-                    transaction.set_rollback(True)
-                    return refused
+            return self._invalid(ctx, params, errors)
+        try:
+            with transaction.atomic():
+                user = accounts.create_user(realm, cleaned["username"], **{
+                    k: v for k, v in cleaned.items() if k != "username"})
+                if PASSWORD in actions:
+                    # In the user's store: the directory's for a user created there (LDAP's sync
+                    # registrations), whose own password policy may still refuse it.
+                    try:
+                        storage.set_password(realm, user, password)
+                    except password_policy.PasswordPolicyError:
+                        storage.delete_user(realm, user)  # the directory's new entry is no transaction's
+                        raise
+                if TERMS in actions:
+                    user.attributes = {terms_and_conditions.ATTRIBUTE: [str(int(time.time()))]}
+                    user.save(update_fields=["attributes"])
+                if invited:
+                    refused = self._join(ctx, user, invited)
+                    if refused is not None:
+                        transaction.set_rollback(True)
+                        return refused
+        except password_policy.PasswordPolicyError as exc:
+            return self._invalid(ctx, params, {"password": str(exc)})
         ctx.set_user(user)
         ctx.add_auth_method("pwd")
         if invited:
@@ -105,6 +114,11 @@ class RegistrationPage(Authenticator):
                     details={"username": user.username, "email": user.email, "register_method": "form",
                              "redirect_uri": ctx.auth_session.client_data.get("redirect_uri", "")})
         return Outcome.success()
+
+    def _invalid(self, ctx, params, errors):
+        values = {name: params.get(name, "") for name, _ in user_profile.FIELDS}
+        ctx.login_error("invalid_registration", username=values.get("username") or values.get("email", ""))
+        return Outcome.challenge(self.page(ctx, values=values, errors=errors, status=400))
 
     def _join(self, ctx, user, invited):
         """The new user joins the inviting organization, using up the invitation (a failure when

@@ -1,7 +1,8 @@
 """A real OpenLDAP server (Debian's ``slapd``) on free loopback ports with a throw-away
 configuration and database: ``ldap://`` (StartTLS offered) and ``ldaps://`` with a certificate
 from a throw-away CA, the Active Directory attributes of ``ad.schema``, and the password-policy
-overlay (a minimum length, so that the directory's own refusal can be shown to users)."""
+overlay (a minimum length, so that the directory's own refusal can be shown to users); the
+provider's bind DN gets at most ``SIZE_LIMIT`` entries from a search that is not paged."""
 import os
 import signal
 import socket
@@ -25,6 +26,9 @@ SERVICE_PASSWORD = "service-secret"
 PEOPLE = f"ou=people,{SUFFIX}"
 GROUPS = f"ou=groups,{SUFFIX}"
 MIN_PASSWORD_LENGTH = 8
+# The provider's searches stop at this many entries unless paged (as Active Directory's
+# MaxPageSize does), so that a sync proves it pages.
+SIZE_LIMIT = 200
 _PIPELINE = 200  # requests sent before reading answers (slapd closes a connection with too many pending)
 
 
@@ -55,6 +59,7 @@ dbnosync
 suffix "{SUFFIX}"
 rootdn "{ADMIN_DN}"
 rootpw {ADMIN_PASSWORD}
+limits dn.exact="{SERVICE_DN}" size.soft={SIZE_LIMIT} size.hard={SIZE_LIMIT} size.pr=unlimited size.prtotal=unlimited
 directory {workdir}/data
 index objectClass eq
 index uid,cn,mail eq,sub

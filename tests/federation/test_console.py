@@ -109,3 +109,20 @@ def test_console_shows_a_directory_refusal_and_keeps_everything(console, realm, 
     assert "User is read only!" in response.content.decode()
     user.refresh_from_db()
     assert user.first_name != "Kimberly"
+
+
+def test_console_keeps_the_cache_and_kerberos_settings_and_checks_them(console, realm, directory, kdc):
+    from .kdc import REALM
+
+    kerberos = {"allowKerberosAuthentication": "on", "kerberosRealm": REALM, "serverPrincipal": kdc.service_principal,
+                "keyTab": "", "useKerberosForPasswordAuthentication": "on"}
+    weekly = {"cachePolicy": "EVICT_WEEKLY", "evictionDay": "5", "evictionHour": "3", "evictionMinute": "30"}
+    response = console.post(f"{BASE}add/", _form(directory, realm=realm.pk, **kerberos, **weekly))
+    assert response.status_code == 200 and "KeyTab is required (keyTab)" in response.content.decode()
+    response = console.post(f"{BASE}add/", _form(directory, realm=realm.pk, **weekly,
+                                                  **{**kerberos, "keyTab": str(kdc.keytab)}))
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    config = LdapComponent.objects.get(realm=realm, name="corp").config
+    assert {k: config[k] for k in ("allowKerberosAuthentication", "keyTab", "evictionDay", "evictionMinute")} == {
+        "allowKerberosAuthentication": ["true"], "keyTab": [str(kdc.keytab)], "evictionDay": ["5"],
+        "evictionMinute": ["30"]}

@@ -100,6 +100,17 @@ def test_scim_membership_changes_follow_the_mapper_mode(directory, hr, scim):  #
     assert list(ops.members.all()) == [user]
 
 
+def test_scim_deleting_a_writable_directory_user_deletes_the_entry(directory, hr, scim):  # noqa: F811
+    import ldap
+
+    make_provider(hr, directory, editMode="WRITABLE")
+    dn = directory.add_user("otto", "otto-password")
+    user = signed_in(hr, "otto")
+    assert scim("delete", f"Users/{user.pk}").status_code == 204
+    with pytest.raises(ldap.NO_SUCH_OBJECT):
+        directory.get(dn)
+
+
 def test_ldap_only_writes_joins_and_leaves_to_the_directory(realm, directory, admin_api):
     component = make_provider(realm, directory)
     assert add_mapper(admin_api, component, mode="LDAP_ONLY").status_code == 201

@@ -78,7 +78,8 @@ def test_signing_in_offers_passkeys_and_security_keys_when_the_realm_uses_them(h
     realm.passkeys_enabled = True
     realm.save()
     page = http.get(CONSOLE + "account-security/signing-in").content.decode()
-    for kind, action in (("webauthn", "webauthn-register"), ("webauthn-passwordless", "webauthn-register-passwordless")):
+    for kind, action in (("webauthn", "webauthn-register"),
+                         ("webauthn-passwordless", "webauthn-register-passwordless")):
         link = re.search(rf'href="([^"]+)" id="create-{kind}"', page).group(1)
         assert f"kc_action={action}" in link.replace("&amp;", "&"), link
     assert "Use your Passkey for passwordless sign in." in page

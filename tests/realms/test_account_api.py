@@ -168,6 +168,11 @@ def test_the_types_offered_are_those_the_realms_flows_check_with_their_enabled_a
     access = bob_token["access_token"]
     # A new realm's flows check passwords and one-time codes; the other steps are DISABLED.
     assert _types(access) == {"password": None, "otp": "CONFIGURE_TOTP"}
+    _set(AuthenticationExecution, "ALTERNATIVE", realm=acme, authenticator="auth-recovery-authn-code-form",
+         flow__alias="Browser - Conditional 2FA")
+    assert _types(access)["recovery-authn-codes"] == "CONFIGURE_RECOVERY_AUTHN_CODES"
+    _set(AuthenticationExecution, "DISABLED", realm=acme, authenticator="auth-recovery-authn-code-form",
+         flow__alias="Browser - Conditional 2FA")
     _set(AuthenticationExecution, "ALTERNATIVE", realm=acme, authenticator="webauthn-authenticator",
          flow__alias="Browser - Conditional 2FA")
     acme.passkeys_enabled = True

@@ -82,6 +82,8 @@ def test_signing_in_offers_passkeys_and_security_keys_when_the_realm_uses_them(h
                          ("webauthn-passwordless", "webauthn-register-passwordless")):
         link = re.search(rf'href="([^"]+)" id="create-{kind}"', page).group(1)
         assert f"kc_action={action}" in link.replace("&amp;", "&"), link
+        setup = http.get(link.replace("&amp;", "&").replace("http://testserver", ""), follow=True)
+        assert 'id="registerWebAuthn"' in setup.content.decode()  # the action's page, on the SSO session
     assert "Use your Passkey for passwordless sign in." in page
     key = Credential.objects.create(user=bob, type="webauthn", user_label="blue key", secret_data="{}",
                                     credential_data={})

@@ -24,7 +24,8 @@ _JSON_PATHS = re.compile(
 
 
 def wants_json(request):
-    return bool(_JSON_PATHS.match(request.path))
+    # Elsewhere, a caller that asks for JSON (as the Account REST API's do) gets it, as from Keycloak.
+    return bool(_JSON_PATHS.match(request.path)) or "application/json" in request.META.get("HTTP_ACCEPT", "")
 
 
 def _page(request, key, status):

@@ -272,6 +272,35 @@ def _load_stored_flows(realm):
     return by_ref
 
 
+def enabled_credential_types(realm):
+    """The credential types some step of the realm's stored flows checks (Keycloak's
+    AccountCredentialResource.getEnabledCredentialTypes): steps not DISABLED, in flows no
+    DISABLED execution leads to."""
+    flows = {flow.id: flow for flow in realm_cache.stored(realm, "flows", _load_stored_flows).values()}
+    switched_off = set()
+
+    def switch_off(flow):
+        if flow.id not in switched_off:
+            switched_off.add(flow.id)
+            for execution in flow.executions:
+                if execution.flow is not None:
+                    switch_off(execution.flow)
+
+    for flow in flows.values():
+        for execution in flow.executions:
+            if execution.flow is not None and execution.requirement == DISABLED:
+                switch_off(execution.flow)
+    types = set()
+    for flow in flows.values():
+        if flow.id in switched_off:
+            continue
+        for execution in flow.executions:
+            step = get_authenticator(execution.authenticator) if execution.requirement != DISABLED else None
+            if step is not None:
+                types |= step.reference_categories(realm)
+    return types
+
+
 def flow_for(realm, client, binding):
     """The flow bound to ``binding``: the client's override when it has one (an override naming
     no flow is an error, as in Keycloak, never a silent fall-back), else the realm's."""
@@ -320,6 +349,14 @@ class Authenticator:
     display_name = ""
     requires_user = False
     is_condition = False
+    # The credential type the step checks (Keycloak's getReferenceCategory): a step in use in one
+    # of the realm's flows offers that type in the account console.
+    reference_category = None
+
+    def reference_categories(self, realm):
+        """The credential types this step checks in ``realm`` (Keycloak's reference category and
+        optional reference categories)."""
+        return {self.reference_category} - {None}
 
     def authenticate(self, ctx) -> Outcome:
         raise NotImplementedError

@@ -12,7 +12,7 @@ from django.db import transaction
 from rest_framework import exceptions
 from rest_framework.response import Response
 
-from .. import cors, events, organizations, sessions
+from .. import cors, events, flows, organizations, sessions
 from ..api import errors
 from ..api.reps import group_reps
 from ..api.views import ApiView
@@ -101,6 +101,23 @@ class Account(AccountResource):
         return Response(status=204)
 
 
+def offered_credential_types(realm, held):
+    """[(type, create action, update action, the user's credentials of it)] for the account
+    console, in Keycloak's order: the types the realm's flows check (Keycloak's
+    getEnabledCredentialTypes), each action only while the realm has it enabled (Keycloak's
+    CredentialTypeMetadata)."""
+    enabled = flows.enabled_credential_types(realm)
+    out = []
+    for kind in credential_types():
+        if not kind.category or kind.type not in enabled:
+            continue
+        create, update = (a if a and flows.action_enabled(realm, a) else None
+                          for a in (kind.create_action, kind.update_action))
+        out.append((kind, create, update, [c for c in held if c.type == kind.type]))
+    out.sort(key=lambda o: _CATEGORIES.index(o[0].category) if o[0].category in _CATEGORIES else len(_CATEGORIES))
+    return out
+
+
 def _credential_rep(credential):
     rep = {"id": credential.id, "type": credential.type, "createdDate": _millis(credential.created),
            "credentialData": json.dumps(credential.credential_data or {})}
@@ -121,21 +138,16 @@ class Credentials(AccountResource):
         include = request.query_params.get("user-credentials", "true").lower() != "false"
         held = self.user.stored_credentials() if include else []
         out = []
-        for kind in credential_types():
-            if not kind.category or (only and kind.type != only):
-                continue
+        for kind, create, update, mine in offered_credential_types(self.realm, held):
+            if (only and kind.type != only) or (include and not (mine or create or update)):
+                continue  # filtered out, or nothing the user can do with it
             container = {"type": kind.type, "category": kind.category, "displayName": kind.display_name,
                          "helptext": kind.help_text, "iconCssClass": kind.icon_css_class,
-                         "createAction": kind.create_action, "updateAction": kind.update_action,
-                         "removeable": kind.removeable}
+                         "createAction": create, "updateAction": update, "removeable": kind.removeable}
             container = {k: v for k, v in container.items() if v is not None}
             if include:
-                mine = [{"credential": _credential_rep(c)} for c in held if c.type == kind.type]
-                if not mine and not kind.create_action and not kind.update_action:
-                    continue  # nothing the user can do with it
-                container["userCredentialMetadatas"] = mine
+                container["userCredentialMetadatas"] = [{"credential": _credential_rep(c)} for c in mine]
             out.append(container)
-        out.sort(key=lambda c: _CATEGORIES.index(c["category"]) if c["category"] in _CATEGORIES else len(_CATEGORIES))
         return Response(out)
 
 

@@ -165,15 +165,13 @@ def signing_in(request, ctx):
     held = ctx.user.stored_credentials()
     locale = messages.locale_for(request, ctx.realm, user=ctx.user)
     kinds = []
-    for kind in credential_types():
-        if not kind.category:
+    for kind, create, update, mine in api.offered_credential_types(ctx.realm, held):
+        if not (mine or create or update):
             continue
-        mine = [c for c in held if c.type == kind.type]
         label = messages.text(ctx.realm, locale, kind.display_name, theme=themes.theme_of(ctx.realm, themes.ACCOUNT))
         kinds.append({"kind": kind, "credentials": mine, "label": label,
-                      "create_url": ctx.action_url(kind.create_action) if kind.create_action and ctx.may_manage else "",
-                      "update_url": ctx.action_url(kind.update_action) if kind.update_action and mine and ctx.may_manage
-                      else ""})
+                      "create_url": ctx.action_url(create) if create and ctx.may_manage else "",
+                      "update_url": ctx.action_url(update) if update and mine and ctx.may_manage else ""})
     return ctx.render("signing-in.html", {
         "kinds": kinds, "password_error": password_error, "has_password": ctx.user.password_credential() is not None,
     }, status=400 if password_error else 200)

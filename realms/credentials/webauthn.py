@@ -278,6 +278,11 @@ class WebAuthn(CredentialType):
     the passwordless policy."""
 
     type = Credential.WEBAUTHN
+    category = "two-factor"
+    display_name = "webauthn-display-name"
+    help_text = "webauthn-help-text"
+    icon_css_class = "kcAuthenticatorWebAuthnClass"
+    create_action = "webauthn-register"
 
     def policy(self, realm):
         return WebAuthnPolicy.of(realm, passwordless=self.type == Credential.WEBAUTHN_PASSWORDLESS)
@@ -393,5 +398,10 @@ class WebAuthn(CredentialType):
 
 class WebAuthnPasswordless(WebAuthn):
     type = Credential.WEBAUTHN_PASSWORDLESS
+    category = "passwordless"
+    display_name = "webauthn-passwordless-display-name"
+    help_text = "webauthn-passwordless-help-text"
+    icon_css_class = "kcAuthenticatorWebAuthnPasswordlessClass"
+    create_action = "webauthn-register-passwordless"
 
 

@@ -23,6 +23,7 @@ class ValidateUsername(Authenticator):
 class ValidatePassword(Authenticator):
     provider_id = "direct-grant-validate-password"
     display_name = "Password"
+    reference_category = Credential.PASSWORD
     requires_user = True
 
     def authenticate(self, ctx):

@@ -27,6 +27,7 @@ def _require_enrolment(ctx, action):
 class OtpForm(Authenticator):
     provider_id = "auth-otp-form"
     display_name = "OTP Form"
+    reference_category = Credential.OTP
     requires_user = True
 
     def page(self, ctx, *, error=""):
@@ -55,6 +56,7 @@ class OtpForm(Authenticator):
 class ValidateOtp(Authenticator):
     provider_id = "direct-grant-validate-otp"
     display_name = "OTP"
+    reference_category = Credential.OTP
     requires_user = True
 
     def authenticate(self, ctx):
@@ -75,6 +77,7 @@ class ValidateOtp(Authenticator):
 class RecoveryCodeForm(Authenticator):
     provider_id = "auth-recovery-authn-code-form"
     display_name = "Recovery Authentication Code Form"
+    reference_category = recovery_codes.TYPE
     requires_user = True
 
     def page(self, ctx, *, error=""):

@@ -99,6 +99,7 @@ class SendEmail(Authenticator):
 class ResetPassword(Authenticator):
     provider_id = "reset-password"
     display_name = "Reset Password"
+    reference_category = Credential.PASSWORD
     requires_user = True
     _form = UpdatePassword()
 

@@ -12,6 +12,11 @@ GENERIC_LOGIN_ERROR = Message("invalidUserMessage")
 class UsernamePasswordForm(Authenticator):
     provider_id = "auth-username-password-form"
     display_name = "Username Password Form"
+    reference_category = Credential.PASSWORD
+
+    def reference_categories(self, realm):
+        # As Keycloak's optional reference category: the form takes passkeys when they are enabled.
+        return {self.reference_category, *([Credential.WEBAUTHN_PASSWORDLESS] if passkeys_enabled(realm) else [])}
 
     def page(self, ctx, *, username="", error="", passkey_error="", status=200):
         return ctx.render("login.html", {

@@ -74,13 +74,13 @@ class WebAuthnAuthenticator(Authenticator):
     provider_id = "webauthn-authenticator"
     display_name = "WebAuthn Authenticator"
     requires_user = True
-    credential_type = Credential.WEBAUTHN
+    reference_category = Credential.WEBAUTHN
     register_action = WEBAUTHN_REGISTER
     auth_method = "webauthn"
 
     @property
     def kind(self):
-        return get_credential_type(self.credential_type)
+        return get_credential_type(self.reference_category)
 
     def page(self, ctx, *, error=""):
         user = ctx.user
@@ -116,7 +116,7 @@ class WebAuthnPasswordlessAuthenticator(WebAuthnAuthenticator):
     provider_id = "webauthn-authenticator-passwordless"
     display_name = "WebAuthn Passwordless Authenticator"
     requires_user = False
-    credential_type = Credential.WEBAUTHN_PASSWORDLESS
+    reference_category = Credential.WEBAUTHN_PASSWORDLESS
     register_action = WEBAUTHN_REGISTER_PASSWORDLESS
     auth_method = Credential.WEBAUTHN_PASSWORDLESS
 

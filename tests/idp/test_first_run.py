@@ -7,6 +7,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
 
 from .test_modes import ROOT, base_env
 
@@ -62,6 +63,21 @@ def test_manage_py_commands_work_before_the_first_start(tmp_path):
     listed = subprocess.run([sys.executable, "manage.py", "showmigrations", "realms"], cwd=ROOT, env=env,
                             capture_output=True, text=True, timeout=120)
     assert listed.returncode == 0 and "[X] 0001_initial" in listed.stdout
+
+
+@pytest.mark.parametrize("command, printed", [
+    (["import_realm", "-"], "imported realm 'fresh'"),
+    (["export_realm", "master"], '"realm": "master"'),
+    (["bootstrap_admin", "user", "--username", "ops", "--password:env", "OPS_PASSWORD"], "'ops' created"),
+])
+def test_realm_commands_work_on_a_fresh_checkout_without_migrate_first(tmp_path, command, printed):
+    # As Keycloak's import, export and bootstrap-admin: the schema is brought up to date first.
+    env = base_env(DJANGO_SETTINGS_MODULE="idp.settings.dev", IDP_VAR_DIR=str(tmp_path / "var"),
+                   OPS_PASSWORD="ops-pass-1234", **UNGENERATED_LOCALE)
+    done = subprocess.run([sys.executable, "manage.py", *command], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300, input='{"realm": "fresh", "enabled": true}')
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert printed in done.stdout
 
 
 def test_start_dev_without_an_admin_warns_and_the_banner_names_the_demo_sign_in(tmp_path):

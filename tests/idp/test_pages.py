@@ -30,6 +30,7 @@ def test_people_get_a_themed_not_found_page(client, path, fresh_caches):
     assert page.status_code == 404 and page["Content-Type"].startswith("text/html")
     text = page.content.decode()
     assert "Page not found" in text and 'id="kc-content"' in text and "URLconf" not in text
+    assert "<title>We are sorry…</title>" in text  # no realm named, no dangling separator
 
 
 @pytest.mark.parametrize("path, body", [
@@ -42,6 +43,14 @@ def test_people_get_a_themed_not_found_page(client, path, fresh_caches):
 def test_programs_get_json(client, path, body, fresh_caches):
     answer = client.get(path)
     assert answer.status_code == 404 and answer.json() == body
+
+
+@pytest.mark.parametrize("path", ["/realms/demo/account/no-such-resource", "/no-such-page"])
+def test_a_program_asking_for_json_gets_json_on_any_path(client, path, fresh_caches):
+    # As Keycloak's error handler: JSON unless a page was asked for (the Account REST API's callers).
+    ensure_demo_realm()
+    answer = client.get(path, HTTP_ACCEPT="application/json")
+    assert answer.status_code == 404 and answer.json() == {"error": "HTTP 404 Not Found"}
 
 
 def test_the_token_endpoint_of_an_unknown_realm_answers_json(client, fresh_caches):

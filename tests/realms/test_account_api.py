@@ -149,6 +149,52 @@ def test_credentials_list_types_with_actions_and_no_secrets(bob_token, bob):
     assert [c["type"] for c in only] == ["otp"] and "userCredentialMetadatas" not in only[0]
 
 
+def _types(access):
+    return {c["type"]: c.get("createAction") for c in call(access, "get", "credentials").json()}
+
+
+def _set(model, requirement=None, **match):
+    row = model.objects.get(**match)
+    if requirement is None:
+        row.enabled = False
+    else:
+        row.requirement = requirement
+    row.save()  # through save(): the realm's cached flows and actions are dropped
+
+
+def test_the_types_offered_are_those_the_realms_flows_check_with_their_enabled_actions(acme, bob, bob_token):
+    from realms.models import AuthenticationExecution, RequiredActionProvider
+
+    access = bob_token["access_token"]
+    # A new realm's flows check passwords and one-time codes; the other steps are DISABLED.
+    assert _types(access) == {"password": None, "otp": "CONFIGURE_TOTP"}
+    _set(AuthenticationExecution, "ALTERNATIVE", realm=acme, authenticator="auth-recovery-authn-code-form",
+         flow__alias="Browser - Conditional 2FA")
+    assert _types(access)["recovery-authn-codes"] == "CONFIGURE_RECOVERY_AUTHN_CODES"
+    _set(AuthenticationExecution, "DISABLED", realm=acme, authenticator="auth-recovery-authn-code-form",
+         flow__alias="Browser - Conditional 2FA")
+    _set(AuthenticationExecution, "ALTERNATIVE", realm=acme, authenticator="webauthn-authenticator",
+         flow__alias="Browser - Conditional 2FA")
+    acme.passkeys_enabled = True
+    acme.save()
+    body = call(access, "get", "credentials").json()
+    assert [(c["type"], c["category"], c["displayName"], c.get("createAction")) for c in body] == [
+        ("password", "basic-authentication", "password-display-name", None),
+        ("otp", "two-factor", "otp-display-name", "CONFIGURE_TOTP"),
+        ("webauthn", "two-factor", "webauthn-display-name", "webauthn-register"),
+        ("webauthn-passwordless", "passwordless", "webauthn-passwordless-display-name",
+         "webauthn-register-passwordless")]
+    # An action the realm switched off is not offered; a type nobody can set up, and the user
+    # does not hold, is left out.
+    _set(RequiredActionProvider, realm=acme, alias="webauthn-register")
+    assert "webauthn" not in _types(access)
+    Credential.objects.create(user=bob, type="webauthn", user_label="key", secret_data="{}", credential_data={})
+    assert _types(access)["webauthn"] is None
+    # A step below a DISABLED sub-flow is not in use.
+    _set(AuthenticationExecution, "DISABLED", realm=acme, sub_flow__alias="Browser - Conditional 2FA")
+    assert "webauthn" not in _types(access) and "otp" in _types(access)  # the direct grant still checks codes
+
+
 def test_delete_a_credential_but_never_the_password_or_another_users(bob_token, bob, acme):
     otp = Credential.objects.create(user=bob, type="otp", secret_data="{}", credential_data={})
     carol = create_user(acme, "carol", password=PASSWORD)

@@ -6,7 +6,7 @@ import pytest
 from django.test import Client as HttpClient
 
 from realms.accounts import create_user
-from realms.models import Event, Role, UserSession
+from realms.models import Credential, Event, Role, UserSession
 from realms.sessions import create_user_session
 from tests.realms.test_signin import redirect_query, sign_in
 
@@ -63,6 +63,35 @@ def test_a_user_without_the_account_roles_is_refused(http, realm):
     default = Role.objects.get(realm=realm, client=None, name=f"default-roles-{realm.name}")
     default.composites.remove(*Role.objects.filter(client__realm=realm, client__client_id="account"))
     assert http.get(CONSOLE).status_code == 403
+
+
+def test_signing_in_offers_passkeys_and_security_keys_when_the_realm_uses_them(http, realm, bob):
+    from realms.models import AuthenticationExecution
+
+    page = http.get(CONSOLE + "account-security/signing-in").content.decode()
+    assert 'id="credential-password"' in page and 'id="create-otp"' in page
+    assert 'id="credential-webauthn' not in page and 'id="credential-recovery-authn-codes"' not in page
+    step = AuthenticationExecution.objects.get(realm=realm, authenticator="webauthn-authenticator",
+                                               flow__alias="Browser - Conditional 2FA")
+    step.requirement = "ALTERNATIVE"
+    step.save()
+    realm.passkeys_enabled = True
+    realm.save()
+    page = http.get(CONSOLE + "account-security/signing-in").content.decode()
+    for kind, action in (("webauthn", "webauthn-register"),
+                         ("webauthn-passwordless", "webauthn-register-passwordless")):
+        link = re.search(rf'href="([^"]+)" id="create-{kind}"', page).group(1)
+        assert f"kc_action={action}" in link.replace("&amp;", "&"), link
+        setup = http.get(link.replace("&amp;", "&").replace("http://testserver", ""), follow=True)
+        assert 'id="registerWebAuthn"' in setup.content.decode()  # the action's page, on the SSO session
+    assert "Use your Passkey for passwordless sign in." in page
+    key = Credential.objects.create(user=bob, type="webauthn", user_label="blue key", secret_data="{}",
+                                    credential_data={})
+    page = http.get(CONSOLE + "account-security/signing-in")
+    assert "blue key" in page.content.decode()
+    http.post(CONSOLE + "account-security/signing-in", {"csrfmiddlewaretoken": _csrf(page), "remove": key.pk})
+    assert not Credential.objects.filter(pk=key.pk).exists()
+    assert Event.objects.filter(type="REMOVE_CREDENTIAL", user_id=bob.pk).exists()
 
 
 def test_device_activity_signs_out_only_the_users_own_sessions(http, realm, bob):

@@ -133,11 +133,27 @@ def _login_page(base, **extra):
     return f"{base}/realms/acme/protocol/openid-connect/auth?{urlencode(query)}"
 
 
+def _label_edge(page):
+    """Which edge of the username field its label's text is aligned with."""
+    text, field = page.evaluate("""() => {
+        const range = document.createRange();
+        range.selectNodeContents(document.querySelector("label[for=username]"));
+        const t = range.getBoundingClientRect(), f = document.getElementById("username").getBoundingClientRect();
+        return [[t.left, t.right], [f.left, f.right]];
+    }""")
+    if abs(text[0] - field[0]) <= 1 and text[1] < field[1] - 20:
+        return "left"
+    if abs(text[1] - field[1]) <= 1 and text[0] > field[0] + 20:
+        return "right"
+    return f"neither: text {text}, field {field}"
+
+
 def test_german_by_kc_locale_and_by_ui_locales_and_arabic_right_to_left(acme, base, page):
     page.goto(_login_page(base))
     _no_serious_violations(page)
     _no_horizontal_scroll(page)
     assert page.locator("html").get_attribute("lang") == "en"
+    assert _label_edge(page) == "left"
     page.get_by_role("link", name="Deutsch").click()
     assert page.locator("html").get_attribute("lang") == "de"
     assert page.locator("#kc-login").inner_text() == "Anmelden"
@@ -154,6 +170,7 @@ def test_german_by_kc_locale_and_by_ui_locales_and_arabic_right_to_left(acme, ba
     page.goto(_login_page(base, kc_locale="ar"))
     assert page.locator("html").get_attribute("dir") == "rtl"
     assert page.locator("#kc-login").inner_text() == "تسجيل الدخول"
+    assert _label_edge(page) == "right"  # the label starts where the right-to-left field starts
     _no_serious_violations(page)
     _no_horizontal_scroll(page)
 

@@ -1,5 +1,6 @@
 """In headless Chromium against a live server: register, verify the e-mail through the link the
-SMTP server captured, and arrive signed in at the application; then forgot password by e-mail."""
+SMTP server captured, and arrive signed in at the application; the newcomer's whole first visit
+(issue 15's "Checked by": on to the account console); then forgot password by e-mail."""
 from contextlib import contextmanager
 from urllib.parse import parse_qs, urlsplit
 
@@ -90,3 +91,77 @@ def test_forgot_password_by_email(base, site, mailbox):
     assert "You should receive an email shortly" in info
     assert query["state"] == ["st-reset"] and query["code"]
     assert User.objects.get(realm=site, username="bob").check_password("fresh-Password-1")
+
+
+def test_a_newcomers_first_visit_from_registration_to_the_account_console(base, site, mailbox):
+    """Register (the policy's message), verify the e-mail by its link, consent, arrive at the
+    application; then sign in to the account console elsewhere, change the password (the policy's
+    message), add a one-time-code device with pyotp, sign out the first session and revoke the
+    application's consent."""
+    import pyotp
+
+    from oidc.models import ConsentGrant
+    from realms.models import Client, UserSession
+
+    Client.objects.filter(realm=site, client_id="web-app").update(consent_required=True)
+    new_password = "a-much-longer-password-2"
+    with chromium() as browser:
+        app = browser.new_context().new_page()
+        app.goto(_auth_url(base, "web-app", "st-first"))
+        app.locator("#kc-register").click()
+        for field, value in (("#username", "carol"), ("#email", "carol@example.com"), ("#firstName", "Carol"),
+                             ("#lastName", "Carrot"), ("#password", "short"), ("#password-confirm", "short")):
+            app.locator(field).fill(value)
+        app.get_by_role("button", name="Register").click()
+        register_message = app.locator("#input-error-password").inner_text()
+        app.locator("#password").fill(PASSWORD)
+        app.locator("#password-confirm").fill(PASSWORD)
+        app.get_by_role("button", name="Register").click()
+        app.locator("#kc-verify-email-form").wait_for(timeout=10000)
+        app.goto(link_in(mailbox.wait()[0]))
+        app.locator("#kc-proceed").click()
+        app.locator("#kc-login").click()  # the consent page: Yes
+        app.wait_for_url(f"{base}/web-app/cb?**", timeout=10000)
+        arrived = parse_qs(urlsplit(app.url).query)
+
+        console = browser.new_context().new_page()  # another device
+        console.goto(f"{base}/realms/acme/account/account-security/signing-in")
+        console.locator("#username").fill("carol")
+        console.locator("#password").fill(PASSWORD)
+        console.locator("#kc-login").click()
+        console.locator("#page-title").wait_for(timeout=10000)
+        console.locator("#password").fill(PASSWORD)
+        console.locator("#password-new").fill("tiny")
+        console.locator("#password-confirm").fill("tiny")
+        console.locator("#save-password").click()
+        console_message = console.locator("#input-error-password").inner_text()
+        console.locator("#password").fill(PASSWORD)
+        console.locator("#password-new").fill(new_password)
+        console.locator("#password-confirm").fill(new_password)
+        console.locator("#save-password").click()
+        password_notice = console.locator("#notice").inner_text()
+
+        console.locator("#create-otp").click()
+        console.locator("#kc-totp-settings-form").wait_for(timeout=10000)
+        totp = pyotp.TOTP(console.locator("#kc-totp-secret-key").inner_text().replace(" ", ""))
+        console.locator("#totp").fill(totp.now())
+        console.locator("#userLabel").fill("carol's phone")
+        console.locator("#saveTOTPBtn").click()
+        console.wait_for_url(f"{base}/realms/acme/account/account-security/signing-in", timeout=10000)
+        devices = console.locator("#credential-otp").inner_text()
+
+        console.goto(f"{base}/realms/acme/account/account-security/device-activity")
+        console.get_by_role("button", name="Sign out this session").click()
+        console.locator("#notice").wait_for()
+        console.goto(f"{base}/realms/acme/account/applications")
+        granted = console.locator("main").inner_text()
+        console.get_by_role("button", name="Remove access").click()
+        console.locator("#notice").wait_for()
+    carol = User.objects.get(realm=site, username="carol")
+    assert "minimum length 10" in register_message and console_message == "Invalid password: minimum length 10."
+    assert arrived["state"] == ["st-first"] and arrived["code"] and carol.email_verified
+    assert "Your password has been updated." in password_notice and carol.check_password(new_password)
+    assert "carol's phone" in devices and [c.user_label for c in carol.credentials.filter(type="otp")] == [
+        "carol's phone"]
+    assert UserSession.objects.filter(user=carol).count() == 1  # the console's own; the application's ended
+    assert "web-app" in granted and not ConsentGrant.objects.filter(user=carol).exists()

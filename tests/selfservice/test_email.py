@@ -152,3 +152,71 @@ def test_the_consoles_test_connection_button_sends_through_the_saved_settings(re
     realm.save()
     page = client.post(url, follow=True)
     assert "Failed to send email" in page.content.decode()
+
+
+# --- TLS, StartTLS and authentication against real servers ----------------------------------------
+
+class _Recorder:
+    """What each delivery looked like to the server: encrypted, authenticated, the message."""
+
+    def __init__(self):
+        self.sessions = []
+
+    async def handle_DATA(self, server, session, envelope):  # aiosmtpd's handler hook
+        encrypted = server.transport.get_extra_info("ssl_object") is not None
+        self.sessions.append((encrypted, bool(session.authenticated), envelope.content))
+        return "250 OK"
+
+
+@pytest.fixture
+def tls_servers(tmp_path, monkeypatch):
+    """Two SMTP servers on loopback with a certificate of a throw-away CA the process trusts:
+    implicit TLS (Keycloak's "Enable SSL"), and plain with STARTTLS and AUTH required."""
+    import ssl
+
+    from aiosmtpd.controller import Controller
+    from aiosmtpd.smtp import AuthResult
+
+    from tests.servers import make_tls_files
+
+    from .conftest import _free_port
+
+    ca, cert, key = make_tls_files(tmp_path, names=("localhost",), ips=("127.0.0.1",))
+    monkeypatch.setenv("SSL_CERT_FILE", ca)  # read by ssl.create_default_context(), as Django's backend uses
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    context.maximum_version = ssl.TLSVersion.TLSv1_2  # aiosmtpd's STARTTLS answers QUIT late over TLS 1.3
+
+    def password_check(server, session, envelope, mechanism, auth_data):
+        return AuthResult(success=(auth_data.login, auth_data.password) == (b"mailer", b"smtp-Secret-7"))
+
+    recorder = _Recorder()
+    implicit = Controller(recorder, hostname="127.0.0.1", port=_free_port(), ssl_context=context)
+    starttls = Controller(recorder, hostname="127.0.0.1", port=_free_port(), tls_context=context,
+                          require_starttls=True, auth_required=True, authenticator=password_check)
+    implicit.start()
+    starttls.start()
+    yield implicit.port, starttls.port, recorder
+    implicit.stop()
+    starttls.stop()
+
+
+def test_smtp_over_tls_starttls_with_authentication(realm, admin_api, tls_servers, monkeypatch):
+    implicit, starttls, recorder = tls_servers
+    base = {"host": "127.0.0.1", "from": "idp@acme.example"}
+
+    def test_connection(**smtp):
+        return admin_api("post", "acme/testSMTPConnection", {**base, **smtp}).status_code
+
+    assert test_connection(port=str(implicit), ssl="true") == 204
+    assert test_connection(port=str(starttls), starttls="true", auth="true", user="mailer",
+                           password="smtp-Secret-7") == 204
+    assert [(encrypted, authenticated) for encrypted, authenticated, _ in recorder.sessions] == [
+        (True, False), (True, True)]
+    # Each setting does something: without it nothing is sent (the server checks the password).
+    assert test_connection(port=str(starttls), auth="true", user="mailer", password="smtp-Secret-7") == 500
+    assert test_connection(port=str(starttls), starttls="true") == 500
+    # The server's certificate is checked: one of a CA the machine does not trust is refused.
+    monkeypatch.delenv("SSL_CERT_FILE")
+    assert test_connection(port=str(implicit), ssl="true") == 500
+    assert len(recorder.sessions) == 2

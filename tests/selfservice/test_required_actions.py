@@ -245,6 +245,32 @@ def test_execute_actions_email_expires(realm, web_app, bob, admin_api, mailbox, 
     assert page.status_code == 400 and "Action expired." in html(page)
 
 
+def test_links_live_for_the_realms_lifespans(realm, web_app, bob, admin_api, mailbox,
+                                             django_capture_on_commit_callbacks, time_machine):
+    """Without a lifespan in the request, an administrator's link lives the realm's
+    actionTokenGeneratedByAdminLifespan, a user's (verify e-mail) its ...ByUserLifespan."""
+    import time
+
+    realm.action_token_generated_by_admin_lifespan = 180
+    realm.action_token_generated_by_user_lifespan = 120
+    realm.verify_email = True
+    realm.save()
+    start = time.time()  # the links are made just after: checked well within and well past their lifespans
+    with django_capture_on_commit_callbacks(execute=True):
+        admin_api("put", f"acme/users/{bob.pk}/execute-actions-email", ["UPDATE_PROFILE"])
+        sign_in(HttpClient())  # VERIFY_EMAIL mails its link
+    by_subject = {m["Subject"]: m for m in mailbox.wait(2)}  # each leaves from its own thread
+    sent, verify = by_subject["Update Your Account"], by_subject["Verify email"]
+    assert "3 minutes" in text_of(sent) and "2 minutes" in text_of(verify)
+    paths = ["/" + link_in(m).split("://", 1)[1].split("/", 1)[1] for m in (sent, verify)]
+    time_machine.move_to(start + 100)
+    assert [HttpClient().get(p).status_code for p in paths] == [200, 200]
+    time_machine.move_to(start + 150)
+    assert [HttpClient().get(p).status_code for p in paths] == [200, 400]
+    time_machine.move_to(start + 200)
+    assert HttpClient().get(paths[0]).status_code == 400
+
+
 def test_execute_actions_email_errors_are_keycloaks(realm, web_app, bob, admin_api):
     def put(body, user=bob, **query):
         path = f"acme/users/{user.pk}/execute-actions-email"

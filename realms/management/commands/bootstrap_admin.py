@@ -10,6 +10,7 @@ import getpass
 import os
 import sys
 
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 DEFAULT_NAME = "temp-admin"  # Keycloak's default username and client id
@@ -59,6 +60,7 @@ class Command(BaseCommand):
 
         name = self._from_env(username_env) if username_env else (username or DEFAULT_NAME)
         secret = self._secret(kind, secret_env, no_prompt)
+        call_command("migrate", interactive=False, verbosity=0)  # as Keycloak's: works before the first start
         try:
             if kind == "user":
                 create_admin_user(name, secret)

@@ -2,6 +2,7 @@
 import json
 import sys
 
+from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from realms.models import Realm
@@ -16,6 +17,7 @@ class Command(BaseCommand):
         parser.add_argument("--file", help="write here instead of standard output")
 
     def handle(self, *args, realm, file, **options):
+        call_command("migrate", interactive=False, verbosity=0)  # as Keycloak's export, on any database
         obj = Realm.objects.filter(name=realm).first()
         if obj is None:
             self.stderr.write(f"export_realm: no realm named {realm!r}")

@@ -2,6 +2,7 @@
 import json
 import sys
 
+from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from realms.representation import RepresentationError, import_realm
@@ -15,6 +16,8 @@ class Command(BaseCommand):
         parser.add_argument("--override", action="store_true", help="replace the realm if it exists")
 
     def handle(self, *args, file, override, **options):
+        # As Keycloak's import: the schema is brought up to date first (a fresh checkout has none).
+        call_command("migrate", interactive=False, verbosity=0)
         try:
             if file == "-":
                 data = json.load(sys.stdin)

@@ -12,7 +12,7 @@ import httptools
 from . import discovery
 from .balancer import Balancer, Instance
 from .breaker import Breaker
-from .exchange import RESPONSE_DROP, ConnectFailure, Exchange, UpstreamReset
+from .exchange import RESPONSE_DROP, ClientGone, ConnectFailure, Exchange, UpstreamReset
 from .h2conn import H2Conn
 from .tls import ReloadingContext
 from .tokens import TokenSource
@@ -190,9 +190,7 @@ class H1Conn(asyncio.Protocol):
             if chunked and not self.closed:
                 write(b"0\r\n\r\n")
             ex.body_sent = True
-        except (UpstreamReset, ConnectionError):
-            self.close()
-        except ClientGone:
+        except (UpstreamReset, ConnectionError, ClientGone):
             self.close()
 
     def close(self) -> None:

@@ -688,7 +688,8 @@ def action_enabled(realm, name):
 
 def default_required_actions(realm):
     """What a new user must do: the realm's enabled default actions (Keycloak adds them to users
-    created by the Admin API, the console and registration, not to imported ones)."""
+    created by the Admin API, the console, registration and a directory's first import, not to
+    those of a realm import)."""
     settings = required_action_settings(realm)
     return [alias for alias, (_, enabled, default, priority) in sorted(settings.items(), key=lambda x: x[1][3])
             if enabled and default]

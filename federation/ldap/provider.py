@@ -15,7 +15,7 @@ import ldap.modlist
 from django.db import transaction
 from django.utils import timezone
 
-from realms import password_policy
+from realms import flows, password_policy
 from realms.models import Credential, User, new_id
 from realms.storage import KERBEROS, REALM_DATABASE, Unavailable, UserStorageProvider, open_config
 
@@ -236,6 +236,7 @@ class LdapProvider(UserStorageProvider):
         imported = [(dn, entry, self._map(realm, dn, entry)) for dn, entry in entries]
         memberships = self._memberships(entries)
         cached_at = [timezone.now().isoformat()]
+        new_user_actions = flows.default_required_actions(realm)
         with transaction.atomic():
             found = rows.existing(realm, [i.fields.get("username", "") for _, _, i in imported])
             new, changed, grants, users = [], [], [], []
@@ -266,8 +267,9 @@ class LdapProvider(UserStorageProvider):
                 if self.config.trust_email and values.get("email"):
                     values["email_verified"] = True
                 values["required_actions"] = sorted(set(values.get("required_actions") or []) | set(i.required_actions))
-                if row is None:
+                if row is None:  # a new user: the realm's default role and actions, as Keycloak's addUser
                     values["id"] = new_id()
+                    values["required_actions"] = sorted(set(values["required_actions"]) | set(new_user_actions))
                     new.append(values)
                 elif any(row[k] != values[k] for k in rows.FIELDS):
                     changed.append((row["id"], values))
@@ -279,6 +281,9 @@ class LdapProvider(UserStorageProvider):
                 if i.roles or i.groups:
                     grants.append((user_id, i))
             rows.insert(realm, self.component, new)
+            if realm.default_role_id:
+                User.roles.through.objects.bulk_create(
+                    [User.roles.through(user_id=v["id"], role_id=realm.default_role_id) for v in new])
             rows.update(changed)
             self._grant(realm, grants)
             self._mirror(realm, memberships, users)

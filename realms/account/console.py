@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 from django.http import Http404, HttpResponseRedirect
 from django.views.decorators.csrf import csrf_protect
 
-from .. import events, messages, password_policy, sessions, sso_cookie, themes, user_profile
+from .. import events, messages, password_policy, sessions, sso_cookie, storage, themes, user_profile
 from ..credentials import credential_types
 from ..messages import Message
 from ..models import Client, Credential, Realm, User, UserSession, client_role_names, effective_roles
@@ -173,23 +173,29 @@ def signing_in(request, ctx):
                       "create_url": ctx.action_url(create) if create and ctx.may_manage else "",
                       "update_url": ctx.action_url(update) if update and mine and ctx.may_manage else ""})
     return ctx.render("signing-in.html", {
-        "kinds": kinds, "password_error": password_error, "has_password": ctx.user.password_credential() is not None,
+        "kinds": kinds, "password_error": password_error, "has_password": storage.is_configured_for(ctx.realm, ctx.user, Credential.PASSWORD),
     }, status=400 if password_error else 200)
 
 
 def _change_password(request, ctx):
-    """Keycloak's account password form: the current password, then the new one twice, under
-    the realm's policy. Answers the error (field, message) or None when changed."""
+    """Keycloak's account password form: the current password, then the new one twice, checked
+    and stored by the user's store (the realm database under the realm's policy, or the
+    directory a federated user's password lives in). Answers the error (field, message) or None
+    when changed."""
     current, new, confirm = (request.POST.get(n, "") for n in ("password", "password-new", "password-confirm"))
-    if ctx.user.password_credential() is not None and not ctx.user.check_password(current):
-        ctx.event("UPDATE_PASSWORD_ERROR", error="invalid_user_credentials")
-        return {"field": "password", "message": Message("invalidPasswordExistingMessage")}
-    if not new:
-        return {"field": "password-new", "message": Message("missingPasswordMessage")}
-    if new != confirm:
-        return {"field": "password-confirm", "message": Message("notMatchPasswordMessage")}
     try:
-        password_policy.set_password(ctx.user, new)
+        store = storage.provider_of(ctx.user)
+        if store.is_configured_for(ctx.realm, ctx.user, Credential.PASSWORD) and \
+                not store.validate(ctx.realm, ctx.user, Credential.PASSWORD, current):
+            ctx.event("UPDATE_PASSWORD_ERROR", error="invalid_user_credentials")
+            return {"field": "password", "message": Message("invalidPasswordExistingMessage")}
+        if not new:
+            return {"field": "password-new", "message": Message("missingPasswordMessage")}
+        if new != confirm:
+            return {"field": "password-confirm", "message": Message("notMatchPasswordMessage")}
+        storage.set_password(ctx.realm, ctx.user, new)
+    except storage.Unavailable:
+        return {"field": "password-new", "message": Message("userStorageUnavailableMessage")}
     except password_policy.PasswordPolicyError as exc:
         ctx.event("UPDATE_PASSWORD_ERROR", error="password_rejected")
         return {"field": "password-new", "message": exc.message()}

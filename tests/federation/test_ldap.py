@@ -673,3 +673,55 @@ def test_a_keycloak_export_of_an_ldap_provider_imports_works_and_exports_the_sam
         return sorted((m["name"], m["providerId"], m["config"], m["subComponents"]) for m in mappers)
 
     assert shapes(exported["subComponents"][MAPPER]) == shapes(component["subComponents"][MAPPER])
+
+
+def test_the_account_console_changes_a_directory_users_password_in_the_directory(client, realm, web_app, directory):
+    import re
+
+    from django.test import Client as HttpClient
+
+    make_provider(realm, directory, editMode="WRITABLE")
+    directory.add_user("dora", "dora-password")
+    assert "code" in redirect_query(sign_in(client, "dora", "dora-password"))
+    http = HttpClient(enforce_csrf_checks=True)
+    http.cookies = client.cookies
+    page_url = "/realms/acme/account/account-security/signing-in"
+
+    def change(current, new):
+        page = http.get(page_url)
+        assert 'id="password"' in page.content.decode()  # the directory holds a password to give first
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.content.decode()).group(1)
+        return http.post(page_url, {"csrfmiddlewaretoken": token, "password": current, "password-new": new,
+                                    "password-confirm": new})
+
+    # The current password is the directory's: a wrong one is refused, the right one accepted.
+    assert change("not-dora-password", "dora-new-password").status_code == 400
+    assert change("dora-password", "dora-new-password").status_code == 302
+    # The new password is the directory's (a bind takes it), and no hash was kept here.
+    assert signin.check_password(realm, "dora", "dora-new-password").ok
+    assert not signin.check_password(realm, "dora", "dora-password").ok
+    assert not User.objects.get(realm=realm, username="dora").credentials.exists()
+    # The directory's own policy refuses a short one: shown on the page, and nothing changes.
+    refused = change("dora-new-password", "x" * (MIN_PASSWORD_LENGTH - 1))
+    assert refused.status_code == 400 and 'id="input-error-password"' in refused.content.decode()
+    assert signin.check_password(realm, "dora", "dora-new-password").ok
+
+
+def test_an_imported_user_gets_the_realms_default_role_and_actions(realm, directory):
+    from realms.models import RequiredActionProvider
+
+    RequiredActionProvider.objects.filter(realm=realm, alias="VERIFY_EMAIL").update(default_action=True, enabled=True)
+    make_provider(realm, directory)
+    directory.add_user("erin", "erin-password", mail="erin@example.org")
+    directory.add_user("finn", "finn-password")
+    sync(Component.objects.get(realm=realm, provider_id="ldap"))
+    for name in ("erin", "finn"):  # a full sync and ...
+        user = User.objects.get(realm=realm, username=name)
+        assert user.roles.filter(pk=realm.default_role_id).exists()
+        assert "VERIFY_EMAIL" in user.required_actions
+    user.roles.clear()
+    user.required_actions = []
+    user.save()
+    sync(Component.objects.get(realm=realm, provider_id="ldap"))  # ... only on the first import
+    user.refresh_from_db()
+    assert not user.roles.exists() and user.required_actions == []

@@ -175,17 +175,22 @@ def test_german_by_kc_locale_and_by_ui_locales_and_arabic_right_to_left(acme, ba
     _no_horizontal_scroll(page)
 
 
-def test_set_up_an_authenticator_from_the_console_through_kc_action(acme, base, page):
+def add_totp_device(page, base, label):
+    """From the console's signing-in page: set up a one-time-code device, its codes from pyotp."""
     import pyotp
 
-    _sign_in_to_console(page, base, "account-security/signing-in")
-    page.locator("#create-otp").click()  # kc_action=CONFIGURE_TOTP, on the running SSO session
+    page.locator("#create-otp").click()
     page.locator("#kc-totp-settings-form").wait_for(timeout=10000)
     app = pyotp.TOTP(page.locator("#kc-totp-secret-key").inner_text().replace(" ", ""))
     page.locator("#totp").fill(app.now())
-    page.locator("#userLabel").fill("my phone")
+    page.locator("#userLabel").fill(label)
     page.locator("#saveTOTPBtn").click()
     page.wait_for_url(f"{base}/realms/acme/account/account-security/signing-in", timeout=10000)
+
+
+def test_set_up_an_authenticator_from_the_console_through_kc_action(acme, base, page):
+    _sign_in_to_console(page, base, "account-security/signing-in")
+    add_totp_device(page, base, "my phone")  # kc_action=CONFIGURE_TOTP, on the running SSO session
     assert "my phone" in page.locator("#credential-otp").inner_text()
     bob = User.objects.get(realm=acme, username="bob")
     assert [c.user_label for c in bob.credentials.filter(type="otp")] == ["my phone"]

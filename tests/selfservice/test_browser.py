@@ -13,6 +13,8 @@ from realms.services import create_realm
 from tests.oidc.browser.conftest import PASSWORD, make_client
 from tests.oidc.browser.test_browser_playwright import CHROMIUM_ARGS, _auth_url
 
+from tests.realms.test_account_console_browser import add_totp_device
+
 from .conftest import link_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -46,25 +48,29 @@ def site(transactional_db, base, smtp_settings, fresh_caches):
     return realm
 
 
+def _register_and_verify(page, mailbox, username, email, first, last):
+    """From the login page: register with a password the policy refuses (its message answered),
+    then with PASSWORD, and follow the e-mailed verification link."""
+    page.locator("#kc-register").click()
+    for field, value in (("#username", username), ("#email", email), ("#firstName", first), ("#lastName", last),
+                         ("#password", "short"), ("#password-confirm", "short")):
+        page.locator(field).fill(value)
+    page.get_by_role("button", name="Register").click()
+    policy_message = page.locator("#input-error-password").inner_text()
+    page.locator("#password").fill(PASSWORD)
+    page.locator("#password-confirm").fill(PASSWORD)
+    page.get_by_role("button", name="Register").click()
+    page.locator("#kc-verify-email-form").wait_for(timeout=10000)
+    page.goto(link_in(mailbox.wait()[0]))
+    page.locator("#kc-proceed").click()
+    return policy_message
+
+
 def test_register_verify_then_sign_in(base, site, mailbox):
     with chromium() as browser:
         page = browser.new_page()
         page.goto(_auth_url(base, "web-app", "st-reg"))
-        page.locator("#kc-register").click()
-        page.locator("#username").fill("alice")
-        page.locator("#email").fill("alice@example.com")
-        page.locator("#firstName").fill("Alice")
-        page.locator("#lastName").fill("Liddell")
-        page.locator("#password").fill("short")
-        page.locator("#password-confirm").fill("short")
-        page.get_by_role("button", name="Register").click()
-        policy_message = page.locator("#input-error-password").inner_text()
-        page.locator("#password").fill(PASSWORD)
-        page.locator("#password-confirm").fill(PASSWORD)
-        page.get_by_role("button", name="Register").click()
-        page.locator("#kc-verify-email-form").wait_for(timeout=10000)
-        page.goto(link_in(mailbox.wait()[0]))
-        page.locator("#kc-proceed").click()
+        policy_message = _register_and_verify(page, mailbox, "alice", "alice@example.com", "Alice", "Liddell")
         page.wait_for_url(f"{base}/web-app/cb?**", timeout=10000)
         query = parse_qs(urlsplit(page.url).query)
     assert "minimum length 10" in policy_message
@@ -98,8 +104,6 @@ def test_a_newcomers_first_visit_from_registration_to_the_account_console(base, 
     application; then sign in to the account console elsewhere, change the password (the policy's
     message), add a one-time-code device with pyotp, sign out the first session and revoke the
     application's consent."""
-    import pyotp
-
     from oidc.models import ConsentGrant
     from realms.models import Client, UserSession
 
@@ -108,18 +112,7 @@ def test_a_newcomers_first_visit_from_registration_to_the_account_console(base, 
     with chromium() as browser:
         app = browser.new_context().new_page()
         app.goto(_auth_url(base, "web-app", "st-first"))
-        app.locator("#kc-register").click()
-        for field, value in (("#username", "carol"), ("#email", "carol@example.com"), ("#firstName", "Carol"),
-                             ("#lastName", "Carrot"), ("#password", "short"), ("#password-confirm", "short")):
-            app.locator(field).fill(value)
-        app.get_by_role("button", name="Register").click()
-        register_message = app.locator("#input-error-password").inner_text()
-        app.locator("#password").fill(PASSWORD)
-        app.locator("#password-confirm").fill(PASSWORD)
-        app.get_by_role("button", name="Register").click()
-        app.locator("#kc-verify-email-form").wait_for(timeout=10000)
-        app.goto(link_in(mailbox.wait()[0]))
-        app.locator("#kc-proceed").click()
+        register_message = _register_and_verify(app, mailbox, "carol", "carol@example.com", "Carol", "Carrot")
         app.locator("#kc-login").click()  # the consent page: Yes
         app.wait_for_url(f"{base}/web-app/cb?**", timeout=10000)
         arrived = parse_qs(urlsplit(app.url).query)
@@ -141,13 +134,7 @@ def test_a_newcomers_first_visit_from_registration_to_the_account_console(base, 
         console.locator("#save-password").click()
         password_notice = console.locator("#notice").inner_text()
 
-        console.locator("#create-otp").click()
-        console.locator("#kc-totp-settings-form").wait_for(timeout=10000)
-        totp = pyotp.TOTP(console.locator("#kc-totp-secret-key").inner_text().replace(" ", ""))
-        console.locator("#totp").fill(totp.now())
-        console.locator("#userLabel").fill("carol's phone")
-        console.locator("#saveTOTPBtn").click()
-        console.wait_for_url(f"{base}/realms/acme/account/account-security/signing-in", timeout=10000)
+        add_totp_device(console, base, "carol's phone")
         devices = console.locator("#credential-otp").inner_text()
 
         console.goto(f"{base}/realms/acme/account/account-security/device-activity")

@@ -281,9 +281,8 @@ class LdapProvider(UserStorageProvider):
                 if i.roles or i.groups:
                     grants.append((user_id, i))
             rows.insert(realm, self.component, new)
-            if realm.default_role_id:
-                User.roles.through.objects.bulk_create(
-                    [User.roles.through(user_id=v["id"], role_id=realm.default_role_id) for v in new])
+            if realm.default_role_id and new:
+                rows.grant(realm.default_role_id, [v["id"] for v in new])
             rows.update(changed)
             self._grant(realm, grants)
             self._mirror(realm, memberships, users)

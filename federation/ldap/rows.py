@@ -45,6 +45,15 @@ def insert(realm, component, rows):
                                       else values[f.attname]) for f in fields])
 
 
+def grant(role_id, user_ids):
+    """The role to each of these users (new ones: a realm's default role)."""
+    table = connection.ops.quote_name(User.roles.through._meta.db_table)
+    with connection.cursor() as cursor:
+        with cursor.cursor.copy(f"COPY {table} (user_id, role_id) FROM STDIN") as copy:
+            for user_id in user_ids:
+                copy.write_row([user_id, role_id])
+
+
 def update(rows):
     """Changed users: (id, {column: value}) with every column of FIELDS."""
     if not rows:

@@ -25,8 +25,8 @@ def missing_setting(config):
 
 def validate(config, parent_config=None):
     """Raise InvalidConfig for a configuration this provider cannot run with."""
-    if missing_setting(config):
-        raise InvalidConfig(missing_setting(config))
+    if missing := missing_setting(config):
+        raise InvalidConfig(missing)
     for name in _BOOLEANS:
         if _first(config, name, "false").lower() not in ("true", "false"):
             raise InvalidConfig(f"{name} must be true or false")

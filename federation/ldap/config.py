@@ -108,8 +108,8 @@ class LdapConfig:
         if policy not in CACHE_POLICIES:
             raise ConfigError(f"cachePolicy must be one of {', '.join(CACHE_POLICIES)}")
         allow_kerberos = _bool(c, "allowKerberosAuthentication", False)
-        if allow_kerberos and missing_setting(c.config):
-            raise ConfigError(missing_setting(c.config))
+        if allow_kerberos and (missing := missing_setting(c.config)):
+            raise ConfigError(missing)
         username = c.get("usernameLDAPAttribute", "sAMAccountName" if vendor == "ad" else "uid")
         return cls(
             component_id=c.pk, vendor=vendor, connection_url=url, bind_dn=c.get("bindDn"),

@@ -173,7 +173,8 @@ def signing_in(request, ctx):
                       "create_url": ctx.action_url(create) if create and ctx.may_manage else "",
                       "update_url": ctx.action_url(update) if update and mine and ctx.may_manage else ""})
     return ctx.render("signing-in.html", {
-        "kinds": kinds, "password_error": password_error, "has_password": storage.is_configured_for(ctx.realm, ctx.user, Credential.PASSWORD),
+        "kinds": kinds, "password_error": password_error,
+        "has_password": storage.is_configured_for(ctx.realm, ctx.user, Credential.PASSWORD),
     }, status=400 if password_error else 200)
 
 

@@ -160,8 +160,7 @@ class RoleComposites(_Container):
             target = found.select_related("client", "realm").first()
             if target is None:
                 raise errors.NotFound("Could not find composite role")
-            may = self.request.user.may
-            if operation == "CREATE" and not may(("Roles", "map-role-composite"), self.realm, target):
+            if operation == "CREATE" and not self.request.user.may(("Roles", "map-role-composite"), self.realm, target):
                 raise exceptions.PermissionDenied()
             out.append(target)
         return out

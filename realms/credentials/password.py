@@ -24,6 +24,3 @@ class Password(CredentialType):
         # Under the realm's policy (raises password_policy.PasswordPolicyError); stored now for a
         # saved user, else with the user's first save.
         password_policy.set_password(user, secret)
-
-    def configured_for(self, user):
-        return user.has_usable_password()

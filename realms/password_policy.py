@@ -294,7 +294,7 @@ def replace_password(user, encoded):
     keeps one (pruned to the policy's length), else it is removed."""
     keep = _policy_or_default(user.realm).history - 1
     if keep <= 0:  # no history: one statement (a user's every password change runs it)
-        user.credentials.filter(type__in=(PASSWORD, HISTORY)).delete()
+        rows.delete(user.credentials.model, "user_id = %s AND type IN (%s, %s)", [user.pk, PASSWORD, HISTORY])
     else:
         user.credentials.filter(type=PASSWORD).update(type=HISTORY, priority=0)
         history = user.credentials.filter(type=HISTORY).order_by("-created").values_list("pk", flat=True)

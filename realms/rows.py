@@ -77,8 +77,7 @@ def insert(instance):
 
 def delete(model, where, params):
     """Delete the rows of ``model`` that match ``where``, in one statement: no collector and no
-    signals, so only for models no receiver watches and no foreign key references. The count."""
+    signals, so only for models no receiver watches and no foreign key references."""
     connection = connections[DEFAULT_DB_ALIAS]
     with connection.cursor() as cursor:
         cursor.execute(f"DELETE FROM {connection.ops.quote_name(model._meta.db_table)} WHERE {where}", params)
-        return cursor.rowcount

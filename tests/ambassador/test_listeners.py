@@ -31,7 +31,7 @@ class TLSEcho:
                 while line := await reader.readline():
                     writer.write(f"{name} {cn}: ".encode() + line)
                     await writer.drain()
-            except (ConnectionError, OSError):
+            except (ConnectionError, OSError, RuntimeError):  # RuntimeError: uvloop, transport closed
                 pass
             writer.close()
 

@@ -7,13 +7,12 @@ session (``sid``) with this client, an enabled client and an enabled user. What 
 do is decided afterwards, from the database (``realms.api.permissions``)."""
 from django.http import Http404
 
-from realms import storage
 from realms.api.authentication import Caller, InvalidToken
 from realms.web import realm_url
 
 from . import jose, tokens
 from .realm_cache import get_realm
-from .services import is_revoked, live_subject
+from .services import live_subject
 
 
 def verify(request, token) -> Caller:
@@ -35,13 +34,10 @@ def verify(request, token) -> Caller:
         claims = tokens.decode(realm_config.realm, token, realm_url(request, name))
     except tokens.TokenError:
         raise InvalidToken("invalid") from None
-    if not isinstance(claims.get("exp"), int) or claims.get("typ") != tokens.TYP_BEARER or is_revoked(claims):
-        raise InvalidToken("not a live access token")
-    if live_subject(realm_config, claims) is None:
-        raise InvalidToken("session ended, client or user disabled")
+    if not isinstance(claims.get("exp"), int) or claims.get("typ") != tokens.TYP_BEARER:
+        raise InvalidToken("not an access token")
     # The user row itself, not the session cache's copy: disabling an admin takes effect at once.
-    # (The realm database's raw read, with the realm set: the permission checks read is_master.)
-    user = storage.REALM_DATABASE.get_user_by_id(realm_config.realm, claims.get("sub"))
-    if user is None or not user.enabled:
-        raise InvalidToken("user disabled")
-    return Caller(user=user, realm=realm_config.realm, claims=claims)
+    live = live_subject(realm_config, claims, check_revoked=True, fresh_user=True)
+    if live is None:
+        raise InvalidToken("revoked, session ended, client or user disabled")
+    return Caller(user=live[0], realm=realm_config.realm, claims=claims)

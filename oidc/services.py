@@ -98,25 +98,38 @@ def is_revoked(claims):
     return bool(claims.get("jti")) and cache.get(_revoked_key(claims["jti"])) is not None
 
 
-def live_subject(realm_config, claims):
+def live_subject(realm_config, claims, *, check_revoked=False, fresh_user=False):
     """(user, user session or None, client config) when the token is still backed by an enabled
-    user, a live session (if it has one) and an enabled client; else None."""
+    user, a live session (if it has one) and an enabled client; else None. ``check_revoked``: a
+    revoked token is None too (its mark is read with the session, one round trip);
+    ``fresh_user``: the user row is read now, not the session's cached copy, in the query that
+    checks the client session (the Admin API: disabling an admin takes effect at once)."""
     config = realm_config.client(claims.get("azp", ""))
     if config is None or not config.client.enabled:
         return None
     sid = claims.get("sid")
+    revoked_key = _revoked_key(claims["jti"]) if check_revoked and claims.get("jti") else None
+    session_key = sessions.cache_key(sid) if sid else None
+    keys = [key for key in (revoked_key, session_key) if key]
+    found = cache.get_many(keys) if keys else {}
+    if revoked_key in found:
+        return None
     if sid:
-        user_session = sessions.get_valid_session(realm_config.realm, sid)
+        user_session = sessions.get_valid_session(realm_config.realm, sid, found.get(session_key))
         if user_session is None or user_session.user_id != claims.get("sub"):
             return None
-        if sessions.client_session_of(user_session, config.client) is None:
+        if fresh_user:
+            user = sessions.user_with_client_session(user_session, config.client)
+        elif sessions.client_session_of(user_session, config.client) is None:
             return None
-        user = user_session.user
+        else:
+            user = user_session.user
     else:
         user_session = None
         user = User.objects.filter(pk=claims.get("sub"), realm=realm_config.realm).first()
     if user is None or not user.enabled:
         return None
+    user.realm = realm_config.realm
     return user, user_session, config
 
 
@@ -181,7 +194,7 @@ def introspect(request, realm_config, issuer, params, ip_address=""):
         return inactive, config
     if claims.get("typ") not in (tokens.TYP_BEARER, tokens.TYP_REFRESH, tokens.TYP_OFFLINE, tokens.TYP_ID):
         return inactive, config
-    if is_revoked(claims) or live_subject(realm_config, claims) is None:
+    if live_subject(realm_config, claims, check_revoked=True) is None:
         return inactive, config
     body = dict(claims)
     body["active"] = True

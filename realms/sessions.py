@@ -47,7 +47,7 @@ REASON_EXPIRED = "expired"
 REASON_USER_DISABLED = "user_disabled"
 
 
-def _cache_key(session_id):
+def cache_key(session_id):
     return f"idp:usersession:{session_id}"
 
 
@@ -62,12 +62,12 @@ def _cache_put(user_session):
     if user is not None:
         cached.user = copy.copy(user)
         cached.user._state.fields_cache.pop("realm", None)
-    cache.set(_cache_key(user_session.pk), cached, CACHE_TTL)
+    cache.set(cache_key(user_session.pk), cached, CACHE_TTL)
 
 
 def _cache_drop(*session_ids):
     if session_ids:
-        cache.delete_many([_cache_key(s) for s in session_ids])
+        cache.delete_many([cache_key(s) for s in session_ids])
 
 
 # Timeouts -------------------------------------------------------------------------------------
@@ -152,8 +152,8 @@ def create_user_session(realm, user, *, ip_address="", auth_methods=(), remember
     return user_session
 
 
-def _load(session_id):
-    user_session = cache.get(_cache_key(session_id))
+def _load(session_id, cached=None):
+    user_session = cached if cached is not None else cache.get(cache_key(session_id))
     if user_session is None:
         user_session = UserSession.objects.select_related("user").filter(pk=session_id).first()
         if user_session is not None:
@@ -161,12 +161,13 @@ def _load(session_id):
     return user_session
 
 
-def get_valid_session(realm, session_id) -> UserSession | None:
+def get_valid_session(realm, session_id, cached=None) -> UserSession | None:
     """The live session with this id in this realm, or None. A session found past its idle or
-    max timeout, or whose user is disabled, is ended on the way."""
+    max timeout, or whose user is disabled, is ended on the way. ``cached``: the value of its
+    ``cache_key`` when the caller read it already (with other keys, in one round trip)."""
     if not session_id:
         return None
-    user_session = _load(session_id)
+    user_session = _load(session_id, cached)
     if user_session is None or user_session.realm_id != realm.pk:
         return None
     user_session.realm = user_session.user.realm = realm  # the caller's copy is at least as fresh
@@ -246,6 +247,15 @@ def client_session_of(user_session, client) -> ClientSession | None:
     if found is not None:
         found.user_session, found.client = user_session, client
     return found
+
+
+def user_with_client_session(user_session, client) -> User | None:
+    """The session's user, read now, if this client's session within it still exists; else
+    None. One query: the Admin API asks both on every request."""
+    table = ClientSession._meta.db_table
+    return next(iter(rows.fetch(User, f'realm_id = %s AND id = %s AND EXISTS (SELECT 1 FROM "{table}" '
+                                      'WHERE user_session_id = %s AND client_id = %s)',
+                                [user_session.realm_id, user_session.user_id, user_session.pk, client.pk])), None)
 
 
 def end_session(user_session, *, reason=""):

@@ -39,7 +39,7 @@ def test_the_cached_session_holds_no_credential_rows_nor_the_realm(realm, user, 
     assert user.stored_credentials()  # read by this sign-in, as the flows do
     s = sessions.create_user_session(realm, user)
     sessions._cache_put(s)
-    raw = pickle.dumps(cache.get(sessions._cache_key(s.pk)))
+    raw = pickle.dumps(cache.get(sessions.cache_key(s.pk)))
     assert b"otp-secret-never-cached" not in raw and b"_credentials" not in raw
     assert realm.name.encode() not in raw  # the realm row stays out: readers hold it
     assert user.stored_credentials()  # the live instance keeps what it read

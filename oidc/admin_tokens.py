@@ -31,7 +31,7 @@ def verify(request, token) -> Caller:
     except Http404:
         raise InvalidToken("unknown or disabled realm") from None
     try:
-        claims = tokens.decode(realm_config.realm, token, realm_url(request, name))
+        claims = tokens.decode(realm_config.realm, token, realm_url(request, name), remember=True)
     except tokens.TokenError:
         raise InvalidToken("invalid") from None
     if not isinstance(claims.get("exp"), int) or claims.get("typ") != tokens.TYP_BEARER:

@@ -262,23 +262,20 @@ class TokenError(Exception):
     """The token is not one of this realm's valid tokens."""
 
 
-def decode(realm, token, issuer, *, now=None, leeway=0):
-    """Verified claims of a token this realm issued (any typ), or TokenError."""
-    try:
-        header, claims, signing_input, signature = jose.parse(token)
-        alg, kid = header.get("alg"), header.get("kid")
-        if alg == REFRESH_ALG:
-            key = refresh_verifying_keys(realm).get(kid)
-            if key is None:
-                raise TokenError("unknown key")
-        else:
-            entry = realm_keys(realm).by_kid.get(kid)
-            if entry is None or entry[0] != alg:
-                raise TokenError("unknown key")
-            key = entry[1]
-        jose.verify_signature(alg, key, signing_input, signature)
-    except jose.JoseError as exc:
-        raise TokenError(str(exc)) from exc
+def decode(realm, token, issuer, *, now=None, leeway=0, remember=False):
+    """Verified claims of a token this realm issued (any typ), or TokenError. ``remember``: keep
+    the verified signature with the realm's keys (``LoadedKeys.verified``), for a bearer sent on
+    every request (the Admin API's): later calls skip parsing and the signature, never the
+    checks that follow it."""
+    keys = realm_keys(realm)
+    if remember:
+        claims = keys.verified.get(token)
+        if claims is None:
+            claims = _verified(realm, keys, token)
+            keys.remember(token, claims)
+        claims = dict(claims)  # the caller's own copy: the remembered one stays as verified
+    else:
+        claims = _verified(realm, keys, token)
     if claims.get("iss") != issuer:
         raise TokenError("wrong issuer")
     exp = claims.get("exp")
@@ -287,4 +284,23 @@ def decode(realm, token, issuer, *, now=None, leeway=0):
         raise TokenError("expired")
     if claims.get("iat", 0) < max(realm.not_before, 0):
         raise TokenError("issued before the realm's not-before")
+    return claims
+
+
+def _verified(realm, keys, token):
+    try:
+        header, claims, signing_input, signature = jose.parse(token)
+        alg, kid = header.get("alg"), header.get("kid")
+        if alg == REFRESH_ALG:
+            key = refresh_verifying_keys(realm).get(kid)
+            if key is None:
+                raise TokenError("unknown key")
+        else:
+            entry = keys.by_kid.get(kid)
+            if entry is None or entry[0] != alg:
+                raise TokenError("unknown key")
+            key = entry[1]
+        jose.verify_signature(alg, key, signing_input, signature)
+    except jose.JoseError as exc:
+        raise TokenError(str(exc)) from exc
     return claims

@@ -52,11 +52,18 @@ def rotate_key(realm, algorithm=None):
 
 
 class LoadedKeys:
-    """The usable keys of one realm: the signer per algorithm and every verifying key by kid."""
+    """The usable keys of one realm: the signer per algorithm and every verifying key by kid.
+
+    ``verified`` remembers tokens whose signature one of these keys verified ({token: payload}),
+    for bearers that present the same token on every request: it goes with this object when a
+    key of the realm changes, so it never outlives the key that verified a token."""
+
+    VERIFIED_MAX = 4096
 
     def __init__(self, rows):
         self.signers = {}
         self.by_kid = {}
+        self.verified = {}
         for row in rows:  # ordered by priority, highest first
             if row.status == RealmKey.DISABLED:
                 continue
@@ -65,6 +72,11 @@ class LoadedKeys:
             self.by_kid[row.kid] = (row.algorithm, key)
             if row.status == RealmKey.ACTIVE:
                 self.signers.setdefault(row.algorithm, (row.kid, key))
+
+    def remember(self, token, payload):
+        if len(self.verified) >= self.VERIFIED_MAX:
+            self.verified.clear()  # a bound, not an LRU: tokens are short-lived and re-verified on a miss
+        self.verified[token] = payload
 
     def signer(self, algorithm):
         """(kid, jwk) of the active key for ``algorithm`` with the highest priority."""

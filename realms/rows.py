@@ -30,26 +30,32 @@ def _plan(connection, model):
             found = connection.ops.get_db_converters(column) + field.get_db_converters(connection)
             if found:
                 converters.append((i, column, found))
-        plan = plans[model] = (f"SELECT {', '.join(quote(f.column) for f in fields)} FROM {quote(table)} WHERE ",
+        plan = plans[model] = (f"SELECT {', '.join(quote(f.column) for f in fields)}", f" FROM {quote(table)} WHERE ",
                                [f.attname for f in fields], converters)
     return plan
 
 
-def fetch(model, where, params):
+def fetch(model, where, params, extra=None):
     """The ``model`` instances whose rows match ``where`` (the SQL after WHERE, with any ORDER BY
-    and LIMIT), as the ORM would load them."""
+    and LIMIT), as the ORM would load them. ``extra``: ``(attribute, SQL, params)``, one more
+    column read in the same query, its raw value set as ``attribute`` on each instance."""
     connection = connections[DEFAULT_DB_ALIAS]
-    select, names, converters = _plan(connection, model)
+    columns, source, names, converters = _plan(connection, model)
+    if extra is not None:
+        columns, params = f"{columns}, {extra[1]}", [*extra[2], *params]
     with connection.cursor() as cursor:
-        cursor.execute(select + where, params)
+        cursor.execute(columns + source + where, params)
         found = cursor.fetchall()
     instances = []
     for row in found:
-        values = list(row)
+        values = list(row[:len(names)])
         for i, column, functions in converters:
             for convert in functions:
                 values[i] = convert(values[i], column, connection)
-        instances.append(model.from_db(connection.alias, names, values))
+        instance = model.from_db(connection.alias, names, values)
+        if extra is not None:
+            instance.__dict__[extra[0]] = row[-1]
+        instances.append(instance)
     return instances
 
 

@@ -24,7 +24,7 @@ from django.dispatch import Signal
 from django.utils import timezone
 
 from . import rows
-from .models import ClientSession, Realm, User, UserSession
+from .models import ClientSession, Realm, User, UserSession, effective_role_ids_column
 
 # Sent before the session row is deleted, with user_session=<UserSession> (still readable),
 # client_sessions=[ClientSession ...] (with .client loaded) and reason=<str>. Logout propagation
@@ -251,11 +251,13 @@ def client_session_of(user_session, client) -> ClientSession | None:
 
 def user_with_client_session(user_session, client) -> User | None:
     """The session's user, read now, if this client's session within it still exists; else
-    None. One query: the Admin API asks both on every request."""
+    None. One query, which reads the user's roles too: the Admin API asks all three on every
+    request."""
     table = ClientSession._meta.db_table
     return next(iter(rows.fetch(User, f'realm_id = %s AND id = %s AND EXISTS (SELECT 1 FROM "{table}" '
                                       'WHERE user_session_id = %s AND client_id = %s)',
-                                [user_session.realm_id, user_session.user_id, user_session.pk, client.pk])), None)
+                                [user_session.realm_id, user_session.user_id, user_session.pk, client.pk],
+                                extra=effective_role_ids_column(user_session.user_id))), None)
 
 
 def end_session(user_session, *, reason=""):

@@ -11,10 +11,11 @@ from argon2.low_level import Type, hash_secret_raw
 from django.apps import apps
 from django.core.management import call_command
 
-from realms import crypto
+from realms import crypto, rows
 from realms.keys import realm_keys
 from realms.models import (Client, ClientScope, Credential, Group, ProtocolMapper, Realm, RealmKey, Role, User,
-                          client_role_names, effective_roles, realm_role_names)
+                          client_role_names, effective_role_ids, effective_role_ids_column, effective_roles,
+                          realm_role_names)
 from realms.representation import RepresentationError, export_realm, import_realm
 
 pytestmark = pytest.mark.django_db
@@ -100,6 +101,16 @@ def test_fgap_full_export_details():
     mapper = ProtocolMapper.objects.get(client_scope__realm=realm, client_scope__name="service_account",
                                         name="Client ID")
     assert mapper.config["user.session.note"] == "client_id"
+
+
+def test_roles_read_with_a_users_row_are_the_roles_read_alone():
+    # The Admin API reads its caller's roles in the query of their row (effective_role_ids_column).
+    realm = import_realm(load("keycloak-testsuite-testrealm.json")).realm
+    for name in ("test-user@localhost", "topgroupuser", "level2groupuser", "rolerichuser"):
+        alone = user(realm, name)
+        [with_row] = rows.fetch(User, "id = %s", [alone.pk], extra=effective_role_ids_column(alone.pk))
+        assert effective_role_ids(with_row) == effective_role_ids(alone) != set()
+        assert effective_role_ids(with_row) == effective_role_ids(alone)  # read again, alone, once used
 
 
 def test_testrealm_effective_roles_are_exactly_what_the_file_implies():

@@ -53,14 +53,14 @@ def test_creating_a_user_with_a_password_makes_these_queries_and_no_more(acme, m
     assert _create(master_api, "first").status_code == 201  # the caller's session and realm cached
     with CaptureQueriesContext(connection) as queries:
         assert _create(master_api, "second").status_code == 201
-    # The caller's row if the token's client session still exists (one query: a disabled admin
-    # or an ended client session is refused at once), the realm, the caller's roles (which they
-    # hold read now; the role rows are the realm's cached ones), one look for a user of that
-    # name, then the writes: the user, the default role, the password (a new user has none to
-    # replace, yet the one statement that removes old ones runs for every password set) and the
-    # admin event (the realm saves them).
+    # The caller's row with the roles they hold, if the token's client session still exists
+    # (one query: a disabled admin, a role taken away or an ended client session counts at once;
+    # the role rows are the realm's cached ones), the realm, one look for a user of that name,
+    # then the writes: the user, the default role, the password (a new user has none to replace,
+    # yet the one statement that removes old ones runs for every password set) and the admin
+    # event (the realm saves them).
     assert _statements(queries) == [
-        "SELECT realms_user", "SELECT realms_realm", "WITH realms_user_groups",
+        "SELECT realms_user", "SELECT realms_realm",
         "SELECT realms_user", "INSERT realms_user", "INSERT realms_user_roles", "DELETE realms_credential",
         "INSERT realms_credential", "INSERT realms_event"]
 

@@ -15,7 +15,7 @@ class OidcConfig(AppConfig):
 
         from . import admin_api, authorize, backchannel, consent
         from .admin_tokens import verify
-        from .middleware import PROTOCOL_ENDPOINTS
+        from .urls import PROTOCOL_ENDPOINTS
 
         authorize.register()
         backchannel.connect_signals()

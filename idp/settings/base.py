@@ -38,7 +38,7 @@ MIDDLEWARE = [
     "realms.input_guard.NulGuardMiddleware",
     "realms.transport.TransportSecurityMiddleware",  # HTTPS as trusted proxies tell; realm sslRequired
     "django.middleware.security.SecurityMiddleware",
-    "oidc.middleware.ProtocolEndpointMiddleware",  # token, JWKS, userinfo ... skip the rest
+    "idp.middleware.ShortPathMiddleware",  # token, JWKS, userinfo, the Admin API: skip the rest
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

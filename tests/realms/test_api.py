@@ -53,6 +53,21 @@ def test_unknown_api_path_with_a_valid_token_is_a_json_404(master_admin):
         assert resp.status_code == 404 and resp.json() == {"error": "Unable to find matching target resource method"}
 
 
+def test_the_api_skips_the_browser_middleware_yet_checks_the_host(master_admin, settings):
+    bearer = f"Bearer {token('master', 'api-root')}"  # its issuer is the base URL of this run
+    settings.ALLOWED_HOSTS = ["id.example.org", "testserver"]
+    api = Client(HTTP_AUTHORIZATION=bearer)
+    resp = api.get("/admin/realms/master")
+    assert resp.status_code == 200 and resp["Content-Length"] == str(len(resp.content))
+    assert resp["X-Content-Type-Options"] == "nosniff"  # the security middleware still runs
+    assert not resp.has_header("X-Frame-Options") and not resp.cookies  # no session, CSRF, framing work
+    refused = api.get("/admin/realms/master", HTTP_HOST="attacker.example")
+    # Django's DisallowedHost answer, before any view (the API would answer JSON).
+    assert refused.status_code == 400 and not refused["Content-Type"].startswith("application/json")
+    console = Client().get("/admin/master/console/")
+    assert console["X-Frame-Options"] == "DENY"  # the console: the whole stack
+
+
 def test_json_bodies_have_a_depth_limit():
     assert loads(b'{"a": "[[[[{{", "b": [[1], {"c": []}]}') == {"a": "[[[[{{", "b": [[1], {"c": []}]}
     for deep in ("[" * 100_000, "[" * 65 + "]" * 65, '{"a":' * 100_000):

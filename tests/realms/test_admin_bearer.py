@@ -13,7 +13,7 @@ from realms.accounts import create_user
 from realms.keys import realm_keys
 from realms.models import Client as ClientModel
 from realms.models import ClientSession, Realm, RealmKey, Role, User, UserSession
-from tests.realms.test_admin_rest_api import PASSWORD, Api
+from tests.realms.test_admin_rest_api import PASSWORD, Api, issue
 
 pytestmark = pytest.mark.django_db
 UNAUTHORIZED = {"error": "HTTP 401 Unauthorized"}
@@ -24,10 +24,7 @@ def admin():
     master = Realm.objects.get(name="master")
     user = create_user(master, "bearer-root", password=PASSWORD)
     user.roles.add(Role.objects.get(realm=master, client=None, name="admin"))
-    resp = Client().post("/realms/master/protocol/openid-connect/token", {
-        "grant_type": "password", "client_id": "admin-cli", "username": "bearer-root", "password": PASSWORD})
-    assert resp.status_code == 200, resp.content
-    issued = resp.json()
+    issued = issue("master", "bearer-root")
     api = Api(issued["access_token"])
     assert api("get", "master").status_code == 200  # its signature is remembered from here
     return user, issued, api

@@ -24,11 +24,16 @@ EXPORT_ONLY_REALM_KEYS = {"roles", "groups", "users", "scopeMappings", "clientSc
                           "authenticationFlows", "authenticatorConfig", "requiredActions"}
 
 
-def token(realm, username, password=PASSWORD):
+def issue(realm, username, password=PASSWORD):
+    """The token endpoint's answer to admin-cli's password grant."""
     resp = Client().post(f"/realms/{realm}/protocol/openid-connect/token", {
         "grant_type": "password", "client_id": "admin-cli", "username": username, "password": password})
     assert resp.status_code == 200, resp.content
-    return resp.json()["access_token"]
+    return resp.json()
+
+
+def token(realm, username, password=PASSWORD):
+    return issue(realm, username, password)["access_token"]
 
 
 class Api:

@@ -17,8 +17,9 @@ from django.urls import resolve
 
 from oidc.urls import PROTOCOL_ENDPOINTS
 
-ADMIN_API = re.compile(r"^/admin/realms(?:/|$)")  # mounted in idp/urls.py; the console is elsewhere
-SHORT_PATHS = (PROTOCOL_ENDPOINTS, ADMIN_API)
+ADMIN_API = r"^/admin/realms(?:/|$)"  # mounted in idp/urls.py; the console is elsewhere
+# One pattern: every request of the service is matched against it.
+SHORT_PATHS = re.compile(f"{PROTOCOL_ENDPOINTS.pattern}|{ADMIN_API}")
 
 
 class ShortPathMiddleware:
@@ -26,7 +27,7 @@ class ShortPathMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        if not any(pattern.match(request.path_info) for pattern in SHORT_PATHS):
+        if not SHORT_PATHS.match(request.path_info):
             return self.get_response(request)
         # CommonMiddleware is skipped, so check the Host against ALLOWED_HOSTS here: DisallowedHost
         # answers 400, as on every other URL.

@@ -905,6 +905,9 @@ def effective_roles(user):
                .select_related("client"))
 
 
+_ROLE_IDS_READ = "_effective_role_ids_read"
+
+
 def effective_role_ids_column(user_id):
     """``rows.fetch``'s ``extra`` that reads ``effective_role_ids`` of the user with another row
     (the Admin API's caller: their row and their roles in one round trip); the next
@@ -912,10 +915,8 @@ def effective_role_ids_column(user_id):
     sql, params = _effective_role_ids_sql(), [user_id, user_id]
     if connection.vendor == "postgresql":
         return _ROLE_IDS_READ, f"ARRAY({sql})", params
-    return _ROLE_IDS_READ, f"(SELECT group_concat(id, ' ') FROM ({sql}))", params
-
-
-_ROLE_IDS_READ = "_effective_role_ids_read"
+    # coalesce: a user without roles reads '' (none), not NULL (which would mean "not read").
+    return _ROLE_IDS_READ, f"(SELECT coalesce(group_concat(id, ' '), '') FROM ({sql}))", params
 
 
 def effective_role_ids(user):

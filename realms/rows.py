@@ -48,13 +48,14 @@ def fetch(model, where, params, extra=None):
         found = cursor.fetchall()
     instances = []
     for row in found:
-        values = list(row[:len(names)])
+        values = list(row)
+        extra_value = values.pop() if extra is not None else None
         for i, column, functions in converters:
             for convert in functions:
                 values[i] = convert(values[i], column, connection)
         instance = model.from_db(connection.alias, names, values)
         if extra is not None:
-            instance.__dict__[extra[0]] = row[-1]
+            instance.__dict__[extra[0]] = extra_value
         instances.append(instance)
     return instances
 

@@ -12,12 +12,12 @@ class ConfigError(Exception):
 def database_from_url(url):
     """postgres://user:pass@host:port/name?sslmode=... -> a DATABASES entry (psycopg 3)."""
     if not url:
-        return {"ENGINE": "django.db.backends.postgresql", "NAME": ""}
+        return {"ENGINE": "idp.postgresql", "NAME": ""}
     parts = urlsplit(url)
     if parts.scheme not in ("postgres", "postgresql"):
         raise ConfigError(f"IDP_DB_URL: unsupported scheme {parts.scheme!r}, expected postgresql://")
     return {
-        "ENGINE": "django.db.backends.postgresql",
+        "ENGINE": "idp.postgresql",  # Django's, its health check without a round trip
         "NAME": unquote(parts.path.lstrip("/")),
         "USER": unquote(parts.username or ""),
         "PASSWORD": unquote(parts.password or ""),

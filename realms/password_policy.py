@@ -293,13 +293,14 @@ def replace_password(user, encoded):
     """Store ``encoded`` as the user's password; the old one joins the history when the realm
     keeps one (pruned to the policy's length), else it is removed."""
     keep = _policy_or_default(user.realm).history - 1
+    new = user.credentials.model(user=user, type=PASSWORD, secret_data=encoded)
     if keep <= 0:  # no history: one statement (a user's every password change runs it)
-        rows.delete(user.credentials.model, "user_id = %s AND type IN (%s, %s)", [user.pk, PASSWORD, HISTORY])
-    else:
-        user.credentials.filter(type=PASSWORD).update(type=HISTORY, priority=0)
-        history = user.credentials.filter(type=HISTORY).order_by("-created").values_list("pk", flat=True)
-        user.credentials.filter(type=HISTORY).exclude(pk__in=list(history[:keep])).delete()
-    rows.insert(user.credentials.model(user=user, type=PASSWORD, secret_data=encoded))
+        rows.replace(new, "user_id = %s AND type IN (%s, %s)", [user.pk, PASSWORD, HISTORY])
+        return
+    user.credentials.filter(type=PASSWORD).update(type=HISTORY, priority=0)
+    history = user.credentials.filter(type=HISTORY).order_by("-created").values_list("pk", flat=True)
+    user.credentials.filter(type=HISTORY).exclude(pk__in=list(history[:keep])).delete()
+    rows.insert(new)
 
 
 # Hashing ---------------------------------------------------------------------------------------

@@ -8,10 +8,12 @@ looks up a converter per column and matches the model's fields to them on every 
 realm's 80 columns that costs twice what PostgreSQL spends answering. ``fetch`` does that once
 per model and connection. ``insert`` is the same for the rows each sign-in writes (its SSO
 session, client session and authorization code) and each new user's role and password rows;
-``delete`` for the password rows each password change replaces."""
+``create`` for each new user's row, signals sent; ``replace`` for the password row each password
+change replaces."""
 import weakref
 
 from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.models.signals import post_save, pre_save
 
 # Per connection (each thread has its own): the backend's converters are bound to it.
 _plans = weakref.WeakKeyDictionary()
@@ -60,12 +62,8 @@ def fetch(model, where, params, extra=None):
     return instances
 
 
-def insert(instance):
-    """Write the new ``instance``'s row, as ``Model.objects.create`` would (field defaults and
-    ``auto_now_add`` included), without the save machinery: no signals, so only for models no
-    receiver watches. A key the database makes (a many-to-many row's) is left to it and not read
-    back: the instance's stays None."""
-    connection = connections[DEFAULT_DB_ALIAS]
+def _insert(connection, instance):
+    """(INSERT statement, its parameters) for the new ``instance``."""
     model = type(instance)
     plans = _inserts.setdefault(connection, {})
     plan = plans.get(model)
@@ -76,15 +74,49 @@ def insert(instance):
         plan = plans[model] = (f"INSERT INTO {quote(model._meta.db_table)} ({columns})"
                                f" VALUES ({', '.join(['%s'] * len(fields))})", fields)
     sql, fields = plan
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [f.get_db_prep_save(f.pre_save(instance, True), connection) for f in fields])
+    return sql, [f.get_db_prep_save(f.pre_save(instance, True), connection) for f in fields]
+
+
+def _written(connection, instance):
     instance._state.adding, instance._state.db = False, connection.alias
     return instance
 
 
-def delete(model, where, params):
-    """Delete the rows of ``model`` that match ``where``, in one statement: no collector and no
-    signals, so only for models no receiver watches and no foreign key references."""
+def insert(instance):
+    """Write the new ``instance``'s row, as ``Model.objects.create`` would (field defaults and
+    ``auto_now_add`` included), without the save machinery: no signals, so only for models no
+    receiver watches. A key the database makes (a many-to-many row's) is left to it and not read
+    back: the instance's stays None."""
     connection = connections[DEFAULT_DB_ALIAS]
     with connection.cursor() as cursor:
-        cursor.execute(f"DELETE FROM {connection.ops.quote_name(model._meta.db_table)} WHERE {where}", params)
+        cursor.execute(*_insert(connection, instance))
+    return _written(connection, instance)
+
+
+def create(instance):
+    """Save the new ``instance`` as ``save()`` saves a new row of a model without parents:
+    ``pre_save`` and ``post_save`` (``created``) sent around ``insert``, whose statement costs
+    less than the save machinery's compiler."""
+    alias, model = connections[DEFAULT_DB_ALIAS].alias, type(instance)
+    pre_save.send(sender=model, instance=instance, raw=False, using=alias, update_fields=None)
+    insert(instance)
+    post_save.send(sender=model, instance=instance, created=True, update_fields=None, raw=False, using=alias)
+    return instance
+
+
+def replace(instance, where, params):
+    """Delete the rows of ``instance``'s model that match ``where`` (no collector, no signals: for
+    rows nothing references and no receiver watches), then ``insert(instance)``; in one
+    statement on PostgreSQL, a data-modifying WITH, whose parts all see the table as it was
+    before the statement, so the DELETE never meets the new row."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    delete_sql = f"DELETE FROM {connection.ops.quote_name(instance._meta.db_table)} WHERE {where}"
+    insert_sql, values = _insert(connection, instance)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(f"WITH gone AS ({delete_sql}) {insert_sql}", [*params, *values])
+        else:
+            cursor.execute(delete_sql, params)
+            cursor.execute(insert_sql, values)
+    return _written(connection, instance)
+

@@ -522,7 +522,10 @@ class User(RealmOwned, AbstractBaseUser):
         self.forget_credentials()
 
     def save(self, *args, **kwargs):
-        super().save(*args, **kwargs)
+        if self._state.adding and not args and not kwargs:
+            rows.create(self)  # every user made: the row without the save machinery's compiler
+        else:
+            super().save(*args, **kwargs)
         self._save_password()
 
     def check_password(self, raw_password):

@@ -56,13 +56,28 @@ def test_creating_a_user_with_a_password_makes_these_queries_and_no_more(acme, m
     # The caller's row with the roles they hold, if the token's client session still exists
     # (one query: a disabled admin, a role taken away or an ended client session counts at once;
     # the role rows are the realm's cached ones), the realm, one look for a user of that name,
-    # then the writes: the user, the default role, the password (a new user has none to replace,
-    # yet the one statement that removes old ones runs for every password set) and the admin
-    # event (the realm saves them).
+    # then the writes: the user, the default role, the password (one statement that removes any
+    # old one and writes the new, as for every password set) and the admin event (the realm
+    # saves them).
     assert _statements(queries) == [
         "SELECT realms_user", "SELECT realms_realm",
-        "SELECT realms_user", "INSERT realms_user", "INSERT realms_user_roles", "DELETE realms_credential",
-        "INSERT realms_credential", "INSERT realms_event"]
+        "SELECT realms_user", "INSERT realms_user", "INSERT realms_user_roles", "WITH realms_credential",
+        "INSERT realms_event"]
+
+
+def test_a_username_taken_meanwhile_is_a_conflict_and_nothing_is_kept(acme, master_api, monkeypatch):
+    """The look for a user of that name found none, then another request took the name: the
+    database's constraint refuses the row, and the whole create is undone."""
+    assert _create(master_api, "taken").status_code == 201
+    monkeypatch.setattr("realms.api.users._check_unique", lambda *args, **kwargs: None)
+    events = Event.objects.filter(realm=acme, kind=Event.ADMIN).count()
+    answer = _create(master_api, "taken", email="other@example.org")
+    assert answer.status_code == 409
+    assert answer.json() == {"errorMessage": "User exists with same username"}
+    # One user of that name, the first: get() raises for none or two.
+    assert User.objects.filter(realm=acme, username="taken").values_list("email", flat=True).get() != "other@example.org"
+    assert Event.objects.filter(realm=acme, kind=Event.ADMIN).count() == events
+    assert master_api("get", "acme/users/count").json() == 1  # the connection still serves
 
 
 def test_a_username_and_an_email_taken_are_one_query_and_the_username_answers_first(acme, master_api):

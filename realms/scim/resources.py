@@ -39,14 +39,15 @@ def _external_id(obj):
     return (obj.attributes.get("externalId") or [None])[0]
 
 
-def _set_external_id(obj, doc):
+def _with_external_id(attributes, doc):
+    """``attributes`` with the document's externalId, or without one when it has none."""
     value = _text(_get(doc, "externalId"), "externalId")
-    attributes = dict(obj.attributes or {})
+    attributes = dict(attributes or {})
     if value:
         attributes["externalId"] = [value]
     else:
         attributes.pop("externalId", None)
-    obj.attributes = attributes
+    return attributes
 
 
 def version(doc):
@@ -134,15 +135,15 @@ class UserResource:
         try:
             with transaction.atomic():
                 created = user is None
-                if created:
-                    user = create_user(realm, username, **{k: v for k, v in fields.items() if k != "username"})
+                if active is not None:
+                    fields["enabled"] = active
+                if created:  # one INSERT with every field
+                    user = create_user(realm, fields.pop("username"), attributes=_with_external_id({}, doc), **fields)
                 else:
                     for key, value in fields.items():
                         setattr(user, key, value)
-                if active is not None:
-                    user.enabled = active
-                _set_external_id(user, doc)
-                user.save()
+                    user.attributes = _with_external_id(user.attributes, doc)
+                    user.save()
                 if password is not None:
                     password_policy.set_password(user, password)
                 admin_events.record(realm, "CREATE" if created else "UPDATE", "USER", f"users/{user.pk}",
@@ -220,7 +221,7 @@ class GroupResource:
                 created = group is None
                 group = group or Group(realm=realm)
                 group.name = name
-                _set_external_id(group, doc)
+                group.attributes = _with_external_id(group.attributes, doc)
                 group.save()
                 group.members.set(users)
                 admin_events.record(realm, "CREATE" if created else "UPDATE", "GROUP", f"groups/{group.pk}",

@@ -304,3 +304,18 @@ def test_groups_and_membership(scim, hr):
 
 def test_realm_switch_round_trips(hr):
     assert export_realm(hr)["scimApiEnabled"] is True
+
+
+def test_a_user_is_created_with_one_write_of_its_row(scim, hr):
+    """Every field of the document (active and externalId included) goes into the one INSERT:
+    no UPDATE of the row just written, and so no second write to a registering directory."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    new_user(scim, "warm")  # the caller's session and the realm cached
+    with CaptureQueriesContext(connection) as queries:
+        dora = new_user(scim, "dora", active=False, externalId="hr-9")
+    writes = [q["sql"].split()[:3] for q in queries.captured_queries if q["sql"].startswith(("INSERT", "UPDATE"))]
+    assert [w for w in writes if '"realms_user"' in w] == [["INSERT", "INTO", '"realms_user"']]
+    stored = User.objects.get(pk=dora["id"])
+    assert not stored.enabled and stored.attributes["externalId"] == ["hr-9"]

@@ -42,11 +42,13 @@ if [ ! -f "$stamp" ]; then
   # Argon2's C library (argon2-cffi-bindings) built here for AVX2 where the CPU has it: the
   # published wheels carry SSE2 code only, about twice the CPU per password check
   # (docs/decisions/0046-argon2-build.md). A venv built so runs on AVX2 CPUs only. Not from pip's
-  # wheel cache, which does not tell builds with other CFLAGS apart.
+  # wheel cache, which does not tell builds with other CFLAGS apart. -O2 named: a Python whose own
+  # build flags carry none (pyenv's) compiled the setuptools-built releases before 26 unoptimised,
+  # some 25 times slower; 26's CMake build adds its own -O3 after it.
   if [ "$(uname -m)" = x86_64 ] && grep -qw avx2 /proc/cpuinfo; then
     echo "setup: building Argon2 for AVX2"
     version=$(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("argon2-cffi-bindings"))')
-    CFLAGS="-mavx2" ARGON2_CFFI_USE_SSE2=1 .venv/bin/pip install -q --force-reinstall --no-deps --no-cache-dir \
+    CFLAGS="-O2 -mavx2" ARGON2_CFFI_USE_SSE2=1 .venv/bin/pip install -q --force-reinstall --no-deps --no-cache-dir \
       --no-binary argon2-cffi-bindings "argon2-cffi-bindings==$version"
   fi
   rm -f .venv/.installed-*; touch "$stamp"

@@ -97,10 +97,11 @@ def create(instance):
     """Save the new ``instance`` as ``save()`` saves a new row of a model without parents:
     ``pre_save`` and ``post_save`` (``created``) sent around ``insert``, whose statement costs
     less than the save machinery's compiler."""
-    alias, model = connections[DEFAULT_DB_ALIAS].alias, type(instance)
-    pre_save.send(sender=model, instance=instance, raw=False, using=alias, update_fields=None)
+    model = type(instance)
+    pre_save.send(sender=model, instance=instance, raw=False, using=DEFAULT_DB_ALIAS, update_fields=None)
     insert(instance)
-    post_save.send(sender=model, instance=instance, created=True, update_fields=None, raw=False, using=alias)
+    post_save.send(sender=model, instance=instance, created=True, update_fields=None, raw=False,
+                   using=DEFAULT_DB_ALIAS)
     return instance
 
 

@@ -38,9 +38,7 @@ runs the direct-grant binding on a throw-away session, where a page to show is a
 import logging
 from dataclasses import dataclass, field
 
-from django.db import transaction
-
-from . import auth_sessions, loa, messages, realm_cache, sessions, signin, sso_cookie, storage, themes
+from . import auth_sessions, loa, messages, realm_cache, rows, sessions, signin, sso_cookie, storage, themes
 from .account import devices
 from .auth_sessions import AuthSession
 from .web import client_address
@@ -937,7 +935,7 @@ def advance(request, realm, client, auth_session, *, is_action=False, interactiv
         auth_sessions.discard(auth_session)
         return _account_updated(ctx)
     if outcome.kind == Outcome.SUCCESS:
-        with transaction.atomic():
+        with rows.batch():  # a new sign-in's sessions, code and event in one round trip
             user_session = establish_sso_session(ctx)
             response = complete(ctx, user_session)
         auth_sessions.discard(auth_session)

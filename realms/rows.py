@@ -9,11 +9,16 @@ realm's 80 columns that costs twice what PostgreSQL spends answering. ``fetch`` 
 per model and connection. ``insert`` is the same for the rows each sign-in writes (its SSO
 session, client session and authorization code) and each new user's role and password rows;
 ``create`` for each new user's row, signals sent; ``replace`` for the password row each password
-change replaces."""
-import weakref
+change replaces.
 
-from django.db import DEFAULT_DB_ALIAS, connections
+Inside ``batch()`` those three write nothing at once: their statements are sent together when the
+batch ends, in one round trip (docs/decisions/0053-write-batches.md)."""
+import weakref
+from contextlib import contextmanager
+
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models.signals import post_save, pre_save
+from psycopg.pq import TransactionStatus
 
 # Per connection (each thread has its own): the backend's converters are bound to it.
 _plans = weakref.WeakKeyDictionary()
@@ -40,14 +45,30 @@ def _plan(connection, model):
 def fetch(model, where, params, extra=None):
     """The ``model`` instances whose rows match ``where`` (the SQL after WHERE, with any ORDER BY
     and LIMIT), as the ORM would load them. ``extra``: ``(attribute, SQL, params)``, one more
-    column read in the same query, its raw value set as ``attribute`` on each instance."""
+    column read in the same query, its raw value set as ``attribute`` on each instance. Reads
+    queued with ``ahead`` go in the same round trip."""
     connection = connections[DEFAULT_DB_ALIAS]
-    columns, source, names, converters = _plan(connection, model)
+    columns, source, _, _ = _plan(connection, model)
     if extra is not None:
         columns, params = f"{columns}, {extra[1]}", [*extra[2], *params]
+    queued = _ahead.pop(connection, [])
+    sql = ";\n".join([columns + source + where, *(_select(connection, a.model, a.where) for a in queued)])
     with connection.cursor() as cursor:
-        cursor.execute(columns + source + where, params)
+        cursor.execute(sql, [*params, *(value for a in queued for value in a.params)])
         found = cursor.fetchall()
+        for read in queued:
+            cursor.nextset()
+            read.found = _instances(connection, read.model, cursor.fetchall())
+    return _instances(connection, model, found, extra)
+
+
+def _select(connection, model, where):
+    columns, source, _, _ = _plan(connection, model)
+    return columns + source + where
+
+
+def _instances(connection, model, found, extra=None):
+    _, _, names, converters = _plan(connection, model)
     instances = []
     for row in found:
         values = list(row)
@@ -60,6 +81,41 @@ def fetch(model, where, params, extra=None):
             instance.__dict__[extra[0]] = extra_value
         instances.append(instance)
     return instances
+
+
+_ahead = weakref.WeakKeyDictionary()  # connection -> the reads queued for its next fetch
+
+
+class _Ahead:
+    def __init__(self, model, where, params):
+        self.model, self.where, self.params = model, where, params
+        self.found = None  # the instances, once read
+
+    def result(self):
+        """The instances: read with an earlier ``fetch``, else now."""
+        if self.found is None:
+            queue = _ahead.get(connections[DEFAULT_DB_ALIAS], [])
+            if self in queue:
+                queue.remove(self)
+            self.found = fetch(self.model, self.where, self.params)
+        return self.found
+
+
+@contextmanager
+def ahead(model, where, params):
+    """``fetch(model, where, params)`` queued to go with the next ``fetch`` of the block, in
+    its round trip (PostgreSQL runs a query of several statements and answers each); the
+    block's ``.result()`` gives the instances, read then or, if no fetch came, when asked.
+    Nothing queued outlives the block."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    read = _Ahead(model, where, params)
+    queue = _ahead.setdefault(connection, []) if connection.vendor == "postgresql" else []
+    queue.append(read)
+    try:
+        yield read
+    finally:
+        if read in queue:
+            queue.remove(read)
 
 
 def _insert(connection, instance):
@@ -88,8 +144,7 @@ def insert(instance):
     receiver watches. A key the database makes (a many-to-many row's) is left to it and not read
     back: the instance's stays None."""
     connection = connections[DEFAULT_DB_ALIAS]
-    with connection.cursor() as cursor:
-        cursor.execute(*_insert(connection, instance))
+    _write(connection, [_insert(connection, instance)])
     return _written(connection, instance)
 
 
@@ -113,11 +168,80 @@ def replace(instance, where, params):
     connection = connections[DEFAULT_DB_ALIAS]
     delete_sql = f"DELETE FROM {connection.ops.quote_name(instance._meta.db_table)} WHERE {where}"
     insert_sql, values = _insert(connection, instance)
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute(f"WITH gone AS ({delete_sql}) {insert_sql}", [*params, *values])
-        else:
-            cursor.execute(delete_sql, params)
-            cursor.execute(insert_sql, values)
+    if connection.vendor == "postgresql":
+        _write(connection, [(f"WITH gone AS ({delete_sql}) {insert_sql}", [*params, *values])])
+    else:
+        _write(connection, [(delete_sql, params), (insert_sql, values)])
     return _written(connection, instance)
 
+
+_batches = weakref.WeakKeyDictionary()  # connection -> its open batch
+
+
+def _write(connection, statements):
+    pending = _batches.get(connection)
+    if pending is not None:
+        pending.statements.extend(statements)
+        return
+    with connection.cursor() as cursor:
+        for sql, params in statements:
+            cursor.execute(sql, params)
+
+
+@contextmanager
+def batch():
+    """A transaction whose ``insert``, ``create`` and ``replace`` statements wait and are sent
+    together at its end. On PostgreSQL they go as one query string: where nothing else ran in
+    the transaction (the outermost batch), that string is the whole transaction (the server runs
+    a query of several statements as one, all or nothing), so there is no BEGIN and no COMMIT
+    either: a new user's row, role and password are one round trip instead of five. Any other
+    statement in the batch (a read, an ORM write) first sends what waits, so it sees those
+    rows, and the transaction then goes on as usual. A batch inside a batch is part of it.
+    Errors of the waiting statements (an IntegrityError) are raised at the end of the block."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    if connection in _batches:
+        yield
+        return
+    outermost = not connection.in_atomic_block
+    with transaction.atomic():
+        pending = _batches[connection] = _Pending(connection)
+        try:
+            with connection.execute_wrapper(pending.before_other):
+                yield
+                pending.send(alone=outermost)
+        finally:
+            del _batches[connection]
+
+
+class _Pending:
+    def __init__(self, connection):
+        self.connection, self.statements = connection, []
+
+    def before_other(self, execute, sql, params, many, context):
+        self.send(alone=False)
+        return execute(sql, params, many, context)
+
+    def send(self, alone):
+        statements, self.statements = self.statements, []
+        if not statements:
+            return
+        connection = self.connection
+        with connection.cursor() as cursor:
+            if connection.vendor != "postgresql":
+                for sql, params in statements:
+                    cursor.execute(sql, params)
+                return
+            sql = ";\n".join(sql for sql, _ in statements)
+            params = [value for _, values in statements for value in values]
+            raw = connection.connection
+            if not (alone and raw.info.transaction_status == TransactionStatus.IDLE):
+                cursor.execute(sql, params)  # psycopg sends BEGIN first if nothing ran yet
+                return
+            # Nothing was sent in this transaction: the statements are all of it. Django's
+            # COMMIT (or ROLLBACK) that ends the atomic block then finds psycopg idle and sends
+            # nothing.
+            raw.autocommit = True
+            try:
+                cursor.execute(sql, params)
+            finally:
+                raw.autocommit = False

@@ -151,7 +151,7 @@ class Users(RealmResource):
         username = fields.pop("username")
         _check(User(realm=self.realm, username=username, **fields))
         try:
-            with transaction.atomic():
+            with rows.batch():  # the user's rows in one round trip, after the password's hash
                 user = create_user(self.realm, username, **fields)
                 _set_credentials(user, values["credentials"])
                 user.groups.add(*groups)

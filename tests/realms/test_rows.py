@@ -1,11 +1,17 @@
 """``realms.rows.fetch``: rows by key read as the ORM reads them (converters, encrypted fields,
 JSON), with ORDER BY and LIMIT after the condition. ``realms.rows.insert``: a new row written as
 ``objects.create`` writes it; ``replace``: matching rows deleted and a new one written, in one
-statement on PostgreSQL."""
+statement on PostgreSQL. ``batch``: those writes sent together at the end of a transaction, as
+the whole transaction where nothing else ran (read from libpq's own trace). ``ahead``: a read
+sent with the next ``fetch``."""
+import re
+import tempfile
+
 import pytest
-from django.db import connection
+from django.db import IntegrityError, connection
 from django.db.models.signals import post_save, pre_save
 from django.test.utils import CaptureQueriesContext
+from psycopg.pq import Trace
 
 from realms import rows
 from realms.accounts import create_user
@@ -97,3 +103,139 @@ def test_create_saves_as_save_does_signals_included():
     differs = {"id", "username", "created"}
     assert {k: v for k, v in _fields(User.objects.get(pk=created.pk)).items() if k not in differs} == \
         {k: v for k, v in _fields(User.objects.get(pk=saved.pk)).items() if k not in differs}
+
+
+def _password(user, secret):
+    return rows.replace(Credential(user=user, type="password", secret_data=secret),
+                        "user_id = %s AND type = %s", [user.pk, "password"])
+
+
+def test_a_batch_sends_its_writes_together_at_its_end():
+    realm = create_realm("acme")
+    with CaptureQueriesContext(connection) as queries:
+        with rows.batch():
+            user = rows.create(User(realm=realm, username="ann"))
+            rows.insert(User.roles.through(user=user, role_id=realm.default_role_id))
+            _password(user, "new")
+            assert not [q for q in queries.captured_queries if q["sql"].startswith(("INSERT", "WITH"))]
+    [sent] = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("INSERT")]
+    assert [s.split()[0] for s in sent.split(";\n")] == ["INSERT", "INSERT", "WITH"]
+    stored = User.objects.get(pk=user.pk)
+    assert stored.username == "ann" and list(stored.roles.all()) == [realm.default_role]
+    assert Credential.objects.get(user=user).secret_data == "new"
+
+
+def test_a_statement_in_a_batch_first_sends_what_waits():
+    realm = create_realm("acme")
+    with rows.batch():
+        user = rows.create(User(realm=realm, username="ann"))
+        _password(user, "new")
+        assert User.objects.filter(pk=user.pk).exists()  # a read sees the rows written before it
+        _password(user, "newer")  # waits again, and replaces what was sent
+    assert list(Credential.objects.filter(user=user).values_list("secret_data", flat=True)) == ["newer"]
+
+
+def test_an_error_in_a_batch_is_raised_at_its_end_and_nothing_is_kept():
+    realm = create_realm("acme")
+    create_user(realm, "taken")
+    with pytest.raises(IntegrityError):
+        with rows.batch():
+            user = rows.create(User(realm=realm, username="ann"))
+            rows.create(User(realm=realm, username="taken"))  # the realm's unique username
+    assert not User.objects.filter(pk=user.pk).exists()
+    assert User.objects.filter(realm=realm, username="taken").count() == 1
+
+
+def test_a_batch_left_by_an_exception_sends_nothing():
+    realm = create_realm("acme")
+    with CaptureQueriesContext(connection) as queries, pytest.raises(ValueError):
+        with rows.batch():
+            rows.create(User(realm=realm, username="ann"))
+            raise ValueError
+    assert not [q for q in queries.captured_queries if "INSERT" in q["sql"]]
+    assert not User.objects.filter(realm=realm, username="ann").exists()
+
+
+@pytest.fixture
+def traced():
+    """What this connection has sent, from libpq's trace: each query's statements' first words."""
+    connection.ensure_connection()
+    with tempfile.TemporaryFile("w+") as trace:
+        connection.connection.pgconn.trace(trace.fileno())
+        connection.connection.pgconn.set_trace_flags(Trace.SUPPRESS_TIMESTAMPS)
+
+        def sent():
+            trace.flush()
+            trace.seek(0)
+            # A query's text runs on over its newlines, to the next message (F: sent, B: received).
+            queries = re.findall(r'^F\t\d+\tQuery\t "(.*?)"\n(?=[FB]\t|\Z)', trace.read(), re.S | re.M)
+            return [[statement.split()[0] for statement in query.split(";\n")] for query in queries]
+
+        yield sent
+        connection.connection.pgconn.untrace()
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the one-query transaction is PostgreSQL's")
+@pytest.mark.django_db(transaction=True)
+def test_an_outermost_batch_is_one_query_with_no_begin_or_commit(traced):
+    realm = create_realm("batch-alone")
+    role = realm.default_role
+    create_user(realm, "first")  # whether the realm registers users in a directory, read and kept
+    start = len(traced())
+    with rows.batch():
+        user = rows.create(User(realm=realm, username="ann"))
+        rows.insert(User.roles.through(user=user, role=role))
+        _password(user, "new")
+    assert traced()[start:] == [["INSERT", "INSERT", "WITH"]]
+    assert connection.get_autocommit() and connection.connection.autocommit
+    assert list(User.objects.get(pk=user.pk).roles.all()) == [role]
+
+    start = len(traced())
+    with pytest.raises(IntegrityError):
+        with rows.batch():
+            other = rows.create(User(realm=realm, username="bea"))
+            rows.create(User(realm=realm, username="ann"))
+    assert traced()[start:] == [["INSERT", "INSERT"]]  # refused as a whole: no ROLLBACK needed
+    assert not User.objects.filter(pk=other.pk).exists()
+    assert connection.connection.autocommit and connection.connection.info.transaction_status.name == "IDLE"
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the one-query transaction is PostgreSQL's")
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_that_reads_goes_on_as_a_transaction(traced):
+    realm = create_realm("batch-reads")
+    create_user(realm, "first")
+    start = len(traced())
+    with pytest.raises(IntegrityError):
+        with rows.batch():
+            user = rows.create(User(realm=realm, username="ann"))
+            assert User.objects.filter(realm=realm).count() == 2  # sends what waits first, after BEGIN
+            rows.create(User(realm=realm, username="ann"))
+    assert traced()[start:] == [["BEGIN"], ["INSERT"], ["SELECT"], ["INSERT"], ["ROLLBACK"]]
+    assert not User.objects.filter(pk=user.pk).exists()  # the row sent before the read is undone too
+
+
+def _sent(queries):
+    return [q["sql"].count(";\n") + 1 for q in queries.captured_queries if q["sql"].startswith("SELECT")]
+
+
+def test_a_read_ahead_goes_with_the_next_fetch():
+    user = create_user(create_realm("acme"), "ann")
+    with CaptureQueriesContext(connection) as queries:
+        with rows.ahead(Realm, "name = %s", ["acme"]) as realm_row:
+            [fetched] = rows.fetch(User, "id = %s", [user.pk])
+            [realm] = realm_row.result()
+    assert fetched.pk == user.pk and _fields(realm) == _fields(Realm.objects.get(name="acme"))
+    assert _sent(queries) == ([2] if connection.vendor == "postgresql" else [1, 1])  # SQLite: one at a time
+
+
+def test_a_read_ahead_no_fetch_took_is_read_when_asked_and_never_sent_again():
+    user = create_user(create_realm("acme"), "ann")
+    with CaptureQueriesContext(connection) as queries:
+        with rows.ahead(Realm, "name = %s", ["acme"]) as realm_row:
+            assert [r.name for r in realm_row.result()] == ["acme"]
+            rows.fetch(User, "id = %s", [user.pk])
+        with rows.ahead(Realm, "name = %s", ["acme"]):
+            pass  # left unread
+        rows.fetch(User, "id = %s", [user.pk])
+    assert _sent(queries) == [1, 1, 1]

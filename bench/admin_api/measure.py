@@ -10,11 +10,10 @@ import sys
 import threading
 import time
 import uuid
-from pathlib import Path
 
 import requests
 
-from bench.proc import cpu_seconds
+from bench.proc import tree_cpu
 
 base, realm, users, server_pid, pg_pid = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 api = f"{base}/admin/realms/{realm}"
@@ -27,22 +26,6 @@ def token():
         "password": os.environ["ADMIN_PASSWORD"]})
     answer.raise_for_status()
     session.headers["Authorization"] = "Bearer " + answer.json()["access_token"]
-
-
-def tree_cpu(pid):
-    """CPU seconds of a process and of its children, live and exited (Granian workers, PostgreSQL
-    backends and parallel workers): a child that exits between two readings leaves its CPU in
-    its parent's cumulative children's time, so the sum only grows."""
-    total = cpu_seconds(pid, children=True)
-    for child in Path("/proc").iterdir():
-        if child.name.isdigit():
-            try:
-                stat = (child / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(stat[1]) == pid:
-                total += cpu_seconds(int(child.name))
-    return total
 
 
 def cpu():

@@ -244,4 +244,5 @@ class _Pending:
             try:
                 cursor.execute(sql, params)
             finally:
-                raw.autocommit = False
+                if not raw.closed:  # a lost connection's own error is the one to raise
+                    raw.autocommit = False

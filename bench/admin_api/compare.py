@@ -7,11 +7,10 @@ Usage: compare.py URL_A PID_A URL_B PID_B   (env: ROUNDS=10 CREATES=300 CLIENTS=
 import os
 import statistics
 import sys
-import threading
-import uuid
 
 import requests
 
+from bench.admin_api.creates import create_users
 from bench.proc import tree_cpu
 
 ROUNDS, CREATES, CLIENTS = (int(os.environ.get(k, d)) for k, d in (("ROUNDS", 10), ("CREATES", 300), ("CLIENTS", 4)))
@@ -34,27 +33,6 @@ def admin_headers(base):
     return headers
 
 
-def create(base, headers, count):
-    failures = []
-
-    def client(k):
-        session = requests.Session()
-        session.headers.update(headers)
-        for i in range(k, count, CLIENTS):
-            answer = session.post(f"{base}/admin/realms/{REALM}/users", timeout=30, json={
-                "username": f"u{uuid.uuid4().hex[:12]}", "enabled": True,
-                "credentials": [{"type": "password", "value": f"Created-pass-{i}", "temporary": False}]})
-            if answer.status_code != 201:
-                failures.append(answer.text)
-
-    threads = [threading.Thread(target=client, args=(k,)) for k in range(CLIENTS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not failures, failures[:2]
-
-
 def main():
     servers = [(sys.argv[1], int(sys.argv[2])), (sys.argv[3], int(sys.argv[4]))]
     spent = ([], [])
@@ -62,9 +40,9 @@ def main():
         for i in (0, 1) if round_ % 2 == 0 else (1, 0):
             base, pid = servers[i]
             headers = admin_headers(base)  # a fresh token each round (the master realm's lifespan is short)
-            create(base, headers, 20)
+            create_users(f"{base}/admin/realms/{REALM}/users", headers, 20, CLIENTS)
             before = tree_cpu(pid)
-            create(base, headers, CREATES)
+            create_users(f"{base}/admin/realms/{REALM}/users", headers, CREATES, CLIENTS)
             spent[i].append((tree_cpu(pid) - before) / CREATES * 1000)
     for name, figures in zip("AB", spent):
         print(f"{name}: server CPU per user {' '.join(f'{x:.2f}' for x in figures)} ms; "

@@ -7,12 +7,11 @@ import hashlib
 import json
 import os
 import sys
-import threading
 import time
-import uuid
 
 import requests
 
+from bench.admin_api.creates import create_users
 from bench.proc import tree_cpu
 
 base, realm, users, server_pid, pg_pid = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
@@ -67,27 +66,9 @@ timed("GET users/count", "/users/count", lambda b: b == users or sys.exit(str(b)
 # Users created one by one with a password (Argon2id, the realm's hash): 4 clients for 200 users.
 CREATES, CLIENTS = 200, 4
 token()
-before, start, errors = cpu(), time.perf_counter(), []
-
-
-def create(k):
-    local = requests.Session()
-    local.headers.update(session.headers)
-    for i in range(k, CREATES, CLIENTS):
-        answer = local.post(f"{api}/users", timeout=60, json={
-            "username": f"created{i:05d}-{uuid.uuid4().hex[:6]}", "enabled": True,
-            "credentials": [{"type": "password", "value": f"Created-pass-{i}", "temporary": False}]})
-        if answer.status_code != 201:
-            errors.append(answer.text)
-
-
-threads = [threading.Thread(target=create, args=(k,)) for k in range(CLIENTS)]
-for t in threads:
-    t.start()
-for t in threads:
-    t.join()
+before, start = cpu(), time.perf_counter()
+create_users(f"{api}/users", session.headers, CREATES, CLIENTS)
 wall, after = time.perf_counter() - start, cpu()
-assert not errors, errors[:3]
 server_cpu = (after[0] - before[0]) / CREATES
 print(f"POST users with a password ({CREATES}, {CLIENTS} clients): {CREATES / wall:.0f}/s; CPU per user: server "
       f"{server_cpu * 1000:.1f} ms ({1 / server_cpu:.0f}/s per core), PostgreSQL "

@@ -197,7 +197,8 @@ def batch():
     either: a new user's row, role and password are one round trip instead of five. Any other
     statement in the batch (a read, an ORM write) first sends what waits, so it sees those
     rows, and the transaction then goes on as usual. A batch inside a batch is part of it.
-    Errors of the waiting statements (an IntegrityError) are raised at the end of the block."""
+    Errors of the waiting statements (an IntegrityError) are raised at the end of the block; a
+    block left by an exception, or marked for rollback, sends nothing that waits."""
     connection = connections[DEFAULT_DB_ALIAS]
     if connection in _batches:
         yield
@@ -208,7 +209,8 @@ def batch():
         try:
             with connection.execute_wrapper(pending.before_other):
                 yield
-                pending.send(alone=outermost)
+                if not connection.needs_rollback:  # ``transaction.set_rollback(True)``: nothing to send
+                    pending.send(alone=outermost)
         finally:
             del _batches[connection]
 

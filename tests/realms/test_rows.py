@@ -8,7 +8,7 @@ import re
 import tempfile
 
 import pytest
-from django.db import IntegrityError, connection
+from django.db import IntegrityError, connection, transaction
 from django.db.models.signals import post_save, pre_save
 from django.test.utils import CaptureQueriesContext
 from psycopg.pq import Trace
@@ -198,6 +198,13 @@ def test_an_outermost_batch_is_one_query_with_no_begin_or_commit(traced):
     assert traced()[start:] == [["INSERT", "INSERT"]]  # refused as a whole: no ROLLBACK needed
     assert not User.objects.filter(pk=other.pk).exists()
     assert connection.connection.autocommit and connection.connection.info.transaction_status.name == "IDLE"
+
+    start = len(traced())
+    with rows.batch():
+        rows.create(User(realm=realm, username="cid"))
+        transaction.set_rollback(True)  # as a step that refuses after all
+    assert traced()[start:] == []
+    assert not User.objects.filter(realm=realm, username="cid").exists()
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="the one-query transaction is PostgreSQL's")

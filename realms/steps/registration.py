@@ -10,7 +10,7 @@ import time
 
 from django.db import transaction
 
-from .. import accounts, action_tokens, events, organizations, password_policy, storage, user_profile
+from .. import accounts, action_tokens, events, organizations, password_policy, rows, storage, user_profile
 from ..flows import DISABLED, Authenticator, Outcome
 from ..models import User
 from ..required_actions import terms_and_conditions
@@ -83,10 +83,12 @@ class RegistrationPage(Authenticator):
             errors["termsAccepted"] = "termsAcceptanceRequired"
         if errors:
             return self._invalid(ctx, params, errors)
+        fields = {k: v for k, v in cleaned.items() if k != "username"}
+        if TERMS in actions:  # accepted now: written with the new user's row
+            fields["attributes"] = {terms_and_conditions.ATTRIBUTE: [str(int(time.time()))]}
         try:
-            with transaction.atomic():
-                user = accounts.create_user(realm, cleaned["username"], **{
-                    k: v for k, v in cleaned.items() if k != "username"})
+            with rows.batch():  # the new user's rows in one round trip, after the password's hash
+                user = accounts.create_user(realm, cleaned["username"], **fields)
                 if PASSWORD in actions:
                     # In the user's store: the directory's for a user created there (LDAP's sync
                     # registrations), whose own password policy may still refuse it.
@@ -95,9 +97,6 @@ class RegistrationPage(Authenticator):
                     except password_policy.PasswordPolicyError:
                         storage.delete_user(realm, user)  # the directory's new entry is no transaction's
                         raise
-                if TERMS in actions:
-                    user.attributes = {terms_and_conditions.ATTRIBUTE: [str(int(time.time()))]}
-                    user.save(update_fields=["attributes"])
                 if invited:
                     refused = self._join(ctx, user, invited)
                     if refused is not None:

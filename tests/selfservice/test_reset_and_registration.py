@@ -6,7 +6,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.core.cache import cache
+from django.db import connection
 from django.test import Client as HttpClient
+from django.test.utils import CaptureQueriesContext
 
 from realms.models import Credential, Event, User
 from tests.oidc.browser.conftest import PASSWORD
@@ -248,9 +250,13 @@ def test_terms_in_the_registration_form_when_enabled(realm, web_app, monkeypatch
     page = register_page(http)
     resp = http.post(form_action(page), FORM)
     assert "You must agree to our terms and conditions." in html(resp)
-    done = http.post(form_action(page), {**FORM, "termsAccepted": "on"})
+    with CaptureQueriesContext(connection) as queries:
+        done = http.post(form_action(page), {**FORM, "termsAccepted": "on"})
     assert redirect_query(done)["code"]
-    assert User.objects.get(realm=realm, username="alice").attributes["terms_and_conditions"]
+    accepted = User.objects.get(realm=realm, username="alice").attributes["terms_and_conditions"]
+    assert abs(int(accepted[0]) - time.time()) < 60
+    # The acceptance goes into the new user's row: the row is written once, never updated.
+    assert not [q for q in queries.captured_queries if q["sql"].startswith('UPDATE "realms_user"')]
 
 
 def test_recaptcha_cannot_be_honoured_so_registration_is_refused(realm, web_app, monkeypatch):

@@ -182,10 +182,19 @@ def _write(connection, statements):
     pending = _batches.get(connection)
     if pending is not None:
         pending.statements.extend(statements)
-        return
+    else:
+        _send(connection, statements)
+
+
+def _send(connection, statements):
+    """``statements`` ([(SQL, parameters)]) in one query string on PostgreSQL, one round trip;
+    one by one elsewhere."""
     with connection.cursor() as cursor:
-        for sql, params in statements:
-            cursor.execute(sql, params)
+        if connection.vendor == "postgresql":
+            cursor.execute(";\n".join(sql for sql, _ in statements), [v for _, values in statements for v in values])
+        else:
+            for sql, params in statements:
+                cursor.execute(sql, params)
 
 
 @contextmanager
@@ -198,7 +207,8 @@ def batch():
     statement in the batch (a read, an ORM write) first sends what waits, so it sees those
     rows, and the transaction then goes on as usual. A batch inside a batch is part of it.
     Errors of the waiting statements (an IntegrityError) are raised at the end of the block; a
-    block left by an exception, or marked for rollback, sends nothing that waits."""
+    block left by an exception, or marked for rollback, sends nothing that waits. A ``COPY``
+    (``realms.bulk``) goes past Django's cursor and so past the wrapper: not inside a batch."""
     connection = connections[DEFAULT_DB_ALIAS]
     if connection in _batches:
         yield
@@ -228,23 +238,16 @@ class _Pending:
         if not statements:
             return
         connection = self.connection
-        with connection.cursor() as cursor:
-            if connection.vendor != "postgresql":
-                for sql, params in statements:
-                    cursor.execute(sql, params)
-                return
-            sql = ";\n".join(sql for sql, _ in statements)
-            params = [value for _, values in statements for value in values]
-            raw = connection.connection
-            if not (alone and raw.info.transaction_status == TransactionStatus.IDLE):
-                cursor.execute(sql, params)  # psycopg sends BEGIN first if nothing ran yet
-                return
-            # Nothing was sent in this transaction: the statements are all of it. Django's
-            # COMMIT (or ROLLBACK) that ends the atomic block then finds psycopg idle and sends
-            # nothing.
-            raw.autocommit = True
-            try:
-                cursor.execute(sql, params)
-            finally:
-                if not raw.closed:  # a lost connection's own error is the one to raise
-                    raw.autocommit = False
+        connection.ensure_connection()
+        raw = connection.connection
+        if not (alone and connection.vendor == "postgresql" and raw.info.transaction_status == TransactionStatus.IDLE):
+            _send(connection, statements)  # psycopg sends BEGIN first if nothing ran yet
+            return
+        # Nothing was sent in this transaction: the statements are all of it. Django's COMMIT (or
+        # ROLLBACK) that ends the atomic block then finds psycopg idle and sends nothing.
+        raw.autocommit = True
+        try:
+            _send(connection, statements)
+        finally:
+            if not raw.closed:  # a lost connection's own error is the one to raise
+                raw.autocommit = False

@@ -6,32 +6,22 @@ import time
 
 import pytest
 from django.db import connection, connections
-from psycopg.pq import Trace
+
+from tests.libpq_trace import libpq_trace
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def wrapper(tmp_path):
+def wrapper():
     """A second connection of its own (the test's own stays in its transaction), traced."""
     other = connections.create_connection("default")
     other.ensure_connection()
     assert type(other).__module__ == "idp.postgresql.base" and other.health_check_enabled
     other.health_check_done = False  # as at the end of a request: the next one checks
-    trace = (tmp_path / "trace").open("w+")
-    other.connection.pgconn.trace(trace.fileno())
-    other.connection.pgconn.set_trace_flags(Trace.SUPPRESS_TIMESTAMPS)
-
-    def sent():
-        trace.flush()
-        trace.seek(0)
-        return trace.read()
-
-    yield other, sent
-    if other.connection is not None and not other.connection.closed:
-        other.connection.pgconn.untrace()
+    with libpq_trace(other.connection.pgconn) as sent:
+        yield other, sent
     other.close()
-    trace.close()
 
 
 def _until_readable(wrapper):

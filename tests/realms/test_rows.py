@@ -4,19 +4,16 @@ JSON), with ORDER BY and LIMIT after the condition. ``realms.rows.insert``: a ne
 statement on PostgreSQL. ``batch``: those writes sent together at the end of a transaction, as
 the whole transaction where nothing else ran (read from libpq's own trace). ``ahead``: a read
 sent with the next ``fetch``."""
-import re
-import tempfile
-
 import pytest
 from django.db import IntegrityError, connection, transaction
 from django.db.models.signals import post_save, pre_save
 from django.test.utils import CaptureQueriesContext
-from psycopg.pq import Trace
 
 from realms import rows
 from realms.accounts import create_user
 from realms.models import Credential, Realm, Role, User, UserSession
 from realms.services import create_realm
+from tests.libpq_trace import libpq_trace, queries
 
 pytestmark = pytest.mark.django_db
 
@@ -160,19 +157,8 @@ def test_a_batch_left_by_an_exception_sends_nothing():
 def traced():
     """What this connection has sent, from libpq's trace: each query's statements' first words."""
     connection.ensure_connection()
-    with tempfile.TemporaryFile("w+") as trace:
-        connection.connection.pgconn.trace(trace.fileno())
-        connection.connection.pgconn.set_trace_flags(Trace.SUPPRESS_TIMESTAMPS)
-
-        def sent():
-            trace.flush()
-            trace.seek(0)
-            # A query's text runs on over its newlines, to the next message (F: sent, B: received).
-            queries = re.findall(r'^F\t\d+\tQuery\t "(.*?)"\n(?=[FB]\t|\Z)', trace.read(), re.S | re.M)
-            return [[statement.split()[0] for statement in query.split(";\n")] for query in queries]
-
-        yield sent
-        connection.connection.pgconn.untrace()
+    with libpq_trace(connection.connection.pgconn) as text:
+        yield lambda: [[statement.split()[0] for statement in query.split(";\n")] for query in queries(text())]
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="the one-query transaction is PostgreSQL's")

@@ -332,41 +332,75 @@ def test_new_argon2id_hashes_are_the_standard_ones_and_are_not_rehashed_at_sign_
 
 def test_argon2id_hashes_take_turns_beyond_the_processs_cores(monkeypatch):
     import os
+    import queue
     import threading
     import time
 
-    from django.contrib.auth.hashers import Argon2PasswordHasher
-
     from realms import hashers
 
-    assert hashers._HASHING._initial_value == len(os.sched_getaffinity(0))
-    monkeypatch.setattr(hashers, "_HASHING", threading.BoundedSemaphore(1))  # as on a one-core worker
+    assert hashers._ARENAS.qsize() == len(os.sched_getaffinity(0))
+    one = queue.LifoQueue()
+    one.put(None)
+    monkeypatch.setattr(hashers, "_ARENAS", one)  # as on a one-core worker
     inside, most = [0], [0]
+    real = hashers.core
 
-    def counted(real):
-        def call(*args):
-            inside[0] += 1
-            most[0] = max(most[0], inside[0])
-            time.sleep(0.02)  # long enough for the other threads to arrive
-            try:
-                return real(*args)
-            finally:
-                inside[0] -= 1
-        return call
+    def counted(*args):
+        inside[0] += 1
+        most[0] = max(most[0], inside[0])
+        time.sleep(0.02)  # long enough for the other threads to arrive
+        try:
+            return real(*args)
+        finally:
+            inside[0] -= 1
 
-    # the hasher's own work is Django's (argon2-cffi), inside the semaphore
-    monkeypatch.setattr(Argon2PasswordHasher, "verify", counted(Argon2PasswordHasher.verify))
-    monkeypatch.setattr(Argon2PasswordHasher, "encode", counted(Argon2PasswordHasher.encode))
+    # every hash, new or checked, Django's encoding or Keycloak's, is libargon2's in an arena
+    monkeypatch.setattr(hashers, "core", counted)
     hasher = hashers.Argon2idHasher()
     encoded = hasher.encode(PASSWORD, "some-salt")
+    digest = encoded.rsplit("$", 1)[1]
+    imported = hashers.encoded_from_keycloak("argon2", digest + "=" * (-len(digest) % 4),
+                                             base64.b64encode(b"some-salt").decode(), 5, {"memory": ["7168"]})
+    assert hashers.KeycloakArgon2Hasher().verify(PASSWORD, imported)
     results = []
     threads = [threading.Thread(target=lambda: results.append(hasher.verify(PASSWORD, encoded))) for _ in range(3)]
     threads += [threading.Thread(target=lambda: results.append(bool(hasher.encode(PASSWORD, "other-salt")))) for _ in range(2)]
+    threads += [threading.Thread(target=lambda: results.append(hashers.KeycloakArgon2Hasher().verify(PASSWORD, imported)))]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert results == [True] * 5 and most[0] == 1
+    assert results == [True] * 6 and most[0] == 1 and one.qsize() == 1
+
+
+def test_argon2_works_in_memory_kept_on_huge_pages_and_wiped():
+    """The hash's 7 MiB are an arena of this process's, advised for transparent huge pages
+    (``hg`` in the mapping's VmFlags), written by the hash (resident) and wiped after it."""
+    import ctypes
+
+    from argon2.low_level import Type, hash_secret_raw
+
+    from realms import hashers
+
+    hashers.Argon2idHasher().encode(PASSWORD, "some-salt")
+    arena = hashers._ARENAS.queue[-1]  # the last used comes out first
+    address = int(hashers.ffi.cast("uintptr_t", arena.memory))
+    assert address % (2 << 20) == 0
+    fields, lines = None, open("/proc/self/smaps").read().splitlines()
+    for i, line in enumerate(lines):
+        low, dash, high = line.split(" ", 1)[0].partition("-")
+        if dash and int(low, 16) <= address < int(high, 16):
+            end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("VmFlags:"))
+            fields = dict(field.split(":", 1) for field in lines[i + 1:end + 1])
+            break
+    assert "hg" in fields["VmFlags"].split()
+    assert int(fields["Rss"].split()[0]) >= 7168  # the hash wrote there, not in malloc's memory
+    assert ctypes.string_at(address, 7168 * 1024) == bytes(7168 * 1024)  # and nothing of it is left
+    # an imported hash with more memory than an arena still verifies (malloc's memory, the same result)
+    big = hash_secret_raw(PASSWORD.encode(), b"0123456789abcdef", time_cost=1, memory_cost=16384, parallelism=2,
+                          hash_len=32, type=Type.ID)
+    assert hashers.argon2_raw(PASSWORD.encode(), b"0123456789abcdef", time_cost=1, memory_cost=16384,
+                              parallelism=2, hash_len=32, type=Type.ID) == big
 
 
 def test_earlier_passwords_round_trip_in_keycloaks_form_and_still_count():

@@ -202,6 +202,8 @@ class AuthenticationApplier:
             alias = getattr(realm, field_name)
             if alias not in by_alias:
                 raise RepresentationError(key, f"no authentication flow {alias!r}")
+        for a in auth["required_actions"]:
+            self._report_unavailable_action(a)
         RequiredActionProvider.objects.bulk_create([RequiredActionProvider(
             realm=realm, alias=a["alias"], name=a["name"], provider_id=a["provider_id"], enabled=a["enabled"],
             default_action=a["default_action"], priority=a["priority"], config=a["config"],
@@ -217,6 +219,14 @@ class AuthenticationApplier:
                 and flows.get_authenticator(name) is None:
             self.p.unsupported(at(execution["_path"], "authenticator"),
                                f"{name!r} is not available on this server: imported, the step fails closed at sign-in")
+
+    def _report_unavailable_action(self, action):
+        # The file's enabled actions only: a disabled one is never asked for.
+        if action["enabled"] and not action["_path"].startswith("(built-in") \
+                and flows.get_required_action(action["provider_id"]) is None:
+            self.p.unsupported(at(action["_path"], "providerId"),
+                               f"{action['provider_id']!r} is not available on this server: imported, its rules "
+                               "are not evaluated at sign-in, and a user it is asked of cannot sign in")
 
     def remap_flow_overrides(self):
         """Clients' overrides name flows by id; a flow that got a new id (its id was taken) is

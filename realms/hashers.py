@@ -68,7 +68,8 @@ def _arena():
 
 
 def argon2_raw(secret, salt, *, time_cost, memory_cost, parallelism, hash_len, type, version=ARGON2_VERSION):
-    """argon2-cffi's ``hash_secret_raw``, computed in one of this process's arenas."""
+    """argon2-cffi's ``hash_secret_raw``, computed in one of this process's arenas (waiting for
+    one while as many hashes run as the process has cores)."""
     out = ffi.new("uint8_t[]", hash_len)
     secret_buffer, salt_buffer = ffi.new("uint8_t[]", secret), ffi.new("uint8_t[]", salt)
     with _arena() as arena:
@@ -84,10 +85,6 @@ def argon2_raw(secret, salt, *, time_cost, memory_cost, parallelism, hash_len, t
     if code != lib.ARGON2_OK:
         raise HashingError(error_to_str(code))
     return bytes(ffi.buffer(out, hash_len))
-
-
-def _b64_unpadded(raw):
-    return base64.b64encode(raw).decode("ascii").rstrip("=")
 
 
 class Argon2idHasher(Argon2PasswordHasher):
@@ -108,7 +105,7 @@ class Argon2idHasher(Argon2PasswordHasher):
                          parallelism=params.parallelism, hash_len=params.hash_len, type=params.type)
         return (f"{self.algorithm}$argon2{params.type.name.lower()}$v={ARGON2_VERSION}"
                 f"$m={params.memory_cost},t={params.time_cost},p={params.parallelism}"
-                f"${_b64_unpadded(salt.encode())}${_b64_unpadded(raw)}")
+                f"${_b64e(salt.encode()).rstrip('=')}${_b64e(raw).rstrip('=')}")
 
     def must_update(self, encoded):
         # Other parameters than the policy's. (Django also counts the salt's entropy in

@@ -195,3 +195,20 @@ def test_connection_paused_by_a_slow_client_goes_back_to_the_pool_reading(upstre
         return ex.status
 
     assert p.lt.run(scenario()) == 200
+
+
+def test_client_leaving_in_the_middle_of_its_body(upstream, proxy):
+    u = upstream("a", handler=handler)
+    p = proxy(config(u))
+    warm(p)
+    s = socket.create_connection(("127.0.0.1", p.port), timeout=5)
+    s.sendall(b"POST /ok HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n" + b"x" * 100_000)
+    wait_for(lambda: counts(p)["calls"] == 1)
+    s.close()
+    wait_for(lambda: any(e["status"] == 499 for e in p.access_log()))
+    entry = [e for e in p.access_log() if e["status"] == 499][0]
+    assert entry["error"] == "client_gone" and entry["path"] == "/ok"
+    wait_for(lambda: counts(p) == IDLE)
+    # the upstream connection that had half a body was closed, not pooled, and nothing else is held
+    assert idle_connections(p) == 0 and u.count("POST", "/ok") == 0
+    assert requests.get(p.url + "/ok", timeout=5).text == "ok"

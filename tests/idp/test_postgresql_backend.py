@@ -68,3 +68,17 @@ def test_anything_to_read_is_left_to_the_query(wrapper):
     _until_readable(other)
     assert other.is_usable()
     assert "SELECT 1" in sent()[len(sent_before):]
+
+
+def test_inside_a_transaction_the_check_asks_the_server(wrapper):
+    """A quiet socket says nothing of a transaction's state (an aborted one answers every query
+    with an error): there the check is Django's own ``SELECT 1``."""
+    other, sent = wrapper
+    with other.cursor() as cursor:
+        cursor.execute("BEGIN")
+        cursor.execute("SELECT 1 WHERE false")
+    before = sent()
+    assert other.is_usable()
+    assert "SELECT 1" in sent()[len(before):]
+    with other.cursor() as cursor:
+        cursor.execute("ROLLBACK")

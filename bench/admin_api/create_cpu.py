@@ -15,9 +15,7 @@ import io
 import json
 import os
 import pstats
-import re
 import sys
-import tempfile
 import time
 import uuid
 from urllib.parse import urlencode, urlsplit
@@ -30,8 +28,8 @@ django.setup()
 from django.conf import settings  # noqa: E402
 from django.core.handlers.wsgi import WSGIHandler  # noqa: E402
 from django.db import connection  # noqa: E402
-from psycopg.pq import Trace  # noqa: E402
 
+from bench.libpq_trace import libpq_trace, queries  # noqa: E402
 from realms import password_policy  # noqa: E402
 from realms.bootstrap import create_admin_user  # noqa: E402
 from realms.models import Realm, User  # noqa: E402
@@ -135,21 +133,12 @@ def main():
 
 
 def sent_to_postgresql(action):
-    """The query strings ``action`` sends to PostgreSQL, each one round trip, read from libpq's
-    own trace (Django's query log also lists a BEGIN and COMMIT it never sent)."""
+    """The query strings ``action`` sends to PostgreSQL, each one round trip (Django's query log
+    also lists a BEGIN and COMMIT it never sent)."""
     connection.ensure_connection()
-    pgconn = connection.connection.pgconn
-    with tempfile.TemporaryFile("w+") as trace:
-        pgconn.trace(trace.fileno())
-        pgconn.set_trace_flags(Trace.SUPPRESS_TIMESTAMPS)
-        try:
-            action()
-        finally:
-            pgconn.untrace()
-        trace.seek(0)
-        # A query's text runs on over its newlines, to the next message (F: sent, B: received).
-        return re.findall(r'^F\t\d+\tQuery\t "(.*?)"\n(?=[FB]\t|\Z)', trace.read(), re.S | re.M)
-
+    with libpq_trace(connection.connection.pgconn) as text:
+        action()
+        return queries(text())
 
 if __name__ == "__main__":
     main()

@@ -7,7 +7,7 @@ import time
 import pytest
 from django.db import connection, connections
 
-from tests.libpq_trace import libpq_trace
+from bench.libpq_trace import libpq_trace
 
 pytestmark = pytest.mark.django_db
 

@@ -9,11 +9,11 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models.signals import post_save, pre_save
 from django.test.utils import CaptureQueriesContext
 
+from bench.libpq_trace import libpq_trace, queries
 from realms import rows
 from realms.accounts import create_user
 from realms.models import Credential, Realm, Role, User, UserSession
 from realms.services import create_realm
-from tests.libpq_trace import libpq_trace, queries
 
 pytestmark = pytest.mark.django_db
 

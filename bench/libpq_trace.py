@@ -1,5 +1,6 @@
-"""What a connection sends to PostgreSQL, read from libpq's own trace: Django's query log lists a
-BEGIN and COMMIT that were never sent, and nothing of a health check."""
+"""What a connection sends to PostgreSQL, read from libpq's own trace, for the benchmarks and the
+tests: Django's query log lists a BEGIN and COMMIT that were never sent, and nothing of a health
+check."""
 import re
 import tempfile
 from contextlib import contextmanager

@@ -3,6 +3,7 @@ the password grant and the Admin API in each edit mode, password changes in the 
 its policy's refusals, mappers (Active Directory's account control), syncs, the Admin API's
 component and user-storage routes, Keycloak's export shape, and a directory that is down."""
 import base64
+import contextlib
 import socket
 import ssl
 import threading
@@ -518,7 +519,13 @@ def silent_server():
     """A TCP server that accepts connections and never answers (a hung directory)."""
     server = socket.create_server(("127.0.0.1", 0))
     accepted = []
-    threading.Thread(target=lambda: [accepted.append(server.accept()) for _ in iter(int, 1)], daemon=True).start()
+
+    def accept():
+        with contextlib.suppress(OSError):  # the socket closed at teardown ends the loop
+            while True:
+                accepted.append(server.accept())
+
+    threading.Thread(target=accept, daemon=True).start()
     yield f"ldap://127.0.0.1:{server.getsockname()[1]}"
     server.close()
 

@@ -114,10 +114,21 @@ def test_without_a_kerberos_provider_the_step_stands_aside(transactional_db, bas
     assert answer.status_code == 200 and 'id="kc-form-login"' in answer.text
 
 
+def _open(page, url):
+    """``page.goto``, where the navigation may go on: a challenge page answered without a token
+    posts itself back, an answered one is retried with the token, sometimes before the first page
+    has loaded (Playwright then reports two navigations). Where the browser lands is what counts."""
+    try:
+        page.goto(url)
+    except PlaywrightError as error:
+        if "interrupted by another navigation" not in str(error):
+            raise
+
+
 def _warm_up(page, base):
     # The first challenge page posts itself back (no token yet); wait until that has happened,
     # or until a Chromium that needed no warm-up has signed in.
-    page.goto(auth_url(base, "st-warm-up"))
+    _open(page, auth_url(base, "st-warm-up"))
     page.wait_for_url(lambda url: "/login-actions/" in url or "/web-app/cb" in url, timeout=10000)
 
 
@@ -140,13 +151,7 @@ def test_chromium_signs_in_by_spnego_with_a_ticket(realm, base, kdc, ticket, tmp
         try:
             page = browser.new_page()
             _warm_up(page, base)
-            try:
-                page.goto(auth_url(base, "st-chromium"))
-            except PlaywrightError as error:
-                # Playwright sometimes reports the 401 answer and the authenticated retry as two
-                # navigations; where the browser lands is what counts.
-                if "interrupted by another navigation" not in str(error):
-                    raise
+            _open(page, auth_url(base, "st-chromium"))
             page.wait_for_url(f"{base}/web-app/cb?**", timeout=10000)
             assert parse_qs(urlsplit(page.url).query)["state"] == ["st-chromium"]
         finally:
@@ -162,7 +167,7 @@ def test_chromium_without_a_ticket_gets_the_form_and_signs_in_with_the_kerberos_
         try:
             page = browser.new_page()
             _warm_up(page, base)
-            page.goto(auth_url(base, "st-form"))
+            _open(page, auth_url(base, "st-form"))
             page.locator("#kc-form-login").wait_for(timeout=10000)
             page.get_by_label("Username").fill("alice")
             page.get_by_label("Password").fill(ALICE_PASSWORD)

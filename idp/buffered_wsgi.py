@@ -168,8 +168,12 @@ def environ_for(scope, body):
 def django_application(threads, body_read_timeout):
     """Granian's target loader in each worker process (start.py)."""
     from django.conf import settings
+    from django.urls import get_resolver
 
+    from idp.heap import freeze_startup_objects
     from idp.wsgi import application
 
+    get_resolver().url_patterns  # the URL conf and the views it imports: loaded now, then frozen
+    freeze_startup_objects()
     return BufferedWSGI(application, threads=threads, body_read_timeout=body_read_timeout,
                         max_body_size=settings.DATA_UPLOAD_MAX_MEMORY_SIZE)

@@ -1,6 +1,7 @@
 """Settings read from the environment take effect: the HSTS header's lifetime and subdomain
 switch in production, the debug switch in dev mode, and the request body cap the production
-server applies before Django runs."""
+server applies before Django runs; the production server's loader freezes what its start loaded."""
+import gc
 import importlib
 
 from idp import buffered_wsgi
@@ -39,3 +40,14 @@ def test_production_server_caps_bodies_at_the_setting(settings):
         assert app.max_body_size == 12345
     finally:
         app.pool.shutdown(wait=False)
+
+
+def test_production_server_freezes_what_its_start_loaded():
+    gc.unfreeze()  # whatever an earlier test froze
+    try:
+        app = buffered_wsgi.django_application(threads=1, body_read_timeout=5)
+        app.pool.shutdown(wait=False)
+        # Django, the apps and the URL conf's views: out of the cycle collector's sight.
+        assert gc.get_freeze_count() > 50_000
+    finally:
+        gc.unfreeze()

@@ -4,6 +4,8 @@ server applies before Django runs; the production server's loader freezes what i
 import gc
 import importlib
 
+import pytest
+
 from idp import buffered_wsgi
 
 
@@ -33,21 +35,30 @@ def test_dev_mode_debug_only_when_asked(monkeypatch):
     assert importlib.import_module("idp.settings.dev").DEBUG is False
 
 
-def test_production_server_caps_bodies_at_the_setting(settings):
-    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 12345
-    app = buffered_wsgi.django_application(threads=1, body_read_timeout=5)
-    try:
-        assert app.max_body_size == 12345
-    finally:
-        app.pool.shutdown(wait=False)
-
-
-def test_production_server_freezes_what_its_start_loaded():
+@pytest.fixture
+def production_app():
+    """``make()``: the application as the production server's loader gives it. The loader freezes
+    the test process's objects: unfrozen again afterwards, for the tests that follow."""
     gc.unfreeze()  # whatever an earlier test froze
-    try:
-        app = buffered_wsgi.django_application(threads=1, body_read_timeout=5)
+    made = []
+
+    def make():
+        made.append(buffered_wsgi.django_application(threads=1, body_read_timeout=5))
+        return made[-1]
+
+    yield make
+    for app in made:
         app.pool.shutdown(wait=False)
-        # Django, the apps and the URL conf's views: out of the cycle collector's sight.
-        assert gc.get_freeze_count() > 50_000
-    finally:
-        gc.unfreeze()
+    gc.unfreeze()
+
+
+def test_production_server_caps_bodies_at_the_setting(settings, production_app):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 12345
+    assert production_app().max_body_size == 12345
+
+
+def test_production_server_freezes_what_its_start_loaded(production_app):
+    assert gc.get_freeze_count() == 0
+    production_app()
+    # Django, the apps and the URL conf's views: out of the cycle collector's sight.
+    assert gc.get_freeze_count() > 50_000

@@ -36,7 +36,7 @@ class Consents(RealmResource):
     required_role = "view-users"
 
     def get(self, request, realm, user_id):
-        user = user_of(self.realm, user_id)
+        user = user_of(self, user_id)
         grants = {g.client_id: g for g in ConsentGrant.objects.filter(user=user)}
         offline = _offline_clients(user)
         names = dict(ClientScope.objects.filter(realm=self.realm).values_list("pk", "name"))
@@ -57,7 +57,7 @@ class ConsentDetail(RealmResource):
     required_role = {"DELETE": "manage-users"}
 
     def delete(self, request, realm, user_id, client_id):
-        user = user_of(self.realm, user_id)
+        user = user_of(self, user_id)
         client = Client.objects.filter(realm=self.realm, client_id=client_id).first()
         if client is None:
             raise errors.NotFound("Client not found")

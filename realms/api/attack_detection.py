@@ -17,7 +17,7 @@ class UserLoginFailure(RealmResource):
         empty record (not a 404, as in Keycloak)."""
         data = {"disabled": False, "numFailures": 0, "numTemporaryLockouts": 0, "lastFailure": 0,
                 "lastIPFailure": "n/a"}
-        user = User.objects.filter(realm=self.realm, pk=user_id).first()
+        user = self.row(User, user_id)
         if user is None or not self.realm.brute_force_protected:
             return Response(data)
         record = bruteforce.status(self.realm, user)
@@ -28,7 +28,7 @@ class UserLoginFailure(RealmResource):
                          "lastFailure": record["last_failure"], "lastIPFailure": record["last_ip"]})
 
     def delete(self, request, realm, user_id):
-        user = User.objects.filter(realm=self.realm, pk=user_id).first()
+        user = self.row(User, user_id)
         if user is not None:
             admin_events.record(self.realm, "DELETE", "USER_LOGIN_FAILURE",
                                 f"attack-detection/brute-force/users/{user.pk}", auth=self.auth_details())

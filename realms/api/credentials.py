@@ -31,7 +31,7 @@ def _ordered(user):
 
 class _UserCredential(RealmResource):
     def credential(self):
-        user = user_of(self.realm, self.kwargs["user_id"])
+        user = user_of(self, self.kwargs["user_id"])
         cred = Credential.objects.filter(user=user, pk=self.kwargs["credential_id"]).first()
         if cred is None:
             raise errors.NotFound("Credential not found")
@@ -48,7 +48,7 @@ class Credentials(RealmResource):
     required_role = "view-users"
 
     def get(self, request, realm, user_id):
-        return Response([_api_rep(c) for c in _ordered(user_of(self.realm, user_id))])
+        return Response([_api_rep(c) for c in _ordered(user_of(self, user_id))])
 
 
 class CredentialDetail(_UserCredential):
@@ -110,7 +110,7 @@ class DisableCredentialTypes(RealmResource):
     required_role = {"PUT": "manage-users"}
 
     def put(self, request, realm, user_id):
-        user_of(self.realm, user_id)
+        user_of(self, user_id)
         types = request.data
         if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
             raise errors.Invalid("Expected a list of credential types")
@@ -121,7 +121,7 @@ class ConfiguredStorageTypes(RealmResource):
     required_role = "view-users"
 
     def get(self, request, realm, user_id):
-        user = user_of(self.realm, user_id)
+        user = user_of(self, user_id)
         if user.federation_link_id is None:
             return Response([])
         return Response([t for t in credential_type_names() if storage.is_configured_for(self.realm, user, t)])

@@ -44,7 +44,7 @@ class TestSmtpConnection(RealmResource):
 
 def _target(resource, request, user_id):
     """(user, client, redirect uri, lifespan) with Keycloak's checks and messages."""
-    user = user_of(resource.realm, user_id)
+    user = user_of(resource, user_id)
     if not user.email:
         raise errors.Invalid("User email missing")
     if not user.enabled:

@@ -41,7 +41,7 @@ class OrganizationResource(RealmResource):
             raise Missing("Organizations not enabled for this realm.")
 
     def organization(self):
-        org = Organization.objects.filter(realm=self.realm, pk=self.kwargs["org_id"]).first()
+        org = self.row(Organization, self.kwargs["org_id"])
         if org is None:
             raise Missing("Organization not found.")
         return org
@@ -131,7 +131,7 @@ class Members(OrganizationResource):
         org = self.organization()
         # The body is the user's id, as a JSON string or bare (Keycloak accepts both).
         user_id = request.body.decode("utf-8", "replace").strip().strip('"')
-        user = User.objects.filter(realm=self.realm, pk=user_id).first() if user_id else None
+        user = self.row(User, user_id) if user_id else None
         if user is None:
             raise errors.Invalid("User does not exist")
         with transaction.atomic():
@@ -175,7 +175,7 @@ class MemberOrganizations(OrganizationResource):
     def get(self, request, realm, member_id, org_id=None):
         if org_id is not None:
             self.organization()
-        user = User.objects.filter(realm=self.realm, pk=member_id).first()
+        user = self.row(User, member_id)
         if user is None:
             raise exceptions.NotFound()
         brief = flag(request, "briefRepresentation", True)
@@ -197,7 +197,7 @@ class Invite(OrganizationResource):
             user_id = (form.get("id") or "").strip()
             if not user_id:
                 raise WebBadRequest("To invite a member you need to provide the user id")
-            user = User.objects.filter(realm=self.realm, pk=user_id).first()
+            user = self.row(User, user_id)
             if user is None:
                 raise errors.Invalid("User does not exist")
         else:

@@ -59,7 +59,7 @@ class _Owner(RealmResource):
 
     def owner(self):
         model, missing = _OWNERS[self.kind]
-        owner = model.objects.filter(realm=self.realm, pk=self.kwargs["owner_id"]).first()
+        owner = self.row(model, self.kwargs["owner_id"])
         if owner is None:
             raise errors.NotFound(missing)
         return owner
@@ -108,7 +108,7 @@ class RoleMappingScope(_Owner):
     def _client(self, client_uuid):
         if client_uuid is None:
             return None
-        client = Client.objects.filter(realm=self.realm, pk=client_uuid).first()
+        client = self.row(Client, client_uuid)
         if client is None:
             raise errors.NotFound("Could not find client")
         return client

@@ -40,7 +40,7 @@ class _Container(RealmResource):
         uuid = self.kwargs.get("client_uuid")
         if uuid is None:
             return None
-        client = Client.objects.filter(realm=self.realm, pk=uuid).first()
+        client = self.row(Client, uuid)
         if client is None:
             raise errors.NotFound("Could not find client")
         return client
@@ -198,7 +198,7 @@ class RoleById(RealmResource):
     required_role = {"GET": "view-realm", "PUT": "manage-realm", "DELETE": "manage-realm"}
 
     def role(self, role_id):
-        role = Role.objects.filter(realm=self.realm, pk=role_id).select_related("client").first()
+        role = self.row(Role, role_id)
         if role is None:
             raise errors.NotFound("Could not find role with id")
         return role

@@ -41,7 +41,7 @@ class SessionDetail(RealmResource):
     required_role = {"DELETE": "manage-users"}
 
     def delete(self, request, realm, session_id):
-        user_session = UserSession.objects.filter(realm=self.realm, pk=session_id).first()
+        user_session = self.row(UserSession, session_id)
         if user_session is None:
             raise errors.NotFound("Sesssion not found")  # sic: Keycloak's message
         with transaction.atomic():

@@ -242,8 +242,9 @@ def _set_credentials(user, credentials):
             Credential.objects.create(user=user, **cred)
 
 
-def user_of(realm, user_id):
-    user = User.objects.filter(realm=realm, pk=user_id).select_related("service_account_client").first()
+def user_of(resource, user_id):
+    """The user of the resource's realm with this id (``RealmResource.row``), or 404."""
+    user = resource.row(User, user_id)
     if user is None:
         raise errors.NotFound("User not found")
     return user
@@ -253,10 +254,10 @@ class UserDetail(RealmResource):
     required_role = {"GET": "view-users", "PUT": "manage-users", "DELETE": "manage-users"}
 
     def get(self, request, realm, user_id):
-        return Response(user_fields_rep(user_of(self.realm, user_id)))
+        return Response(user_fields_rep(user_of(self, user_id)))
 
     def put(self, request, realm, user_id):
-        user = user_of(self.realm, user_id)
+        user = user_of(self, user_id)
         given = request.data if isinstance(request.data, dict) else {}
         values = _parse(request.data)
         fields = {k: v for k, v in values["fields"].items() if k not in ("id", "federation_link_id")}
@@ -276,7 +277,7 @@ class UserDetail(RealmResource):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     def delete(self, request, realm, user_id):
-        user = user_of(self.realm, user_id)
+        user = user_of(self, user_id)
         with transaction.atomic():
             admin_events.record(self.realm, "DELETE", "USER", f"users/{user.pk}", auth=self.auth_details())
             try:
@@ -292,7 +293,7 @@ class ResetPassword(RealmResource):
     required_role = {"PUT": "manage-users"}
 
     def put(self, request, realm, user_id):
-        user = user_of(self.realm, user_id)
+        user = user_of(self, user_id)
         cred = request.data if isinstance(request.data, dict) else {}
         value = cred.get("value")
         if not isinstance(value, str):
@@ -325,7 +326,7 @@ class UserGroups(RealmResource):
 
     def groups(self, request, user_id):
         """The user's groups that ``count`` counts and ``get`` pages."""
-        groups = user_of(self.realm, user_id).groups.all()
+        groups = user_of(self, user_id).groups.all()
         search = request.query_params.get("search")
         if search is not None:
             groups = groups.filter(name__icontains=search)
@@ -350,8 +351,8 @@ class UserGroupMembership(RealmResource):
                     for method in ("PUT", "DELETE")}
 
     def _both(self, user_id, group_id):
-        user = user_of(self.realm, user_id)
-        group = Group.objects.filter(realm=self.realm, pk=group_id).first()
+        user = user_of(self, user_id)
+        group = self.row(Group, group_id)
         if group is None:
             raise errors.NotFound("Group not found")
         return user, group
@@ -382,7 +383,7 @@ class Logout(RealmResource):
     required_role = {"POST": "manage-users"}
 
     def post(self, request, realm, user_id):
-        user = user_of(self.realm, user_id)
+        user = user_of(self, user_id)
         with transaction.atomic():
             sessions.logout_user(user)
             admin_events.record(self.realm, "ACTION", "USER", f"users/{user.pk}/logout", auth=self.auth_details())
@@ -396,7 +397,7 @@ class Impersonation(RealmResource):
     required_role = {"POST": "impersonation"}
 
     def post(self, request, realm, user_id):
-        user = user_of(self.realm, user_id)
+        user = user_of(self, user_id)
         try:
             user_session = impersonation.impersonate(request, user, request.user.user)
         except impersonation.ImpersonationRefused as exc:
@@ -426,6 +427,6 @@ class Sessions(RealmResource):
     required_role = "view-users"
 
     def get(self, request, realm, user_id):
-        user = user_of(self.realm, user_id)
+        user = user_of(self, user_id)
         found = UserSession.objects.filter(user=user, offline=False).select_related("user").order_by("started")
         return Response([user_session_rep(s) for s in found])

@@ -64,7 +64,7 @@ class RealmResource(ApiView):
     fine_grained = {}
     _OBJECTS = (("user_id", User), ("group_id", Group), ("client_uuid", Client))
     _KINDS = {"Users": User, "Groups": Group, "Clients": Client}
-    _located = None  # (path argument, object) found by ``locate``
+    _located = None  # the object the path addresses, found by ``locate``
 
     def permission_targets(self, method, role):
         """[(action, object)] that fine-grained admin permissions decide this request on; empty
@@ -83,9 +83,19 @@ class RealmResource(ApiView):
         return []
 
     def _object(self, model, arg):
-        if self._located is not None and self._located[0] == arg:
-            return self._located[1]
-        return model.objects.filter(realm=self.realm, pk=self.kwargs.get(arg)).first()
+        return self.row(model, self.kwargs.get(arg))
+
+    def row(self, model, pk):
+        """The realm's ``model`` row with id ``pk``, or None. The object the path addresses was
+        read by ``locate`` and is not read again; a row's ``realm`` is this request's (its 80
+        columns are not read again either)."""
+        located = self._located
+        if located is not None and type(located) is model and str(located.pk) == str(pk):
+            return located
+        found = model.objects.filter(realm=self.realm, pk=pk).first()
+        if found is not None:
+            found.realm = self.realm
+        return found
 
     def initial(self, request, *args, **kwargs):
         # Every Admin API request reads the realm's row (80 columns: raw, ``realms.rows``); it
@@ -108,9 +118,9 @@ class RealmResource(ApiView):
         if match is None or match[1] not in LOCATED or not hasattr(self, request.method.lower()):
             return
         model, message, lister = LOCATED[match[1]]
-        found = model.objects.filter(realm=self.realm, pk=self.kwargs[match[2]]).first()
+        found = self.row(model, self.kwargs[match[2]])
         if found is not None:
-            self._located = (match[2], found)  # the permission check decides on it
+            self._located = found  # the permission check decides on it, the handler works on it
             return
         self.not_found(request, message, lister)
 

@@ -1,6 +1,7 @@
 """Creating a user through the Admin API (docs/decisions/0036, 0042): what it no longer does that
 it never needed, what it still does (default role, policy, hash, admin event), the queries it
-makes, and the caller's roles read at each request over the realm's cached role rows."""
+makes, and the caller's roles read at each request over the realm's cached role rows; the queries
+of setting a user's password."""
 import pytest
 from django.core.cache import caches
 from django.db import connection
@@ -139,3 +140,19 @@ def test_an_update_is_checked_against_the_other_users_only(acme, master_api):
     assert master_api("put", f"acme/users/{ann}", {"email": "Bea@example.org"}).json() == {
         "errorMessage": "User exists with same email"}
     assert User.objects.get(pk=ann).email == "ann@example.org"
+
+
+def test_setting_a_password_reads_the_user_once_and_not_the_realm_again(acme, master_api):
+    user_id = _create(master_api, "reset").headers["Location"].rsplit("/", 1)[1]
+    body = {"type": "password", "value": "Other-password-2", "temporary": True}
+    assert master_api("put", f"acme/users/{user_id}/reset-password", body).status_code == 204
+    with CaptureQueriesContext(connection) as queries:
+        assert master_api("put", f"acme/users/{user_id}/reset-password", body).status_code == 204
+    # The caller with the realm; the user the path names, read once for the permission check and
+    # the change, its realm the request's (not read again); the new password, the required action,
+    # the look for the user's sessions whose cached copies of the user go, and the admin event.
+    assert _statements(queries) == [
+        "SELECT realms_user + SELECT realms_realm", "SELECT realms_user", "WITH realms_credential",
+        "UPDATE realms_user", "SELECT realms_usersession", "INSERT realms_event"]
+    user = User.objects.get(pk=user_id)
+    assert user.check_password("Other-password-2") and user.required_actions == ["UPDATE_PASSWORD"]

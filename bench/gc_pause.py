@@ -1,37 +1,24 @@
 """How long one full cycle collection stops a production web worker, with the objects its start
 left behind in the collector's sight and frozen (``idp.heap.freeze_startup_objects``, decision
 0055). Loads the application as Granian's worker does (``idp.buffered_wsgi.django_application``,
-which freezes), then serves ``N`` requests in process (the realm's OpenID discovery document,
-which reads the realm and its keys), and times full collections: with the startup objects
+which freezes), then serves ``N`` requests in process (the master realm's OpenID discovery
+document, through ``create_cpu.call``), and times full collections: with the startup objects
 frozen (as the worker runs), then unfrozen again. Pin it to a core:
 ``taskset -c 0 python bench/gc_pause.py [N]``   (env as bench/admin_api/run.sh: production
 settings, IDP_DB_URL, IDP_REDIS_URL)
 """
 import gc
-import io
-import os
 import statistics
 import sys
 import time
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "idp.settings.prod")
+from bench.admin_api.create_cpu import call  # sets Django up (production settings by default)
 
 
-def serve(app, n):
-    from django.core.handlers.wsgi import WSGIHandler
-
-    handler = WSGIHandler()
-    environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/realms/master/.well-known/openid-configuration",
-               "QUERY_STRING": "", "SERVER_NAME": "127.0.0.1", "SERVER_PORT": "80", "HTTP_HOST": "127.0.0.1",
-               "SERVER_PROTOCOL": "HTTP/1.1", "REMOTE_ADDR": "127.0.0.1", "wsgi.url_scheme": "http",
-               "wsgi.errors": sys.stderr, "wsgi.version": (1, 0), "wsgi.multithread": True,
-               "wsgi.multiprocess": True, "wsgi.run_once": False}
+def serve(n):
     for _ in range(n):
-        answer = {}
-        result = handler({**environ, "wsgi.input": io.BytesIO()},
-                         lambda status, headers, exc_info=None: answer.update(status=status))
-        b"".join(result)
-        assert answer["status"].startswith("200"), answer
+        status, _ = call("GET", "/realms/master/.well-known/openid-configuration")
+        assert status == 200, status
 
 
 def full_collections(rounds=7):
@@ -44,14 +31,11 @@ def full_collections(rounds=7):
 
 
 def main():
-    import django
-
-    django.setup()
     from idp.buffered_wsgi import django_application
 
     app = django_application(threads=1, body_read_timeout=5)
     frozen = gc.get_freeze_count()
-    serve(app, int((sys.argv[1:] or ["200"])[0]))
+    serve(int((sys.argv[1:] or ["200"])[0]))
     frozen_ms, left = full_collections(), len(gc.get_objects())  # as the worker runs
     gc.unfreeze()
     unfrozen_ms, tracked = full_collections(), len(gc.get_objects())

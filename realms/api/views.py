@@ -73,17 +73,14 @@ class RealmResource(ApiView):
         may then let the request reach its 404)."""
         given = self.fine_grained.get(method)
         if given is not None:
-            targets = [((kind, scope), self._object(self._KINDS[kind], arg)) for kind, scope, arg in given]
+            targets = [((kind, scope), self.row(self._KINDS[kind], self.kwargs.get(arg))) for kind, scope, arg in given]
             # Keycloak looks an object below the path's first up after checking the ones above
             # it: one not found is left to the handler's 404.
             return targets[:1] + [t for t in targets[1:] if t[1] is not None]
         for arg, model in self._OBJECTS:
             if arg in self.kwargs:
-                return [(role, self._object(model, arg))]
+                return [(role, self.row(model, self.kwargs[arg]))]
         return []
-
-    def _object(self, model, arg):
-        return self.row(model, self.kwargs.get(arg))
 
     def row(self, model, pk):
         """The realm's ``model`` row with id ``pk``, or None. The object the path addresses was

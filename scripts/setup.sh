@@ -33,23 +33,30 @@ PY=${PYTHON:-/usr/bin/python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 extras=$(IFS=,; echo "$*")
 spec="."; [ -n "$extras" ] && spec=".[$extras]"
-# Reinstall only when pyproject.toml or the extras changed.
-stamp=".venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)-${extras:-base}"
+# Reinstall only when pyproject.toml, this script or the extras changed.
+stamp=".venv/.installed-$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)-${extras:-base}"
 if [ ! -f "$stamp" ]; then
   echo "setup: installing Python packages ($spec)"
   .venv/bin/pip install -q --upgrade pip
   .venv/bin/pip install -q -e "$spec"
-  # Argon2's C library (argon2-cffi-bindings) built here for AVX2 where the CPU has it: the
-  # published wheels carry SSE2 code only, about twice the CPU per password check
-  # (docs/decisions/0046-argon2-build.md). A venv built so runs on AVX2 CPUs only. Not from pip's
-  # wheel cache, which does not tell builds with other CFLAGS apart. -O2 named: a Python whose own
-  # build flags carry none (pyenv's) compiled the setuptools-built releases before 26 unoptimised,
-  # some 25 times slower; 26's CMake build adds its own -O3 after it.
+  # Argon2's C library (argon2-cffi-bindings) built here for the CPU's vector units: the published
+  # wheels carry SSE2 code only, about twice the CPU per password check. Built for AVX2 and, where
+  # the CPU has it, AVX-512; the build that hashes fastest here is kept (decisions 0046 and 0056:
+  # AVX-512 saves a quarter on some CPUs and nothing on others). A venv built so runs on such CPUs
+  # only. Not from pip's wheel cache, which does not tell builds with other CFLAGS apart. -O2
+  # named: a Python whose own build flags carry none (pyenv's) compiled the setuptools-built
+  # releases before 26 unoptimised, some 25 times slower; 26's CMake build adds -O3 after it.
   if [ "$(uname -m)" = x86_64 ] && grep -qw avx2 /proc/cpuinfo; then
-    echo "setup: building Argon2 for AVX2"
+    echo "setup: building Argon2 for this CPU"
     version=$(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("argon2-cffi-bindings"))')
-    CFLAGS="-O2 -mavx2" ARGON2_CFFI_USE_SSE2=1 .venv/bin/pip install -q --force-reinstall --no-deps --no-cache-dir \
-      --no-binary argon2-cffi-bindings "argon2-cffi-bindings==$version"
+    builds=$(mktemp -d)
+    for unit in avx2 avx512f; do
+      grep -qw "$unit" /proc/cpuinfo || continue
+      CFLAGS="-O2 -m$unit" ARGON2_CFFI_USE_SSE2=1 .venv/bin/pip wheel -q --no-deps --no-cache-dir \
+        --no-binary argon2-cffi-bindings "argon2-cffi-bindings==$version" -w "$builds/$unit"
+    done
+    .venv/bin/pip install -q --force-reinstall --no-deps "$(.venv/bin/python scripts/argon2_fastest.py "$builds"/*)"
+    rm -rf "$builds"
   fi
   rm -f .venv/.installed-*; touch "$stamp"
 fi

@@ -442,16 +442,3 @@ def test_a_stored_policy_that_cannot_be_enforced_fails_closed_for_new_passwords_
         password_policy.set_password(user, "a-perfectly-fine-password")
     assert user.check_password(PASSWORD)
 
-
-def test_argon2_is_built_here_for_avx2_where_the_cpu_has_it():
-    # scripts/setup.sh builds argon2-cffi-bindings from source with AVX2 on such a CPU (the
-    # published wheels carry SSE2 code only: twice the CPU per check); elsewhere the wheel stays.
-    import importlib.metadata
-    import platform
-
-    with open("/proc/cpuinfo") as cpuinfo:
-        avx2 = platform.machine() == "x86_64" and "avx2" in cpuinfo.read().split()
-    tags = [line.split(": ", 1)[1] for line in importlib.metadata.distribution("argon2-cffi-bindings")
-            .read_text("WHEEL").splitlines() if line.startswith("Tag: ")]
-    built_here = all(tag.endswith("-linux_x86_64") for tag in tags)
-    assert tags and built_here == avx2, tags

@@ -25,8 +25,8 @@ def database_ready():
     except Exception as exc:  # any database failure means not ready
         return False, exc.__class__.__name__
     finally:
-        # Never keep a connection open in this thread: under gunicorn it lives in the master
-        # process, whose open sockets would otherwise be inherited by forked workers.
+        # Never keep a connection open in this thread: it lives in Granian's main process,
+        # whose open sockets would otherwise be inherited by the workers it forks.
         connection.close()
 
 

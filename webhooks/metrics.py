@@ -1,6 +1,6 @@
 """Prometheus metrics of the webhook receiver (served by the management server's /metrics).
 
-/metrics is served by one process (the gunicorn master) while requests are handled by others, so
+/metrics is served by Granian's main process while requests are handled by its workers, so
 nothing here lives in a process's memory: signature failures are counted in the shared cache
 (Redis in production), and the age of the oldest queued received event and the number of
 dead-lettered ones are read from the database; all of it when /metrics is scraped."""

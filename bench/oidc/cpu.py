@@ -6,7 +6,7 @@ settings: PostgreSQL, Redis) serially, with no HTTP server in between, and divid
 spent inside the application (``time.process_time`` around each call) by the number of requests.
 It also reports the CPU the PostgreSQL backend and the Redis server spent per request (read from
 ``/proc`` and ``INFO cpu``), since in production those run beside the application. A core's
-throughput is about 1 / (CPU seconds per request); the HTTP server's own share (gunicorn's
+throughput is about 1 / (CPU seconds per request); the HTTP server's own share (Granian's
 parsing and socket writes) is not included here, ``run.sh`` measures it on the real server.
 Each figure is the best of three rounds (other processes only ever add time); the instruction
 count per request (``perf stat``, when available) is the load-independent cross-check.

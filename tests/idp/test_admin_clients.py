@@ -20,7 +20,7 @@ ADMIN, ADMIN_PASSWORD = "boot", "boot-pass-1"
 @pytest.fixture(scope="module", params=["start_dev", "start"])
 def server(request, tmp_path_factory):
     """The server as an operator runs it: ``start_dev`` (SQLite) or ``start`` (production:
-    gunicorn, PostgreSQL, Redis), with a bootstrap admin."""
+    Granian, PostgreSQL, Redis), with a bootstrap admin."""
     http, mgmt = free_port(), free_port()
     var = str(tmp_path_factory.mktemp("var"))
     boot = {"IDP_BOOTSTRAP_ADMIN_USERNAME": ADMIN, "IDP_BOOTSTRAP_ADMIN_PASSWORD": ADMIN_PASSWORD, "IDP_VAR_DIR": var}

@@ -1,4 +1,4 @@
-"""The loaded-key cache is per process; a rotation made by one process (one gunicorn worker) must
+"""The loaded-key cache is per process; a rotation made by one process (one Granian worker) must
 reach the others through the shared cache (Redis in production) within a second, while the old
 key keeps verifying."""
 import os

@@ -1,8 +1,8 @@
 """Picks, of several builds of argon2-cffi-bindings, the one that hashes fastest on this machine
 (docs/decisions/0056-argon2-build-by-measurement.md). Run by scripts/setup.sh.
 
-Usage: argon2_fastest.py DIR [DIR ...], each DIR holding one wheel, named for its build (the
-compiler flags). Prints the path of the wheel to install; each build's median on standard error.
+Usage: argon2_fastest.py DIR [DIR ...], each DIR holding one wheel and named for its build
+(avx2, avx512f). Prints the path of the wheel to install; each build's median on standard error.
 
 Each build is unpacked and timed in a process of its own, in alternating rounds, so that a slow
 moment of the machine falls on every build alike. A build whose hash differs from the known answer
@@ -16,7 +16,8 @@ import zipfile
 from pathlib import Path
 
 ROUNDS, HASHES = 5, 20
-# Argon2id, m = 7168 KiB, t = 5, p = 1, of b"password" with salt b"0123456789abcdef".
+# Argon2id, m = 7168 KiB, t = 5, p = 1, of b"password" with salt b"0123456789abcdef", as the
+# published wheel (SSE2) computes it.
 KNOWN = "75ab03b007cf3e00d918caa724a6426461c5d366eff6304abe9182809813a846"
 PROBE = """
 import sys, time

@@ -7,14 +7,14 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import requests
-from playwright.sync_api import Error as PlaywrightError, sync_playwright
+from playwright.sync_api import sync_playwright
 from requests_gssapi import OPTIONAL, HTTPSPNEGOAuth
 
 from realms.flows import ALTERNATIVE
 from realms.models import AuthenticationExecution, Component, Event, User
 from realms.services import create_realm
 from tests.oidc.browser.conftest import make_client
-from tests.oidc.browser.test_browser_playwright import CHROMIUM_ARGS
+from tests.browser import CHROMIUM_ARGS, open_page
 
 from .conftest import ALICE_PASSWORD, add_kerberos_component
 from .kdc import REALM, SERVICE_HOST
@@ -114,21 +114,10 @@ def test_without_a_kerberos_provider_the_step_stands_aside(transactional_db, bas
     assert answer.status_code == 200 and 'id="kc-form-login"' in answer.text
 
 
-def _open(page, url):
-    """``page.goto``, where the navigation may go on: a challenge page answered without a token
-    posts itself back, an answered one is retried with the token, sometimes before the first page
-    has loaded (Playwright then reports two navigations). Where the browser lands is what counts."""
-    try:
-        page.goto(url)
-    except PlaywrightError as error:
-        if "interrupted by another navigation" not in str(error):
-            raise
-
-
 def _warm_up(page, base):
     # The first challenge page posts itself back (no token yet); wait until that has happened,
     # or until a Chromium that needed no warm-up has signed in.
-    _open(page, auth_url(base, "st-warm-up"))
+    open_page(page, auth_url(base, "st-warm-up"))
     page.wait_for_url(lambda url: "/login-actions/" in url or "/web-app/cb" in url, timeout=10000)
 
 
@@ -151,7 +140,7 @@ def test_chromium_signs_in_by_spnego_with_a_ticket(realm, base, kdc, ticket, tmp
         try:
             page = browser.new_page()
             _warm_up(page, base)
-            _open(page, auth_url(base, "st-chromium"))
+            open_page(page, auth_url(base, "st-chromium"))
             page.wait_for_url(f"{base}/web-app/cb?**", timeout=10000)
             assert parse_qs(urlsplit(page.url).query)["state"] == ["st-chromium"]
         finally:
@@ -167,7 +156,7 @@ def test_chromium_without_a_ticket_gets_the_form_and_signs_in_with_the_kerberos_
         try:
             page = browser.new_page()
             _warm_up(page, base)
-            _open(page, auth_url(base, "st-form"))
+            open_page(page, auth_url(base, "st-form"))
             page.locator("#kc-form-login").wait_for(timeout=10000)
             page.get_by_label("Username").fill("alice")
             page.get_by_label("Password").fill(ALICE_PASSWORD)

@@ -15,7 +15,7 @@ from realms.models import ClientScope, User, UserSession
 from realms.services import create_realm
 from realms.sessions import create_user_session
 from tests.oidc.browser.conftest import PASSWORD, make_client
-from tests.oidc.browser.test_browser_playwright import CHROMIUM_ARGS
+from tests.browser import CHROMIUM_ARGS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 AXE = Path(__file__).resolve().parents[1] / "js" / "node_modules" / "axe-core" / "axe.min.js"

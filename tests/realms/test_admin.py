@@ -23,6 +23,7 @@ from realms.models import (
     Role,
     User,
 )
+from tests.browser import CHROMIUM_ARGS
 
 pytestmark = pytest.mark.django_db
 
@@ -504,9 +505,6 @@ def test_client_link_inline_event_paths(console, acme):
 
 
 # --- In a real browser -------------------------------------------------------------------------
-
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 @pytest.mark.browser

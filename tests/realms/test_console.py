@@ -329,7 +329,7 @@ def test_realm_client_and_user_pages_fit_1280_pixels_in_every_tab(live_server, t
 
     from realms.bootstrap import ensure_bootstrap_admin
 
-    from .test_admin import CHROMIUM_ARGS
+    from tests.browser import CHROMIUM_ARGS
 
     ensure_bootstrap_admin("ops", "bootstrap-pass-1")
     realm = create_realm("acme")

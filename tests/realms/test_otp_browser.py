@@ -12,7 +12,8 @@ from realms.accounts import create_user
 from realms.models import User
 from realms.services import create_realm
 from tests.oidc.browser.conftest import PASSWORD, make_client
-from tests.oidc.browser.test_browser_playwright import CHROMIUM_ARGS, _auth_url
+from tests.browser import CHROMIUM_ARGS
+from tests.oidc.browser.test_browser_playwright import _auth_url
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -16,7 +16,8 @@ from realms.accounts import create_user
 from realms.models import Credential, User
 from realms.services import create_realm
 from tests.oidc.browser.conftest import PASSWORD, make_client
-from tests.oidc.browser.test_browser_playwright import CHROMIUM_ARGS, _auth_url
+from tests.browser import CHROMIUM_ARGS
+from tests.oidc.browser.test_browser_playwright import _auth_url
 
 from .test_webauthn import use_flow_with_security_keys
 

@@ -12,13 +12,12 @@ from saml2 import BINDING_HTTP_POST, BINDING_HTTP_REDIRECT
 
 from realms.models import Client, Event, UserSession
 from realms.services import add_default_client_scopes
+from tests.browser import CHROMIUM_ARGS, open_page
 
 from .sp import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SECRET = "web-app-secret-" + "z" * 20
 
 
@@ -54,7 +53,7 @@ def test_oidc_then_saml_without_form_then_saml_logout_ends_oidc(sp_factory, user
             page.on("request", lambda request: seen.append(request.url))
             with page.expect_request(f"{base}/sp/acs") as acs_request:
                 # The answer page posts itself on load: wait only for the navigation to start.
-                page.goto(dict(info["headers"])["Location"], wait_until="commit")
+                open_page(page, dict(info["headers"])["Location"], wait_until="commit")
             assert not any("login-actions" in url for url in seen)
             saml_response = parse_qs(acs_request.value.post_data)["SAMLResponse"][0]
             authn = sp.parse_authn_request_response(saml_response, BINDING_HTTP_POST, outstanding={req_id: "/"})
@@ -66,7 +65,7 @@ def test_oidc_then_saml_without_form_then_saml_logout_ends_oidc(sp_factory, user
             binding, info = sp.global_logout(authn.name_id)[f"{base}/realms/acme"]
             assert binding == BINDING_HTTP_REDIRECT
             with page.expect_request(re.compile(re.escape(f"{base}/sp/slo?SAMLResponse="))) as slo:
-                page.goto(dict(info["headers"])["Location"], wait_until="commit")
+                open_page(page, dict(info["headers"])["Location"], wait_until="commit")
             assert sp.parse_logout_request_response(parse_qs(urlsplit(slo.value.url).query)["SAMLResponse"][0],
                                                     BINDING_HTTP_REDIRECT).status_ok()
             assert any(url.startswith(f"{base}/web-app/fc?iss=") for url in seen)

@@ -19,7 +19,7 @@ from playwright.sync_api import sync_playwright
 from realms.accounts import create_user
 from realms.services import create_realm
 from tests.oidc.browser.conftest import PASSWORD, make_client
-from tests.oidc.browser.test_browser_playwright import CHROMIUM_ARGS
+from tests.browser import CHROMIUM_ARGS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

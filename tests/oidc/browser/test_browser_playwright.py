@@ -9,12 +9,10 @@ from playwright.sync_api import sync_playwright
 from realms.accounts import create_user
 from realms.models import Event
 from realms.services import create_realm
+from tests.browser import CHROMIUM_ARGS
 from tests.oidc.browser.conftest import PASSWORD, make_client
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 @pytest.fixture

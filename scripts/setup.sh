@@ -55,7 +55,9 @@ if [ ! -f "$stamp" ]; then
       CFLAGS="-O2 -m$unit" ARGON2_CFFI_USE_SSE2=1 .venv/bin/pip wheel -q --no-deps --no-cache-dir \
         --no-binary argon2-cffi-bindings "argon2-cffi-bindings==$version" -w "$builds/$unit"
     done
-    .venv/bin/pip install -q --force-reinstall --no-deps "$(.venv/bin/python scripts/argon2_fastest.py "$builds"/*)"
+    # Its own line: set -e stops setup here when the chooser refuses a build.
+    fastest=$(.venv/bin/python scripts/argon2_fastest.py "$builds"/*)
+    .venv/bin/pip install -q --force-reinstall --no-deps "$fastest"
     rm -rf "$builds"
   fi
   rm -f .venv/.installed-*; touch "$stamp"

@@ -504,8 +504,9 @@ class User(RealmOwned, AbstractBaseUser):
         return next((c for c in self.stored_credentials() if c.type == Credential.PASSWORD), None)
 
     def set_password(self, raw_password):
-        """Store a password without the policy's checks (``password_policy.set_password`` checks
-        first); the hash and the history follow the realm's policy."""
+        """Store a password without the policy's checks (Django's contract; every writer calls
+        ``storage.set_password``, which checks first); the hash and the history follow the realm's
+        policy. Stored now for a saved user, else with the user's first save."""
         from . import password_policy
 
         self._pending_password = password_policy.hash_password(self.realm, raw_password)

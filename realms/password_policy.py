@@ -5,10 +5,10 @@ policy has Keycloak's name, default value and message; a name this server does n
 value it cannot read, is refused (``PolicyConfigError``) where the string is set (realm import,
 the console's realm form), never ignored.
 
-Every path that sets a password calls ``set_password`` (the UPDATE_PASSWORD required action, the
-console's set-password form, later the Admin API's reset-password and the account console); the
-import of a plaintext credential calls ``validate``. A refused password raises
-``PasswordPolicyError`` whose text is Keycloak's message ("Invalid password: minimum length 12.").
+Every writer sets a password through ``storage.set_password`` (the user's store); the realm
+database's store checks it here (``validate``) before it hashes it, as does the import of a
+plaintext credential. A refused password raises ``PasswordPolicyError`` whose text is Keycloak's
+message ("Invalid password: minimum length 12.").
 
 Besides the checks, the policy decides how passwords are stored: ``hashAlgorithm`` and
 ``hashIterations`` for every new hash (``hash_password``) and for the upgrade of an older hash at
@@ -271,13 +271,6 @@ def validate(user, password):
     if policy.history and not user._state.adding and _reused(user, password, policy.history):
         kind = KINDS["passwordHistory"]
         raise PasswordPolicyError(kind.key, kind.message.format(policy.history), policy.history)
-
-
-def set_password(user, password):
-    """The one way a password is set under the realm's policy: checked, hashed under the policy,
-    the old hash kept in the history. Raises PasswordPolicyError; stores nothing then."""
-    validate(user, password)
-    user.set_password(password)
 
 
 def _reused(user, password, n):

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from . import crypto, rows
 from .credentials import get_credential_type
 from .models import Component, Credential, User
+from .password_policy import PasswordPolicyError
 
 USER_STORAGE = Component.USER_STORAGE
 KERBEROS = "kerberos"  # the credential type of an SPNEGO token (Keycloak's UserCredentialModel.KERBEROS)
@@ -295,11 +296,22 @@ def _current(realm, user):
         return user
 
 
+class ReadOnly(PasswordPolicyError):
+    """The user's store keeps their password and takes no new one (a READ_ONLY directory, a
+    Kerberos realm): Keycloak's ReadOnlyException, with the message its pages show."""
+
+    def __init__(self):
+        super().__init__("readOnlyPasswordMessage", "You can't update your password as your account is read only.")
+
+
 def set_password(realm, user, password):
-    """The one way a user's password is changed: in the user's store (the realm database under
-    the realm's policy, or the directory). Raises ``password_policy.PasswordPolicyError``, or
-    Unavailable when the user's store cannot be reached."""
-    provider_of(user).update_credential(realm, user, Credential.PASSWORD, password)
+    """The one way a user's password is set, by every writer (console, Admin API, SCIM,
+    registration, account console, required actions): in the user's store, the realm database
+    under the realm's policy or the directory under its own. Raises
+    ``password_policy.PasswordPolicyError`` (ReadOnly where the store takes none), or Unavailable
+    when the user's store cannot be reached."""
+    if not provider_of(user).update_credential(realm, user, Credential.PASSWORD, password):
+        raise ReadOnly()
 
 
 def delete_user(realm, user):

@@ -27,9 +27,6 @@ from .connection import Directory, DirectoryError, DirectoryUnavailable
 
 logger = logging.getLogger("idp.federation")
 CACHED_AT = "LDAP_CACHED_AT"  # import off: when the row was last read from the directory
-READ_ONLY_PASSWORD = ("readOnlyPasswordMessage", "You can't update your password as your account is read only.")
-
-
 def _attr_list(values):
     return [v.encode() for v in values if v]
 
@@ -197,7 +194,7 @@ class LdapProvider(UserStorageProvider):
         if self.config.edit_mode == UNSYNCED:
             return REALM_DATABASE.update_credential(realm, user, credential_type, secret)
         if self.config.edit_mode == READ_ONLY:
-            raise password_policy.PasswordPolicyError(*READ_ONLY_PASSWORD)
+            return False  # storage.set_password answers Keycloak's read-only message
         if self.config.validate_password_policy:
             password_policy.validate(user, secret)  # the realm's policy too, before the directory's
         dn = user.attributes[LDAP_ENTRY_DN][0]

@@ -16,7 +16,7 @@ from django.utils.html import format_html
 from django.shortcuts import get_object_or_404
 from django.utils.html import format_html_join
 
-from .. import consents, flows, impersonation, password_policy, sessions
+from .. import consents, flows, impersonation, password_policy, sessions, storage
 from ..models import Client, Credential, User, UserSession, effective_roles
 from ..accounts import create_user
 from .audit import admin_event, object_event, role_ids, role_mapping_events
@@ -40,9 +40,9 @@ class CredentialInline(admin.TabularInline):
 
 
 class UserPasswordForm(SetPasswordForm):
-    """Sets the password under the realm's password policy (``password_policy.set_password``:
-    refused with Keycloak's message, else hashed into a Credential row); the raw value is neither
-    shown nor kept."""
+    """Sets the password in the user's store (``storage.set_password``: the realm's policy and a
+    hash, or a writable directory; refused with Keycloak's message or the directory's); the raw
+    value is neither shown nor kept."""
 
     temporary = forms.BooleanField(
         required=False, initial=True,
@@ -51,7 +51,7 @@ class UserPasswordForm(SetPasswordForm):
 
     def save(self, commit=True):
         user = self.user
-        password_policy.set_password(user, self.cleaned_data["new_password1"])
+        storage.set_password(user.realm, user, self.cleaned_data["new_password1"])
         actions = [a for a in user.required_actions if a != "UPDATE_PASSWORD"]
         if self.cleaned_data["temporary"]:
             actions.append("UPDATE_PASSWORD")
@@ -285,6 +285,8 @@ class UserAdmin(ConsoleAdmin):
                         self.log_change(request, user, "Set password.")
                 except password_policy.PasswordPolicyError as exc:
                     form.add_error("new_password1", str(exc))  # shown next to the field
+                except storage.Unavailable:
+                    form.add_error(None, "The user's directory could not be reached; the password is unchanged.")
                 else:
                     update_session_auth_hash(request, user)  # keeps the admin signed in after their own change
                     self.message_user(request, "Password set.", messages.SUCCESS)

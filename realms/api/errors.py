@@ -31,13 +31,14 @@ class Invalid(exceptions.APIException):
 
 class BadRequest(exceptions.APIException):
     """400 ``{"error": code, "error_description": message}``: Keycloak's ErrorResponseException, e.g.
-    a password the realm's policy refuses at reset-password (code = the policy's message key)."""
+    a password the realm's policy refuses at reset-password (code = the policy's message key);
+    without a message ``{"error": code}``, its BadRequestException."""
 
     status_code = status.HTTP_400_BAD_REQUEST
 
-    def __init__(self, code, message):
-        super().__init__(message)
-        self.code = code
+    def __init__(self, code, message=None):
+        super().__init__(message or code)
+        self.code, self.description = code, message
 
 
 class Conflict(Invalid):
@@ -54,7 +55,7 @@ def _body(exc):
     if isinstance(exc, exceptions.ParseError | exceptions.UnsupportedMediaType):
         return {"error": "unknown_error", "error_description": CANNOT_PARSE}
     if isinstance(exc, BadRequest):
-        return {"error": exc.code, "error_description": str(exc.detail)}
+        return {"error": exc.code, **({"error_description": exc.description} if exc.description else {})}
     if isinstance(exc, Invalid):
         return {"errorMessage": str(exc.detail)}
     if isinstance(exc, exceptions.MethodNotAllowed):

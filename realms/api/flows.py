@@ -18,18 +18,12 @@ MANAGE = "manage-realm"
 READ_WRITE = {"GET": VIEW, "POST": MANAGE, "PUT": MANAGE, "DELETE": MANAGE}
 
 
-class _KeycloakBadRequest(exceptions.APIException):
-    """400 ``{"error": message}``: Keycloak's BadRequestException."""
-
-    status_code = status.HTTP_400_BAD_REQUEST
-
-
 def _raise(error: FlowError):
     if error.status == 404:
         raise errors.NotFound(error.message)
     if error.status == 409:
         raise errors.Conflict(error.message)
-    raise _KeycloakBadRequest(error.message)
+    raise errors.BadRequest(error.message)
 
 
 def _body(request):
@@ -215,7 +209,7 @@ class AddExecution(_Resource):
     def post(self, request, realm, alias):
         flow = AuthenticationFlow.objects.filter(realm=self.realm, alias=alias).first()
         if flow is None:
-            raise _KeycloakBadRequest("Parent flow doesn't exist")
+            raise errors.BadRequest("Parent flow doesn't exist")
         data = _body(request)
         with transaction.atomic():
             execution = flow_admin.add_execution(self.realm, flow, _str(data, "provider"), _int(data, "priority"))
@@ -227,7 +221,7 @@ class AddSubFlow(_Resource):
     def post(self, request, realm, alias):
         flow = AuthenticationFlow.objects.filter(realm=self.realm, alias=alias).first()
         if flow is None:
-            raise _KeycloakBadRequest("Parent flow doesn't exist")
+            raise errors.BadRequest("Parent flow doesn't exist")
         data = _body(request)
         with transaction.atomic():
             sub, execution = flow_admin.add_sub_flow(
@@ -428,7 +422,7 @@ class RegisterRequiredAction(_Resource):
         data = _body(request)
         provider_id = _str(data, "providerId")
         if not provider_id or flows.get_required_action(provider_id) is None:
-            raise _KeycloakBadRequest("Required Action Provider with given providerId not found")
+            raise errors.BadRequest("Required Action Provider with given providerId not found")
         if RequiredActionProvider.objects.filter(realm=self.realm, alias=provider_id).exists():
             raise errors.Conflict(f"Required action {provider_id} already exists")
         with transaction.atomic():

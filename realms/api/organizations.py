@@ -26,12 +26,6 @@ class Missing(errors.Invalid):
     status_code = status.HTTP_404_NOT_FOUND
 
 
-class WebBadRequest(exceptions.APIException):
-    """400 ``{"error": message}``: a JAX-RS BadRequestException with a message."""
-
-    status_code = status.HTTP_400_BAD_REQUEST
-
-
 class OrganizationResource(RealmResource):
     required_role = "manage-realm"
 
@@ -196,7 +190,7 @@ class Invite(OrganizationResource):
         if self.existing:
             user_id = (form.get("id") or "").strip()
             if not user_id:
-                raise WebBadRequest("To invite a member you need to provide the user id")
+                raise errors.BadRequest("To invite a member you need to provide the user id")
             user = self.row(User, user_id)
             if user is None:
                 raise errors.Invalid("User does not exist")

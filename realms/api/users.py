@@ -2,6 +2,7 @@
 CRUD, reset-password, groups, role mappings, logout and sessions. Users in the export's JSON
 (``user_fields_rep``), parsed by the export's field table (``parse_user``)."""
 import operator
+from contextlib import contextmanager
 from functools import reduce
 
 from django.db import IntegrityError, connection, transaction
@@ -150,10 +151,12 @@ class Users(RealmResource):
         groups = [_group_by_path(self.realm, path) for path in values["groups"]]
         username = fields.pop("username")
         _check(User(realm=self.realm, username=username, **fields))
+        credentials = values["credentials"]
+        plain = [c["plain"][0] for c in credentials if "plain" in c]
         try:
-            with rows.batch():  # the user's rows in one round trip, after the password's hash
-                user = create_user(self.realm, username, **fields)
-                _set_credentials(user, values["credentials"])
+            with rows.batch(), _password_refusals():  # the user's rows in one round trip, after the password's hash
+                user = create_user(self.realm, username, password=plain[-1] if plain else None, **fields)
+                _set_credentials(user, [c for c in credentials if "plain" not in c])
                 user.groups.add(*groups)
                 admin_events.record(self.realm, "CREATE", "USER", f"users/{user.pk}", auth=self.auth_details(),
                                     representation=lambda: user_fields_rep(user))
@@ -223,21 +226,34 @@ def _group_by_path(realm, path):
     return group
 
 
+@contextmanager
+def _password_refusals(reset=False):
+    """The user's store refusing a password, as Keycloak answers it: at reset-password the
+    policy's message key and message, or "Can't reset password as account is read only"; when a
+    user is created or updated, "Password policy not met" (in the caller's transaction, so
+    nothing is kept)."""
+    try:
+        yield
+    except storage.ReadOnly:
+        if reset:
+            raise errors.BadRequest("Can't reset password as account is read only") from None
+        raise errors.Invalid("Password policy not met") from None
+    except password_policy.PasswordPolicyError as exc:
+        if reset:
+            raise errors.BadRequest(exc.key, str(exc)) from None
+        raise errors.Invalid("Password policy not met") from None
+    except storage.Unavailable:
+        raise errors.Invalid("Could not reach the user's directory") from None
+
+
 def _set_credentials(user, credentials):
-    """A new or updated user's credentials; a password under the realm's policy (Keycloak answers
-    "Password policy not met" here, in the caller's transaction, so nothing is kept)."""
+    """An updated user's credentials; a password through the user's store (``_password_refusals``)."""
     for cred in credentials:
         cred = dict(cred)
         cred.pop("id", None)
         plain = cred.pop("plain", None)
         if plain is not None:
-            value, _ = plain  # (password, JSON path)
-            try:
-                storage.set_password(user.realm, user, value)  # the directory's, for a user created there
-            except password_policy.PasswordPolicyError:
-                raise errors.Invalid("Password policy not met") from None
-            except storage.Unavailable:
-                raise errors.Invalid("Could not reach the user's directory") from None
+            storage.set_password(user.realm, user, plain[0])  # (password, JSON path)
         else:
             Credential.objects.create(user=user, **cred)
 
@@ -269,7 +285,7 @@ class UserDetail(RealmResource):
         for name, value in fields.items():
             setattr(user, name, value)
         _check(user)
-        with transaction.atomic():
+        with transaction.atomic(), _password_refusals():
             user.save()
             _set_credentials(user, values["credentials"])
             admin_events.record(self.realm, "UPDATE", "USER", f"users/{user.pk}", auth=self.auth_details(),
@@ -302,12 +318,8 @@ class ResetPassword(RealmResource):
             raise errors.Invalid("Empty password")
         temporary = cred.get("temporary") is True
         with transaction.atomic():
-            try:
+            with _password_refusals(reset=True):
                 storage.set_password(self.realm, user, value)
-            except password_policy.PasswordPolicyError as exc:
-                raise errors.BadRequest(exc.key, str(exc)) from None
-            except storage.Unavailable:
-                raise errors.Invalid("Could not reach the user's directory") from None
             actions = [a for a in user.required_actions if a != UPDATE_PASSWORD]
             user.required_actions = [*actions, UPDATE_PASSWORD] if temporary else actions
             user.save(update_fields=["required_actions"])

@@ -21,6 +21,8 @@ class Password(CredentialType):
         return user.check_password(secret)
 
     def create(self, user, secret):
-        # Under the realm's policy (raises password_policy.PasswordPolicyError); stored now for a
-        # saved user, else with the user's first save.
-        password_policy.set_password(user, secret)
+        # The realm database's side of storage.set_password: under the realm's policy (raises
+        # password_policy.PasswordPolicyError, storing nothing), hashed under it, the old hash
+        # kept in the history.
+        password_policy.validate(user, secret)
+        user.set_password(secret)

@@ -138,18 +138,23 @@ class UserResource:
                 if active is not None:
                     fields["enabled"] = active
                 if created:  # one INSERT with every field
-                    user = create_user(realm, fields.pop("username"), attributes=_with_external_id({}, doc), **fields)
+                    user = create_user(realm, fields.pop("username"), password=password,
+                                       attributes=_with_external_id({}, doc), **fields)
                 else:
                     for key, value in fields.items():
                         setattr(user, key, value)
                     user.attributes = _with_external_id(user.attributes, doc)
                     user.save()
-                if password is not None:
-                    password_policy.set_password(user, password)
+                    if password is not None:
+                        storage.set_password(realm, user, password)  # a directory user's in the directory
                 admin_events.record(realm, "CREATE" if created else "UPDATE", "USER", f"users/{user.pk}",
                                     auth=auth, representation=lambda: UserResource.to_scim(user, ""))
-        except password_policy.PasswordPolicyError as exc:
+        except storage.ReadOnly as exc:  # RFC 7644's word for a value the server keeps
+            raise ScimError(400, str(exc), "mutability") from None
+        except password_policy.PasswordPolicyError as exc:  # the policy's or the directory's words
             raise ScimError(400, str(exc), "invalidValue") from None
+        except storage.Unavailable:
+            raise ScimError(503, "Could not reach the user's directory") from None
         except IntegrityError:  # the same username at the same moment
             raise ScimError(409, "User exists with same username", "uniqueness") from None
         return user

@@ -10,7 +10,7 @@ import time
 
 from django.db import transaction
 
-from .. import accounts, action_tokens, events, organizations, password_policy, rows, storage, user_profile
+from .. import accounts, action_tokens, events, organizations, password_policy, rows, user_profile
 from ..flows import DISABLED, Authenticator, Outcome
 from ..models import User
 from ..required_actions import terms_and_conditions
@@ -88,15 +88,10 @@ class RegistrationPage(Authenticator):
             fields["attributes"] = {terms_and_conditions.ATTRIBUTE: [str(int(time.time()))]}
         try:
             with rows.batch():  # the new user's rows in one round trip, after the password's hash
-                user = accounts.create_user(realm, cleaned["username"], **fields)
-                if PASSWORD in actions:
-                    # In the user's store: the directory's for a user created there (LDAP's sync
-                    # registrations), whose own password policy may still refuse it.
-                    try:
-                        storage.set_password(realm, user, password)
-                    except password_policy.PasswordPolicyError:
-                        storage.delete_user(realm, user)  # the directory's new entry is no transaction's
-                        raise
+                # The password in the user's store: the directory's for a user created there (LDAP's
+                # sync registrations), whose own password policy may still refuse it.
+                user = accounts.create_user(realm, cleaned["username"],
+                                            password=password if PASSWORD in actions else None, **fields)
                 if invited:
                     refused = self._join(ctx, user, invited)
                     if refused is not None:

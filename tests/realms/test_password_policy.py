@@ -11,7 +11,7 @@ from django.forms import modelform_factory
 from django.test import RequestFactory
 from django.utils import timezone
 
-from realms import flows, password_policy, realm_cache
+from realms import flows, password_policy, realm_cache, storage
 from realms.accounts import create_user
 from realms.admin.realm import RealmForm
 from realms.auth_sessions import AuthSession
@@ -85,11 +85,11 @@ def test_each_rule_accepts_and_refuses_with_keycloaks_message(blacklists, policy
 def test_the_issue_case_abc_is_refused_under_length_and_digits():
     user = create_user(realm_with("length(12) and digits(2)"), "alice")
     with pytest.raises(PasswordPolicyError, match=r"^Invalid password: minimum length 12\.$"):
-        password_policy.set_password(user, "abc")
+        storage.set_password(user.realm, user, "abc")
     with pytest.raises(PasswordPolicyError, match="at least 2 numerical digits"):
-        password_policy.set_password(user, "abcdefghijkl")
+        storage.set_password(user.realm, user, "abcdefghijkl")
     assert not user.has_usable_password()
-    password_policy.set_password(user, "abcdefghij12")
+    storage.set_password(user.realm, user, "abcdefghij12")
     assert user.check_password("abcdefghij12")
 
 
@@ -206,12 +206,12 @@ def test_an_expired_password_stops_the_password_grant(rf_realm):
 def test_history_refuses_the_last_n_passwords_and_keeps_only_those():
     user = create_user(realm_with("passwordHistory(3)"), "alice")
     for password in ("first-pass-1", "second-pass-2", "third-pass-3"):
-        password_policy.set_password(user, password)
+        storage.set_password(user.realm, user, password)
     for reused in ("first-pass-1", "second-pass-2", "third-pass-3"):
         with pytest.raises(PasswordPolicyError, match="must not be equal to any of last 3 passwords"):
-            password_policy.set_password(user, reused)
-    password_policy.set_password(user, "fourth-pass-4")
-    password_policy.set_password(user, "first-pass-1")  # three changes ago: allowed again
+            storage.set_password(user.realm, user, reused)
+    storage.set_password(user.realm, user, "fourth-pass-4")
+    storage.set_password(user.realm, user, "first-pass-1")  # three changes ago: allowed again
     types = sorted(user.credentials.values_list("type", flat=True))
     assert types == ["password", "password-history", "password-history"]
     assert user.check_password("first-pass-1") and not user.check_password("fourth-pass-4")
@@ -219,7 +219,7 @@ def test_history_refuses_the_last_n_passwords_and_keeps_only_those():
 
 def test_without_a_history_policy_old_passwords_are_not_kept():
     user = create_user(realm_with(""), "alice", password="first-pass-1")
-    password_policy.set_password(user, "first-pass-1")
+    storage.set_password(user.realm, user, "first-pass-1")
     assert list(user.credentials.values_list("type", flat=True)) == ["password"]
 
 
@@ -406,7 +406,7 @@ def test_argon2_works_in_memory_kept_on_huge_pages_and_wiped():
 def test_earlier_passwords_round_trip_in_keycloaks_form_and_still_count():
     realm = realm_with("passwordHistory(2) and hashIterations(2)")
     user = create_user(realm, "alice", password="first-pass-1")
-    password_policy.set_password(user, "second-pass-2")
+    storage.set_password(user.realm, user, "second-pass-2")
     exported = export_realm(realm)
     credentials = exported["users"][0]["credentials"]
     assert sorted(c["type"] for c in credentials) == ["password", "password-history"]
@@ -416,7 +416,7 @@ def test_earlier_passwords_round_trip_in_keycloaks_form_and_still_count():
     again = import_realm(exported).realm
     user = User.objects.get(realm=again, username="alice")
     with pytest.raises(PasswordPolicyError, match="last 2 passwords"):
-        password_policy.set_password(user, "first-pass-1")
+        storage.set_password(user.realm, user, "first-pass-1")
 
 
 def test_the_user_storage_credential_update_is_held_to_the_policy():
@@ -439,6 +439,6 @@ def test_a_stored_policy_that_cannot_be_enforced_fails_closed_for_new_passwords_
     Realm.objects.filter(pk=realm.pk).update(password_policy="length(12) and fooBar")
     user = User.objects.select_related("realm").get(pk=user.pk)
     with pytest.raises(PasswordPolicyError, match="^Invalid password: new password does not match password policies.$"):
-        password_policy.set_password(user, "a-perfectly-fine-password")
+        storage.set_password(user.realm, user, "a-perfectly-fine-password")
     assert user.check_password(PASSWORD)
 

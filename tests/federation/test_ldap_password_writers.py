@@ -1,7 +1,8 @@
 """Every writer sets a directory user's password in the directory (``storage.set_password``): the
 console's "Set password" form and SCIM land a WRITABLE user's new password in slapd (a bind with
 it works, the old one no longer binds, no local hash is written), and a READ_ONLY user's is
-refused with Keycloak's read-only message, the directory unchanged."""
+refused with Keycloak's read-only message, the directory unchanged. A new user whose password
+the directory refuses leaves no entry behind, whichever writer created it."""
 import json
 
 import ldap
@@ -9,12 +10,12 @@ import pytest
 from django.test import Client
 
 from realms import signin
-from realms.models import Credential, Realm
+from realms.models import Credential, Realm, User
 from tests.realms.test_admin import make_admin
-from tests.realms.test_scim import PATCH, service_client, token_for
+from tests.realms.test_scim import PATCH, USER, service_client, token_for
 
 from .conftest import make_provider
-from .slapd import PEOPLE
+from .slapd import MIN_PASSWORD_LENGTH, PEOPLE
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_caches")]
 READ_ONLY_MESSAGE = "You can't update your password as your account is read only."
@@ -90,3 +91,25 @@ def test_the_admin_api_answers_keycloaks_read_only_reset_message(realm, director
     assert answer.status_code == 400
     assert answer.json() == {"error": "Can't reset password as account is read only"}
     assert _binds(directory, "rex", "rex-old-password")
+
+
+@pytest.mark.parametrize("writer", ["admin-api", "scim"])
+def test_a_new_user_whose_password_the_directory_refuses_leaves_no_entry(realm, directory, admin_api, writer):
+    make_provider(realm, directory, syncRegistrations="true")
+    short = "x" * (MIN_PASSWORD_LENGTH - 1)  # the realm has no policy: only the directory refuses it
+    if writer == "admin-api":
+        answer = admin_api("post", "acme/users", {"username": "tony", "credentials": [{"type": "password", "value": short}]})
+        assert answer.status_code == 400 and answer.json() == {"errorMessage": "Password policy not met"}
+    else:
+        realm.scim_api_enabled = True
+        realm.save()
+        service_client(realm, "provisioner", "manage-users", "view-users",
+                       audience=f"http://testserver/realms/{realm.name}/scim/v2")
+        http = Client(HTTP_AUTHORIZATION=f"Bearer {token_for(realm, 'provisioner')}")
+        answer = http.post(f"/realms/{realm.name}/scim/v2/Users",
+                           json.dumps({"schemas": [USER], "userName": "tony", "password": short}),
+                           content_type="application/scim+json")
+        assert answer.status_code == 400 and "Password fails quality checking policy" in answer.json()["detail"]
+    assert not User.objects.filter(realm=realm, username="tony").exists()
+    with pytest.raises(ldap.NO_SUCH_OBJECT):  # nor its entry: the name can be created again
+        directory.get(f"uid=tony,{PEOPLE}")

@@ -10,17 +10,18 @@ import functools
 import json
 
 from realms import organizations
+from realms.registry import Registry
 
 ACCESS, ID, USERINFO, INTROSPECTION = "access", "id", "userinfo", "introspection"
 _CONFIG_KEY = {ACCESS: "access.token.claim", ID: "id.token.claim", USERINFO: "userinfo.token.claim",
                INTROSPECTION: "introspection.token.claim"}
 
-REGISTRY = {}
+REGISTRY = Registry("protocol mappers")
 
 
 def register(type_name, *, token_types=(ACCESS, ID, USERINFO, INTROSPECTION)):
     def wrap(func):
-        REGISTRY[type_name] = (func, frozenset(token_types))
+        REGISTRY.add(type_name, (func, frozenset(token_types)))
         return func
     return wrap
 

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from . import auth_sessions, loa, messages, realm_cache, rows, sessions, signin, sso_cookie, storage, themes
 from .account import devices
 from .auth_sessions import AuthSession
+from .registry import Registry
 from .web import client_address
 
 logger = logging.getLogger("idp.flows")
@@ -408,16 +409,14 @@ def _evaluate_triggers(ctx):
             action.evaluate_triggers(ctx)
 
 
-_authenticators = {}
-_required_actions = {}
+_authenticators = Registry("authenticators")
+_required_actions = Registry("required actions")
 
 
 def register_authenticator(authenticator):
     """Register a step (class or instance) under its provider id; returns it (usable as a class
     decorator)."""
-    instance = authenticator() if isinstance(authenticator, type) else authenticator
-    _authenticators[instance.provider_id] = instance
-    return authenticator
+    return _authenticators.add_instance(authenticator, "provider_id")
 
 
 def get_authenticator(provider_id):
@@ -426,13 +425,11 @@ def get_authenticator(provider_id):
 
 def authenticators():
     """Every registered step, by provider id (for the Admin API and the console)."""
-    return [_authenticators[k] for k in sorted(_authenticators)]
+    return _authenticators.by_key()
 
 
 def register_required_action(action):
-    instance = action() if isinstance(action, type) else action
-    _required_actions[instance.provider_id] = instance
-    return action
+    return _required_actions.add_instance(action, "provider_id")
 
 
 def get_required_action(provider_id):
@@ -440,7 +437,7 @@ def get_required_action(provider_id):
 
 
 def required_actions():
-    return [_required_actions[k] for k in sorted(_required_actions)]
+    return _required_actions.by_key()
 
 
 # Context -------------------------------------------------------------------------------------
@@ -860,13 +857,13 @@ def run_direct_grant(request, realm, client, params, *, protocol):
 
 # Completion ----------------------------------------------------------------------------------
 
-_protocols = {}
+_protocols = Registry("login protocols")
 
 
 def register_protocol(name, complete, fail):
     """``complete(ctx, user_session) -> HttpResponse`` answers the client once the user is signed
     in; ``fail(ctx, error) -> HttpResponse`` when the sign-in cannot succeed."""
-    _protocols[name] = (complete, fail)
+    _protocols.add(name, (complete, fail))
 
 
 def provider_ids():

@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from . import rows
 from .models import ClientSession, Realm, User, UserSession, effective_role_ids_column
+from .registry import Registry
 
 # Sent before the session row is deleted, with user_session=<UserSession> (still readable),
 # client_sessions=[ClientSession ...] (with .client loaded) and reason=<str>. Logout propagation
@@ -33,7 +34,7 @@ session_ended = Signal()
 
 # Front-channel logout, per protocol: how the browser signs one client out. See
 # register_frontchannel_logout.
-_frontchannel_logout = {}
+_frontchannel_logout = Registry("front-channel logout")
 
 # The idle timer is only written when it is at least this old, so a burst of requests on one
 # session costs one UPDATE, not one per request. Idle timeouts are minutes to days; seconds of
@@ -304,7 +305,7 @@ def register_frontchannel_logout(protocol, url_for):
     """``url_for(request, user_session, client_session) -> str``: a URL the browser loads (in an
     iframe of the logout page) to sign that client out, or "" when the client has none. Each
     protocol registers one, so a logout started by any protocol reaches the clients of all."""
-    _frontchannel_logout[protocol] = url_for
+    _frontchannel_logout.add(protocol, url_for)
 
 
 def frontchannel_logout_urls(request, user_session, exclude_client=None) -> list:

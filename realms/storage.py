@@ -22,6 +22,7 @@ from . import crypto, rows
 from .credentials import get_credential_type
 from .models import Component, Credential, User
 from .password_policy import PasswordPolicyError
+from .registry import Registry
 
 USER_STORAGE = Component.USER_STORAGE
 KERBEROS = "kerberos"  # the credential type of an SPNEGO token (Keycloak's UserCredentialModel.KERBEROS)
@@ -147,9 +148,9 @@ def _one_user(realm, where, params):
 
 
 REALM_DATABASE = RealmDatabase()
-_factories = {}
-_validators = {}
-_secrets = {}  # provider id -> config entries kept encrypted at rest
+_factories = Registry("user storage providers")
+_validators = Registry("component validators")
+_secrets = Registry("secret component config")  # provider id -> config entries kept encrypted at rest
 _SEALED = "$enc$"
 
 
@@ -162,8 +163,8 @@ def register_provider(provider_id, factory, validate=None, secret_config=()):
     ``validate`` as for ``register_validator``;
     ``secret_config`` names config entries (a bind credential) stored encrypted
     (``seal_config`` before a save) and given in clear by ``open_config``."""
-    _factories[provider_id] = factory
-    _secrets[provider_id] = tuple(secret_config)
+    _factories.add(provider_id, factory)
+    _secrets.add(provider_id, tuple(secret_config))
     if validate is not None:
         register_validator(provider_id, validate)
 
@@ -172,7 +173,7 @@ def register_validator(provider_id, validate):
     """``validate(config, parent_config)`` raises InvalidConfig for a multivalued config that
     components with this provider id (a provider, or a provider's sub-component such as an
     LDAP mapper, whose parent's config is given) cannot run with."""
-    _validators[provider_id] = validate
+    _validators.add(provider_id, validate)
 
 
 def validate_config(provider_id, config, parent_config=None):

@@ -14,6 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from django.db import connection
 
+from realms.registry import Registry
+
 from . import conf, sender
 
 logger = logging.getLogger("idp.webhooks")
@@ -24,13 +26,13 @@ DELIVERIES, RECEIVED = "deliveries", "received"
 _lock = threading.Lock()
 _executor = None
 _stop = threading.Event()
-_jobs = {}  # kind -> (work function, Celery task)
+_jobs = Registry("webhook jobs")  # kind -> (work function, Celery task)
 _sweep = None
 
 
 def register(kind, work, task):
     """Jobs of ``kind`` run as ``work(job)`` in-process (dev mode) or as the Celery ``task``."""
-    _jobs[kind] = (work, task)
+    _jobs.add(kind, (work, task))
 
 
 def register_sweep(sweep):

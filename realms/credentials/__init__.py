@@ -4,6 +4,7 @@ verifies a presented secret against them and creates new ones, the way Django's
 ``PASSWORD_HASHERS`` owns password hashes. Types register from an ``AppConfig.ready()``
 (``password``, ``otp``, ``recovery-authn-codes``, ``webauthn`` and ``webauthn-passwordless``
 from realms)."""
+from ..registry import Registry
 
 
 class CredentialType:
@@ -42,13 +43,11 @@ class CredentialType:
         return stored
 
 
-_types = {}
+_types = Registry("credential types")
 
 
 def register_credential_type(kind):
-    instance = kind() if isinstance(kind, type) else kind
-    _types[instance.type] = instance
-    return kind
+    return _types.add_instance(kind, "type")
 
 
 def get_credential_type(name):

@@ -16,6 +16,7 @@ from realms.accounts import create_user
 from realms.flows import REQUIRED, Flow, step
 from realms.models import Component, Credential, Event, Realm, Role, User
 from realms.representation import RepresentationError, export_realm, import_realm
+from realms.registry import Registry
 from realms.storage import UserStorageProvider
 from tests.oidc.browser.conftest import PASSWORD, make_client
 
@@ -68,7 +69,7 @@ def dict_component(realm):
 
 @pytest.fixture
 def dict_storage(monkeypatch):
-    monkeypatch.setattr(storage, "_factories", {})  # the registry as it was, after the test
+    monkeypatch.setattr(storage, "_factories", Registry("user storage providers"))  # as it was, after the test
     storage.register_provider("test-dict", DictStorage)
 
 

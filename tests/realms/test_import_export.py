@@ -1,4 +1,4 @@
-"""Keycloak realm import and export against real Keycloak files (shared/interop/keycloak)."""
+"""Keycloak realm import and export against real Keycloak files (tests/data/keycloak)."""
 import base64
 import copy
 import hashlib
@@ -20,8 +20,7 @@ from realms.representation import RepresentationError, export_realm, import_real
 
 pytestmark = pytest.mark.django_db
 
-# CI checks out shared/ beside the repository.
-INTEROP = Path(__file__).resolve().parents[2].parent / "shared" / "interop" / "keycloak"
+INTEROP = Path(__file__).resolve().parents[1] / "data" / "keycloak"
 FILES = sorted(p.name for p in INTEROP.glob("*.json"))
 
 

@@ -22,8 +22,7 @@ from saml import constants as c
 
 from .sp import form_fields, idp_certificate
 
-REALM_FILE = Path(__file__).resolve().parents[3] / "shared" / "interop" / "keycloak" / \
-    "quickstarts-saml-service-provider-realm.json"
+REALM_FILE = Path(__file__).resolve().parents[1] / "data" / "keycloak" / "quickstarts-saml-service-provider-realm.json"
 SP_BASE = "http://localhost:8080/servlet-saml-service-provider"
 IDP = "http://localhost/realms/quickstart"
 

@@ -1,4 +1,4 @@
-"""Signatures: the shared vectors, interop both ways with the standardwebhooks reference
+"""Signatures: the Standard Webhooks vectors, interop both ways with the standardwebhooks reference
 library, v1a Ed25519, rotation, tolerance and malformed input."""
 import base64
 import time

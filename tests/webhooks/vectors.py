@@ -1,8 +1,8 @@
-"""The shared Standard Webhooks vectors (third-party data), located relative to the repository."""
+"""The Standard Webhooks signature vectors (third-party data, tests/data/README.md)."""
 import json
 from pathlib import Path
 
-VECTORS_PATH = Path(__file__).resolve().parents[2].parent / "shared" / "interop" / "standard-webhooks" / "vectors.json"
+VECTORS_PATH = Path(__file__).resolve().parents[1] / "data" / "standard-webhooks" / "vectors.json"
 
 
 def load():

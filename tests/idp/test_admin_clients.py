@@ -34,8 +34,8 @@ def server(request, tmp_path_factory):
         with psycopg.connect(admin_url, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{database}"')
             conn.execute(f'CREATE DATABASE "{database}"')
-        env = base_env(DJANGO_SETTINGS_MODULE="idp.settings.prod", IDP_HOSTNAME="localhost",
-                       IDP_BASE_URL=f"http://localhost:{http}", IDP_SECRET_KEY="z" * 50,
+        env = base_env(DJANGO_SETTINGS_MODULE="idp.settings.prod", IDP_HOSTNAME="127.0.0.1",
+                       IDP_BASE_URL=f"http://127.0.0.1:{http}", IDP_SECRET_KEY="z" * 50,
                        IDP_DB_URL=admin_url.rsplit("/", 1)[0] + "/" + database,
                        IDP_REDIS_URL=os.environ["IDP_TEST_REDIS_URL"], **boot)
         args = ("--bind", "127.0.0.1", "--workers", "2")
@@ -44,7 +44,9 @@ def server(request, tmp_path_factory):
         wait_for(f"http://127.0.0.1:{mgmt}/health/ready", deadline_s=90, proc=proc)
         # Ready is the management server's answer; Granian's workers may still be starting.
         wait_for(f"http://127.0.0.1:{http}/realms/master/.well-known/openid-configuration", deadline_s=90, proc=proc)
-        yield f"http://localhost:{http}/"
+        # The address the server listens on, not "localhost": Debian's /etc/hosts gives ::1 first,
+        # and Node.js 18 tries only the first address.
+        yield f"http://127.0.0.1:{http}/"
     finally:
         stop(proc)
         if database is not None:

@@ -42,8 +42,10 @@ def base_env(**extra):
 
 
 def manage(*args, env, **kwargs):
+    # -u: the output arrives as written, in order across stdout and stderr, for the tests that
+    # read it line by line (a pipe would otherwise hold stdout back until a buffer fills).
     return subprocess.Popen(
-        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+        [sys.executable, "-u", "manage.py", *args], cwd=ROOT, env=env, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, **kwargs,
     )
 
@@ -163,8 +165,8 @@ def production_database():
 def test_start_production_serves_with_granian(production_database, tmp_path):
     http, mgmt = free_port(), free_port()
     env = base_env(
-        DJANGO_SETTINGS_MODULE="idp.settings.prod", IDP_HOSTNAME="localhost",
-        IDP_BASE_URL=f"http://localhost:{http}", IDP_SECRET_KEY="y" * 50,
+        DJANGO_SETTINGS_MODULE="idp.settings.prod", IDP_HOSTNAME="127.0.0.1",
+        IDP_BASE_URL=f"http://127.0.0.1:{http}", IDP_SECRET_KEY="y" * 50,
         IDP_DB_URL=production_database, IDP_REDIS_URL=os.environ["IDP_TEST_REDIS_URL"],
         IDP_VAR_DIR=str(tmp_path), IDP_BOOTSTRAP_ADMIN_USERNAME="root", IDP_BOOTSTRAP_ADMIN_PASSWORD="root-pass-1",
         IDP_ACCESS_LOG="-",
@@ -174,7 +176,7 @@ def test_start_production_serves_with_granian(production_database, tmp_path):
     try:
         ready = wait_for(f"http://127.0.0.1:{mgmt}/health/ready", deadline_s=90, proc=proc)
         assert ready.status_code == 200
-        base = f"http://localhost:{http}"
+        base = f"http://127.0.0.1:{http}"  # where it listens, whatever "localhost" resolves to first
         login = wait_for(f"{base}/admin/master/console/login/", proc=proc)
         assert login.status_code == 200
         assert requests.get(f"{base}/health/ready", timeout=5).status_code == 404

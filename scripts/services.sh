@@ -12,8 +12,9 @@ services_start() {
   local run=(); [ "$(id -u)" = 0 ] && run=(runuser -u postgres --)
   mkdir -p "$SERVICES_DIR/pg"; [ "$(id -u)" = 0 ] && chown postgres "$SERVICES_DIR/pg"
   # C.UTF-8 exists on every Debian machine; the caller's LANG (en_US.UTF-8 on a fresh machine that
-  # never generated it) may not, and initdb aborts on a locale that does not exist.
-  run+=(env LC_ALL=C.UTF-8 LANG=C.UTF-8)
+  # never generated it) may not, and initdb aborts on a locale that does not exist. From /: the
+  # postgres user may not enter the caller's directory (root's home).
+  run+=(env -C / LC_ALL=C.UTF-8 LANG=C.UTF-8)
   "${run[@]}" "$pgbin/initdb" -D "$SERVICES_DIR/pg/data" -U idp --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
   "${run[@]}" "$pgbin/pg_ctl" -D "$SERVICES_DIR/pg/data" -l "$SERVICES_DIR/pg/log" -w -o \
     "-c listen_addresses=127.0.0.1 -p $pgport -k $SERVICES_DIR/pg -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" start >/dev/null

@@ -15,13 +15,15 @@ from .test_modes import ROOT, base_env
 UNGENERATED_LOCALE = {"LANG": "en_US.UTF-8", "LC_ALL": ""}
 
 
-def test_test_services_start_whatever_the_callers_locale():
-    script = ('set -euo pipefail; source scripts/services.sh; trap services_stop EXIT; services_start >/dev/null; '
-              'echo "$IDP_TEST_DB_URL"')
-    done = subprocess.run(["bash", "-c", script], cwd=ROOT, env={**os.environ, **UNGENERATED_LOCALE},
+def test_test_services_start_whatever_the_callers_locale_and_directory(tmp_path):
+    script = (f'set -euo pipefail; source {ROOT}/scripts/services.sh; trap services_stop EXIT; '
+              'services_start >/dev/null; echo "$IDP_TEST_DB_URL"')
+    private = tmp_path / "private"  # a directory the postgres user may not enter (root's home)
+    private.mkdir(mode=0o700)
+    done = subprocess.run(["bash", "-c", script], cwd=private, env={**os.environ, **UNGENERATED_LOCALE},
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert "invalid locale" not in done.stderr
+    assert done.stderr == "", done.stderr  # no "invalid locale", no "could not change directory"
     # The server was up (stopped again by the trap): its URL named a real database.
     assert done.stdout.strip().startswith("postgresql://idp@127.0.0.1:")
 
@@ -51,6 +53,68 @@ def _setup_without_sudo(tmp_path):
     assert done.stderr.strip().splitlines() == [
         "setup: installing the Debian packages hello-not-installed needs root, and sudo is not installed: "
         "run this as root, or have root run: apt-get install hello-not-installed"]
+
+
+STUBS = {  # stand-ins for what setup.sh runs besides plain shell tools; each notes its call in calls.log
+    "dpkg-query": '[ "${@: -1}" != npm ] && [ "${@: -1}" != nodejs ] || [ -x "$BIN/npm" ] && echo "install ok installed"',
+    "apt-get": ('echo "apt-get $*" >>"$LOG"; [ "$1" != install ] || '
+                '{ printf "%s\\n" "#!/bin/bash" "$NPM" >"$BIN/npm"; chmod +x "$BIN/npm"; }'),
+    "id": "echo 0",  # root
+    "uname": "echo aarch64",  # no Argon2 build for the CPU
+}
+NPM = 'echo "npm $*" >>"$LOG"; mkdir -p node_modules'
+PIP = 'echo "pip $*" >>"$LOG"'
+
+
+def _checkout_with_stubs(tmp_path, npm):
+    """A checkout with setup.sh, a venv whose pip only notes its calls, and a PATH of shell tools
+    and stand-ins; returns run(*extras) -> the calls that run made."""
+    checkout, bin_dir, log = tmp_path / "checkout", tmp_path / "bin", tmp_path / "calls.log"
+    for path in (checkout / "scripts", checkout / "tests" / "js", checkout / ".venv" / "bin", bin_dir):
+        path.mkdir(parents=True)
+    for name in ("scripts/setup.sh", "pyproject.toml", "tests/js/package-lock.json"):
+        shutil.copy(ROOT / name, checkout / name)
+    for tool in ("bash", "dirname", "grep", "cat", "sha256sum", "cut", "sed", "sort", "tr", "rm", "touch", "mkdir",
+                 "chmod"):
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    stubs = {bin_dir / name: body for name, body in STUBS.items()}
+    stubs |= {checkout / ".venv" / "bin" / "pip": PIP, checkout / ".venv" / "bin" / "python": "exit 1"}
+    if npm:
+        stubs[bin_dir / "npm"] = NPM
+    for path, body in stubs.items():
+        path.write_text(f"#!/bin/bash\n{body}\n")
+        path.chmod(0o755)
+    env = {"PATH": str(bin_dir), "BIN": str(bin_dir), "LOG": str(log), "NPM": NPM}
+
+    def run(*extras):
+        log.write_text("")
+        done = subprocess.run(["bash", "scripts/setup.sh", *extras], cwd=checkout, env=env, capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return log.read_text().splitlines()
+    return run, checkout
+
+
+def test_setup_installs_debians_nodejs_and_npm_for_the_test_extra_where_npm_is_missing(tmp_path):
+    run, _ = _checkout_with_stubs(tmp_path, npm=False)
+    assert run("test") == ["apt-get update -qq", "apt-get install -y -qq --no-install-recommends nodejs npm",
+                           "pip install -q --upgrade pip", "pip install -q -e .[test]",
+                           "npm ci --no-audit --no-fund --loglevel=error"]
+    assert run() == [] and run("test") == []  # npm there and its packages installed
+
+
+def test_setup_installs_nothing_for_extras_already_installed(tmp_path):
+    run, checkout = _checkout_with_stubs(tmp_path, npm=True)
+    install = ["pip install -q --upgrade pip", "pip install -q -e .[test]"]
+    assert run("test") == install + ["npm ci --no-audit --no-fund --loglevel=error"]
+    assert run() == []  # scripts/dev.sh after scripts/test.sh
+    assert run("test") == []  # and back
+    assert run("bench") == ["pip install -q --upgrade pip", "pip install -q -e .[bench,test]"]  # beside test
+    assert run("test", "bench") == [] and run() == []
+    with (checkout / "pyproject.toml").open("a") as pyproject:
+        pyproject.write("# changed\n")
+    assert run() == ["pip install -q --upgrade pip", "pip install -q -e ."]  # anew
+    assert run("test") == install
 
 
 def test_manage_py_commands_work_before_the_first_start(tmp_path):

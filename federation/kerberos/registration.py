@@ -5,6 +5,7 @@ do (created or switched to take tickets: DISABLED becomes ALTERNATIVE; removed o
 back to DISABLED, here once no such provider is left)."""
 import logging
 
+from django.conf import settings
 from django.db.models.signals import post_delete, post_save, pre_save
 
 from realms import flows, storage
@@ -26,7 +27,10 @@ def register():
     try:
         from .provider import KerberosProvider  # needs python-gssapi and MIT Kerberos's library
     except ImportError as error:
-        logger.info("kerberos user federation is not available on this server: %s", error)
+        # An optional extra: a developer need not hear of it at every start; a production server
+        # says so at start, for an operator whose realms hold Kerberos providers.
+        logger.log(logging.DEBUG if settings.IDP_DEV_MODE else logging.INFO,
+                   "kerberos user federation is not available on this server: %s", error)
         return
     storage.register_provider(PROVIDER_ID, KerberosProvider, validate=validate)
     from ..models import LdapComponent

@@ -2,6 +2,8 @@
 on their first sign-in, passwords are checked by the KDC (the login form's check and the
 password grant), the provider's settings take effect, and its components import and export as
 Keycloak writes them, with their configuration validated."""
+import sys
+
 import pytest
 
 from realms import signin, storage
@@ -167,3 +169,15 @@ def test_a_kerberos_provider_switches_the_spnego_step_on_and_its_removal_off(rea
     step.save()
     add_kerberos_component(realm, kdc).delete()
     assert spnego() == "REQUIRED"  # an admin's own choice is left alone
+
+
+@pytest.mark.parametrize("dev_mode, level", [(True, "DEBUG"), (False, "INFO")])
+def test_a_server_without_gssapi_says_so_at_start_in_production_only(settings, monkeypatch, caplog, dev_mode, level):
+    from federation.kerberos import registration
+
+    settings.IDP_DEV_MODE = dev_mode
+    monkeypatch.setitem(sys.modules, "federation.kerberos.provider", None)  # its import fails, as without gssapi
+    with caplog.at_level("DEBUG", logger="idp.federation.kerberos"):
+        registration.register()
+    said = [r.levelname for r in caplog.records if "kerberos user federation is not available" in r.getMessage()]
+    assert said == [level]

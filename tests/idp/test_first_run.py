@@ -117,6 +117,25 @@ def test_setup_installs_nothing_for_extras_already_installed(tmp_path):
     assert run("test") == install
 
 
+def test_the_suite_gets_none_of_the_callers_idp_or_django_variables(tmp_path):
+    checkout = tmp_path / "checkout"
+    for path in (checkout / "scripts", checkout / ".venv" / "bin"):
+        path.mkdir(parents=True)
+    shutil.copy(ROOT / "scripts" / "test.sh", checkout / "scripts" / "test.sh")
+    (checkout / "scripts" / "services.sh").write_text(
+        "services_start() { export IDP_TEST_DB_URL=db IDP_TEST_REDIS_URL=redis; }\nservices_stop() { :; }\n")
+    for path, body in ((checkout / "scripts" / "setup.sh", "exit 0"), (checkout / ".venv" / "bin" / "python", "env")):
+        path.write_text(f"#!/bin/bash\n{body}\n")
+        path.chmod(0o755)
+    done = subprocess.run(["bash", "scripts/test.sh"], cwd=checkout, capture_output=True, text=True, timeout=60,
+                          env={"PATH": os.environ["PATH"], "DJANGO_SETTINGS_MODULE": "idp.settings.prod",
+                               "IDP_SECRET_KEY": "from-a-production-shell", "OTHER": "kept"})
+    assert done.returncode == 0, done.stderr
+    seen = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
+    assert "DJANGO_SETTINGS_MODULE" not in seen and "IDP_SECRET_KEY" not in seen
+    assert seen["IDP_TEST_DB_URL"] == "db" and seen["OTHER"] == "kept"
+
+
 def test_manage_py_commands_work_before_the_first_start(tmp_path):
     var = tmp_path / "var"  # a fresh checkout has no var directory yet
     env = base_env(DJANGO_SETTINGS_MODULE="idp.settings.dev", IDP_VAR_DIR=str(var), **UNGENERATED_LOCALE)

@@ -2,7 +2,8 @@
 and realm import, which create users the same way."""
 from django.db import transaction
 
-from . import flows, rows, storage
+from . import rows, storage
+from .users import actions
 from .models import User
 
 
@@ -19,7 +20,7 @@ def create_user(realm, username, password=None, **fields) -> User:
     user = User(realm=realm, username=username.lower(), **fields)
     if user.service_account_client_id is None:
         user.required_actions = list(dict.fromkeys([*(user.required_actions or ()),
-                                                    *flows.default_required_actions(realm)]))
+                                                    *actions.default_required_actions(realm)]))
     user.save()
     if realm.default_role_id:
         # The row itself, not ``roles.add``: its m2m signal would flush the realm's cached

@@ -42,6 +42,7 @@ from . import auth_sessions, loa, messages, realm_cache, rows, sessions, signin,
 from .account import devices
 from .auth_sessions import AuthSession
 from .registry import Registry
+from .users import actions
 from .web import client_address
 
 logger = logging.getLogger("idp.flows")
@@ -404,13 +405,12 @@ class RequiredAction:
 
 def _evaluate_triggers(ctx):
     # Keycloak evaluates the triggers of the realm's enabled required actions only.
-    for action in _required_actions.values():
-        if action_enabled(ctx.realm, action.provider_id):
+    for action in actions.required_actions():
+        if actions.action_enabled(ctx.realm, action.provider_id):
             action.evaluate_triggers(ctx)
 
 
 _authenticators = Registry("authenticators")
-_required_actions = Registry("required actions")
 
 
 def register_authenticator(authenticator):
@@ -426,18 +426,6 @@ def get_authenticator(provider_id):
 def authenticators():
     """Every registered step, by provider id (for the Admin API and the console)."""
     return _authenticators.by_key()
-
-
-def register_required_action(action):
-    return _required_actions.add_instance(action, "provider_id")
-
-
-def get_required_action(provider_id):
-    return _required_actions.get(provider_id)
-
-
-def required_actions():
-    return _required_actions.by_key()
 
 
 # Context -------------------------------------------------------------------------------------
@@ -650,72 +638,16 @@ END_AFTER_ACTIONS = "end_after_required_actions"
 REDIRECT_NOTE = "redirect_uri"
 
 
-def required_action_settings(realm):
-    """{alias: (provider id, enabled, default action, priority)} of the realm's required actions
-    (cached with the realm's configuration)."""
-    return realm_cache.stored(realm, "required-actions", _load_required_actions)
-
-
-def _load_required_actions(realm):
-    from .models import RequiredActionProvider
-
-    return {a.alias: (a.provider_id, a.enabled, a.default_action, a.priority)
-            for a in RequiredActionProvider.objects.filter(realm=realm)}
-
-
-def required_action_definition(realm, alias):
-    """``{"alias", "enabled", "defaultAction"}`` of ``alias`` in ``realm`` (its stored
-    required-action definition; one the realm does not list has the action's own default), or
-    None when this server does not implement the action."""
-    stored = required_action_settings(realm).get(alias)
-    action = get_required_action(stored[0] if stored else alias)
-    if action is None:
-        return None
-    if stored is None:
-        return {"alias": alias, "enabled": action.enabled_by_default, "defaultAction": False}
-    return {"alias": alias, "enabled": stored[1], "defaultAction": stored[2]}
-
-
-def action_enabled(realm, name):
-    definition = required_action_definition(realm, name)
-    return definition is not None and definition["enabled"]
-
-
-def default_required_actions(realm):
-    """What a new user must do: the realm's enabled default actions (Keycloak adds them to users
-    created by the Admin API, the console, registration and a directory's first import, not to
-    those of a realm import)."""
-    settings = required_action_settings(realm)
-    return [alias for alias, (_, enabled, default, priority) in sorted(settings.items(), key=lambda x: x[1][3])
-            if enabled and default]
-
-
-def pending_required_actions(realm, names):
-    """(alias, provider id) of the required actions ``names`` this realm asks for, in the realm's
-    priority order. One the realm has disabled is not asked for, as in Keycloak (it stays on the
-    user, so enabling it again asks for it; the log says it was passed over); one the realm does
-    not list is asked for all the same (an unknown requirement is never dropped)."""
-    settings = required_action_settings(realm)
-    pending = []
-    for name in dict.fromkeys(names):
-        provider_id, enabled, _, priority = settings.get(name, (name, True, False, 10**6))
-        if not enabled:
-            logger.warning("realm %s: required action %s is disabled in the realm: not asked for", realm.name, name)
-            continue
-        pending.append((priority, name, provider_id))
-    return [(name, provider_id) for _, name, provider_id in sorted(pending, key=lambda x: x[0])]
-
-
 def _pending_actions(ctx):
     """The user's required actions and this sign-in's (an e-mailed link's)."""
-    return pending_required_actions(ctx.realm, [*(ctx.user.required_actions or ()),
+    return actions.pending_required_actions(ctx.realm, [*(ctx.user.required_actions or ()),
                                                 *ctx.auth_session.required_actions])
 
 
 def _unavailable_required_action(ctx, pending):
     """The first pending required action this server does not implement, or None."""
     for name, provider_id in pending:
-        if get_required_action(provider_id) is None:
+        if actions.get_required_action(provider_id) is None:
             logger.warning("user %s of realm %s must %s, which this server does not implement: sign-in refused",
                            ctx.user.pk, ctx.realm.name, name)
             return name
@@ -746,7 +678,7 @@ def _run_required_actions(ctx):
     if _unavailable_required_action(ctx, pending) is not None:
         return Outcome.failure(REQUIRED_ACTION_UNAVAILABLE)
     for name, provider_id in pending:
-        outcome = _run_action(ctx, get_required_action(provider_id), f"required:{name}")
+        outcome = _run_action(ctx, actions.get_required_action(provider_id), f"required:{name}")
         if outcome.kind != Outcome.SUCCESS:
             return outcome
         _action_done(ctx, name)
@@ -756,7 +688,7 @@ def _run_required_actions(ctx):
 def _kc_action(alias):
     """(action, parameter) of a ``kc_action`` value; ``delete_credential:<id>`` carries one."""
     name, _, parameter = (alias or "").partition(":")
-    return get_required_action(name), parameter
+    return actions.get_required_action(name), parameter
 
 
 def _run_kc_action(ctx):
@@ -765,7 +697,7 @@ def _run_kc_action(ctx):
     if not alias or notes.get(KC_ACTION_STATUS):
         return Outcome.success()
     action, ctx.action_parameter = _kc_action(alias)
-    if action is None or not action.initiated_action_supported or not action_enabled(ctx.realm, action.provider_id):
+    if action is None or not action.initiated_action_supported or not actions.action_enabled(ctx.realm, action.provider_id):
         logger.info("realm %s: kc_action %r is not an enabled required action", ctx.realm.name, alias)
         notes[KC_ACTION_STATUS] = AIA_ERROR
         return Outcome.success()
@@ -870,7 +802,7 @@ def provider_ids():
     """{SPI name: registered provider ids}, for the Admin API's server info."""
     return {"login-protocol": sorted(p for p in _protocols if p != LOGIN_ACTIONS),
             "authenticator": sorted(_authenticators),
-            "required-action": sorted(_required_actions)}
+            "required-action": [a.provider_id for a in actions.required_actions()]}
 
 
 # The "protocol" of sign-ins an e-mailed link opens in a browser without one: they end on a page

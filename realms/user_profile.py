@@ -8,7 +8,7 @@ are message keys of the bundle, by field."""
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
-from .flows import action_enabled
+from .users.actions import action_enabled
 from .models import User
 
 MAX_LENGTH = 255

@@ -15,7 +15,8 @@ import ldap.modlist
 from django.db import transaction
 from django.utils import timezone
 
-from realms import flows, password_policy
+from realms import password_policy
+from realms.users import actions
 from realms.models import Credential, User, new_id
 from realms.storage import KERBEROS, REALM_DATABASE, Unavailable, UserStorageProvider, open_config
 
@@ -233,7 +234,7 @@ class LdapProvider(UserStorageProvider):
         imported = [(dn, entry, self._map(realm, dn, entry)) for dn, entry in entries]
         memberships = self._memberships(entries)
         cached_at = [timezone.now().isoformat()]
-        new_user_actions = flows.default_required_actions(realm)
+        new_user_actions = actions.default_required_actions(realm)
         with transaction.atomic():
             found = rows.existing(realm, [i.fields.get("username", "") for _, _, i in imported])
             new, changed, grants, users = [], [], [], []

@@ -18,6 +18,7 @@ from ..api.reps import group_reps
 from ..api.views import ApiView
 from ..credentials import credential_types
 from ..models import Client, ClientSession, Credential, Realm, UserSession
+from ..users import actions
 from ..web import client_address
 from .. import consents
 from . import ACCOUNT_CLIENT, devices, profile
@@ -111,7 +112,7 @@ def offered_credential_types(realm, held):
     for kind in credential_types():
         if not kind.category or kind.type not in enabled:
             continue
-        create, update = (a if a and flows.action_enabled(realm, a) else None
+        create, update = (a if a and actions.action_enabled(realm, a) else None
                           for a in (kind.create_action, kind.update_action))
         out.append((kind, create, update, [c for c in held if c.type == kind.type]))
     out.sort(key=lambda o: _CATEGORIES.index(o[0].category) if o[0].category in _CATEGORIES else len(_CATEGORIES))

@@ -13,6 +13,7 @@ from django.utils.html import format_html, format_html_join
 from .. import flow_admin, flows
 from ..admin_permissions import console_admin, visible
 from ..flow_admin import FlowError
+from ..users import actions
 from ..models import AuthenticationExecution, AuthenticationFlow, AuthenticatorConfig, Client, RequiredActionProvider
 from .audit import object_event
 from .base import ConsoleAdmin, RealmScopedInline, realm_owned_list_filter
@@ -340,4 +341,4 @@ class RequiredActionProviderAdmin(ConsoleAdmin):
 
     @admin.display(boolean=True, description="implemented here")
     def available(self, obj):
-        return flows.get_required_action(obj.provider_id) is not None
+        return actions.get_required_action(obj.provider_id) is not None

@@ -7,7 +7,7 @@ from rest_framework import status
 from rest_framework.response import Response
 
 from .. import action_tokens, admin_events, email, messages
-from ..flows import required_action_definition
+from ..users.actions import required_action_definition
 from ..models import Client
 from ..redirects import is_valid_redirect_uri
 from ..required_actions.verify_email import send_verification

@@ -8,6 +8,7 @@ from rest_framework.response import Response
 from .. import admin_events, flow_admin, flows
 from ..flow_admin import FlowError
 from ..models import AuthenticationFlow, AuthenticatorConfig, RequiredActionProvider
+from ..users import actions
 from ..representation.authentication import config_rep, flow_rep, required_action_rep
 from . import errors
 from .query import location
@@ -406,7 +407,7 @@ class RequiredActionPriority(_Resource):
 
 def _unregistered(realm):
     present = set(RequiredActionProvider.objects.filter(realm=realm).values_list("provider_id", flat=True))
-    return [a for a in flows.required_actions() if a.provider_id not in present]
+    return [a for a in actions.required_actions() if a.provider_id not in present]
 
 
 class UnregisteredRequiredActions(_Resource):
@@ -421,7 +422,7 @@ class RegisterRequiredAction(_Resource):
     def post(self, request, realm):
         data = _body(request)
         provider_id = _str(data, "providerId")
-        if not provider_id or flows.get_required_action(provider_id) is None:
+        if not provider_id or actions.get_required_action(provider_id) is None:
             raise errors.BadRequest("Required Action Provider with given providerId not found")
         if RequiredActionProvider.objects.filter(realm=self.realm, alias=provider_id).exists():
             raise errors.Conflict(f"Required action {provider_id} already exists")

@@ -8,6 +8,7 @@ without ``authenticationFlows`` gets all of them, one with its own gets the buil
 flows it lacks (by alias, as Keycloak's migrateFlows), a file without ``requiredActions`` gets
 the built-in ones."""
 from .. import flows
+from ..users import actions
 from ..models import AuthenticationExecution, AuthenticationFlow, AuthenticatorConfig, Client, RequiredActionProvider
 from .fields import RepresentationError, as_bool, as_int, as_list, as_str, as_str_map, at
 
@@ -223,7 +224,7 @@ class AuthenticationApplier:
     def _report_unavailable_action(self, action):
         # The file's enabled actions only: a disabled one is never asked for.
         if action["enabled"] and not action["_path"].startswith("(built-in") \
-                and flows.get_required_action(action["provider_id"]) is None:
+                and actions.get_required_action(action["provider_id"]) is None:
             self.p.unsupported(at(action["_path"], "providerId"),
                                f"{action['provider_id']!r} is not available on this server: imported, its rules "
                                "are not evaluated at sign-in, and a user it is asked of cannot sign in")

@@ -25,9 +25,10 @@ def test_a_class_is_registered_as_one_instance_under_its_own_key():
 def test_every_keyed_extension_point_is_a_registry():
     from oidc import mappers
     from realms import credentials, flows, sessions, storage
+    from realms.users import actions
     from webhooks import dispatch
 
-    points = [credentials._types, flows._authenticators, flows._required_actions, flows._protocols,
+    points = [credentials._types, flows._authenticators, actions._required_actions, flows._protocols,
               sessions._frontchannel_logout, storage._factories, storage._validators, storage._secrets,
               mappers.REGISTRY, dispatch._jobs]
     assert all(isinstance(p, Registry) for p in points)

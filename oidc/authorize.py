@@ -28,7 +28,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 from django.http import HttpResponseRedirect
 from django.utils import timezone
 
-from realms import auth_sessions, events, flows, loa, messages, sessions, sso_cookie, themes
+from realms import auth_sessions, engine, events, flows, loa, messages, sessions, sso_cookie, themes
 from realms.flows import SSO_AUTH
 from realms.messages import Message
 from realms.redirects import is_valid_redirect_uri, with_params
@@ -314,19 +314,19 @@ def start_authorization(request, realm_name, params, binding=flows.BROWSER):
         age = (timezone.now() - existing.auth_time).total_seconds()
         force_login = force_login or age > authz.max_age
     # An application-initiated action (Keycloak's kc_action), run once the user is signed in.
-    kc_action = (params.get(flows.KC_ACTION) or "")[:255]
-    force_login = force_login or flows.kc_action_needs_reauthentication(realm, kc_action, existing)
+    kc_action = (params.get(engine.KC_ACTION) or "")[:255]
+    force_login = force_login or engine.kc_action_needs_reauthentication(realm, kc_action, existing)
     auth_session = auth_sessions.start(
         request, realm, client, protocol=PROTOCOL, client_data=asdict(authz),
         force_login=force_login, login_hint=authz.login_hint,
     )
     if kc_action:
-        auth_session.notes[flows.KC_ACTION] = kc_action
+        auth_session.notes[engine.KC_ACTION] = kc_action
     auth_session.binding = binding
     if params.get("ui_locales"):
         auth_session.notes[messages.UI_LOCALES_NOTE] = params["ui_locales"][:255]
     loa.request(auth_session, acr_values, level, essential=authz.acr_essential)
-    return flows.advance(request, realm, client, auth_session, interactive="none" not in authz.prompt)
+    return engine.advance(request, realm, client, auth_session, interactive="none" not in authz.prompt)
 
 
 # Responses ---------------------------------------------------------------------------------------
@@ -420,7 +420,7 @@ def _complete(ctx, user_session):
             code_challenge_method=data["code_challenge_method"],
         )
     params = {"code": code, "state": data["state"], "session_state": user_session.pk,
-              **flows.kc_action_params(ctx.auth_session)}
+              **engine.kc_action_params(ctx.auth_session)}
     if TOKEN in parts or ID_TOKEN in parts:
         params.update(_front_channel_tokens(ctx, user_session, client_session, data, code, parts))
     events.emit(ctx.realm, "LOGIN", client_id=client.client_id, user_id=ctx.user.pk, session_id=user_session.pk,
@@ -483,7 +483,7 @@ def _fail(ctx, error):
 
 def register():
     """OIDC's sign-in completion; called from ``OidcConfig.ready``."""
-    flows.register_protocol(PROTOCOL, _complete, _fail)
+    engine.register_protocol(PROTOCOL, _complete, _fail)
 
 
 def account_sign_in_url(request, realm, redirect_uri, **params):

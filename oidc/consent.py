@@ -11,7 +11,7 @@ docs/decisions/0010-consent-in-the-completion.md).
 import dataclasses
 import secrets
 
-from realms import auth_sessions, events, flows
+from realms import auth_sessions, engine, events
 from realms.consents import Consent
 from realms.messages import Message
 from realms.models import ClientScope
@@ -75,7 +75,7 @@ def ask(ctx, user_session, scopes):
     tab = dataclasses.replace(ctx.auth_session, tab_id=secrets.token_urlsafe(9), auth_methods=[], current="",
                               sso_session_id=user_session.pk, notes={**ctx.auth_session.notes, ASKED: "true"})
     auth_sessions.save(tab, ctx.realm)
-    page = flows.AuthContext(ctx.request, ctx.realm, ctx.client, tab).render("consent.html", {
+    page = engine.AuthContext(ctx.request, ctx.realm, ctx.client, tab).render("consent.html", {
         "client_name": ctx.client.name or ctx.client.client_id,
         "scopes": [consent_text(s) for s in scopes],
     })

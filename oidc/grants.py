@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
-from realms import flows, sessions
+from realms import engine, flows, sessions
 from realms.events import emit
 from realms.flows import SSO_AUTH
 from realms.models import ClientSession, UserSession
@@ -299,7 +299,7 @@ def password(exchange):
     scopes, openid = tokens.resolve_scopes(exchange.client_config, params.get("scope", ""))
     # The realm's (or the client's) direct-grant flow identifies the user; a step that would
     # show a page, or a pending required action, is an invalid_grant as in Keycloak.
-    ctx, outcome = flows.run_direct_grant(exchange.request, realm, client, params, protocol=PROTOCOL)
+    ctx, outcome = engine.run_direct_grant(exchange.request, realm, client, params, protocol=PROTOCOL)
     user = ctx.user
     exchange.user_id = user.pk if user is not None else ""
     if outcome.kind != flows.Outcome.SUCCESS:

@@ -16,7 +16,8 @@ class RealmsConfig(AppConfig):
         from .credentials.password import Password
         from .credentials.recovery_codes import RecoveryCodes
         from .credentials.webauthn import WebAuthn, WebAuthnPasswordless
-        from .flows import register_authenticator, register_login_actions
+        from .flows import register_authenticator
+        from .engine import register_login_actions
         from .users.actions import register_required_action
         from .services import ensure_master_realm
 

@@ -4,7 +4,7 @@ completion it registered with ``realms.flows.register_protocol``."""
 from django.shortcuts import redirect
 from django.views.decorators.http import require_http_methods
 
-from . import action_tokens, auth_sessions, events, flows, organizations, realm_cache, themes
+from . import action_tokens, auth_sessions, engine, events, flows, organizations, realm_cache, themes
 from .messages import Message
 from .models import User
 from .required_actions import update_email
@@ -35,7 +35,7 @@ def authenticate(request, realm):
     realm_obj, client, auth_session = _load(request, realm)
     if client is None:
         return auth_session
-    return flows.advance(request, realm_obj, client, auth_session, is_action=request.method == "POST")
+    return engine.advance(request, realm_obj, client, auth_session, is_action=request.method == "POST")
 
 
 def _switch(binding, allowed=None):
@@ -51,7 +51,7 @@ def _switch(binding, allowed=None):
         auth_session.binding = binding
         auth_session.executions, auth_session.current, auth_session.flow_done = {}, "", False
         auth_session.user_id, auth_session.auth_methods = "", []
-        return flows.advance(request, realm_obj, client, auth_session)
+        return engine.advance(request, realm_obj, client, auth_session)
 
     return view
 
@@ -113,7 +113,7 @@ def action_token(request, realm):
                                 ip_address=ip, verified=True)
         if original is not None and original.user_id == user.pk:
             original.notes[update_email.CONFIRMED_NOTE] = user.email
-            return flows.advance(request, realm_obj, client, original)
+            return engine.advance(request, realm_obj, client, original)
         return _message(request, realm_obj, Message("emailUpdated", user.email), back_url=claims.get("reduri", ""),
                         message_header="emailUpdatedTitle")
     if typ == action_tokens.VERIFY_EMAIL:
@@ -123,13 +123,13 @@ def action_token(request, realm):
         events.emit(realm_obj, "VERIFY_EMAIL", client_id=client.client_id, user_id=user.pk, ip_address=ip,
                     details={"email": user.email, "action": typ})
         if original is not None and original.user_id == user.pk:
-            return flows.advance(request, realm_obj, client, original)
+            return engine.advance(request, realm_obj, client, original)
         return _message(request, realm_obj, "emailVerifiedMessage", back_url=claims.get("reduri", ""))
     if typ == action_tokens.RESET_CREDENTIALS:
         auth_session = original if original is not None and original.user_id == user.pk else _new_session(
             request, realm_obj, client, user, flows.RESET_CREDENTIALS, redirect_uri="")
         auth_session.notes[EMAIL_VERIFIED_NOTE] = user.pk
-        return flows.advance(request, realm_obj, client, auth_session)
+        return engine.advance(request, realm_obj, client, auth_session)
     auth_session = _new_session(request, realm_obj, client, user, flows.BROWSER,
                                 redirect_uri=claims.get("reduri", ""))
     auth_session.flow_done = True  # the link stands for the sign-in: only the actions remain
@@ -143,7 +143,7 @@ def action_token(request, realm):
     auth_session.required_actions = actions
     events.emit(realm_obj, "EXECUTE_ACTIONS", client_id=client.client_id, user_id=user.pk, ip_address=ip,
                 details={"required_actions": ",".join(auth_session.required_actions)})
-    return flows.advance(request, realm_obj, client, auth_session)
+    return engine.advance(request, realm_obj, client, auth_session)
 
 
 def _organization_invitation(request, config, realm, claims):
@@ -155,11 +155,11 @@ def _organization_invitation(request, config, realm, claims):
     if org is None or client is None or not client.enabled:
         return _message(request, realm, "invalidCodeMessage", status=400)
     if not claims.get("sub"):
-        auth_session = auth_sessions.start(request, realm, client, protocol=flows.LOGIN_ACTIONS, client_data={})
+        auth_session = auth_sessions.start(request, realm, client, protocol=engine.LOGIN_ACTIONS, client_data={})
         auth_session.binding = flows.REGISTRATION
         auth_session.notes[organizations.INVITE_NOTE] = organizations.invitation_note(claims)
-        auth_session.notes[flows.REDIRECT_NOTE] = claims.get("reduri", "")
-        return flows.advance(request, realm, client, auth_session)
+        auth_session.notes[engine.REDIRECT_NOTE] = claims.get("reduri", "")
+        return engine.advance(request, realm, client, auth_session)
     user = User.objects.filter(realm=realm, pk=claims["sub"]).first()
     if user is None or not user.enabled or user.email.lower() != str(claims.get("eml", "")).lower():
         return _message(request, realm, "invalidCodeMessage", status=400)
@@ -189,11 +189,11 @@ def _original_session(request, realm, claims):
 def _new_session(request, realm, client, user, binding, *, redirect_uri):
     """A sign-in opened by the link in a browser that has none: it ends on the "account
     updated" page (with a link back to the application when the token names one)."""
-    auth_session = auth_sessions.start(request, realm, client, protocol=flows.LOGIN_ACTIONS, client_data={})
+    auth_session = auth_sessions.start(request, realm, client, protocol=engine.LOGIN_ACTIONS, client_data={})
     auth_session.binding = binding
     auth_session.user_id = user.pk
-    auth_session.notes[flows.END_AFTER_ACTIONS] = "true"
+    auth_session.notes[engine.END_AFTER_ACTIONS] = "true"
     if redirect_uri:
-        auth_session.notes[flows.REDIRECT_NOTE] = redirect_uri
+        auth_session.notes[engine.REDIRECT_NOTE] = redirect_uri
     return auth_session
 

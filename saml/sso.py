@@ -7,7 +7,7 @@ and delivered as the client's settings say.
 import uuid
 
 
-from realms import auth_sessions, events, flows, sessions
+from realms import auth_sessions, engine, events, sessions
 from realms.models import Client
 from realms.web import client_address, realm_url
 
@@ -57,7 +57,7 @@ def start_sso(request, realm, message):
         return error_response(request, realm, client, data, exc)
     auth_session = auth_sessions.start(request, realm, client.client, protocol=c.PROTOCOL, client_data=data,
                                        force_login=root.get("ForceAuthn") in ("true", "1"))
-    return flows.advance(request, realm, client.client, auth_session,
+    return engine.advance(request, realm, client.client, auth_session,
                          interactive=root.get("IsPassive") not in ("true", "1"))
 
 
@@ -74,7 +74,7 @@ def start_idp_initiated(request, realm, url_name, relay_state=""):
             "relay_state": client.attributes.get(c.ATTR_IDP_INITIATED_RELAY_STATE) or relay_state,
             "name_id_format": client.name_id_format}
     auth_session = auth_sessions.start(request, realm, found, protocol=c.PROTOCOL, client_data=data)
-    return flows.advance(request, realm, found, auth_session)
+    return engine.advance(request, realm, found, auth_session)
 
 
 # Responses ---------------------------------------------------------------------------------
@@ -173,4 +173,4 @@ def _fail(ctx, error):
 
 def register():
     """SAML's sign-in completion; called from ``SamlConfig.ready``."""
-    flows.register_protocol(c.PROTOCOL, _complete, _fail)
+    engine.register_protocol(c.PROTOCOL, _complete, _fail)

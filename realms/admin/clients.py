@@ -4,7 +4,7 @@ from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from .. import flows
+from .. import engine
 from ..models import Client, ClientScopeLink, ProtocolMapper, Role, UserSession
 from ..accounts import enable_service_account
 from ..services import add_default_client_scopes
@@ -24,7 +24,7 @@ OIDC_ONLY = {"public_client", "bearer_only", "client_authenticator_type", "stand
 
 
 def protocol_choices():
-    return [(p, PROTOCOL_NAMES.get(p, p)) for p in flows.provider_ids()["login-protocol"]]
+    return [(p, PROTOCOL_NAMES.get(p, p)) for p in engine.provider_ids()["login-protocol"]]
 
 
 class ClientScopeLinkInline(RealmScopedInline):

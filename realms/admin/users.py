@@ -16,7 +16,7 @@ from django.utils.html import format_html
 from django.shortcuts import get_object_or_404
 from django.utils.html import format_html_join
 
-from .. import consents, flows, impersonation, password_policy, sessions, storage
+from .. import consents, engine, impersonation, password_policy, sessions, storage
 from ..models import Client, Credential, User, UserSession, effective_roles
 from ..accounts import create_user
 from .audit import admin_event, object_event, role_ids, role_mapping_events
@@ -64,7 +64,7 @@ class UserPasswordForm(SetPasswordForm):
 class UserForm(forms.ModelForm):
     required_actions = forms.MultipleChoiceField(
         required=False, widget=forms.CheckboxSelectMultiple,
-        choices=lambda: [(a, a) for a in flows.provider_ids()["required-action"]],
+        choices=lambda: [(a, a) for a in engine.provider_ids()["required-action"]],
         help_text="Asked at the next sign-in.")
 
     def __init__(self, *args, **kwargs):

@@ -7,7 +7,7 @@ import time
 from rest_framework import exceptions
 from rest_framework.response import Response
 
-from .. import flows, themes
+from .. import engine, themes
 from ..admin_permissions import administers
 from ..models import Realm
 from .views import ApiView
@@ -41,7 +41,7 @@ class ServerInfo(ApiView):
                        for kind in ("login", "account", "email", "admin", "welcome", "common")},
             "providers": {spi: {"internal": True, "providers": {name: {"order": 0, "operationalInfo": {}}
                                                                 for name in names}}
-                          for spi, names in flows.provider_ids().items()},
+                          for spi, names in engine.provider_ids().items()},
             "passwordPolicies": [],
             "protocolMapperTypes": {},
             "builtinProtocolMappers": {},

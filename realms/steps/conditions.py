@@ -3,7 +3,8 @@ import logging
 import re
 
 from .. import loa
-from ..flows import Authenticator, execution_levels, is_configured
+from ..flows import Authenticator
+from ..engine import execution_levels, is_configured
 from ..models import Role, effective_roles, group_with_ancestors
 
 logger = logging.getLogger("idp.flows")

@@ -11,7 +11,7 @@ from django.forms import modelform_factory
 from django.test import RequestFactory
 from django.utils import timezone
 
-from realms import flows, password_policy, realm_cache, storage
+from realms import engine, flows, password_policy, realm_cache, storage
 from realms.accounts import create_user
 from realms.admin.realm import RealmForm
 from realms.auth_sessions import AuthSession
@@ -142,7 +142,7 @@ def sign_in(rf_realm):
 
     def step(post=None):
         request = factory.post("/", post) if post is not None else factory.get("/")
-        return flows.run(flows.AuthContext(request, realm, client, auth_session, is_action=post is not None))
+        return engine.run(engine.AuthContext(request, realm, client, auth_session, is_action=post is not None))
 
     return step
 
@@ -196,7 +196,7 @@ def test_an_expired_password_stops_the_password_grant(rf_realm):
     user = create_user(realm, "alice", password=PASSWORD)
     _age_password(user, 31)
     request = RequestFactory().post("/")
-    _, outcome = flows.run_direct_grant(request, realm, client, {"username": "alice", "password": PASSWORD},
+    _, outcome = engine.run_direct_grant(request, realm, client, {"username": "alice", "password": PASSWORD},
                                         protocol="openid-connect")
     assert outcome.error == "resolve_required_actions" and outcome.description == "Account is not fully set up"
 

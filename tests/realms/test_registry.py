@@ -24,15 +24,15 @@ def test_a_class_is_registered_as_one_instance_under_its_own_key():
 
 def test_every_keyed_extension_point_is_a_registry():
     from oidc import mappers
-    from realms import credentials, flows, sessions, storage
+    from realms import credentials, engine, flows, sessions, storage
     from realms.users import actions
     from webhooks import dispatch
 
-    points = [credentials._types, flows._authenticators, actions._required_actions, flows._protocols,
+    points = [credentials._types, flows._authenticators, actions._required_actions, engine._protocols,
               sessions._frontchannel_logout, storage._factories, storage._validators, storage._secrets,
               mappers.REGISTRY, dispatch._jobs]
     assert all(isinstance(p, Registry) for p in points)
     # Filled from the apps' ready(): the built-ins are there.
     assert {"password", "otp"} <= set(credentials._types) and "auth-username-password-form" in flows._authenticators
     assert "ldap" in storage._factories and "oidc-audience-mapper" in mappers.REGISTRY
-    assert {"openid-connect", "saml", "login-actions"} <= set(flows._protocols)
+    assert {"openid-connect", "saml", "login-actions"} <= set(engine._protocols)

@@ -4,7 +4,7 @@ import pytest
 from django.http import HttpResponse
 from django.test import RequestFactory
 
-from realms import flows
+from realms import engine, flows
 from realms.auth_sessions import AuthSession
 from realms.flows import ALTERNATIVE, CONDITIONAL, DISABLED, REQUIRED, Authenticator, Flow, Outcome, step, sub_flow
 from realms.models import Credential, User
@@ -80,7 +80,7 @@ def make_ctx(realm, client_app):
 
     def make(post=None):
         request = factory.post("/", post) if post is not None else factory.get("/")
-        return flows.AuthContext(request, realm, client_app, auth_session, is_action=post is not None)
+        return engine.AuthContext(request, realm, client_app, auth_session, is_action=post is not None)
 
     return make
 
@@ -103,7 +103,7 @@ def test_builtin_browser_flow_matches_keycloak(realm):
 
 
 def test_default_flow_without_cookie_shows_the_login_form(make_ctx):
-    outcome = flows.run(make_ctx())
+    outcome = engine.run(make_ctx())
     assert outcome.kind == Outcome.CHALLENGE
     assert b'name="username"' in outcome.response.content
     assert make_ctx().auth_session.current == "4.0"  # forms, after the Organization sub-flow passed over
@@ -113,53 +113,53 @@ def test_first_succeeding_alternative_completes_and_skips_the_rest(realm, user, 
     _use(realm, registry, Flow("alts", (step("test-skip", ALTERNATIVE), step("test-pass", ALTERNATIVE, username="alice"),
                                         step("test-ask", ALTERNATIVE))))
     ctx = make_ctx()
-    assert flows.run(ctx).kind == Outcome.SUCCESS
+    assert engine.run(ctx).kind == Outcome.SUCCESS
     assert ctx.user == user and ctx.auth_session.executions == {"0": "skipped", "1": "success"}
 
 
 def test_disabled_steps_never_run(realm, user, registry, make_ctx):
     _use(realm, registry, Flow("d", (step("test-ask", DISABLED), step("test-pass", REQUIRED, username="alice"))))
-    assert flows.run(make_ctx()).kind == Outcome.SUCCESS
+    assert engine.run(make_ctx()).kind == Outcome.SUCCESS
 
 
 def test_alternatives_are_ignored_beside_required_steps(realm, user, registry, make_ctx):
     _use(realm, registry, Flow("mixed", (step("test-pass", ALTERNATIVE, username="alice"),
                                          step("test-ask", REQUIRED))))
-    outcome = flows.run(make_ctx())
+    outcome = engine.run(make_ctx())
     assert outcome.kind == Outcome.CHALLENGE and outcome.response.content == b"ask 1"
 
 
 def test_required_steps_run_in_order_and_posts_go_to_the_asking_step(realm, user, registry, make_ctx):
     _use(realm, registry, Flow("seq", (step("test-pass", REQUIRED, username="alice"), step("test-ask", REQUIRED),
                                        sub_flow("more", REQUIRED, step("test-ask", REQUIRED)))))
-    assert flows.run(make_ctx()).response.content == b"ask 1"
-    wrong = flows.run(make_ctx({"answer": "no"}))
+    assert engine.run(make_ctx()).response.content == b"ask 1"
+    wrong = engine.run(make_ctx({"answer": "no"}))
     assert wrong.kind == Outcome.FAILURE and wrong.response.content == b"wrong 1"
-    assert flows.run(make_ctx({"answer": "yes"})).response.content == b"ask 2.0"
+    assert engine.run(make_ctx({"answer": "yes"})).response.content == b"ask 2.0"
     ctx = make_ctx({"answer": "yes"})
-    assert flows.run(ctx).kind == Outcome.SUCCESS
+    assert engine.run(ctx).kind == Outcome.SUCCESS
     assert ctx.auth_session.auth_methods == ["test", "ask1", "ask2.0"]
 
 
 def test_required_step_that_does_not_apply_fails_the_flow(realm, registry, make_ctx):
     _use(realm, registry, Flow("r", (step("test-skip", REQUIRED),)))
-    assert flows.run(make_ctx()).kind == Outcome.FAILURE
+    assert engine.run(make_ctx()).kind == Outcome.FAILURE
 
 
 def test_unregistered_step_is_passed_over_as_alternative(realm, user, registry, make_ctx):
     _use(realm, registry, Flow("u1", (step("not-installed", ALTERNATIVE), step("test-pass", ALTERNATIVE, username="alice"))))
-    assert flows.run(make_ctx()).kind == Outcome.SUCCESS
+    assert engine.run(make_ctx()).kind == Outcome.SUCCESS
 
 
 def test_unregistered_step_fails_the_flow_as_required(realm, user, registry, make_ctx):
     _use(realm, registry, Flow("u2", (step("test-pass", REQUIRED, username="alice"), step("not-installed", REQUIRED))))
-    outcome = flows.run(make_ctx())
+    outcome = engine.run(make_ctx())
     assert outcome.kind == Outcome.FAILURE and outcome.error == "required_step_unavailable"
 
 
 def test_flow_where_nothing_authenticates_fails(realm, registry, make_ctx):
     _use(realm, registry, Flow("none", (step("test-skip", ALTERNATIVE),)))
-    outcome = flows.run(make_ctx())
+    outcome = engine.run(make_ctx())
     assert outcome.kind == Outcome.FAILURE and outcome.response is None
 
 
@@ -173,17 +173,17 @@ def _otp_flow():
 def test_conditional_sub_flow_is_skipped_when_user_has_no_otp(realm, user, registry, make_ctx):
     _use(realm, registry, _otp_flow())
     ctx = make_ctx()
-    assert flows.run(ctx).kind == Outcome.SUCCESS
+    assert engine.run(ctx).kind == Outcome.SUCCESS
     assert ctx.auth_session.executions["1"] == "skipped"
 
 
 def test_conditional_sub_flow_runs_a_step_registered_from_outside(realm, user, registry, make_ctx):
     Credential.objects.create(user=user, type=Credential.OTP, secret_data="seed")
     _use(realm, registry, _otp_flow())
-    assert flows.run(make_ctx()).response.content == b"otp"
-    assert flows.run(make_ctx({"otp": "000000"})).response.content == b"otp wrong"
+    assert engine.run(make_ctx()).response.content == b"otp"
+    assert engine.run(make_ctx({"otp": "000000"})).response.content == b"otp wrong"
     ctx = make_ctx({"otp": "123456"})
-    assert flows.run(ctx).kind == Outcome.SUCCESS
+    assert engine.run(ctx).kind == Outcome.SUCCESS
     assert ctx.auth_session.auth_methods == ["pwd", "otp"]
 
 
@@ -191,27 +191,27 @@ def test_builtin_browser_flow_asks_for_otp_once_the_step_exists(realm, user_with
     from tests.oidc.browser.conftest import PASSWORD
 
     Credential.objects.create(user=user_with_password, type=Credential.OTP, secret_data="seed")
-    flows.run(make_ctx())
-    outcome = flows.run(make_ctx({"username": "bob", "password": PASSWORD}))
+    engine.run(make_ctx())
+    outcome = engine.run(make_ctx({"username": "bob", "password": PASSWORD}))
     assert outcome.kind == Outcome.CHALLENGE and outcome.response.content == b"otp"
 
 
 def test_conditional_flow_without_condition_never_runs(realm, user, registry, make_ctx):
     _use(realm, registry, Flow("c", (step("test-pass", REQUIRED, username="alice"),
                                      sub_flow("x", CONDITIONAL, step("test-ask", REQUIRED)))))
-    assert flows.run(make_ctx()).kind == Outcome.SUCCESS
+    assert engine.run(make_ctx()).kind == Outcome.SUCCESS
 
 
 def test_required_action_update_password(realm, user, registry, make_ctx):
     user.required_actions = ["UPDATE_PASSWORD"]
     user.save()
     _use(realm, registry, Flow("p", (step("test-pass", REQUIRED, username="alice"),)))
-    outcome = flows.run(make_ctx())
+    outcome = engine.run(make_ctx())
     assert outcome.kind == Outcome.CHALLENGE and b'name="password-new"' in outcome.response.content
-    mismatch = flows.run(make_ctx({"password-new": "a-new-password", "password-confirm": "other"}))
+    mismatch = engine.run(make_ctx({"password-new": "a-new-password", "password-confirm": "other"}))
     assert mismatch.kind == Outcome.CHALLENGE and b"Passwords don&#x27;t match." in mismatch.response.content
     assert b'aria-describedby="input-error-password-confirm"' in mismatch.response.content
-    assert flows.run(make_ctx({"password-new": "a-new-password", "password-confirm": "a-new-password"})).kind \
+    assert engine.run(make_ctx({"password-new": "a-new-password", "password-confirm": "a-new-password"})).kind \
         == Outcome.SUCCESS
     user.refresh_from_db()
     assert user.required_actions == []
@@ -224,7 +224,7 @@ def test_unknown_required_action_refuses_sign_in(realm, user, registry, make_ctx
     user.required_actions = ["UPDATE_PASSWORD", "NOT_INSTALLED_ACTION"]
     user.save()
     _use(realm, registry, Flow("p", (step("test-pass", REQUIRED, username="alice"),)))
-    outcome = flows.run(make_ctx())
+    outcome = engine.run(make_ctx())
     assert outcome.kind == Outcome.FAILURE and outcome.error == "required_action_unavailable"
     assert outcome.response is None  # the protocol answers the client with an error
 
@@ -233,10 +233,10 @@ def test_disabled_user_cannot_finish(realm, user, registry, make_ctx):
     user.enabled = False
     user.save()
     _use(realm, registry, Flow("p", (step("test-pass", REQUIRED, username="alice"),)))
-    outcome = flows.run(make_ctx())
+    outcome = engine.run(make_ctx())
     assert outcome.kind == Outcome.FAILURE and outcome.error == "user_disabled"
 
 
 def test_unknown_flow_alias_fails(realm, registry, make_ctx):
     realm.browser_flow = "no such flow"
-    assert flows.run(make_ctx()).error == "flow_not_found"
+    assert engine.run(make_ctx()).error == "flow_not_found"

@@ -143,3 +143,22 @@ def test_layering(graph):
         if target.partition(".")[0] in FORBIDDEN.get(module.partition(".")[0], ())
     )
     assert wrong == []
+
+
+def test_migrations_import_no_live_code():
+    """A migration does tomorrow what it did when it was written: beside Django it names only the
+    model fields and field defaults its operations refer to, never code whose behaviour may change
+    (built-in definitions are frozen into its own data files)."""
+    allowed = {f"{app}.models" for app in APPS} | {"realms.crypto"}
+    wrong = []
+    for path in sorted(ROOT.glob("*/migrations/*.py")):
+        for node in ast.walk(_parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            wrong += [f"{path.relative_to(ROOT)}: {name}" for name in names
+                      if name.partition(".")[0] in PACKAGES and name not in allowed]
+    assert wrong == []

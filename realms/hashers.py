@@ -92,9 +92,8 @@ class Argon2idHasher(Argon2PasswordHasher):
     minimum configurations OWASP lists (with m=19 MiB/t=2 and m=12 MiB/t=3). Of those it is the
     cheapest here in CPU per check, which leaves room for tens of sign-ins per core-second.
     Django's hasher and encoding (the PHC string argon2-cffi writes and reads), the hash computed
-    by ``argon2_raw``: argon2-cffi's C library, which ``scripts/setup.sh`` builds for AVX2 or
-    AVX-512, whichever hashes faster on the machine (decisions 0046 and 0056), in a kept arena
-    (decision 0054)."""
+    by ``argon2_raw``: argon2-cffi's C library, in the build for the vector units of the CPU the
+    process runs on (``realms.argon2_build``, decision 0058), in a kept arena (decision 0054)."""
 
     time_cost = 5
     memory_cost = 7168

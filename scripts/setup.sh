@@ -47,27 +47,39 @@ if [ ! -f "$stamp" ] || [ "$wanted" != "$installed" ]; then
   echo "setup: installing Python packages ($spec)"
   .venv/bin/pip install -q --upgrade pip
   .venv/bin/pip install -q -e "$spec"
-  # Argon2's C library (argon2-cffi-bindings) built here for the CPU's vector units: the published
-  # wheels carry SSE2 code only, about twice the CPU per password check. Built for AVX2 and, where
-  # the CPU has it, AVX-512; the build that hashes fastest here is kept (decisions 0046 and 0056:
-  # AVX-512 saves a quarter on some CPUs and nothing on others). A venv built so runs on such CPUs
-  # only. Not from pip's wheel cache, which does not tell builds with other CFLAGS apart. -O2
-  # named: a Python whose own build flags carry none (pyenv's) compiled the setuptools-built
-  # releases before 26 unoptimised, some 25 times slower; 26's CMake build adds -O3 after it.
-  if [ "$(uname -m)" = x86_64 ] && grep -qw avx2 /proc/cpuinfo; then
-    echo "setup: building Argon2 for this CPU"
+  # Argon2's C library (argon2-cffi-bindings): the published wheel stays installed, whose SSE2 code
+  # every x86-64 CPU runs. Beside it, in .venv/argon2, builds for the AVX2 and AVX-512 this CPU has,
+  # about half the CPU per password check, in the order scripts/argon2_builds.py measures (AVX-512
+  # first only where it hashes clearly faster). Each process loads the first its own CPU has, else
+  # the published one (realms/argon2_build.py, which the .pth file imports at every start of the
+  # venv's Python, before anything imports argon2): a venv or image built here runs on any x86-64
+  # machine (decision 0058). The wheel is reinstalled over an earlier setup's own build. The
+  # builds are not taken from pip's wheel cache, which does not tell builds with other CFLAGS
+  # apart. -O2 named: a Python whose own build flags carry none (pyenv's) compiled the
+  # setuptools-built releases before 26 unoptimised, some 25 times slower; 26's CMake build adds
+  # -O3 after it.
+  if [ "$(uname -m)" = x86_64 ]; then
     version=$(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("argon2-cffi-bindings"))')
-    builds=$(mktemp -d)
-    for unit in avx2 avx512f; do
+    .venv/bin/pip install -q --force-reinstall --no-deps --only-binary argon2-cffi-bindings \
+      "argon2-cffi-bindings==$version"
+    rm -rf .venv/argon2
+    builds=$(mktemp -d); units=()
+    for unit in avx2 avx512f; do  # the first is the default
       grep -qw "$unit" /proc/cpuinfo || continue
+      echo "setup: building Argon2 for $unit"
       CFLAGS="-O2 -m$unit" ARGON2_CFFI_USE_SSE2=1 .venv/bin/pip wheel -q --no-deps --no-cache-dir \
         --no-binary argon2-cffi-bindings "argon2-cffi-bindings==$version" -w "$builds/$unit"
+      units+=("$builds/$unit")
     done
-    # Its own line: set -e stops setup here when the chooser refuses a build.
-    fastest=$(.venv/bin/python scripts/argon2_fastest.py "$builds"/*)
-    .venv/bin/pip install -q --force-reinstall --no-deps "$fastest"
+    if ((${#units[@]})); then
+      .venv/bin/python scripts/argon2_builds.py .venv/argon2 "${units[@]}"  # stops at a wrong hash
+    fi
     rm -rf "$builds"
   fi
+  # Named to come after the editable install's .pth, whose path entry it needs: site reads them in
+  # name order.
+  echo "import realms.argon2_build" \
+    >"$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/service_identity-argon2.pth"
   rm -f .venv/.installed-*; echo "$wanted" >"$stamp"
 fi
 

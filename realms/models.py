@@ -490,10 +490,9 @@ class User(RealmOwned, AbstractBaseUser):
 
     def __getstate__(self):
         # A pickled user (the SSO session's cached copy) carries no credential rows (hashes, OTP
-        # secrets, keys) nor a password hash not yet stored: those stay in the database.
+        # secrets, keys): those stay in the database.
         state = super().__getstate__()
         state.pop("_credentials", None)
-        state.pop("_pending_password", None)
         return state
 
     def refresh_from_db(self, *args, **kwargs):
@@ -503,55 +502,19 @@ class User(RealmOwned, AbstractBaseUser):
     def password_credential(self):
         return next((c for c in self.stored_credentials() if c.type == Credential.PASSWORD), None)
 
-    def set_password(self, raw_password):
-        """Store a password without the policy's checks (Django's contract; every writer calls
-        ``storage.set_password``, which checks first); the hash and the history follow the realm's
-        policy. Stored now for a saved user, else with the user's first save."""
-        from . import password_policy
-
-        self._pending_password = password_policy.hash_password(self.realm, raw_password)
-        if self.pk and not self._state.adding:
-            self._save_password()
-
-    def _save_password(self):
-        from . import password_policy
-
-        encoded = self.__dict__.pop("_pending_password", None)
-        if encoded is None:
-            return
-        password_policy.replace_password(self, encoded)
-        self.forget_credentials()
-
     def save(self, *args, **kwargs):
         if self._state.adding and not args and not kwargs:
             rows.create(self)  # every user made: the row without the save machinery's compiler
         else:
             super().save(*args, **kwargs)
-        self._save_password()
+
+    # Django's password contract does not apply: a password is a credential of the user's store,
+    # set by ``storage.set_password`` and checked by the sign-in (``signin.check_password``).
+    def set_password(self, raw_password):
+        raise NotImplementedError("a password is a credential: set it with realms.storage.set_password")
 
     def check_password(self, raw_password):
-        """Check against the stored hash; one the realm's policy would not make now (a Keycloak
-        hash, another algorithm or other iterations) is replaced by a new one."""
-        from django.contrib.auth.hashers import check_password
-
-        cred = self.password_credential()
-        if cred is None or not raw_password:
-            from .hashers import spend_check_time
-
-            spend_check_time(raw_password)
-            return False
-
-        from . import password_policy
-
-        valid = check_password(raw_password, cred.secret_data)
-        if valid and password_policy.needs_rehash(self.realm, cred.secret_data):
-            cred.secret_data = password_policy.hash_password(self.realm, raw_password)
-            cred.save(update_fields=["secret_data"])
-        return valid
-
-    def set_unusable_password(self):
-        self.credentials.filter(type=Credential.PASSWORD).delete()
-        self.forget_credentials()
+        raise NotImplementedError("a password is checked by the user's store: realms.signin.check_password")
 
     def has_usable_password(self):
         return self.credentials.filter(type=Credential.PASSWORD).exists()

@@ -55,7 +55,7 @@ def test_password_authentication_off_refuses_the_right_password(realm, kdc):
 def test_a_local_user_of_the_same_name_is_never_taken_over(realm, kdc):
     add_kerberos_component(realm, kdc)
     local = User.objects.create(realm=realm, username="alice")
-    local.set_password("local password")
+    storage.set_password(local.realm, local, "local password")
     local.save()
     assert signin.check_password(realm, "alice", ALICE_PASSWORD).error == "invalid_user_credentials"
     assert signin.check_password(realm, "alice", "local password").ok

@@ -18,7 +18,12 @@ from realms import password_policy, signin, storage
 from realms.accounts import create_user
 from realms.models import Component, User
 from realms.representation import export_realm, import_realm
-from tests.realms.test_signin import login_errors, password_grant, redirect_query, sign_in
+from tests.realms.test_signin import (
+    login_errors,
+    password_grant,
+    redirect_query,
+    sign_in,
+)
 
 from .conftest import make_provider
 from .slapd import MIN_PASSWORD_LENGTH, PEOPLE, SERVICE_DN, SERVICE_PASSWORD, SIZE_LIMIT
@@ -594,7 +599,11 @@ def test_active_directory_password_is_written_to_unicode_pwd(realm, directory, a
 def test_self_registration_creates_the_entry_with_sync_registrations(realm, web_app, directory):
     from django.test import Client as HttpClient
 
-    from tests.selfservice.test_reset_and_registration import FORM, form_action, register_page
+    from tests.selfservice.test_reset_and_registration import (
+        FORM,
+        form_action,
+        register_page,
+    )
 
     realm.registration_allowed = True
     realm.save()

@@ -9,7 +9,6 @@ from realms import signin
 from realms.models import Client, Component, Group, Role, User
 from realms.representation import import_realm
 from realms.representation.fields import RepresentationError
-
 from tests.realms.test_scim import PATCH, hr, scim  # noqa: F401 (fixtures)
 
 from .conftest import make_provider

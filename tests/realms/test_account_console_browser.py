@@ -14,8 +14,9 @@ from realms.models import Client as ClientModel
 from realms.models import ClientScope, User, UserSession
 from realms.services import create_realm
 from realms.sessions import create_user_session
-from tests.oidc.browser.conftest import PASSWORD, make_client
 from tests.browser import CHROMIUM_ARGS
+from tests.oidc.browser.conftest import PASSWORD, make_client
+from tests.passwords import holds_password
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 AXE = Path(__file__).resolve().parents[1] / "js" / "node_modules" / "axe-core" / "axe.min.js"
@@ -93,7 +94,7 @@ def test_change_the_password_in_the_console_under_the_policy(acme, base, page):
     page.locator("#password-confirm").fill("a much longer new password")
     page.locator("#save-password").click()
     assert "Your password has been updated." in page.locator("#notice").inner_text()
-    assert User.objects.get(realm=acme, username="bob").check_password("a much longer new password")
+    assert holds_password(User.objects.get(realm=acme, username="bob"), "a much longer new password")
 
 
 def test_sign_out_another_session_and_revoke_a_consent(acme, base, page):

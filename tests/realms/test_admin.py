@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 import pytest
 from django.contrib.auth.hashers import make_password
 
-from realms import keys
+from realms import keys, storage
 from realms.models import (
     Client,
     ClientScope,
@@ -24,6 +24,7 @@ from realms.models import (
     User,
 )
 from tests.browser import CHROMIUM_ARGS
+from tests.passwords import holds_password
 
 pytestmark = pytest.mark.django_db
 
@@ -168,7 +169,7 @@ def test_only_master_admins_sign_in(client, master, password_hash):
 def test_a_realm_user_named_like_the_admin_cannot_sign_in(client, master, acme, password_hash):
     with_password(make_admin(master, "root"), password_hash)
     twin = User.objects.create(realm=acme, username="root")
-    twin.set_password("the-twins-own-password")
+    storage.set_password(twin.realm, twin, "the-twins-own-password")
     twin.roles.add(Role.objects.create(realm=acme, name="admin"))
     response = client.post("/admin/master/console/login/", {"username": "root", "password": "the-twins-own-password"})
     assert response.status_code == 200 and "errornote" in response.content.decode()
@@ -424,7 +425,7 @@ def test_set_password_through_the_console(console, acme):
                                   "temporary": "on"})
     assert response.status_code == 302
     user.refresh_from_db()
-    assert user.check_password("n3w-Passw0rd") and not user.check_password("typo")
+    assert holds_password(user, "n3w-Passw0rd") and not holds_password(user, "typo")
     assert user.required_actions == ["UPDATE_PASSWORD"]
     credential = user.credentials.get(type=Credential.PASSWORD)
     assert credential.secret_data.startswith("argon2$argon2id$") and "n3w-Passw0rd" not in credential.secret_data

@@ -4,7 +4,7 @@ admins to its members, master users with a realm's X-realm roles administer that
 import pytest
 from django.test import Client as Browser
 
-from realms import realm_cache
+from realms import realm_cache, storage
 from realms.accounts import create_user
 from realms.models import Client, Realm, Role, User
 from realms.representation import import_realm
@@ -36,8 +36,7 @@ def test_group_admin_in_the_console_sees_and_edits_the_group_members_only():
     realm_cache.clear()
     fgap = import_realm(load("keycloak-fgap-realm-kc26-full-export.json")).realm
     for user in User.objects.filter(realm=fgap, service_account_client=None):
-        user.set_password(PASSWORD)
-        user.save()
+        storage.set_password(user.realm, user, PASSWORD)
     browser = sign_in("de-dua-0", "fgap")
     assert listed_users(browser, fgap) == ["de-user-0", "de-user-1", "de-user-2"]
     de1, at0 = (User.objects.get(realm=fgap, username=n) for n in ("de-user-1", "at-user-0"))

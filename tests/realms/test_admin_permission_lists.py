@@ -8,7 +8,7 @@ import json
 import pytest
 from django.test import Client as Browser
 
-from realms import realm_cache
+from realms import realm_cache, storage
 from realms.models import Client, Group, Realm, Role, User
 from realms.representation import import_realm
 from tests.realms.test_admin_rest_api import PASSWORD, Api, token
@@ -42,8 +42,7 @@ def fgap_realm(*permissions, policies=()):
                        "applyPolicies": json.dumps([policy])}})
     realm = import_realm(data).realm
     for user in User.objects.filter(realm=realm, username__in=["de-dua-0", "uk-dua-0"]):
-        user.set_password(PASSWORD)
-        user.save()
+        storage.set_password(user.realm, user, PASSWORD)
     return realm
 
 

@@ -10,13 +10,12 @@ from types import SimpleNamespace
 import pytest
 from django.db import transaction
 
-from realms import realm_cache
+from realms import realm_cache, storage
 from realms.accounts import create_user
 from realms.admin_permissions import Admin, can
 from realms.api import resources
 from realms.api.authentication import Caller
-from realms.api.permissions import RealmRole
-from realms.api.permissions import required_role
+from realms.api.permissions import RealmRole, required_role
 from realms.api.views import LOCATED, RealmResource
 from realms.models import Client, Realm, Role, User
 from realms.representation import RepresentationError, export_realm, import_realm
@@ -178,8 +177,7 @@ def test_admin_of_realm_b_sees_nothing_of_realm_a():
 
 def _with_passwords(realm):
     for user in User.objects.filter(realm=realm, service_account_client=None):
-        user.set_password(PASSWORD)
-        user.save()
+        storage.set_password(user.realm, user, PASSWORD)
 
 
 @pytest.fixture

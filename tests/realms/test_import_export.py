@@ -13,10 +13,24 @@ from django.core.management import call_command
 
 from realms import crypto, rows
 from realms.keys import realm_keys
-from realms.models import (Client, ClientScope, Credential, Group, ProtocolMapper, Realm, RealmKey, Role, User,
-                          client_role_names, effective_role_ids, effective_role_ids_column, effective_roles,
-                          realm_role_names)
+from realms.models import (
+    Client,
+    ClientScope,
+    Credential,
+    Group,
+    ProtocolMapper,
+    Realm,
+    RealmKey,
+    Role,
+    User,
+    client_role_names,
+    effective_role_ids,
+    effective_role_ids_column,
+    effective_roles,
+    realm_role_names,
+)
 from realms.representation import RepresentationError, export_realm, import_realm
+from tests.passwords import holds_password
 
 pytestmark = pytest.mark.django_db
 
@@ -155,17 +169,17 @@ def test_testrealm_effective_roles_are_exactly_what_the_file_implies():
     key = RealmKey.objects.get(realm=realm)
     assert serialization.load_pem_public_key(key.public_key_pem.encode()).public_bytes(
         serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo) == public_der
-    assert user(realm, "test-user@localhost").check_password("password")
+    assert holds_password(user(realm, "test-user@localhost"), "password")
 
 
 def test_keycloak_argon2_password_verifies_and_is_upgraded():
     realm = import_realm(load("keycloak-fgap-realm-kc26-full-export.json")).realm
     u = user(realm, "at-dua-0")
     assert u.password_credential().secret_data.startswith("keycloak_argon2$")
-    assert not u.check_password("wrong")
-    assert u.check_password("test")
+    assert not holds_password(u, "wrong")
+    assert holds_password(u, "test")
     assert u.password_credential().secret_data.startswith("argon2$argon2id$")
-    assert u.check_password("test")
+    assert holds_password(u, "test")
 
 
 def _pbkdf2(digest, password, salt, iterations):
@@ -207,7 +221,7 @@ def test_every_credential_form_becomes_a_usable_password():
     for username, password in [("plain", "pw-plain"), ("old-sha256", "pw-256"), ("new-sha512", "pw-512"),
                                ("new-sha1", "pw-1"), ("new-argon2", "pw-argon")]:
         u = user(realm, username)
-        assert u.check_password(password), username
+        assert holds_password(u, password), username
         assert u.password_credential().secret_data.startswith("argon2$argon2id$"), username
     otp = Credential.objects.get(user__realm=realm, type="otp")
     # Kept encrypted at rest (realms.crypto); the export below gives Keycloak's string back.
@@ -220,7 +234,7 @@ def test_every_credential_form_becomes_a_usable_password():
     data = json.loads(cred["credentialData"])
     assert data["algorithm"] == "argon2" and data["additionalParameters"]["type"] == ["id"]
     again = import_realm({"realm": "creds2", "users": [exported["plain"]]}).realm
-    assert user(again, "plain").check_password("pw-plain")
+    assert holds_password(user(again, "plain"), "pw-plain")
     assert exported["otp-user"]["credentials"][0]["secretData"] == users[-1]["credentials"][0]["secretData"]
 
 

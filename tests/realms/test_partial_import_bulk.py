@@ -12,6 +12,7 @@ from django.test import Client
 
 from realms.accounts import create_user
 from realms.models import Credential, Event, Group, Role, User
+from tests.passwords import holds_password
 from tests.realms.test_admin_rest_api import acme, master_api  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.django_db
@@ -104,11 +105,11 @@ def test_every_field_of_a_user_survives_the_bulk_path(structure, master_api):
         assert _sign_in(username, "wrong-password").json()["error"] == "invalid_grant"
     bob = User.objects.get(realm=acme, username="bob")
     assert bob.required_actions == ["VERIFY_EMAIL"]
-    assert bob.check_password("bob-password-1")
+    assert holds_password(bob, "bob-password-1")
     dee = User.objects.get(realm=acme, username="dee")
     assert (dee.enabled, dee.not_before, dee.required_actions) == (False, 42, ["UPDATE_PASSWORD"])
     assert dee.password_credential().secret_data.startswith("argon2$argon2id$")  # plain: hashed under the policy
-    assert dee.check_password("dee-password-1")
+    assert holds_password(dee, "dee-password-1")
     # As Keycloak's import: no default role, and one admin event per user (of the realm).
     assert not ann.roles.filter(pk=acme.default_role_id).exists()
     paths = set(Event.objects.filter(realm=acme, kind=Event.ADMIN, type="CREATE", resource_type="REALM")
@@ -173,8 +174,8 @@ def test_skip_with_a_conflict_in_the_middle_of_a_batch_keeps_it(acme, master_api
     assert [r["resourceName"] for r in answer["results"][1:]] == [f"u{i:03d}" for i in range(50) if i != 25]
     kept = User.objects.get(pk=old.pk)
     assert (kept.email, kept.attributes) == ("old@example.org", {})
-    assert kept.check_password("old-password-1")
-    assert User.objects.get(realm=acme, username="u049").check_password("password-49")
+    assert holds_password(kept, "old-password-1")
+    assert holds_password(User.objects.get(realm=acme, username="u049"), "password-49")
     assert Event.objects.filter(realm=acme, kind=Event.ADMIN).count() == 49
 
 
@@ -191,7 +192,7 @@ def test_overwrite_with_a_conflict_in_the_middle_of_a_batch_replaces_it(acme, ma
     assert not User.objects.filter(pk=old.pk).exists() or new.pk == old.pk
     assert (new.email, new.attributes) == ("u025@example.org", {"n": ["25"]})
     assert not new.roles.exists() and not new.groups.exists()
-    assert not new.check_password("old-password-1") and new.check_password("password-25")
+    assert not holds_password(new, "old-password-1") and holds_password(new, "password-25")
     assert Credential.objects.filter(user=new).count() == 1
     assert Event.objects.filter(realm=acme, kind=Event.ADMIN, type="UPDATE").count() == 1
     assert Event.objects.filter(realm=acme, kind=Event.ADMIN, type="CREATE").count() == 49

@@ -19,6 +19,7 @@ from realms.models import Client, Credential, Realm, Role, User
 from realms.password_policy import PasswordPolicyError, PolicyConfigError
 from realms.representation import RepresentationError, export_realm, import_realm
 from realms.services import create_realm
+from tests.passwords import holds_password
 
 pytestmark = pytest.mark.django_db
 
@@ -90,7 +91,7 @@ def test_the_issue_case_abc_is_refused_under_length_and_digits():
         storage.set_password(user.realm, user, "abcdefghijkl")
     assert not user.has_usable_password()
     storage.set_password(user.realm, user, "abcdefghij12")
-    assert user.check_password("abcdefghij12")
+    assert holds_password(user, "abcdefghij12")
 
 
 # --- Policies this server cannot enforce are refused where they are set ---------------------------
@@ -181,7 +182,7 @@ def test_an_expired_password_must_be_changed_under_the_policy_at_sign_in(rf_real
     assert sign_in({"password-new": "New-passw0rd-2025", "password-confirm": "New-passw0rd-2025"}).kind \
         == flows.Outcome.SUCCESS
     user.refresh_from_db()
-    assert user.required_actions == [] and user.check_password("New-passw0rd-2025")
+    assert user.required_actions == [] and holds_password(user, "New-passw0rd-2025")
 
 
 def test_a_recent_password_is_not_expired(rf_realm, sign_in):
@@ -214,7 +215,7 @@ def test_history_refuses_the_last_n_passwords_and_keeps_only_those():
     storage.set_password(user.realm, user, "first-pass-1")  # three changes ago: allowed again
     types = sorted(user.credentials.values_list("type", flat=True))
     assert types == ["password", "password-history", "password-history"]
-    assert user.check_password("first-pass-1") and not user.check_password("fourth-pass-4")
+    assert holds_password(user, "first-pass-1") and not holds_password(user, "fourth-pass-4")
 
 
 def test_without_a_history_policy_old_passwords_are_not_kept():
@@ -243,7 +244,7 @@ def test_the_console_form_shows_the_policy_error_next_to_the_field(client):
     assert not user.has_usable_password()
 
     response = client.post(url, {"new_password1": "long-enough-Pass", "new_password2": "long-enough-Pass"})
-    assert response.status_code == 302 and user.check_password("long-enough-Pass")
+    assert response.status_code == 302 and holds_password(user, "long-enough-Pass")
 
 
 def test_the_console_realm_form_refuses_a_policy_it_cannot_enforce():
@@ -269,7 +270,7 @@ def test_a_plaintext_credential_breaking_the_policy_fails_the_import_with_its_pa
 
     data["users"][1]["credentials"][0]["value"] = "alice-long-password"
     realm = import_realm(data).realm
-    assert User.objects.get(realm=realm, username="alice").check_password("alice-long-password")
+    assert holds_password(User.objects.get(realm=realm, username="alice"), "alice-long-password")
 
 
 # --- Hash algorithm and iterations ---------------------------------------------------------------------
@@ -279,7 +280,7 @@ def test_new_hashes_follow_the_hash_policy_and_old_ones_are_upgraded_at_sign_in(
     user = create_user(realm, "alice", password=PASSWORD)
     encoded = user.password_credential().secret_data
     assert encoded.startswith("keycloak_pbkdf2_sha512$1000$")
-    assert user.check_password(PASSWORD) and user.password_credential().secret_data == encoded  # no rehash
+    assert holds_password(user, PASSWORD) and user.password_credential().secret_data == encoded  # no rehash
     credential = export_realm(realm)["users"][0]["credentials"][0]
     assert '"algorithm": "pbkdf2-sha512"' in credential["credentialData"]
     assert '"hashIterations": 1000' in credential["credentialData"]
@@ -287,13 +288,13 @@ def test_new_hashes_follow_the_hash_policy_and_old_ones_are_upgraded_at_sign_in(
     realm.password_policy = "hashAlgorithm(pbkdf2-sha256)"  # default iterations: Keycloak's 600000
     realm.save()
     user = User.objects.get(pk=user.pk)
-    assert user.check_password(PASSWORD)
+    assert holds_password(user, PASSWORD)
     assert user.password_credential().secret_data.startswith("keycloak_pbkdf2_sha256$600000$")
 
     realm.password_policy = ""  # Keycloak's default: argon2
     realm.save()
     user = User.objects.get(pk=user.pk)
-    assert user.check_password(PASSWORD)
+    assert holds_password(user, PASSWORD)
     assert user.password_credential().secret_data.startswith("argon2$argon2id$")
 
 
@@ -320,7 +321,7 @@ def test_new_argon2id_hashes_are_the_standard_ones_and_are_not_rehashed_at_sign_
                                                               memory_cost=7168, parallelism=1, hash_len=32, type=Type.ID)
     assert PasswordHasher().verify(encoded.removeprefix("argon2"), PASSWORD)
     assert Argon2idHasher().encode(PASSWORD, "same-salt") == Argon2idHasher().encode(PASSWORD, "same-salt")
-    assert user.check_password(PASSWORD) and user.password_credential().secret_data == encoded  # no rehash
+    assert holds_password(user, PASSWORD) and user.password_credential().secret_data == encoded  # no rehash
     assert not password_policy.needs_rehash(realm, encoded)
     assert password_policy.needs_rehash(Realm(name="other", password_policy="hashIterations(3)"), encoded)
     # hashes made by earlier releases (16-byte salts) still verify and are kept
@@ -428,7 +429,7 @@ def test_the_user_storage_credential_update_is_held_to_the_policy():
         storage.REALM_DATABASE.update_credential(realm, user, Credential.PASSWORD, "short")
     assert not user.has_usable_password()
     assert storage.REALM_DATABASE.update_credential(realm, user, Credential.PASSWORD, "long-enough-pass")
-    assert user.check_password("long-enough-pass")
+    assert holds_password(user, "long-enough-pass")
 
 
 def test_a_stored_policy_that_cannot_be_enforced_fails_closed_for_new_passwords_only():
@@ -440,5 +441,5 @@ def test_a_stored_policy_that_cannot_be_enforced_fails_closed_for_new_passwords_
     user = User.objects.select_related("realm").get(pk=user.pk)
     with pytest.raises(PasswordPolicyError, match="^Invalid password: new password does not match password policies.$"):
         storage.set_password(user.realm, user, "a-perfectly-fine-password")
-    assert user.check_password(PASSWORD)
+    assert holds_password(user, PASSWORD)
 

@@ -13,6 +13,7 @@ from realms.models import Client as ClientModel
 from realms.models import Event, Group, ProtocolMapper, Role, User
 from realms.representation import export_realm
 from realms.services import add_default_client_scopes, create_realm
+from tests.passwords import holds_password
 
 pytestmark = pytest.mark.django_db
 
@@ -138,7 +139,7 @@ def test_users_create_read_filter_sort_page(scim, hr):
     assert "password" not in alice
     stored = User.objects.get(pk=alice["id"])
     assert (stored.email, stored.first_name, stored.attributes["externalId"]) == ("alice@example.org", "Alice", ["hr-1"])
-    assert stored.check_password("alice-pass-1")
+    assert holds_password(stored, "alice-pass-1")
     duplicate = scim("post", "Users", {"schemas": [USER], "userName": "ALICE"})
     assert duplicate.status_code == 409 and duplicate.json()["scimType"] == "uniqueness"
     new_user(scim, "bob", name={"familyName": "Builder"}, active=False, emails=[{"value": "bob@example.com"}])

@@ -11,6 +11,7 @@ from realms import realm_cache
 from realms.accounts import create_user
 from realms.models import Event, Realm, Role, User
 from realms.shared_cache import GENERATIONS
+from tests.passwords import holds_password
 from tests.realms.test_admin_rest_api import PASSWORD, Api, acme, master_api, token  # noqa: F401 (fixtures)
 from tests.realms.test_signin_cost import _statements
 
@@ -32,7 +33,7 @@ def test_creating_a_user_keeps_the_realms_cached_configuration(acme, master_api)
     assert realm_cache.get_realm("acme") is config
     user = User.objects.get(realm=acme, username="new")
     assert user.roles.filter(pk=acme.default_role_id).exists()  # still the realm's default role
-    assert user.check_password("New-password-1")
+    assert holds_password(user, "New-password-1")
     assert Event.objects.filter(realm=acme, kind=Event.ADMIN, type="CREATE", resource_path=f"users/{user.pk}").exists()
 
 
@@ -155,4 +156,4 @@ def test_setting_a_password_reads_the_user_once_and_not_the_realm_again(acme, ma
         "SELECT realms_user + SELECT realms_realm", "SELECT realms_user", "WITH realms_credential",
         "UPDATE realms_user", "SELECT realms_usersession", "INSERT realms_event"]
     user = User.objects.get(pk=user_id)
-    assert user.check_password("Other-password-2") and user.required_actions == ["UPDATE_PASSWORD"]
+    assert holds_password(user, "Other-password-2") and user.required_actions == ["UPDATE_PASSWORD"]

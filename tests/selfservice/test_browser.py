@@ -10,10 +10,10 @@ from playwright.sync_api import sync_playwright
 from realms.accounts import create_user
 from realms.models import User
 from realms.services import create_realm
-from tests.oidc.browser.conftest import PASSWORD, make_client
 from tests.browser import CHROMIUM_ARGS
+from tests.oidc.browser.conftest import PASSWORD, make_client
 from tests.oidc.browser.test_browser_playwright import _auth_url
-
+from tests.passwords import holds_password
 from tests.realms.test_account_console_browser import add_totp_device
 
 from .conftest import link_in
@@ -97,7 +97,7 @@ def test_forgot_password_by_email(base, site, mailbox):
         query = parse_qs(urlsplit(page.url).query)
     assert "You should receive an email shortly" in info
     assert query["state"] == ["st-reset"] and query["code"]
-    assert User.objects.get(realm=site, username="bob").check_password("fresh-Password-1")
+    assert holds_password(User.objects.get(realm=site, username="bob"), "fresh-Password-1")
 
 
 def test_a_newcomers_first_visit_from_registration_to_the_account_console(base, site, mailbox):
@@ -148,7 +148,7 @@ def test_a_newcomers_first_visit_from_registration_to_the_account_console(base, 
     carol = User.objects.get(realm=site, username="carol")
     assert "minimum length 10" in register_message and console_message == "Invalid password: minimum length 10."
     assert arrived["state"] == ["st-first"] and arrived["code"] and carol.email_verified
-    assert "Your password has been updated." in password_notice and carol.check_password(new_password)
+    assert "Your password has been updated." in password_notice and holds_password(carol, new_password)
     assert "carol's phone" in devices and [c.user_label for c in carol.credentials.filter(type="otp")] == [
         "carol's phone"]
     assert UserSession.objects.filter(user=carol).count() == 1  # the console's own; the application's ended

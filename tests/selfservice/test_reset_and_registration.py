@@ -12,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 
 from realms.models import Credential, Event, User
 from tests.oidc.browser.conftest import PASSWORD
+from tests.passwords import holds_password
 
 from .conftest import link_in
 
@@ -85,7 +86,7 @@ def test_forgot_password_by_email_then_signed_in(realm, web_app, bob, mailbox, s
     done = http.post(form_action(update), {"password-new": NEW_PASSWORD, "password-confirm": NEW_PASSWORD})
     assert redirect_query(done)["code"]
     bob.refresh_from_db()
-    assert bob.check_password(NEW_PASSWORD)
+    assert holds_password(bob, NEW_PASSWORD)
     types = set(Event.objects.filter(realm=realm, user_id=bob.pk).values_list("type", flat=True))
     assert {"SEND_RESET_PASSWORD", "RESET_PASSWORD", "LOGIN"} <= types
 
@@ -187,7 +188,7 @@ def test_register_then_signed_in(realm, web_app):
     done = http.post(form_action(page), FORM)
     assert redirect_query(done)["code"]
     alice = User.objects.get(realm=realm, username="alice")
-    assert alice.email == "alice@example.com" and alice.check_password(PASSWORD) and not alice.email_verified
+    assert alice.email == "alice@example.com" and holds_password(alice, PASSWORD) and not alice.email_verified
     assert alice.roles.filter(pk=realm.default_role_id).exists()
     assert Event.objects.filter(realm=realm, type="REGISTER", user_id=alice.pk).exists()
 

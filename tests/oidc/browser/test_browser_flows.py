@@ -6,8 +6,19 @@ from django.test import RequestFactory
 
 from realms import engine, flows
 from realms.auth_sessions import AuthSession
-from realms.flows import ALTERNATIVE, CONDITIONAL, DISABLED, REQUIRED, Authenticator, Flow, Outcome, step, sub_flow
+from realms.flows import (
+    ALTERNATIVE,
+    CONDITIONAL,
+    DISABLED,
+    REQUIRED,
+    Authenticator,
+    Flow,
+    Outcome,
+    step,
+    sub_flow,
+)
 from realms.models import Credential, User
+from tests.passwords import holds_password
 
 
 class Pass(Authenticator):
@@ -215,7 +226,7 @@ def test_required_action_update_password(realm, user, registry, make_ctx):
         == Outcome.SUCCESS
     user.refresh_from_db()
     assert user.required_actions == []
-    assert user.check_password("a-new-password")
+    assert holds_password(user, "a-new-password")
 
 
 def test_unknown_required_action_refuses_sign_in(realm, user, registry, make_ctx):

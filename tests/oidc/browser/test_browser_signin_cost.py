@@ -11,10 +11,11 @@ from django.db import connection
 from django.test import Client as HttpClient
 from django.test.utils import CaptureQueriesContext
 
-from realms import auth_sessions
+from realms import auth_sessions, storage
 from realms.accounts import enable_service_account
 from realms.models import Credential, User, UserSession
 from tests.oidc.browser.conftest import PASSWORD
+from tests.passwords import holds_password
 
 AUTH = "/realms/acme/protocol/openid-connect/auth"
 PARAMS = {"client_id": "web-app", "redirect_uri": "https://app.example/cb", "response_type": "code",
@@ -107,7 +108,7 @@ def test_username_is_matched_without_regard_to_case(client, realm, client_app, u
 
 def test_service_account_cannot_sign_in_with_the_form(client, realm, client_app):
     account = enable_service_account(client_app)
-    account.set_password(PASSWORD)
+    storage.set_password(account.realm, account, PASSWORD)
     page = client.get(AUTH, PARAMS)
     response = client.post(_action(page), {"username": account.username, "password": PASSWORD})
     assert response.status_code == 200 and "Invalid username or password." in response.content.decode()
@@ -119,7 +120,7 @@ def test_password_credential_of_highest_priority_counts(realm, user_with_passwor
     Credential.objects.create(user=user_with_password, type=Credential.PASSWORD, priority=current.priority - 1,
                               secret_data=make_password("another password"))
     user = User.objects.get(pk=user_with_password.pk)
-    assert user.password_credential().pk == current.pk and user.check_password(PASSWORD)
+    assert user.password_credential().pk == current.pk and holds_password(user, PASSWORD)
     Credential.objects.filter(pk=current.pk).update(priority=current.priority - 2)
     user = User.objects.get(pk=user_with_password.pk)  # rows are read once per instance (one sign-in)
-    assert user.password_credential().pk != current.pk and not user.check_password(PASSWORD)
+    assert user.password_credential().pk != current.pk and not holds_password(user, PASSWORD)

@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from realms.models import Credential
 from tests.oidc.browser.test_browser_authorize import _action, _params, _query, _sign_in
+from tests.passwords import holds_password
 
 
 def test_an_expired_password_is_changed_under_the_policy_on_the_pages(client, realm, client_app, user_with_password):
@@ -29,4 +30,4 @@ def test_an_expired_password_is_changed_under_the_policy_on_the_pages(client, re
     _, query = _query(client.post(_action(page), {"password-new": new, "password-confirm": new}))
     assert query["code"] and query["state"] == "st-123"
     user_with_password.refresh_from_db()
-    assert user_with_password.required_actions == [] and user_with_password.check_password(new)
+    assert user_with_password.required_actions == [] and holds_password(user_with_password, new)

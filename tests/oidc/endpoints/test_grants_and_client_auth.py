@@ -8,6 +8,7 @@ from jwcrypto import jwk
 
 from oidc import jose
 from oidc.tokens import decode
+from realms import storage
 from realms.models import Event, User
 
 from .conftest import SECRET, basic, client_of, token_url
@@ -94,9 +95,8 @@ def test_unknown_realm_is_404(http, realm):
 
 @pytest.fixture
 def bob(realm):
-    user = User(realm=realm, username="bob", enabled=True)
-    user.set_password("correct horse")
-    user.save()
+    user = User.objects.create(realm=realm, username="bob", enabled=True)
+    storage.set_password(realm, user, "correct horse")
     return user
 
 

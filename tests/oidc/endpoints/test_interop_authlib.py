@@ -12,6 +12,7 @@ from authlib.integrations.requests_client import OAuth2Session
 from joserfc import jwt
 from joserfc.jwk import KeySet
 
+from realms import storage
 from realms.models import User
 
 from .conftest import REDIRECT, SECRET
@@ -22,7 +23,7 @@ PASSWORD = "interop-password-1"
 @pytest.fixture
 def rp(live_server, realm):
     user = User.objects.get(realm=realm, username="alice")
-    user.set_password(PASSWORD)
+    storage.set_password(user.realm, user, PASSWORD)
     base = f"{live_server.url}/realms/{realm.name}"
     meta = requests.get(f"{base}/.well-known/openid-configuration", timeout=10).json()
     return meta

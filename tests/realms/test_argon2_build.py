@@ -56,11 +56,10 @@ def test_the_chooser_never_picks_a_unit_the_cpu_lacks(order):
 # then argon2 imported as the project does; prints the file loaded and the hash it computes.
 LOAD = """
 import sys
-from pathlib import Path
 from realms import argon2_build
 argon2_build.cpu_flags = lambda: set(sys.argv[1].split())
 if len(sys.argv) > 2:
-    argon2_build.BUILDS = Path(sys.argv[2])
+    argon2_build.BUILDS = sys.argv[2]
 from argon2.low_level import Type, hash_secret_raw
 print(sys.modules["_argon2_cffi_bindings._ffi"].__file__)
 print(hash_secret_raw(b"password", b"0123456789abcdef", time_cost=5, memory_cost=7168, parallelism=1,
@@ -82,16 +81,17 @@ def test_a_process_of_the_venv_loads_the_build_chosen_for_its_cpu():
     answer = subprocess.run([sys.executable, "-c", "import sys, argon2.low_level; "
                              "print(sys.modules['_argon2_cffi_bindings._ffi'].__file__)"],
                             capture_output=True, text=True, check=True)
-    assert Path(answer.stdout.strip()) == (argon2_build.chosen_build() or PUBLISHED)
+    assert Path(answer.stdout.strip()) == Path(argon2_build.chosen_build() or PUBLISHED)
 
 
 @pytest.mark.parametrize("lacking", [{"avx512f"}, {"avx512f", "avx2"}])
 def test_a_cpu_without_a_unit_gets_the_next_build_down_with_the_venvs_builds(lacking):
     # This machine's own builds (none where it has no AVX2), on a CPU said to lack some units.
     flags = argon2_build.cpu_flags() - lacking
-    order = (argon2_build.BUILDS / "order").read_text().split() if argon2_build.BUILDS.exists() else []
+    builds = Path(argon2_build.BUILDS)
+    order = (builds / "order").read_text().split() if builds.exists() else []
     unit = argon2_build.choose(order, flags)
-    assert load(flags) == (next(argon2_build.BUILDS.glob(f"{unit}.*")) if unit else PUBLISHED)
+    assert load(flags) == (next(builds.glob(f"{unit}.*")) if unit else PUBLISHED)
     assert unit not in lacking
 
 

@@ -12,7 +12,7 @@ from django.db import transaction
 from realms.admin import ConsoleAdmin
 from realms.admin.audit import admin_event, owning_realm
 from realms.models import Component
-from realms.storage import open_config
+from realms.users.storage import open_config
 
 from .ldap.api import add_default_mappers
 from .ldap.config import CACHE_POLICIES, EDIT_MODES, MAPPER_TYPE, ConfigError, LdapConfig

@@ -9,13 +9,13 @@ from django.views.generic import RedirectView
 from idp import views
 from oidc import demo as oidc_demo
 from oidc.views.discovery import realm_info
-from realms.api.openapi import OpenApi
-from realms.api.realms import Realms
-from realms.api.serverinfo import ServerInfo
+from realms.admin_api.openapi import OpenApi
+from realms.admin_api.realms import Realms
+from realms.admin_api.serverinfo import ServerInfo
 
 urlpatterns = [
     path("", views.welcome, name="welcome"),
-    path("admin/realms/", include("realms.api.urls")),
+    path("admin/realms/", include("realms.admin_api.urls")),
     re_path(r"^admin/realms$", Realms.as_view()),
     # Keycloak's JavaScript admin client asks for //admin/serverinfo (a base path "/" joined to
     # "/admin/serverinfo"); Keycloak answers it, so do we. (A group, not "^/?", which Django's

@@ -8,8 +8,8 @@ from django.conf import settings
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
-from realms import messages, themes
-from realms.bootstrap import DEMO_REALM
+from realms.http import messages, themes
+from realms.representation.bootstrap import DEMO_REALM
 from realms.models import Realm
 
 logger = logging.getLogger("idp.errors")

@@ -12,10 +12,11 @@ from django.urls import path
 from rest_framework import status
 from rest_framework.response import Response
 
-from realms import admin_events, consents
-from realms.api import errors
-from realms.api.users import user_of
-from realms.api.views import RealmResource
+from realms.audit import admin_events
+from realms.users import consents
+from realms.admin_api import errors
+from realms.admin_api.users import user_of
+from realms.admin_api.views import RealmResource
 from realms.models import Client, ClientScope
 
 from .models import ConsentGrant

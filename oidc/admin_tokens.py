@@ -1,14 +1,14 @@
-"""The Admin REST API's token check (registered in ``realms.api`` from ``OidcConfig.ready()``).
+"""The Admin REST API's token check (registered in ``realms.admin_api`` from ``OidcConfig.ready()``).
 
 As Keycloak's admin API does: the token names its realm by its issuer; it must be signed with
 that realm's keys, carry exactly that realm's issuer URL, be unexpired, issued after the realm's
 not-before, an access token (``typ`` Bearer), not revoked, and still backed by a live SSO
 session (``sid``) with this client, an enabled client and an enabled user. What the caller may
-do is decided afterwards, from the database (``realms.api.permissions``)."""
+do is decided afterwards, from the database (``realms.admin_api.permissions``)."""
 from django.http import Http404
 
-from realms.api.authentication import Caller, InvalidToken
-from realms.web import realm_url
+from realms.admin_api.authentication import Caller, InvalidToken
+from realms.http.web import realm_url
 
 from . import jose, tokens
 from .realm_cache import get_realm

@@ -28,11 +28,14 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 from django.http import HttpResponseRedirect
 from django.utils import timezone
 
-from realms import auth_sessions, engine, events, flows, loa, messages, sessions, sso_cookie, themes
-from realms.flows import SSO_AUTH
-from realms.messages import Message
-from realms.redirects import is_valid_redirect_uri, with_params
-from realms.web import base_url, client_address, realm_url
+from realms.sso import auth_sessions, sessions, sso_cookie
+from realms.signin import engine, flows, loa
+from realms.audit import events
+from realms.http import messages, themes
+from realms.signin.flows import SSO_AUTH
+from realms.http.messages import Message
+from realms.http.redirects import is_valid_redirect_uri, with_params
+from realms.http.web import base_url, client_address, realm_url
 
 from . import codes, consent, jose, tokens
 from .backchannel import ISSUER_NOTE

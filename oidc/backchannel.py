@@ -1,12 +1,12 @@
 """Back-channel logout (OpenID Connect Back-Channel Logout 1.0).
 
-When an SSO session ends (``realms.sessions.session_ended``), every OIDC client of the session
+When an SSO session ends (``realms.sso.sessions.session_ended``), every OIDC client of the session
 that registered ``backchannel.logout.url`` gets a signed logout token POSTed to its back end,
 after the transaction commits (a rolled-back logout tells nobody). Session expiry is not a
 sign-out and is not propagated (Keycloak does the same).
 
 The URL comes from whoever can edit a client, so it is called under the outbound address policy
-(``realms.outbound``): resolved once, public addresses only unless allowlisted (dev mode: loopback),
+(``realms.http.outbound``): resolved once, public addresses only unless allowlisted (dev mode: loopback),
 connected to the checked address, no redirects, short timeouts.
 """
 import logging
@@ -17,9 +17,10 @@ from urllib.parse import urlencode, urlsplit
 
 from django.db import transaction
 
-from realms import outbound, sessions
-from realms.keys import realm_keys
-from realms.web import realm_url
+from realms.http import outbound
+from realms.sso import sessions
+from realms.data.keys import realm_keys
+from realms.http.web import realm_url
 
 from . import jose
 

@@ -19,7 +19,7 @@ from urllib.parse import unquote_plus
 from django.core.cache import cache
 from jwcrypto import jwk
 
-from realms.outbound import OutboundError, fetch_json
+from realms.http.outbound import OutboundError, fetch_json
 
 from . import jose
 from .errors import InvalidClient

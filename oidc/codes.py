@@ -17,8 +17,8 @@ from datetime import timezone as dt_timezone
 from django.db import connection
 from django.utils import timezone
 
-from realms import rows
-from realms.crypto import constant_time_equals
+from realms.data import rows
+from realms.data.crypto import constant_time_equals
 from realms.models import ClientSession
 
 from .errors import InvalidGrant

@@ -11,9 +11,11 @@ docs/decisions/0010-consent-in-the-completion.md).
 import dataclasses
 import secrets
 
-from realms import auth_sessions, engine, events
-from realms.consents import Consent
-from realms.messages import Message
+from realms.sso import auth_sessions
+from realms.signin import engine
+from realms.audit import events
+from realms.users.consents import Consent
+from realms.http.messages import Message
 from realms.models import ClientScope
 
 from . import tokens
@@ -53,7 +55,7 @@ def grant(realm, user, client, scopes, ip_address=""):
 
 
 def user_consents(user):
-    """The user's grants as ``realms.consents.Consent`` (registered as the realm's consent store)."""
+    """The user's grants as ``realms.users.consents.Consent`` (registered as the realm's consent store)."""
     grants = list(ConsentGrant.objects.filter(user=user).select_related("client"))
     scopes = {s.pk: s for s in ClientScope.objects.filter(pk__in={i for g in grants for i in g.scope_ids})}
     return [Consent(g.client, [scopes[i] for i in g.scope_ids if i in scopes], g.created, g.updated) for g in grants]

@@ -24,8 +24,8 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET
 
-from realms import themes
-from realms.bootstrap import DEMO_CALLBACK_PATH, DEMO_CLIENT, DEMO_REALM
+from realms.http import themes
+from realms.representation.bootstrap import DEMO_CALLBACK_PATH, DEMO_CLIENT, DEMO_REALM
 from realms.models import Realm
 
 from . import jose

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
-from realms import engine, flows, sessions
-from realms.events import emit
-from realms.flows import SSO_AUTH
+from realms.signin import engine, flows
+from realms.sso import sessions
+from realms.audit.events import emit
+from realms.signin.flows import SSO_AUTH
 from realms.models import ClientSession, UserSession
 
 from . import tokens

@@ -1,6 +1,6 @@
 """Compact JWS signing and verification on the hot paths.
 
-Keys are jwcrypto JWKs (parsed once, cached by realms.keys and the resource-server JWKS cache);
+Keys are jwcrypto JWKs (parsed once, cached by realms.data.keys and the resource-server JWKS cache);
 the signature itself is computed by ``cryptography`` on the key object jwcrypto hands out
 (``get_op_key``). jwcrypto's JWS object costs about 60 µs of Python around a 16 µs RSA verify,
 which alone would cap local validation below the 20,000/s the resource-server helper must reach,

@@ -19,10 +19,12 @@ from django.core import signing
 from django.db import transaction
 from django.http import HttpResponseRedirect
 
-from realms import events, sessions, sso_cookie, themes
-from realms.messages import Message
-from realms.redirects import is_valid_redirect_uri, with_params
-from realms.web import client_address, realm_url
+from realms.audit import events
+from realms.sso import sessions, sso_cookie
+from realms.http import themes
+from realms.http.messages import Message
+from realms.http.redirects import is_valid_redirect_uri, with_params
+from realms.http.web import client_address, realm_url
 
 from . import tokens
 from .client_auth import authenticate

@@ -9,7 +9,7 @@ register more types with ``register``.
 import functools
 import json
 
-from realms import organizations
+from realms.users import organizations
 from realms.registry import Registry
 
 ACCESS, ID, USERINFO, INTROSPECTION = "access", "id", "userinfo", "introspection"

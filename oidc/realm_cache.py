@@ -1,4 +1,4 @@
-"""OpenID Connect's share of the cached realm configuration (``realms.realm_cache``).
+"""OpenID Connect's share of the cached realm configuration (``realms.data.realm_cache``).
 
 Per client: its client scopes, protocol mappers (compiled per combination of scopes and token
 type), scope roles and service account; per realm: users' effective roles. All of it hangs on
@@ -10,9 +10,18 @@ import re
 import threading
 from collections import OrderedDict
 
-from realms import realm_cache
-from realms.models import (Client, ClientScope, ClientScopeLink, ProtocolMapper, Role, User, effective_roles,
-                           effective_roles_in, expand_composites)
+from realms.data import realm_cache
+from realms.models import (
+    Client,
+    ClientScope,
+    ClientScopeLink,
+    ProtocolMapper,
+    Role,
+    User,
+    effective_roles,
+    effective_roles_in,
+    expand_composites,
+)
 
 from .mappers import compile_mappers
 

@@ -8,9 +8,10 @@ import time
 
 from django.core.cache import cache
 
-from realms import loa, sessions
-from realms.events import emit
-from realms.keys import realm_keys
+from realms.signin import loa
+from realms.sso import sessions
+from realms.audit.events import emit
+from realms.data.keys import realm_keys
 from realms.models import ClientScope, ClientSession, User
 
 from . import jose, tokens

@@ -17,9 +17,9 @@ from django.conf import settings
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from realms import sessions
-from realms.flows import SSO_AUTH
-from realms.keys import realm_keys
+from realms.sso import sessions
+from realms.signin.flows import SSO_AUTH
+from realms.data.keys import realm_keys
 
 from . import jose
 from .errors import InvalidScope, ServerError

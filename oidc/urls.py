@@ -8,7 +8,7 @@ from .views import authorize, discovery, logout, session_status, token, userinfo
 OIDC = "protocol/openid-connect/"
 # The machine-to-machine ones (JSON; callers authenticate with their own credentials or a bearer
 # token): the project's short path through the middleware (idp.middleware), and sslRequired
-# refusals there are OAuth JSON (realms.transport).
+# refusals there are OAuth JSON (realms.http.transport).
 PROTOCOL_ENDPOINTS = re.compile(
     r"^/realms/[^/]+/(?:protocol/openid-connect/(?:token|token/introspect|revoke|userinfo|certs)"
     r"|\.well-known/openid-configuration)$|^/realms/[^/]+$")

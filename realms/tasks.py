@@ -1,7 +1,8 @@
 """Periodic housekeeping of realm state (scheduled by idp/celery.py)."""
 from celery import shared_task
 
-from . import email, sessions
+from .http import email
+from .sso import sessions
 
 
 @shared_task(name="realms.purge_expired_sessions", ignore_result=True)
@@ -12,7 +13,7 @@ def purge_expired_sessions():
 
 @shared_task(name=email.TASK, ignore_result=True, bind=True, max_retries=8)
 def send_email(self, realm_id, to, subject, text_body, html_body):
-    """One e-mail of a realm (``realms.email``): retried with growing delays (about 4 hours in
+    """One e-mail of a realm (``realms.http.email``): retried with growing delays (about 4 hours in
     all) while the realm's SMTP server cannot be reached."""
     try:
         email.deliver(realm_id, to, subject, text_body, html_body)

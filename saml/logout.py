@@ -2,14 +2,14 @@
 
 SP-initiated: a LogoutRequest (read and checked like any request) names the user by NameID and,
 usually, the client session by SessionIndex (we issue the client session's id). The SSO session
-ends (``realms.sessions.end_session``), which tells every other client of the session:
+ends (``realms.sso.sessions.end_session``), which tells every other client of the session:
 
 * back-channel, on the ``session_ended`` signal after commit: OIDC clients with a back-channel
   logout URL (``oidc.backchannel``) and SAML clients with front-channel logout off, which get a
   signed LogoutRequest in a SOAP envelope at ``saml_single_logout_service_url_soap`` (or the
   admin URL, as Keycloak falls back to);
 * front-channel, through the browser: a page loads each client's logout URL in an iframe
-  (``realms.sessions.frontchannel_logout_urls``: OIDC front-channel URLs and, for SAML clients,
+  (``realms.sso.sessions.frontchannel_logout_urls``: OIDC front-channel URLs and, for SAML clients,
   our own ``logout-step`` URL that sends their LogoutRequest by their binding), then continues
   to the requesting SP with its LogoutResponse.
 
@@ -23,9 +23,11 @@ from django.core import signing
 from django.db import transaction
 from lxml import etree
 
-from realms import events, outbound as outbound_http, sessions, sso_cookie, themes
+from realms.audit import events
+from realms.http import outbound as outbound_http, themes
+from realms.sso import sessions, sso_cookie
 from realms.models import Client, ClientSession
-from realms.web import client_address, realm_url
+from realms.http.web import client_address, realm_url
 
 from . import builders, constants as c, inbound, outbound
 from .clients import SamlClient

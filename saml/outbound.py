@@ -3,7 +3,7 @@ or a redirect (HTTP-Redirect, signed on the query string when ``sign`` is set; a
 signature of the message itself is left out there, bindings §3.4.4.1)."""
 from django.http import HttpResponseRedirect
 
-from realms import themes
+from realms.http import themes
 
 from . import constants as c, keys, signatures, xml
 

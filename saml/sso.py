@@ -1,5 +1,5 @@
 """Web browser SSO (SAML profiles §4.1): an AuthnRequest, or an IdP-initiated start, becomes a
-sign-in through the realm's flow engine (``realms.flows``), shared with OpenID Connect: an SSO
+sign-in through the realm's flow engine (``realms.signin.flows``), shared with OpenID Connect: an SSO
 session already in the browser answers without a form; a new sign-in creates the session every
 protocol sees. Once signed in, the client gets a Response with an Assertion: signed, encrypted
 and delivered as the client's settings say.
@@ -7,9 +7,11 @@ and delivered as the client's settings say.
 import uuid
 
 
-from realms import auth_sessions, engine, events, sessions
+from realms.sso import auth_sessions, sessions
+from realms.signin import engine
+from realms.audit import events
 from realms.models import Client
-from realms.web import client_address, realm_url
+from realms.http.web import client_address, realm_url
 
 from . import builders, constants as c, encryption, inbound, mappers, outbound, xml
 from .clients import SamlClient

@@ -1,5 +1,5 @@
 """Installs builds of Argon2's C library (argon2-cffi-bindings) for the CPU's vector units beside
-the published one, with the order in which a process prefers them (realms/argon2_build.py,
+the published one, with the order in which a process prefers them (realms/credentials/argon2_build.py,
 docs/decisions/0058-argon2-build-chosen-at-run-time.md). Run by scripts/setup.sh.
 
 Usage: argon2_builds.py TARGET DIR [DIR ...], each DIR holding one wheel and named for the vector
@@ -26,7 +26,7 @@ MARGIN = 0.9
 # Argon2id, m = 7168 KiB, t = 5, p = 1, of b"password" with salt b"0123456789abcdef", as the
 # published wheel (SSE2) computes it.
 KNOWN = "75ab03b007cf3e00d918caa724a6426461c5d366eff6304abe9182809813a846"
-# The build is loaded from its file, past any finder (realms/argon2_build.py's among them).
+# The build is loaded from its file, past any finder (realms/credentials/argon2_build.py's among them).
 PROBE = """
 import importlib.util, sys, time
 spec = importlib.util.spec_from_file_location("_argon2_cffi_bindings._ffi", sys.argv[1])

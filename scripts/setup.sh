@@ -51,7 +51,7 @@ if [ ! -f "$stamp" ] || [ "$wanted" != "$installed" ]; then
   # every x86-64 CPU runs. Beside it, in .venv/argon2, builds for the AVX2 and AVX-512 this CPU has,
   # about half the CPU per password check, in the order scripts/argon2_builds.py measures (AVX-512
   # first only where it hashes clearly faster). Each process loads the first its own CPU has, else
-  # the published one (realms/argon2_build.py, which the .pth file imports at every start of the
+  # the published one (realms/credentials/argon2_build.py, which the .pth file imports at every start of the
   # venv's Python, before anything imports argon2): a venv or image built here runs on any x86-64
   # machine (decision 0058). The wheel is reinstalled over an earlier setup's own build. The
   # builds are not taken from pip's wheel cache, which does not tell builds with other CFLAGS
@@ -78,7 +78,7 @@ if [ ! -f "$stamp" ] || [ "$wanted" != "$installed" ]; then
   fi
   # Named to come after the editable install's .pth, whose path entry it needs: site reads them in
   # name order.
-  echo "import realms.argon2_build" \
+  echo "import realms.credentials.argon2_build" \
     >"$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/service_identity-argon2.pth"
   rm -f .venv/.installed-*; echo "$wanted" >"$stamp"
 fi

@@ -10,7 +10,7 @@ from tests.idp.test_modes import base_env, free_port, manage, stop, wait_for
 def fresh_caches():
     """Tests re-create realms under new ids inside rolled-back transactions (no delete signals):
     the shared cache and the per-process realm configuration are dropped around each one."""
-    from realms import realm_cache
+    from realms.data import realm_cache
 
     cache.clear()
     realm_cache.clear()
@@ -21,7 +21,7 @@ def fresh_caches():
 
 @pytest.fixture
 def outbound_loopback(settings):
-    """Production rules of ``realms.outbound`` plus the exceptions the loopback test servers need."""
+    """Production rules of ``realms.http.outbound`` plus the exceptions the loopback test servers need."""
     settings.IDP_OUTBOUND_ALLOW_HTTP = True
     settings.IDP_OUTBOUND_ALLOWED_NETWORKS = ["127.0.0.0/8"]
 

@@ -1,4 +1,4 @@
-"""Real HTTP(S) receivers on loopback for the tests of outbound calls (``realms.outbound``, the
+"""Real HTTP(S) receivers on loopback for the tests of outbound calls (``realms.http.outbound``, the
 webhook sender): they record every request and answer from a script (status, headers, body,
 delay), optionally over TLS with a throw-away CA."""
 import datetime

@@ -155,7 +155,7 @@ def test_migrations_import_no_live_code():
     """A migration does tomorrow what it did when it was written: beside Django it names only the
     model fields and field defaults its operations refer to, never code whose behaviour may change
     (built-in definitions are frozen into its own data files)."""
-    allowed = {f"{app}.models" for app in APPS} | {"realms.crypto"}
+    allowed = {f"{app}.models" for app in APPS} | {"realms.data.crypto"}
     wrong = []
     for path in sorted(ROOT.glob("*/migrations/*.py")):
         for node in ast.walk(_parse(path.read_text(encoding="utf-8"))):
@@ -168,3 +168,59 @@ def test_migrations_import_no_live_code():
             wrong += [f"{path.relative_to(ROOT)}: {name}" for name in names
                       if name.partition(".")[0] in PACKAGES and name not in allowed]
     assert wrong == []
+
+
+# The rooms of ``realms``, lowest first: a module may import its own room, a room on its layer or
+# one below, never one above (docs/architecture.md; each package's docstring says what it owns).
+REALMS_LAYERS = (
+    ("registry", "data", "models"),  # the tables and the code that reads and writes them
+    ("http",),  # protocol-neutral helpers: issuer, redirects, outbound calls, messages, e-mail
+    ("credentials",),  # credential types, hashers, the password policy
+    ("audit",),  # user and admin events
+    ("sso",),  # SSO, client and authentication sessions
+    ("users",),  # user storage, creation, profile, required-action definitions, organizations
+    ("signin",),  # the flow engine, steps, required actions, brute force, levels of authentication
+    ("administration",),  # admin permissions and flow rules, shared by the console and the API
+    ("representation",),  # realm import and export, realm creation, the bootstrap admin
+    ("admin", "admin_api", "account", "scim"),  # the surfaces: console, Admin REST API, account, SCIM
+    ("apps", "urls", "tasks", "management", "templatetags", "kcadm"),  # wiring, commands, the CLI
+)
+_ROOM_LAYER = {room: i for i, rooms in enumerate(REALMS_LAYERS) for room in rooms}
+
+
+def _room(module):
+    return module.split(".")[1] if module.startswith("realms.") else None
+
+
+def _upward(graph):
+    return sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items() if _room(module)
+        for target in targets if _room(target)
+        if _ROOM_LAYER[_room(target)] > _ROOM_LAYER[_room(module)]
+    )
+
+
+def test_every_room_of_realms_has_a_layer_and_says_what_it_owns(graph):
+    rooms = {_room(module) for module in graph if _room(module)}
+    assert rooms <= set(_ROOM_LAYER), sorted(rooms - set(_ROOM_LAYER))
+    for room in rooms:
+        package = ROOT / "realms" / room / "__init__.py"
+        if package.exists():
+            assert ast.get_docstring(_parse(package.read_text(encoding="utf-8"))), f"realms/{room} has no docstring"
+
+
+def test_nothing_in_realms_points_upward(graph):
+    assert _upward(graph) == []
+
+
+def test_an_upward_edge_in_realms_is_refused():
+    graph = {"realms.models.users": {"realms.credentials.password"}, "realms.signin.engine": {"realms.users.storage"}}
+    assert _upward(graph) == ["realms.models.users -> realms.credentials.password"]
+
+
+def test_no_module_is_over_600_lines():
+    long = [f"{path.relative_to(ROOT)}: {n}" for path in sorted(ROOT.glob("*/**/*.py"))
+            if "migrations" not in path.parts and ".venv" not in path.parts and "node_modules" not in path.parts
+            and (n := len(path.read_text(encoding="utf-8").splitlines())) > 600]
+    assert long == []

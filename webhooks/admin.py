@@ -5,7 +5,7 @@ from django import forms
 from django.contrib import admin, messages
 
 from realms.admin import ConsoleAdmin, RealmFilter
-from realms.admin_events import console_auth
+from realms.audit.admin_events import console_auth
 
 from . import catalogue, delivery, services
 from .models import Delivery, DeliveryAttempt, Endpoint, Message

@@ -7,7 +7,7 @@ class WebhooksConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from realms.api import resources
+        from realms.admin_api import resources
 
         from . import delivery, dispatch, metrics, outbox, receiver, tasks
         from .urls import urlpatterns

@@ -22,7 +22,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from realms.outbound import HTTPError, TargetRefused, prepare, request
+from realms.http.outbound import HTTPError, TargetRefused, prepare, request
 
 from . import conf, dispatch, limits, notify, receiver, sender
 from .models import Delivery, DeliveryAttempt, Endpoint, EndpointSecret, EndpointTimers, Message, ReceivedEvent
@@ -306,7 +306,7 @@ def next_delay(step, retry_after=None):
 
 
 def call(method, target, body, headers, timeout=None):
-    """One request to a receiver under the sender's limits (``realms.outbound``: kept-alive
+    """One request to a receiver under the sender's limits (``realms.http.outbound``: kept-alive
     connection to the checked address, no redirects); raises ``HTTPError`` when nothing answers."""
     timeout = conf.get("IDP_WEBHOOK_TIMEOUT") if timeout is None else timeout
     return request(method, target, body, {"User-Agent": USER_AGENT, **headers}, timeout=timeout,

@@ -7,7 +7,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from realms import crypto
+from realms.data import crypto
 from realms.models import IdField, Realm
 
 

@@ -1,12 +1,12 @@
 """Telling a realm's admins that an endpoint was disabled: an admin event (through
-``realms.admin_events.record``, so it is stored when admin events are on) and, when the realm has an SMTP
+``realms.audit.admin_events.record``, so it is stored when admin events are on) and, when the realm has an SMTP
 server configured, an email to its administrators after the commit."""
 import logging
 
 from django.core.mail import EmailMessage, get_connection
 from django.db import transaction
 
-from realms.admin_events import record
+from realms.audit.admin_events import record
 from realms.models import User, client_role_names, effective_roles, realm_role_names
 
 logger = logging.getLogger("idp.webhooks")

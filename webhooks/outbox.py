@@ -9,16 +9,16 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 
-from realms.events import realm_event
+from realms.audit.events import realm_event
 from realms.models import Event
-from realms.shared_cache import LocalCopies
+from realms.data.shared_cache import LocalCopies
 
 from . import catalogue, delivery
 from .models import Delivery, Endpoint, Message
 
 
 # Every realm event comes here (each token grant), yet most realms have no webhook endpoint:
-# whether a realm has enabled endpoints is kept per process (realms.shared_cache).
+# whether a realm has enabled endpoints is kept per process (realms.data.shared_cache).
 _has_enabled_endpoints = LocalCopies(
     "webhook-endpoints", lambda realm_id: Endpoint.objects.filter(realm_id=realm_id, enabled=True).exists()
 )

@@ -4,7 +4,7 @@ The healthy lane sends for endpoints that answer; the slow lane for endpoints de
 requests that got no answer (until they answer again). Each lane has its own threads, so
 endpoints that time out can only ever occupy the slow lane's threads, and a Celery task hands
 its batch to a lane and returns: no worker thread waits on a receiver. Keep-alive connections
-are reused per checked address (``realms.outbound``). Results go to one writer thread that
+are reused per checked address (``realms.http.outbound``). Results go to one writer thread that
 records them in bulk every few milliseconds (``delivery.record``).
 
 A process that dies with sends in flight leaves their rows ``sending`` under a lease; the

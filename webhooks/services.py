@@ -2,7 +2,7 @@
 raising ``WebhookError`` (turned into a 400 in one place) for input it refuses.
 
 Every change is an admin event (``WEBHOOK_ENDPOINT``: CREATE, UPDATE, DELETE, ACTION for a
-rotation) through ``realms.admin_events.record``; that resource type has no webhook type in the
+rotation) through ``realms.audit.admin_events.record``; that resource type has no webhook type in the
 catalogue, so a change to a webhook endpoint never becomes a webhook (no loop)."""
 import socket
 from datetime import timedelta
@@ -11,9 +11,9 @@ from urllib.parse import urlsplit
 from django.db import transaction
 from django.utils import timezone
 
-from realms.admin_events import record
-from realms.outbound import HTTPError, TargetRefused, check_url, prepare
-from realms.web import base_url
+from realms.audit.admin_events import record
+from realms.http.outbound import HTTPError, TargetRefused, check_url, prepare
+from realms.http.web import base_url
 
 from . import catalogue, conf, delivery
 from .notify import RESOURCE_TYPE
@@ -71,7 +71,7 @@ def _add_secret(endpoint, kind, secret=None, now=None):
 
 
 def _admin_event(endpoint, operation, who=None, details=None):
-    """``who``: the caller's ``realms.admin_events.AuthDetails`` (None: the system)."""
+    """``who``: the caller's ``realms.audit.admin_events.AuthDetails`` (None: the system)."""
     record(endpoint.realm, operation, RESOURCE_TYPE, f"webhooks/{endpoint.pk}", auth=who, details=details,
            representation=lambda: {"id": endpoint.pk, "url": endpoint.url, "eventTypes": endpoint.event_types,
                                    "enabled": endpoint.enabled, "description": endpoint.description})

@@ -1,5 +1,5 @@
 """The webhook subscription resources of the Admin REST API, relative to ``/admin/realms/``
-(registered with ``realms.api.resources`` from ``WebhooksConfig.ready()``)."""
+(registered with ``realms.admin_api.resources`` from ``WebhooksConfig.ready()``)."""
 from django.urls import path
 
 from . import views

@@ -1,5 +1,5 @@
 """Admin REST API for webhook endpoints, below /admin/realms/<realm>/webhooks (Keycloak style,
-camelCase JSON), on the API's one base (``realms.api``): bearer token, realm, roles (reading needs
+camelCase JSON), on the API's one base (``realms.admin_api``): bearer token, realm, roles (reading needs
 ``view-events``, changing ``manage-events``, as Keycloak's event configuration does), JSON body
 and error shape come from there. Each view parses, calls one service function and renders."""
 from datetime import datetime
@@ -7,8 +7,8 @@ from datetime import datetime
 from django.utils.dateparse import parse_datetime
 from rest_framework.response import Response
 
-from realms.api.errors import Invalid, NotFound
-from realms.api.views import RealmResource
+from realms.admin_api.errors import Invalid, NotFound
+from realms.admin_api.views import RealmResource
 
 from . import services
 from .models import DeliveryAttempt, Endpoint, EndpointSecret

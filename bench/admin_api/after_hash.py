@@ -18,10 +18,10 @@ import time
 from argon2.low_level import Type
 
 from bench.admin_api.create_cpu import REALM, admin_token, create
-from realms import password_policy
-from realms.hashers import argon2_raw
+from realms.credentials import password_policy
+from realms.credentials.hashers import argon2_raw
 from realms.models import Realm
-from realms.services import create_realm
+from realms.representation.services import create_realm
 
 MODES = ("hash", "constant", "compute")
 

@@ -16,7 +16,7 @@ django.setup()
 from django.db import connection  # noqa: E402
 
 from realms.models import Realm, User  # noqa: E402
-from realms.services import create_realm  # noqa: E402
+from realms.representation.services import create_realm  # noqa: E402
 
 name, count = sys.argv[1], int(sys.argv[2])
 realm = Realm.objects.filter(name=name).first() or create_realm(name)

@@ -1,5 +1,5 @@
 """CPU of one Argon2id hash at Keycloak's parameters (m = 7 MiB, t = 5, p = 1) with the
-project's kept arena on transparent huge pages (``realms.hashers.argon2_raw``, decision 0054),
+project's kept arena on transparent huge pages (``realms.credentials.hashers.argon2_raw``, decision 0054),
 against the same C library with ``malloc``'s memory (argon2-cffi's ``hash_secret_raw``).
 
 The two run alternately, one hash at a time, in one process, so that a slow moment of the
@@ -20,7 +20,7 @@ django.setup()
 
 from argon2.low_level import Type, hash_secret_raw  # noqa: E402
 
-from realms.hashers import argon2_raw  # noqa: E402
+from realms.credentials.hashers import argon2_raw  # noqa: E402
 
 PARAMS = {"time_cost": 5, "memory_cost": 7168, "parallelism": 1, "hash_len": 32, "type": Type.ID}
 WAYS = {

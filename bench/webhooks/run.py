@@ -35,7 +35,7 @@ from django.conf import settings  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 
 from bench.proc import cpu_seconds  # noqa: E402
-from realms.events import emit  # noqa: E402
+from realms.audit.events import emit  # noqa: E402
 from realms.models import Realm  # noqa: E402
 from webhooks import services, signing  # noqa: E402
 from webhooks.models import Endpoint, Message  # noqa: E402
@@ -239,7 +239,7 @@ def main():
     ap.add_argument("--history", type=int, default=100000, help="delivered events already in the tables")
     ap.add_argument("--port", type=int, default=18765)
     args = ap.parse_args()
-    from realms.events import realm_event
+    from realms.audit.events import realm_event
 
     realm_event.connect(_stamp_commit, dispatch_uid="bench-commit-time")
     Realm.objects.filter(name__in=["bench", "bench-history"]).delete()

@@ -3,7 +3,7 @@
 multivalued config and validated when a component is imported or saved."""
 from dataclasses import dataclass
 
-from realms.storage import InvalidConfig
+from realms.users.storage import InvalidConfig
 
 KERBEROS_PRINCIPAL = "KERBEROS_PRINCIPAL"  # Keycloak's user attribute
 READ_ONLY, UNSYNCED = "READ_ONLY", "UNSYNCED"

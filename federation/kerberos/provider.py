@@ -5,8 +5,8 @@ as Keycloak does. Passwords are never stored here: the KDC checks them, except i
 edit mode, where a password set in this server is kept locally and checked instead."""
 import logging
 
-from realms import storage
-from realms.accounts import create_user
+from realms.users import storage
+from realms.users.accounts import create_user
 from realms.models import Credential, User
 
 from . import gss

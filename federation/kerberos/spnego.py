@@ -5,11 +5,12 @@ Without an ``Authorization: Negotiate`` header the step answers 401 with
 ``WWW-Authenticate: Negotiate``: a browser holding a ticket for this server repeats the request
 with the token; one without shows the page, which posts itself back, and the step then stands
 aside for the next alternative (the login form), as Keycloak's does. A token goes to the realm's
-user storage providers that take Kerberos credentials (``realms.storage.authenticate_by_credential``:
+user storage providers that take Kerberos credentials (``realms.users.storage.authenticate_by_credential``:
 the ``kerberos`` provider, LDAP's Kerberos integration); the principal's user is signed in.
 """
-from realms import messages, storage
-from realms.flows import Authenticator, Outcome
+from realms.http import messages
+from realms.users import storage
+from realms.signin.flows import Authenticator, Outcome
 
 NEGOTIATE = "Negotiate"
 

@@ -1,2 +1,2 @@
 """The LDAP / Active Directory user storage provider (Keycloak's ``ldap`` provider id) and its
-mappers, registered into ``realms.storage`` and the Admin API from ``FederationConfig.ready()``."""
+mappers, registered into ``realms.users.storage`` and the Admin API from ``FederationConfig.ready()``."""

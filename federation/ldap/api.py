@@ -11,12 +11,12 @@ from django.urls import path
 from rest_framework import status
 from rest_framework.response import Response
 
-from realms import admin_events
-from realms.api import errors
-from realms.api.query import location
-from realms.api.views import RealmResource
+from realms.admin_api import errors
+from realms.admin_api.query import location
+from realms.admin_api.views import RealmResource
+from realms.audit import admin_events
 from realms.models import Component, User
-from realms.storage import open_config
+from realms.users.storage import open_config
 
 from . import mappers, membership
 from .config import MAPPER_TYPE, PROVIDER_ID, ConfigError, LdapConfig

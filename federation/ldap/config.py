@@ -4,7 +4,6 @@ import datetime
 from dataclasses import dataclass
 
 import ldap.filter
-
 from django.utils import timezone
 
 from ..kerberos.config import missing_setting

@@ -5,10 +5,10 @@ users written back (WRITABLE) or refused (READ_ONLY), and their group and role m
 written to the directory or refused as the group and role mappers' modes say."""
 import ldap
 
-from realms import storage
-from realms.api import errors
+from realms.admin_api import errors
+from realms.data.shared_cache import LocalCopies
 from realms.models import Component, Group, Role, User
-from realms.shared_cache import LocalCopies
+from realms.users import storage
 
 from . import membership, schedule
 from .config import PROVIDER_ID, READ_ONLY, LdapConfig

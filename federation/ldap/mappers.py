@@ -4,10 +4,10 @@ entry into the imported user (``read``) and, for writable providers, its part of
 entry (``write``: registration, admin creation, profile changes)."""
 import base64
 
-from realms.crypto import random_secret
+from realms.data.crypto import random_secret
 from realms.models import Component, Role
 
-from . import membership
+from . import membership, membership_mappers
 from .config import MAPPER_TYPE
 from .membership import text
 
@@ -175,8 +175,8 @@ MAPPERS = {
     "hardcoded-attribute-mapper": HardcodedAttribute,
     "hardcoded-ldap-role-mapper": HardcodedRole,
     "hardcoded-ldap-group-mapper": HardcodedGroup,
-    "group-ldap-mapper": membership.GroupMembership,
-    "role-ldap-mapper": membership.RoleMembership,
+    "group-ldap-mapper": membership_mappers.GroupMembership,
+    "role-ldap-mapper": membership_mappers.RoleMembership,
     "msad-user-account-control-mapper": AccountControl,
 }
 

@@ -1,4 +1,4 @@
-"""The LDAP user storage provider (Keycloak's LDAPStorageProvider) on ``realms.storage``'s
+"""The LDAP user storage provider (Keycloak's LDAPStorageProvider) on ``realms.users.storage``'s
 interface. Users are imported as ``User`` rows linked to the component (``federation_link``) with
 Keycloak's ``LDAP_ID`` and ``LDAP_ENTRY_DN`` attributes; their passwords never are: a bind checks
 them, the password-modify extended operation (Active Directory: ``unicodePwd``) changes them.
@@ -15,10 +15,10 @@ import ldap.modlist
 from django.db import transaction
 from django.utils import timezone
 
-from realms import password_policy
-from realms.users import actions
+from realms.credentials import password_policy
 from realms.models import Credential, User, new_id
-from realms.storage import KERBEROS, REALM_DATABASE, Unavailable, UserStorageProvider, open_config
+from realms.users import actions
+from realms.users.storage import KERBEROS, REALM_DATABASE, Unavailable, UserStorageProvider, open_config
 
 from ..kerberos.config import KERBEROS_PRINCIPAL
 from . import mappers as mapping
@@ -415,7 +415,7 @@ class LdapProvider(UserStorageProvider):
 
 
 def provider_for(component):
-    """The factory registered in ``realms.storage``: None (the provider is unavailable, its users
+    """The factory registered in ``realms.users.storage``: None (the provider is unavailable, its users
     refused) when the stored configuration cannot work."""
     try:
         return LdapProvider(component)

@@ -5,9 +5,9 @@ receivers (called once from ``FederationConfig.ready()``)."""
 def register():
     from django.db.models.signals import m2m_changed, post_delete, post_save, pre_save
 
-    from realms import storage
-    from realms.api import resources
+    from realms.admin_api import resources
     from realms.models import Component, User
+    from realms.users import storage
 
     from ..models import LdapComponent
     from . import api, hooks, mappers

@@ -14,7 +14,7 @@ import zlib
 
 from django.db import connection, transaction
 
-from realms import bulk
+from realms.data import bulk
 from realms.models import Component, User
 
 from . import membership

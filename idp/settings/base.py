@@ -35,8 +35,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     # First: a NUL in the path or input reaches no database look-up (the realm's sslRequired below).
-    "realms.input_guard.NulGuardMiddleware",
-    "realms.transport.TransportSecurityMiddleware",  # HTTPS as trusted proxies tell; realm sslRequired
+    "realms.http.input_guard.NulGuardMiddleware",
+    "realms.http.transport.TransportSecurityMiddleware",  # HTTPS as trusted proxies tell; realm sslRequired
     "django.middleware.security.SecurityMiddleware",
     "idp.middleware.ShortPathMiddleware",  # token, JWKS, userinfo, the Admin API: skip the rest
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -68,17 +68,17 @@ TEMPLATES = [
 
 AUTH_USER_MODEL = "realms.User"
 # Only master-realm users may sign in to the admin console; the backend scopes the lookup.
-AUTHENTICATION_BACKENDS = ["realms.auth.ConsoleBackend"]
+AUTHENTICATION_BACKENDS = ["realms.administration.console_auth.ConsoleBackend"]
 SILENCED_SYSTEM_CHECKS = ["auth.W004"]  # username is unique per realm, not globally (by design)
 
 # Argon2id first (new hashes), then the formats a Keycloak import may bring; Django upgrades a
 # password to the first hasher at the next successful sign-in.
 PASSWORD_HASHERS = [
-    "realms.hashers.Argon2idHasher",
-    "realms.hashers.KeycloakArgon2Hasher",
-    "realms.hashers.KeycloakPbkdf2Sha256Hasher",
-    "realms.hashers.KeycloakPbkdf2Sha512Hasher",
-    "realms.hashers.KeycloakPbkdf2Sha1Hasher",
+    "realms.credentials.hashers.Argon2idHasher",
+    "realms.credentials.hashers.KeycloakArgon2Hasher",
+    "realms.credentials.hashers.KeycloakPbkdf2Sha256Hasher",
+    "realms.credentials.hashers.KeycloakPbkdf2Sha512Hasher",
+    "realms.credentials.hashers.KeycloakPbkdf2Sha1Hasher",
 ]
 
 LANGUAGE_CODE = "en"
@@ -113,7 +113,7 @@ REST_FRAMEWORK = {
 # Public base URL ({base_url} of the spec); issuers are {base_url}/realms/<realm>.
 IDP_BASE_URL = os.environ.get("IDP_BASE_URL", "")
 # Addresses or networks of the reverse proxies in front of the service (comma-separated); only
-# their X-Forwarded-For is believed (realms.web.client_address). Empty: the TCP peer is the client.
+# their X-Forwarded-For is believed (realms.http.web.client_address). Empty: the TCP peer is the client.
 IDP_TRUSTED_PROXIES = [p for p in os.environ.get("IDP_TRUSTED_PROXIES", "").split(",") if p.strip()]
 # Admin console sign-in attempts allowed per client address and minute (0: no limit). Ten is
 # more than a person mistyping needs and bounds the password checks one address can cause;
@@ -148,3 +148,9 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Periodic tasks from django-celery-beat's tables (each LDAP provider's sync periods live there).
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+
+# Dev mode's SQLite (and the suite's second run). IMMEDIATE: a transaction takes SQLite's write
+# lock when it begins, so concurrent writers (requests, the in-process webhook runner) queue on the
+# busy timeout instead of failing with "database is locked" when a reading transaction tries to
+# start writing.
+SQLITE_OPTIONS = {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL;", "transaction_mode": "IMMEDIATE"}

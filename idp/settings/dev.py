@@ -2,7 +2,7 @@
 import os
 
 from .base import *  # noqa: F401,F403
-from .base import VAR_DIR
+from .base import SQLITE_OPTIONS, VAR_DIR
 
 # Off unless asked for: a debug page shows settings and stack frames to anyone who can reach
 # the port (dev mode may be bound to a non-loopback address).
@@ -17,15 +17,12 @@ DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": os.environ.get("IDP_DEV_DB", str(VAR_DIR / "dev.sqlite3")),
-        # IMMEDIATE: a transaction takes SQLite's write lock when it begins, so concurrent writers
-        # (requests, the in-process webhook runner) queue on the busy timeout instead of failing
-        # with "database is locked" when a reading transaction tries to start writing.
-        "OPTIONS": {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL;", "transaction_mode": "IMMEDIATE"},
+        "OPTIONS": SQLITE_OPTIONS,
     }
 }
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
-    # Generations of each process's cached configuration (realms.shared_cache) must reach the
+    # Generations of each process's cached configuration (realms.data.shared_cache) must reach the
     # running server from manage.py commands (import_realm ...): files in the var directory,
     # replaced atomically, never expiring, read at most once a second per key.
     "generations": {

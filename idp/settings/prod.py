@@ -20,7 +20,7 @@ except ConfigError:  # named by the check at start, with every other problem
     DATABASES = {"default": database_from_url("")}
 CACHES = {
     "default": redis_cache(os.environ.get("IDP_REDIS_URL", "")),
-    "generations": redis_cache(os.environ.get("IDP_REDIS_URL", "")),  # realms.shared_cache
+    "generations": redis_cache(os.environ.get("IDP_REDIS_URL", "")),  # realms.data.shared_cache
 }
 
 _after_security = MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1  # noqa: F405
@@ -32,7 +32,7 @@ STORAGES = {
 }
 
 # No SECURE_PROXY_SSL_HEADER: X-Forwarded-Proto is believed from IDP_TRUSTED_PROXIES only
-# (realms.transport.TransportSecurityMiddleware). HSTS on every HTTPS answer.
+# (realms.http.transport.TransportSecurityMiddleware). HSTS on every HTTPS answer.
 SECURE_HSTS_SECONDS = env_number("IDP_HSTS_SECONDS", 31536000)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = os.environ.get("IDP_HSTS_INCLUDE_SUBDOMAINS", "0") == "1"
 SESSION_COOKIE_SECURE = IDP_BASE_URL.startswith("https://")

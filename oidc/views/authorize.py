@@ -2,7 +2,7 @@
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
-from realms import flows
+from realms.signin import flows
 
 from ..authorize import AuthorizationError, UntrustedRequest, error_page, error_redirect, start_authorization
 from ..realm_cache import get_realm

@@ -1,7 +1,7 @@
 """What every protocol view starts with: the realm's cached configuration and its issuer."""
 from django.http import JsonResponse
 
-from realms.web import realm_url
+from realms.http.web import realm_url
 
 from ..errors import NO_STORE
 from ..realm_cache import get_realm

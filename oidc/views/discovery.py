@@ -2,8 +2,8 @@
 from django.http import HttpResponse, JsonResponse
 from django.views.decorators.http import require_http_methods
 
-from realms import cors
-from realms.keys import realm_keys
+from realms.http import cors
+from realms.data.keys import realm_keys
 
 from ..services import discovery_document, realm_info as realm_info_document
 from .common import realm_context

@@ -3,8 +3,8 @@ from django.http import HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
-from realms import cors, themes
-from realms.web import client_address
+from realms.http import cors, themes
+from realms.http.web import client_address
 
 from ..errors import OAuthError, error_response
 from ..logout import LogoutError, logout as end_session, logout_by_refresh_token

@@ -5,8 +5,8 @@ from django.http import HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
-from realms import cors
-from realms.web import client_address
+from realms.http import cors
+from realms.http.web import client_address
 
 from .. import services
 from ..errors import InvalidRequest, OAuthError, error_response

@@ -3,7 +3,7 @@ from django.http import HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
-from realms import cors
+from realms.http import cors
 
 from .. import services
 from ..errors import OAuthError, error_response

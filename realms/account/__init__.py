@@ -4,7 +4,7 @@ API at ``/realms/<realm>/account/``).
 ``realms`` knows no protocol, so two things come from the protocol app through hooks it
 registers from its ``AppConfig.ready()``:
 
-- consents through ``realms.consents`` (the store the protocol registers there);
+- consents through ``realms.users.consents`` (the store the protocol registers there);
 - ``register_sign_in(url_for)``: ``url_for(request, realm, redirect_uri, **params)``, the URL
   that signs a browser in with the realm's ``account`` client and comes back to
   ``redirect_uri`` (extra ``params`` such as ``kc_locale`` are passed on)."""

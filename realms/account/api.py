@@ -12,16 +12,21 @@ from django.db import transaction
 from rest_framework import exceptions
 from rest_framework.response import Response
 
-from .. import cors, events, flows, organizations, sessions
-from ..api import errors
-from ..api.reps import group_reps
-from ..api.views import ApiView
+from ..http import cors
+from ..audit import events
+from ..signin import flows
+from ..users import organizations
+from ..sso import sessions
+from ..admin_api import errors
+from ..admin_api.reps import group_reps
+from ..admin_api.views import ApiView
 from ..credentials import credential_types
 from ..models import Client, ClientSession, Credential, Realm, UserSession
 from ..users import actions
-from ..web import client_address
-from .. import consents
-from . import ACCOUNT_CLIENT, devices, profile
+from ..http.web import client_address
+from ..users import consents
+from . import ACCOUNT_CLIENT, profile
+from ..sso import devices
 
 MANAGE_ACCOUNT, VIEW_PROFILE = "manage-account", "view-profile"
 VIEW_APPLICATIONS, VIEW_CONSENT, MANAGE_CONSENT, VIEW_GROUPS = (

@@ -10,12 +10,16 @@ from urllib.parse import urlencode
 from django.http import Http404, HttpResponseRedirect
 from django.views.decorators.csrf import csrf_protect
 
-from .. import events, messages, password_policy, sessions, sso_cookie, storage, themes, user_profile
+from ..audit import events
+from ..http import messages, themes
+from ..credentials import password_policy
+from ..sso import sessions, sso_cookie
+from ..users import storage, user_profile
 from ..credentials import credential_types
-from ..messages import Message
+from ..http.messages import Message
 from ..models import Client, Credential, Realm, User, UserSession, client_role_names, effective_roles
-from ..web import client_address, realm_url
-from .. import consents
+from ..http.web import client_address, realm_url
+from ..users import consents
 from . import ACCOUNT_CLIENT, api, profile, sign_in_url
 
 SECTIONS = (  # (url name, message key), in the console's order

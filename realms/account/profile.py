@@ -5,9 +5,9 @@ them and a client written for Keycloak reads the same JSON."""
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
-from .. import messages
+from ..http import messages
 from ..models import User
-from ..user_profile import update_email_enabled
+from ..users.user_profile import update_email_enabled
 
 MAX_LENGTH = 255
 _NAMES = {"username": "username", "email": "email", "firstName": "first_name", "lastName": "last_name"}

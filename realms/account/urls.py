@@ -4,7 +4,7 @@ account console's pages for browsers."""
 from django.http import HttpResponse
 from django.urls import path
 
-from .. import cors
+from ..http import cors
 from . import api, console
 
 METHODS = ("GET", "POST", "PUT", "DELETE", "OPTIONS")

@@ -5,7 +5,7 @@ holds a current realm, chosen from the switcher in the header or with ``?realm__
 any list. Every list of realm-owned objects shows that realm only, a new object goes into it,
 and every foreign-key and many-to-many choice is limited to the realm of the object being
 edited. Every add, change, delete and action is recorded as a Keycloak-style admin event in the
-realm it touched, through ``realms.events.emit``, inside the same transaction.
+realm it touched, through ``realms.audit.events.emit``, inside the same transaction.
 
 One module per resource; ``base`` holds ConsoleAdmin and the form pieces, ``switcher`` the
 current realm, ``audit`` the admin events (docs/decisions/0018).

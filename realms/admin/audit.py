@@ -1,8 +1,8 @@
 """Keycloak-style admin events for what the console changes, recorded through
-``realms.admin_events.record`` inside the same transaction."""
+``realms.audit.admin_events.record`` inside the same transaction."""
 from django.db.models import F
 
-from ..admin_events import console_auth, model_representation, record
+from ..audit.admin_events import console_auth, model_representation, record
 from ..models import (
     AuthenticationExecution,
     AuthenticationFlow,

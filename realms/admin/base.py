@@ -10,9 +10,17 @@ from django.contrib.auth.models import Group as AuthGroup
 from django.db import models
 from django.http import HttpResponseRedirect
 
-from ..api.errors import Invalid
-from ..admin_permissions import (CONSOLE_CLIENT, LIST_SCOPES, TYPE_OF, Admin, administered_realms, can, console_admin,
-                                 visible)
+from ..admin_api.errors import Invalid
+from ..administration.admin_permissions import (
+    CONSOLE_CLIENT,
+    LIST_SCOPES,
+    TYPE_OF,
+    Admin,
+    administered_realms,
+    can,
+    console_admin,
+    visible,
+)
 from ..models import Realm, RealmOwned, Role
 from .audit import admin_event, object_event, owning_realm, resource_of
 from .switcher import RealmFilter, current_realm, realm_of, set_current_realm
@@ -23,8 +31,8 @@ admin.site.index_title = "Realms and what they own"
 
 
 class ConsoleLoginForm(AdminAuthenticationForm):
-    """Says why a right password was not enough (``realms.auth``), else Django's generic error.
-    Signs in whoever administers some realm (``realms.admin_permissions``), not only Django's
+    """Says why a right password was not enough (``realms.administration.console_auth``), else Django's generic error.
+    Signs in whoever administers some realm (``realms.administration.admin_permissions``), not only Django's
     staff (the master ``admin``)."""
 
     def confirm_login_allowed(self, user):
@@ -78,7 +86,7 @@ ROLE_PICKS = {"roles": ("map-role",), "composites": ("map-role-composite",), "sc
 
 def pickable(request, db_field, choices, realm):
     """The ``choices`` (objects of ``realm``) of the picker of ``db_field`` that the signed-in
-    admin may pick, decided by realms.admin_permissions (``visible``) as the Admin REST API
+    admin may pick, decided by realms.administration.admin_permissions (``visible``) as the Admin REST API
     decides: a group's admin picks among the users and groups they may list, and the roles they
     may map."""
     kind = TYPE_OF.get(db_field.related_model)
@@ -221,7 +229,7 @@ class ConsoleAdmin(RealmScopedMixin, admin.ModelAdmin):
             realm_field.help_text = "Switch realms with the selector at the top of the page."
         return form
 
-    # What the console may show and change, decided by realms.admin_permissions.can (the same
+    # What the console may show and change, decided by realms.administration.admin_permissions.can (the same
     # function as the Admin REST API): the realm-management roles of this page's objects, and
     # where one exists the role that lists them (users: query-users), as Keycloak's console.
     view_role, manage_role, list_role = "view-realm", "manage-realm", None

@@ -1,6 +1,6 @@
 """Authentication: a realm's flows (copy, add and remove steps and sub-flows, each requirement
 as a choice, bind to the realm or to one client), the settings of their steps (conditions) and
-the realm's required actions. Changes follow ``realms.flow_admin``'s rules, as the Admin API."""
+the realm's required actions. Changes follow ``realms.administration.flow_admin``'s rules, as the Admin API."""
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -10,9 +10,10 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from .. import flow_admin, flows
-from ..admin_permissions import console_admin, visible
-from ..flow_admin import FlowError
+from ..administration import flow_admin
+from ..signin import flows
+from ..administration.admin_permissions import console_admin, visible
+from ..administration.flow_admin import FlowError
 from ..users import actions
 from ..models import AuthenticationExecution, AuthenticationFlow, AuthenticatorConfig, Client, RequiredActionProvider
 from .audit import object_event

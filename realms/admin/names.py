@@ -1,7 +1,7 @@
 """Display names as Keycloak's console shows them: a name written ``${key}`` (the built-in
 clients' ``${client_account}``, roles' ``${role_offline-access}`` ...) is the realm's text for
 that key from the message bundle; other names are shown as written."""
-from .. import messages
+from ..http import messages
 
 
 def resolved(realm, name):

@@ -1,6 +1,6 @@
 """Organizations (Keycloak 26), shown while the current realm has its "Organizations" switch on:
 each with its domains and members, and an "Invite by e-mail" page sending the invitation
-(``realms.organizations.invite``). Governed by ``manage-realm``, as the Admin API."""
+(``realms.users.organizations.invite``). Governed by ``manage-realm``, as the Admin API."""
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -10,7 +10,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from .. import organizations
+from ..users import organizations
 from ..models import Organization, OrganizationDomain, OrganizationMember, User
 from .audit import admin_event
 from .base import ConsoleAdmin, RealmScopedInline, realm_owned_list_filter

@@ -10,10 +10,13 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from .. import email, keys, password_policy, sessions
-from ..admin_permissions import administered_realms, console_admin, grant_delegated_admin
+from ..http import email
+from ..data import keys
+from ..credentials import password_policy
+from ..sso import sessions
+from ..administration.admin_permissions import administered_realms, console_admin, grant_delegated_admin
 from ..models import Event, Realm, RealmDefaultClientScope, RealmKey, UserSession, has_realm_role
-from ..services import create_realm
+from ..representation.services import create_realm
 from .audit import admin_event, object_event
 from .base import ConsoleAdmin, RealmScopedInline, adopt
 from .keyed import KeyedJsonForm, keyed_form
@@ -59,7 +62,7 @@ class RealmDefaultClientScopeInline(RealmScopedInline):
 
 def theme_choices():
     """Themes are the template folders with a message bundle; empty: the built-in ``v2``."""
-    from ..messages import _template_dirs
+    from ..http.messages import _template_dirs
 
     names = {d.name for base in _template_dirs() for d in base.iterdir() if (d / "messages").is_dir()}
     return [("", "(default)")] + [(n, n) for n in sorted(names)]

@@ -1,7 +1,7 @@
 """Realm signing keys."""
 from django.contrib import admin
 
-from .. import keys
+from ..data import keys
 from ..models import RealmKey
 from .base import ConsoleAdmin, adopt, realm_owned_list_filter
 

@@ -6,10 +6,10 @@ import re
 from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
 
-from .. import messages as bundles
+from ..http import messages as bundles
 from ..credentials import webauthn
-from .. import security_headers
-from ..events import USER_EVENT_TYPES
+from ..http import security_headers
+from ..audit.events import USER_EVENT_TYPES
 from .base import LinesField
 from .keyed import Key, SecretKey
 

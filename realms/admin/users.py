@@ -16,9 +16,12 @@ from django.utils.html import format_html
 from django.shortcuts import get_object_or_404
 from django.utils.html import format_html_join
 
-from .. import consents, engine, impersonation, password_policy, sessions, storage
+from ..users import consents, storage
+from ..signin import engine
+from ..sso import impersonation, sessions
+from ..credentials import password_policy
 from ..models import Client, Credential, User, UserSession, effective_roles
-from ..accounts import create_user
+from ..users.accounts import create_user
 from .audit import admin_event, object_event, role_ids, role_mapping_events
 from .base import ConsoleAdmin, adopt, realm_owned_list_filter
 from .names import resolved

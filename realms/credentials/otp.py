@@ -3,7 +3,7 @@
 Rows keep Keycloak's split: ``credential_data`` is its credentialData (``subType`` totp/hotp,
 ``digits``, ``period``, ``counter``, ``algorithm``, optional ``secretEncoding``) and
 ``secret_data`` its secretData JSON (``{"value": secret}``), encrypted at rest like client
-secrets (``realms.crypto``) and given back unchanged on export. As in Keycloak the HMAC key is
+secrets (``realms.data.crypto``) and given back unchanged on export. As in Keycloak the HMAC key is
 the UTF-8 bytes of ``value`` unless ``secretEncoding`` is ``BASE32``; authenticator apps get it
 Base32-encoded.
 
@@ -28,7 +28,7 @@ from cryptography.fernet import InvalidToken
 from django.core.cache import cache
 from django.db import transaction
 
-from .. import crypto
+from ..data import crypto
 from ..models import Credential
 from . import CredentialType
 

@@ -1,11 +1,11 @@
 """The ``password`` credential: a Django-encoded hash in ``secret_data`` (new ones under the
 realm's password policy, Argon2id by default; Keycloak's PBKDF2 and Argon2 hashes verified after
-an import and upgraded on the next successful check; ``realms.hashers``,
-``realms.password_policy``)."""
+an import and upgraded on the next successful check; ``realms.credentials.hashers``,
+``realms.credentials.password_policy``)."""
 from django.contrib.auth import hashers as django_hashers
 
-from .. import password_policy
-from ..hashers import spend_check_time
+from . import password_policy
+from .hashers import spend_check_time
 from . import CredentialType
 
 

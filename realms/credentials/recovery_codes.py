@@ -11,7 +11,7 @@ import string
 
 from django.db import transaction
 
-from .. import crypto
+from ..data import crypto
 from ..models import Credential
 from . import CredentialType
 

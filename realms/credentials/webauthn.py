@@ -7,7 +7,7 @@ from Keycloak sign in unchanged: ``credentialId`` (standard Base64), ``credentia
 (the COSE key's CBOR, Base64url), ``counter``, ``aaguid``, ``attestationStatementFormat`` and
 ``transports``; ``secret_data`` is Keycloak's empty ``{}``: nothing secret is stored.
 
-The origin and the RP ID come from configuration (``realms.web.base_url``, the policy's RP ID,
+The origin and the RP ID come from configuration (``realms.http.web.base_url``, the policy's RP ID,
 its extra origins), never from what the browser claims: a page served under another name cannot
 produce an assertion this realm accepts (docs/decisions/0026-webauthn-and-passkeys.md).
 """
@@ -31,7 +31,7 @@ from fido2.webauthn import (AttestationConveyancePreference, AuthenticatorData, 
                             PublicKeyCredentialRpEntity)
 
 from ..models import Credential
-from ..web import base_url
+from ..http.web import base_url
 from . import CredentialType
 
 logger = logging.getLogger("idp.webauthn")

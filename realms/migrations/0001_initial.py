@@ -2,7 +2,7 @@
 
 import django.db.models.deletion
 import django.utils.timezone
-import realms.crypto
+import realms.data.crypto
 import realms.models
 from django.conf import settings
 from django.db import migrations, models
@@ -348,7 +348,7 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name='UserSession',
             fields=[
-                ('id', models.CharField(default=realms.crypto.random_id, editable=False, max_length=64, primary_key=True, serialize=False)),
+                ('id', models.CharField(default=realms.data.crypto.random_id, editable=False, max_length=64, primary_key=True, serialize=False)),
                 ('offline', models.BooleanField(default=False)),
                 ('started', models.DateTimeField(default=django.utils.timezone.now)),
                 ('last_refresh', models.DateTimeField(default=django.utils.timezone.now)),

@@ -10,7 +10,7 @@ CLIENT_ROLES = {REALM_MANAGEMENT: json.loads((Path(__file__).parent / "data" / "
 
 def add_delegated_clients(apps, schema_editor):
     """Realms created before delegated admins existed get their master ``<realm>-realm`` client
-    (realms.admin_permissions.ensure_delegated_client does this for every new realm)."""
+    (realms.administration.admin_permissions.ensure_delegated_client does this for every new realm)."""
     Realm = apps.get_model("realms", "Realm")
     Client = apps.get_model("realms", "Client")
     Role = apps.get_model("realms", "Role")

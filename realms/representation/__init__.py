@@ -5,7 +5,7 @@ An import runs in three steps inside one transaction:
 1. *parse*: the file is checked key by key against what the model holds and turned into plain
    dicts; a wrong type raises RepresentationError naming the JSON path; a key the model does not
    hold becomes a warning naming its path (never silently dropped);
-2. *built-ins*: Keycloak's built-ins the file lacks (by name) are merged in (realms/builtins.py),
+2. *built-ins*: Keycloak's built-ins the file lacks (by name) are merged in (realms/data/builtins.py),
    so a created realm and an imported one take the same path;
 3. *apply*: rows are written and names resolved; a dangling reference raises
    RepresentationError with its path and the transaction rolls everything back.

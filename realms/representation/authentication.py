@@ -3,11 +3,11 @@
 RealmRepresentation has them. The flow bindings are realm fields (realm.py); clients'
 ``authenticationFlowBindingOverrides`` name flows by id, renumbered here when a flow gets a new id.
 
-Keycloak 26's built-in flows and required actions (``realms.flows``) are the seed: a file
+Keycloak 26's built-in flows and required actions (``realms.signin.flows``) are the seed: a file
 without ``authenticationFlows`` gets all of them, one with its own gets the built-in top-level
 flows it lacks (by alias, as Keycloak's migrateFlows), a file without ``requiredActions`` gets
 the built-in ones."""
-from .. import flows
+from ..signin import flows
 from ..users import actions
 from ..models import AuthenticationExecution, AuthenticationFlow, AuthenticatorConfig, Client, RequiredActionProvider
 from .fields import RepresentationError, as_bool, as_int, as_list, as_str, as_str_map, at

@@ -10,7 +10,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from cryptography.x509.oid import NameOID
 from jwcrypto import jwk
 
-from .. import keys
+from ..data import keys
 from ..models import RealmKey
 from .fields import RepresentationError, as_bool, as_dict, as_int, as_list, as_multi_map, as_str
 from .user_storage import USER_STORAGE

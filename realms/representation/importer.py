@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from .. import admin_events
-from ..admin_permissions import ensure_delegated_client
+from ..audit import admin_events
+from ..administration.admin_permissions import ensure_delegated_client
 from ..credentials import webauthn
 from ..models import Realm, new_id
 from .authentication import AuthenticationApplier
@@ -118,7 +118,7 @@ class _Applier(AuthenticationApplier, ClientScopeApplier, ProtocolMapperApplier,
 
 def _warn_recaptcha(data, p):
     """reCAPTCHA needs Google's service, which this server does not call: a realm whose
-    registration form enables it gets no registration page (``realms.steps.registration``)."""
+    registration form enables it gets no registration page (``realms.signin.steps.registration``)."""
     for index, flow in enumerate(data.get("authenticationFlows") or ()):
         for execution in (flow.get("authenticationExecutions") or ()) if isinstance(flow, dict) else ():
             if isinstance(execution, dict) and execution.get("authenticator") == "registration-recaptcha-action" \

@@ -1,6 +1,6 @@
-"""Step 2 of an import: merge in Keycloak's built-ins (realms/builtins.py) the file lacks, by name,
+"""Step 2 of an import: merge in Keycloak's built-ins (realms/data/builtins.py) the file lacks, by name,
 so a created realm and an imported one take the same path."""
-from .. import builtins
+from ..data import builtins
 from .authentication import merge_builtin_authentication
 from .client_scopes import parse_scope
 from .clients import parse_client

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.db.models import Q
 
-from .. import admin_events
+from ..audit import admin_events
 from ..models import Client, ClientScope, Component, Group, Role, User
 from .clients import parse_client
 from .fields import Parser, RepresentationError, as_list

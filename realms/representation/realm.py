@@ -2,7 +2,7 @@
 resource, and the export."""
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from .. import password_policy
+from ..credentials import password_policy
 from ..models import Client, ClientScope, Group, RealmKey, Role, User
 from .authentication import KEYS as AUTHENTICATION_KEYS, authentication_reps, parse_authentication
 from .client_scopes import parse_scope, scope_rep

@@ -6,8 +6,9 @@ from datetime import datetime, timezone as dt_timezone
 
 from django.utils import timezone
 
-from .. import bulk, hashers, password_policy, realm_cache
-from ..accounts import enable_service_account
+from ..data import bulk, realm_cache
+from ..credentials import hashers, password_policy
+from ..users.accounts import enable_service_account
 from ..credentials import secret_from_representation, secret_to_representation
 from ..models import Credential, User
 from .fields import (
@@ -238,7 +239,7 @@ class UserApplier:
 
     def add_users(self, reps):
         """Write the parsed users with their role mappings, group memberships and credentials,
-        in bulk (``realms.bulk``: one stream per table, in the caller's transaction); their
+        in bulk (``realms.data.bulk``: one stream per table, in the caller's transaction); their
         User rows, in order. As Keycloak's import (``addUser`` with an id): into the realm
         database only, without the realm's default role or required actions."""
         ids = iter(self.ids_for(User, [u["fields"].get("id") for u in reps]))

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from django.db.models import Q
 
-from ..user_queries import contains
+from ..data.user_queries import contains
 
 OPERATORS = ("eq", "ne", "co", "sw", "ew", "gt", "ge", "lt", "le")
 _TOKEN = re.compile(r"""

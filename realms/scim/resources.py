@@ -8,10 +8,13 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 
-from .. import admin_events, password_policy, rows, storage
-from ..accounts import create_user
+from ..audit import admin_events
+from ..credentials import password_policy
+from ..data import rows
+from ..users import storage
+from ..users.accounts import create_user
 from ..models import Group, User
-from ..user_queries import listed_count
+from ..data.user_queries import listed_count
 from .errors import ScimError
 from .filters import Field
 from .schemas import GROUP, GROUP_ATTRIBUTES, USER, USER_ATTRIBUTES

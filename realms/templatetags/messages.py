@@ -1,9 +1,9 @@
-"""``{% msg "key" arg ... %}``: a message of the page's realm and locale (``realms.messages``)."""
+"""``{% msg "key" arg ... %}``: a message of the page's realm and locale (``realms.http.messages``)."""
 from django import template
 from django.utils.html import conditional_escape
 from django.utils.safestring import mark_safe
 
-from .. import messages
+from ..http import messages
 
 register = template.Library()
 

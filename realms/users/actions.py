@@ -4,7 +4,7 @@ for new users, priority), and which of a user's actions a sign-in asks for. Belo
 engine, which runs the actions, and user creation, which gives new users the default ones."""
 import logging
 
-from .. import realm_cache
+from ..data import realm_cache
 from ..models import RequiredActionProvider
 from ..registry import Registry
 

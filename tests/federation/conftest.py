@@ -6,7 +6,7 @@ import os
 import pytest
 
 from realms.models import Component
-from realms.services import create_realm
+from realms.representation.services import create_realm
 
 from .kdc import KDC, REALM
 from .slapd import PEOPLE, SERVICE_DN, SERVICE_PASSWORD, Slapd
@@ -92,7 +92,7 @@ def make_provider(realm, slapd, mappers=True, **overrides):
 
 @pytest.fixture
 def realm(db):
-    from realms import realm_cache
+    from realms.data import realm_cache
 
     realm_cache.clear()
     realm = create_realm("acme")
@@ -110,7 +110,7 @@ def web_app(realm):
 
 @pytest.fixture
 def admin_api(realm):
-    from realms.accounts import create_user
+    from realms.users.accounts import create_user
     from realms.models import Role
     from tests.realms.test_admin_rest_api import PASSWORD, Api, token
 

@@ -6,7 +6,7 @@ import pytest
 
 from federation.models import LdapComponent
 from realms.models import Component, Event, Realm, User
-from realms.storage import open_config
+from realms.users.storage import open_config
 from tests.realms.test_admin import make_admin
 
 from .conftest import ldap_config

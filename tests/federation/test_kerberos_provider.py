@@ -6,10 +6,11 @@ import sys
 
 import pytest
 
-from realms import signin, storage
+from realms.signin import passwords
+from realms.users import storage
 from realms.models import Component, Credential, User
 from realms.representation import RepresentationError, export_realm, import_realm
-from realms.services import create_realm
+from realms.representation.services import create_realm
 
 from .conftest import ALICE_PASSWORD, add_kerberos_component, kerberos_config
 from .kdc import REALM
@@ -26,7 +27,7 @@ def test_first_password_sign_in_imports_the_principal_as_a_linked_user(realm, kd
     component = add_kerberos_component(realm, kdc)
     assert not User.objects.filter(realm=realm, username="alice").exists()
 
-    result = signin.check_password(realm, "alice", ALICE_PASSWORD)
+    result = passwords.check_password(realm, "alice", ALICE_PASSWORD)
     assert result.ok
     alice = User.objects.get(realm=realm, username="alice")
     assert alice.federation_link_id == component.pk
@@ -35,21 +36,21 @@ def test_first_password_sign_in_imports_the_principal_as_a_linked_user(realm, kd
     assert not Credential.objects.filter(user=alice).exists()  # the password stays in the KDC
 
     # Signed in again: the same user, the password checked by the KDC each time.
-    assert signin.check_password(realm, "alice", ALICE_PASSWORD).user.pk == alice.pk
-    assert signin.check_password(realm, "alice", "not alice's password").error == "invalid_user_credentials"
-    assert signin.check_password(realm, f"alice@{REALM}", ALICE_PASSWORD).user.pk == alice.pk
+    assert passwords.check_password(realm, "alice", ALICE_PASSWORD).user.pk == alice.pk
+    assert passwords.check_password(realm, "alice", "not alice's password").error == "invalid_user_credentials"
+    assert passwords.check_password(realm, f"alice@{REALM}", ALICE_PASSWORD).user.pk == alice.pk
 
 
 def test_unknown_principals_and_other_realms_are_not_found(realm, kdc):
     add_kerberos_component(realm, kdc)
-    assert signin.check_password(realm, "nobody", "x").error == "user_not_found"
-    assert signin.check_password(realm, "alice@OTHER.REALM", ALICE_PASSWORD).error == "user_not_found"
+    assert passwords.check_password(realm, "nobody", "x").error == "user_not_found"
+    assert passwords.check_password(realm, "alice@OTHER.REALM", ALICE_PASSWORD).error == "user_not_found"
     assert not User.objects.filter(realm=realm).exists()
 
 
 def test_password_authentication_off_refuses_the_right_password(realm, kdc):
     add_kerberos_component(realm, kdc, allowPasswordAuthentication="false")
-    assert signin.check_password(realm, "alice", ALICE_PASSWORD).error == "invalid_user_credentials"
+    assert passwords.check_password(realm, "alice", ALICE_PASSWORD).error == "invalid_user_credentials"
 
 
 def test_a_local_user_of_the_same_name_is_never_taken_over(realm, kdc):
@@ -57,19 +58,19 @@ def test_a_local_user_of_the_same_name_is_never_taken_over(realm, kdc):
     local = User.objects.create(realm=realm, username="alice")
     storage.set_password(local.realm, local, "local password")
     local.save()
-    assert signin.check_password(realm, "alice", ALICE_PASSWORD).error == "invalid_user_credentials"
-    assert signin.check_password(realm, "alice", "local password").ok
+    assert passwords.check_password(realm, "alice", ALICE_PASSWORD).error == "invalid_user_credentials"
+    assert passwords.check_password(realm, "alice", "local password").ok
     assert User.objects.get(realm=realm, username="alice").federation_link is None
 
 
 def test_update_profile_on_first_login_adds_the_required_action(realm, kdc):
     add_kerberos_component(realm, kdc, updateProfileFirstLogin="true")
-    assert signin.check_password(realm, "alice", ALICE_PASSWORD).user.required_actions == ["UPDATE_PROFILE"]
+    assert passwords.check_password(realm, "alice", ALICE_PASSWORD).user.required_actions == ["UPDATE_PROFILE"]
 
 
 def test_edit_modes(realm, kdc):
     component = add_kerberos_component(realm, kdc)
-    alice = signin.check_password(realm, "alice", ALICE_PASSWORD).user
+    alice = passwords.check_password(realm, "alice", ALICE_PASSWORD).user
     provider = storage.provider_of(alice)
     assert provider.update_credential(realm, alice, Credential.PASSWORD, "new password") is False  # READ_ONLY
 
@@ -79,29 +80,29 @@ def test_edit_modes(realm, kdc):
     provider = storage.provider_of(alice)
     assert provider.update_credential(realm, alice, Credential.PASSWORD, "a local password") is True
     # UNSYNCED: the password set here is the one checked from now on, the KDC's no longer.
-    assert signin.check_password(realm, "alice", "a local password").ok
-    assert signin.check_password(realm, "alice", ALICE_PASSWORD).error == "invalid_user_credentials"
+    assert passwords.check_password(realm, "alice", "a local password").ok
+    assert passwords.check_password(realm, "alice", ALICE_PASSWORD).error == "invalid_user_credentials"
 
 
 def test_debug_logs_each_kdc_exchange(realm, kdc, caplog):
     add_kerberos_component(realm, kdc, debug="true")
     with caplog.at_level("INFO", logger="idp.federation.kerberos"):
-        signin.check_password(realm, "alice", ALICE_PASSWORD)
+        passwords.check_password(realm, "alice", ALICE_PASSWORD)
     assert f"password of alice@{REALM} accepted" in caplog.text
     caplog.clear()
     add_kerberos_component(create_realm("quiet"), kdc)
     with caplog.at_level("INFO", logger="idp.federation.kerberos"):
-        signin.check_password(realm.__class__.objects.get(name="quiet"), "alice", ALICE_PASSWORD)
+        passwords.check_password(realm.__class__.objects.get(name="quiet"), "alice", ALICE_PASSWORD)
     assert "accepted" not in caplog.text
 
 
 def test_an_unreachable_kdc_refuses_the_password_and_says_why_in_the_log(realm, kdc, tmp_path, monkeypatch, caplog):
     add_kerberos_component(realm, kdc)
-    alice = signin.check_password(realm, "alice", ALICE_PASSWORD).user
+    alice = passwords.check_password(realm, "alice", ALICE_PASSWORD).user
     dead = tmp_path / "krb5.conf"
     dead.write_text(kdc.krb5_conf.read_text().replace(f"127.0.0.1:{kdc.port}", "127.0.0.1:9"))
     monkeypatch.setenv("KRB5_CONFIG", str(dead))
-    result = signin.check_password(realm, "alice", ALICE_PASSWORD)
+    result = passwords.check_password(realm, "alice", ALICE_PASSWORD)
     assert result.error == "invalid_user_credentials" and result.user.pk == alice.pk
     assert "the KDC could not be asked" in caplog.text
 

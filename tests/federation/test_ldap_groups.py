@@ -5,7 +5,7 @@ mapper action, the memberOf strategy, UID membership, realm- and client-role map
 writes, and configurations refused."""
 import pytest
 
-from realms import signin
+from realms.signin import passwords
 from realms.models import Client, Component, Group, Role, User
 from realms.representation import import_realm
 from realms.representation.fields import RepresentationError
@@ -32,7 +32,7 @@ def mapper_id(component, provider_id="group-ldap-mapper"):
 
 
 def signed_in(realm, name):
-    result = signin.check_password(realm, name, f"{name}-password")
+    result = passwords.check_password(realm, name, f"{name}-password")
     assert result.ok
     return User.objects.get(pk=result.user.pk)
 
@@ -280,7 +280,7 @@ def test_active_directory_recursive_strategy_asks_for_the_groups_in_chain():
     """Active Directory's LDAP_MATCHING_RULE_IN_CHAIN (slapd has no such rule: the filter sent is
     what can be checked here)."""
     from federation.ldap.config import LdapConfig
-    from federation.ldap.membership import GroupMembership
+    from federation.ldap.membership_mappers import GroupMembership
 
     provider = Component(pk="p", config={"vendor": ["ad"], "editMode": ["READ_ONLY"],
                                          "connectionUrl": ["ldap://127.0.0.1"]})

@@ -10,10 +10,10 @@ import requests
 from requests_gssapi import OPTIONAL, HTTPSPNEGOAuth
 
 from federation.ldap.config import LDAP_ENTRY_DN, ConfigError, LdapConfig
-from realms import signin
-from realms.flows import ALTERNATIVE, DISABLED
+from realms.signin import passwords
+from realms.signin.flows import ALTERNATIVE, DISABLED
 from realms.models import AuthenticationExecution, Component, Event, User
-from realms.services import create_realm
+from realms.representation.services import create_realm
 from tests.oidc.browser.conftest import make_client
 
 from .conftest import ALICE_PASSWORD, make_provider
@@ -82,8 +82,8 @@ def test_the_principal_attribute_finds_the_entry_and_the_directory_being_down_is
 def test_use_kerberos_for_password_authentication(realm, kdc, directory, by_kdc):
     make_provider(realm, directory, **kerberos_settings(kdc, useKerberosForPasswordAuthentication=str(by_kdc).lower()))
     directory.add_user("alice", DIRECTORY_PASSWORD)
-    assert signin.check_password(realm, "alice", ALICE_PASSWORD).ok is by_kdc
-    assert signin.check_password(realm, "alice", DIRECTORY_PASSWORD).ok is not by_kdc
+    assert passwords.check_password(realm, "alice", ALICE_PASSWORD).ok is by_kdc
+    assert passwords.check_password(realm, "alice", DIRECTORY_PASSWORD).ok is not by_kdc
 
 
 def test_kerberos_authentication_needs_its_settings(realm, kdc, directory):
@@ -99,13 +99,13 @@ def test_without_python_gssapi_the_provider_says_so_and_refuses_nothing_silently
     import sys
 
     import federation.kerberos
-    from realms import storage
+    from realms.users import storage
 
     component = make_provider(realm, directory, **kerberos_settings(kdc, useKerberosForPasswordAuthentication="true"))
     directory.add_user("alice", DIRECTORY_PASSWORD)
     for name in ("gss", "provider"):  # as on a server without the extra: importing them fails
         monkeypatch.setitem(sys.modules, f"federation.kerberos.{name}", None)
         monkeypatch.delattr(federation.kerberos, name)
-    assert signin.check_password(realm, "alice", ALICE_PASSWORD).error == signin.USER_STORAGE_UNAVAILABLE
+    assert passwords.check_password(realm, "alice", ALICE_PASSWORD).error == passwords.USER_STORAGE_UNAVAILABLE
     assert storage.provider_for(component).authenticate_credential(realm, storage.KERBEROS, "token") is None
     assert "Kerberos is not available on this server" in caplog.text

@@ -9,7 +9,7 @@ import ldap
 import pytest
 from django.test import Client
 
-from realms import signin
+from realms.signin import passwords
 from realms.models import Credential, Realm, User
 from tests.realms.test_admin import make_admin
 from tests.realms.test_scim import PATCH, USER, service_client, token_for
@@ -35,7 +35,7 @@ def _binds(directory, uid, password):
 def _directory_user(realm, directory, uid, edit_mode):
     make_provider(realm, directory, editMode=edit_mode)
     directory.add_user(uid, f"{uid}-old-password")
-    return signin.check_password(realm, uid, f"{uid}-old-password").user  # imported by the sign-in
+    return passwords.check_password(realm, uid, f"{uid}-old-password").user  # imported by the sign-in
 
 
 def _console_set(client, user, password):
@@ -66,7 +66,7 @@ def test_a_writable_directory_users_password_lands_in_the_directory(client, real
     assert _binds(directory, "wendy", "wendy-new-password")
     assert not _binds(directory, "wendy", "wendy-old-password")
     assert not Credential.objects.filter(user=user).exists()  # no local hash that no sign-in reads
-    assert signin.check_password(realm, "wendy", "wendy-new-password").ok
+    assert passwords.check_password(realm, "wendy", "wendy-new-password").ok
 
 
 @pytest.mark.parametrize("writer", ["console", "scim"])

@@ -10,9 +10,9 @@ import requests
 from playwright.sync_api import sync_playwright
 from requests_gssapi import OPTIONAL, HTTPSPNEGOAuth
 
-from realms.flows import ALTERNATIVE
+from realms.signin.flows import ALTERNATIVE
 from realms.models import AuthenticationExecution, Component, Event, User
-from realms.services import create_realm
+from realms.representation.services import create_realm
 from tests.oidc.browser.conftest import make_client
 from tests.browser import CHROMIUM_ARGS, open_page
 

@@ -99,7 +99,7 @@ def _realm():
     from django.test import Client as HttpClient
     from jwcrypto import jwk
 
-    from realms import realm_cache
+    from realms.data import realm_cache
     from realms.representation import import_realm  # the import service's entry point
     from saml import constants as c
 
@@ -228,7 +228,7 @@ def _webhook_state():
     from django.test import Client as HttpClient
 
     from realms.models import Realm, Role
-    from realms.accounts import create_user
+    from realms.users.accounts import create_user
     from webhooks import services
 
     state = _realm()
@@ -250,7 +250,7 @@ def run_webhook_api(state, data):
     without a name lookup: the fuzzer must not reach the network."""
     from unittest import mock
 
-    from realms import outbound
+    from realms.http import outbound
 
     mode, body = _mode(data, 4)
     base = f"/admin/realms/{REALM}/webhooks"
@@ -399,7 +399,7 @@ def run_one(target, state, data):
     from django.core.cache import cache
     from django.db import transaction
 
-    from realms import realm_cache
+    from realms.data import realm_cache
 
     started, peak = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     if target.db:

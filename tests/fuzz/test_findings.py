@@ -7,7 +7,7 @@ import json
 import pytest
 from django.test import RequestFactory
 
-from realms.input_guard import _has_nul
+from realms.http.input_guard import _has_nul
 
 from .targets import REALM, _realm, _webhook_state, run_client_assertion
 
@@ -85,7 +85,7 @@ def test_webhook_api_deeply_nested_json_is_400_not_500(webhooks):
 
 
 # A NUL decoded from inside a value (HTTP Basic credentials, a JWT claim) is past the edge guard:
-# the client lookup (realms/realm_cache.py) finds no client rather than asking PostgreSQL.
+# the client lookup (realms/data/realm_cache.py) finds no client rather than asking PostgreSQL.
 @pytest.mark.parametrize("credentials", [b"app\x00:x", b"a%00pp:x"])
 def test_nul_in_basic_client_id_is_401_not_500(oidc, credentials):
     response = oidc.http.post(f"/realms/{REALM}/protocol/openid-connect/token", data="grant_type=client_credentials",

@@ -1,8 +1,8 @@
 import pytest
 from django.contrib.auth import authenticate
 
-from realms import storage
-from realms.bootstrap import ensure_bootstrap_admin, ensure_demo_realm
+from realms.users import storage
+from realms.representation.bootstrap import ensure_bootstrap_admin, ensure_demo_realm
 from realms.models import Client, Realm, User, has_realm_role
 from tests.passwords import holds_password
 
@@ -65,9 +65,9 @@ def _bootstrap(*args, **env):
 
 
 def test_bootstrap_admin_user_is_a_temporary_master_admin_who_can_sign_in(client):
-    from realms.bootstrap import admin_exists
+    from realms.representation.bootstrap import admin_exists
     from realms.models import Realm, User, has_realm_role
-    from realms.signin import check_password
+    from realms.signin.passwords import check_password
 
     assert not admin_exists()
     out = _bootstrap("user", "--username", "rescue", "--password:env", "RESCUE_PW", RESCUE_PW="rescue-pass-1")

@@ -7,7 +7,7 @@ import re
 import pytest
 import requests
 
-from realms.bootstrap import ensure_demo_callback, ensure_demo_realm
+from realms.representation.bootstrap import ensure_demo_callback, ensure_demo_realm
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -3,7 +3,7 @@ Keycloak's JSON bodies where programs ask, and never Django's debug page."""
 import pytest
 from django.test import Client
 
-from realms.bootstrap import ensure_demo_realm
+from realms.representation.bootstrap import ensure_demo_realm
 
 pytestmark = pytest.mark.django_db
 

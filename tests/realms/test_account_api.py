@@ -6,12 +6,12 @@ import json
 import pytest
 from django.test import Client
 
-from realms import realm_cache
-from realms.accounts import create_user, enable_service_account
+from realms.data import realm_cache
+from realms.users.accounts import create_user, enable_service_account
 from realms.models import Client as ClientModel
 from realms.models import ClientScope, Credential, Event, Role, UserSession
-from realms.services import create_realm
-from realms.sessions import create_user_session, get_or_create_client_session
+from realms.representation.services import create_realm
+from realms.sso.sessions import create_user_session, get_or_create_client_session
 from tests.oidc.browser.conftest import make_client
 
 pytestmark = pytest.mark.django_db

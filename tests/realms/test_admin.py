@@ -9,7 +9,8 @@ from html.parser import HTMLParser
 import pytest
 from django.contrib.auth.hashers import make_password
 
-from realms import keys, storage
+from realms.data import keys
+from realms.users import storage
 from realms.models import (
     Client,
     ClientScope,
@@ -512,7 +513,7 @@ def test_client_link_inline_event_paths(console, acme):
 def test_bootstrap_admin_signs_in_with_chromium_and_sees_the_realms(live_server):
     from playwright.sync_api import sync_playwright
 
-    from realms.bootstrap import ensure_bootstrap_admin
+    from realms.representation.bootstrap import ensure_bootstrap_admin
 
     ensure_bootstrap_admin("ops", "bootstrap-pass-1")
     Realm.objects.create(name="acme", display_name="ACME Corp")
@@ -548,7 +549,7 @@ def test_realm_update_and_delete_events(console, acme):
     assert (update.type, update.resource_type, update.resource_path) == ("UPDATE", "REALM", "")
     assert '"display_name": "ACME"' in update.representation and "smtp-pass" not in update.representation
 
-    from realms.events import realm_event
+    from realms.audit.events import realm_event
 
     seen = []
 

@@ -1,14 +1,15 @@
-"""The console decides with the same function as the Admin REST API (realms.admin_permissions):
+"""The console decides with the same function as the Admin REST API (realms.administration.admin_permissions):
 a realm's own admins sign in to that realm only, fine-grained permissions limit a group's
 admins to its members, master users with a realm's X-realm roles administer that realm only."""
 import pytest
 from django.test import Client as Browser
 
-from realms import realm_cache, storage
-from realms.accounts import create_user
+from realms.data import realm_cache
+from realms.users import storage
+from realms.users.accounts import create_user
 from realms.models import Client, Realm, Role, User
 from realms.representation import import_realm
-from realms.services import create_realm
+from realms.representation.services import create_realm
 from tests.realms.test_admin import submit
 from tests.realms.test_admin_rest_api import PASSWORD
 from tests.realms.test_import_export import load

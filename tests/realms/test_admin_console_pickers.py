@@ -1,5 +1,5 @@
 """The console's pickers (a user's groups and roles, a group's parent, a role's composites, an
-organization's members, a flow's client) offer what ``realms.admin_permissions`` lets the
+organization's members, a flow's client) offer what ``realms.administration.admin_permissions`` lets the
 signed-in admin pick, as the Admin REST API decides (docs/decisions/0045): the users and groups
 they may list, the roles they may map; in the realm of the object edited only. The autocomplete
 endpoint answers the same choices; saving a form keeps what it did not offer. Built on
@@ -8,7 +8,7 @@ import pytest
 from django.test import Client as Browser
 
 from realms.models import AuthenticationFlow, Group, Organization, Realm, Role, User
-from realms.services import create_realm
+from realms.representation.services import create_realm
 from tests.realms.test_admin import make_admin, read_form, select_options
 from tests.realms.test_admin_permission_lists import CLIENT, CONSOLE, GROUP, fgap_realm
 from tests.realms.test_admin_rest_api import PASSWORD

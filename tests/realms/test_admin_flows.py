@@ -4,9 +4,9 @@ configure a condition field by field, bind a flow to the realm and to one client
 realm's required actions."""
 import pytest
 
-from realms import flow_admin
+from realms.administration import flow_admin
 from realms.models import AuthenticationExecution, AuthenticationFlow, AuthenticatorConfig, Client, Event
-from realms.services import create_realm
+from realms.representation.services import create_realm
 from tests.realms.test_admin import console, master, read_form, submit  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.django_db

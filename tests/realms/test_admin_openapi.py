@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 from openapi_spec_validator import validate
 
-from realms.api import resources
+from realms.admin_api import resources
 
 pytestmark = pytest.mark.django_db
 

@@ -1,5 +1,5 @@
 """Fine-grained admin permissions v2 narrow the lists of groups and clients (docs/decisions/0043):
-the Admin REST API and the console list only what ``realms.admin_permissions.visible`` lets the
+the Admin REST API and the console list only what ``realms.administration.admin_permissions.visible`` lets the
 caller list, filtered in the query so that ``first``/``max`` page the visible set; the count
 agrees; a single object the caller may not view answers 403; a realm-wide role lists everything.
 Built on Keycloak's own fgap export (delegated admins of the groups DE, UK and AT)."""
@@ -8,7 +8,8 @@ import json
 import pytest
 from django.test import Client as Browser
 
-from realms import realm_cache, storage
+from realms.data import realm_cache
+from realms.users import storage
 from realms.models import Client, Group, Realm, Role, User
 from realms.representation import import_realm
 from tests.realms.test_admin_rest_api import PASSWORD, Api, token

@@ -1,4 +1,4 @@
-"""Who may administer what (realms.admin_permissions, docs/decisions/0032): every route of the
+"""Who may administer what (realms.administration.admin_permissions, docs/decisions/0032): every route of the
 Admin REST API against every realm-management role, generated from the route table so that a
 route added by any app is covered; a realm-B admin sees nothing of realm A; fine-grained admin
 permissions v2 of Keycloak's own fgap export limit a group's delegated admins to its members."""
@@ -10,16 +10,17 @@ from types import SimpleNamespace
 import pytest
 from django.db import transaction
 
-from realms import realm_cache, storage
-from realms.accounts import create_user
-from realms.admin_permissions import Admin, can
-from realms.api import resources
-from realms.api.authentication import Caller
-from realms.api.permissions import RealmRole, required_role
-from realms.api.views import LOCATED, RealmResource
+from realms.data import realm_cache
+from realms.users import storage
+from realms.users.accounts import create_user
+from realms.administration.admin_permissions import Admin, can
+from realms.admin_api import resources
+from realms.admin_api.authentication import Caller
+from realms.admin_api.permissions import RealmRole, required_role
+from realms.admin_api.views import LOCATED, RealmResource
 from realms.models import Client, Realm, Role, User
 from realms.representation import RepresentationError, export_realm, import_realm
-from realms.services import create_realm
+from realms.representation.services import create_realm
 from tests.realms.test_admin_rest_api import PASSWORD, Api, realm_admin, token
 from tests.realms.test_import_export import load
 

@@ -1,4 +1,4 @@
-"""The Admin REST API's one base (realms/api/): the /admin/realms/ prefix is the API's and answers
+"""The Admin REST API's one base (realms/admin_api/): the /admin/realms/ prefix is the API's and answers
 JSON only, the console lives at /admin/master/console/, and one builder records admin events."""
 import json
 
@@ -7,10 +7,10 @@ from django.http import Http404
 from django.test import Client, RequestFactory
 from rest_framework import exceptions
 
-from realms import admin_events
-from realms.accounts import create_user
-from realms.api import errors
-from realms.api.jsonbody import loads
+from realms.audit import admin_events
+from realms.users.accounts import create_user
+from realms.admin_api import errors
+from realms.admin_api.jsonbody import loads
 from realms.models import Event, Realm, Role
 from realms.representation import import_realm
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from argon2.low_level import Type, core, ffi, hash_secret_raw, lib
 
-from realms import argon2_build
-from realms.hashers import argon2_raw
+from realms.credentials import argon2_build
+from realms.credentials.hashers import argon2_raw
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "argon2_builds.py"
 # Argon2id at Keycloak's parameters as the published wheel computes it (setup checks the same).
@@ -77,7 +77,7 @@ def load(flags, builds=()):
 
 
 def test_a_process_of_the_venv_loads_the_build_chosen_for_its_cpu():
-    # No import of realms.argon2_build here: the venv's .pth file makes it at start.
+    # No import of realms.credentials.argon2_build here: the venv's .pth file makes it at start.
     answer = subprocess.run([sys.executable, "-c", "import sys, argon2.low_level; "
                              "print(sys.modules['_argon2_cffi_bindings._ffi'].__file__)"],
                             capture_output=True, text=True, check=True)

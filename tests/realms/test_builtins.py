@@ -1,11 +1,11 @@
 """create_realm and the master realm: Keycloak 26's built-ins, from one code path."""
 import pytest
 
-from realms import builtins
-from realms.accounts import create_user, enable_service_account
+from realms.data import builtins
+from realms.users.accounts import create_user, enable_service_account
 from realms.models import Client, ClientScope, ClientScopeLink, ProtocolMapper, Realm, RealmKey, Role, expand_composites
 from realms.representation import RepresentationError
-from realms.services import add_default_client_scopes, create_realm
+from realms.representation.services import add_default_client_scopes, create_realm
 
 pytestmark = pytest.mark.django_db
 

@@ -5,10 +5,10 @@ import pytest
 from django.test import Client as HttpClient
 from django.urls import reverse
 
-from realms.accounts import create_user
+from realms.users.accounts import create_user
 from realms.models import Client, ClientScope, Credential, Event, Realm, Role, User, UserSession
-from realms.services import create_realm
-from realms.sessions import create_user_session
+from realms.representation.services import create_realm
+from realms.sso.sessions import create_user_session
 
 from .test_admin import errors_of, make_admin, read_form, submit
 
@@ -327,7 +327,7 @@ WIDER_THAN_THE_WINDOW = """() => {
 def test_realm_client_and_user_pages_fit_1280_pixels_in_every_tab(live_server, tmp_path):
     from playwright.sync_api import sync_playwright
 
-    from realms.bootstrap import ensure_bootstrap_admin
+    from realms.representation.bootstrap import ensure_bootstrap_admin
 
     from tests.browser import CHROMIUM_ARGS
 

@@ -7,7 +7,7 @@ from unittest import mock
 import pytest
 from django.urls import reverse
 
-from realms import organizations
+from realms.users import organizations
 from realms.models import Event, Organization, OrganizationMember
 
 from .test_admin import errors_of, submit

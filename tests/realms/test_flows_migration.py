@@ -2,7 +2,7 @@
 data, as a new realm gets them (decision 0025)."""
 import pytest
 
-from realms.flows import BUILTIN_REQUIRED_ACTIONS
+from realms.signin.flows import BUILTIN_REQUIRED_ACTIONS
 from tests.realms.test_federation_link_migration import _migrate, back_to_latest  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -1,6 +1,6 @@
 """Stored sign-in flows (issue 12, item 1; docs/decisions/0025): Keycloak's full exports
 round-trip their flows, configs, required actions and bindings; a realm's flows changed through
-``realms.flow_admin`` (what the Admin API and the console call) behave the same after an export
+``realms.administration.flow_admin`` (what the Admin API and the console call) behave the same after an export
 and a re-import; every requirement and condition takes effect; the realm's required-action
 settings take effect; the hot path reads no flow rows."""
 import base64
@@ -15,12 +15,23 @@ from django.db import connection
 from django.test import Client as HttpClient
 from django.test.utils import CaptureQueriesContext
 
-from realms import flow_admin, flows, realm_cache
-from realms.accounts import create_user
+from realms.administration import flow_admin
+from realms.signin import flows
+from realms.data import realm_cache
+from realms.users.accounts import create_user
 from realms.credentials import get_credential_type
-from realms.flow_admin import FlowError
-from realms.models import (AuthenticationExecution, AuthenticationFlow, Credential, Event, Group, Realm,
-                           RequiredActionProvider, Role, User)
+from realms.administration.flow_admin import FlowError
+from realms.models import (
+    AuthenticationExecution,
+    AuthenticationFlow,
+    Credential,
+    Event,
+    Group,
+    Realm,
+    RequiredActionProvider,
+    Role,
+    User,
+)
 from realms.representation import RepresentationError, export_realm, import_realm
 from tests.oidc.browser.conftest import PASSWORD
 from tests.realms.test_signin import AUTH, PARAMS, password_grant, redirect_query

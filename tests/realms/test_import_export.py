@@ -11,8 +11,8 @@ from argon2.low_level import Type, hash_secret_raw
 from django.apps import apps
 from django.core.management import call_command
 
-from realms import crypto, rows
-from realms.keys import realm_keys
+from realms.data import crypto, rows
+from realms.data.keys import realm_keys
 from realms.models import (
     Client,
     ClientScope,
@@ -224,7 +224,7 @@ def test_every_credential_form_becomes_a_usable_password():
         assert holds_password(u, password), username
         assert u.password_credential().secret_data.startswith("argon2$argon2id$"), username
     otp = Credential.objects.get(user__realm=realm, type="otp")
-    # Kept encrypted at rest (realms.crypto); the export below gives Keycloak's string back.
+    # Kept encrypted at rest (realms.data.crypto); the export below gives Keycloak's string back.
     assert otp.credential_data["digits"] == 6 and "JBSWY3DPEHPK3PXP" not in otp.secret_data
     assert json.loads(crypto.decrypt(otp.secret_data))["value"] == "JBSWY3DPEHPK3PXP"
 
@@ -426,8 +426,8 @@ def test_client_scope_mapping_on_scopes_and_cross_client_composites():
 
 
 def test_ec_and_eddsa_keys_and_key_status_round_trip():
-    from realms.keys import generate_key, rotate_key
-    from realms.services import create_realm
+    from realms.data.keys import generate_key, rotate_key
+    from realms.representation.services import create_realm
 
     realm = create_realm("keyring")
     rotate_key(realm)  # the first RS256 key goes passive, a new one signs

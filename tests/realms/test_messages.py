@@ -1,7 +1,7 @@
 """Message bundles: realm texts over the theme's bundle over v2's, locale over English."""
 import pytest
 
-from realms import messages
+from realms.http import messages
 from realms.models import Realm
 
 
@@ -28,7 +28,7 @@ def test_lookup_order(theme_dir):
 
 
 def test_login_page_uses_the_realms_texts(rf):
-    from realms import themes
+    from realms.http import themes
     realm = Realm(name="texts", default_locale="en", localization_texts={"en": {"doLogIn": "Let me in"}})
     page = themes.render(rf.get("/"), realm, "login.html", {"action_url": "/x"}).content.decode()
     assert ">Let me in</button>" in page and "<title>Sign in to texts</title>" in page

@@ -3,8 +3,8 @@ import pytest
 from django.db import IntegrityError, transaction
 from jwcrypto import jwk, jws
 
-from realms import crypto
-from realms.keys import generate_key, realm_keys, rotate_key
+from realms.data import crypto
+from realms.data.keys import generate_key, realm_keys, rotate_key
 from realms.models import Client, Group, RealmKey, Role, User, Realm
 
 pytestmark = pytest.mark.django_db
@@ -106,7 +106,7 @@ def test_password_hashes_are_argon2id_and_decoy_checks_cost_the_same():
 
     from django.contrib.auth.hashers import check_password, make_password
 
-    from realms.hashers import Argon2idHasher, spend_check_time
+    from realms.credentials.hashers import Argon2idHasher, spend_check_time
 
     encoded = make_password("right horse")
     assert encoded.startswith("argon2$argon2id$v=19$m=7168,t=5,p=1$")

@@ -3,7 +3,7 @@ Keycloak's messages and statuses, admin events; the account API's list; the real
 ``organizations`` round trip."""
 import pytest
 
-from realms.accounts import create_user
+from realms.users.accounts import create_user
 from realms.models import Client, Event, Organization, OrganizationMember, User
 from realms.representation import export_realm, import_realm
 

@@ -14,11 +14,11 @@ import time_machine
 from django.core.cache import cache
 from django.test import Client as HttpClient
 
-from realms import flows
+from realms.signin import flows
 from realms.credentials import get_credential_type
 from realms.credentials.otp import OtpPolicy
 from realms.credentials.recovery_codes import TYPE as RECOVERY_CODES, generate_codes
-from realms.flows import ALTERNATIVE, BROWSER_FLOW, CONDITIONAL, REQUIRED, Flow, step, sub_flow
+from realms.signin.flows import ALTERNATIVE, BROWSER_FLOW, CONDITIONAL, REQUIRED, Flow, step, sub_flow
 from realms.models import Credential, Event, User
 from realms.representation import RepresentationError, export_realm, import_realm
 from tests.oidc.browser.conftest import PASSWORD, make_client

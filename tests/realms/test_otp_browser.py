@@ -8,9 +8,9 @@ import pyotp
 import pytest
 from playwright.sync_api import sync_playwright
 
-from realms.accounts import create_user
+from realms.users.accounts import create_user
 from realms.models import User
-from realms.services import create_realm
+from realms.representation.services import create_realm
 from tests.oidc.browser.conftest import PASSWORD, make_client
 from tests.browser import CHROMIUM_ARGS
 from tests.oidc.browser.test_browser_playwright import _auth_url

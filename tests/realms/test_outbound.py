@@ -1,4 +1,4 @@
-"""The outbound address policy (``realms.outbound``; spec 2 §8 for webhooks, and every call to a
+"""The outbound address policy (``realms.http.outbound``; spec 2 §8 for webhooks, and every call to a
 client's JWKS or logout URL): https only, non-public addresses refused, the checked address is the
 one connected to, no redirects, truncated bodies. Production mode unless said."""
 import json
@@ -6,8 +6,8 @@ import socket
 
 import pytest
 
-from realms import outbound
-from realms.outbound import OutboundError, TargetRefused
+from realms.http import outbound
+from realms.http.outbound import OutboundError, TargetRefused
 from tests.servers import Receiver, make_tls_files
 
 NON_PUBLIC = [

@@ -10,7 +10,7 @@ import pytest
 from argon2.low_level import Type, hash_secret_raw
 from django.test import Client
 
-from realms.accounts import create_user
+from realms.users.accounts import create_user
 from realms.models import Credential, Event, Group, Role, User
 from tests.passwords import holds_password
 from tests.realms.test_admin_rest_api import acme, master_api  # noqa: F401 (fixtures)
@@ -203,7 +203,7 @@ def test_a_large_import_refreshes_the_planners_statistics(acme, master_api):
     realm's users one by one (the table's statistics still described it as it was before)."""
     from django.db import connection
 
-    from realms.storage import REALM_DATABASE
+    from realms.users.storage import REALM_DATABASE
 
     users = [{"username": f"bulk{i:05}", "enabled": True} for i in range(1500)]
     assert _import(master_api, {"ifResourceExists": "FAIL", "users": users}).status_code == 200

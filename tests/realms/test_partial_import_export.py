@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from realms.accounts import create_user
+from realms.users.accounts import create_user
 from realms.models import Client as ClientModel
 from realms.models import Event, Group, Role, User
 from tests.passwords import holds_password

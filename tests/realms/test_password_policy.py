@@ -11,14 +11,17 @@ from django.forms import modelform_factory
 from django.test import RequestFactory
 from django.utils import timezone
 
-from realms import engine, flows, password_policy, realm_cache, storage
-from realms.accounts import create_user
+from realms.signin import engine, flows
+from realms.credentials import password_policy
+from realms.data import realm_cache
+from realms.users import storage
+from realms.users.accounts import create_user
 from realms.admin.realm import RealmForm
-from realms.auth_sessions import AuthSession
+from realms.sso.auth_sessions import AuthSession
 from realms.models import Client, Credential, Realm, Role, User
-from realms.password_policy import PasswordPolicyError, PolicyConfigError
+from realms.credentials.password_policy import PasswordPolicyError, PolicyConfigError
 from realms.representation import RepresentationError, export_realm, import_realm
-from realms.services import create_realm
+from realms.representation.services import create_realm
 from tests.passwords import holds_password
 
 pytestmark = pytest.mark.django_db
@@ -307,7 +310,7 @@ def test_new_argon2id_hashes_are_the_standard_ones_and_are_not_rehashed_at_sign_
     from argon2 import PasswordHasher
     from argon2.low_level import Type, hash_secret, hash_secret_raw
 
-    from realms.hashers import Argon2idHasher
+    from realms.credentials.hashers import Argon2idHasher
 
     realm = realm_with("")
     user = create_user(realm, "alice", password=PASSWORD)
@@ -337,7 +340,7 @@ def test_argon2id_hashes_take_turns_beyond_the_processs_cores(monkeypatch):
     import threading
     import time
 
-    from realms import hashers
+    from realms.credentials import hashers
 
     assert hashers._ARENAS.qsize() == len(os.sched_getaffinity(0))
     one = queue.LifoQueue()
@@ -381,7 +384,7 @@ def test_argon2_works_in_memory_kept_on_huge_pages_and_wiped():
 
     from argon2.low_level import Type, hash_secret_raw
 
-    from realms import hashers
+    from realms.credentials import hashers
 
     hashers.Argon2idHasher().encode(PASSWORD, "some-salt")
     arena = hashers._ARENAS.queue[-1]  # the last used comes out first
@@ -421,7 +424,7 @@ def test_earlier_passwords_round_trip_in_keycloaks_form_and_still_count():
 
 
 def test_the_user_storage_credential_update_is_held_to_the_policy():
-    from realms import storage
+    from realms.users import storage
 
     realm = realm_with("length(12)")
     user = create_user(realm, "alice")

@@ -4,7 +4,7 @@ realm changes, disabled or unknown realms refused."""
 import pytest
 from django.http import Http404
 
-from realms import realm_cache
+from realms.data import realm_cache
 from realms.models import Client, Realm
 
 pytestmark = pytest.mark.django_db

@@ -4,7 +4,7 @@ stands for never match, whichever protocol asks (OIDC redirect and post-logout U
 assertion consumer URLs). What a browser would keep inside the prefix still matches."""
 import pytest
 
-from realms.redirects import matches
+from realms.http.redirects import matches
 
 WILD = "https://wild.example.com/app/*"
 

@@ -24,7 +24,10 @@ def test_a_class_is_registered_as_one_instance_under_its_own_key():
 
 def test_every_keyed_extension_point_is_a_registry():
     from oidc import mappers
-    from realms import credentials, engine, flows, sessions, storage
+    from realms import credentials
+    from realms.signin import engine, flows
+    from realms.sso import sessions
+    from realms.users import storage
     from realms.users import actions
     from webhooks import dispatch
 

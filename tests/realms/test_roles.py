@@ -3,8 +3,18 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from realms.models import (Client, Group, Realm, Role, User, client_role_names, effective_roles, expand_composites,
-                          has_realm_role, realm_role_names)
+from realms.models import (
+    Client,
+    Group,
+    Realm,
+    Role,
+    User,
+    client_role_names,
+    effective_roles,
+    expand_composites,
+    has_realm_role,
+    realm_role_names,
+)
 
 pytestmark = pytest.mark.django_db
 

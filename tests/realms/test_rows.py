@@ -1,5 +1,5 @@
-"""``realms.rows.fetch``: rows by key read as the ORM reads them (converters, encrypted fields,
-JSON), with ORDER BY and LIMIT after the condition. ``realms.rows.insert``: a new row written as
+"""``realms.data.rows.fetch``: rows by key read as the ORM reads them (converters, encrypted fields,
+JSON), with ORDER BY and LIMIT after the condition. ``realms.data.rows.insert``: a new row written as
 ``objects.create`` writes it; ``replace``: matching rows deleted and a new one written, in one
 statement on PostgreSQL. ``batch``: those writes sent together at the end of a transaction, as
 the whole transaction where nothing else ran (read from libpq's own trace). ``ahead``: a read
@@ -10,10 +10,10 @@ from django.db.models.signals import post_save, pre_save
 from django.test.utils import CaptureQueriesContext
 
 from bench.libpq_trace import libpq_trace, queries
-from realms import rows
-from realms.accounts import create_user
+from realms.data import rows
+from realms.users.accounts import create_user
 from realms.models import Credential, Realm, Role, User, UserSession
-from realms.services import create_realm
+from realms.representation.services import create_realm
 
 pytestmark = pytest.mark.django_db
 

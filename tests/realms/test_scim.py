@@ -7,12 +7,12 @@ from urllib.parse import urlencode
 import pytest
 from django.test import Client
 
-from realms import realm_cache
-from realms.accounts import create_user, enable_service_account
+from realms.data import realm_cache
+from realms.users.accounts import create_user, enable_service_account
 from realms.models import Client as ClientModel
 from realms.models import Event, Group, ProtocolMapper, Role, User
 from realms.representation import export_realm
-from realms.services import add_default_client_scopes, create_realm
+from realms.representation.services import add_default_client_scopes, create_realm
 from tests.passwords import holds_password
 
 pytestmark = pytest.mark.django_db
@@ -181,7 +181,7 @@ def test_the_unfiltered_list_reads_the_tally_and_co_asks_the_index_for_rare_trig
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from realms import user_queries
+    from realms.data import user_queries
 
     User.objects.bulk_create(User(realm=hr, username=f"u{i:05d}", email=f"u{i:05d}@bulk.test") for i in range(300))
     with connection.cursor() as cursor:

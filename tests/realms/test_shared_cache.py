@@ -4,7 +4,7 @@ import pytest
 from django.core.cache import caches
 from django.db import transaction
 
-from realms.shared_cache import GENERATIONS, LocalCopies
+from realms.data.shared_cache import GENERATIONS, LocalCopies
 
 pytestmark = pytest.mark.django_db
 

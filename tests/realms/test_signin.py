@@ -1,4 +1,4 @@
-"""The one sign-in service (realms.signin) behind the login form, the password grant and the admin
+"""The one sign-in service (realms.signin.passwords) behind the login form, the password grant and the admin
 console: user storage providers, the same cost for every refusal, brute-force protection and
 events on the console, its per-address limit, required actions and flow bindings."""
 import re
@@ -11,13 +11,16 @@ from django.test import Client as HttpClient
 from django.urls import reverse
 from django.utils.crypto import constant_time_compare
 
-from realms import flows, hashers, realm_cache, storage
-from realms.accounts import create_user
-from realms.flows import REQUIRED, Flow, step
+from realms.signin import flows
+from realms.credentials import hashers
+from realms.data import realm_cache
+from realms.users import storage
+from realms.users.accounts import create_user
+from realms.signin.flows import REQUIRED, Flow, step
 from realms.models import Component, Credential, Event, Realm, Role, User
 from realms.representation import RepresentationError, export_realm, import_realm
 from realms.registry import Registry
-from realms.storage import UserStorageProvider
+from realms.users.storage import UserStorageProvider
 from tests.oidc.browser.conftest import PASSWORD, make_client
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_caches")]

@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 import pytest
 
 from oidc.realm_cache import RoleRef, get_realm
-from realms.accounts import create_user
+from realms.users.accounts import create_user
 from realms.models import Group, Role, effective_roles
 from tests.realms.test_otp import action_of as form_action, add_otp, app_totp, password_page, post_code
 from tests.realms.test_signin import PARAMS, TOKEN, redirect_query
@@ -32,7 +32,7 @@ def _statements(queries):
     for query in queries.captured_queries:
         if query["sql"].startswith(("SAVEPOINT", "RELEASE")):
             continue
-        # Statements sent together (``realms.rows.batch``) are one entry: "INSERT a + INSERT b".
+        # Statements sent together (``realms.data.rows.batch``) are one entry: "INSERT a + INSERT b".
         out.append(" + ".join(_statement(sql) for sql in query["sql"].split(";\n")))
     return out
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from realms import messages, themes
-from realms.auth_sessions import AuthSession
+from realms.http import messages, themes
+from realms.sso.auth_sessions import AuthSession
 from realms.models import Realm, User
 
 ROOT = Path(__file__).resolve().parents[2]

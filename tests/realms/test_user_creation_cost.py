@@ -7,10 +7,10 @@ from django.core.cache import caches
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from realms import realm_cache
-from realms.accounts import create_user
+from realms.data import realm_cache
+from realms.users.accounts import create_user
 from realms.models import Event, Realm, Role, User
-from realms.shared_cache import GENERATIONS
+from realms.data.shared_cache import GENERATIONS
 from tests.passwords import holds_password
 from tests.realms.test_admin_rest_api import PASSWORD, Api, acme, master_api, token  # noqa: F401 (fixtures)
 from tests.realms.test_signin_cost import _statements
@@ -70,7 +70,7 @@ def test_a_username_taken_meanwhile_is_a_conflict_and_nothing_is_kept(acme, mast
     """The look for a user of that name found none, then another request took the name: the
     database's constraint refuses the row, and the whole create is undone."""
     assert _create(master_api, "taken").status_code == 201
-    monkeypatch.setattr("realms.api.users._check_unique", lambda *args, **kwargs: None)
+    monkeypatch.setattr("realms.admin_api.users._check_unique", lambda *args, **kwargs: None)
     events = Event.objects.filter(realm=acme, kind=Event.ADMIN).count()
     answer = _create(master_api, "taken", email="other@example.org")
     assert answer.status_code == 409

@@ -6,10 +6,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from realms import user_queries
-from realms.accounts import create_user, enable_service_account
-from realms.admin_permissions import Admin, visible
-from realms.api import users as users_api
+from realms.data import user_queries
+from realms.users.accounts import create_user, enable_service_account
+from realms.administration.admin_permissions import Admin, visible
+from realms.admin_api import users as users_api
 from realms.models import Client as ClientModel
 from realms.models import Role, User
 from tests.realms.test_admin_permissions import fgap  # noqa: F401 (fixture)

@@ -1,4 +1,4 @@
-"""realms.web: the one base URL and issuer URL, and the client address with the trusted-proxy
+"""realms.http.web: the one base URL and issuer URL, and the client address with the trusted-proxy
 rule (X-Forwarded-For believed only from IDP_TRUSTED_PROXIES), unit by unit and through the real
 token endpoint into the recorded event."""
 import pytest
@@ -6,8 +6,8 @@ from django.test import Client as HttpClient
 from django.test import RequestFactory
 
 from realms.models import Client, Event
-from realms.services import add_default_client_scopes, create_realm
-from realms.web import base_url, client_address, realm_url
+from realms.representation.services import add_default_client_scopes, create_realm
+from realms.http.web import base_url, client_address, realm_url
 
 TOKEN = "/realms/acme/protocol/openid-connect/token"
 
@@ -56,7 +56,7 @@ def test_client_address(settings, trusted, peer, forwarded, expected):
 @pytest.fixture
 def realm(db):
     from django.core.cache import cache
-    from realms import realm_cache
+    from realms.data import realm_cache
 
     cache.clear()
     realm_cache.clear()

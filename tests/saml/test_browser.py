@@ -11,7 +11,7 @@ from playwright.sync_api import sync_playwright
 from saml2 import BINDING_HTTP_POST, BINDING_HTTP_REDIRECT
 
 from realms.models import Client, Event, UserSession
-from realms.services import add_default_client_scopes
+from realms.representation.services import add_default_client_scopes
 from tests.browser import CHROMIUM_ARGS, open_page
 
 from .sp import PASSWORD

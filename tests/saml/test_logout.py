@@ -9,9 +9,9 @@ from django.test import Client as HttpClient
 from lxml import etree
 
 from tests import servers
-from realms.accounts import create_user
+from realms.users.accounts import create_user
 from realms.models import Client, ClientSession, Event, UserSession
-from realms.services import add_default_client_scopes, create_realm
+from realms.representation.services import add_default_client_scopes, create_realm
 from saml import constants as c, keys as idp_keys, signatures, xml
 
 from . import messages as m
@@ -45,7 +45,7 @@ def keys():
 @pytest.fixture
 def realm(db):
     from django.core.cache import cache
-    from realms import realm_cache
+    from realms.data import realm_cache
 
     cache.clear()
     realm_cache.clear()

@@ -8,9 +8,9 @@ import pytest
 from django.test import Client as HttpClient
 from lxml import etree
 
-from realms import auth_sessions
+from realms.sso import auth_sessions
 from realms.models import Client, Event, UserSession
-from realms.services import add_default_client_scopes, create_realm
+from realms.representation.services import add_default_client_scopes, create_realm
 from saml import constants as c
 from saml.models import SeenRequest
 
@@ -30,7 +30,7 @@ def keys():
 @pytest.fixture
 def realm(db):
     from django.core.cache import cache
-    from realms import realm_cache
+    from realms.data import realm_cache
 
     cache.clear()
     realm_cache.clear()
@@ -259,7 +259,7 @@ def test_metadata(http, realm):
 
 
 def test_wrong_password_in_a_saml_sign_in_is_a_saml_login_error(http, sp_client, keys):
-    from realms.accounts import create_user
+    from realms.users.accounts import create_user
 
     from .sp import submit_login
 

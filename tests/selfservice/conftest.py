@@ -10,9 +10,9 @@ import time
 import pytest
 from aiosmtpd.controller import Controller
 
-from realms.accounts import create_user
+from realms.users.accounts import create_user
 from realms.models import Realm, Role
-from realms.services import create_realm
+from realms.representation.services import create_realm
 from tests.oidc.browser.conftest import PASSWORD, make_client
 from tests.realms.test_admin_rest_api import PASSWORD as ADMIN_PASSWORD
 from tests.realms.test_admin_rest_api import Api, token

@@ -6,8 +6,8 @@ import smtplib
 import pytest
 from django.db import connection
 
-from realms import email
-from realms.accounts import create_user
+from realms.http import email
+from realms.users.accounts import create_user
 from realms.models import Realm, Role
 from realms.tasks import send_email
 from tests.realms.test_admin_rest_api import PASSWORD, Api, token

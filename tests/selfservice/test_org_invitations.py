@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 import pytest
 from django.test import Client as HttpClient
 
-from realms.flows import get_authenticator
+from realms.signin.flows import get_authenticator
 from realms.models import Event, Organization, OrganizationDomain, OrganizationMember, User
 from tests.oidc.browser.conftest import PASSWORD
 

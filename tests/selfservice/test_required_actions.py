@@ -6,7 +6,7 @@ import datetime
 import pytest
 from django.test import Client as HttpClient
 
-from realms.accounts import create_user
+from realms.users.accounts import create_user
 from realms.credentials import get_credential_type
 from realms.credentials.otp import generate_secret
 from realms.models import Credential, Event, RequiredActionProvider, User

@@ -141,7 +141,7 @@ def test_reset_mail_is_not_sent_twice_within_the_limit(realm, web_app, bob, mail
 
 
 def test_locked_out_user_gets_no_reset_mail(realm, web_app, bob, mailbox, send, monkeypatch):
-    from realms import bruteforce
+    from realms.signin import bruteforce
 
     realm.reset_password_allowed = True
     realm.save()
@@ -237,7 +237,7 @@ def test_registration_refused_when_not_allowed(realm, web_app):
 
 
 def test_terms_in_the_registration_form_when_enabled(realm, web_app, monkeypatch):
-    from realms import flows
+    from realms.signin import flows
 
     realm.registration_allowed = True
     realm.save()
@@ -261,7 +261,7 @@ def test_terms_in_the_registration_form_when_enabled(realm, web_app, monkeypatch
 
 
 def test_recaptcha_cannot_be_honoured_so_registration_is_refused(realm, web_app, monkeypatch):
-    from realms import flows
+    from realms.signin import flows
 
     realm.registration_allowed = True
     realm.save()

@@ -8,7 +8,7 @@ import pytest
 import standardwebhooks
 from django.utils import timezone
 
-from realms.events import emit
+from realms.audit.events import emit
 from realms.models import Event
 from webhooks import conf, delivery, limits, services, signing
 from webhooks.models import Delivery, DeliveryAttempt, Endpoint, Message, ReceivedEvent

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from django.db import transaction
 
-from realms.events import emit
+from realms.audit.events import emit
 from realms.models import Event
 from webhooks import catalogue, services
 from webhooks.models import Delivery, Message

@@ -6,7 +6,7 @@ import time
 import pytest
 from django.core.cache import cache
 
-from realms.events import emit
+from realms.audit.events import emit
 from webhooks import outbox, services
 from webhooks.models import Endpoint, Message
 

@@ -9,7 +9,7 @@ import standardwebhooks
 from django.test import Client
 from django.utils import timezone
 
-from realms.accounts import create_user
+from realms.users.accounts import create_user
 from realms.models import Realm, Role
 from webhooks import delivery, signing
 from webhooks.models import Delivery, Endpoint
@@ -217,7 +217,7 @@ def test_revoked_access_token_is_401(realm):
 
 
 def test_token_of_an_ended_session_is_401(realm):
-    from realms import sessions
+    from realms.sso import sessions
     from realms.models import UserSession
 
     token = _fresh_admin_token()
@@ -242,8 +242,8 @@ def test_unreadable_or_deeply_nested_json_is_400(realm, tokens, body):
 def two_realms(tokens):
     """Realms A and B (with Keycloak's built-ins, so realm-management and admin-cli) and their
     users: B's realm-admin, A's realm-admin, A's view-events only, A's user without roles."""
-    from realms import realm_cache
-    from realms.services import create_realm
+    from realms.data import realm_cache
+    from realms.representation.services import create_realm
 
     realm_cache.clear()  # the realms of an earlier test (same names, other ids) were rolled back
     realm_a, realm_b = create_realm("wh-a"), create_realm("wh-b")

@@ -47,7 +47,7 @@ class Command(BaseCommand):
             check_production(settings)
         except ConfigError as exc:
             raise CommandError(str(exc)) from None
-        from realms.bootstrap import NO_ADMIN_WARNING, admin_exists, ensure_bootstrap_admin
+        from realms.representation.bootstrap import NO_ADMIN_WARNING, admin_exists, ensure_bootstrap_admin
 
         call_command("migrate", interactive=False, verbosity=0)
         try:

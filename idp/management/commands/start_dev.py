@@ -26,8 +26,14 @@ class Command(BaseCommand):
     def handle(self, *args, http_port, management_port, bind, **options):
         if not getattr(settings, "IDP_DEV_MODE", False):
             raise CommandError("start_dev needs the dev settings (DJANGO_SETTINGS_MODULE=idp.settings.dev)")
-        from realms.bootstrap import (DEMO_CLIENT, NO_ADMIN_WARNING, admin_exists, ensure_bootstrap_admin,
-                                      ensure_demo_callback, ensure_demo_realm)
+        from realms.representation.bootstrap import (
+            DEMO_CLIENT,
+            NO_ADMIN_WARNING,
+            admin_exists,
+            ensure_bootstrap_admin,
+            ensure_demo_callback,
+            ensure_demo_realm,
+        )
 
         call_command("migrate", interactive=False, verbosity=0)
         try:

@@ -56,7 +56,7 @@ class Command(BaseCommand):
         return first
 
     def handle(self, *args, kind, username, username_env, secret_env, no_prompt, **options):
-        from realms.bootstrap import BootstrapError, create_admin_service, create_admin_user
+        from realms.representation.bootstrap import BootstrapError, create_admin_service, create_admin_user
 
         name = self._from_env(username_env) if username_env else (username or DEFAULT_NAME)
         secret = self._secret(kind, secret_env, no_prompt)

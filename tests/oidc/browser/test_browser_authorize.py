@@ -13,7 +13,7 @@ from django.utils import timezone
 from oidc import jose
 from oidc.codes import s256_challenge
 from oidc.models import AuthorizationCode
-from realms import bruteforce
+from realms.signin import bruteforce
 from realms.models import ClientSession, Event, UserSession
 from tests.oidc.browser.conftest import PASSWORD, make_client
 
@@ -341,7 +341,7 @@ def test_max_age_exceeded_asks_again(client, realm, client_app, user_with_passwo
 
 
 def test_other_user_signing_in_ends_the_previous_session(client, realm, client_app, user_with_password):
-    from realms.accounts import create_user
+    from realms.users.accounts import create_user
 
     create_user(realm, "carol", password="carol's password")
     _sign_in(client, _params())
@@ -359,7 +359,7 @@ def test_tampered_cookie_is_ignored(client, realm, client_app, user_with_passwor
 
 
 def test_ended_session_asks_again(client, realm, client_app, user_with_password):
-    from realms import sessions
+    from realms.sso import sessions
 
     _sign_in(client, _params())
     sessions.end_session(UserSession.objects.get())

@@ -4,7 +4,7 @@ import time
 
 import time_machine
 
-from realms import bruteforce
+from realms.signin import bruteforce
 
 
 def _at(seconds):

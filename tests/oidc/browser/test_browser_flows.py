@@ -4,9 +4,9 @@ import pytest
 from django.http import HttpResponse
 from django.test import RequestFactory
 
-from realms import engine, flows
-from realms.auth_sessions import AuthSession
-from realms.flows import (
+from realms.signin import engine, flows
+from realms.sso.auth_sessions import AuthSession
+from realms.signin.flows import (
     ALTERNATIVE,
     CONDITIONAL,
     DISABLED,

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import sync_playwright
 
-from realms.accounts import create_user
-from realms.services import create_realm
+from realms.users.accounts import create_user
+from realms.representation.services import create_realm
 from tests.oidc.browser.conftest import PASSWORD, make_client
 from tests.browser import CHROMIUM_ARGS
 

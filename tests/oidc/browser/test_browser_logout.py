@@ -12,7 +12,7 @@ from django.utils import timezone
 from jwcrypto import jwk, jws
 
 from oidc.backchannel import EVENT
-from realms import sessions
+from realms.sso import sessions
 from realms.models import Event, UserSession
 from tests import servers
 from tests.oidc.browser.conftest import PASSWORD, make_client
@@ -145,7 +145,7 @@ def test_bad_logout_requests_are_a_page(client, realm, client_app, public_app, u
 
 @pytest.mark.parametrize("tail", ["%2e%2e/admin", ".%2E/admin", "..%2fadmin", "%252e%252e/admin"])
 def test_wildcard_post_logout_uri_cannot_be_left(client, realm, client_app, tail):
-    # The same matcher as redirect URIs (realms.redirects): a wildcard's tail cannot climb out.
+    # The same matcher as redirect URIs (realms.http.redirects): a wildcard's tail cannot climb out.
     client_app.attributes = {"post.logout.redirect.uris": "https://app.example/bye/*"}
     client_app.save()
     params = {"client_id": "web-app", "post_logout_redirect_uri": f"https://app.example/bye/{tail}"}

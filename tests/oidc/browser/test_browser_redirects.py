@@ -4,7 +4,7 @@ import pytest
 
 from oidc.logout import post_logout_redirect_uris
 from realms.models import Client
-from realms.redirects import is_valid_redirect_uri, matches, with_params
+from realms.http.redirects import is_valid_redirect_uri, matches, with_params
 
 
 @pytest.mark.parametrize("registered, requested, ok", [

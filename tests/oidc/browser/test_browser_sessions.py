@@ -6,7 +6,7 @@ import time_machine
 from django.core.cache import cache
 from django.utils import timezone
 
-from realms import sessions
+from realms.sso import sessions
 from realms.models import ClientSession, UserSession
 
 

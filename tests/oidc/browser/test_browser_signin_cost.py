@@ -11,8 +11,9 @@ from django.db import connection
 from django.test import Client as HttpClient
 from django.test.utils import CaptureQueriesContext
 
-from realms import auth_sessions, storage
-from realms.accounts import enable_service_account
+from realms.sso import auth_sessions
+from realms.users import storage
+from realms.users.accounts import enable_service_account
 from realms.models import Credential, User, UserSession
 from tests.oidc.browser.conftest import PASSWORD
 from tests.passwords import holds_password
@@ -62,7 +63,7 @@ def test_login_post_reads_the_user_and_credential_and_writes_three_rows(client, 
     with CaptureQueriesContext(connection) as queries:
         response = browser.post(_action(page), {"username": "bob", "password": PASSWORD})
     assert response.status_code == 302 and "code=" in response["Location"]
-    # The three rows sent together, in one query (``realms.rows.batch``).
+    # The three rows sent together, in one query (``realms.data.rows.batch``).
     sent = [q["sql"] for q in queries.captured_queries if not q["sql"].startswith(("SAVEPOINT", "RELEASE"))]
     statements = [[s.split(" (")[0].split(" WHERE")[0] for s in sql.split(";\n")] for sql in sent]
     assert [[s.split()[0] for s in query] for query in statements] == [

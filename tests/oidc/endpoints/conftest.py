@@ -10,7 +10,7 @@ from django.test import Client as HttpClient
 from jwcrypto import jwk
 
 from oidc.codes import issue_code, s256_challenge
-from realms import sessions
+from realms.sso import sessions
 from realms.models import Client, User
 from realms.representation import import_realm
 

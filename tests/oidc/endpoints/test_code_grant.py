@@ -120,7 +120,7 @@ def test_verifier_length_and_charset(http, realm, alice):
 
 
 def test_code_of_ended_session_is_rejected(http, realm, alice):
-    from realms import sessions
+    from realms.sso import sessions
 
     code, user_session = code_for(realm, alice)
     sessions.end_session(user_session)

@@ -3,8 +3,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from realms import sessions
-from realms.keys import rotate_key
+from realms.sso import sessions
+from realms.data.keys import rotate_key
 from oidc.tokens import decode
 from realms.models import ClientSession, Event
 

@@ -8,7 +8,7 @@ from jwcrypto import jwk
 
 from oidc import jose
 from oidc.tokens import decode
-from realms import storage
+from realms.users import storage
 from realms.models import Event, User
 
 from .conftest import SECRET, basic, client_of, token_url
@@ -205,7 +205,7 @@ def test_private_key_jwt_with_jwks_url_and_ssrf_guard(live_server, realm, settin
     import requests
 
     from oidc import client_auth
-    from realms.keys import realm_keys
+    from realms.data.keys import realm_keys
 
     # The realm's own JWKS stands in for a client's published keys; its private half signs.
     kid, key = realm_keys(realm).signer("RS256")

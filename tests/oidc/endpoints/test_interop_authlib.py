@@ -12,7 +12,7 @@ from authlib.integrations.requests_client import OAuth2Session
 from joserfc import jwt
 from joserfc.jwk import KeySet
 
-from realms import storage
+from realms.users import storage
 from realms.models import User
 
 from .conftest import REDIRECT, SECRET

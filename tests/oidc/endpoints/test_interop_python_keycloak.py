@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives import serialization
 from keycloak import KeycloakOpenID
 from keycloak.exceptions import KeycloakPostError
 
-from realms.shared_cache import CHECK_SECONDS
+from realms.data.shared_cache import CHECK_SECONDS
 
 SECRET, PASSWORD = "backend-secret-" + "s" * 24, "python-keycloak-pw-1"
 

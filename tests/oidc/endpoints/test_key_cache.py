@@ -11,9 +11,9 @@ from django.db import connection
 
 from idp.config import redis_cache
 
-from realms.keys import realm_keys, rotate_key
-from realms.services import create_realm
-from realms.shared_cache import CHECK_SECONDS
+from realms.data.keys import realm_keys, rotate_key
+from realms.representation.services import create_realm
+from realms.data.shared_cache import CHECK_SECONDS
 
 # Another worker: the same database and Redis, its own memory. It prints the signing kid it has
 # cached, waits for the go, then polls (as a busy worker would) until it signs with another key.
@@ -26,7 +26,7 @@ settings.DATABASES["default"]["NAME"] = sys.argv[1]
 from idp.config import redis_cache
 settings.CACHES = {"default": redis_cache(sys.argv[2]), "generations": redis_cache(sys.argv[2])}
 django.setup()
-from realms.keys import realm_keys
+from realms.data.keys import realm_keys
 from realms.models import Realm
 realm = Realm.objects.get(name=sys.argv[3])
 first = realm_keys(realm).signer("RS256")[0]

@@ -4,7 +4,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from oidc.tokens import decode
-from realms import sessions
+from realms.sso import sessions
 from realms.models import UserSession
 
 from .conftest import SPA_REDIRECT, code_for, exchange, new_verifier, refresh

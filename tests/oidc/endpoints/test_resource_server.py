@@ -9,7 +9,7 @@ from jwcrypto import jwk
 from oidc import jose, resource_server
 from oidc.errors import InsufficientScope, InvalidToken
 from oidc.resource_server import BearerValidator, require_bearer
-from realms.keys import realm_keys, rotate_key
+from realms.data.keys import realm_keys, rotate_key
 from realms.models import ProtocolMapper
 
 from .conftest import SECRET, client_of

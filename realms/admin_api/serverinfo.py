@@ -1,0 +1,57 @@
+"""``GET /admin/serverinfo``: what Keycloak's admin clients read first (the server's version and
+profile, themes, the providers and protocols it offers). Keycloak answers it to any admin: a
+master admin or a caller holding some realm-management role in their own realm; anyone else 403."""
+import platform
+import time
+
+from rest_framework import exceptions
+from rest_framework.response import Response
+
+from ..signin import engine
+from ..http import themes
+from ..administration.admin_permissions import administers
+from ..models import Realm
+from .views import ApiView
+
+# The Keycloak release whose Admin REST API this one follows; clients branch on it.
+KEYCLOAK_VERSION = "26.0.0"
+_STARTED = time.time()
+
+
+class ServerInfo(ApiView):
+    def get(self, request):
+        caller = request.user
+        if not any(administers(caller.admin, realm) for realm in Realm.objects.all()):
+            raise exceptions.PermissionDenied()
+        uptime = int(time.time() - _STARTED)
+        return Response({
+            "systemInfo": {
+                "version": KEYCLOAK_VERSION,
+                "serverTime": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+                "uptime": f"{uptime // 3600} hours, {uptime % 3600 // 60} minutes, {uptime % 60} seconds",
+                "uptimeMillis": uptime * 1000,
+                "javaVersion": "", "javaVendor": "", "javaVm": "", "javaVmVersion": "", "javaRuntime": "",
+                "javaHome": "",
+                "osName": platform.system(), "osArchitecture": platform.machine(), "osVersion": platform.release(),
+                "fileEncoding": "UTF-8", "userName": "", "userDir": "", "userTimezone": "UTC", "userLocale": "en_US",
+            },
+            "profileInfo": {"name": "community", "disabledFeatures": [], "previewFeatures": [],
+                            "experimentalFeatures": []},
+            "features": [],
+            "themes": {kind: [{"name": themes.DEFAULT_THEME, "locales": ["en"]}]
+                       for kind in ("login", "account", "email", "admin", "welcome", "common")},
+            "providers": {spi: {"internal": True, "providers": {name: {"order": 0, "operationalInfo": {}}
+                                                                for name in names}}
+                          for spi, names in engine.provider_ids().items()},
+            "passwordPolicies": [],
+            "protocolMapperTypes": {},
+            "builtinProtocolMappers": {},
+            "clientInstallations": {},
+            "componentTypes": {},
+            "identityProviders": [],
+            "clientImporters": [],
+            "socialProviders": [],
+            "enums": {"sslRequired": ["all", "external", "none"], "eventType": [], "operationType": [
+                "CREATE", "UPDATE", "DELETE", "ACTION"], "resourceType": []},
+            "cryptoInfo": {},
+        })

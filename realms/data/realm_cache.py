@@ -1,0 +1,197 @@
+"""Realm configuration cached per process, for every protocol.
+
+Sign-ins and token requests read the realm row and a client row on every request, and protocols
+derive more from them (OIDC: client scopes, compiled mapper chains, roles). All of it is loaded
+once per process and kept in memory. Any change to a row of the realm's configuration (realm,
+clients, client scopes and their links, protocol mappers, roles, groups, role and group
+assignments, service-account users, authentication flows and required actions) bumps the realm's
+generation: this process drops its copy at once (signal handlers), and other processes see the
+new generation in the shared Django cache
+(Redis in production) within a second (``realms.data.shared_cache``). That bounded staleness is the price of
+sign-ins and token requests that do not read configuration from the database; see
+docs/decisions/0004-oidc-without-dot-models.md and docs/decisions/0011-sign-in-cpu-budget.md.
+"""
+import threading
+
+from django.db.models.signals import m2m_changed, post_delete, post_save
+from django.http import Http404
+
+from ..models import (
+    AuthenticationExecution,
+    AuthenticationFlow,
+    AuthenticatorConfig,
+    Client,
+    ClientScope,
+    ClientScopeLink,
+    Group,
+    ProtocolMapper,
+    Realm,
+    RealmDefaultClientScope,
+    RequiredActionProvider,
+    Role,
+    User,
+    effective_roles_in,
+    roles_by_id,
+)
+from .shared_cache import LocalCopies
+
+
+class RealmConfig:
+    """One realm's cached configuration: the realm row, its client rows (read on first use, with
+    ``client.realm`` set to the cached realm) and what protocols derive from them."""
+
+    def __init__(self, realm):
+        self.realm = realm
+        self._clients = {}  # clientId -> Client
+        self._clients_by_pk = {}
+        self._extensions = {}
+        self._lock = threading.Lock()
+
+    def _keep(self, client):
+        with self._lock:
+            # Two threads may read the same row; all callers then share the first copy kept.
+            client = self._clients.setdefault(client.client_id, client)
+            self._clients_by_pk[client.pk] = client
+        client.realm = self.realm
+        return client
+
+    def client(self, client_id) -> Client | None:
+        """The realm's client with this clientId (enabled or not), or None."""
+        client = self._clients.get(client_id)
+        if client is None:
+            if "\x00" in client_id:
+                return None  # decoded from Basic credentials or a JWT; no stored id has one (PostgreSQL)
+            client = Client.objects.filter(realm=self.realm, client_id=client_id).first()
+            if client is None:
+                return None
+            client = self._keep(client)
+        return client
+
+    def client_by_pk(self, pk) -> Client | None:
+        """The realm's client with this id (enabled or not), or None."""
+        client = self._clients_by_pk.get(pk)
+        if client is None:
+            client = Client.objects.filter(realm=self.realm, pk=pk).first()
+            if client is None:
+                return None
+            client = self._keep(client)
+        return client
+
+    def roles_by_id(self):
+        """{role id: role, its client loaded} of every role of the realm."""
+        return self.extension("roles-by-id", lambda config: roles_by_id(config.realm))
+
+    def extension(self, name, factory):
+        """A protocol's own state derived from this configuration: ``factory(self)`` on first
+        use, dropped with the configuration when the realm changes."""
+        extension = self._extensions.get(name)
+        if extension is None:
+            with self._lock:
+                extension = self._extensions.get(name)
+                if extension is None:
+                    extension = self._extensions[name] = factory(self)
+        return extension
+
+
+def _load(realm_id):
+    realm = Realm.objects.filter(pk=realm_id).first()
+    return RealmConfig(realm) if realm is not None else None
+
+
+_configs = LocalCopies("realm-config", _load)
+_ids = {}  # realm name -> realm id, in this process (names rarely change; checked on every use)
+
+
+def get_realm(name) -> RealmConfig:
+    """The enabled realm's cached configuration; 404 for an unknown or disabled realm."""
+    realm_id = _ids.get(name)
+    config = _configs.get(realm_id) if realm_id is not None else None
+    if config is None or config.realm.name != name:  # unknown here, deleted or renamed
+        realm_id = Realm.objects.filter(name=name).values_list("pk", flat=True).first()
+        config = _configs.get(realm_id) if realm_id is not None else None
+        if config is None:
+            _ids.pop(name, None)
+            raise Http404("Realm does not exist")
+        _ids[name] = realm_id
+    if not config.realm.enabled:
+        raise Http404("Realm does not exist")
+    return config
+
+
+def stored(realm, name, factory):
+    """``factory(realm)`` computed once per realm and process from the realm's stored
+    configuration (its flows, its required actions), dropped when the realm changes; ``{}``
+    for a realm that no longer exists."""
+    config = _configs.get(realm.pk)
+    return config.extension(name, lambda c: factory(c.realm)) if config is not None else {}
+
+
+def effective_roles(user):
+    """``models.effective_roles(user)`` for a request: which roles the user holds is read now (a
+    role taken away a moment ago no longer counts), the role rows come from the realm's cached
+    configuration (the ORM's compiler and the rows it builds cost more than the query)."""
+    config = _configs.get(user.realm_id)
+    return effective_roles_in(config.roles_by_id() if config is not None else {}, user)
+
+
+def clear():
+    """Forget every realm's configuration in this process (other processes keep theirs until
+    a generation changes). For tests that re-create a realm under the same name."""
+    _ids.clear()
+    _configs.clear()
+
+
+def changed(realm_id):
+    """Drop the realm's configuration here and in every process: for writes that send no
+    signals (``realms.data.bulk``)."""
+    _configs.invalidate(realm_id)
+
+
+def _realm_id_of(instance):
+    if isinstance(instance, Realm):
+        return instance.pk
+    if isinstance(instance, ProtocolMapper):
+        owner = instance.client or instance.client_scope
+        return owner.realm_id if owner else None
+    if isinstance(instance, ClientScopeLink):
+        return instance.client_scope.realm_id
+    return getattr(instance, "realm_id", None)
+
+
+def _changed(sender, instance, **kwargs):
+    if kwargs.get("raw"):
+        return
+    try:
+        realm_id = _realm_id_of(instance)
+    except (Client.DoesNotExist, ClientScope.DoesNotExist):
+        realm_id = None
+    if realm_id is None:
+        # The owner is already gone (cascade); drop every realm in this process.
+        clear()
+        return
+    changed(realm_id)
+
+
+def _m2m_changed(sender, instance, action, **kwargs):
+    if action.startswith("post_"):
+        _changed(sender, instance)
+
+
+def _user_changed(sender, instance, **kwargs):
+    # Only service accounts are cached as users (OIDC's client credentials); other users' rows
+    # are read with their session.
+    if instance.service_account_client_id and not kwargs.get("raw"):
+        _changed(sender, instance)
+
+
+def connect_signals():
+    """Drop a realm's configuration when a row of it changes; called from ``RealmsConfig.ready``."""
+    for model in (Realm, Client, ClientScope, ClientScopeLink, RealmDefaultClientScope, ProtocolMapper, Role, Group,
+                  AuthenticationFlow, AuthenticationExecution, AuthenticatorConfig, RequiredActionProvider):
+        post_save.connect(_changed, sender=model, dispatch_uid=f"realm-cache-save-{model.__name__}")
+        post_delete.connect(_changed, sender=model, dispatch_uid=f"realm-cache-delete-{model.__name__}")
+    for through in (User.roles.through, User.groups.through, Group.roles.through, Role.composites.through,
+                    Client.scope_roles.through, ClientScope.scope_roles.through):
+        m2m_changed.connect(_m2m_changed, sender=through, dispatch_uid=f"realm-cache-m2m-{through.__name__}")
+    post_save.connect(_user_changed, sender=User, dispatch_uid="realm-cache-user-save")
+    post_delete.connect(_user_changed, sender=User, dispatch_uid="realm-cache-user-delete")

@@ -1,0 +1,253 @@
+"""Model instances from one SQL query by key, and new rows written, without the ORM's setup per
+query.
+
+Hot paths read a row or a few by key: each Admin API request its realm and its caller, each
+sign-in step its user, each refresh its client session, each password check the user's
+credentials. ``Model.objects.raw`` spares the query compiler, but still describes the columns,
+looks up a converter per column and matches the model's fields to them on every query; for the
+realm's 80 columns that costs twice what PostgreSQL spends answering. ``fetch`` does that once
+per model and connection. ``insert`` is the same for the rows each sign-in writes (its SSO
+session, client session and authorization code) and each new user's role and password rows;
+``create`` for each new user's row, signals sent; ``replace`` for the password row each password
+change replaces.
+
+Inside ``batch()`` those three write nothing at once: their statements are sent together when the
+batch ends, in one round trip (docs/decisions/0053-write-batches.md)."""
+import weakref
+from contextlib import contextmanager
+
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db.models.signals import post_save, pre_save
+from psycopg.pq import TransactionStatus
+
+# Per connection (each thread has its own): the backend's converters are bound to it.
+_plans = weakref.WeakKeyDictionary()
+_inserts = weakref.WeakKeyDictionary()
+
+
+def _plan(connection, model):
+    plans = _plans.setdefault(connection, {})
+    plan = plans.get(model)
+    if plan is None:
+        fields, table = model._meta.concrete_fields, model._meta.db_table
+        quote = connection.ops.quote_name
+        converters = []
+        for i, field in enumerate(fields):
+            column = field.get_col(table)
+            found = connection.ops.get_db_converters(column) + field.get_db_converters(connection)
+            if found:
+                converters.append((i, column, found))
+        plan = plans[model] = (f"SELECT {', '.join(quote(f.column) for f in fields)}", f" FROM {quote(table)} WHERE ",
+                               [f.attname for f in fields], converters)
+    return plan
+
+
+def fetch(model, where, params, extra=None):
+    """The ``model`` instances whose rows match ``where`` (the SQL after WHERE, with any ORDER BY
+    and LIMIT), as the ORM would load them. ``extra``: ``(attribute, SQL, params)``, one more
+    column read in the same query, its raw value set as ``attribute`` on each instance. Reads
+    queued with ``ahead`` go in the same round trip."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    columns, source, _, _ = _plan(connection, model)
+    if extra is not None:
+        columns, params = f"{columns}, {extra[1]}", [*extra[2], *params]
+    queued = _ahead.pop(connection, [])
+    sql = ";\n".join([columns + source + where, *(_select(connection, a.model, a.where) for a in queued)])
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, *(value for a in queued for value in a.params)])
+        found = cursor.fetchall()
+        for read in queued:
+            cursor.nextset()
+            read.found = _instances(connection, read.model, cursor.fetchall())
+    return _instances(connection, model, found, extra)
+
+
+def _select(connection, model, where):
+    columns, source, _, _ = _plan(connection, model)
+    return columns + source + where
+
+
+def _instances(connection, model, found, extra=None):
+    _, _, names, converters = _plan(connection, model)
+    instances = []
+    for row in found:
+        values = list(row)
+        extra_value = values.pop() if extra is not None else None
+        for i, column, functions in converters:
+            for convert in functions:
+                values[i] = convert(values[i], column, connection)
+        instance = model.from_db(connection.alias, names, values)
+        if extra is not None:
+            instance.__dict__[extra[0]] = extra_value
+        instances.append(instance)
+    return instances
+
+
+_ahead = weakref.WeakKeyDictionary()  # connection -> the reads queued for its next fetch
+
+
+class _Ahead:
+    def __init__(self, model, where, params):
+        self.model, self.where, self.params = model, where, params
+        self.found = None  # the instances, once read
+
+    def result(self):
+        """The instances: read with an earlier ``fetch``, else now."""
+        if self.found is None:
+            queue = _ahead.get(connections[DEFAULT_DB_ALIAS], [])
+            if self in queue:
+                queue.remove(self)
+            self.found = fetch(self.model, self.where, self.params)
+        return self.found
+
+
+@contextmanager
+def ahead(model, where, params):
+    """``fetch(model, where, params)`` queued to go with the next ``fetch`` of the block, in
+    its round trip (PostgreSQL runs a query of several statements and answers each); the
+    block's ``.result()`` gives the instances, read then or, if no fetch came, when asked.
+    Nothing queued outlives the block."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    read = _Ahead(model, where, params)
+    queue = _ahead.setdefault(connection, []) if connection.vendor == "postgresql" else []
+    queue.append(read)
+    try:
+        yield read
+    finally:
+        if read in queue:
+            queue.remove(read)
+
+
+def _insert(connection, instance):
+    """(INSERT statement, its parameters) for the new ``instance``."""
+    model = type(instance)
+    plans = _inserts.setdefault(connection, {})
+    plan = plans.get(model)
+    if plan is None:
+        fields = [f for f in model._meta.concrete_fields if not f.db_returning]
+        quote = connection.ops.quote_name
+        columns = ", ".join(quote(f.column) for f in fields)
+        plan = plans[model] = (f"INSERT INTO {quote(model._meta.db_table)} ({columns})"
+                               f" VALUES ({', '.join(['%s'] * len(fields))})", fields)
+    sql, fields = plan
+    return sql, [f.get_db_prep_save(f.pre_save(instance, True), connection) for f in fields]
+
+
+def _written(connection, instance):
+    instance._state.adding, instance._state.db = False, connection.alias
+    return instance
+
+
+def insert(instance):
+    """Write the new ``instance``'s row, as ``Model.objects.create`` would (field defaults and
+    ``auto_now_add`` included), without the save machinery: no signals, so only for models no
+    receiver watches. A key the database makes (a many-to-many row's) is left to it and not read
+    back: the instance's stays None."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    _write(connection, [_insert(connection, instance)])
+    return _written(connection, instance)
+
+
+def create(instance):
+    """Save the new ``instance`` as ``save()`` saves a new row of a model without parents:
+    ``pre_save`` and ``post_save`` (``created``) sent around ``insert``, whose statement costs
+    less than the save machinery's compiler."""
+    model = type(instance)
+    pre_save.send(sender=model, instance=instance, raw=False, using=DEFAULT_DB_ALIAS, update_fields=None)
+    insert(instance)
+    post_save.send(sender=model, instance=instance, created=True, update_fields=None, raw=False,
+                   using=DEFAULT_DB_ALIAS)
+    return instance
+
+
+def replace(instance, where, params):
+    """Delete the rows of ``instance``'s model that match ``where`` (no collector, no signals: for
+    rows nothing references and no receiver watches), then ``insert(instance)``; in one
+    statement on PostgreSQL, a data-modifying WITH, whose parts all see the table as it was
+    before the statement, so the DELETE never meets the new row."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    delete_sql = f"DELETE FROM {connection.ops.quote_name(instance._meta.db_table)} WHERE {where}"
+    insert_sql, values = _insert(connection, instance)
+    if connection.vendor == "postgresql":
+        _write(connection, [(f"WITH gone AS ({delete_sql}) {insert_sql}", [*params, *values])])
+    else:
+        _write(connection, [(delete_sql, params), (insert_sql, values)])
+    return _written(connection, instance)
+
+
+_batches = weakref.WeakKeyDictionary()  # connection -> its open batch
+
+
+def _write(connection, statements):
+    pending = _batches.get(connection)
+    if pending is not None:
+        pending.statements.extend(statements)
+    else:
+        _send(connection, statements)
+
+
+def _send(connection, statements):
+    """``statements`` ([(SQL, parameters)]) in one query string on PostgreSQL, one round trip;
+    one by one elsewhere."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(";\n".join(sql for sql, _ in statements), [v for _, values in statements for v in values])
+        else:
+            for sql, params in statements:
+                cursor.execute(sql, params)
+
+
+@contextmanager
+def batch():
+    """A transaction whose ``insert``, ``create`` and ``replace`` statements wait and are sent
+    together at its end. On PostgreSQL they go as one query string: where nothing else ran in
+    the transaction (the outermost batch), that string is the whole transaction (the server runs
+    a query of several statements as one, all or nothing), so there is no BEGIN and no COMMIT
+    either: a new user's row, role and password are one round trip instead of five. Any other
+    statement in the batch (a read, an ORM write) first sends what waits, so it sees those
+    rows, and the transaction then goes on as usual. A batch inside a batch is part of it.
+    Errors of the waiting statements (an IntegrityError) are raised at the end of the block; a
+    block left by an exception, or marked for rollback, sends nothing that waits. A ``COPY``
+    (``realms.data.bulk``) goes past Django's cursor and so past the wrapper: not inside a batch."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    if connection in _batches:
+        yield
+        return
+    outermost = not connection.in_atomic_block
+    with transaction.atomic():
+        pending = _batches[connection] = _Pending(connection)
+        try:
+            with connection.execute_wrapper(pending.before_other):
+                yield
+                if not connection.needs_rollback:  # ``transaction.set_rollback(True)``: nothing to send
+                    pending.send(alone=outermost)
+        finally:
+            del _batches[connection]
+
+
+class _Pending:
+    def __init__(self, connection):
+        self.connection, self.statements = connection, []
+
+    def before_other(self, execute, sql, params, many, context):
+        self.send(alone=False)
+        return execute(sql, params, many, context)
+
+    def send(self, alone):
+        statements, self.statements = self.statements, []
+        if not statements:
+            return
+        connection = self.connection
+        connection.ensure_connection()
+        raw = connection.connection
+        if not (alone and connection.vendor == "postgresql" and raw.info.transaction_status == TransactionStatus.IDLE):
+            _send(connection, statements)  # psycopg sends BEGIN first if nothing ran yet
+            return
+        # Nothing was sent in this transaction: the statements are all of it. Django's COMMIT (or
+        # ROLLBACK) that ends the atomic block then finds psycopg idle and sends nothing.
+        raw.autocommit = True
+        try:
+            _send(connection, statements)
+        finally:
+            if not raw.closed:  # a lost connection's own error is the one to raise
+                raw.autocommit = False

@@ -1,0 +1,218 @@
+"""E-mail to a realm's users through the realm's own SMTP server (``smtpServer`` in the realm
+representation, as Keycloak keeps it: host, port, from, fromDisplayName, replyTo,
+replyToDisplayName, envelopeFrom, ssl, starttls, auth, user, password).
+
+A message is rendered from the realm's e-mail theme (``templates/<email theme>/email/html/<name>.html``
+and ``text/<name>.txt``, falling back to ``v2`` file by file), subject and texts from the message
+bundle in the user's locale, and handed over after the transaction commits: to a Celery task that
+retries while the SMTP server is unreachable (production), or sent at once in this process (dev
+mode, ``IDP_EMAIL_IN_PROCESS``). The task is given the realm's id, never its SMTP password."""
+import html
+import logging
+import re
+import smtplib
+import threading
+from email.utils import formataddr
+
+from celery import current_app
+from django.conf import settings
+from django.core.mail import EmailMultiAlternatives, get_connection
+from django.db import transaction
+from django.template.loader import select_template
+from django.utils.safestring import mark_safe
+
+from . import messages
+
+logger = logging.getLogger("idp.email")
+
+DEFAULT_THEME = "v2"
+TASK = "realms.send_email"  # realms.tasks.send_email
+_TRUE = ("true", "1", True)
+# Errors worth another try later: the server is down, refuses for now, or the network failed.
+TRANSIENT = (OSError, smtplib.SMTPException)
+
+
+class NotConfigured(Exception):
+    """The realm has no SMTP server (Keycloak answers "Failed to send email" too)."""
+
+
+def configured(realm):
+    return bool((realm.smtp_server or {}).get("host"))
+
+
+def connection(smtp, timeout=10):
+    auth = smtp.get("auth") in _TRUE
+    return get_connection(
+        "django.core.mail.backends.smtp.EmailBackend", host=smtp["host"],
+        port=int(smtp.get("port") or (465 if smtp.get("ssl") in _TRUE else 25)),
+        username=(smtp.get("user") or None) if auth else None,
+        password=(smtp.get("password") or None) if auth else None,
+        use_tls=smtp.get("starttls") in _TRUE, use_ssl=smtp.get("ssl") in _TRUE, timeout=timeout)
+
+
+def build(smtp, to, subject, text_body, html_body):
+    """The message as Keycloak's DefaultEmailSenderProvider composes it: From with its display
+    name, Reply-To when set, and the envelope sender (``envelopeFrom``) when it differs."""
+    if not smtp.get("from"):
+        raise NotConfigured("the realm's SMTP settings have no from address")
+    headers = {"From": formataddr((smtp.get("fromDisplayName") or "", smtp["from"]))}
+    if smtp.get("replyTo"):
+        headers["Reply-To"] = formataddr((smtp.get("replyToDisplayName") or "", smtp["replyTo"]))
+    message = EmailMultiAlternatives(subject=subject, body=text_body, to=[to], headers=headers,
+                                     from_email=smtp.get("envelopeFrom") or smtp["from"])
+    if html_body:
+        message.attach_alternative(html_body, "text/html")
+    return message
+
+
+def send_now(smtp, to, subject, text_body, html_body):
+    """Send through ``smtp`` at once; raises on failure (TRANSIENT for a later retry)."""
+    if not smtp.get("host"):
+        raise NotConfigured("the realm has no SMTP server")
+    with connection(smtp) as conn:
+        conn.send_messages([build(smtp, to, subject, text_body, html_body)])
+
+
+class TestFailed(Exception):
+    """The test e-mail could not be sent (the cause is logged, not shown)."""
+
+
+def send_test(realm, smtp, admin):
+    """Keycloak's "Test connection": the ``email-test`` message through ``smtp`` to ``admin``
+    (the Admin API's ``testSMTPConnection`` and the console's button)."""
+    if not admin.email:
+        raise TestFailed("Logged in user does not have an e-mail.")
+    subject, text_body, html_body = render(realm, user_locale(realm, admin), "email-test", "emailTestSubject")
+    try:
+        send_now(smtp, admin.email, subject, text_body, html_body)
+    except (NotConfigured, ValueError, *TRANSIENT) as exc:
+        logger.warning("realm %s: SMTP test failed: %s", realm.name, exc)
+        raise TestFailed("Failed to send email") from None
+
+
+# Rendering ------------------------------------------------------------------------------------
+
+_CHOICE = re.compile(r"\{0,choice,([^}]*)\}")
+
+
+def _choice(pattern, n):
+    """Java's ChoiceFormat as Keycloak's bundles use it (``0#minutes|1#minute|1<minutes``)."""
+    chosen = ""
+    for part in pattern.split("|"):
+        for sep in ("#", "<"):
+            limit, found, value = part.partition(sep)
+            if found:
+                if (sep == "#" and n >= float(limit)) or (sep == "<" and n > float(limit)):
+                    chosen = value
+                break
+    return chosen
+
+
+def expiration_text(realm, locale, seconds):
+    """Keycloak's linkExpirationFormatter: the largest whole unit ("12 hours", "5 minutes")."""
+    for unit, size in (("Days", 86400), ("Hours", 3600), ("Minutes", 60), ("Seconds", 1)):
+        if seconds >= size and (seconds % size == 0 or unit == "Seconds"):
+            n = seconds // size
+            word = messages.text(realm, locale, f"linkExpirationFormatter.timePeriodUnit{unit}",
+                                 theme=email_theme(realm))
+            word = _CHOICE.sub(lambda m: _choice(m.group(1), n), word)
+            return f"{n} {word}"
+    return f"{seconds}"
+
+
+def email_theme(realm):
+    return realm.email_theme or DEFAULT_THEME
+
+
+def user_locale(realm, user):
+    """The user's ``locale`` attribute when the realm supports it, else the realm's default."""
+    wanted = (user.attributes or {}).get("locale") if user is not None else None
+    wanted = wanted[0] if isinstance(wanted, list) and wanted else wanted
+    if wanted and realm.internationalization_enabled and wanted in (realm.supported_locales or ()):
+        return wanted
+    return realm.default_locale or messages.FALLBACK_LOCALE
+
+
+def render(realm, locale, name, subject_key, subject_args=(), body_args=(), context=None, body_key=None):
+    """(subject, text, html) of the e-mail template ``name``. ``body_args`` fill the bundle's
+    ``<x>Body`` and ``<x>BodyHtml`` texts (escaped in the HTML one, which is itself trusted
+    theme markup, as Keycloak's kcSanitize lets through)."""
+    theme = email_theme(realm)
+
+    def msg(key, *args):
+        return messages.text(realm, locale, key, *args, theme=theme)
+
+    base = {"realm": realm, "realm_name": realm.display_name or realm.name, "lang": locale, **(context or {})}
+
+    def template(kind, ext):
+        names = [f"{t}/email/{kind}/{name}.{ext}" for t in dict.fromkeys((theme, DEFAULT_THEME))]
+        return select_template(names)
+
+    body_key = body_key or _BODY_KEYS[name]
+    text_body = template("text", "txt").render({**base, "body": msg(body_key, *body_args)})
+    html_body = template("html", "html").render({
+        **base, "body": mark_safe(msg(f"{body_key}Html", *(html.escape(str(a)) for a in body_args)))})
+    return msg(subject_key, *subject_args), text_body, html_body
+
+
+# Keycloak's e-mail templates and the bundle key of each one's body.
+_BODY_KEYS = {
+    "email-verification": "emailVerificationBody",
+    "password-reset": "passwordResetBody",
+    "executeActions": "executeActionsBody",
+    "email-update-confirmation": "emailUpdateConfirmationBody",
+    "email-test": "emailTestBody",
+    "org-invite": "orgInviteBody",  # orgInviteBodyPersonalized when the names are known
+}
+
+
+# Sending --------------------------------------------------------------------------------------
+
+def _in_process():
+    return getattr(settings, "IDP_EMAIL_IN_PROCESS", getattr(settings, "IDP_DEV_MODE", False))
+
+
+def send_to_user(realm, user, name, subject_key, subject_args=(), body_args=(), context=None, body_key=None, *,
+                 to=None, locale=None):
+    """Render ``name`` for ``user`` and send it once the current transaction commits: to ``to``
+    (an address being confirmed) or the user's address, in ``locale`` (the one a sign-in page
+    resolved) or the user's. Raises NotConfigured when the realm has no SMTP server or there is
+    no address."""
+    if not configured(realm):
+        raise NotConfigured("the realm has no SMTP server")
+    to = to or user.email
+    if not to:
+        raise NotConfigured("the user has no e-mail address")
+    locale = locale or user_locale(realm, user)
+    subject, text_body, html_body = render(realm, locale, name, subject_key, subject_args, body_args, context,
+                                           body_key)
+    realm_id, smtp = realm.pk, dict(realm.smtp_server)
+    transaction.on_commit(lambda: dispatch(realm_id, smtp, to, subject, text_body, html_body))
+
+
+def dispatch(realm_id, smtp, to, subject, text_body, html_body):
+    """In dev mode a thread of this process sends it (the answer to the browser never waits for
+    the SMTP server, so its timing does not tell whether a message was sent); otherwise the
+    Celery task, which reads the SMTP settings itself."""
+    if _in_process():
+        threading.Thread(target=_send_logged, args=(realm_id, smtp, to, subject, text_body, html_body),
+                         name="email", daemon=True).start()
+        return
+    current_app.send_task(TASK, args=(realm_id, to, subject, text_body, html_body))
+
+
+def _send_logged(realm_id, smtp, to, subject, text_body, html_body):
+    try:
+        send_now(smtp, to, subject, text_body, html_body)
+    except (NotConfigured, *TRANSIENT) as exc:
+        logger.warning("e-mail to a user of realm %s not sent: %s", realm_id, exc)
+
+
+def deliver(realm_id, to, subject, text_body, html_body):
+    """The Celery task's work: the realm's current SMTP settings, then send."""
+    from ..models import Realm
+
+    realm = Realm.objects.filter(pk=realm_id).only("smtp_server").first()
+    if realm is None:
+        return
+    send_now(realm.smtp_server or {}, to, subject, text_body, html_body)

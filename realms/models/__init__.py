@@ -1,0 +1,28 @@
+"""The tenant model and everything a realm owns.
+
+Every name (username, clientId, role name, scope name, group name among siblings) is unique
+within its realm, never globally. Primary keys are strings so that Keycloak's ids survive an
+import and an export unchanged, which keeps cross-references (role ``containerId``, group
+``parentId``) intact."""
+from .clients import Client, ClientScope, ClientScopeLink, ProtocolMapper, RealmDefaultClientScope
+from .fields import IdField, SmtpServerField, new_id  # noqa: F401
+from .flows import AuthenticationExecution, AuthenticationFlow, AuthenticatorConfig, RequiredActionProvider
+from .organizations import Organization, OrganizationDomain, OrganizationMember  # noqa: F401
+from .realm import Component, Realm, RealmKey, RealmOwned  # noqa: F401
+from .roles import Group, Role  # noqa: F401
+from .sessions import ClientSession, Event, UserSession  # noqa: F401
+from .users import (
+    Credential,
+    User,
+    UserManager,
+    client_role_names,
+    effective_role_ids,
+    effective_role_ids_column,
+    effective_roles,
+    effective_roles_in,
+    expand_composites,
+    group_with_ancestors,
+    has_realm_role,
+    realm_role_names,
+    roles_by_id,
+)

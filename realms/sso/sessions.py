@@ -1,0 +1,374 @@
+"""SSO sessions (spec 1 §3): one user session per signed-in browser (or offline grant), holding
+one client session per application. OIDC and SAML share them, so they live here, not in a
+protocol app.
+
+Rows are the truth (sessions survive a restart); the Django cache holds each user session by id
+so that the hot paths (authorization request with a cookie, refresh) skip the database. Every
+change goes through this module, which writes the row and refreshes or drops the cache entry.
+
+Timeouts follow Keycloak: a session ends when idle longer than SSO Session Idle or older than
+SSO Session Max (remember-me variants when set and the user ticked "remember me"; offline
+sessions: Offline Session Idle, and Offline Session Max only when enabled). A client can shorten
+them for its own client session with the attributes ``client.session.idle.timeout`` and
+``client.session.max.lifespan`` (offline: ``client.offline.session.*``).
+"""
+import copy
+import time
+from datetime import datetime, timedelta
+
+from django.core.cache import cache
+from django.db import transaction
+from django.db.models import Q
+from django.db.models.signals import post_delete, post_save
+from django.dispatch import Signal
+from django.utils import timezone
+
+from ..data import rows
+from ..models import ClientSession, Realm, User, UserSession, effective_role_ids_column
+from ..registry import Registry
+
+# Sent before the session row is deleted, with user_session=<UserSession> (still readable),
+# client_sessions=[ClientSession ...] (with .client loaded) and reason=<str>. Logout propagation
+# (front/back-channel) listens; receivers run inside the caller's transaction.
+session_ended = Signal()
+
+# Front-channel logout, per protocol: how the browser signs one client out. See
+# register_frontchannel_logout.
+_frontchannel_logout = Registry("front-channel logout")
+
+# The idle timer is only written when it is at least this old, so a burst of requests on one
+# session costs one UPDATE, not one per request. Idle timeouts are minutes to days; seconds of
+# slack do not matter.
+TOUCH_INTERVAL = timedelta(seconds=5)
+# Cache entries are a shortcut, never the truth: keep them for a bounded time.
+CACHE_TTL = 600
+
+REASON_LOGOUT = "logout"
+REASON_EXPIRED = "expired"
+REASON_USER_DISABLED = "user_disabled"
+
+
+def cache_key(session_id):
+    return f"idp:usersession:{session_id}"
+
+
+def _cache_put(user_session):
+    # Cached with its user but without their realm: every reader holds the realm already
+    # (get_valid_session puts it back), and a Realm row costs more to unpickle than the rest.
+    # (A pickled user carries no credential rows: User.__getstate__.)
+    cached = copy.copy(user_session)
+    cached._state.fields_cache.pop("realm", None)
+    cached.__dict__.pop("fresh", None)  # true only for the request that created it
+    user = cached._state.fields_cache.get("user")
+    if user is not None:
+        cached.user = copy.copy(user)
+        cached.user._state.fields_cache.pop("realm", None)
+    cache.set(cache_key(user_session.pk), cached, CACHE_TTL)
+
+
+def _cache_drop(*session_ids):
+    if session_ids:
+        cache.delete_many([cache_key(s) for s in session_ids])
+
+
+# Timeouts -------------------------------------------------------------------------------------
+
+def session_idle_timeout(realm, user_session) -> int:
+    """Seconds of inactivity after which the SSO (or offline) session ends."""
+    if user_session.offline:
+        return realm.offline_session_idle_timeout
+    if user_session.remember_me and realm.sso_session_idle_timeout_remember_me:
+        return realm.sso_session_idle_timeout_remember_me
+    return realm.sso_session_idle_timeout
+
+
+def session_max_lifespan(realm, user_session) -> int | None:
+    """Seconds after sign-in at which the session ends; None when unbounded (offline sessions
+    without Offline Session Max)."""
+    if user_session.offline:
+        return realm.offline_session_max_lifespan if realm.offline_session_max_lifespan_enabled else None
+    if user_session.remember_me and realm.sso_session_max_lifespan_remember_me:
+        return realm.sso_session_max_lifespan_remember_me
+    return realm.sso_session_max_lifespan
+
+
+def session_expiry(realm, user_session) -> datetime:
+    """The instant the user session ends unless it is used again before."""
+    expiry = user_session.last_refresh + timedelta(seconds=session_idle_timeout(realm, user_session))
+    max_lifespan = session_max_lifespan(realm, user_session)
+    if max_lifespan is not None:
+        expiry = min(expiry, user_session.started + timedelta(seconds=max_lifespan))
+    return expiry
+
+
+def _int_attribute(client, key):
+    try:
+        return int(client.attributes.get(key) or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def client_session_expiry(client_session) -> datetime:
+    """The instant this client's share of the session ends (its refresh tokens expire then).
+
+    Client overrides (attribute, else realm's Client Session Idle/Max) can only shorten the
+    session: the result never exceeds the user session's own expiry."""
+    user_session = client_session.user_session
+    client = client_session.client
+    realm = user_session.realm
+    expiry = session_expiry(realm, user_session)
+    if user_session.offline:
+        idle = (_int_attribute(client, "client.offline.session.idle.timeout")
+                or realm.client_offline_session_idle_timeout)
+        max_lifespan = (_int_attribute(client, "client.offline.session.max.lifespan")
+                        or realm.client_offline_session_max_lifespan)
+    else:
+        idle = _int_attribute(client, "client.session.idle.timeout") or realm.client_session_idle_timeout
+        max_lifespan = _int_attribute(client, "client.session.max.lifespan") or realm.client_session_max_lifespan
+    if idle:
+        expiry = min(expiry, client_session.last_refresh + timedelta(seconds=idle))
+    if max_lifespan:
+        expiry = min(expiry, client_session.started + timedelta(seconds=max_lifespan))
+    return expiry
+
+
+def client_session_valid(client_session, now=None) -> bool:
+    return (now or timezone.now()) < client_session_expiry(client_session)
+
+
+# Lifecycle ------------------------------------------------------------------------------------
+
+def create_user_session(realm, user, *, ip_address="", auth_methods=(), remember_me=False,
+                        offline=False, notes=None) -> UserSession:
+    now = timezone.now()
+    user_session = rows.insert(UserSession(
+        realm=realm, user=user, ip_address=ip_address or "", auth_methods=list(auth_methods),
+        remember_me=bool(remember_me), offline=bool(offline), started=now, last_refresh=now, auth_time=now,
+        notes=dict(notes or {}),
+    ))
+    # Created by this request, so it has no client session yet: the first one is inserted
+    # without looking for an existing one (get_or_create_client_session).
+    user_session.fresh = True
+    transaction.on_commit(lambda: _cache_put(user_session))
+    return user_session
+
+
+def _load(session_id, cached=None):
+    user_session = cached if cached is not None else cache.get(cache_key(session_id))
+    if user_session is None:
+        user_session = UserSession.objects.select_related("user").filter(pk=session_id).first()
+        if user_session is not None:
+            _cache_put(user_session)
+    return user_session
+
+
+def get_valid_session(realm, session_id, cached=None) -> UserSession | None:
+    """The live session with this id in this realm, or None. A session found past its idle or
+    max timeout, or whose user is disabled, is ended on the way. ``cached``: the value of its
+    ``cache_key`` when the caller read it already (with other keys, in one round trip)."""
+    if not session_id:
+        return None
+    user_session = _load(session_id, cached)
+    if user_session is None or user_session.realm_id != realm.pk:
+        return None
+    user_session.realm = user_session.user.realm = realm  # the caller's copy is at least as fresh
+    if not user_session.user.enabled:
+        end_session(user_session, reason=REASON_USER_DISABLED)
+        return None
+    if timezone.now() >= session_expiry(realm, user_session):
+        end_session(user_session, reason=REASON_EXPIRED)
+        return None
+    return user_session
+
+
+def touch(user_session, client_session=None):
+    """Reset the idle timer of the session (and of the client session). Writes at most once per
+    TOUCH_INTERVAL per session, so it is cheap to call on every use."""
+    now = timezone.now()
+    if now - user_session.last_refresh >= TOUCH_INTERVAL:
+        user_session.last_refresh = now
+        UserSession.objects.filter(pk=user_session.pk).update(last_refresh=now)
+        # A newer idle timer in the cache is harmless even if the transaction rolls back.
+        _cache_put(user_session)
+    if client_session is not None and now - client_session.last_refresh >= TOUCH_INTERVAL:
+        client_session.last_refresh = now
+        ClientSession.objects.filter(pk=client_session.pk).update(last_refresh=now)
+
+
+def set_note(user_session, name, value):
+    """Write one note of the SSO session, in the database and the shared cache."""
+    user_session.notes = {**(user_session.notes or {}), name: value}
+    UserSession.objects.filter(pk=user_session.pk).update(notes=user_session.notes)
+    _cache_put(user_session)
+
+
+def reauthenticated(user_session, auth_methods):
+    """The user signed in again within this session (prompt=login, max_age): new auth_time."""
+    now = timezone.now()
+    user_session.auth_time = now
+    user_session.auth_methods = list(auth_methods)
+    UserSession.objects.filter(pk=user_session.pk).update(auth_time=now, auth_methods=user_session.auth_methods)
+    _cache_put(user_session)
+
+
+def get_or_create_client_session(user_session, client, *, redirect_uri="", scope="", notes=None) -> ClientSession:
+    """This client's session within the SSO session; a repeated sign-in of the same client
+    refreshes it (new redirect URI and scope, idle timer reset). ``notes`` are written in the
+    same statement (a None value removes that note)."""
+    now = timezone.now()
+    notes = notes or {}
+    fields = {"redirect_uri": redirect_uri, "scope": scope, "started": now, "last_refresh": now,
+              "notes": {k: v for k, v in notes.items() if v is not None}}
+    if getattr(user_session, "fresh", False):
+        # One INSERT instead of a SELECT and an INSERT in a savepoint.
+        client_session = rows.insert(ClientSession(user_session=user_session, client=client, **fields))
+        user_session.fresh = False
+        created = True
+    else:
+        client_session, created = ClientSession.objects.get_or_create(
+            user_session=user_session, client=client, defaults=fields)
+    if not created:
+        client_session.redirect_uri = redirect_uri or client_session.redirect_uri
+        client_session.scope = scope or client_session.scope
+        client_session.last_refresh = now
+        merged = {**client_session.notes, **notes}
+        client_session.notes = {k: v for k, v in merged.items() if v is not None}
+        client_session.save(update_fields=["redirect_uri", "scope", "last_refresh", "notes"])
+    client_session.user_session = user_session
+    client_session.client = client
+    return client_session
+
+
+def client_session_of(user_session, client) -> ClientSession | None:
+    """This client's session within the SSO session, or None (the refresh and code-exchange
+    read). A raw query: the ORM spends more CPU compiling this one-row lookup than the database
+    spends answering it, and the token endpoint runs it on every refresh."""
+    found = next(iter(rows.fetch(ClientSession, "user_session_id = %s AND client_id = %s",
+                                 [user_session.pk, client.pk])), None)
+    if found is not None:
+        found.user_session, found.client = user_session, client
+    return found
+
+
+def user_with_client_session(user_session, client) -> User | None:
+    """The session's user, read now, if this client's session within it still exists; else
+    None. One query, which reads the user's roles too: the Admin API asks all three on every
+    request."""
+    table = ClientSession._meta.db_table
+    return next(iter(rows.fetch(User, f'realm_id = %s AND id = %s AND EXISTS (SELECT 1 FROM "{table}" '
+                                      'WHERE user_session_id = %s AND client_id = %s)',
+                                [user_session.realm_id, user_session.user_id, user_session.pk, client.pk],
+                                extra=effective_role_ids_column(user_session.user_id))), None)
+
+
+def end_session(user_session, *, reason=""):
+    """End the SSO session: tell listeners (logout propagation) and delete it with its client
+    sessions and authorization codes."""
+    client_sessions = list(ClientSession.objects.select_related("client").filter(user_session=user_session))
+    session_ended.send(sender=UserSession, user_session=user_session, client_sessions=client_sessions,
+                       reason=reason or REASON_LOGOUT)
+    UserSession.objects.filter(pk=user_session.pk).delete()
+    _cache_drop(user_session.pk)
+
+
+def logout_all(realm):
+    """Keycloak's ``logout-all``: every online session of the realm ends, and tokens issued
+    before now are refused (the realm's not-before)."""
+    for user_session in UserSession.objects.filter(realm=realm, offline=False):
+        end_session(user_session)
+    realm.not_before = int(time.time())
+    realm.save(update_fields=["not_before"])
+
+
+def logout_user(user):
+    """Keycloak's user ``logout``: the user's online sessions end, and the user's tokens issued
+    before now are refused (the user's not-before)."""
+    for user_session in UserSession.objects.filter(user=user, offline=False):
+        end_session(user_session)
+    user.not_before = int(time.time())
+    user.save(update_fields=["not_before"])
+
+
+def end_client_sessions(user_sessions, client, *, reason=""):
+    """End ``client``'s share of each of ``user_sessions`` (every token issued to it from them
+    stops refreshing); an offline session left without a client ends. Returns how many shares
+    were ended."""
+    ended = 0
+    for user_session in user_sessions:
+        ended += ClientSession.objects.filter(user_session=user_session, client=client).delete()[0]
+        if user_session.offline and not ClientSession.objects.filter(user_session=user_session).exists():
+            end_session(user_session, reason=reason)
+    return ended
+
+
+def register_frontchannel_logout(protocol, url_for):
+    """``url_for(request, user_session, client_session) -> str``: a URL the browser loads (in an
+    iframe of the logout page) to sign that client out, or "" when the client has none. Each
+    protocol registers one, so a logout started by any protocol reaches the clients of all."""
+    _frontchannel_logout.add(protocol, url_for)
+
+
+def frontchannel_logout_urls(request, user_session, exclude_client=None) -> list:
+    """The front-channel logout URLs of the session's clients (but ``exclude_client``, the one
+    that asked for the logout and gets the protocol's own answer)."""
+    urls = []
+    for client_session in ClientSession.objects.select_related("client").filter(user_session=user_session):
+        if exclude_client is not None and client_session.client_id == exclude_client.pk:
+            continue
+        url_for = _frontchannel_logout.get(client_session.client.protocol)
+        url = url_for(request, user_session, client_session) if url_for else ""
+        if url:
+            urls.append(url)
+    return urls
+
+
+def expired_sessions_purge(now=None) -> int:
+    """Delete every session past its idle or max timeout, in bulk; returns how many. Expiry is
+    not a sign-out, so no session_ended signal is sent (Keycloak does not propagate it either)."""
+    now = now or timezone.now()
+
+    def older(field, seconds):
+        return Q(**{f"{field}__lte": now - timedelta(seconds=seconds)})
+
+    expired = Q(pk__in=[])
+    for realm in Realm.objects.all():
+        in_realm = Q(realm_id=realm.pk)
+        for remember_me in (False, True):
+            probe = UserSession(offline=False, remember_me=remember_me)
+            expired |= in_realm & Q(offline=False, remember_me=remember_me) & (
+                older("last_refresh", session_idle_timeout(realm, probe))
+                | older("started", session_max_lifespan(realm, probe))
+            )
+        offline = older("last_refresh", realm.offline_session_idle_timeout)
+        if realm.offline_session_max_lifespan_enabled:
+            offline |= older("started", realm.offline_session_max_lifespan)
+        expired |= in_realm & Q(offline=True) & offline
+    ids = list(UserSession.objects.filter(expired).values_list("pk", flat=True))
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        UserSession.objects.filter(pk__in=chunk).delete()
+        _cache_drop(*chunk)
+    return len(ids)
+
+
+# Cache invalidation on changes made elsewhere ------------------------------------------------
+
+def _drop_user_sessions(sender, instance, created=False, **kwargs):
+    # A user change (disabled, deleted, renamed) must be seen by the next session check, in
+    # every process: the cached sessions carry the user. A new user has no session yet.
+    if created:
+        return
+    ids = list(UserSession.objects.filter(user_id=instance.pk).values_list("pk", flat=True))
+    _cache_drop(*ids)
+    transaction.on_commit(lambda: _cache_drop(*ids))
+
+
+def _drop_session(sender, instance, **kwargs):
+    _cache_drop(instance.pk)
+    transaction.on_commit(lambda: _cache_drop(instance.pk))
+
+
+def connect_signals():
+    """Drop cached sessions when their user or session row changes; called from ``RealmsConfig.ready``."""
+    post_save.connect(_drop_user_sessions, sender=User, dispatch_uid="usersession-cache-user-save")
+    post_delete.connect(_drop_session, sender=UserSession, dispatch_uid="usersession-cache-delete")

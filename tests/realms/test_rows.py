@@ -5,7 +5,8 @@ statement on PostgreSQL. ``batch``: those writes sent together at the end of a t
 the whole transaction where nothing else ran (read from libpq's own trace). ``ahead``: a read
 sent with the next ``fetch``."""
 import pytest
-from django.db import IntegrityError, connection, transaction
+from django.db import (DEFAULT_DB_ALIAS, IntegrityError, InterfaceError, OperationalError, connection, connections,
+                       transaction)
 from django.db.models.signals import post_save, pre_save
 from django.test.utils import CaptureQueriesContext
 
@@ -180,9 +181,10 @@ def test_an_outermost_batch_is_one_query_with_no_begin_or_commit(traced):
     with pytest.raises(IntegrityError):
         with rows.batch():
             other = rows.create(User(realm=realm, username="bea"))
-            rows.create(User(realm=realm, username="ann"))
-    assert traced()[start:] == [["INSERT", "INSERT"]]  # refused as a whole: no ROLLBACK needed
-    assert not User.objects.filter(pk=other.pk).exists()
+            rows.create(User(realm=realm, username="ann"))  # fails in the middle of the batch
+            after = rows.create(User(realm=realm, username="dot"))
+    assert traced()[start:] == [["INSERT", "INSERT", "INSERT"]]  # refused as a whole: no ROLLBACK needed
+    assert not User.objects.filter(pk__in=[other.pk, after.pk]).exists()
     assert connection.connection.autocommit and connection.connection.info.transaction_status.name == "IDLE"
 
     start = len(traced())
@@ -191,6 +193,35 @@ def test_an_outermost_batch_is_one_query_with_no_begin_or_commit(traced):
         transaction.set_rollback(True)  # as a step that refuses after all
     assert traced()[start:] == []
     assert not User.objects.filter(realm=realm, username="cid").exists()
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the one-query transaction is PostgreSQL's")
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_whose_connection_drops_writes_nothing_and_the_next_request_reconnects():
+    """The outermost batch switches psycopg to autocommit for its one query: when the server drops
+    the connection, that query never ran (nothing written, no half), the switch is not left
+    behind on a live connection, and the next statement opens a new connection in Django's
+    ordinary transaction mode."""
+    realm = create_realm("batch-dropped")
+    create_user(realm, "first")
+    connection.ensure_connection()
+    pid = connection.connection.info.backend_pid
+    other = connections.create_connection(DEFAULT_DB_ALIAS)
+    try:
+        with other.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+    finally:
+        other.close()
+    with pytest.raises((OperationalError, InterfaceError)):
+        with rows.batch():
+            lost = rows.create(User(realm=realm, username="lost"))
+            _password(lost, "x")
+    connection.close_if_unusable_or_obsolete()
+    assert not User.objects.filter(realm=realm, username="lost").exists()
+    assert connection.get_autocommit() and not connection.in_atomic_block
+    with rows.batch():
+        rows.create(User(realm=realm, username="next"))
+    assert User.objects.filter(realm=realm, username="next").exists()
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="the one-query transaction is PostgreSQL's")

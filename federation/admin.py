@@ -3,10 +3,10 @@ sync settings of the current realm's providers, the bind credential write-only (
 empty), and the actions "Test connection", "Test authentication", "Synchronize all users",
 "Synchronize changed users", and the group and role mappers' "Sync LDAP groups to Keycloak" and
 "Sync Keycloak groups to LDAP" (every such mapper of the chosen providers)."""
+import ldap
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
-import ldap
 from django.db import transaction
 
 from realms.admin import ConsoleAdmin

@@ -173,7 +173,7 @@ def django_application(threads, body_read_timeout):
     from idp.heap import freeze_startup_objects
     from idp.wsgi import application
 
-    get_resolver().url_patterns  # the URL conf and the views it imports: loaded now, then frozen
+    get_resolver().url_patterns  # noqa: B018 (the URL conf and the views it imports: loaded now, then frozen)
     freeze_startup_objects()
     return BufferedWSGI(application, threads=threads, body_read_timeout=body_read_timeout,
                         max_body_size=settings.DATA_UPLOAD_MAX_MEMORY_SIZE)

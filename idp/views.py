@@ -9,8 +9,8 @@ from django.http import JsonResponse
 from django.views.decorators.http import require_GET
 
 from realms.http import messages, themes
-from realms.representation.bootstrap import DEMO_REALM
 from realms.models import Realm
+from realms.representation.bootstrap import DEMO_REALM
 
 logger = logging.getLogger("idp.errors")
 

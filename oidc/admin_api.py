@@ -12,12 +12,12 @@ from django.urls import path
 from rest_framework import status
 from rest_framework.response import Response
 
-from realms.audit import admin_events
-from realms.users import consents
 from realms.admin_api import errors
 from realms.admin_api.users import user_of
 from realms.admin_api.views import RealmResource
+from realms.audit import admin_events
 from realms.models import Client, ClientScope
+from realms.users import consents
 
 from .models import ConsentGrant
 

@@ -7,11 +7,11 @@ class OidcConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from realms.admin_api import resources
         from realms.account import register_sign_in
+        from realms.admin_api import resources
         from realms.admin_api.authentication import register_token_verifier
-        from realms.users.consents import register_consent_store
         from realms.http.transport import register_json_endpoints
+        from realms.users.consents import register_consent_store
 
         from . import admin_api, authorize, backchannel, consent
         from .admin_tokens import verify

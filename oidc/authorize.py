@@ -28,14 +28,14 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 from django.http import HttpResponseRedirect
 from django.utils import timezone
 
-from realms.sso import auth_sessions, sessions, sso_cookie
-from realms.signin import engine, flows, loa
 from realms.audit import events
 from realms.http import messages, themes
-from realms.signin.flows import SSO_AUTH
 from realms.http.messages import Message
 from realms.http.redirects import is_valid_redirect_uri, with_params
 from realms.http.web import base_url, client_address, realm_url
+from realms.signin import engine, flows, loa
+from realms.signin.flows import SSO_AUTH
+from realms.sso import auth_sessions, sessions, sso_cookie
 
 from . import codes, consent, jose, tokens
 from .backchannel import ISSUER_NOTE
@@ -300,7 +300,7 @@ def start_authorization(request, realm_name, params, binding=flows.BROWSER):
         events.emit(realm, "LOGIN_ERROR", client_id=client.client_id, ip_address=client_address(request),
                     error=exc.event_error, details={"redirect_uri": redirect_uri, "reason": exc.description})
         raise AuthorizationError(exc, client=client, redirect_uri=redirect_uri, state=state,
-                                 response_mode=response_mode)
+                                 response_mode=response_mode) from exc
 
     loa_map = loa.acr_loa_map(realm, client)
     # Not essential: the client's minimum.acr.value holds (Keycloak's AcrUtils.enforceMinimumAcr).

@@ -17,10 +17,10 @@ from urllib.parse import urlencode, urlsplit
 
 from django.db import transaction
 
-from realms.http import outbound
-from realms.sso import sessions
 from realms.data.keys import realm_keys
+from realms.http import outbound
 from realms.http.web import realm_url
+from realms.sso import sessions
 
 from . import jose
 

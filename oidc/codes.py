@@ -11,8 +11,7 @@ import base64
 import hashlib
 import re
 import secrets
-from datetime import timedelta
-from datetime import timezone as dt_timezone
+from datetime import UTC, timedelta
 
 from django.db import connection
 from django.utils import timezone
@@ -79,7 +78,7 @@ def _claim(digest):
         if isinstance(value, str):  # SQLite hands back text ...
             value = AuthorizationCode._meta.get_field(name).to_python(value)
         if timezone.is_naive(value):  # ... of a UTC time without its offset
-            value = timezone.make_aware(value, dt_timezone.utc)
+            value = timezone.make_aware(value, UTC)
         values[name] = value
     return AuthorizationCode(digest=digest, used=True, **values)
 

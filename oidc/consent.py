@@ -11,12 +11,12 @@ docs/decisions/0010-consent-in-the-completion.md).
 import dataclasses
 import secrets
 
-from realms.sso import auth_sessions
-from realms.signin import engine
 from realms.audit import events
-from realms.users.consents import Consent
 from realms.http.messages import Message
 from realms.models import ClientScope
+from realms.signin import engine
+from realms.sso import auth_sessions
+from realms.users.consents import Consent
 
 from . import tokens
 from .models import ConsentGrant

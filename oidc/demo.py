@@ -25,8 +25,8 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_GET
 
 from realms.http import themes
-from realms.representation.bootstrap import DEMO_CALLBACK_PATH, DEMO_CLIENT, DEMO_REALM
 from realms.models import Realm
+from realms.representation.bootstrap import DEMO_CALLBACK_PATH, DEMO_CLIENT, DEMO_REALM
 
 from . import jose
 from .resource_server import require_bearer

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
-from realms.signin import engine, flows
-from realms.sso import sessions
 from realms.audit.events import emit
-from realms.signin.flows import SSO_AUTH
 from realms.models import ClientSession, UserSession
+from realms.signin import engine, flows
+from realms.signin.flows import SSO_AUTH
+from realms.sso import sessions
 
 from . import tokens
 from .client_auth import authenticate

@@ -20,11 +20,11 @@ from django.db import transaction
 from django.http import HttpResponseRedirect
 
 from realms.audit import events
-from realms.sso import sessions, sso_cookie
 from realms.http import themes
 from realms.http.messages import Message
 from realms.http.redirects import is_valid_redirect_uri, with_params
 from realms.http.web import client_address, realm_url
+from realms.sso import sessions, sso_cookie
 
 from . import tokens
 from .client_auth import authenticate

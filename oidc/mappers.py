@@ -9,8 +9,8 @@ register more types with ``register``.
 import functools
 import json
 
-from realms.users import organizations
 from realms.registry import Registry
+from realms.users import organizations
 
 ACCESS, ID, USERINFO, INTROSPECTION = "access", "id", "userinfo", "introspection"
 _CONFIG_KEY = {ACCESS: "access.token.claim", ID: "id.token.claim", USERINFO: "userinfo.token.claim",

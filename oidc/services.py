@@ -8,11 +8,11 @@ import time
 
 from django.core.cache import cache
 
-from realms.signin import loa
-from realms.sso import sessions
 from realms.audit.events import emit
 from realms.data.keys import realm_keys
 from realms.models import ClientScope, ClientSession, User
+from realms.signin import loa
+from realms.sso import sessions
 
 from . import jose, tokens
 from .authorize import RESPONSE_MODES, RESPONSE_TYPES

@@ -13,13 +13,13 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from django.conf import settings
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from django.conf import settings
 
-from realms.sso import sessions
-from realms.signin.flows import SSO_AUTH
 from realms.data.keys import realm_keys
+from realms.signin.flows import SSO_AUTH
+from realms.sso import sessions
 
 from . import jose
 from .errors import InvalidScope, ServerError

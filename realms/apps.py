@@ -9,20 +9,20 @@ class RealmsConfig(AppConfig):
     def ready(self):
         from django.db.models.signals import post_migrate
 
-        from .administration import admin_permissions
-        from .data import keys, realm_cache
-        from .signin import required_actions, steps
-        from .sso import sessions
         from .admin_api import resources, routes
+        from .administration import admin_permissions
         from .credentials import register_credential_type
         from .credentials.otp import Otp
         from .credentials.password import Password
         from .credentials.recovery_codes import RecoveryCodes
         from .credentials.webauthn import WebAuthn, WebAuthnPasswordless
-        from .signin.flows import register_authenticator
-        from .signin.engine import register_login_actions
-        from .users.actions import register_required_action
+        from .data import keys, realm_cache
         from .representation.services import ensure_master_realm
+        from .signin import required_actions, steps
+        from .signin.engine import register_login_actions
+        from .signin.flows import register_authenticator
+        from .sso import sessions
+        from .users.actions import register_required_action
 
         for step in steps.BUILTIN:
             register_authenticator(step)

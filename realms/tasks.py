@@ -18,4 +18,4 @@ def send_email(self, realm_id, to, subject, text_body, html_body):
     try:
         email.deliver(realm_id, to, subject, text_body, html_body)
     except email.TRANSIENT as exc:
-        raise self.retry(exc=exc, countdown=min(30 * 2 ** self.request.retries, 3600))
+        raise self.retry(exc=exc, countdown=min(30 * 2 ** self.request.retries, 3600)) from exc

@@ -1,6 +1,6 @@
 """SAML protocol messages the IdP writes: Response with Assertion, LogoutRequest, LogoutResponse."""
 import secrets
-from datetime import timedelta, timezone as dt_timezone
+from datetime import UTC, timedelta
 
 from django.utils import timezone
 from lxml import etree
@@ -15,7 +15,7 @@ def new_id():
 
 
 def instant(dt):
-    return dt.astimezone(dt_timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _el(parent, ns, name, text=None, **attrs):

@@ -8,8 +8,8 @@ Keycloak, and a client created here is safe by default.
 """
 from dataclasses import dataclass
 
-from realms.models import Client
 from realms.http.redirects import is_valid_redirect_uri
+from realms.models import Client
 
 from . import constants as c
 from .errors import UntrustedRequest

@@ -10,7 +10,8 @@ service providers that predate GCM.
 import base64
 import os
 
-from cryptography.hazmat.primitives import hashes, padding as sym_padding
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives import padding as sym_padding
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM

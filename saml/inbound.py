@@ -6,12 +6,13 @@ Everything here raises UntrustedRequest: until these checks pass, nothing is sen
 the message names.
 """
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone as dt_timezone
+from datetime import UTC, datetime, timedelta
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from . import constants as c, signatures, xml
+from . import constants as c
+from . import signatures, xml
 from .clients import SamlClient, by_entity_id
 from .errors import UntrustedRequest
 from .models import SeenRequest
@@ -45,7 +46,7 @@ def parse_instant(value):
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except (AttributeError, ValueError):
         return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt_timezone.utc)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def read(request, realm, *, binding, params, param, endpoint_url, expected=()):

@@ -24,12 +24,14 @@ from django.db import transaction
 from lxml import etree
 
 from realms.audit import events
-from realms.http import outbound as outbound_http, themes
-from realms.sso import sessions, sso_cookie
-from realms.models import Client, ClientSession
+from realms.http import outbound as outbound_http
+from realms.http import themes
 from realms.http.web import client_address, realm_url
+from realms.models import Client, ClientSession
+from realms.sso import sessions, sso_cookie
 
-from . import builders, constants as c, inbound, outbound
+from . import builders, inbound, outbound
+from . import constants as c
 from .clients import SamlClient
 from .errors import UntrustedRequest
 from .sso import NOTE_ISSUER, NOTE_NAME_ID, NOTE_NAME_ID_FORMAT

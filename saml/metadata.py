@@ -3,7 +3,8 @@ active and passive RSA certificate as a signing key, SSO and SLO services for th
 HTTP-Redirect and HTTP-POST bindings (one endpoint, as Keycloak has), supported NameID formats."""
 from lxml import etree
 
-from . import constants as c, keys
+from . import constants as c
+from . import keys
 
 
 def descriptor(realm, issuer):

@@ -5,7 +5,8 @@ from django.http import HttpResponseRedirect
 
 from realms.http import themes
 
-from . import constants as c, keys, signatures, xml
+from . import constants as c
+from . import keys, signatures, xml
 
 
 def sign_message(realm, client, element):

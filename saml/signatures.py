@@ -19,7 +19,8 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from lxml import etree
 from signxml import SignatureConfiguration, XMLSigner, XMLVerifier
 from signxml.algorithms import DigestAlgorithm, SignatureMethod
-from signxml.exceptions import InvalidInput, InvalidSignature as XmlInvalidSignature
+from signxml.exceptions import InvalidInput
+from signxml.exceptions import InvalidSignature as XmlInvalidSignature
 
 from . import constants as c
 from .errors import UntrustedRequest

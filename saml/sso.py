@@ -6,14 +6,14 @@ and delivered as the client's settings say.
 """
 import uuid
 
-
-from realms.sso import auth_sessions, sessions
-from realms.signin import engine
 from realms.audit import events
-from realms.models import Client
 from realms.http.web import client_address, realm_url
+from realms.models import Client
+from realms.signin import engine
+from realms.sso import auth_sessions, sessions
 
-from . import builders, constants as c, encryption, inbound, mappers, outbound, xml
+from . import builders, encryption, inbound, mappers, outbound, xml
+from . import constants as c
 from .clients import SamlClient
 from .errors import StatusError, UntrustedRequest
 

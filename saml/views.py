@@ -6,11 +6,12 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_safe
 
 from realms.audit import events
-from realms.http import themes
 from realms.data.realm_cache import get_realm
+from realms.http import themes
 from realms.http.web import client_address, realm_url
 
-from . import constants as c, inbound, logout, metadata, sso
+from . import constants as c
+from . import inbound, logout, metadata, sso
 from .errors import UntrustedRequest
 
 

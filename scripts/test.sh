@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sets everything up and runs the whole test suite against real services it starts itself
+# Sets everything up, lints, and runs the whole test suite against real services it starts itself
 # (PostgreSQL and Redis on loopback, free ports, throw-away data directories), then stops them.
 # Usage: scripts/test.sh [pytest arguments]
 set -euo pipefail
@@ -13,6 +13,8 @@ scripts/setup.sh test
 source scripts/services.sh
 trap services_stop EXIT
 services_start
+echo "lint: ruff check"
+.venv/bin/ruff check --quiet .
 set +e
 .venv/bin/python -m pytest "$@"
 status=$?

@@ -17,7 +17,7 @@ from cryptography.x509.oid import NameOID
 
 def make_tls_files(directory, names=("hooks.test",), ips=("127.0.0.2",)):
     """A CA and a server certificate for ``names``/``ips``; returns (ca_file, cert_file, key_file)."""
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "outbound test CA")])
     ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())

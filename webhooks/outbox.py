@@ -10,12 +10,11 @@ from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 
 from realms.audit.events import realm_event
-from realms.models import Event
 from realms.data.shared_cache import LocalCopies
+from realms.models import Event
 
 from . import catalogue, delivery
 from .models import Delivery, Endpoint, Message
-
 
 # Every realm event comes here (each token grant), yet most realms have no webhook endpoint:
 # whether a realm has enabled endpoints is kept per process (realms.data.shared_cache).

@@ -16,8 +16,8 @@ from realms.http.outbound import HTTPError, TargetRefused, check_url, prepare
 from realms.http.web import base_url
 
 from . import catalogue, conf, delivery
-from .notify import RESOURCE_TYPE
 from .models import Delivery, Endpoint, EndpointSecret, Message
+from .notify import RESOURCE_TYPE
 from .outbox import publish
 from .signing import InvalidSecret, decode_secret, generate_key_pair, generate_secret
 

@@ -31,8 +31,8 @@ from django.db import connection  # noqa: E402
 
 from bench.libpq_trace import libpq_trace, queries  # noqa: E402
 from realms.credentials import password_policy  # noqa: E402
-from realms.representation.bootstrap import create_admin_user  # noqa: E402
 from realms.models import Realm, User  # noqa: E402
+from realms.representation.bootstrap import create_admin_user  # noqa: E402
 from realms.representation.services import create_realm  # noqa: E402
 
 REALM, ADMIN, PASSWORD = "bench-create", "bench-create-admin", "bench-create-admin-pass-1"

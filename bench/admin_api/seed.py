@@ -20,7 +20,7 @@ from realms.representation.services import create_realm  # noqa: E402
 
 name, count = sys.argv[1], int(sys.argv[2])
 realm = Realm.objects.filter(name=name).first() or create_realm(name)
-now = datetime.datetime.now(datetime.timezone.utc)
+now = datetime.datetime.now(datetime.UTC)
 fields = [f for f in User._meta.concrete_fields]
 columns = [f.column for f in fields]
 ID = [f.name for f in fields].index("id")

@@ -34,8 +34,20 @@ import requests
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 from bench.oidc.users import (  # noqa: E402
-    CLIENT, PASSKEY_REALM, PASSKEY_USERS, PASSWORD, REALM, REDIRECT, SECRET, TOTP_USERS, USER, passkey_seed,
-    passkey_user_id, totp_secret, totp_user)
+    CLIENT,
+    PASSKEY_REALM,
+    PASSKEY_USERS,
+    PASSWORD,
+    REALM,
+    REDIRECT,
+    SECRET,
+    TOTP_USERS,
+    USER,
+    passkey_seed,
+    passkey_user_id,
+    totp_secret,
+    totp_user,
+)
 from bench.soft_authenticator import SoftAuthenticator  # noqa: E402
 
 FORM = re.compile(r'<form[^>]*\saction="([^"]+)"')

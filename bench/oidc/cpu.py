@@ -273,7 +273,8 @@ def main():
             action()
         profiler = cProfile.Profile()
         profiler.runcall(lambda: [action() for _ in range(n)])
-        pstats.Stats(profiler).sort_stats(os.environ.get("PROFILE_SORT", "tottime")).print_stats(int(os.environ.get("PROFILE_LINES", "30")))
+        stats = pstats.Stats(profiler).sort_stats(os.environ.get("PROFILE_SORT", "tottime"))
+        stats.print_stats(int(os.environ.get("PROFILE_LINES", "30")))
         return
     print(f"CPU per request, in process ({time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}, "
           f"load average {' '.join(open('/proc/loadavg').read().split()[:3])})")

@@ -17,13 +17,26 @@ from django.conf import settings  # noqa: E402
 from django.db import transaction  # noqa: E402
 
 from bench.oidc.users import (  # noqa: E402
-    CLIENT, PASSKEY_REALM, PASSKEY_USERS, PASSWORD, REALM, REDIRECT, SECRET, TOTP_USERS, USER, passkey_seed, passkey_user,
-    passkey_user_id, totp_secret, totp_user)
+    CLIENT,
+    PASSKEY_REALM,
+    PASSKEY_USERS,
+    PASSWORD,
+    REALM,
+    REDIRECT,
+    SECRET,
+    TOTP_USERS,
+    USER,
+    passkey_seed,
+    passkey_user,
+    passkey_user_id,
+    totp_secret,
+    totp_user,
+)
 from bench.soft_authenticator import SoftAuthenticator  # noqa: E402
-from realms.users.accounts import create_user  # noqa: E402
 from realms.credentials import get_credential_type  # noqa: E402
 from realms.models import Credential, Realm  # noqa: E402
 from realms.representation import import_realm  # noqa: E402
+from realms.users.accounts import create_user  # noqa: E402
 
 
 def client_rep():

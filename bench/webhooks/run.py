@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -250,7 +250,7 @@ def main():
     slow = set(range(0, args.endpoints, 10))  # every tenth endpoint: 10 %
     results = {"machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} "
                           f"{platform.python_version()}",
-               "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "args": vars(args)}
+               "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "args": vars(args)}
     rounds = []
     with tempfile.TemporaryDirectory() as workdir:
         for n in range(args.rounds):

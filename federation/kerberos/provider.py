@@ -5,9 +5,9 @@ as Keycloak does. Passwords are never stored here: the KDC checks them, except i
 edit mode, where a password set in this server is kept locally and checked instead."""
 import logging
 
+from realms.models import Credential, User
 from realms.users import storage
 from realms.users.accounts import create_user
-from realms.models import Credential, User
 
 from . import gss
 from .config import KERBEROS_PRINCIPAL, READ_ONLY, UNSYNCED, KerberosConfig

@@ -8,9 +8,9 @@ import logging
 from django.conf import settings
 from django.db.models.signals import post_delete, post_save, pre_save
 
+from realms.models import AuthenticationExecution, Component
 from realms.signin import flows
 from realms.users import storage
-from realms.models import AuthenticationExecution, Component
 
 from ..ldap.config import PROVIDER_ID as LDAP
 from .config import validate

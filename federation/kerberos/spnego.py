@@ -9,8 +9,8 @@ user storage providers that take Kerberos credentials (``realms.users.storage.au
 the ``kerberos`` provider, LDAP's Kerberos integration); the principal's user is signed in.
 """
 from realms.http import messages
-from realms.users import storage
 from realms.signin.flows import Authenticator, Outcome
+from realms.users import storage
 
 NEGOTIATE = "Negotiate"
 

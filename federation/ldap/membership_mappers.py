@@ -177,7 +177,7 @@ class GroupMembership(Membership):
         names = set(by_dn.values())
         base = _norm(self.base)
         children, parents = {}, {}
-        for dn, entry in entries:
+        for _dn, entry in entries:
             name = text(entry, self.name_attr)
             for member in texts(entry, self.member_attr):
                 m = _norm(member)

@@ -2,10 +2,11 @@
 from django.http import HttpResponse, JsonResponse
 from django.views.decorators.http import require_http_methods
 
-from realms.http import cors
 from realms.data.keys import realm_keys
+from realms.http import cors
 
-from ..services import discovery_document, realm_info as realm_info_document
+from ..services import discovery_document
+from ..services import realm_info as realm_info_document
 from .common import realm_context
 
 METHODS = ["GET", "HEAD", "OPTIONS"]

@@ -7,7 +7,8 @@ from realms.http import cors, themes
 from realms.http.web import client_address
 
 from ..errors import OAuthError, error_response
-from ..logout import LogoutError, logout as end_session, logout_by_refresh_token
+from ..logout import LogoutError, logout_by_refresh_token
+from ..logout import logout as end_session
 from .common import realm_context
 
 

@@ -12,8 +12,8 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.clickjacking import xframe_options_exempt
 from django.views.decorators.http import require_safe
 
-from realms.sso import sso_cookie
 from realms.http.web import base_url
+from realms.sso import sso_cookie
 
 from ..realm_cache import get_realm
 

@@ -12,21 +12,18 @@ from django.db import transaction
 from rest_framework import exceptions
 from rest_framework.response import Response
 
-from ..http import cors
-from ..audit import events
-from ..signin import flows
-from ..users import organizations
-from ..sso import sessions
 from ..admin_api import errors
 from ..admin_api.reps import group_reps
 from ..admin_api.views import ApiView
+from ..audit import events
 from ..credentials import credential_types
-from ..models import Client, ClientSession, Credential, Realm, UserSession
-from ..users import actions
+from ..http import cors
 from ..http.web import client_address
-from ..users import consents
+from ..models import Client, ClientSession, Credential, Realm, UserSession
+from ..signin import flows
+from ..sso import devices, sessions
+from ..users import actions, consents, organizations
 from . import ACCOUNT_CLIENT, profile
-from ..sso import devices
 
 MANAGE_ACCOUNT, VIEW_PROFILE = "manage-account", "view-profile"
 VIEW_APPLICATIONS, VIEW_CONSENT, MANAGE_CONSENT, VIEW_GROUPS = (

@@ -11,15 +11,13 @@ from django.http import Http404, HttpResponseRedirect
 from django.views.decorators.csrf import csrf_protect
 
 from ..audit import events
+from ..credentials import credential_types, password_policy
 from ..http import messages, themes
-from ..credentials import password_policy
-from ..sso import sessions, sso_cookie
-from ..users import storage, user_profile
-from ..credentials import credential_types
 from ..http.messages import Message
-from ..models import Client, Credential, Realm, User, UserSession, client_role_names, effective_roles
 from ..http.web import client_address, realm_url
-from ..users import consents
+from ..models import Client, Credential, Realm, User, UserSession, client_role_names, effective_roles
+from ..sso import sessions, sso_cookie
+from ..users import consents, storage, user_profile
 from . import ACCOUNT_CLIENT, api, profile, sign_in_url
 
 SECTIONS = (  # (url name, message key), in the console's order

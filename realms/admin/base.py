@@ -5,8 +5,8 @@ from django.contrib import admin, messages
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.admin.views.autocomplete import AutocompleteJsonView
 from django.contrib.auth.forms import AuthenticationForm
-from django.core.exceptions import ValidationError
 from django.contrib.auth.models import Group as AuthGroup
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.http import HttpResponseRedirect
 
@@ -309,7 +309,7 @@ class ConsoleAdmin(RealmScopedMixin, admin.ModelAdmin):
                 obj.realm = realm
             obj.save()
         formset.save_m2m()
-        for obj, (resource_type, resource_path), obj_realm in deleted:
+        for _obj, (resource_type, resource_path), obj_realm in deleted:
             admin_event(request, obj_realm, "DELETE", resource_type, resource_path)
         for obj in formset.new_objects:
             object_event(request, "CREATE", obj)

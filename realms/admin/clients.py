@@ -4,10 +4,10 @@ from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from ..signin import engine
 from ..models import Client, ClientScopeLink, ProtocolMapper, Role, UserSession
-from ..users.accounts import enable_service_account
 from ..representation.services import add_default_client_scopes
+from ..signin import engine
+from ..users.accounts import enable_service_account
 from .audit import admin_event, object_event
 from .base import ConsoleAdmin, RealmScopedInline, realm_owned_list_filter
 from .names import resolved

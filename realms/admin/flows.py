@@ -11,11 +11,11 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
 from ..administration import flow_admin
-from ..signin import flows
 from ..administration.admin_permissions import console_admin, visible
 from ..administration.flow_admin import FlowError
-from ..users import actions
 from ..models import AuthenticationExecution, AuthenticationFlow, AuthenticatorConfig, Client, RequiredActionProvider
+from ..signin import flows
+from ..users import actions
 from .audit import object_event
 from .base import ConsoleAdmin, RealmScopedInline, realm_owned_list_filter
 

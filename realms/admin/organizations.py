@@ -10,8 +10,8 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from ..users import organizations
 from ..models import Organization, OrganizationDomain, OrganizationMember, User
+from ..users import organizations
 from .audit import admin_event
 from .base import ConsoleAdmin, RealmScopedInline, realm_owned_list_filter
 from .switcher import current_realm

@@ -10,22 +10,22 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from ..http import email
-from ..data import keys
-from ..credentials import password_policy
-from ..sso import sessions
 from ..administration.admin_permissions import administered_realms, console_admin, grant_delegated_admin
+from ..credentials import password_policy
+from ..data import keys
+from ..http import email
 from ..models import Event, Realm, RealmDefaultClientScope, RealmKey, UserSession, has_realm_role
 from ..representation.services import create_realm
+from ..sso import sessions
 from .audit import admin_event, object_event
 from .base import ConsoleAdmin, RealmScopedInline, adopt
 from .keyed import KeyedJsonForm, keyed_form
 from .realm_settings import (
     HEADERS,
     OTP,
-    RealmTextsField,
     SMTP,
     WEBAUTHN,
+    RealmTextsField,
     event_type_choices,
     locale_choices,
     validate_headers,

@@ -6,10 +6,10 @@ import re
 from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
 
-from ..http import messages as bundles
-from ..credentials import webauthn
-from ..http import security_headers
 from ..audit.events import USER_EVENT_TYPES
+from ..credentials import webauthn
+from ..http import messages as bundles
+from ..http import security_headers
 from .base import LinesField
 from .keyed import Key, SecretKey
 
@@ -85,8 +85,8 @@ def _webauthn(prefix, key_prefix, passwordless):
         f"{prefix}_rp_entity_name": Key("webauthn_policy", key("RpEntityName"), forms.CharField(
             label="Relying party entity name", initial="keycloak")),
         f"{prefix}_signature_algorithms": Key("webauthn_policy", key("SignatureAlgorithms"), forms.MultipleChoiceField(
-            label="Signature algorithms", required=False, choices=[(a, a) for a in WEBAUTHN_ALGORITHMS], initial=["ES256", "RS256"],
-            widget=forms.CheckboxSelectMultiple)),
+            label="Signature algorithms", required=False, choices=[(a, a) for a in WEBAUTHN_ALGORITHMS],
+            initial=["ES256", "RS256"], widget=forms.CheckboxSelectMultiple)),
         f"{prefix}_rp_id": Key("webauthn_policy", key("RpId"), _text(
             "Relying party ID", help_text="A domain; empty: the server's host name.")),
         f"{prefix}_attestation": Key("webauthn_policy", key("AttestationConveyancePreference"), _choice(

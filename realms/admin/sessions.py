@@ -14,9 +14,9 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.http import url_has_allowed_host_and_scheme
 
+from ..models import UserSession
 from ..sso import sessions
 from ..sso.impersonation import IMPERSONATOR_USERNAME
-from ..models import UserSession
 from .audit import admin_event
 
 

@@ -3,8 +3,8 @@ header's switcher or with ``?realm__id__exact=`` on any list."""
 from django.contrib import admin
 
 from ..administration.admin_permissions import administered_realms, console_admin
-from ..models import Realm, RealmOwned
 from ..http.web import is_cross_site
+from ..models import Realm, RealmOwned
 
 REALM_PARAM = "realm__id__exact"
 SESSION_KEY = "admin_console_realm_id"

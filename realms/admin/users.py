@@ -9,18 +9,16 @@ from django.contrib.auth.forms import SetPasswordForm
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import Http404, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
-from django.shortcuts import get_object_or_404
-from django.utils.html import format_html_join
-
-from ..users import consents, storage
-from ..signin import engine
-from ..sso import impersonation, sessions
 from ..credentials import password_policy
 from ..models import Client, Credential, User, UserSession, effective_roles
+from ..signin import engine
+from ..sso import impersonation, sessions
+from ..users import consents, storage
 from ..users.accounts import create_user
 from .audit import admin_event, object_event, role_ids, role_mapping_events
 from .base import ConsoleAdmin, adopt, realm_owned_list_filter
@@ -152,8 +150,9 @@ class UserAdmin(ConsoleAdmin):
             "<th>Last updated</th><th></th></tr></thead><tbody>{}</tbody></table>", format_html_join(
                 "", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 ((resolved(obj.realm, c.client.name) or c.client.client_id, ", ".join(c.scope_names),
-                  f"{c.created:%Y-%m-%d %H:%M}", f"{c.updated:%Y-%m-%d %H:%M}", post_button(reverse("admin:realms_user_revoke_consent", args=[obj.pk, c.client.pk])
-                                         + "?tab=consents", "Revoke", danger=True))
+                  f"{c.created:%Y-%m-%d %H:%M}", f"{c.updated:%Y-%m-%d %H:%M}",
+                  post_button(reverse("admin:realms_user_revoke_consent", args=[obj.pk, c.client.pk]) + "?tab=consents",
+                              "Revoke", danger=True))
                  for c in granted)))
 
     @admin.display(description="Sessions")

@@ -5,8 +5,8 @@ from rest_framework import status
 from rest_framework.response import Response
 
 from ..audit import admin_events
-from ..signin import bruteforce
 from ..models import User
+from ..signin import bruteforce
 from .views import RealmResource
 
 

@@ -6,15 +6,15 @@ from django.db import transaction
 from rest_framework import status
 from rest_framework.response import Response
 
-from ..audit import admin_events
 from ..administration.admin_permissions import visible
-from ..users.accounts import enable_service_account
+from ..audit import admin_events
 from ..models import Client, ClientScope, ClientScopeLink, ProtocolMapper
 from ..representation import RepresentationError
 from ..representation.clients import client_rep, parse_client
 from ..representation.fields import Parser
-from ..representation.users import user_fields_rep
 from ..representation.services import add_default_client_scopes
+from ..representation.users import user_fields_rep
+from ..users.accounts import enable_service_account
 from . import errors
 from .query import check_fields, flag, location, page
 from .views import RealmResource

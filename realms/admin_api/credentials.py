@@ -10,10 +10,10 @@ from rest_framework import status
 from rest_framework.response import Response
 
 from ..audit import admin_events
-from ..users import storage
 from ..credentials import credential_type_names
 from ..models import Credential
 from ..representation.users import credential_rep
+from ..users import storage
 from . import errors
 from .users import user_of
 from .views import RealmResource

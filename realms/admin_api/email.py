@@ -6,12 +6,12 @@ from django.db import transaction
 from rest_framework import status
 from rest_framework.response import Response
 
-from ..http import action_tokens, email, messages
 from ..audit import admin_events
-from ..users.actions import required_action_definition
-from ..models import Client
+from ..http import action_tokens, email, messages
 from ..http.redirects import is_valid_redirect_uri
+from ..models import Client
 from ..signin.required_actions.verify_email import send_verification
+from ..users.actions import required_action_definition
 from . import errors
 from .realms import MASKED
 from .users import user_of

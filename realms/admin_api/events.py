@@ -55,9 +55,9 @@ def _date(request, name, label):
     if not value:
         return None
     if value.isdigit():
-        return datetime.datetime.fromtimestamp(int(value) / 1000, tz=datetime.timezone.utc)
+        return datetime.datetime.fromtimestamp(int(value) / 1000, tz=datetime.UTC)
     try:
-        day = datetime.datetime.strptime(value, "%Y-%m-%d").replace(tzinfo=datetime.timezone.utc)
+        day = datetime.datetime.strptime(value, "%Y-%m-%d").replace(tzinfo=datetime.UTC)
     except ValueError:
         raise errors.Invalid(f"Invalid value for '{label}', expected format is yyyy-MM-dd") from None
     return day + datetime.timedelta(days=1) - datetime.timedelta(microseconds=1) if name == "dateTo" else day

@@ -5,13 +5,13 @@ from django.db import transaction
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
-from ..audit import admin_events
 from ..administration import flow_admin
-from ..signin import flows
 from ..administration.flow_admin import FlowError
+from ..audit import admin_events
 from ..models import AuthenticationFlow, AuthenticatorConfig, RequiredActionProvider
-from ..users import actions
 from ..representation.authentication import config_rep, flow_rep, required_action_rep
+from ..signin import flows
+from ..users import actions
 from . import errors
 from .query import location
 from .views import RealmResource

@@ -11,8 +11,8 @@ from django.db import transaction
 from rest_framework import status
 from rest_framework.response import Response
 
-from ..audit import admin_events
 from ..administration.admin_permissions import visible
+from ..audit import admin_events
 from ..models import Group
 from ..representation import RepresentationError
 from ..representation.fields import Parser

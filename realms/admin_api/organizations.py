@@ -10,9 +10,9 @@ from rest_framework.parsers import FormParser
 from rest_framework.response import Response
 
 from ..audit import admin_events
-from ..users import organizations
 from ..models import Organization, OrganizationMember, User
 from ..representation.users import user_fields_rep
+from ..users import organizations
 from . import errors
 from .email import ServerError
 from .query import flag, location, page

@@ -5,14 +5,14 @@ from django.db import transaction
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
-from ..audit import admin_events
-from ..audit.admin_events import auth_details
 from ..administration.admin_permissions import (
     administers,
     grant_delegated_admin,
     management_roles,
     rename_delegated_client,
 )
+from ..audit import admin_events
+from ..audit.admin_events import auth_details
 from ..models import Realm
 from ..representation import REALM_FIELDS, RepresentationError, import_realm
 from ..representation.fields import Parser, as_str, model_fields, spec_of

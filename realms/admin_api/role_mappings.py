@@ -13,13 +13,12 @@ from django.db import transaction
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
-from ..audit import admin_events
 from ..administration.admin_permissions import visible
+from ..audit import admin_events
 from ..models import Client, ClientScope, Group, Role, User, effective_roles, expand_composites, group_with_ancestors
 from . import errors
 from .reps import brief_role_rep
 from .views import RealmResource
-
 
 _OWNERS = {  # kind: (model, 404 message)
     "users": (User, "User not found"),

@@ -7,10 +7,10 @@ import time
 from rest_framework import exceptions
 from rest_framework.response import Response
 
-from ..signin import engine
-from ..http import themes
 from ..administration.admin_permissions import administers
+from ..http import themes
 from ..models import Realm
+from ..signin import engine
 from .views import ApiView
 
 # The Keycloak release whose Admin REST API this one follows; clients branch on it.

@@ -6,8 +6,8 @@ from rest_framework import status
 from rest_framework.response import Response
 
 from ..audit import admin_events
-from ..sso import sessions
 from ..models import UserSession
+from ..sso import sessions
 from . import errors
 from .clients import _client
 from .query import page

@@ -10,18 +10,18 @@ from django.db.models import Q
 from rest_framework import status
 from rest_framework.response import Response
 
+from ..administration.admin_permissions import visible
 from ..audit import admin_events
-from ..sso import impersonation, sessions
 from ..credentials import password_policy
 from ..data import rows
-from ..users import storage
-from ..administration.admin_permissions import visible
-from ..users.accounts import create_user
+from ..data.user_queries import contains, listed_count
 from ..models import Credential, Group, User, UserSession
 from ..representation import RepresentationError
 from ..representation.fields import Parser
 from ..representation.users import parse_user, user_fields_rep
-from ..data.user_queries import contains, listed_count
+from ..sso import impersonation, sessions
+from ..users import storage
+from ..users.accounts import create_user
 from . import errors
 from .query import bounds, check_fields, flag, location, page
 from .reps import brief_user_rep, group_api_rep, group_reps

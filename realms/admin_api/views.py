@@ -6,8 +6,8 @@ from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.renderers import JSONRenderer
 from rest_framework.views import APIView
 
-from ..data import rows
 from ..audit.admin_events import AuthDetails, auth_details
+from ..data import rows
 from ..models import Client, ClientScope, Group, Realm, Role, User
 from . import errors
 from .authentication import BearerAuthentication

@@ -15,9 +15,9 @@ from django.contrib.auth.backends import BaseBackend
 from django.core.cache import cache
 
 from ..audit import events
-from ..signin import passwords
-from ..models import Realm, User
 from ..http.web import client_address
+from ..models import Realm, User
+from ..signin import passwords
 
 # The admin console's client in Keycloak: console sign-ins are recorded under it.
 CONSOLE_CLIENT_ID = "security-admin-console"

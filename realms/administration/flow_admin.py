@@ -7,8 +7,8 @@ models' signals), so the next sign-in runs the new flow."""
 from django.db import transaction
 from django.db.models import Max
 
-from ..signin import flows
 from ..models import AuthenticationExecution, AuthenticationFlow, AuthenticatorConfig, Client, RequiredActionProvider
+from ..signin import flows
 
 REQUIREMENTS = [r for r, _ in AuthenticationExecution.REQUIREMENTS]
 FLOW_TYPES = [p for p, _ in AuthenticationFlow.PROVIDERS]

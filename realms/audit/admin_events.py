@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 from django.core.serializers.json import DjangoJSONEncoder
 
-from .events import emit_many
-from ..models import Event
 from ..http.web import client_address
+from ..models import Event
+from .events import emit_many
 
 # Keycloak's admin console client: the auth details' client of changes made in the console.
 CONSOLE_CLIENT = "security-admin-console"

@@ -4,9 +4,8 @@ an import and upgraded on the next successful check; ``realms.credentials.hasher
 ``realms.credentials.password_policy``)."""
 from django.contrib.auth import hashers as django_hashers
 
-from . import password_policy
+from . import CredentialType, password_policy
 from .hashers import spend_check_time
-from . import CredentialType
 
 
 class Password(CredentialType):

@@ -30,8 +30,8 @@ from django.conf import settings
 from django.contrib.auth.hashers import check_password, get_hasher, identify_hasher
 from django.utils import timezone
 
-from . import hashers
 from ..data import rows
+from . import hashers
 
 logger = logging.getLogger("idp.password_policy")
 

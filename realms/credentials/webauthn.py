@@ -27,11 +27,15 @@ from fido2.attestation.base import InvalidAttestation
 from fido2.cose import CoseKey, UnsupportedKey
 from fido2.server import Fido2Server
 from fido2.utils import websafe_decode, websafe_encode
-from fido2.webauthn import (AttestationConveyancePreference, AuthenticatorData, CollectedClientData,
-                            PublicKeyCredentialRpEntity)
+from fido2.webauthn import (
+    AttestationConveyancePreference,
+    AuthenticatorData,
+    CollectedClientData,
+    PublicKeyCredentialRpEntity,
+)
 
-from ..models import Credential
 from ..http.web import base_url
+from ..models import Credential
 from . import CredentialType
 
 logger = logging.getLogger("idp.webauthn")

@@ -7,8 +7,8 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from jwcrypto import jwk
 
-from . import crypto
 from ..models import RealmKey
+from . import crypto
 from .shared_cache import LocalCopies
 
 _KTY = {"RS256": ("RSA", {"size": 2048}), "ES256": ("EC", {"crv": "P-256"}), "EdDSA": ("OKP", {"crv": "Ed25519"})}

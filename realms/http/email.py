@@ -115,7 +115,7 @@ def expiration_text(realm, locale, seconds):
             n = seconds // size
             word = messages.text(realm, locale, f"linkExpirationFormatter.timePeriodUnit{unit}",
                                  theme=email_theme(realm))
-            word = _CHOICE.sub(lambda m: _choice(m.group(1), n), word)
+            word = _CHOICE.sub(lambda m, n=n: _choice(m.group(1), n), word)
             return f"{n} {word}"
     return f"{seconds}"
 

@@ -5,8 +5,8 @@ templates, ``templates/<theme>/<page>`` for the login pages, ``<theme>/account/<
 a theme does not ship comes from the built-in ``v2`` theme, page by page and message by message."""
 from urllib.parse import urlencode
 
-from django.template.loader import select_template
 from django.http import HttpResponse
+from django.template.loader import select_template
 
 from . import messages, security_headers
 

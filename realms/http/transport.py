@@ -16,9 +16,9 @@ import re
 
 from django.http import Http404, JsonResponse
 
+from ..data.realm_cache import get_realm
 from . import themes
 from .messages import Message
-from ..data.realm_cache import get_realm
 from .web import client_address, is_secure
 
 REALM_PATH = re.compile(r"^/realms/([^/]+)/")

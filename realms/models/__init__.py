@@ -5,12 +5,12 @@ within its realm, never globally. Primary keys are strings so that Keycloak's id
 import and an export unchanged, which keeps cross-references (role ``containerId``, group
 ``parentId``) intact."""
 from .clients import Client, ClientScope, ClientScopeLink, ProtocolMapper, RealmDefaultClientScope
-from .fields import IdField, SmtpServerField, new_id  # noqa: F401
+from .fields import IdField, SmtpServerField, new_id
 from .flows import AuthenticationExecution, AuthenticationFlow, AuthenticatorConfig, RequiredActionProvider
-from .organizations import Organization, OrganizationDomain, OrganizationMember  # noqa: F401
-from .realm import Component, Realm, RealmKey, RealmOwned  # noqa: F401
-from .roles import Group, Role  # noqa: F401
-from .sessions import ClientSession, Event, UserSession  # noqa: F401
+from .organizations import Organization, OrganizationDomain, OrganizationMember
+from .realm import Component, Realm, RealmKey, RealmOwned
+from .roles import Group, Role
+from .sessions import ClientSession, Event, UserSession
 from .users import (
     Credential,
     User,
@@ -26,3 +26,44 @@ from .users import (
     realm_role_names,
     roles_by_id,
 )
+
+# The models and the role graph, where Django looks for the models and migrations name their fields.
+__all__ = [
+    "Client",
+    "ClientScope",
+    "ClientScopeLink",
+    "ProtocolMapper",
+    "RealmDefaultClientScope",
+    "IdField",
+    "SmtpServerField",
+    "new_id",
+    "AuthenticationExecution",
+    "AuthenticationFlow",
+    "AuthenticatorConfig",
+    "RequiredActionProvider",
+    "Organization",
+    "OrganizationDomain",
+    "OrganizationMember",
+    "Component",
+    "Realm",
+    "RealmKey",
+    "RealmOwned",
+    "Group",
+    "Role",
+    "ClientSession",
+    "Event",
+    "UserSession",
+    "Credential",
+    "User",
+    "UserManager",
+    "client_role_names",
+    "effective_role_ids",
+    "effective_role_ids_column",
+    "effective_roles",
+    "effective_roles_in",
+    "expand_composites",
+    "group_with_ancestors",
+    "has_realm_role",
+    "realm_role_names",
+    "roles_by_id",
+]

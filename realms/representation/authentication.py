@@ -7,9 +7,9 @@ Keycloak 26's built-in flows and required actions (``realms.signin.flows``) are 
 without ``authenticationFlows`` gets all of them, one with its own gets the built-in top-level
 flows it lacks (by alias, as Keycloak's migrateFlows), a file without ``requiredActions`` gets
 the built-in ones."""
+from ..models import AuthenticationExecution, AuthenticationFlow, AuthenticatorConfig, Client, RequiredActionProvider
 from ..signin import flows
 from ..users import actions
-from ..models import AuthenticationExecution, AuthenticationFlow, AuthenticatorConfig, Client, RequiredActionProvider
 from .fields import RepresentationError, as_bool, as_int, as_list, as_str, as_str_map, at
 
 # Realm keys naming the flow of each binding (values are aliases).
@@ -92,7 +92,7 @@ def parse_authentication(top, p):
 
     out = {"flows": each("authenticationFlows", parse_flow), "configs": each("authenticatorConfig", parse_config),
            "required_actions": each("requiredActions", parse_required_action)}
-    for key, items in (("flows", out["flows"]), ("configs", out["configs"]),
+    for _key, items in (("flows", out["flows"]), ("configs", out["configs"]),
                        ("required_actions", out["required_actions"])):
         seen = set()
         for item in items or ():

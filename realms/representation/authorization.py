@@ -2,9 +2,10 @@
 ``admin-permissions`` client (Keycloak 26.2's schema), checked at import and kept as given so
 that an export gives them back. An application's settings (authorization services, UMA) are
 reported as not imported, like any other feature not supported. What
-``realms.administration.admin_permissions`` cannot honour in the admin permissions (policy types other than user, group, role and client, resource
-types or scopes outside the schema, an enforcement mode other than ENFORCING) fails the import
-with its JSON path: a permission is never ignored."""
+``realms.administration.admin_permissions`` cannot honour in the admin permissions (policy types
+other than user, group, role and client, resource types or scopes outside the schema, an
+enforcement mode other than ENFORCING) fails the import with its JSON path: a permission is never
+ignored."""
 import json
 
 from ..administration.admin_permissions import PERMISSIONS_CLIENT, POLICY_TYPES, SCHEMA, find_group, find_role

@@ -4,9 +4,9 @@ import os
 
 from django.db import transaction
 
-from ..users.accounts import create_user, enable_service_account
 from ..data.crypto import random_secret
 from ..models import Client, Realm, Role, User, has_realm_role
+from ..users.accounts import create_user, enable_service_account
 from . import import_realm
 from .services import add_default_client_scopes, create_realm
 

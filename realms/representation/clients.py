@@ -1,5 +1,6 @@
 """Clients: fields, parsing, import and export."""
 from ..models import Client
+from .authorization import parse_authorization, resolve_authorization
 from .fields import (
     RepresentationError,
     as_bool,
@@ -13,7 +14,6 @@ from .fields import (
     model_fields,
     spec_of,
 )
-from .authorization import parse_authorization, resolve_authorization
 from .protocol_mappers import mapper_reps, parse_mapper
 
 _CLIENT_FIELDS = {

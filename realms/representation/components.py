@@ -2,7 +2,7 @@
 ecdsa(-generated), eddsa-generated); other component types are reported, not imported."""
 import base64
 import hashlib
-from datetime import datetime, timedelta, timezone as dt_timezone
+from datetime import UTC, datetime, timedelta
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -117,7 +117,7 @@ def _b64(raw):
 def self_signed(private_key, realm_name):
     """Keycloak's rsa provider needs a certificate; generated keys get a self-signed one."""
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, realm_name)])
-    now = datetime.now(dt_timezone.utc)
+    now = datetime.now(UTC)
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(private_key.public_key())
             .serial_number(x509.random_serial_number()).not_valid_before(now - timedelta(days=1))
             .not_valid_after(now + timedelta(days=3650)).sign(private_key, hashes.SHA256()))

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from ..audit import admin_events
 from ..administration.admin_permissions import ensure_delegated_client
+from ..audit import admin_events
 from ..credentials import webauthn
 from ..models import Realm, new_id
 from .authentication import AuthenticationApplier

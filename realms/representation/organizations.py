@@ -1,8 +1,8 @@
 """The export's ``organizations`` (Keycloak 26): each organization's full representation with its
 ``members`` by username and membership type; imported after the users, through the same checks
 as the Admin API (``realms.users.organizations.apply``)."""
-from ..users import organizations
 from ..models import Organization, OrganizationMember, User
+from ..users import organizations
 from .fields import RepresentationError, as_dict, as_list
 
 

@@ -135,7 +135,7 @@ def partial_import(realm, data, *, auth=None):
              lambda u: _user_exists_message(realm, u)),
         ]
         plans = []
-        for kind, reps, name_of, find, exists_message in kinds:  # every check before any write
+        for _kind, reps, _name_of, find, exists_message in kinds:  # every check before any write
             plan = []
             for rep in reps:
                 existing = find(rep)

@@ -4,7 +4,8 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from ..credentials import password_policy
 from ..models import Client, ClientScope, Group, RealmKey, Role, User
-from .authentication import KEYS as AUTHENTICATION_KEYS, authentication_reps, parse_authentication
+from .authentication import KEYS as AUTHENTICATION_KEYS
+from .authentication import authentication_reps, parse_authentication
 from .client_scopes import parse_scope, scope_rep
 from .clients import client_rep, parse_client
 from .components import KEY_PROVIDER, key_component, load_cert, load_private, parse_components
@@ -23,9 +24,9 @@ from .fields import (
     spec_of,
 )
 from .groups import group_rep, parse_group
+from .organizations import export_organizations, parse_organizations
 from .roles import parse_roles, parse_scope_mapping, role_names, role_rep
 from .user_storage import parse_user_storage, user_storage_reps
-from .organizations import export_organizations, parse_organizations
 from .users import parse_user, user_rep
 
 
@@ -146,7 +147,7 @@ def parse_realm(data, p):
     top = p.take(rest, "", spec, derived=_DERIVED - {"realm"}, required=("realm",))
     out = {"name": top["realm"], "settings": model_fields(REALM_FIELDS, top),
            "version": _major_version(data.get("keycloakVersion"))}
-    for prefix, field_name in POLICY_PREFIXES:
+    for _prefix, field_name in POLICY_PREFIXES:
         out["settings"].setdefault(field_name, {})
     for key, value in policies.items():
         field_name = next(f for pfx, f in POLICY_PREFIXES if key.startswith(pfx))

@@ -2,8 +2,8 @@
 ``org.keycloak.storage.UserStorageProvider``, as Keycloak exports LDAP and custom providers),
 read into ``Component`` rows and written back in Keycloak's shape. Users point at them with
 ``federationLink`` (the component's id)."""
-from ..users import storage
 from ..models import Component
+from ..users import storage
 from .fields import RepresentationError, as_multi_map, as_str
 
 USER_STORAGE = Component.USER_STORAGE

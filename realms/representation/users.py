@@ -2,15 +2,14 @@
 export."""
 import base64
 import json
-from datetime import datetime, timezone as dt_timezone
+from datetime import UTC, datetime
 
 from django.utils import timezone
 
+from ..credentials import hashers, password_policy, secret_from_representation, secret_to_representation
 from ..data import bulk, realm_cache
-from ..credentials import hashers, password_policy
-from ..users.accounts import enable_service_account
-from ..credentials import secret_from_representation, secret_to_representation
 from ..models import Credential, User
+from ..users.accounts import enable_service_account
 from .fields import (
     RepresentationError,
     as_bool,
@@ -97,7 +96,7 @@ def parse_user(u, path, p):
 
 
 def _from_millis(ms):
-    return datetime.fromtimestamp(ms / 1000, tz=dt_timezone.utc)
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
 def _json_object(raw, path):

@@ -11,10 +11,10 @@ from django.db import IntegrityError, transaction
 from ..audit import admin_events
 from ..credentials import password_policy
 from ..data import rows
+from ..data.user_queries import listed_count
+from ..models import Group, User
 from ..users import storage
 from ..users.accounts import create_user
-from ..models import Group, User
-from ..data.user_queries import listed_count
 from .errors import ScimError
 from .filters import Field
 from .schemas import GROUP, GROUP_ATTRIBUTES, USER, USER_ATTRIBUTES

@@ -8,11 +8,11 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ..audit.admin_events import auth_details
 from ..admin_api.authentication import BearerAuthentication
 from ..admin_api.parsers import JSONParser
-from ..models import Client, Realm
+from ..audit.admin_events import auth_details
 from ..http.web import realm_url
+from ..models import Client, Realm
 from . import filters, patch, schemas
 from .errors import ScimError
 from .resources import RESOURCES

@@ -5,13 +5,14 @@ the protocol that started it (``register_protocol``). The flows and the step int
 showed the form."""
 import logging
 
-from ..sso import auth_sessions, sessions, sso_cookie
-from . import loa, passwords
-from ..http import messages, themes
 from ..data import rows
-from ..users import storage
-from ..sso import devices
+from ..http import messages, themes
+from ..http.web import client_address
+from ..registry import Registry
+from ..sso import auth_sessions, devices, sessions, sso_cookie
 from ..sso.auth_sessions import AuthSession
+from ..users import actions, storage
+from . import loa, passwords
 from .flows import (
     CONDITIONAL,
     DIRECT_GRANT,
@@ -23,9 +24,6 @@ from .flows import (
     flow_for,
     get_authenticator,
 )
-from ..registry import Registry
-from ..users import actions
-from ..http.web import client_address
 
 logger = logging.getLogger("idp.flows")
 _DONE, _SKIPPED = "success", "skipped"  # an execution's state in the authentication session

@@ -14,12 +14,12 @@ it; the token endpoint writes its own, as for every grant).
 import logging
 from dataclasses import dataclass
 
-from . import bruteforce
 from ..audit import events
-from ..users import storage
 from ..credentials import get_credential_type
 from ..credentials.hashers import spend_check_time
 from ..models import Credential
+from ..users import storage
+from . import bruteforce
 
 logger = logging.getLogger("idp.signin")
 

@@ -4,17 +4,17 @@ completion it registered with ``realms.signin.flows.register_protocol``."""
 from django.shortcuts import redirect
 from django.views.decorators.http import require_http_methods
 
-from ..http import action_tokens, themes
-from ..sso import auth_sessions
-from . import engine, flows
 from ..audit import events
-from ..users import organizations
 from ..data import realm_cache
+from ..http import action_tokens, themes
 from ..http.messages import Message
+from ..http.web import client_address
 from ..models import User
+from ..sso import auth_sessions
+from ..users import organizations
+from . import engine, flows
 from .required_actions import update_email
 from .steps.reset_credentials import EMAIL_VERIFIED_NOTE
-from ..http.web import client_address
 
 EXPIRED = Message("expiredActionMessage")
 ACCOUNT_CLIENT = "account"

@@ -7,8 +7,8 @@ and the ``IMPERSONATE`` event names them (details ``impersonator_realm``, ``impe
 from django.db import transaction
 
 from ..audit import events
-from . import sessions, sso_cookie
 from ..http.web import client_address
+from . import sessions, sso_cookie
 
 IMPERSONATOR_ID = "IMPERSONATOR_ID"
 IMPERSONATOR_USERNAME = "IMPERSONATOR_USERNAME"

@@ -3,9 +3,8 @@ and realm import, which create users the same way."""
 from django.db import transaction
 
 from ..data import rows
-from . import storage
-from . import actions
 from ..models import User
+from . import actions, storage
 
 
 @transaction.atomic(savepoint=False)  # a failure here fails the caller's transaction, as every caller wants

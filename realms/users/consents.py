@@ -46,8 +46,8 @@ def revoke_consent(user, client):
     there, its share of the user's online sessions (its tokens stop refreshing), as Keycloak's
     UserConsentManager.revokeConsentToClient does. The console, the account console and the
     Admin API's ``users/{id}/consents/{client}`` all revoke here."""
-    from ..sso import sessions
     from ..models import UserSession
+    from ..sso import sessions
 
     with transaction.atomic():
         consent = False

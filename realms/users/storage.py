@@ -18,10 +18,10 @@ hands to ``authenticate_by_credential``.
 """
 from dataclasses import dataclass, field
 
-from ..data import crypto, rows
 from ..credentials import get_credential_type
-from ..models import Component, Credential, User
 from ..credentials.password_policy import PasswordPolicyError
+from ..data import crypto, rows
+from ..models import Component, Credential, User
 from ..registry import Registry
 
 USER_STORAGE = Component.USER_STORAGE

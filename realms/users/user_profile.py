@@ -8,8 +8,8 @@ are message keys of the bundle, by field."""
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
-from .actions import action_enabled
 from ..models import User
+from .actions import action_enabled
 
 MAX_LENGTH = 255
 FIELDS = (("username", "username"), ("email", "email"), ("firstName", "first_name"), ("lastName", "last_name"))

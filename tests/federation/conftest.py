@@ -110,8 +110,8 @@ def web_app(realm):
 
 @pytest.fixture
 def admin_api(realm):
-    from realms.users.accounts import create_user
     from realms.models import Role
+    from realms.users.accounts import create_user
     from tests.realms.test_admin_rest_api import PASSWORD, Api, token
 
     user = create_user(realm, "realm-admin", password=PASSWORD)

@@ -76,7 +76,7 @@ class KDC:
                 break
             except OSError:
                 if self.process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"krb5kdc did not start: {self.process.stderr.read().decode()}")
+                    raise RuntimeError(f"krb5kdc did not start: {self.process.stderr.read().decode()}") from None
                 time.sleep(0.05)
         self.kadmin(f"addprinc -randkey HTTP/{SERVICE_HOST}")
         self.kadmin(f"ktadd -k {self.keytab} HTTP/{SERVICE_HOST}")

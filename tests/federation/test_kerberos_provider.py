@@ -6,11 +6,11 @@ import sys
 
 import pytest
 
-from realms.signin import passwords
-from realms.users import storage
 from realms.models import Component, Credential, User
 from realms.representation import RepresentationError, export_realm, import_realm
 from realms.representation.services import create_realm
+from realms.signin import passwords
+from realms.users import storage
 
 from .conftest import ALICE_PASSWORD, add_kerberos_component, kerberos_config
 from .kdc import REALM

@@ -5,10 +5,10 @@ mapper action, the memberOf strategy, UID membership, realm- and client-role map
 writes, and configurations refused."""
 import pytest
 
-from realms.signin import passwords
 from realms.models import Client, Component, Group, Role, User
 from realms.representation import import_realm
 from realms.representation.fields import RepresentationError
+from realms.signin import passwords
 from tests.realms.test_scim import PATCH, hr, scim  # noqa: F401 (fixtures)
 
 from .conftest import make_provider

@@ -10,10 +10,10 @@ import requests
 from requests_gssapi import OPTIONAL, HTTPSPNEGOAuth
 
 from federation.ldap.config import LDAP_ENTRY_DN, ConfigError, LdapConfig
-from realms.signin import passwords
-from realms.signin.flows import ALTERNATIVE, DISABLED
 from realms.models import AuthenticationExecution, Component, Event, User
 from realms.representation.services import create_realm
+from realms.signin import passwords
+from realms.signin.flows import ALTERNATIVE, DISABLED
 from tests.oidc.browser.conftest import make_client
 
 from .conftest import ALICE_PASSWORD, make_provider

@@ -9,8 +9,8 @@ import ldap
 import pytest
 from django.test import Client
 
-from realms.signin import passwords
 from realms.models import Credential, Realm, User
+from realms.signin import passwords
 from tests.realms.test_admin import make_admin
 from tests.realms.test_scim import PATCH, USER, service_client, token_for
 

@@ -10,11 +10,11 @@ import requests
 from playwright.sync_api import sync_playwright
 from requests_gssapi import OPTIONAL, HTTPSPNEGOAuth
 
-from realms.signin.flows import ALTERNATIVE
 from realms.models import AuthenticationExecution, Component, Event, User
 from realms.representation.services import create_realm
-from tests.oidc.browser.conftest import make_client
+from realms.signin.flows import ALTERNATIVE
 from tests.browser import CHROMIUM_ARGS, open_page
+from tests.oidc.browser.conftest import make_client
 
 from .conftest import ALICE_PASSWORD, add_kerberos_component
 from .kdc import REALM, SERVICE_HOST

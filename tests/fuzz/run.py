@@ -11,7 +11,6 @@ import logging
 import os
 import sys
 
-
 # Coverage is collected from these packages' code (instrumenting all of Django too would take
 # minutes at every start for little gain): the project and the pure-Python parsers it calls.
 INSTRUMENTED = ("realms", "oidc", "saml", "webhooks", "ambassador", "idp", "yaml", "urllib.parse", "django.http",
@@ -22,7 +21,7 @@ def _instrument(atheris):
     import inspect
 
     for name, module in list(sys.modules.items()):
-        if module is None or not name.startswith(INSTRUMENTED) or not name.split(".")[0] in {
+        if module is None or not name.startswith(INSTRUMENTED) or name.split(".")[0] not in {
                 p.split(".")[0] for p in INSTRUMENTED}:
             continue
         for obj in list(vars(module).values()):

@@ -23,10 +23,10 @@ import resource
 import tempfile
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from pathlib import Path
-from typing import Callable
 
 CORPUS = Path(__file__).parent / "corpus"
 REALM = "fz"
@@ -67,7 +67,7 @@ def _unix_now():
 
 
 def _saml_now():
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ").encode()
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ").encode()
 
 
 def _below_500(response):

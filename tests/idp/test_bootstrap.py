@@ -1,9 +1,9 @@
 import pytest
 from django.contrib.auth import authenticate
 
-from realms.users import storage
-from realms.representation.bootstrap import ensure_bootstrap_admin, ensure_demo_realm
 from realms.models import Client, Realm, User, has_realm_role
+from realms.representation.bootstrap import ensure_bootstrap_admin, ensure_demo_realm
+from realms.users import storage
 from tests.passwords import holds_password
 
 pytestmark = pytest.mark.django_db
@@ -65,8 +65,8 @@ def _bootstrap(*args, **env):
 
 
 def test_bootstrap_admin_user_is_a_temporary_master_admin_who_can_sign_in(client):
-    from realms.representation.bootstrap import admin_exists
     from realms.models import Realm, User, has_realm_role
+    from realms.representation.bootstrap import admin_exists
     from realms.signin.passwords import check_password
 
     assert not admin_exists()

@@ -124,7 +124,8 @@ def test_the_suite_gets_none_of_the_callers_idp_or_django_variables(tmp_path):
     shutil.copy(ROOT / "scripts" / "test.sh", checkout / "scripts" / "test.sh")
     (checkout / "scripts" / "services.sh").write_text(
         "services_start() { export IDP_TEST_DB_URL=db IDP_TEST_REDIS_URL=redis; }\nservices_stop() { :; }\n")
-    for path, body in ((checkout / "scripts" / "setup.sh", "exit 0"), (checkout / ".venv" / "bin" / "python", "env")):
+    for path, body in ((checkout / "scripts" / "setup.sh", "exit 0"), (checkout / ".venv" / "bin" / "python", "env"),
+                       (checkout / ".venv" / "bin" / "ruff", "exit 0")):
         path.write_text(f"#!/bin/bash\n{body}\n")
         path.chmod(0o755)
     done = subprocess.run(["bash", "scripts/test.sh"], cwd=checkout, capture_output=True, text=True, timeout=60,

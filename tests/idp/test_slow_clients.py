@@ -31,7 +31,7 @@ def trickle(port, stop_event, closed, body=False):
                 if sock.recv(4096) == b"":
                     closed.append(time.monotonic())
                     return
-            except socket.timeout:
+            except TimeoutError:
                 pass
             except OSError:
                 closed.append(time.monotonic())

@@ -2,8 +2,8 @@
 on, a confidential client allowed the password grant, and the user bob with a password."""
 import pytest
 
-from realms.users.accounts import create_user
 from realms.representation.services import create_realm
+from realms.users.accounts import create_user
 from tests.oidc.browser.conftest import PASSWORD, make_client
 
 

@@ -7,11 +7,11 @@ import pytest
 from django.test import Client
 
 from realms.data import realm_cache
-from realms.users.accounts import create_user, enable_service_account
 from realms.models import Client as ClientModel
 from realms.models import ClientScope, Credential, Event, Role, UserSession
 from realms.representation.services import create_realm
 from realms.sso.sessions import create_user_session, get_or_create_client_session
+from realms.users.accounts import create_user, enable_service_account
 from tests.oidc.browser.conftest import make_client
 
 pytestmark = pytest.mark.django_db

@@ -5,9 +5,9 @@ import re
 import pytest
 from django.test import Client as HttpClient
 
-from realms.users.accounts import create_user
 from realms.models import Credential, Event, Role, UserSession
 from realms.sso.sessions import create_user_session
+from realms.users.accounts import create_user
 from tests.realms.test_signin import redirect_query, sign_in
 
 pytestmark = pytest.mark.django_db

@@ -9,11 +9,11 @@ from urllib.parse import urlencode
 import pytest
 from playwright.sync_api import sync_playwright
 
-from realms.users.accounts import create_user
 from realms.models import Client as ClientModel
 from realms.models import ClientScope, User, UserSession
 from realms.representation.services import create_realm
 from realms.sso.sessions import create_user_session
+from realms.users.accounts import create_user
 from tests.browser import CHROMIUM_ARGS
 from tests.oidc.browser.conftest import PASSWORD, make_client
 from tests.passwords import holds_password

@@ -10,7 +10,6 @@ import pytest
 from django.contrib.auth.hashers import make_password
 
 from realms.data import keys
-from realms.users import storage
 from realms.models import (
     Client,
     ClientScope,
@@ -24,6 +23,7 @@ from realms.models import (
     Role,
     User,
 )
+from realms.users import storage
 from tests.browser import CHROMIUM_ARGS
 from tests.passwords import holds_password
 
@@ -158,7 +158,8 @@ def admin_events(realm, **filters):
 def test_only_master_admins_sign_in(client, master, password_hash):
     with_password(make_admin(master, "root"), password_hash)
     with_password(User.objects.create(realm=master, username="plain"), password_hash)  # no admin role
-    response = client.post("/admin/master/console/login/?next=/admin/master/console/", {"username": "plain", "password": PASSWORD})
+    response = client.post("/admin/master/console/login/?next=/admin/master/console/",
+                           {"username": "plain", "password": PASSWORD})
     assert response.status_code == 200 and "errornote" in response.content.decode()
     assert client.get("/admin/master/console/").status_code == 302  # still signed out
 
@@ -198,7 +199,8 @@ def test_lists_show_the_current_realm_only_and_remember_it(console, master, acme
     assert "acme-app" in page and "other-app" not in page
     assert 'selected>acme</option>' in page  # the header's switcher shows it
 
-    response = console.post("/admin/master/console/realms/realm/switch/", {"realm": other.pk, "next": "/admin/master/console/realms/client/"})
+    response = console.post("/admin/master/console/realms/realm/switch/",
+                            {"realm": other.pk, "next": "/admin/master/console/realms/client/"})
     assert response.status_code == 302 and response["Location"] == "/admin/master/console/realms/client/"
     page = console.get("/admin/master/console/realms/client/").content.decode()
     assert "other-app" in page and "acme-app" not in page
@@ -446,7 +448,8 @@ def test_user_changes_record_admin_events(console, acme, other):
     staff = Group.objects.create(realm=acme, name="staff")
     console.get(f"/admin/master/console/realms/user/?realm__id__exact={acme.pk}")
 
-    response = submit(console, "/admin/master/console/realms/user/add/", "user_form", {"username": "bob", "email": "bob@example.org"})
+    response = submit(console, "/admin/master/console/realms/user/add/", "user_form",
+                      {"username": "bob", "email": "bob@example.org"})
     assert not errors_of(response)
     bob = User.objects.get(realm=acme, username="bob")
     assert response.redirect_chain[-1][0] == f"/admin/master/console/realms/user/{bob.pk}/change/"

@@ -8,11 +8,11 @@ import pytest
 from django.test import Client
 
 from oidc import jose, tokens
-from realms.sso import sessions
-from realms.users.accounts import create_user
 from realms.data.keys import realm_keys
 from realms.models import Client as ClientModel
 from realms.models import ClientSession, Realm, RealmKey, Role, User, UserSession
+from realms.sso import sessions
+from realms.users.accounts import create_user
 from tests.realms.test_admin_rest_api import PASSWORD, Api, issue
 
 pytestmark = pytest.mark.django_db

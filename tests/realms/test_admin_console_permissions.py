@@ -5,11 +5,11 @@ import pytest
 from django.test import Client as Browser
 
 from realms.data import realm_cache
-from realms.users import storage
-from realms.users.accounts import create_user
 from realms.models import Client, Realm, Role, User
 from realms.representation import import_realm
 from realms.representation.services import create_realm
+from realms.users import storage
+from realms.users.accounts import create_user
 from tests.realms.test_admin import submit
 from tests.realms.test_admin_rest_api import PASSWORD
 from tests.realms.test_import_export import load

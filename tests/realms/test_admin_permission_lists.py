@@ -9,9 +9,9 @@ import pytest
 from django.test import Client as Browser
 
 from realms.data import realm_cache
-from realms.users import storage
 from realms.models import Client, Group, Realm, Role, User
 from realms.representation import import_realm
+from realms.users import storage
 from tests.realms.test_admin_rest_api import PASSWORD, Api, token
 from tests.realms.test_import_export import load
 

@@ -10,17 +10,17 @@ from types import SimpleNamespace
 import pytest
 from django.db import transaction
 
-from realms.data import realm_cache
-from realms.users import storage
-from realms.users.accounts import create_user
-from realms.administration.admin_permissions import Admin, can
 from realms.admin_api import resources
 from realms.admin_api.authentication import Caller
 from realms.admin_api.permissions import RealmRole, required_role
 from realms.admin_api.views import LOCATED, RealmResource
+from realms.administration.admin_permissions import Admin, can
+from realms.data import realm_cache
 from realms.models import Client, Realm, Role, User
 from realms.representation import RepresentationError, export_realm, import_realm
 from realms.representation.services import create_realm
+from realms.users import storage
+from realms.users.accounts import create_user
 from tests.realms.test_admin_rest_api import PASSWORD, Api, realm_admin, token
 from tests.realms.test_import_export import load
 

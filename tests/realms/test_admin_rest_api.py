@@ -8,12 +8,12 @@ import pytest
 from django.test import Client
 
 from realms.data import realm_cache
-from realms.users.accounts import create_user
 from realms.models import Client as ClientModel
 from realms.models import Event, Group, Realm, Role, User, UserSession
 from realms.representation import export_realm
 from realms.representation.services import create_realm
 from realms.sso.sessions import create_user_session
+from realms.users.accounts import create_user
 from tests.passwords import holds_password
 
 pytestmark = pytest.mark.django_db

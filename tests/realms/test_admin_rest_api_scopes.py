@@ -9,14 +9,23 @@ import time
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from realms.models import ClientScope, ClientScopeLink, Event, ProtocolMapper, RealmDefaultClientScope, Role
-from realms.signin import bruteforce
 from realms.data import keys
-from realms.users.accounts import create_user
 from realms.models import Client as ClientModel
-from realms.models import Realm, RealmKey, UserSession
+from realms.models import (
+    ClientScope,
+    ClientScopeLink,
+    Event,
+    ProtocolMapper,
+    Realm,
+    RealmDefaultClientScope,
+    RealmKey,
+    Role,
+    UserSession,
+)
 from realms.representation import export_realm
+from realms.signin import bruteforce
 from realms.sso.sessions import create_user_session, get_or_create_client_session
+from realms.users.accounts import create_user
 
 from .test_admin_rest_api import acme, created_id, master_api  # noqa: F401 (fixtures)
 

@@ -15,8 +15,8 @@ import json
 
 import pytest
 
-from realms.users.accounts import create_user
 from realms.models import Client, Group, Role, User
+from realms.users.accounts import create_user
 from tests.realms.test_admin_permission_lists import CLIENT, FORBIDDEN, GROUP, fgap_realm
 from tests.realms.test_admin_rest_api import Api, created_id, realm_admin, token
 

@@ -2,11 +2,11 @@
 secrets, remove, relabel, reorder; the storage-provider routes."""
 import pytest
 
-from realms.data import realm_cache
-from realms.users.accounts import create_user
 from realms.credentials.otp import Otp
+from realms.data import realm_cache
 from realms.models import Credential, Event
 from realms.representation.services import create_realm
+from realms.users.accounts import create_user
 from tests.realms.test_admin_rest_api import realm_admin
 
 pytestmark = pytest.mark.django_db

@@ -7,12 +7,12 @@ from django.http import Http404
 from django.test import Client, RequestFactory
 from rest_framework import exceptions
 
-from realms.audit import admin_events
-from realms.users.accounts import create_user
 from realms.admin_api import errors
 from realms.admin_api.jsonbody import loads
+from realms.audit import admin_events
 from realms.models import Event, Realm, Role
 from realms.representation import import_realm
+from realms.users.accounts import create_user
 
 pytestmark = pytest.mark.django_db
 

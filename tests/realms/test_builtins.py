@@ -2,10 +2,10 @@
 import pytest
 
 from realms.data import builtins
-from realms.users.accounts import create_user, enable_service_account
 from realms.models import Client, ClientScope, ClientScopeLink, ProtocolMapper, Realm, RealmKey, Role, expand_composites
 from realms.representation import RepresentationError
 from realms.representation.services import add_default_client_scopes, create_realm
+from realms.users.accounts import create_user, enable_service_account
 
 pytestmark = pytest.mark.django_db
 

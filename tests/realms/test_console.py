@@ -5,10 +5,10 @@ import pytest
 from django.test import Client as HttpClient
 from django.urls import reverse
 
-from realms.users.accounts import create_user
 from realms.models import Client, ClientScope, Credential, Event, Realm, Role, User, UserSession
 from realms.representation.services import create_realm
 from realms.sso.sessions import create_user_session
+from realms.users.accounts import create_user
 
 from .test_admin import errors_of, make_admin, read_form, submit
 
@@ -328,7 +328,6 @@ def test_realm_client_and_user_pages_fit_1280_pixels_in_every_tab(live_server, t
     from playwright.sync_api import sync_playwright
 
     from realms.representation.bootstrap import ensure_bootstrap_admin
-
     from tests.browser import CHROMIUM_ARGS
 
     ensure_bootstrap_admin("ops", "bootstrap-pass-1")

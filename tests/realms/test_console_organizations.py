@@ -7,8 +7,8 @@ from unittest import mock
 import pytest
 from django.urls import reverse
 
-from realms.users import organizations
 from realms.models import Event, Organization, OrganizationMember
+from realms.users import organizations
 
 from .test_admin import errors_of, submit
 from .test_console import acme, alice, console, master  # noqa: F401 (fixtures)

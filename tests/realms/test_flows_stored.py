@@ -5,8 +5,8 @@ and a re-import; every requirement and condition takes effect; the realm's requi
 settings take effect; the hot path reads no flow rows."""
 import base64
 import copy
-import json
 import html
+import json
 import re
 
 import pyotp
@@ -16,11 +16,9 @@ from django.test import Client as HttpClient
 from django.test.utils import CaptureQueriesContext
 
 from realms.administration import flow_admin
-from realms.signin import flows
-from realms.data import realm_cache
-from realms.users.accounts import create_user
-from realms.credentials import get_credential_type
 from realms.administration.flow_admin import FlowError
+from realms.credentials import get_credential_type
+from realms.data import realm_cache
 from realms.models import (
     AuthenticationExecution,
     AuthenticationFlow,
@@ -33,12 +31,14 @@ from realms.models import (
     User,
 )
 from realms.representation import RepresentationError, export_realm, import_realm
+from realms.signin import flows
+from realms.users.accounts import create_user
 from tests.oidc.browser.conftest import PASSWORD
+from tests.realms.test_import_export import load
 from tests.realms.test_signin import AUTH, PARAMS, password_grant, redirect_query
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_caches")]
 
-from tests.realms.test_import_export import load
 
 FULL_EXPORTS = ["keycloak-fgap-realm-kc26-full-export.json", "quickstarts-kc9-full-export-realm-b.json"]
 BINDING_KEYS = ("browserFlow", "registrationFlow", "directGrantFlow", "resetCredentialsFlow",

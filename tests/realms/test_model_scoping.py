@@ -5,7 +5,7 @@ from jwcrypto import jwk, jws
 
 from realms.data import crypto
 from realms.data.keys import generate_key, realm_keys, rotate_key
-from realms.models import Client, Group, RealmKey, Role, User, Realm
+from realms.models import Client, Group, Realm, RealmKey, Role, User
 
 pytestmark = pytest.mark.django_db
 

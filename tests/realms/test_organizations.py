@@ -3,9 +3,9 @@ Keycloak's messages and statuses, admin events; the account API's list; the real
 ``organizations`` round trip."""
 import pytest
 
-from realms.users.accounts import create_user
 from realms.models import Client, Event, Organization, OrganizationMember, User
 from realms.representation import export_realm, import_realm
+from realms.users.accounts import create_user
 
 from . import test_account_api as account_api
 from .test_admin_rest_api import acme, created_id, master_api, realm_admin  # noqa: F401 (fixtures)

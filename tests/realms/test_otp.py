@@ -14,13 +14,14 @@ import time_machine
 from django.core.cache import cache
 from django.test import Client as HttpClient
 
-from realms.signin import flows
 from realms.credentials import get_credential_type
 from realms.credentials.otp import OtpPolicy
-from realms.credentials.recovery_codes import TYPE as RECOVERY_CODES, generate_codes
-from realms.signin.flows import ALTERNATIVE, BROWSER_FLOW, CONDITIONAL, REQUIRED, Flow, step, sub_flow
+from realms.credentials.recovery_codes import TYPE as RECOVERY_CODES
+from realms.credentials.recovery_codes import generate_codes
 from realms.models import Credential, Event, User
 from realms.representation import RepresentationError, export_realm, import_realm
+from realms.signin import flows
+from realms.signin.flows import ALTERNATIVE, BROWSER_FLOW, CONDITIONAL, REQUIRED, Flow, step, sub_flow
 from tests.oidc.browser.conftest import PASSWORD, make_client
 from tests.realms.test_signin import AUTH, PARAMS, password_grant, redirect_query
 

@@ -8,11 +8,11 @@ import pyotp
 import pytest
 from playwright.sync_api import sync_playwright
 
-from realms.users.accounts import create_user
 from realms.models import User
 from realms.representation.services import create_realm
-from tests.oidc.browser.conftest import PASSWORD, make_client
+from realms.users.accounts import create_user
 from tests.browser import CHROMIUM_ARGS
+from tests.oidc.browser.conftest import PASSWORD, make_client
 from tests.oidc.browser.test_browser_playwright import _auth_url
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -10,8 +10,8 @@ import pytest
 from argon2.low_level import Type, hash_secret_raw
 from django.test import Client
 
-from realms.users.accounts import create_user
 from realms.models import Credential, Event, Group, Role, User
+from realms.users.accounts import create_user
 from tests.passwords import holds_password
 from tests.realms.test_admin_rest_api import acme, master_api  # noqa: F401 (fixtures)
 

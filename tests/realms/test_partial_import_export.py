@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from realms.users.accounts import create_user
 from realms.models import Client as ClientModel
 from realms.models import Event, Group, Role, User
+from realms.users.accounts import create_user
 from tests.passwords import holds_password
 from tests.realms.test_admin_rest_api import acme, master_api, realm_admin  # noqa: F401 (fixtures)
 

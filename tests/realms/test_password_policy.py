@@ -11,17 +11,17 @@ from django.forms import modelform_factory
 from django.test import RequestFactory
 from django.utils import timezone
 
-from realms.signin import engine, flows
-from realms.credentials import password_policy
-from realms.data import realm_cache
-from realms.users import storage
-from realms.users.accounts import create_user
 from realms.admin.realm import RealmForm
-from realms.sso.auth_sessions import AuthSession
-from realms.models import Client, Credential, Realm, Role, User
+from realms.credentials import password_policy
 from realms.credentials.password_policy import PasswordPolicyError, PolicyConfigError
+from realms.data import realm_cache
+from realms.models import Client, Credential, Realm, Role, User
 from realms.representation import RepresentationError, export_realm, import_realm
 from realms.representation.services import create_realm
+from realms.signin import engine, flows
+from realms.sso.auth_sessions import AuthSession
+from realms.users import storage
+from realms.users.accounts import create_user
 from tests.passwords import holds_password
 
 pytestmark = pytest.mark.django_db

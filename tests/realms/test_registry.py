@@ -27,8 +27,7 @@ def test_every_keyed_extension_point_is_a_registry():
     from realms import credentials
     from realms.signin import engine, flows
     from realms.sso import sessions
-    from realms.users import storage
-    from realms.users import actions
+    from realms.users import actions, storage
     from webhooks import dispatch
 
     points = [credentials._types, flows._authenticators, actions._required_actions, engine._protocols,

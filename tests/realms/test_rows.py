@@ -5,16 +5,23 @@ statement on PostgreSQL. ``batch``: those writes sent together at the end of a t
 the whole transaction where nothing else ran (read from libpq's own trace). ``ahead``: a read
 sent with the next ``fetch``."""
 import pytest
-from django.db import (DEFAULT_DB_ALIAS, IntegrityError, InterfaceError, OperationalError, connection, connections,
-                       transaction)
+from django.db import (
+    DEFAULT_DB_ALIAS,
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    connection,
+    connections,
+    transaction,
+)
 from django.db.models.signals import post_save, pre_save
 from django.test.utils import CaptureQueriesContext
 
 from bench.libpq_trace import libpq_trace, queries
 from realms.data import rows
-from realms.users.accounts import create_user
 from realms.models import Credential, Realm, Role, User, UserSession
 from realms.representation.services import create_realm
+from realms.users.accounts import create_user
 
 pytestmark = pytest.mark.django_db
 

@@ -8,11 +8,11 @@ import pytest
 from django.test import Client
 
 from realms.data import realm_cache
-from realms.users.accounts import create_user, enable_service_account
 from realms.models import Client as ClientModel
 from realms.models import Event, Group, ProtocolMapper, Role, User
 from realms.representation import export_realm
 from realms.representation.services import add_default_client_scopes, create_realm
+from realms.users.accounts import create_user, enable_service_account
 from tests.passwords import holds_password
 
 pytestmark = pytest.mark.django_db

@@ -11,15 +11,15 @@ from django.test import Client as HttpClient
 from django.urls import reverse
 from django.utils.crypto import constant_time_compare
 
-from realms.signin import flows
 from realms.credentials import hashers
 from realms.data import realm_cache
+from realms.models import Component, Credential, Event, Realm, Role, User
+from realms.registry import Registry
+from realms.representation import RepresentationError, export_realm, import_realm
+from realms.signin import flows
+from realms.signin.flows import REQUIRED, Flow, step
 from realms.users import storage
 from realms.users.accounts import create_user
-from realms.signin.flows import REQUIRED, Flow, step
-from realms.models import Component, Credential, Event, Realm, Role, User
-from realms.representation import RepresentationError, export_realm, import_realm
-from realms.registry import Registry
 from realms.users.storage import UserStorageProvider
 from tests.oidc.browser.conftest import PASSWORD, make_client
 

@@ -6,16 +6,16 @@ composites and groups."""
 import re
 import time
 
+import pytest
 from django.db import connection
 from django.test import Client as HttpClient
 from django.test.utils import CaptureQueriesContext
 
-import pytest
-
 from oidc.realm_cache import RoleRef, get_realm
-from realms.users.accounts import create_user
 from realms.models import Group, Role, effective_roles
-from tests.realms.test_otp import action_of as form_action, add_otp, app_totp, password_page, post_code
+from realms.users.accounts import create_user
+from tests.realms.test_otp import action_of as form_action
+from tests.realms.test_otp import add_otp, app_totp, password_page, post_code
 from tests.realms.test_signin import PARAMS, TOKEN, redirect_query
 from tests.realms.test_webauthn import add_passkey, passkey_for, passkeys_on, sign_in_with
 

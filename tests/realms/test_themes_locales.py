@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from realms.http import messages, themes
-from realms.sso.auth_sessions import AuthSession
 from realms.models import Realm, User
+from realms.sso.auth_sessions import AuthSession
 
 ROOT = Path(__file__).resolve().parents[2]
 

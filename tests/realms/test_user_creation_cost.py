@@ -8,9 +8,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from realms.data import realm_cache
-from realms.users.accounts import create_user
-from realms.models import Event, Realm, Role, User
 from realms.data.shared_cache import GENERATIONS
+from realms.models import Event, Realm, Role, User
+from realms.users.accounts import create_user
 from tests.passwords import holds_password
 from tests.realms.test_admin_rest_api import PASSWORD, Api, acme, master_api, token  # noqa: F401 (fixtures)
 from tests.realms.test_signin_cost import _statements

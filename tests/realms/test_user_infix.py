@@ -9,9 +9,9 @@ from django.db import connection
 from django.db.models import Q
 
 from realms.data import user_queries
-from realms.users.accounts import create_user
-from realms.models import User
 from realms.data.user_queries import contains, trigrams
+from realms.models import User
+from realms.users.accounts import create_user
 from tests.realms.test_admin_rest_api import acme, master_api  # noqa: F401 (fixtures)
 from tests.realms.test_user_query_indexes import SEARCHED, crowd, plans  # noqa: F401 (fixture)
 

@@ -6,12 +6,12 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from realms.data import user_queries
-from realms.users.accounts import create_user, enable_service_account
-from realms.administration.admin_permissions import Admin, visible
 from realms.admin_api import users as users_api
+from realms.administration.admin_permissions import Admin, visible
+from realms.data import user_queries
 from realms.models import Client as ClientModel
 from realms.models import Role, User
+from realms.users.accounts import create_user, enable_service_account
 from tests.realms.test_admin_permissions import fgap  # noqa: F401 (fixture)
 from tests.realms.test_admin_rest_api import acme, master_api  # noqa: F401 (fixtures)
 

@@ -8,12 +8,12 @@ import pytest
 from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 
-from realms.data import bulk, realm_cache
-from realms.users.accounts import create_user, enable_service_account
 from realms.admin_api import users as users_api
+from realms.data import bulk, realm_cache
+from realms.data.user_queries import listed_count
 from realms.models import Client, Realm, User
 from realms.representation.services import create_realm
-from realms.data.user_queries import listed_count
+from realms.users.accounts import create_user, enable_service_account
 from tests.realms.test_admin_permissions import fgap  # noqa: F401 (fixture)
 from tests.realms.test_admin_rest_api import Api, acme, master_api, token  # noqa: F401 (fixtures)
 

@@ -5,9 +5,9 @@ import pytest
 from django.test import Client as HttpClient
 from django.test import RequestFactory
 
+from realms.http.web import base_url, client_address, realm_url
 from realms.models import Client, Event
 from realms.representation.services import add_default_client_scopes, create_realm
-from realms.http.web import base_url, client_address, realm_url
 
 TOKEN = "/realms/acme/protocol/openid-connect/token"
 
@@ -56,6 +56,7 @@ def test_client_address(settings, trusted, peer, forwarded, expected):
 @pytest.fixture
 def realm(db):
     from django.core.cache import cache
+
     from realms.data import realm_cache
 
     cache.clear()

@@ -10,16 +10,15 @@ import re
 
 import pytest
 from django.test import Client as HttpClient
-
 from fido2.utils import websafe_encode
 
 from bench.soft_authenticator import AT, UP, SoftAuthenticator
-from realms.signin import flows
 from realms.credentials import get_credential_type
 from realms.credentials.webauthn import CeremonyError, WebAuthnPolicy
-from realms.signin.flows import ALTERNATIVE, BROWSER_FLOW, CONDITIONAL, REQUIRED, Flow, step, sub_flow
 from realms.models import Credential, User
 from realms.representation import export_realm, import_realm
+from realms.signin import flows
+from realms.signin.flows import ALTERNATIVE, BROWSER_FLOW, CONDITIONAL, REQUIRED, Flow, step, sub_flow
 from tests.realms.test_otp import add_otp, password_page
 from tests.realms.test_signin import AUTH, PARAMS, redirect_query
 

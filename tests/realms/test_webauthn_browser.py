@@ -12,11 +12,11 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import sync_playwright
 
-from realms.users.accounts import create_user
 from realms.models import Credential, User
 from realms.representation.services import create_realm
-from tests.oidc.browser.conftest import PASSWORD, make_client
+from realms.users.accounts import create_user
 from tests.browser import CHROMIUM_ARGS
+from tests.oidc.browser.conftest import PASSWORD, make_client
 from tests.oidc.browser.test_browser_playwright import _auth_url
 
 from .test_webauthn import use_flow_with_security_keys

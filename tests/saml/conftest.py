@@ -4,9 +4,9 @@ service provider registered as a SAML client of the realm."""
 import pytest
 import requests
 
-from realms.users.accounts import create_user
 from realms.models import Client, Group
 from realms.representation.services import add_default_client_scopes, create_realm
+from realms.users.accounts import create_user
 from saml import constants as c
 
 from .sp import PASSWORD, key_pair, new_browser, pysaml2_sp

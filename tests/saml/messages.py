@@ -2,20 +2,21 @@
 lxml, signed with signxml through ``saml.signatures`` using the SP's key, encoded per binding."""
 import base64
 import secrets
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from urllib.parse import urlencode
 
-from cryptography.hazmat.primitives import serialization
 from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 from lxml import etree
 
-from saml import constants as c, signatures, xml
+from saml import constants as c
+from saml import signatures, xml
 
 ENDPOINT = "http://testserver/realms/acme/protocol/saml"
 
 
 def instant(delta=timedelta()):
-    return (datetime.now(timezone.utc) + delta).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return (datetime.now(UTC) + delta).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def authn_request(issuer, *, acs=None, request_id=None, issued=None, destination=ENDPOINT, **attrs):

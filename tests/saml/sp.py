@@ -5,7 +5,7 @@ import base64
 import html
 import re
 import shutil
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from urllib.parse import urljoin
 
 import requests
@@ -24,7 +24,7 @@ def key_pair(common_name):
     """(private key PEM, certificate PEM, certificate base64 DER) of a fresh self-signed RSA key."""
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
             .serial_number(x509.random_serial_number()).not_valid_before(now - timedelta(days=1))
             .not_valid_after(now + timedelta(days=30)).sign(key, hashes.SHA256()))

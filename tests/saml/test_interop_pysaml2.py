@@ -6,8 +6,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from saml2 import BINDING_HTTP_POST, BINDING_HTTP_REDIRECT
-from saml2.sigver import verify_redirect_signature
 from saml2.saml import NAMEID_FORMAT_EMAILADDRESS, NAMEID_FORMAT_PERSISTENT, NAMEID_FORMAT_TRANSIENT
+from saml2.sigver import verify_redirect_signature
 
 from realms.models import ClientSession, Event, User, UserSession
 from saml import constants as c

@@ -30,6 +30,7 @@ IDP = "http://localhost/realms/quickstart"
 @pytest.fixture
 def quickstart(db):
     from django.core.cache import cache
+
     from realms.data import realm_cache
 
     cache.clear()

@@ -8,11 +8,13 @@ import pytest
 from django.test import Client as HttpClient
 from lxml import etree
 
-from tests import servers
-from realms.users.accounts import create_user
 from realms.models import Client, ClientSession, Event, UserSession
 from realms.representation.services import add_default_client_scopes, create_realm
-from saml import constants as c, keys as idp_keys, signatures, xml
+from realms.users.accounts import create_user
+from saml import constants as c
+from saml import keys as idp_keys
+from saml import signatures, xml
+from tests import servers
 
 from . import messages as m
 from .sp import PASSWORD, form_fields, key_pair, submit_login
@@ -45,6 +47,7 @@ def keys():
 @pytest.fixture
 def realm(db):
     from django.core.cache import cache
+
     from realms.data import realm_cache
 
     cache.clear()

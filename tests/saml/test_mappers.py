@@ -1,9 +1,9 @@
 """SAML protocol mappers (Keycloak's types and config keys) and the client's role scope."""
 import pytest
 
-from realms.users.accounts import create_user
 from realms.models import Client, ClientScope, Group, ProtocolMapper, Role
 from realms.representation.services import add_default_client_scopes, create_realm
+from realms.users.accounts import create_user
 from saml import constants as c
 from saml.mappers import attributes_for, mappers_for
 

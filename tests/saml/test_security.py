@@ -8,9 +8,9 @@ import pytest
 from django.test import Client as HttpClient
 from lxml import etree
 
-from realms.sso import auth_sessions
 from realms.models import Client, Event, UserSession
 from realms.representation.services import add_default_client_scopes, create_realm
+from realms.sso import auth_sessions
 from saml import constants as c
 from saml.models import SeenRequest
 
@@ -30,6 +30,7 @@ def keys():
 @pytest.fixture
 def realm(db):
     from django.core.cache import cache
+
     from realms.data import realm_cache
 
     cache.clear()

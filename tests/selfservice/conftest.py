@@ -10,9 +10,9 @@ import time
 import pytest
 from aiosmtpd.controller import Controller
 
-from realms.users.accounts import create_user
 from realms.models import Realm, Role
 from realms.representation.services import create_realm
+from realms.users.accounts import create_user
 from tests.oidc.browser.conftest import PASSWORD, make_client
 from tests.realms.test_admin_rest_api import PASSWORD as ADMIN_PASSWORD
 from tests.realms.test_admin_rest_api import Api, token

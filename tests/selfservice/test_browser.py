@@ -7,9 +7,9 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import sync_playwright
 
-from realms.users.accounts import create_user
 from realms.models import User
 from realms.representation.services import create_realm
+from realms.users.accounts import create_user
 from tests.browser import CHROMIUM_ARGS
 from tests.oidc.browser.conftest import PASSWORD, make_client
 from tests.oidc.browser.test_browser_playwright import _auth_url

@@ -7,9 +7,9 @@ import pytest
 from django.db import connection
 
 from realms.http import email
-from realms.users.accounts import create_user
 from realms.models import Realm, Role
 from realms.tasks import send_email
+from realms.users.accounts import create_user
 from tests.realms.test_admin_rest_api import PASSWORD, Api, token
 
 from .conftest import text_of

@@ -8,8 +8,8 @@ from urllib.parse import urlencode
 import pytest
 from django.test import Client as HttpClient
 
-from realms.signin.flows import get_authenticator
 from realms.models import Event, Organization, OrganizationDomain, OrganizationMember, User
+from realms.signin.flows import get_authenticator
 from tests.oidc.browser.conftest import PASSWORD
 
 from .conftest import link_in, text_of

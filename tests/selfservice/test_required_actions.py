@@ -6,10 +6,10 @@ import datetime
 import pytest
 from django.test import Client as HttpClient
 
-from realms.users.accounts import create_user
 from realms.credentials import get_credential_type
 from realms.credentials.otp import generate_secret
 from realms.models import Credential, Event, RequiredActionProvider, User
+from realms.users.accounts import create_user
 from tests.oidc.browser.conftest import PASSWORD
 from tests.passwords import holds_password
 
@@ -208,7 +208,7 @@ def test_delete_credential_after_a_recent_sign_in(realm, web_app, bob, time_mach
         assert query["kc_action_status"] == ["error"] and Credential.objects.filter(pk=credential.pk).exists()
     # A sign-in older than five minutes is made again before this sensitive action.
     other = get_credential_type(Credential.OTP).create(bob, generate_secret(), label="tablet")
-    time_machine.move_to(datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=301))
+    time_machine.move_to(datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=301))
     page = http.get(AUTH, {**PARAMS, "kc_action": f"delete_credential:{other.pk}"})
     assert 'id="kc-form-login"' in html(page)
     assert Credential.objects.filter(pk=other.pk).exists()

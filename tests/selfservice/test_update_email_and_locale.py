@@ -8,10 +8,10 @@ import json
 import pytest
 from django.test import Client as HttpClient
 
-from realms.users.accounts import create_user
 from realms.administration.flow_admin import next_required_action_priority
 from realms.models import Client, Event, RequiredActionProvider, User, UserSession
 from realms.sso.sessions import create_user_session
+from realms.users.accounts import create_user
 from tests.oidc.browser.conftest import PASSWORD
 
 from .conftest import link_in, text_of

@@ -44,8 +44,8 @@ def test_add_refuses_bad_url_and_unknown_types(console, realm, settings):
 def test_actions_and_log_pages(console, realm, monkeypatch):
     monkeypatch.setattr("webhooks.dispatch.deliveries", lambda ids: None)
     endpoint, _ = services.create_endpoint(realm, "https://hooks.example.com/in", [])
-    resp = console.post("/admin/master/console/webhooks/endpoint/", {"action": "send_test_event", "_selected_action": [endpoint.pk]},
-                        follow=True)
+    resp = console.post("/admin/master/console/webhooks/endpoint/",
+                        {"action": "send_test_event", "_selected_action": [endpoint.pk]}, follow=True)
     assert resp.status_code == 200 and Message.objects.filter(type="webhook.test").count() == 1
     console.post("/admin/master/console/webhooks/endpoint/", {"action": "rotate_secret_now", "_selected_action": [endpoint.pk]})
     assert len(endpoint.active_secrets()) == 1 and endpoint.secrets.count() == 1

@@ -12,12 +12,13 @@ from django.db import connection
 from django.test import Client as HttpClient
 
 from realms.representation import import_realm
+from tests.servers import Receiver
 from webhooks import services, signing
 from webhooks.models import Delivery, Endpoint
 
 from . import urls as receiver_urls
-from tests.servers import Receiver
-from .workers import start_worker, stop, wait_until as _wait
+from .workers import start_worker, stop
+from .workers import wait_until as _wait
 
 pytestmark = [pytest.mark.services, pytest.mark.usefixtures("loopback_allowed")]
 

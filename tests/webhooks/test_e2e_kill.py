@@ -8,7 +8,8 @@ from django.db import connection
 from webhooks import services
 from webhooks.models import Delivery
 
-from .workers import kill, start_worker, stop, wait_until as _wait
+from .workers import kill, start_worker, stop
+from .workers import wait_until as _wait
 
 pytestmark = [pytest.mark.services, pytest.mark.usefixtures("loopback_allowed")]
 

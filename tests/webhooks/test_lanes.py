@@ -8,11 +8,11 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from tests.servers import Receiver
 from webhooks import delivery, dispatch, limits, sender, services
 from webhooks.models import Delivery, Endpoint
 from webhooks.outbox import publish
 
-from tests.servers import Receiver
 from .workers import wait_until
 
 pytestmark = pytest.mark.usefixtures("loopback_allowed")

@@ -3,8 +3,8 @@ unknown types, handler retries and the dead-letter state."""
 import json
 import logging
 import time
-
-from datetime import datetime, timezone as dt_timezone
+from datetime import UTC, datetime
+from datetime import timezone as dt_timezone
 
 import pytest
 import standardwebhooks
@@ -57,7 +57,7 @@ def test_valid_event_is_stored_before_2xx_and_handled_once(client):
 def test_reference_library_signed_request_is_accepted(client):
     body = _event(id_="ref")
     wh = standardwebhooks.Webhook(urls.SECRETS[0])
-    now = datetime.now(tz=dt_timezone.utc)
+    now = datetime.now(tz=UTC)
     headers = {"webhook-id": "msg_ref", "webhook-timestamp": str(int(now.timestamp())),
                "webhook-signature": wh.sign("msg_ref", now, body.decode())}
     assert _post(client, body, headers).status_code == 204

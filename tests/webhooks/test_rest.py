@@ -9,8 +9,8 @@ import standardwebhooks
 from django.test import Client
 from django.utils import timezone
 
-from realms.users.accounts import create_user
 from realms.models import Realm, Role
+from realms.users.accounts import create_user
 from webhooks import delivery, signing
 from webhooks.models import Delivery, Endpoint
 
@@ -217,8 +217,8 @@ def test_revoked_access_token_is_401(realm):
 
 
 def test_token_of_an_ended_session_is_401(realm):
-    from realms.sso import sessions
     from realms.models import UserSession
+    from realms.sso import sessions
 
     token = _fresh_admin_token()
     sid = json.loads(base64.urlsafe_b64decode(token.split(".")[1] + "=="))["sid"]

@@ -2,7 +2,7 @@
 library, v1a Ed25519, rotation, tolerance and malformed input."""
 import base64
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 
 import pytest
 import standardwebhooks
@@ -91,7 +91,7 @@ def test_reference_library_verifies_each_secret_of_a_rotation():
 def test_we_verify_what_the_reference_library_signs():
     secret = signing.generate_secret()
     wh = standardwebhooks.Webhook(secret)
-    now = datetime.now(tz=timezone.utc)
+    now = datetime.now(tz=UTC)
     body = '{"type":"invoice.paid","data":{}}'
     signature = wh.sign("msg_theirs", now, body)
     ts = str(int(now.timestamp()))

@@ -4,14 +4,14 @@ encrypted, in the authentication session until then."""
 import segno
 from django.db import transaction
 
-from ...data import crypto
 from ...audit import events
-from ...http import messages
 from ...credentials import get_credential_type
 from ...credentials.otp import OtpPolicy, base32, generate_secret
-from ..flows import Outcome, RequiredAction
+from ...data import crypto
+from ...http import messages
 from ...http.messages import Message
 from ...models import Credential
+from ..flows import Outcome, RequiredAction
 
 _SECRET_NOTE = "totp_secret"
 # Keycloak's messages (missingTotpMessage, invalidTotpMessage).
@@ -38,7 +38,8 @@ class ConfigureTotp(RequiredAction):
         manual_key = base32(secret.encode())
         return ctx.render("login-config-totp.html", {
             "error": error, "policy": policy, "key_uri": uri,
-            "qr_svg": segno.make(uri, error="m").svg_inline(scale=4, title=messages.text(ctx.realm, ctx.locale, "loginTotpScanBarcode")),
+            "qr_svg": segno.make(uri, error="m").svg_inline(
+                scale=4, title=messages.text(ctx.realm, ctx.locale, "loginTotpScanBarcode")),
             # Grouped by four as Keycloak shows it; apps ignore the spaces.
             "manual_key": " ".join(manual_key[i:i + 4] for i in range(0, len(manual_key), 4)),
             "user_label": ctx.params.get("userLabel", "") if ctx.request.method == "POST" else "",

@@ -5,9 +5,9 @@ the credential is removed. A password cannot be removed this way (Keycloak's pas
 from django.db import transaction
 
 from ...audit import events
-from ..flows import Outcome, RequiredAction
-from ...models import Credential
 from ...credentials.password_policy import HISTORY
+from ...models import Credential
+from ..flows import Outcome, RequiredAction
 
 ERROR = "credential_not_found"
 

@@ -3,12 +3,12 @@ user confirms they saved them, and only then do they replace the old ones. The c
 encrypted, in the authentication session until then."""
 import json
 
-from ...data import crypto
 from ...audit import events
 from ...credentials import get_credential_type
 from ...credentials.recovery_codes import TYPE, formatted, generate_codes
-from ..flows import Outcome, RequiredAction
+from ...data import crypto
 from ...http.messages import Message
+from ..flows import Outcome, RequiredAction
 
 _CODES_NOTE = "recovery_codes"
 CONFIRM_FIELD = "kcRecoveryCodesConfirmationCheck"

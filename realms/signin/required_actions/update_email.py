@@ -11,13 +11,13 @@ sessions when the change is made (the token carries the choice: ``logoutSessions
 """
 import logging
 
-from ...http import action_tokens, email, messages
 from ...audit import events
+from ...http import action_tokens, email, messages
+from ...http.messages import Message
+from ...models import UserSession
 from ...sso import sessions, sso_cookie
 from ...users import user_profile
 from ..flows import Outcome, RequiredAction
-from ...http.messages import Message
-from ...models import UserSession
 
 logger = logging.getLogger("idp.email")
 

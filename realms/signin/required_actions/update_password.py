@@ -1,10 +1,10 @@
 """Keycloak's ``UPDATE_PASSWORD`` required action."""
 from ...audit import events
-from ...http import messages
 from ...credentials import password_policy
+from ...http import messages
+from ...http.messages import Message
 from ...users import storage
 from ..flows import Outcome, RequiredAction
-from ...http.messages import Message
 
 
 class UpdatePassword(RequiredAction):
@@ -27,7 +27,8 @@ class UpdatePassword(RequiredAction):
         if not new:
             return Outcome.challenge(self.challenge(ctx, error=Message("missingPasswordMessage"), error_field="password-new"))
         if new != confirm:
-            return Outcome.challenge(self.challenge(ctx, error=Message("notMatchPasswordMessage"), error_field="password-confirm"))
+            return Outcome.challenge(self.challenge(ctx, error=Message("notMatchPasswordMessage"),
+                                                    error_field="password-confirm"))
         user = ctx.user
         try:
             storage.set_password(ctx.realm, user, new)

@@ -4,8 +4,8 @@ re-send"); the link (an action token, ``realms.http.action_tokens``) marks the a
 in the browser that signed in, lets the sign-in go on (``realms.signin.views.action_token``)."""
 import logging
 
-from ...http import action_tokens, email, messages
 from ...audit import events
+from ...http import action_tokens, email, messages
 from ..flows import Outcome, RequiredAction
 
 logger = logging.getLogger("idp.email")

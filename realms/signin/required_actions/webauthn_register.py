@@ -6,8 +6,8 @@ configured RP ID and origin (``realms.credentials.webauthn``)."""
 from ...audit import events
 from ...credentials import get_credential_type
 from ...credentials.webauthn import CeremonyError, Registration, new_challenge
-from ..flows import Outcome, RequiredAction
 from ...models import Credential
+from ..flows import Outcome, RequiredAction
 
 CHALLENGE_NOTE = "WEBAUTH_REGISTER_CHALLENGE"
 # Keycloak's message keys (Messages.WEBAUTHN_ERROR_REGISTRATION / _REGISTER_VERIFICATION).

@@ -10,8 +10,8 @@ from .conditions import (
 )
 from .cookie import CookieAuthenticator
 from .direct_grant import ValidatePassword, ValidateUsername
-from .otp import OtpForm, RecoveryCodeForm, ValidateOtp
 from .organization import OrganizationIdentityFirst
+from .otp import OtpForm, RecoveryCodeForm, ValidateOtp
 from .registration import RegistrationPage
 from .reset_credentials import ChooseUser, ResetOtp, ResetPassword, SendEmail
 from .username_password import UsernamePasswordForm

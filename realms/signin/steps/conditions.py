@@ -2,10 +2,10 @@
 import logging
 import re
 
-from .. import loa
-from ..flows import Authenticator
-from ..engine import execution_levels, is_configured
 from ...models import Role, effective_roles, group_with_ancestors
+from .. import loa
+from ..engine import execution_levels, is_configured
+from ..flows import Authenticator
 
 logger = logging.getLogger("idp.flows")
 

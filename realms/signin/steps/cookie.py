@@ -1,6 +1,6 @@
 """Keycloak's ``auth-cookie`` step."""
-from .. import loa
 from ...sso import sso_cookie
+from .. import loa
 from ..flows import SSO_AUTH, Authenticator, Outcome
 
 

@@ -1,10 +1,10 @@
 """The direct-grant steps (Keycloak's ``direct-grant-validate-username`` and
 ``direct-grant-validate-password``): the password grant's user and password, checked by the one
 sign-in service. A failure carries the ``invalid_grant`` description Keycloak answers."""
-from .. import passwords
-from ...users import storage
-from ..flows import INVALID_CREDENTIALS, Authenticator, Outcome
 from ...models import Credential
+from ...users import storage
+from .. import passwords
+from ..flows import INVALID_CREDENTIALS, Authenticator, Outcome
 
 
 class ValidateUsername(Authenticator):

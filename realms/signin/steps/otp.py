@@ -1,11 +1,11 @@
 """The second-factor steps: Keycloak's ``auth-otp-form`` (browser), ``direct-grant-validate-otp``
 (the password grant's ``totp`` parameter) and ``auth-recovery-authn-code-form``. Each wrong code
 is a failed sign-in for brute-force detection (``passwords.check_credential``)."""
-from .. import passwords
-from ...http.messages import Message
 from ...credentials import get_credential_type, recovery_codes
-from ..flows import INVALID_CREDENTIALS, Authenticator, Outcome
+from ...http.messages import Message
 from ...models import Credential
+from .. import passwords
+from ..flows import INVALID_CREDENTIALS, Authenticator, Outcome
 
 CONFIGURE_TOTP = "CONFIGURE_TOTP"
 CONFIGURE_RECOVERY_AUTHN_CODES = "CONFIGURE_RECOVERY_AUTHN_CODES"

@@ -10,13 +10,13 @@ import time
 
 from django.db import transaction
 
-from ...users import accounts, organizations, user_profile
-from ...http import action_tokens
 from ...audit import events
 from ...credentials import password_policy
 from ...data import rows
-from ..flows import DISABLED, Authenticator, Outcome
+from ...http import action_tokens
 from ...models import User
+from ...users import accounts, organizations, user_profile
+from ..flows import DISABLED, Authenticator, Outcome
 from ..required_actions import terms_and_conditions
 
 USER_CREATION = "registration-user-creation"

@@ -9,11 +9,11 @@ import logging
 
 from django.core.cache import cache
 
-from ...http import action_tokens, email, messages
-from .. import bruteforce, passwords
 from ...audit import events
-from ..flows import Authenticator, Outcome
+from ...http import action_tokens, email, messages
 from ...models import Credential
+from .. import bruteforce, passwords
+from ..flows import Authenticator, Outcome
 from ..required_actions.update_password import UpdatePassword
 
 logger = logging.getLogger("idp.flows")

@@ -1,10 +1,10 @@
 """Keycloak's ``auth-username-password-form`` step: the login page. With passkeys enabled it
 also takes a passkey instead of the username and password (Keycloak 26.4's conditional UI)."""
-from .. import passwords
-from ...users import storage
 from ...http.messages import Message
-from ..flows import Authenticator, Outcome
 from ...models import Credential
+from ...users import storage
+from .. import passwords
+from ..flows import Authenticator, Outcome
 from .webauthn import is_webauthn_answer, passkey_action, passkey_context, passkeys_enabled
 
 GENERIC_LOGIN_ERROR = Message("invalidUserMessage")

@@ -9,12 +9,12 @@ field names (``credentialId``, ``clientDataJSON``, ``authenticatorData``, ``sign
 A passkey sign-in is recorded as the auth method ``webauthn-passwordless``, which the built-in
 2FA sub-flow's ``conditional-credential`` condition reads to skip the second factor (spec 1 §2).
 """
-from .. import passwords
-from ...users import storage
 from ...credentials import get_credential_type
 from ...credentials.webauthn import Assertion, CeremonyError, WebAuthnPolicy, new_challenge, user_id_from_handle
-from ..flows import Authenticator, Outcome
 from ...models import Credential
+from ...users import storage
+from .. import passwords
+from ..flows import Authenticator, Outcome
 from .otp import _require_enrolment
 
 CHALLENGE_NOTE = "WEBAUTH_CHALLENGE"  # Keycloak's WebAuthnConstants.AUTH_CHALLENGE_NOTE

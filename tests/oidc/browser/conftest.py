@@ -3,9 +3,9 @@ and a key), a confidential and a public client with the realm's default client s
 user. Passwords are Argon2id (slow on purpose): only the tests that sign in set one."""
 import pytest
 
-from realms.users.accounts import create_user
 from realms.models import Client
 from realms.representation.services import add_default_client_scopes, create_realm
+from realms.users.accounts import create_user
 
 PASSWORD = "correct horse battery staple"
 

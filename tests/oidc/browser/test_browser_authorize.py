@@ -13,8 +13,8 @@ from django.utils import timezone
 from oidc import jose
 from oidc.codes import s256_challenge
 from oidc.models import AuthorizationCode
-from realms.signin import bruteforce
 from realms.models import ClientSession, Event, UserSession
+from realms.signin import bruteforce
 from tests.oidc.browser.conftest import PASSWORD, make_client
 
 AUTH = "/realms/acme/protocol/openid-connect/auth"

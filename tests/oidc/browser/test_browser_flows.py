@@ -4,8 +4,8 @@ import pytest
 from django.http import HttpResponse
 from django.test import RequestFactory
 
+from realms.models import Credential, User
 from realms.signin import engine, flows
-from realms.sso.auth_sessions import AuthSession
 from realms.signin.flows import (
     ALTERNATIVE,
     CONDITIONAL,
@@ -17,7 +17,7 @@ from realms.signin.flows import (
     step,
     sub_flow,
 )
-from realms.models import Credential, User
+from realms.sso.auth_sessions import AuthSession
 from tests.passwords import holds_password
 
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import sync_playwright
 
-from realms.users.accounts import create_user
 from realms.representation.services import create_realm
-from tests.oidc.browser.conftest import PASSWORD, make_client
+from realms.users.accounts import create_user
 from tests.browser import CHROMIUM_ARGS
+from tests.oidc.browser.conftest import PASSWORD, make_client
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -12,8 +12,8 @@ from django.utils import timezone
 from jwcrypto import jwk, jws
 
 from oidc.backchannel import EVENT
-from realms.sso import sessions
 from realms.models import Event, UserSession
+from realms.sso import sessions
 from tests import servers
 from tests.oidc.browser.conftest import PASSWORD, make_client
 from tests.oidc.browser.test_browser_authorize import AUTH, _action, _params, _query, _sign_in

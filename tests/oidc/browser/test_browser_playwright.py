@@ -6,9 +6,9 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import sync_playwright
 
-from realms.users.accounts import create_user
 from realms.models import Event
 from realms.representation.services import create_realm
+from realms.users.accounts import create_user
 from tests.browser import CHROMIUM_ARGS
 from tests.oidc.browser.conftest import PASSWORD, make_client
 

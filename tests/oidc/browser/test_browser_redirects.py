@@ -3,8 +3,8 @@ app loopback port exception, and post-logout redirect URIs."""
 import pytest
 
 from oidc.logout import post_logout_redirect_uris
-from realms.models import Client
 from realms.http.redirects import is_valid_redirect_uri, matches, with_params
+from realms.models import Client
 
 
 @pytest.mark.parametrize("registered, requested, ok", [

@@ -6,8 +6,8 @@ import time_machine
 from django.core.cache import cache
 from django.utils import timezone
 
-from realms.sso import sessions
 from realms.models import ClientSession, UserSession
+from realms.sso import sessions
 
 
 def _travel(seconds):

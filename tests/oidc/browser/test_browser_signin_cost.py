@@ -11,10 +11,10 @@ from django.db import connection
 from django.test import Client as HttpClient
 from django.test.utils import CaptureQueriesContext
 
+from realms.models import Credential, User, UserSession
 from realms.sso import auth_sessions
 from realms.users import storage
 from realms.users.accounts import enable_service_account
-from realms.models import Credential, User, UserSession
 from tests.oidc.browser.conftest import PASSWORD
 from tests.passwords import holds_password
 

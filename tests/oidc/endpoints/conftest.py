@@ -10,9 +10,9 @@ from django.test import Client as HttpClient
 from jwcrypto import jwk
 
 from oidc.codes import issue_code, s256_challenge
-from realms.sso import sessions
 from realms.models import Client, User
 from realms.representation import import_realm
+from realms.sso import sessions
 
 SECRET = "app-secret-" + "x" * 20
 REDIRECT = "https://app.example/cb"

@@ -3,10 +3,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from realms.sso import sessions
-from realms.data.keys import rotate_key
 from oidc.tokens import decode
+from realms.data.keys import rotate_key
 from realms.models import ClientSession, Event
+from realms.sso import sessions
 
 from .conftest import REDIRECT, SECRET, basic, code_for, exchange, refresh, url
 

@@ -8,8 +8,8 @@ from jwcrypto import jwk
 
 from oidc import jose
 from oidc.tokens import decode
-from realms.users import storage
 from realms.models import Event, User
+from realms.users import storage
 
 from .conftest import SECRET, basic, client_of, token_url
 

@@ -8,7 +8,7 @@ import pytest
 from oidc import jose
 from realms.models import Event
 
-from .conftest import SECRET, basic, client_of, code_for, exchange, new_verifier, token_url, url, SPA_REDIRECT
+from .conftest import SECRET, SPA_REDIRECT, basic, client_of, code_for, exchange, new_verifier, token_url, url
 
 
 def test_public_client_cannot_introspect(http, realm, alice):

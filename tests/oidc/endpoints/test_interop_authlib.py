@@ -12,8 +12,8 @@ from authlib.integrations.requests_client import OAuth2Session
 from joserfc import jwt
 from joserfc.jwk import KeySet
 
-from realms.users import storage
 from realms.models import User
+from realms.users import storage
 
 from .conftest import REDIRECT, SECRET
 

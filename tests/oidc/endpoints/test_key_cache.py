@@ -10,10 +10,9 @@ from django.conf import settings as django_settings
 from django.db import connection
 
 from idp.config import redis_cache
-
 from realms.data.keys import realm_keys, rotate_key
-from realms.representation.services import create_realm
 from realms.data.shared_cache import CHECK_SECONDS
+from realms.representation.services import create_realm
 
 # Another worker: the same database and Redis, its own memory. It prints the signing kid it has
 # cached, waits for the go, then polls (as a busy worker would) until it signs with another key.

@@ -4,8 +4,8 @@ from datetime import timedelta
 from django.utils import timezone
 
 from oidc.tokens import decode
-from realms.sso import sessions
 from realms.models import UserSession
+from realms.sso import sessions
 
 from .conftest import SPA_REDIRECT, code_for, exchange, new_verifier, refresh
 

@@ -8,12 +8,12 @@ import time
 import pytest
 import time_machine
 
-from realms.signin import flows, loa
-from realms.sso.auth_sessions import AuthSession
-from realms.users.accounts import create_user
-from realms.signin.flows import ALTERNATIVE, CONDITIONAL, REQUIRED, Flow, step, sub_flow
 from realms.models import UserSession
 from realms.representation.services import create_realm
+from realms.signin import flows, loa
+from realms.signin.flows import ALTERNATIVE, CONDITIONAL, REQUIRED, Flow, step, sub_flow
+from realms.sso.auth_sessions import AuthSession
+from realms.users.accounts import create_user
 from tests.oidc.browser.conftest import PASSWORD, make_client
 from tests.realms.test_otp import action_of, add_otp, app_totp
 from tests.realms.test_signin import AUTH, PARAMS, TOKEN, redirect_query

@@ -90,5 +90,6 @@ def test_production_settings_send_hsts_and_do_not_trust_the_proto_header_blindly
     assert not hasattr(prod, "SECURE_PROXY_SSL_HEADER")
     # Before anything that asks whether the request is secure (only the NUL guard, which touches
     # no database and builds no URL, comes first).
-    assert prod.MIDDLEWARE[:3] == ["realms.http.input_guard.NulGuardMiddleware", "realms.http.transport.TransportSecurityMiddleware",
+    assert prod.MIDDLEWARE[:3] == ["realms.http.input_guard.NulGuardMiddleware",
+                                   "realms.http.transport.TransportSecurityMiddleware",
                                    "django.middleware.security.SecurityMiddleware"]

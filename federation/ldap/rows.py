@@ -1,10 +1,10 @@
-"""The rows of a directory's imported users, written through ``realms.data.bulk`` without model
+"""The rows of a directory's imported users, written through ``realms.data.rows`` without model
 instances (building 100,000 ``User`` objects cost more than the database spent storing them):
 new rows carry every column of ``User`` with the model's defaults, changed rows every column an
 import reads."""
 from django.utils import timezone
 
-from realms.data import bulk
+from realms.data.rows import insert_values, update_values
 from realms.models import User
 
 # The columns an import reads and writes, besides the id and the link.
@@ -28,19 +28,18 @@ def insert(realm, component, rows):
     defaults = {f.attname: f.get_default() for f in fields
                 if f.attname not in fixed and f.attname not in FIELDS and f.attname != "id"}
     names = [f.attname for f in fields]
-    bulk.insert_rows(User, fields, ([values[name] for name in names]
-                                    for values in ({**defaults, **fixed, **row} for row in rows)))
+    insert_values(User, fields, [[values[name] for name in names]
+                                 for values in ({**defaults, **fixed, **row} for row in rows)])
 
 
 def grant(role_id, user_ids):
     """The role to each of these users (new ones: a realm's default role)."""
     through = User.roles.through
-    bulk.insert_rows(through, [through._meta.get_field("user"), through._meta.get_field("role")],
-                     ([user_id, role_id] for user_id in user_ids))
+    insert_values(through, [through._meta.get_field("user"), through._meta.get_field("role")],
+                  [[user_id, role_id] for user_id in user_ids])
 
 
 def update(rows):
     """Changed users: (id, {column: value}) with every column of FIELDS."""
-    if rows:
-        fields = [User._meta.get_field(f) for f in FIELDS]
-        bulk.update_rows(User, fields, [(pk, [values[f] for f in FIELDS]) for pk, values in rows])
+    update_values(User, [User._meta.get_field(f) for f in FIELDS],
+                  [(pk, [values[f] for f in FIELDS]) for pk, values in rows])

@@ -14,7 +14,7 @@ import zlib
 
 from django.db import connection, transaction
 
-from realms.data import bulk
+from realms.data import rows
 from realms.models import Component, User
 
 from . import membership
@@ -130,7 +130,7 @@ def _sync(component, changed_only):
         totals[0] += result.added
         totals[1] += result.updated
         totals[2] += result.failed
-    bulk.refresh_statistics(totals[0], User)
+    rows.refresh_statistics(totals[0], User)
     with transaction.atomic():
         row = Component.objects.select_for_update().get(pk=component.pk)
         row.config["lastSync"] = [str(started)]

@@ -5,7 +5,7 @@ import operator
 from contextlib import contextmanager
 from functools import reduce
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 from rest_framework import status
 from rest_framework.response import Response
@@ -46,15 +46,6 @@ _ATTRIBUTE_QUERY = ("username", "email", "firstName", "lastName", "enabled", "em
                     "idpAlias", "idpUserId")
 
 
-def _attribute_filter(queryset, key, value):
-    """Users whose attribute ``key`` holds ``value`` (``q=key:value``), exactly as Keycloak."""
-    if connection.features.supports_json_field_contains:
-        return queryset.filter(attributes__contains={key: [value]})
-    ids = [pk for pk, attrs in queryset.filter(attributes__has_key=key).values_list("pk", "attributes")
-           if value in (attrs.get(key) or [])]
-    return queryset.filter(pk__in=ids)
-
-
 def _listing(params):
     """Whether the query asks for the realm's whole listing: no search, no attribute query."""
     return not params.get("search") and not any(params.get(p) is not None for p in _ATTRIBUTE_QUERY)
@@ -88,7 +79,7 @@ def search_users(request, realm):
         key, sep, value = pair.partition(":")
         if not sep or not key:
             raise errors.Invalid("Invalid query, must be of the form key:value")
-        users = _attribute_filter(users, key, value)
+        users = rows.holding(users, key, value)
     return users.order_by("username")
 
 

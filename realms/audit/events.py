@@ -9,7 +9,7 @@ from datetime import timedelta
 from django.dispatch import Signal
 from django.utils import timezone
 
-from ..data import bulk, rows
+from ..data import rows
 from ..models import Event
 
 logger = logging.getLogger("idp.events")
@@ -48,7 +48,7 @@ def emit_many(realm, items):
     if len(stored) == 1:
         rows.insert(stored[0])  # no receiver watches Event's saves; inside a write batch it waits for the others
     else:
-        bulk.insert(Event, stored)
+        rows.insert_many(Event, stored)
     for event in events:
         if event.error:
             # Errors are logged even when not stored (Keycloak does the same); never secrets.

@@ -143,7 +143,7 @@ def clear():
 
 def changed(realm_id):
     """Drop the realm's configuration here and in every process: for writes that send no
-    signals (``realms.data.bulk``)."""
+    signals (``realms.data.rows.insert_many``)."""
     _configs.invalidate(realm_id)
 
 

@@ -1,5 +1,25 @@
-"""Model instances from one SQL query by key, and new rows written, without the ORM's setup per
-query.
+"""The project's raw SQL: model rows read by key and written without the ORM's setup per query,
+write batches, and the bulk writes of imports. Every statement written past the ORM that depends
+on the database lives here, with its portable path.
+
+The contract (tests/realms/test_rows.py states it; the suite runs on both databases):
+
+- The same call has the same outcome on PostgreSQL (production) and on SQLite (dev mode): the
+  same rows written, the same errors. Only the round trips differ. PostgreSQL gets several
+  statements in one query string, a data-modifying ``WITH``, ``COPY`` and ``ANALYZE``; SQLite
+  gets the statements one by one, a ``DELETE`` then an ``INSERT``, one prepared ``INSERT`` per
+  row, and no ``ANALYZE``. Callers never ask which database they run on.
+- Everything runs in the caller's transaction and nothing here commits, with one exception: an
+  outermost ``batch`` on PostgreSQL in which nothing else ran is itself the transaction. Its
+  statements go as one query string with psycopg switched to autocommit for that one query, so
+  there is no ``BEGIN`` and no ``COMMIT``. The server runs such a string all or nothing: a
+  statement that fails in the middle, or a connection dropped before the answer, leaves none of
+  it written. The switch is undone before the batch ends, and never happens once anything else
+  was sent in the transaction. Keeping it saves two of a user creation's three round trips
+  (docs/decisions/0053-write-batches.md, 0060).
+- No other module reaches past Django's cursor (psycopg's ``COPY``, autocommit or transaction
+  status) or joins statements into one query string. The database backend ``idp.postgresql``
+  is the one other place that touches psycopg.
 
 Hot paths read a row or a few by key: each Admin API request its realm and its caller, each
 sign-in step its user, each refresh its client session, each password check the user's
@@ -9,10 +29,16 @@ realm's 80 columns that costs twice what PostgreSQL spends answering. ``fetch`` 
 per model and connection. ``insert`` is the same for the rows each sign-in writes (its SSO
 session, client session and authorization code) and each new user's role and password rows;
 ``create`` for each new user's row, signals sent; ``replace`` for the password row each password
-change replaces.
+change replaces. Inside ``batch()`` those three write nothing at once: their statements are sent
+together when the batch ends (docs/decisions/0053-write-batches.md).
 
-Inside ``batch()`` those three write nothing at once: their statements are sent together when the
-batch ends, in one round trip (docs/decisions/0053-write-batches.md)."""
+A realm import or a partial import may carry a hundred thousand users, a directory's sync as
+many; one ``INSERT`` per row through ``save()`` cost milliseconds each, most of it the ORM's.
+``insert_many`` streams ready model instances (primary keys set, fields filled) into a table,
+``insert_values`` plain values (a directory's import builds no instances), ``update_values``
+changes columns of existing rows. Like ``bulk_create`` they send no signals and call no
+``save()``: callers do what those would have done (a cache to drop, a hook that does not apply)."""
+import json
 import weakref
 from contextlib import contextmanager
 
@@ -207,8 +233,8 @@ def batch():
     statement in the batch (a read, an ORM write) first sends what waits, so it sees those
     rows, and the transaction then goes on as usual. A batch inside a batch is part of it.
     Errors of the waiting statements (an IntegrityError) are raised at the end of the block; a
-    block left by an exception, or marked for rollback, sends nothing that waits. A ``COPY``
-    (``realms.data.bulk``) goes past Django's cursor and so past the wrapper: not inside a batch."""
+    block left by an exception, or marked for rollback, sends nothing that waits, and so does a
+    ``COPY`` (``insert_many``, ``insert_values``), which goes past Django's cursor."""
     connection = connections[DEFAULT_DB_ALIAS]
     if connection in _batches:
         yield
@@ -251,3 +277,91 @@ class _Pending:
         finally:
             if not raw.closed:  # a lost connection's own error is the one to raise
                 raw.autocommit = False
+
+
+_AUTO = ("AutoField", "BigAutoField", "SmallAutoField")
+# Rows written in one go past which the planner's statistics are refreshed at once: after a bulk
+# import the table's statistics still describe it as it was (autovacuum comes a minute or more
+# later), and a sign-in's username lookup was planned as a scan of the realm's 100,000 new users.
+ANALYZE_AFTER = 1000
+
+
+def insert_many(model, objs):
+    """Write ``objs`` (instances of ``model``, not yet in the table) in one stream."""
+    if not objs:
+        return
+    # A generated key (the auto ``id`` of a many-to-many table) is left to the database.
+    fields = [f for f in model._meta.concrete_fields if not (f.primary_key and f.get_internal_type() in _AUTO)]
+    names = [f.attname for f in fields]
+    _stream(model, fields, ([obj.__dict__[name] for name in names] for obj in objs))
+
+
+def insert_values(model, fields, rows):
+    """Write ``rows`` (a list of sequences of attribute values, one per field of ``fields``, JSON
+    as Python values) into ``model``'s table in one stream."""
+    if rows:
+        _stream(model, fields, rows)
+
+
+def _stream(model, fields, rows):
+    """PostgreSQL's ``COPY``; SQLite: one prepared ``INSERT`` run for every row."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    pending = _batches.get(connection)
+    if pending is not None:
+        pending.send(alone=False)  # the rows that wait go first: these may reference them
+    quote = connection.ops.quote_name
+    table, columns = quote(model._meta.db_table), ", ".join(quote(f.column) for f in fields)
+    if connection.vendor != "postgresql":
+        marks = ", ".join(["%s"] * len(fields))
+        with connection.cursor() as cursor:
+            cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})",
+                               [[f.get_db_prep_save(v, connection) for f, v in zip(fields, row)] for row in rows])
+        return
+    # The values as they are (COPY's text form takes them), JSON as text: each field's
+    # get_db_prep_save cost more than the database spent storing the row.
+    json_fields = [_json(f) if f.get_internal_type() == "JSONField" else None for f in fields]
+    with connection.cursor() as cursor:
+        with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row([v if convert is None else convert(v) for v, convert in zip(row, json_fields)])
+
+
+def _json(field):
+    return lambda value: json.dumps(value, cls=field.encoder)
+
+
+def update_values(model, fields, rows):
+    """Set ``fields`` (model fields) of existing rows: ``rows`` are (primary key, [values]), in one
+    prepared ``UPDATE`` run for every row (pipelined by psycopg)."""
+    if not rows:
+        return
+    connection = connections[DEFAULT_DB_ALIAS]
+    quote = connection.ops.quote_name
+    sets = ", ".join(f"{quote(f.column)} = %s" for f in fields)
+    with connection.cursor() as cursor:
+        cursor.executemany(f"UPDATE {quote(model._meta.db_table)} SET {sets} WHERE {quote(model._meta.pk.column)} = %s",
+                           [[f.get_db_prep_save(v, connection) for f, v in zip(fields, values)] + [pk]
+                            for pk, values in rows])
+
+
+def refresh_statistics(written, *models):
+    """``ANALYZE`` the tables of ``models`` (PostgreSQL; SQLite keeps no statistics a sign-in's plan
+    depends on) when ``written`` rows went into them: in the caller's transaction, whose own rows
+    the sample counts."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    if written < ANALYZE_AFTER or connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        for model in models:
+            cursor.execute(f"ANALYZE {connection.ops.quote_name(model._meta.db_table)}")
+
+
+def holding(queryset, key, value):
+    """The rows of ``queryset`` whose JSON ``attributes`` list ``value`` under ``key`` (Keycloak's
+    attribute query): PostgreSQL's containment; SQLite has none, so the rows with the key are read
+    and matched here."""
+    if connections[DEFAULT_DB_ALIAS].vendor == "postgresql":
+        return queryset.filter(attributes__contains={key: [value]})
+    ids = [pk for pk, attrs in queryset.filter(attributes__has_key=key).values_list("pk", "attributes")
+           if value in (attrs.get(key) or [])]
+    return queryset.filter(pk__in=ids)

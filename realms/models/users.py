@@ -125,8 +125,10 @@ class User(RealmOwned, AbstractBaseUser):
         return next((c for c in self.stored_credentials() if c.type == Credential.PASSWORD), None)
 
     def save(self, *args, **kwargs):
-        if self._state.adding and not args and not kwargs:
-            rows.create(self)  # every user made: the row without the save machinery's compiler
+        # Every new user's row, however the save was asked for (``objects.create`` passes
+        # ``force_insert`` and ``using``; there is one database): without the save machinery's compiler.
+        if self._state.adding:
+            rows.create(self)
         else:
             super().save(*args, **kwargs)
 

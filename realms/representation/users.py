@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from django.utils import timezone
 
 from ..credentials import hashers, password_policy, secret_from_representation, secret_to_representation
-from ..data import bulk, realm_cache
+from ..data import realm_cache, rows
 from ..models import Credential, User
 from ..users.accounts import enable_service_account
 from .fields import (
@@ -238,7 +238,7 @@ class UserApplier:
 
     def add_users(self, reps):
         """Write the parsed users with their role mappings, group memberships and credentials,
-        in bulk (``realms.data.bulk``: one stream per table, in the caller's transaction); their
+        in bulk (``realms.data.rows.insert_many``: one stream per table, in the caller's transaction); their
         User rows, in order. As Keycloak's import (``addUser`` with an id): into the realm
         database only, without the realm's default role or required actions."""
         ids = iter(self.ids_for(User, [u["fields"].get("id") for u in reps]))
@@ -284,10 +284,10 @@ class UserApplier:
                         raise RepresentationError(path, str(exc)) from None
                     cred["secret_data"] = password_policy.hash_password(self.realm, value)
                 credentials.append(Credential(user=user, **cred))
-        for model, rows in ((User, users), (user_roles, role_rows), (user_groups, group_rows),
-                            (Credential, credentials)):
-            bulk.insert(model, rows)
-        bulk.refresh_statistics(len(users), User, Credential)
+        for model, written in ((User, users), (user_roles, role_rows), (user_groups, group_rows),
+                               (Credential, credentials)):
+            rows.insert_many(model, written)
+        rows.refresh_statistics(len(users), User, Credential)
         if users:  # what the rows' signals would have done: cached roles and service accounts
             realm_cache.changed(self.realm.pk)
         return users

@@ -9,6 +9,7 @@ from django.core.validators import URLValidator, validate_email
 from django.db import transaction
 from django.db.models import Q
 
+from ..data import rows
 from ..http import action_tokens, email
 from ..models import Organization, OrganizationDomain, OrganizationMember
 
@@ -141,7 +142,7 @@ def search(realm, text=None, exact=False, query=None):
     orgs = Organization.objects.filter(realm=realm)
     if query:
         for key, value in query.items():
-            orgs = orgs.filter(attributes__contains={key: [value]})
+            orgs = rows.holding(orgs, key, value)
     elif text:
         if exact:
             orgs = orgs.filter(Q(name__iexact=text) | Q(domains__name__iexact=text))

@@ -105,14 +105,15 @@ def test_import_off_max_lifespan_and_a_removed_entry(realm, directory, time_mach
     assert not User.objects.filter(realm=realm, username="quin").exists()
 
 
+@pytest.mark.postgresql
 def test_a_large_sync_refreshes_the_planners_statistics(realm, directory, monkeypatch):
     """A sync that imports many users ANALYZEs the user table (here with the threshold lowered to
     the directory's 40 users), so the planner knows the rows a sign-in's lookup reads among."""
     from django.db import connection
 
-    from realms.data import bulk
+    from realms.data import rows
 
-    monkeypatch.setattr(bulk, "ANALYZE_AFTER", 40)
+    monkeypatch.setattr(rows, "ANALYZE_AFTER", 40)
     component = make_provider(realm, directory)
     directory.add_users("stat", 40)
     assert sync(component)["added"] == 40

@@ -9,7 +9,7 @@ from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 
 from realms.admin_api import users as users_api
-from realms.data import bulk, realm_cache
+from realms.data import realm_cache, rows
 from realms.data.user_queries import listed_count
 from realms.models import Client, Realm, User
 from realms.representation.services import create_realm
@@ -28,6 +28,7 @@ def tally_rows(realm):
         return cursor.fetchone()[0]
 
 
+@pytest.mark.postgresql
 @pytest.mark.django_db
 def test_the_tally_is_the_count_of_the_listing_through_every_write(acme):  # noqa: F811
     other = create_realm("other")
@@ -48,7 +49,7 @@ def test_the_tally_is_the_count_of_the_listing_through_every_write(acme):  # noq
     bot_client = Client.objects.create(realm=acme, client_id="bot", service_accounts_enabled=True)
     imported = [User(realm=acme, username=f"bulk{i:03d}") for i in range(250)]
     imported.append(User(realm=acme, username="service-account-bot", service_account_client=bot_client))
-    bulk.insert(User, imported)
+    rows.insert_many(User, imported)
     check(251)
     # A user who leaves the listing, or comes into it, by the service-account link (a row update).
     User.objects.filter(pk=robot.pk).update(service_account_client=None)
@@ -71,6 +72,7 @@ def test_the_tally_is_the_count_of_the_listing_through_every_write(acme):  # noq
     assert tally_rows(acme) == 0
 
 
+@pytest.mark.postgresql
 @pytest.mark.django_db
 def test_a_realms_rows_are_folded_as_they_come(acme):  # noqa: F811
     for i in range(100):  # a row each
@@ -83,6 +85,7 @@ def test_a_realms_rows_are_folded_as_they_come(acme):  # noqa: F811
     assert listed_count(acme) == counted(acme)
 
 
+@pytest.mark.postgresql
 @pytest.mark.django_db
 def test_a_deleted_realm_leaves_no_tally(acme):  # noqa: F811
     create_user(acme, "ann")
@@ -92,10 +95,11 @@ def test_a_deleted_realm_leaves_no_tally(acme):  # noqa: F811
     assert tally_rows(acme) == 0
 
 
+@pytest.mark.postgresql
 @pytest.mark.django_db
 def test_users_count_and_the_last_page_read_the_tally(master_api, acme, monkeypatch):  # noqa: F811
     names = [f"p{i:02d}" for i in range(30)]
-    bulk.insert(User, [User(realm=acme, username=name) for name in names])
+    rows.insert_many(User, [User(realm=acme, username=name) for name in names])
     enable_service_account(Client.objects.create(realm=acme, client_id="p1x", service_accounts_enabled=True))
     with CaptureQueriesContext(connection) as captured:
         assert master_api("get", "acme/users/count").json() == 30
@@ -118,6 +122,7 @@ def test_a_limited_admin_counts_what_it_may_view(fgap):  # noqa: F811
     assert Api(token("fgap", "de-dua-0"))("get", "fgap/users/count").json() == 3
 
 
+@pytest.mark.postgresql
 @pytest.mark.django_db(transaction=True)
 def test_users_created_at_the_same_time_do_not_wait_on_the_tally():
     realm = create_realm("busy")

@@ -9,7 +9,7 @@ from django.db import connection, connections
 
 from bench.libpq_trace import libpq_trace
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgresql]
 
 
 @pytest.fixture

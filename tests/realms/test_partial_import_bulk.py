@@ -198,6 +198,7 @@ def test_overwrite_with_a_conflict_in_the_middle_of_a_batch_replaces_it(acme, ma
     assert Event.objects.filter(realm=acme, kind=Event.ADMIN, type="CREATE").count() == 49
 
 
+@pytest.mark.postgresql
 def test_a_large_import_refreshes_the_planners_statistics(acme, master_api):
     """After a bulk import the sign-in's username lookup reads the username index, not the
     realm's users one by one (the table's statistics still described it as it was before)."""

@@ -177,6 +177,7 @@ def test_users_create_read_filter_sort_page(scim, hr):
     assert [u["userName"] for u in search.json()["Resources"]] == ["carol"]
 
 
+@pytest.mark.postgresql
 def test_the_unfiltered_list_reads_the_tally_and_co_asks_the_index_for_rare_trigrams(scim, hr):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext

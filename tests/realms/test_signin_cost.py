@@ -73,6 +73,7 @@ def test_token_exchange_makes_the_same_queries_after_a_second_factor_or_a_passke
                         "INSERT realms_event"]
 
 
+@pytest.mark.postgresql
 def test_one_time_code_post_reads_the_user_and_credentials_and_writes_three_rows(realm, web_app, bob):
     add_otp(bob)
     warm = HttpClient()  # caches the realm; the previous period's code (a code is good once)

@@ -51,6 +51,7 @@ def _create(api, username, **fields):
         {"type": "password", "value": "New-password-1", "temporary": False}]})
 
 
+@pytest.mark.postgresql
 def test_creating_a_user_with_a_password_makes_these_queries_and_no_more(acme, master_api):
     assert _create(master_api, "first").status_code == 201  # the caller's session and realm cached
     with CaptureQueriesContext(connection) as queries:
@@ -81,6 +82,7 @@ def test_a_username_taken_meanwhile_is_a_conflict_and_nothing_is_kept(acme, mast
     assert master_api("get", "acme/users/count").json() == 1  # the connection still serves
 
 
+@pytest.mark.postgresql
 def test_a_username_and_an_email_taken_are_one_query_and_the_username_answers_first(acme, master_api):
     acme.duplicate_emails_allowed = True
     acme.save()
@@ -143,6 +145,7 @@ def test_an_update_is_checked_against_the_other_users_only(acme, master_api):
     assert User.objects.get(pk=ann).email == "ann@example.org"
 
 
+@pytest.mark.postgresql
 def test_setting_a_password_reads_the_user_once_and_not_the_realm_again(acme, master_api):
     user_id = _create(master_api, "reset").headers["Location"].rsplit("/", 1)[1]
     body = {"type": "password", "value": "Other-password-2", "temporary": True}

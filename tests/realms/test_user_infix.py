@@ -20,6 +20,7 @@ pytestmark = pytest.mark.django_db
 BENCH = {t: 1.0 for t in trigrams("user", padded=True) | trigrams("bench.test", padded=True) | {"er0"}}
 
 
+@pytest.mark.postgresql
 def test_a_value_has_the_trigrams_pg_trgm_finds_in_it():
     values = ["user0333333@bench.test", "Ann Archer", "o'neil_100%@x.example", "a", "ab", "x-1.y", "  spaced  out "]
     with connection.cursor() as cursor:
@@ -57,9 +58,12 @@ def test_no_statistics_no_sqlite_no_ascii_the_plain_match(monkeypatch):
     assert contains("email", "user0333333@bench.test") == Q(email__icontains="user0333333@bench.test")
     monkeypatch.setattr(user_queries, "_frequencies", lambda period: {"email": BENCH})
     assert contains("email", "zoë@bench.test") == Q(email__icontains="zoë@bench.test")
-    assert contains("email", "zoe@bench.test") != Q(email__icontains="zoe@bench.test")
+    # With statistics, an ASCII value asks the trigram index, which SQLite has not.
+    assert (contains("email", "zoe@bench.test") != Q(email__icontains="zoe@bench.test")) == (
+        connection.vendor == "postgresql")
 
 
+@pytest.mark.postgresql
 def test_the_statistics_find_the_frequent_trigrams(crowd):
     frequencies = user_queries._frequencies(0)
     assert set(frequencies) == set(SEARCHED)
@@ -73,6 +77,7 @@ VALUES = ["u01234@bulk.test", "01234@", "U0123", "bulk.test", "@bulk", "ann", "A
           "_100%", "100%", "\\s", "_s@", "%", "_", "\\", "zoë", "ÄRG", "n_e", "n%e", "2999@b", "u", "", "nobody@nowhere"]
 
 
+@pytest.mark.postgresql
 @pytest.mark.parametrize("field", SEARCHED)
 def test_the_users_found_are_those_icontains_finds(crowd, field):
     for username, email, first, last in ODD:
@@ -83,6 +88,7 @@ def test_the_users_found_are_those_icontains_finds(crowd, field):
         assert set(users.filter(contains(field, value)).values_list("username", flat=True)) == expected, value
 
 
+@pytest.mark.postgresql
 def test_an_address_reads_its_infrequent_trigrams_from_the_index(master_api, crowd):  # noqa: F811
     found, (page_plan,) = plans(master_api, crowd, "acme/users", email="u01234@bulk.test")
     assert [u["username"] for u in found] == ["u01234"]

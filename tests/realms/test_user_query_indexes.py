@@ -62,6 +62,7 @@ def plans(api, realm, path, **params):
     return resp.json(), found
 
 
+@pytest.mark.postgresql
 def test_the_migration_creates_the_indexes():
     with connection.cursor() as cursor:
         cursor.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'realms_user'")
@@ -89,6 +90,7 @@ def test_the_migration_creates_the_indexes():
     ({"firstName": "carol", "exact": "true"}, ["carol"], "realms_user_first_name_upper_idx"),
     ({"lastName": "bak"}, ["anna"], "realms_user_last_name_trgm_idx"),
 ])
+@pytest.mark.postgresql
 def test_each_search_form_reads_its_index(master_api, crowd, params, expected, index):  # noqa: F811
     found, (page_plan,) = plans(master_api, crowd, "acme/users", **params)
     assert [u["username"] for u in found] == expected
@@ -99,6 +101,7 @@ def test_each_search_form_reads_its_index(master_api, crowd, params, expected, i
     assert index in count_plan, count_plan
 
 
+@pytest.mark.postgresql
 def test_the_list_reads_the_partial_index_alone_and_the_count_none(master_api, crowd):  # noqa: F811
     listed, (page_plan,) = plans(master_api, crowd, "acme/users", first="10", max="5")
     everyone = sorted(["ann", "anna", "bob", "carol", *(f"u{i:05d}" for i in range(BULK))])
@@ -143,6 +146,7 @@ def test_a_role_holder_sees_every_user_without_permissions_evaluated(fgap):  # n
     assert [u.username for u in listed] == ["de-user-0", "de-user-1", "de-user-2"]
 
 
+@pytest.mark.postgresql
 def test_the_uniqueness_check_of_a_new_users_email_reads_the_email_index(master_api, crowd):  # noqa: F811
     with CaptureQueriesContext(connection) as captured:
         resp = master_api("post", "acme/users", {"username": "dora", "email": "ANN@corp.example"})

@@ -29,7 +29,7 @@ def test_smtp_password_is_encrypted_at_rest_and_read_back(realm):
     realm.smtp_server = {**realm.smtp_server, "auth": "true", "user": "mailer", "password": "smtp-Secret-9"}
     realm.save()
     with connection.cursor() as cursor:
-        cursor.execute("SELECT smtp_server::text FROM realms_realm WHERE id = %s", [realm.pk])
+        cursor.execute("SELECT CAST(smtp_server AS text) FROM realms_realm WHERE id = %s", [realm.pk])
         raw = cursor.fetchone()[0]
     assert "smtp-Secret-9" not in raw and "fernet:" in raw
     assert Realm.objects.get(pk=realm.pk).smtp_server["password"] == "smtp-Secret-9"

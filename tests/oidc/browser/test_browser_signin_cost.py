@@ -53,6 +53,7 @@ def recorded(monkeypatch):
     return cache.calls
 
 
+@pytest.mark.postgresql
 def test_login_post_reads_the_user_and_credential_and_writes_three_rows(client, realm, client_app,
                                                                          user_with_password):
     # A first sign-in caches the realm's configuration (and what event listeners cache).

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets everything up, lints, and runs the whole test suite against real services it starts itself
-# (PostgreSQL and Redis on loopback, free ports, throw-away data directories), then stops them.
-# Usage: scripts/test.sh [pytest arguments]
+# (PostgreSQL and Redis on loopback, free ports, throw-away data directories): on PostgreSQL, then
+# again on dev mode's SQLite; then stops them.
+# Usage: scripts/test.sh [pytest arguments, for both runs]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The suite's settings are its own: no IDP_ or DJANGO_ variable of the caller (a shell set up for
@@ -15,8 +16,18 @@ trap services_stop EXIT
 services_start
 echo "lint: ruff check"
 .venv/bin/ruff check --quiet .
-set +e
-.venv/bin/python -m pytest "$@"
-status=$?
-set -e
+# The suite twice, each run whatever the other's outcome: on PostgreSQL (production's database),
+# then on dev mode's SQLite without the tests about PostgreSQL itself (marker postgresql). Redis
+# and PostgreSQL serve both (Celery's tests use Redis either way).
+run() {  # label, then pytest's arguments
+  local start=$SECONDS code
+  set +e; .venv/bin/python -m pytest "${@:2}"; code=$?; set -e
+  # 5: no test selected, as when the arguments pick only tests about PostgreSQL.
+  [ "$1" = SQLite ] && [ "$code" = 5 ] && code=0
+  echo "$1: exit $code in $((SECONDS - start)) s"
+  return "$code"
+}
+status=0
+run PostgreSQL "$@" || status=$?
+IDP_TEST_DB=sqlite run SQLite -m "not postgresql" "$@" || status=$?
 exit $status

@@ -1,6 +1,7 @@
 """A new user's first run: the README's commands work whatever the caller's locale and say
 plainly when they need root; manage.py commands work on a fresh checkout before the first start."""
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -135,6 +136,32 @@ def test_the_suite_gets_none_of_the_callers_idp_or_django_variables(tmp_path):
     seen = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
     assert "DJANGO_SETTINGS_MODULE" not in seen and "IDP_SECRET_KEY" not in seen
     assert seen["IDP_TEST_DB_URL"] == "db" and seen["OTHER"] == "kept"
+    # The suite runs twice: on PostgreSQL, then on SQLite without the tests about PostgreSQL.
+    assert done.stdout.count("IDP_TEST_DB_URL=db") == 2 and done.stdout.count("IDP_TEST_DB=sqlite") == 1
+
+
+@pytest.mark.parametrize("postgresql, sqlite, status", [(0, 0, 0), (1, 0, 1), (0, 1, 1), (0, 5, 0), (5, 5, 5)])
+def test_the_suite_runs_on_postgresql_then_sqlite_and_fails_if_either_fails(tmp_path, postgresql, sqlite, status):
+    """Both runs whatever the first's outcome, each timed, pytest's arguments passed to both. Exit 5 (no
+    test selected) passes on SQLite, as when the arguments select only tests about PostgreSQL."""
+    checkout = tmp_path / "checkout"
+    for path in (checkout / "scripts", checkout / ".venv" / "bin"):
+        path.mkdir(parents=True)
+    shutil.copy(ROOT / "scripts" / "test.sh", checkout / "scripts" / "test.sh")
+    (checkout / "scripts" / "services.sh").write_text("services_start() { :; }\nservices_stop() { :; }\n")
+    python = ('echo "${IDP_TEST_DB:-postgresql}: $*"\n'
+              f'[ "$IDP_TEST_DB" = sqlite ] && exit {sqlite}\nexit {postgresql}')
+    for path, body in ((checkout / "scripts" / "setup.sh", "exit 0"), (checkout / ".venv" / "bin" / "python", python),
+                       (checkout / ".venv" / "bin" / "ruff", "exit 0")):
+        path.write_text(f"#!/bin/bash\n{body}\n")
+        path.chmod(0o755)
+    done = subprocess.run(["bash", "scripts/test.sh", "-x", "tests/realms"], cwd=checkout, capture_output=True,
+                          text=True, timeout=60, env={"PATH": os.environ["PATH"]})
+    assert done.returncode == status, done.stdout + done.stderr
+    runs = [line for line in done.stdout.splitlines() if line.startswith(("postgresql:", "sqlite:"))]
+    assert runs == ["postgresql: -m pytest -x tests/realms", "sqlite: -m pytest -m not postgresql -x tests/realms"]
+    assert re.search(rf"^PostgreSQL: exit {postgresql} in \d+ s$", done.stdout, re.M)
+    assert re.search(rf"^SQLite: exit {0 if sqlite == 5 else sqlite} in \d+ s$", done.stdout, re.M)
 
 
 def test_manage_py_commands_work_before_the_first_start(tmp_path):

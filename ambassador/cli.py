@@ -5,7 +5,7 @@ import argparse
 import logging
 import sys
 
-from . import config as config_mod
+from . import configfile
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,8 +25,8 @@ def run(path: str, check: bool = False, log_level: str = "INFO") -> int:
     logging.basicConfig(level=log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
-        cfg = config_mod.load(path)
-    except config_mod.ConfigError as e:
+        cfg = configfile.load(path)
+    except configfile.ConfigError as e:
         for line in e.lines:
             print(line, file=sys.stderr)
         return 2

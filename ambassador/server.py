@@ -6,7 +6,8 @@ import gc
 import logging
 import signal
 
-from . import config as config_mod
+from . import configfile
+from .config import Config
 from .proxy import HTTPProxy
 from .runtime import Runtime
 from .telemetry import AccessLog, Metrics, Tracing, serve_metrics
@@ -15,7 +16,7 @@ log = logging.getLogger("ambassador")
 
 
 class App:
-    def __init__(self, cfg: config_mod.Config, loop: asyncio.AbstractEventLoop | None = None):
+    def __init__(self, cfg: Config, loop: asyncio.AbstractEventLoop | None = None):
         self.config = cfg
         self.loop = loop or asyncio.get_running_loop()
         self.metrics = Metrics()
@@ -64,8 +65,8 @@ class App:
         """Re-read the file. A bad file changes nothing; a good one replaces routes and upstreams for
         new requests while calls in flight finish on the old ones. Listener addresses need a restart."""
         try:
-            new = config_mod.load(self.config.source)
-        except config_mod.ConfigError as e:
+            new = configfile.load(self.config.source)
+        except configfile.ConfigError as e:
             for line in e.lines:
                 log.error("reload refused: %s", line)
             return False
@@ -119,7 +120,7 @@ class App:
         self.stopped.set()
 
 
-async def serve(cfg: config_mod.Config, ready=None) -> None:
+async def serve(cfg: Config, ready=None) -> None:
     app = App(cfg)
     await app.start()
     app.install_signal_handlers()
@@ -134,7 +135,7 @@ async def serve(cfg: config_mod.Config, ready=None) -> None:
     await app.stopped.wait()
 
 
-def run(cfg: config_mod.Config) -> None:
+def run(cfg: Config) -> None:
     try:
         import uvloop
     except ImportError:

@@ -284,7 +284,7 @@ class Proxy:
     """The ambassador App running in the loop thread, from a config dict written to a file."""
 
     def __init__(self, lt: LoopThread, directory: Path, cfg: dict, exporter=None):
-        from ambassador import config as config_mod
+        from ambassador import configfile
         from ambassador.server import App
 
         self.lt = lt
@@ -295,7 +295,7 @@ class Proxy:
         tel.setdefault("access_log", str(directory / "access.log"))
         self.log_path = Path(tel["access_log"]) if tel["access_log"] else None
         self.path.write_text(yaml.safe_dump(cfg))
-        self.cfg = config_mod.load(self.path)
+        self.cfg = configfile.load(self.path)
 
         async def _start():
             app = App(self.cfg)

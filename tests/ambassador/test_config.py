@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from ambassador.config import ConfigError, load, parse_duration
+from ambassador.configfile import ConfigError, load, parse_duration
 
 
 def write(tmp_path, doc) -> str:

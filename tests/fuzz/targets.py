@@ -270,7 +270,7 @@ def run_webhook_api(state, data):
 
 def run_ambassador_config(state, data):
     """The proxy's YAML configuration file: a Config or ConfigError listing the mistakes."""
-    from ambassador.config import ConfigError, load
+    from ambassador.configfile import ConfigError, load
 
     path = Path(state.name) / "ambassador.yaml"
     path.write_bytes(data)

@@ -1,7 +1,9 @@
-"""Metrics (Prometheus, own port), JSON access log, OpenTelemetry spans."""
+"""Metrics (Prometheus, own port), JSON access log, OpenTelemetry spans, and ``record()``, which
+accounts for each finished call in all three."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import time
@@ -119,13 +121,25 @@ async def serve_metrics(metrics: Metrics, host: str, port: int) -> asyncio.Abstr
 
 
 FRACTIONS = tuple(".%03d" % i for i in range(1000))
+_encode_str = json.encoder.encode_basestring  # C: a JSON string literal, non-ASCII kept as is
+_perf_counter_ns = time.perf_counter_ns
+_NUMBERS = tuple(str(i) for i in range(1000))  # statuses, counts and milliseconds for the access log
+_NO_ROUTE_NAMES = '"route":"-","upstream":"-"'
+_PATHS_JSON: dict = {}
+
+
+def _path_json(url: bytes) -> str:
+    s = _PATHS_JSON[url] = _encode_str(url.decode("latin-1"))
+    if len(_PATHS_JSON) > 4096:  # targets come from clients: keep the cache bounded
+        _PATHS_JSON.clear()
+    return s
 
 
 class AccessLog:
     """One JSON line per call. Lines are batched and written every 50 ms (or at 64 KiB) so a busy
     proxy does not pay a write system call per request.
 
-    The proxy formats the lines itself (see HTTPProxy._record), calls ``start_batch()`` before the
+    The proxy formats the lines itself (see ``record()``), calls ``start_batch()`` before the
     first line of a batch, appends each line to ``buf`` (adding its length to ``size``) and calls
     ``write_out()`` past 64 KiB. It stamps lines with the wall clock derived from the perf counter it
     already read: ``offset_ns`` is taken again at the start of every batch, and the text of the
@@ -219,3 +233,92 @@ class Tracing:
 
     def shutdown(self) -> None:
         self.provider.shutdown()
+
+    def start_span(self, req, route):
+        """A client span for a call, and the trace fields that carry it upstream."""
+        carrier = {}
+        tp = req.lc.get(b"traceparent")
+        if tp is not None:
+            carrier["traceparent"] = tp.decode("latin-1")
+            ts = req.lc.get(b"tracestate")
+            if ts is not None:
+                carrier["tracestate"] = ts.decode("latin-1")
+        from opentelemetry.trace import SpanKind, set_span_in_context
+
+        ctx = self.propagator.extract(carrier) if carrier else None
+        span = self.tracer.start_span(f"{req.method_s} {route.cfg.name}", context=ctx, kind=SpanKind.CLIENT,
+                                      attributes={"http.request.method": req.method_s,
+                                                  "url.path": req.path.decode("latin-1"),
+                                                  "ambassador.route": route.cfg.name,
+                                                  "ambassador.upstream": route.up.name})
+        out: dict = {}
+        self.propagator.inject(out, context=set_span_in_context(span))
+        return span, [(k.encode(), v.encode("latin-1")) for k, v in out.items()]
+
+
+def record(app, call) -> None:
+    """Accounts for a call that ended: its route's counters, its span, its access-log line."""
+    end = _perf_counter_ns()
+    elapsed = end - call.start
+    route = call.route
+    status = call.status
+    if route is not None:
+        stats = route.stats  # CallStats.observe(), inlined
+        stats.codes[status] += 1
+        stats.buckets[bisect_left(LATENCY_BUCKETS_NS, elapsed)] += 1
+        stats.sum_ns += elapsed
+    else:
+        app.metrics.call_stats("-", "-").observe(status, elapsed)
+    trace_id = None
+    span = call.span
+    if span is not None:
+        from opentelemetry.trace import Status, StatusCode
+
+        span.set_attribute("http.response.status_code", status)
+        span.set_attribute("ambassador.attempts", call.attempts)
+        if call.instance is not None:
+            span.set_attribute("server.address", call.instance.key)
+        if call.error:
+            span.set_attribute("error.type", call.error)
+            span.set_status(Status(StatusCode.ERROR, call.error))
+        trace_id = format(span.get_span_context().trace_id, "032x")
+        span.end()
+    log = app.access_log
+    if log.enabled:
+        if trace_id is None and call.filter:  # filter: an Authorization or trace field came
+            tp = call.lc.get(b"traceparent")
+            if tp is not None and len(tp) >= 35:
+                trace_id = tp[3:35].decode("latin-1")
+        if not log.scheduled:
+            log.start_batch()
+        ms = (end + log.offset_ns) // 1_000_000
+        ts = log.ts if ms == log.ts_ms else log.stamp(ms)
+        path = _PATHS_JSON.get(call.url)
+        if path is None:
+            path = _path_json(call.url)
+        us = elapsed // 1000
+        whole_ms = us // 1000
+        duration = _NUMBERS[whole_ms] if whole_ms < 1000 else str(whole_ms)
+        inst = call.instance
+        error = call.error
+        fallback = call.fallback
+        # f-strings with the constant parts compiled in: %-formatting scans its template and a
+        # JSON encoder builds a dict first, each several times the cost for a fixed shape. The
+        # usual call (one try, nothing went wrong) has a shorter one.
+        if call.attempts == 1 and error is None and fallback is None and trace_id is None:
+            line = (f'{{"ts":{ts},"method":{call.method_json},"path":{path},"status":{_NUMBERS[status]},'
+                    f'"duration_ms":{duration}{FRACTIONS[us % 1000]},{route.log_names},"instance":{inst.key_json},'
+                    f'"attempts":1,"retries":0,"error":null,"fallback":null,"trace_id":null}}')
+        else:
+            line = (
+                f'{{"ts":{ts},"method":{call.method_json},"path":{path},"status":{_NUMBERS[status]},'
+                f'"duration_ms":{duration}{FRACTIONS[us % 1000]},'
+                f'{_NO_ROUTE_NAMES if route is None else route.log_names},'
+                f'"instance":{"null" if inst is None else inst.key_json},"attempts":{_NUMBERS[call.attempts]},'
+                f'"retries":{_NUMBERS[call.retries]},"error":{"null" if error is None else _encode_str(error)},'
+                f'"fallback":{"null" if fallback is None else _encode_str(fallback)},'
+                f'"trace_id":{"null" if trace_id is None else _encode_str(trace_id)}}}')
+        log.buf.append(line)
+        log.size += len(line)
+        if log.size > 65536:
+            log.write_out()

@@ -317,13 +317,13 @@ class _Server:
         self.calls = 0
 
     def begin(self, cc, call):
-        from ambassador import proxy
+        from ambassador import downstream, telemetry
         from ambassador.retry import max_retries
 
         cc.call = call
         self.calls += 1
-        proxy._path_json(call.url)
-        proxy._connection_names(call.lc.get(b"connection", b""))
+        telemetry._path_json(call.url)
+        downstream._connection_names(call.lc.get(b"connection", b""))
         max_retries(self.retry, call.method_s, call.lc)
         cc.finish(cc.keeps_alive(call))
 
@@ -338,15 +338,15 @@ def _ambassador_http_state():
 @functools.cache
 def _checked_conn():
     """The proxy's client connection, recording any exception raised inside its callbacks."""
-    from ambassador import proxy
+    from ambassador import downstream
 
-    class Conn(proxy.ClientConn):
+    class Conn(downstream.ClientConn):
         errors = None
 
     for name in ("on_url", "on_header", "on_headers_complete", "on_body", "on_message_complete"):
         def checked(self, *args, _name=name):
             try:
-                return getattr(proxy.ClientConn, _name)(self, *args)
+                return getattr(downstream.ClientConn, _name)(self, *args)
             except BaseException as exc:
                 self.errors.append(exc)
                 raise

@@ -4,15 +4,13 @@ imported or updated a page per transaction, the directory sending the next page 
 is written (a reader thread one page ahead). ``lastSync`` (epoch seconds, as Keycloak keeps it in
 the component's config) moves only when a run has finished, so a run killed half-way leaves the
 pages it committed and the next run does the rest; a run is idempotent. One run per provider at
-a time (Keycloak takes a cluster lock): a PostgreSQL advisory lock of the session, which the
-database drops with the connection of a killed worker."""
-import contextlib
+a time (Keycloak takes a cluster lock): ``rows.session_lock``, which the database drops with the
+connection of a killed worker."""
 import queue
 import threading
 import time
-import zlib
 
-from django.db import connection, transaction
+from django.db import transaction
 
 from realms.data import rows
 from realms.models import Component, User
@@ -34,26 +32,6 @@ def _status(added, updated, removed, failed):
 def result_rep(added=0, updated=0, removed=0, failed=0, ignored=False):
     return {"ignored": ignored, "added": added, "updated": updated, "removed": removed, "failed": failed,
             "status": "ignored" if ignored else _status(added, updated, removed, failed)}
-
-
-_LOCK_SPACE = zlib.crc32(b"federation.ldap.sync") & 0x7FFFFFFF
-
-
-@contextlib.contextmanager
-def _one_at_a_time(component_id):
-    if connection.vendor != "postgresql":
-        yield True  # the development server's SQLite: one process, nothing to race with
-        return
-    key = zlib.crc32(component_id.encode()) & 0x7FFFFFFF
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [_LOCK_SPACE, key])
-        locked = cursor.fetchone()[0]
-    try:
-        yield locked
-    finally:
-        if locked:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_LOCK_SPACE, key])
 
 
 _END = object()
@@ -106,7 +84,7 @@ def _ahead(pages):
 def sync(component, changed_only=False):
     """Run a full (or changed-users) sync; Keycloak's SynchronizationResult representation
     (``ignored`` when import is off or another run of this provider is under way)."""
-    with _one_at_a_time(component.pk) as locked:
+    with rows.session_lock("federation.ldap.sync", component.pk) as locked:
         if not locked:
             return result_rep(ignored=True)
         return _sync(component, changed_only)

@@ -1,22 +1,25 @@
 """The project's raw SQL: model rows read by key and written without the ORM's setup per query,
-write batches, and the bulk writes of imports. Every statement written past the ORM that depends
-on the database lives here, with its portable path.
+write batches, the bulk writes of imports, and the other statements only PostgreSQL has, each
+with its portable path. (Two reads keep their PostgreSQL form beside the code that builds them,
+with their SQLite form: the user search's trigram index in ``user_queries`` and the effective
+role ids read as one array in ``realms.models.users``.)
 
 The contract (tests/realms/test_rows.py states it; the suite runs on both databases):
 
 - The same call has the same outcome on PostgreSQL (production) and on SQLite (dev mode): the
-  same rows written, the same errors. Only the round trips differ. PostgreSQL gets several
-  statements in one query string, a data-modifying ``WITH``, ``COPY`` and ``ANALYZE``; SQLite
-  gets the statements one by one, a ``DELETE`` then an ``INSERT``, one prepared ``INSERT`` per
-  row, and no ``ANALYZE``. Callers never ask which database they run on.
+  same rows written or found, the same errors. Only the round trips differ. PostgreSQL gets
+  several statements in one query string, a data-modifying ``WITH``, ``COPY``, ``ANALYZE``, JSON
+  containment and advisory locks; SQLite gets the statements one by one, a ``DELETE`` then an
+  ``INSERT``, one prepared ``INSERT`` per row, no ``ANALYZE``, the JSON matched in Python, and no
+  lock (dev mode is one process). Callers never ask which database they run on.
 - Everything runs in the caller's transaction and nothing here commits, with one exception: an
   outermost ``batch`` on PostgreSQL in which nothing else ran is itself the transaction. Its
   statements go as one query string with psycopg switched to autocommit for that one query, so
   there is no ``BEGIN`` and no ``COMMIT``. The server runs such a string all or nothing: a
   statement that fails in the middle, or a connection dropped before the answer, leaves none of
   it written. The switch is undone before the batch ends, and never happens once anything else
-  was sent in the transaction. Keeping it saves two of a user creation's three round trips
-  (docs/decisions/0053-write-batches.md, 0060).
+  was sent in the transaction. It saves two round trips of five in a user creation
+  (docs/decisions/0053-write-batches.md, 0060-one-raw-sql-module-tested-on-both-databases.md).
 - No other module reaches past Django's cursor (psycopg's ``COPY``, autocommit or transaction
   status) or joins statements into one query string. The database backend ``idp.postgresql``
   is the one other place that touches psycopg.
@@ -40,6 +43,7 @@ changes columns of existing rows. Like ``bulk_create`` they send no signals and 
 ``save()``: callers do what those would have done (a cache to drop, a hook that does not apply)."""
 import json
 import weakref
+import zlib
 from contextlib import contextmanager
 
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
@@ -365,3 +369,24 @@ def holding(queryset, key, value):
     ids = [pk for pk, attrs in queryset.filter(attributes__has_key=key).values_list("pk", "attributes")
            if value in (attrs.get(key) or [])]
     return queryset.filter(pk__in=ids)
+
+
+@contextmanager
+def session_lock(space, key):
+    """Whether this process holds ``key`` of ``space`` (strings) for the block, without waiting:
+    on PostgreSQL an advisory lock of the session, so the database drops it with the connection
+    of a killed process; SQLite (dev mode: one server process) has nothing to race with."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    if connection.vendor != "postgresql":
+        yield True
+        return
+    ids = [zlib.crc32(part.encode()) & 0x7FFFFFFF for part in (space, key)]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", ids)
+        locked = cursor.fetchone()[0]
+    try:
+        yield locked
+    finally:
+        if locked:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", ids)

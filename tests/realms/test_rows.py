@@ -5,6 +5,7 @@ statement on PostgreSQL. ``batch``: those writes sent together at the end of a t
 the whole transaction where nothing else ran (read from libpq's own trace). ``ahead``: a read
 sent with the next ``fetch``."""
 import re
+import zlib
 from pathlib import Path
 
 import pytest
@@ -349,3 +350,42 @@ def test_no_module_but_this_one_reaches_past_djangos_cursor():
         if "migrations" not in path.parts and _PAST_THE_CURSOR.search(path.read_text(encoding="utf-8")))
     # The database backend is psycopg's other user: its health check polls the socket.
     assert found == ["idp/postgresql/base.py", "realms/data/rows.py"]
+
+
+def test_no_module_but_these_asks_which_database_it_runs_on():
+    root = Path(__file__).resolve().parents[2]
+    asking = re.compile(r"connection\.vendor\b|connection\.features\.")
+    found = sorted(
+        str(path.relative_to(root)) for app in ("idp", "realms", "oidc", "saml", "webhooks", "federation", "ambassador")
+        for path in (root / app).rglob("*.py")
+        if "migrations" not in path.parts and asking.search(path.read_text(encoding="utf-8")))
+    # The two reads whose PostgreSQL form stays beside the code that builds it (rows' docstring).
+    assert found == ["realms/data/rows.py", "realms/data/user_queries.py", "realms/models/users.py"]
+
+
+@pytest.mark.postgresql  # an advisory lock of the session; dev mode's one process takes no lock
+@pytest.mark.django_db(transaction=True)
+def test_a_session_lock_is_held_by_one_connection_until_its_block_ends():
+    def _ids(*parts):  # the key the lock takes: 31-bit checksums of the names (PostgreSQL's int4 pair)
+        return [zlib.crc32(part.encode()) & 0x7FFFFFFF for part in parts]
+
+    other = connections.create_connection(DEFAULT_DB_ALIAS)
+
+    def other_gets_it():
+        with other.cursor() as cursor:
+            cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", _ids("space", "key"))
+            got = cursor.fetchone()[0]
+            if got:
+                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", _ids("space", "key"))
+        return got
+
+    try:
+        with rows.session_lock("space", "key") as locked:
+            assert locked and not other_gets_it()
+            with other.cursor() as cursor:  # the other holds another key, and a second taker sees it held
+                cursor.execute("SELECT pg_advisory_lock(%s, %s)", _ids("space", "other"))
+            with rows.session_lock("space", "other") as second:
+                assert not second
+        assert other_gets_it()
+    finally:
+        other.close()

@@ -122,7 +122,8 @@ class _Checker:
         if name not in node:
             return default
         value = node[name]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value > 1 or value < 0 or (value == 0 and not allow_zero):
+        if (isinstance(value, bool) or not isinstance(value, (int, float)) or value > 1 or value < 0
+                or (value == 0 and not allow_zero)):
             self.err(f"{key}.{name}", f"must be a number in {'[0, 1]' if allow_zero else '(0, 1]'}, got {value!r}")
             return default
         return float(value)
@@ -230,7 +231,8 @@ def build(data: Any, source: str, base_dir: Path) -> Config:
         )
 
     upstreams: dict[str, UpstreamConfig] = {}
-    up_nodes = c.mapping(top.get("upstreams"), "upstreams", set(top.get("upstreams") or {}) if isinstance(top.get("upstreams"), dict) else set())
+    known = set(top.get("upstreams") or {}) if isinstance(top.get("upstreams"), dict) else set()
+    up_nodes = c.mapping(top.get("upstreams"), "upstreams", known)
     for name, node in up_nodes.items():
         u = _upstream(c, str(name), node)
         if u is not None:
@@ -454,7 +456,8 @@ def _route(c: _Checker, i: int, node: Any, upstreams: dict, up_nodes: dict) -> R
                     elif isinstance(v, str) and v in RETRY_CONDITIONS:
                         parsed.add(v)
                     else:
-                        c.err(f"{rk}.on[{j}]", f"must be one of {', '.join(sorted(RETRY_CONDITIONS))} or a status 400-599, got {v!r}")
+                        c.err(f"{rk}.on[{j}]",
+                              f"must be one of {', '.join(sorted(RETRY_CONDITIONS))} or a status 400-599, got {v!r}")
                 on = frozenset(parsed)
         base, cap = RetryConfig.backoff_base, RetryConfig.backoff_max
         if "backoff" in rn:

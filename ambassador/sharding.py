@@ -396,7 +396,7 @@ class Redis:
     async def _combine_mget(self, n, groups, futs, null: bytes):
         out: list = [None] * n
         replies = [await f for f in futs]
-        for (inst, pos), values in zip(groups, replies):
+        for (_inst, pos), values in zip(groups, replies):
             if isinstance(values, RedisError):
                 return b"-" + values + b"\r\n"
             for p, v in zip(pos, values):

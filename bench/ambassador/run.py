@@ -277,7 +277,7 @@ def report(results, breaker, soak, args, load, breaker_own) -> None:
     for c in args.conns:
         di, br, am, ha = (results[(n, c)] for n in ("direct", "bare", "ambassador", "haproxy"))
 
-        def added(r):
+        def added(r, di=di):
             return f"{r['p50'] - di['p50']:.3f} / {r['p99'] - di['p99']:.3f}"
         lines.append(f"| {c} | {di['rps']:.0f} | {br['rps']:.0f} | {am['rps']:.0f} | {ha['rps']:.0f} "
                      f"| {br['rps'] / max(ha['rps'], 1):.0%} | {am['rps'] / max(ha['rps'], 1):.0%} "

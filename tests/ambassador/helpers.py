@@ -77,7 +77,7 @@ class CA:
         self.dir = directory
         self.key = ec.generate_private_key(ec.SECP256R1())
         subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         self.cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject)
                      .public_key(self.key.public_key()).serial_number(x509.random_serial_number())
                      .not_valid_before(now - datetime.timedelta(hours=1))
@@ -89,7 +89,7 @@ class CA:
 
     def issue(self, name: str, dns: list[str] = (), ips: list[str] = (), client: bool = False) -> tuple[Path, Path]:
         key = ec.generate_private_key(ec.SECP256R1())
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         sans = [x509.DNSName(d) for d in dns] + [x509.IPAddress(ipaddress.ip_address(i)) for i in ips]
         b = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
              .issuer_name(self.cert.subject).public_key(key.public_key()).serial_number(x509.random_serial_number())

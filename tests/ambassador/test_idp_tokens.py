@@ -13,9 +13,9 @@ import pytest
 import requests
 
 from oidc.resource_server import BearerValidator
-from realms.users.accounts import enable_service_account
 from realms.models import Client, ProtocolMapper
 from realms.representation.services import add_default_client_scopes, create_realm
+from realms.users.accounts import enable_service_account
 
 from .helpers import Resp, metric_value
 

@@ -96,7 +96,7 @@ def redis_servers(tmp_path):
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         ports.append(port)
     for port in ports:
-        wait_for(lambda: _can_connect(port), timeout=10)
+        wait_for(lambda port=port: _can_connect(port), timeout=10)
     yield ports
     for pr in procs:
         pr.terminate()
@@ -190,7 +190,7 @@ def test_memcached_sharding(proxy, tmp_path):
         ports.append(port)
     try:
         for port in ports:
-            wait_for(lambda: _can_connect(port), timeout=10)
+            wait_for(lambda port=port: _can_connect(port), timeout=10)
         lport = free_port()
         proxy({"listener": None, "shard_listeners": [{"port": lport, "protocol": "memcached", "upstream": "mc"}],
                "upstreams": {"mc": {"instances": [f"127.0.0.1:{p}" for p in ports]}}})

@@ -40,7 +40,7 @@ def test_json_access_log_line_per_call(upstream, proxy):
     for i in range(5):
         requests.get(p.url + f"/lookup/{i}?q=1", timeout=5)
     requests.post(p.url + "/nothing", timeout=5, data=b"x")
-    lines = wait_for(lambda: (lambda l: l if len(l) == 6 else None)(p.access_log()))
+    lines = wait_for(lambda: (lambda logged: logged if len(logged) == 6 else None)(p.access_log()))
     first = lines[0]
     assert first["method"] == "GET" and first["path"] == "/lookup/0?q=1" and first["status"] == 200
     assert first["route"] == "lookup" and first["upstream"] == "svc" and first["instance"] == u.addr

@@ -56,7 +56,7 @@ def test_the_chooser_never_picks_a_unit_the_cpu_lacks(order):
 # then argon2 imported as the project does; prints the file loaded and the hash it computes.
 LOAD = """
 import sys
-from realms import argon2_build
+from realms.credentials import argon2_build
 argon2_build.cpu_flags = lambda: set(sys.argv[1].split())
 if len(sys.argv) > 2:
     argon2_build.BUILDS = sys.argv[2]

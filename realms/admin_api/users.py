@@ -229,14 +229,12 @@ def _password_refusals(reset=False):
     nothing is kept)."""
     try:
         yield
-    except storage.ReadOnly:
-        if reset:
+    except password_policy.PasswordPolicyError as exc:  # storage.ReadOnly among them
+        if not reset:
+            raise errors.Invalid("Password policy not met") from None
+        if isinstance(exc, storage.ReadOnly):
             raise errors.BadRequest("Can't reset password as account is read only") from None
-        raise errors.Invalid("Password policy not met") from None
-    except password_policy.PasswordPolicyError as exc:
-        if reset:
-            raise errors.BadRequest(exc.key, str(exc)) from None
-        raise errors.Invalid("Password policy not met") from None
+        raise errors.BadRequest(exc.key, str(exc)) from None
     except storage.Unavailable:
         raise errors.Invalid("Could not reach the user's directory") from None
 

@@ -2,6 +2,7 @@
 and realm import, which create users the same way."""
 from django.db import transaction
 
+from ..credentials.password_policy import PasswordPolicyError
 from ..data import rows
 from ..models import User
 from . import actions, storage
@@ -29,7 +30,7 @@ def create_user(realm, username, password=None, **fields) -> User:
     if password is not None:
         try:
             storage.set_password(realm, user, password)
-        except (storage.PasswordPolicyError, storage.Unavailable):
+        except (PasswordPolicyError, storage.Unavailable):
             if user.federation_link_id is not None:
                 storage.delete_user(realm, user)
             raise

@@ -446,3 +446,12 @@ def test_a_stored_policy_that_cannot_be_enforced_fails_closed_for_new_passwords_
         storage.set_password(user.realm, user, "a-perfectly-fine-password")
     assert holds_password(user, PASSWORD)
 
+
+
+def test_the_user_model_refuses_djangos_password_methods_and_says_where_to_go():
+    user = create_user(realm_with(""), "alice", password="first-pass-1")
+    with pytest.raises(NotImplementedError, match="storage.set_password"):
+        user.set_password("second-pass-2")
+    with pytest.raises(NotImplementedError, match="check_password"):
+        user.check_password("first-pass-1")
+    assert holds_password(user, "first-pass-1")  # nothing was changed

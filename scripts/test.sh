@@ -27,7 +27,18 @@ run() {  # label, then pytest's arguments
   echo "$1: exit $code in $((SECONDS - start)) s"
   return "$code"
 }
+pg_args=("$@")
+# pytest keeps only the last -m: the caller's own marker expression is joined to ours, not let
+# override it (which would run the PostgreSQL tests on SQLite).
+sqlite_args=() marker="not postgresql"
+while [ $# -gt 0 ]; do
+  case $1 in
+    -m) marker="($2) and not postgresql"; shift 2 ;;
+    -m*) marker="(${1#-m}) and not postgresql"; shift ;;
+    *) sqlite_args+=("$1"); shift ;;
+  esac
+done
 status=0
-run PostgreSQL "$@" || status=$?
-IDP_TEST_DB=sqlite run SQLite -m "not postgresql" "$@" || status=$?
+run PostgreSQL "${pg_args[@]}" || status=$?
+IDP_TEST_DB=sqlite run SQLite -m "$marker" "${sqlite_args[@]}" || status=$?
 exit $status

@@ -398,17 +398,21 @@ def run_direct_grant(request, realm, client, params, *, protocol):
 # Completion ----------------------------------------------------------------------------------
 
 _protocols = Registry("login protocols")
+_unlisted = set()  # ends of sign-ins that are no protocol a client speaks (login-actions, the console)
 
 
-def register_protocol(name, complete, fail):
+def register_protocol(name, complete, fail, *, listed=True):
     """``complete(ctx, user_session) -> HttpResponse`` answers the client once the user is signed
-    in; ``fail(ctx, error) -> HttpResponse`` when the sign-in cannot succeed."""
+    in; ``fail(ctx, error) -> HttpResponse`` when the sign-in cannot succeed. ``listed``: named
+    in the server info as a protocol clients may use."""
     _protocols.add(name, (complete, fail))
+    if not listed:
+        _unlisted.add(name)
 
 
 def provider_ids():
     """{SPI name: registered provider ids}, for the Admin API's server info."""
-    return {"login-protocol": sorted(p for p in _protocols if p != LOGIN_ACTIONS),
+    return {"login-protocol": sorted(p for p in _protocols if p not in _unlisted),
             "authenticator": [a.provider_id for a in authenticators()],
             "required-action": [a.provider_id for a in actions.required_actions()]}
 
@@ -429,7 +433,7 @@ def _login_actions_failed(ctx, error):
 
 def register_login_actions():
     """Called from RealmsConfig.ready."""
-    register_protocol(LOGIN_ACTIONS, _account_updated, _login_actions_failed)
+    register_protocol(LOGIN_ACTIONS, _account_updated, _login_actions_failed, listed=False)
 
 
 def establish_sso_session(ctx):

@@ -7,6 +7,7 @@ import and an export unchanged, which keeps cross-references (role ``containerId
 from .clients import Client, ClientScope, ClientScopeLink, ProtocolMapper, RealmDefaultClientScope
 from .fields import IdField, SmtpServerField, new_id
 from .flows import AuthenticationExecution, AuthenticationFlow, AuthenticatorConfig, RequiredActionProvider
+from .jobs import ConsoleJob
 from .organizations import Organization, OrganizationDomain, OrganizationMember
 from .realm import Component, Realm, RealmKey, RealmOwned
 from .roles import Group, Role
@@ -41,6 +42,7 @@ __all__ = [
     "AuthenticationFlow",
     "AuthenticatorConfig",
     "RequiredActionProvider",
+    "ConsoleJob",
     "Organization",
     "OrganizationDomain",
     "OrganizationMember",

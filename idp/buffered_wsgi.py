@@ -12,14 +12,13 @@ import io
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
-from idp.scheduling import request_slice
 
 
 class BufferedWSGI:
     def __init__(self, app, *, threads, body_read_timeout, max_body_size):
         self.app = app
         # Request threads ask for a longer CPU slice: a password check then runs to its end.
-        self.pool = ThreadPoolExecutor(threads, thread_name_prefix="wsgi", initializer=request_slice)
+        self.pool = ThreadPoolExecutor(threads, thread_name_prefix="wsgi")
         self.body_read_timeout = body_read_timeout
         self.max_body_size = max_body_size  # None: no cap (Django's meaning of None)
 

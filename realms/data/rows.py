@@ -12,14 +12,9 @@ The contract (tests/realms/test_rows.py states it; the suite runs on both databa
   containment and advisory locks; SQLite gets the statements one by one, a ``DELETE`` then an
   ``INSERT``, one prepared ``INSERT`` per row, no ``ANALYZE``, the JSON matched in Python, and no
   lock (dev mode is one process). Callers never ask which database they run on.
-- Everything runs in the caller's transaction and nothing here commits, with one exception: an
-  outermost ``batch`` on PostgreSQL in which nothing else ran is itself the transaction. Its
-  statements go as one query string with psycopg switched to autocommit for that one query, so
-  there is no ``BEGIN`` and no ``COMMIT``. The server runs such a string all or nothing: a
-  statement that fails in the middle, or a connection dropped before the answer, leaves none of
-  it written. The switch is undone before the batch ends, and never happens once anything else
-  was sent in the transaction. It saves two round trips of five in a user creation
-  (docs/decisions/0053-write-batches.md, 0060-one-raw-sql-module-tested-on-both-databases.md).
+- Everything runs in the caller's transaction and nothing here commits or switches psycopg's
+  transaction mode. A ``batch`` sends its statements as one query string inside Django's own
+  transaction (docs/decisions/0053-write-batches.md, 0060-one-raw-sql-module-tested-on-both-databases.md).
 - No other module reaches past Django's cursor (psycopg's ``COPY``, autocommit or transaction
   status) or joins statements into one query string. The database backend ``idp.postgresql``
   is the one other place that touches psycopg.
@@ -48,7 +43,6 @@ from contextlib import contextmanager
 
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.models.signals import post_save, pre_save
-from psycopg.pq import TransactionStatus
 
 # Per connection (each thread has its own): the backend's converters are bound to it.
 _plans = weakref.WeakKeyDictionary()
@@ -230,12 +224,10 @@ def _send(connection, statements):
 @contextmanager
 def batch():
     """A transaction whose ``insert``, ``create`` and ``replace`` statements wait and are sent
-    together at its end. On PostgreSQL they go as one query string: where nothing else ran in
-    the transaction (the outermost batch), that string is the whole transaction (the server runs
-    a query of several statements as one, all or nothing), so there is no BEGIN and no COMMIT
-    either: a new user's row, role and password are one round trip instead of five. Any other
-    statement in the batch (a read, an ORM write) first sends what waits, so it sees those
-    rows, and the transaction then goes on as usual. A batch inside a batch is part of it.
+    together at its end: on PostgreSQL as one query string, so a new user's row, role and
+    password are one round trip (between the transaction's BEGIN and COMMIT) instead of three.
+    Any other statement in the batch (a read, an ORM write) first sends what waits, so it sees
+    those rows, and the transaction then goes on as usual. A batch inside a batch is part of it.
     Errors of the waiting statements (an IntegrityError) are raised at the end of the block; a
     block left by an exception, or marked for rollback, sends nothing that waits, and so does a
     ``COPY`` (``insert_many``, ``insert_values``), which goes past Django's cursor."""
@@ -243,14 +235,13 @@ def batch():
     if connection in _batches:
         yield
         return
-    outermost = not connection.in_atomic_block
     with transaction.atomic():
         pending = _batches[connection] = _Pending(connection)
         try:
             with connection.execute_wrapper(pending.before_other):
                 yield
                 if not connection.needs_rollback:  # ``transaction.set_rollback(True)``: nothing to send
-                    pending.send(alone=outermost)
+                    pending.send()
         finally:
             del _batches[connection]
 
@@ -260,27 +251,13 @@ class _Pending:
         self.connection, self.statements = connection, []
 
     def before_other(self, execute, sql, params, many, context):
-        self.send(alone=False)
+        self.send()
         return execute(sql, params, many, context)
 
-    def send(self, alone):
+    def send(self):
         statements, self.statements = self.statements, []
-        if not statements:
-            return
-        connection = self.connection
-        connection.ensure_connection()
-        raw = connection.connection
-        if not (alone and connection.vendor == "postgresql" and raw.info.transaction_status == TransactionStatus.IDLE):
-            _send(connection, statements)  # psycopg sends BEGIN first if nothing ran yet
-            return
-        # Nothing was sent in this transaction: the statements are all of it. Django's COMMIT (or
-        # ROLLBACK) that ends the atomic block then finds psycopg idle and sends nothing.
-        raw.autocommit = True
-        try:
-            _send(connection, statements)
-        finally:
-            if not raw.closed:  # a lost connection's own error is the one to raise
-                raw.autocommit = False
+        if statements:
+            _send(self.connection, statements)
 
 
 _AUTO = ("AutoField", "BigAutoField", "SmallAutoField")
@@ -312,7 +289,7 @@ def _stream(model, fields, rows):
     connection = connections[DEFAULT_DB_ALIAS]
     pending = _batches.get(connection)
     if pending is not None:
-        pending.send(alone=False)  # the rows that wait go first: these may reference them
+        pending.send()  # the rows that wait go first: these may reference them
     quote = connection.ops.quote_name
     table, columns = quote(model._meta.db_table), ", ".join(quote(f.column) for f in fields)
     if connection.vendor != "postgresql":

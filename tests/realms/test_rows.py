@@ -178,9 +178,9 @@ def traced():
         yield lambda: [[statement.split()[0] for statement in query.split(";\n")] for query in queries(text())]
 
 
-@pytest.mark.postgresql  # the one-query transaction
+@pytest.mark.postgresql  # the one query string
 @pytest.mark.django_db(transaction=True)
-def test_an_outermost_batch_is_one_query_with_no_begin_or_commit(traced):
+def test_a_batch_is_one_query_inside_djangos_transaction(traced):
     realm = create_realm("batch-alone")
     role = realm.default_role
     create_user(realm, "first")  # whether the realm registers users in a directory, read and kept
@@ -189,8 +189,7 @@ def test_an_outermost_batch_is_one_query_with_no_begin_or_commit(traced):
         user = rows.create(User(realm=realm, username="ann"))
         rows.insert(User.roles.through(user=user, role=role))
         _password(user, "new")
-    assert traced()[start:] == [["INSERT", "INSERT", "WITH"]]
-    assert connection.get_autocommit() and connection.connection.autocommit
+    assert traced()[start:] == [["BEGIN"], ["INSERT", "INSERT", "WITH"], ["COMMIT"]]
     assert list(User.objects.get(pk=user.pk).roles.all()) == [role]
 
     start = len(traced())
@@ -199,9 +198,8 @@ def test_an_outermost_batch_is_one_query_with_no_begin_or_commit(traced):
             other = rows.create(User(realm=realm, username="bea"))
             rows.create(User(realm=realm, username="ann"))  # fails in the middle of the batch
             after = rows.create(User(realm=realm, username="dot"))
-    assert traced()[start:] == [["INSERT", "INSERT", "INSERT"]]  # refused as a whole: no ROLLBACK needed
+    assert traced()[start:] == [["BEGIN"], ["INSERT", "INSERT", "INSERT"], ["ROLLBACK"]]
     assert not User.objects.filter(pk__in=[other.pk, after.pk]).exists()
-    assert connection.connection.autocommit and connection.connection.info.transaction_status.name == "IDLE"
 
     start = len(traced())
     with rows.batch():
@@ -211,13 +209,11 @@ def test_an_outermost_batch_is_one_query_with_no_begin_or_commit(traced):
     assert not User.objects.filter(realm=realm, username="cid").exists()
 
 
-@pytest.mark.postgresql  # the one-query transaction
+@pytest.mark.postgresql  # the one query string
 @pytest.mark.django_db(transaction=True)
 def test_a_batch_whose_connection_drops_writes_nothing_and_the_next_request_reconnects():
-    """The outermost batch switches psycopg to autocommit for its one query: when the server drops
-    the connection, that query never ran (nothing written, no half), the switch is not left
-    behind on a live connection, and the next statement opens a new connection in Django's
-    ordinary transaction mode."""
+    """When the server drops the connection, the batch's query never ran (nothing written, no
+    half), and the next statement opens a new connection in Django's ordinary transaction mode."""
     realm = create_realm("batch-dropped")
     create_user(realm, "first")
     connection.ensure_connection()
@@ -240,7 +236,7 @@ def test_a_batch_whose_connection_drops_writes_nothing_and_the_next_request_reco
     assert User.objects.filter(realm=realm, username="next").exists()
 
 
-@pytest.mark.postgresql  # the one-query transaction
+@pytest.mark.postgresql  # the one query string
 @pytest.mark.django_db(transaction=True)
 def test_a_batch_that_reads_goes_on_as_a_transaction(traced):
     realm = create_realm("batch-reads")

@@ -40,7 +40,6 @@ def redis_cache(url):
 NUMBERS = {
     "IDP_HTTP_PORT": int, "IDP_MANAGEMENT_PORT": int, "IDP_WORKERS": int, "IDP_THREADS": int,
     "IDP_HEADER_READ_TIMEOUT": float, "IDP_BODY_READ_TIMEOUT": float, "IDP_HSTS_SECONDS": int,
-    "IDP_CONSOLE_LOGIN_ATTEMPTS_PER_MINUTE": int,
 }
 
 

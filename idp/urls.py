@@ -9,6 +9,7 @@ from django.views.generic import RedirectView
 from idp import views
 from oidc import demo as oidc_demo
 from oidc.views.discovery import realm_info
+from realms.admin import sign_in as console_sign_in
 from realms.admin_api.openapi import OpenApi
 from realms.admin_api.realms import Realms
 from realms.admin_api.serverinfo import ServerInfo
@@ -22,9 +23,14 @@ urlpatterns = [
     # URL check reports as a needless leading slash.)
     re_path(r"^(?:/)?admin/serverinfo$", ServerInfo.as_view()),
     path("admin/openapi.json", OpenApi.as_view()),  # open, as Keycloak publishes its own
+    # The console signs in through a realm's browser flow (docs/decisions/0063): these replace the
+    # admin site's own login/ and logout/ (same paths, so routed first).
+    path("admin/master/console/login/", console_sign_in.login),
+    path("admin/master/console/logout/", console_sign_in.logout),
     path("admin/master/console/", admin.site.urls),
     path("admin/", RedirectView.as_view(pattern_name="admin:index")),
     path("realms/<str:realm>", realm_info, name="realm-info"),  # Keycloak's realm info, no slash
+    path("realms/<str:realm>/console-sign-in", console_sign_in.sign_in),
     path("realms/<str:realm>/scim/v2/", include("realms.scim.urls")),
     path("realms/<str:realm>/account/", include("realms.account.urls")),
     path("realms/<str:realm>/account", RedirectView.as_view(url="account/", query_string=True)),

@@ -10,7 +10,7 @@ class RealmsConfig(AppConfig):
         from django.db.models.signals import post_migrate
 
         from .admin_api import resources, routes
-        from .administration import admin_permissions
+        from .administration import admin_permissions, console_auth
         from .credentials import register_credential_type
         from .credentials.otp import Otp
         from .credentials.password import Password
@@ -29,6 +29,7 @@ class RealmsConfig(AppConfig):
         for action in required_actions.BUILTIN:
             register_required_action(action)
         register_login_actions()
+        console_auth.register()
         for kind in (Password, Otp, RecoveryCodes, WebAuthn, WebAuthnPasswordless):
             register_credential_type(kind)
 

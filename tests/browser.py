@@ -1,5 +1,9 @@
-"""What the browser tests share: headless Chromium's flags here, and a navigation that may go on
-by itself."""
+"""What the browser tests share: headless Chromium's flags here, a navigation that may go on
+by itself, and signing in to the console (in Chromium or with Django's test client)."""
+import re
+from html import unescape
+from urllib.parse import urlencode
+
 from playwright.sync_api import Error as PlaywrightError
 
 # As root, on a machine whose only network is loopback: no sandbox, and none of Chromium's own
@@ -18,3 +22,36 @@ def open_page(page, url, **options):
     except PlaywrightError as error:
         if "interrupted by another navigation" not in str(error):
             raise
+
+
+# The console signs in through a realm's login page (docs/decisions/0063) -------------------------
+
+CONSOLE = "/admin/master/console/"
+
+
+def sign_in_to_console(page, base_url, username, password, *, realm="master", next_path=CONSOLE):
+    """Sign a Playwright ``page`` in to the console as a person does: the console sends it to the
+    realm's login page, the password is typed and submitted with Enter, and the console's page
+    ``next_path`` opens. A second factor or a required action is the caller's to answer: pass
+    ``next_path=None`` to return at the page after the password."""
+    page.goto(f"{base_url}{CONSOLE}login/?{urlencode({'realm': realm, 'next': next_path or CONSOLE})}")
+    page.locator("#username").fill(username)
+    page.locator("#password").fill(password)
+    page.locator("#password").press("Enter")
+    if next_path is not None:
+        page.wait_for_url(f"{base_url}{next_path}")
+
+
+def console_sign_in(http, username, password, *, realm="master", next_path=CONSOLE):
+    """The same with Django's test client ``http``: the login page's form posted with the username
+    and password. Returns the answer to that post: a redirect to ``next_path`` when signed in,
+    the login page again when refused."""
+    page = http.get(f"{CONSOLE}login/", {"realm": realm, "next": next_path}, follow=True)
+    return http.post(login_form_action(page.content.decode()), {"username": username, "password": password})
+
+
+def login_form_action(html):
+    """Where the realm's login page posts (Keycloak's ``#kc-form-login``)."""
+    form = re.search(r'<form\b[^>]*\bid="kc-form-login"[^>]*>', html)
+    assert form, html[:500]
+    return unescape(re.search(r'action="([^"]+)"', form.group(0)).group(1))

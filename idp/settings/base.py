@@ -67,7 +67,7 @@ TEMPLATES = [
 ]
 
 AUTH_USER_MODEL = "realms.User"
-# Only master-realm users may sign in to the admin console; the backend scopes the lookup.
+# The console's Django session: its user signed in through a realm's flow; no password back end.
 AUTHENTICATION_BACKENDS = ["realms.administration.console_auth.ConsoleBackend"]
 SILENCED_SYSTEM_CHECKS = ["auth.W004"]  # username is unique per realm, not globally (by design)
 
@@ -115,10 +115,6 @@ IDP_BASE_URL = os.environ.get("IDP_BASE_URL", "")
 # Addresses or networks of the reverse proxies in front of the service (comma-separated); only
 # their X-Forwarded-For is believed (realms.http.web.client_address). Empty: the TCP peer is the client.
 IDP_TRUSTED_PROXIES = [p for p in os.environ.get("IDP_TRUSTED_PROXIES", "").split(",") if p.strip()]
-# Admin console sign-in attempts allowed per client address and minute (0: no limit). Ten is
-# more than a person mistyping needs and bounds the password checks one address can cause;
-# brute-force detection still locks the account itself after the realm's failure limit.
-IDP_CONSOLE_LOGIN_ATTEMPTS_PER_MINUTE = env_number("IDP_CONSOLE_LOGIN_ATTEMPTS_PER_MINUTE", 10)
 IDP_MANAGEMENT_PORT = env_number("IDP_MANAGEMENT_PORT", 9000)
 IDP_BOOTSTRAP_ADMIN_USERNAME = os.environ.get("IDP_BOOTSTRAP_ADMIN_USERNAME", "")
 IDP_BOOTSTRAP_ADMIN_PASSWORD = os.environ.get("IDP_BOOTSTRAP_ADMIN_PASSWORD", "")

@@ -34,8 +34,3 @@ CELERY_BROKER_URL = os.environ.get("IDP_TEST_REDIS_URL", "")
 
 # E-mail leaves from the request's own process (as in dev mode) for the SMTP server a test starts.
 IDP_EMAIL_IN_PROCESS = True
-
-# The whole suite signs in to the console from 127.0.0.1 far more than ten times a minute, in one
-# process's cache: the per-address limit would refuse whichever test comes next. The test of the
-# limit sets its own (tests/realms/test_signin.py).
-IDP_CONSOLE_LOGIN_ATTEMPTS_PER_MINUTE = 10_000

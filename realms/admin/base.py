@@ -2,20 +2,16 @@
 the base of every model admin (realm scoping plus an admin event for each change)."""
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.admin.views.autocomplete import AutocompleteJsonView
-from django.contrib.auth.forms import AuthenticationForm
 from django.contrib.auth.models import Group as AuthGroup
-from django.core.exceptions import ValidationError
 from django.db import models
 from django.http import HttpResponseRedirect
 
 from ..admin_api.errors import Invalid
+from ..administration import console_auth
 from ..administration.admin_permissions import (
-    CONSOLE_CLIENT,
     LIST_SCOPES,
     TYPE_OF,
-    Admin,
     administered_realms,
     can,
     console_admin,
@@ -30,30 +26,11 @@ admin.site.site_title = "Identity admin"
 admin.site.index_title = "Realms and what they own"
 
 
-class ConsoleLoginForm(AdminAuthenticationForm):
-    """Says why a right password was not enough (``realms.administration.console_auth``), else Django's generic error.
-    Signs in whoever administers some realm (``realms.administration.admin_permissions``), not only Django's
-    staff (the master ``admin``)."""
-
-    def confirm_login_allowed(self, user):
-        AuthenticationForm.confirm_login_allowed(self, user)  # enabled
-        if not administered_realms(Admin(user, CONSOLE_CLIENT)):
-            raise self.get_invalid_login_error()
-
-    def get_invalid_login_error(self):
-        refusal = getattr(self.request, "console_refusal", "")
-        if refusal:
-            return ValidationError(refusal, code="invalid_login")
-        return super().get_invalid_login_error()
-
-
-admin.site.login_form = ConsoleLoginForm
-
-
 def console_access(request):
-    """Every console page: an enabled user who administers some realm (what they may do there
-    each page asks ``can``)."""
-    return request.user.is_active and bool(administered_realms(console_admin(request)))
+    """Every console page: an enabled user, still signed in to their realm, who administers some
+    realm (what they may do there each page asks ``can``)."""
+    return (request.user.is_active and console_auth.session_alive(request)
+            and bool(administered_realms(console_admin(request))))
 
 
 admin.site.has_permission = console_access

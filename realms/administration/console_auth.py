@@ -1,90 +1,115 @@
-"""Admin console sign-in: users of the master realm, or of the realm named by ``?realm=`` on the
-login page (a realm's own admins; what they may do there is ``realms.administration.admin_permissions``),
-checked by the one sign-in service
-(``realms.signin.passwords``: brute-force detection, the enabled check, LOGIN_ERROR events), plus a limit
-on attempts per client address (``IDP_CONSOLE_LOGIN_ATTEMPTS_PER_MINUTE``), counted in the shared
-cache so that every worker sees the same count.
+"""The admin console's sign-in. The console is a client of each realm (Keycloak's
+``security-admin-console``): the master realm's admins sign in through the master realm's
+browser flow, a realm's own admins through their realm's, like any other sign-in of that realm,
+so one-time codes, passkeys, required actions, brute-force detection and the password policy
+apply to admins too (docs/decisions/0063).
 
-The console's form asks for a password only. An admin who has a second factor (a one-time code,
-a security key, recovery codes) or a required action pending is refused there, with a message
-that says why, rather than let in on the password alone."""
-import time
-
-from django.conf import settings
+- ``start`` opens a sign-in of the realm's console client on the browser binding (the realm's
+  flow, or the client's override); the engine shows the login page, or answers at once from the
+  realm's SSO session.
+- The ``console`` login protocol (``register``, from RealmsConfig.ready) ends it: on success
+  the Django session is signed in as the user and remembers the SSO session (what the user may
+  then do is ``admin_permissions``); on failure an error page.
+- ``session_alive``: the console's session lasts as long as that SSO session (every console page
+  asks); ``sign_out`` ends both, as Keycloak's console logout does.
+- ``ConsoleBackend`` is Django's session back end: it reads the signed-in user and checks no
+  password (the console has no password form)."""
+from django.contrib import auth
 from django.contrib.auth.backends import BaseBackend
-from django.core.cache import cache
+from django.http import HttpResponseRedirect
 
 from ..audit import events
+from ..data import realm_cache
+from ..http import themes
 from ..http.web import client_address
-from ..models import Realm, User
-from ..signin import passwords
+from ..models import User
+from ..signin import engine
+from ..sso import auth_sessions, sessions, sso_cookie
+from .admin_permissions import CONSOLE_CLIENT
 
-# The admin console's client in Keycloak: console sign-ins are recorded under it.
-CONSOLE_CLIENT_ID = "security-admin-console"
-RATE_LIMITED = "too_many_login_attempts"
-NEEDS_FULL_SIGN_IN = "second_factor_required"
-# Credential types that are the password itself; any other stored credential is a further factor.
-PASSWORD_TYPES = {"password", "password-history"}
-FULL_SIGN_IN_MESSAGE = ("This account signs in with a second factor or has a required action pending, "
-                        "which the console's password form cannot ask for.")
+PROTOCOL = "console"
+BACKEND = "realms.administration.console_auth.ConsoleBackend"
+SSO_SESSION = "console_sso_session"  # Django session key: [realm id, SSO session id]
 
 
-def needs_full_sign_in(user):
-    return bool(user.required_actions) or any(c.type not in PASSWORD_TYPES for c in user.stored_credentials())
+def start(request, realm_name, redirect_uri):
+    """The first answer of a console sign-in to ``realm_name`` that ends at ``redirect_uri`` (a
+    console path the caller checked). 404 for an unknown or disabled realm."""
+    config = realm_cache.get_realm(realm_name)
+    realm, client = config.realm, config.client(CONSOLE_CLIENT)
+    if client is None or not client.enabled:
+        key = "clientNotFoundMessage" if client is None else "clientDisabledMessage"
+        return themes.render(request, realm, "info.html", {"is_error": True, "message_key": key}, status=400)
+    auth_session = auth_sessions.start(request, realm, client, protocol=PROTOCOL,
+                                       client_data={"redirect_uri": redirect_uri})
+    return engine.advance(request, realm, client, auth_session)
 
 
-def _over_rate_limit(address):
-    """Count one attempt from ``address`` in the current minute; True past the limit."""
-    limit = settings.IDP_CONSOLE_LOGIN_ATTEMPTS_PER_MINUTE
-    if not limit:
+def _complete(ctx, user_session):
+    request, user = ctx.request, ctx.user
+    redirect_uri = ctx.auth_session.client_data["redirect_uri"]
+    client_session = sessions.get_or_create_client_session(user_session, ctx.client, redirect_uri=redirect_uri)
+    sessions.touch(user_session, client_session)
+    auth.login(request, user, backend=BACKEND)
+    request.session[SSO_SESSION] = [ctx.realm.pk, user_session.pk]
+    events.emit(ctx.realm, "LOGIN", client_id=ctx.client.client_id, user_id=user.pk, session_id=user_session.pk,
+                ip_address=ctx.ip_address, details={"auth_method": PROTOCOL, "redirect_uri": redirect_uri,
+                                                    "username": user.username})
+    # Whether the user administers anything is the console's question on the page it lands on.
+    return HttpResponseRedirect(redirect_uri)
+
+
+def _fail(ctx, error):
+    redirect_uri = ctx.auth_session.client_data["redirect_uri"]
+    events.emit(ctx.realm, "LOGIN_ERROR", client_id=ctx.client.client_id, ip_address=ctx.ip_address,
+                user_id=ctx.auth_session.user_id, error=error, details={"redirect_uri": redirect_uri})
+    # Back to the console, which starts a new sign-in.
+    return ctx.render("info.html", {"is_error": True, "message_key": "invalidCodeMessage", "back_url": redirect_uri},
+                      status=400)
+
+
+def register():
+    """Called from RealmsConfig.ready."""
+    engine.register_protocol(PROTOCOL, _complete, _fail, listed=False)
+
+
+def session_alive(request):
+    """Whether the SSO session the console signed in with still holds, its idle timer reset by
+    this use; when it has ended (signed out elsewhere, idle, past its lifespan) the console's
+    session ends with it, as Keycloak's console loses its tokens. A Django session without one
+    (opened before this sign-in existed, or by a test's ``force_login``) keeps its own expiry."""
+    held = request.session.get(SSO_SESSION)
+    if held is None or not request.user.is_authenticated:
+        return True
+    realm = request.user.realm
+    user_session = sessions.get_valid_session(realm, held[1]) if held[0] == realm.pk else None
+    if user_session is None or user_session.user_id != request.user.pk:
+        auth.logout(request)
         return False
-    key = f"idp:console-signin:{address}:{int(time.time() // 60)}"
-    cache.add(key, 0, 120)
-    try:
-        attempts = cache.incr(key)
-    except ValueError:  # evicted between add and incr
-        cache.set(key, 1, 120)
-        attempts = 1
-    return attempts > limit
+    sessions.touch(user_session)
+    return True
+
+
+def sign_out(request, response):
+    """End the Django session and the SSO session its sign-in left (its cookie cleared on
+    ``response``). The realm of the user who was signed in, or None."""
+    user = request.user if request.user.is_authenticated else None
+    held = request.session.get(SSO_SESSION)
+    auth.logout(request)
+    if user is None:
+        return None
+    realm = user.realm
+    if held and held[0] == realm.pk:
+        user_session = sessions.get_valid_session(realm, held[1])
+        if user_session is not None and user_session.user_id == user.pk:
+            sessions.end_session(user_session, reason=sessions.REASON_LOGOUT)
+            events.emit(realm, "LOGOUT", client_id=CONSOLE_CLIENT, user_id=user.pk, session_id=user_session.pk,
+                        ip_address=client_address(request))
+        sso_cookie.clear_cookie(response, realm)
+    return realm
 
 
 class ConsoleBackend(BaseBackend):
-    def authenticate(self, request, username=None, password=None, **kwargs):
-        if not username or password is None:
-            return None
-        realm_name = (request.GET.get("realm") if request is not None else None) or "master"
-        realm = Realm.objects.filter(name=realm_name).first()
-        if realm is None:
-            return None
-        address = client_address(request) if request is not None else ""
-        details = {"auth_method": "openid-connect", "username": username[:255]}
-        if _over_rate_limit(address):
-            # Refused before any lookup or password check: the limit also bounds the CPU an
-            # address can make the console spend.
-            passwords.login_error(realm, RATE_LIMITED, client_id=CONSOLE_CLIENT_ID, ip_address=address,
-                               details=details)
-            return None
-        result = passwords.check_password(realm, username, password, ip_address=address)
-        if not result.ok:
-            passwords.login_error(realm, result.error, user=result.user, client_id=CONSOLE_CLIENT_ID,
-                               ip_address=address, details=details)
-            return None
-        if needs_full_sign_in(result.user):
-            passwords.login_error(realm, NEEDS_FULL_SIGN_IN, user=result.user, client_id=CONSOLE_CLIENT_ID,
-                               ip_address=address, details=details)
-            if request is not None:
-                request.console_refusal = FULL_SIGN_IN_MESSAGE
-            return None
-        passwords.signed_in(realm, result.user)
-        events.emit(realm, "LOGIN", client_id=CONSOLE_CLIENT_ID, user_id=result.user.pk, ip_address=address,
-                    details=details)
-        return result.user
-
     def get_user(self, user_id):
         return User.objects.select_related("realm").filter(pk=user_id).first()
 
-    def has_perm(self, user_obj, perm, obj=None):
-        return user_obj.is_superuser
-
-    def has_module_perms(self, user_obj, app_label):
-        return user_obj.is_staff

@@ -6,10 +6,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urljoin
 
 import psycopg
 import pytest
 import requests
+
+from tests.browser import login_form_action
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -60,14 +63,13 @@ def stop(proc):
 
 
 def admin_login(base, username, password):
+    """Sign in to the console as a browser does: the console sends it to the master realm's login
+    page, whose form is posted. (The session, the answer with its redirects followed.)"""
     s = requests.Session()
     page = s.get(f"{base}/admin/master/console/login/", timeout=10)
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
-    return s, s.post(
-        f"{base}/admin/master/console/login/?next=/admin/master/console/",
-        data={"csrfmiddlewaretoken": token, "username": username, "password": password},
-        headers={"Referer": f"{base}/admin/master/console/login/"}, timeout=30,
-    )
+    return s, s.post(urljoin(page.url, login_form_action(page.text)),
+                     data={"csrfmiddlewaretoken": token, "username": username, "password": password}, timeout=30)
 
 
 def test_start_dev_serves_health_admin_and_demo_realm(tmp_path):
@@ -90,7 +92,7 @@ def test_start_dev_serves_health_admin_and_demo_realm(tmp_path):
         assert requests.get(f"{base}/metrics", timeout=5).status_code == 404
         # The bootstrap admin signs in to the console; a wrong password does not.
         _, bad = admin_login(base, "boot", "wrong")
-        assert "/admin/master/console/login/" in bad.url
+        assert "/realms/master/login-actions/authenticate" in bad.url and 'id="kc-form-login"' in bad.text
         session, ok = admin_login(base, "boot", "boot-pass-1")
         assert ok.status_code == 200 and ok.url.rstrip("/").endswith("/admin/master/console"), ok.url
         assert "Log out" in ok.text or "logout" in ok.text.lower()

@@ -9,6 +9,7 @@ from django.test import Client as Browser
 
 from realms.models import AuthenticationFlow, Group, Organization, Realm, Role, User
 from realms.representation.services import create_realm
+from tests.browser import console_sign_in
 from tests.realms.test_admin import make_admin, read_form, select_options
 from tests.realms.test_admin_permission_lists import CLIENT, CONSOLE, GROUP, fgap_realm
 from tests.realms.test_admin_rest_api import PASSWORD
@@ -20,7 +21,7 @@ ROLE = {"offline_access": "0a5d5dd4-80f4-4a89-bbc5-05c25c324548", "uma_authoriza
 
 def sign_in(username):
     browser = Browser()
-    resp = browser.post(f"{CONSOLE}login/?realm=fgap", {"username": username, "password": PASSWORD, "next": CONSOLE})
+    resp = console_sign_in(browser, username, PASSWORD, realm="fgap")
     assert resp.status_code == 302, resp.content[:300]
     return browser
 

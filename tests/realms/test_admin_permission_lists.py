@@ -12,6 +12,7 @@ from realms.data import realm_cache
 from realms.models import Client, Group, Realm, Role, User
 from realms.representation import import_realm
 from realms.users import storage
+from tests.browser import console_sign_in
 from tests.realms.test_admin_rest_api import PASSWORD, Api, token
 from tests.realms.test_import_export import load
 
@@ -152,8 +153,7 @@ def test_the_console_lists_the_same_groups_and_clients():
                        ("DE admins view account", "Clients", [CLIENT["account"]], ["view"], "Allow DE DUA"))
     account = Client.objects.get(realm=realm, client_id="account")
     browser = Browser()
-    resp = browser.post(f"{CONSOLE}login/?realm=fgap", {"username": "de-dua-0", "password": PASSWORD,
-                                                        "next": CONSOLE})
+    resp = console_sign_in(browser, "de-dua-0", PASSWORD, realm="fgap")
     assert resp.status_code == 302, resp.content[:300]
 
     def listed(page, model):

@@ -13,6 +13,7 @@ from realms.audit import admin_events
 from realms.models import Event, Realm, Role
 from realms.representation import import_realm
 from realms.users.accounts import create_user
+from tests.browser import console_sign_in
 
 pytestmark = pytest.mark.django_db
 
@@ -79,10 +80,9 @@ def test_json_bodies_have_a_depth_limit():
 def test_console_lives_at_admin_master_console(master_admin):
     browser = Client()
     assert browser.get("/admin/")["Location"] == "/admin/master/console/"
-    login = browser.get("/admin/master/console/login/")
+    login = browser.get("/admin/master/console/login/", follow=True)  # the master realm's login page
     assert login.status_code == 200 and b'name="password"' in login.content
-    resp = browser.post("/admin/master/console/login/?next=/admin/master/console/",
-                        {"username": "api-root", "password": PASSWORD})
+    resp = console_sign_in(browser, "api-root", PASSWORD)
     assert resp.status_code == 302 and resp["Location"] == "/admin/master/console/"
     page = browser.get("/admin/master/console/realms/realm/")
     assert page.status_code == 200 and b"master" in page.content

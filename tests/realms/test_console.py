@@ -328,7 +328,7 @@ def test_realm_client_and_user_pages_fit_1280_pixels_in_every_tab(live_server, t
     from playwright.sync_api import sync_playwright
 
     from realms.representation.bootstrap import ensure_bootstrap_admin
-    from tests.browser import CHROMIUM_ARGS
+    from tests.browser import CHROMIUM_ARGS, sign_in_to_console
 
     ensure_bootstrap_admin("ops", "bootstrap-pass-1")
     realm = create_realm("acme")
@@ -344,11 +344,7 @@ def test_realm_client_and_user_pages_fit_1280_pixels_in_every_tab(live_server, t
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.set_default_timeout(15000)
-            page.goto(f"{live_server.url}/admin/master/console/login/")
-            page.fill("#id_username", "ops")
-            page.fill("#id_password", "bootstrap-pass-1")
-            page.click("input[type=submit]")
-            page.wait_for_url(f"{live_server.url}/admin/master/console/")
+            sign_in_to_console(page, live_server.url, "ops", "bootstrap-pass-1")
             for name, url in pages.items():
                 page.goto(live_server.url + url)
                 tabs = page.locator("#console-tabs button")

@@ -21,6 +21,7 @@ from realms.signin.flows import REQUIRED, Flow, step
 from realms.users import storage
 from realms.users.accounts import create_user
 from realms.users.storage import UserStorageProvider
+from tests.browser import console_sign_in
 from tests.oidc.browser.conftest import PASSWORD, make_client
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_caches")]
@@ -123,9 +124,9 @@ def test_dict_storage_provider_serves_the_console(client, dict_storage):
     dict_component(master)
     carol = storage.find_user(master, "carol")  # imported from the store, then made an admin
     carol.roles.add(Role.objects.get_or_create(realm=master, client=None, name="admin")[0])
-    refused = client.post(reverse("admin:login"), {"username": "carol", "password": "wrong"})
+    refused = console_sign_in(client, "carol", "wrong")
     assert refused.status_code == 200 and "_auth_user_id" not in client.session
-    ok = client.post(reverse("admin:login"), {"username": "carol", "password": PEOPLE["carol"][1]})
+    ok = console_sign_in(client, "carol", PEOPLE["carol"][1])
     assert ok.status_code == 302 and client.session["_auth_user_id"] == carol.pk
 
 
@@ -227,102 +228,11 @@ def test_every_refused_login_form_costs_one_check(client, realm, web_app, bob, c
     assert response.status_code == 200 and len(checks) == 1
 
 
-@pytest.mark.parametrize("case", ["wrong", "unknown", "locked"])
-def test_every_refused_console_sign_in_costs_one_check(client, master_admin, checks, case):
-    _fresh_minute()
-    if case == "locked":
-        for _ in range(5):
-            client.post(reverse("admin:login"), {"username": "root", "password": "wrong"})
-    checks.clear()
-    username = "nobody" if case == "unknown" else "root"
-    client.post(reverse("admin:login"), {"username": username, "password": "wrong" if case == "wrong" else PASSWORD})
-    assert "_auth_user_id" not in client.session and len(checks) == 1
-
-
 def test_disabled_account_is_named_only_to_who_knows_the_password(client, realm, web_app, bob):
     User.objects.filter(pk=bob.pk).update(enabled=False)
     assert password_grant(client, "bob", "wrong").json()["error_description"] == "Invalid user credentials"
     assert password_grant(client, "bob", PASSWORD).json()["error_description"] == "Account disabled"
     assert login_errors(realm) == ["user_disabled", "user_disabled"]
-
-
-# --- The console: brute-force protection, events, a limit per address -----------------------------
-
-@pytest.fixture
-def master_admin():
-    master = Realm.objects.get_or_create(name="master")[0]
-    master.events_enabled = True
-    master.brute_force_protected = True
-    master.failure_factor = 5
-    master.quick_login_check_milli_seconds = 0  # count to the failure factor, no quick-login wait
-    master.save()
-    admin = create_user(master, "root", password=PASSWORD)
-    admin.roles.add(Role.objects.get_or_create(realm=master, client=None, name="admin")[0])
-    return admin
-
-
-def _fresh_minute():
-    # The limit counts per clock minute: start well inside one.
-    if time.time() % 60 > 45:
-        time.sleep(61 - time.time() % 60)
-
-
-def test_console_locks_the_account_after_the_failure_limit(client, master_admin):
-    _fresh_minute()
-    for _ in range(5):
-        assert client.post(reverse("admin:login"), {"username": "root", "password": "wrong"}).status_code == 200
-    refused = client.post(reverse("admin:login"), {"username": "root", "password": PASSWORD})
-    assert refused.status_code == 200 and "_auth_user_id" not in client.session
-    assert login_errors(master_admin.realm) == ["invalid_user_credentials"] * 5 + ["user_temporarily_disabled"]
-    event = Event.objects.filter(realm=master_admin.realm, type="LOGIN_ERROR").last()
-    assert event.client_id == "security-admin-console" and event.user_id == master_admin.pk
-    assert event.ip_address == "127.0.0.1" and event.details["username"] == "root"
-
-
-def test_console_account_locked_by_grants_stays_locked(client, master_admin):
-    master = master_admin.realm
-    make_client(master, "cli", direct_access_grants_enabled=True)
-    for _ in range(5):
-        client.post("/realms/master/protocol/openid-connect/token", {
-            "grant_type": "password", "username": "root", "password": "wrong", "client_id": "cli",
-            "client_secret": "secret-of-cli"})
-    assert client.post(reverse("admin:login"), {"username": "root", "password": PASSWORD}).status_code == 200
-    assert "_auth_user_id" not in client.session
-
-
-def test_console_sign_in_is_limited_per_client_address(settings, master_admin):
-    settings.IDP_CONSOLE_LOGIN_ATTEMPTS_PER_MINUTE = 3
-    _fresh_minute()
-    attacker = HttpClient(REMOTE_ADDR="192.0.2.7")
-    for _ in range(3):
-        attacker.post(reverse("admin:login"), {"username": "nobody", "password": "guess"})
-    refused = attacker.post(reverse("admin:login"), {"username": "root", "password": PASSWORD})
-    assert refused.status_code == 200 and "_auth_user_id" not in attacker.session
-    assert login_errors(master_admin.realm)[-1] == "too_many_login_attempts"
-    other = HttpClient(REMOTE_ADDR="192.0.2.8")
-    assert other.post(reverse("admin:login"), {"username": "root", "password": PASSWORD}).status_code == 302
-
-
-def test_console_records_the_sign_in(client, master_admin):
-    _fresh_minute()
-    assert client.post(reverse("admin:login"), {"username": "ROOT", "password": PASSWORD}).status_code == 302
-    login = Event.objects.get(realm=master_admin.realm, type="LOGIN")
-    assert login.user_id == master_admin.pk and login.client_id == "security-admin-console"
-
-
-@pytest.mark.parametrize("extra", ["otp", "required_action"])
-def test_console_refuses_a_password_alone_where_more_is_required(client, master_admin, extra):
-    """The console's form asks for a password only: an admin with a second factor or a pending
-    required action is refused there, with the reason, never let in on the password alone."""
-    _fresh_minute()
-    if extra == "otp":
-        Credential.objects.create(user=master_admin, type=Credential.OTP, secret_data="{}", credential_data="{}")
-    else:
-        User.objects.filter(pk=master_admin.pk).update(required_actions=["UPDATE_PASSWORD"])
-    refused = client.post(reverse("admin:login"), {"username": "root", "password": PASSWORD})
-    assert refused.status_code == 200 and "_auth_user_id" not in client.session
-    assert "second factor or has a required action pending" in refused.content.decode()
-    assert login_errors(master_admin.realm) == ["second_factor_required"]
 
 
 # --- Required actions this server does not implement ----------------------------------------------

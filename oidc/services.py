@@ -155,7 +155,7 @@ def userinfo(request, realm_config, issuer, params):
         raise InvalidToken("Token verification failed")
     live = live_subject(realm_config, claims)
     if live is None:
-        emit(realm, "USERINFO_REQUEST_ERROR", client_id=claims.get("azp", ""), user_id=claims.get("sub", ""),
+        emit(realm, "USER_INFO_REQUEST_ERROR", client_id=claims.get("azp", ""), user_id=claims.get("sub", ""),
              session_id=claims.get("sid", ""), error="user_session_not_found")
         raise InvalidToken("Session not active or user disabled")
     user, user_session, config = live
@@ -164,7 +164,7 @@ def userinfo(request, realm_config, issuer, params):
         realm=realm, client_config=config, user=user, issuer=issuer, scopes=scopes, openid=openid,
         user_session=user_session, roles=tokens.restricted_roles(config, realm_config.user_roles(user), scopes),
     )
-    emit(realm, "USERINFO_REQUEST", client_id=config.client_id, user_id=user.pk, session_id=claims.get("sid", ""))
+    emit(realm, "USER_INFO_REQUEST", client_id=config.client_id, user_id=user.pk, session_id=claims.get("sid", ""))
     return tokens.userinfo_claims(ctx), config
 
 

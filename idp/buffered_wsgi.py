@@ -12,6 +12,7 @@ import io
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
+TOO_LARGE = b"Request body too large."
 
 
 class BufferedWSGI:
@@ -29,7 +30,7 @@ class BufferedWSGI:
             async with asyncio.timeout(self.body_read_timeout):
                 body = await self.read_body(scope, receive)
         except BodyTooLarge:
-            return await refuse(send, 413, b"Request body too large.")
+            return await refuse(send, 413, TOO_LARGE)
         except TimeoutError:
             return await refuse(send, 408, b"Request body not received in time.")
         except ClientGone:
@@ -162,6 +163,20 @@ def environ_for(scope, body):
             value = environ[key] + ("; " if key == "HTTP_COOKIE" else ",") + value
         environ[key] = value
     return environ
+
+
+def capped(app, max_body_size):
+    """The same cap for the development server (start_dev), which runs Django under WSGI directly:
+    a declared body over ``max_body_size`` gets production's 413 instead of Django's 400 page
+    (RequestDataTooBig). That server reads no body without a Content-Length, so none escapes."""
+    def application(environ, start_response):
+        declared = environ.get("CONTENT_LENGTH") or ""
+        if max_body_size is not None and declared.isdigit() and int(declared) > max_body_size:
+            start_response("413 Request Entity Too Large", [("Content-Type", "text/plain; charset=utf-8"),
+                                                            ("Content-Length", str(len(TOO_LARGE)))])
+            return [TOO_LARGE]
+        return app(environ, start_response)
+    return application
 
 
 def django_application(threads, body_read_timeout):

@@ -72,6 +72,23 @@ def admin_login(base, username, password):
                      data={"csrfmiddlewaretoken": token, "username": username, "password": password}, timeout=30)
 
 
+def body_too_large(port):
+    """The answer to a POST declaring a body one byte over the cap (10 MB, Keycloak's), read as far
+    as its own length (the server may wait for the body it refused before closing)."""
+    size = 10 * 1024 * 1024 + 1
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(b"POST /realms/master/protocol/openid-connect/token HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     b"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: %d\r\n\r\n" % size)
+        answer = b""
+        while b"\r\n\r\n" not in answer or len(answer.partition(b"\r\n\r\n")[2]) < len(b"Request body too large."):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    return head.split(b"\r\n")[0], body
+
+
 def test_start_dev_serves_health_admin_and_demo_realm(tmp_path):
     http, mgmt = free_port(), free_port()
     env = base_env(
@@ -105,6 +122,8 @@ def test_start_dev_serves_health_admin_and_demo_realm(tmp_path):
         # DEBUG is off unless IDP_DEBUG=1: no debug page listing the URL patterns.
         missing = requests.get(f"{base}/no-such-page", timeout=5)
         assert missing.status_code == 404 and "URLconf" not in missing.text
+        # A body over the cap: 413 as in production, not Django's 400 page.
+        assert body_too_large(http) == (b"HTTP/1.1 413 Request Entity Too Large", b"Request body too large.")
     finally:
         stop(proc)
     out = proc.stdout.read()
@@ -187,6 +206,8 @@ def test_start_production_serves_with_granian(production_database, tmp_path):
         # Static files of the console are served in production too.
         css = session.get(f"{base}/static/admin/css/base.css", timeout=5)
         assert css.status_code == 200
+        status_line, body = body_too_large(http)
+        assert status_line.startswith(b"HTTP/1.1 413") and body == b"Request body too large."
         requests.get(f"{base}/realms/master/protocol/openid-connect/logout",
                      params={"id_token_hint": "hint-secret-value"}, headers={"Referer": "https://rp.example/cb?code=c0de-secret"},
                      timeout=5)

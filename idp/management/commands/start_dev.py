@@ -12,6 +12,7 @@ from django.core.servers.basehttp import WSGIServer, run
 from django.core.wsgi import get_wsgi_application
 from django.urls import reverse
 
+from idp.buffered_wsgi import capped
 from idp.management_server import start_management_server
 
 
@@ -65,7 +66,7 @@ class Command(BaseCommand):
         self.stdout.write(f"Demo sign-in:   {base}/demo/ (as alice; the callback shows the code exchange and tokens)")
         self.stdout.write(f"Health:         http://{bind}:{management_port}/health/ready")
         sys.stdout.flush()
-        handler = StaticFilesHandler(get_wsgi_application())
+        handler = capped(StaticFilesHandler(get_wsgi_application()), settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
         try:
             run(bind, http_port, handler, ipv6=":" in bind, threading=True, server_cls=WSGIServer)
         except KeyboardInterrupt:

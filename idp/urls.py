@@ -16,12 +16,13 @@ from realms.admin_api.serverinfo import ServerInfo
 
 urlpatterns = [
     path("", views.welcome, name="welcome"),
+    # One trailing slash is the same route, as on every Admin API route (realms.admin_api.resources).
+    re_path(r"^admin/realms/?$", Realms.as_view()),
     path("admin/realms/", include("realms.admin_api.urls")),
-    re_path(r"^admin/realms$", Realms.as_view()),
     # Keycloak's JavaScript admin client asks for //admin/serverinfo (a base path "/" joined to
     # "/admin/serverinfo"); Keycloak answers it, so do we. (A group, not "^/?", which Django's
     # URL check reports as a needless leading slash.)
-    re_path(r"^(?:/)?admin/serverinfo$", ServerInfo.as_view()),
+    re_path(r"^(?:/)?admin/serverinfo/?$", ServerInfo.as_view()),
     path("admin/openapi.json", OpenApi.as_view()),  # open, as Keycloak publishes its own
     # The console signs in through a realm's browser flow (docs/decisions/0063): these replace the
     # admin site's own login/ and logout/ (same paths, so routed first).

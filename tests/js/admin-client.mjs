@@ -1,10 +1,11 @@
 // Keycloak's own admin client (@keycloak/keycloak-admin-client) runs a script of calls against
-// a running server: IDP_BASE_URL, IDP_ADMIN_USERNAME and IDP_ADMIN_PASSWORD from the environment.
+// a running server: IDP_BASE_URL, IDP_ADMIN_USERNAME and IDP_ADMIN_PASSWORD from the environment,
+// IDP_ADMIN_CLIENT the package to run (package.json's pinned release, or its alias of the newest).
 // Any failed assertion or unexpected answer exits non-zero (run by tests/idp/test_admin_clients.py).
 import assert from "node:assert/strict";
-import KcAdminClient from "@keycloak/keycloak-admin-client";
 
 const { IDP_BASE_URL: baseUrl, IDP_ADMIN_USERNAME: username, IDP_ADMIN_PASSWORD: password } = process.env;
+const { default: KcAdminClient } = await import(process.env.IDP_ADMIN_CLIENT ?? "@keycloak/keycloak-admin-client");
 const kc = new KcAdminClient({ baseUrl, realmName: "master" });
 await kc.auth({ username, password, grantType: "password", clientId: "admin-cli" });
 
@@ -12,7 +13,10 @@ const info = await kc.serverInfo.find();
 assert.match(info.systemInfo.version, /^26\./);
 assert.ok((await kc.realms.find()).some((r) => r.realm === "master"));
 
-assert.deepEqual(await kc.realms.create({ realm: "jsk", enabled: true }), { realmName: "jsk" });
+// Since 26.7 find and create of realms, users, groups, clients, components and organizations
+// (and groups.updateRoot) send their collection's path with a trailing slash ("realms/").
+assert.deepEqual(await kc.realms.create({ realm: "jsk", enabled: true, organizationsEnabled: true }),
+  { realmName: "jsk" });
 assert.equal((await kc.realms.findOne({ realm: "jsk" })).realm, "jsk");
 await assert.rejects(kc.realms.create({ realm: "jsk" }), (err) => err.response.status === 409);
 kc.setConfig({ realmName: "jsk" });
@@ -36,6 +40,14 @@ assert.equal(editor.description, "edits");
 const { id: groupId } = await kc.groups.create({ name: "staff" });
 const { id: subId } = await kc.groups.createChildGroup({ id: groupId }, { name: "ops" });
 assert.equal((await kc.groups.findOne({ id: subId })).path, "/staff/ops");
+assert.deepEqual((await kc.groups.find()).map((g) => g.name), ["staff"]);
+const { id: tempId } = await kc.groups.create({ name: "temp" });
+await kc.groups.updateChildGroup({ id: groupId }, { id: tempId, name: "temp" });  // moved below staff
+assert.equal((await kc.groups.findOne({ id: tempId })).path, "/staff/temp");
+await kc.groups.updateRoot({ id: tempId, name: "temp" });  // and back to the top
+assert.equal((await kc.groups.findOne({ id: tempId })).path, "/temp");
+assert.deepEqual((await kc.groups.find({ search: "temp" })).map((g) => g.id), [tempId]);
+await kc.groups.del({ id: tempId });
 
 const { id: userId } = await kc.users.create({ username: "alice", email: "alice@example.org", enabled: true,
   firstName: "Alice" });
@@ -61,6 +73,18 @@ assert.equal((await kc.users.findOne({ id: userId })).lastName, "Liddell");
 await kc.users.del({ id: userId });
 assert.equal(await kc.users.findOne({ id: userId }), null);
 assert.equal(await kc.users.count(), 1);
+
+const { id: orgId } = await kc.organizations.create({ name: "Acme", domains: [{ name: "acme.example" }] });
+assert.deepEqual((await kc.organizations.find()).map((o) => [o.id, o.name]), [[orgId, "Acme"]]);
+await kc.organizations.delById({ id: orgId });
+
+const { id: ldapId } = await kc.components.create({ name: "corp", providerId: "ldap",
+  providerType: "org.keycloak.storage.UserStorageProvider",
+  config: { editMode: ["READ_ONLY"], connectionUrl: ["ldap://127.0.0.1:1"], usersDn: ["ou=people,dc=acme"] } });
+assert.deepEqual((await kc.components.find({ type: "org.keycloak.storage.UserStorageProvider" })).map((c) => c.id),
+  [ldapId]);
+await kc.components.del({ id: ldapId });
+assert.deepEqual(await kc.components.find({ name: "corp" }), []);
 
 kc.setConfig({ realmName: "master" });
 await kc.realms.del({ realm: "jsk" });

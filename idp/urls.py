@@ -9,6 +9,7 @@ from django.views.generic import RedirectView
 from idp import views
 from oidc import demo as oidc_demo
 from oidc.views.discovery import realm_info
+from realms.account.urls import account_root
 from realms.admin import sign_in as console_sign_in
 from realms.admin_api.openapi import OpenApi
 from realms.admin_api.realms import Realms
@@ -34,7 +35,7 @@ urlpatterns = [
     path("realms/<str:realm>/console-sign-in", console_sign_in.sign_in),
     path("realms/<str:realm>/scim/v2/", include("realms.scim.urls")),
     path("realms/<str:realm>/account/", include("realms.account.urls")),
-    path("realms/<str:realm>/account", RedirectView.as_view(url="account/", query_string=True)),
+    path("realms/<str:realm>/account", account_root),
     path("realms/<str:realm>/", include("oidc.urls")),
     path("demo/api/whoami", oidc_demo.whoami, name="demo-whoami"),
     path("demo/", oidc_demo.sign_in, name="demo-sign-in"),

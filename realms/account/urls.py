@@ -3,6 +3,7 @@
 account console's pages for browsers."""
 from django.http import HttpResponse
 from django.urls import path
+from django.views.generic import RedirectView
 
 from ..http import cors
 from . import api, console
@@ -22,6 +23,13 @@ def either(api_view, page=None):
         return page(request, *args, **kwargs)
     view.csrf_exempt = True  # the API is bearer-token only; the console's own forms are checked (console.py)
     return view
+
+
+# ``/realms/<realm>/account`` without its slash (mounted by idp/urls.py) is Keycloak's account
+# resource too: keycloak-js's loadUserProfile() asks it across origins with a bearer token, and a
+# browser refuses a redirected preflight. A browser asking for the page is sent to ``account/``,
+# where the console's relative links work.
+account_root = either(api.Account.as_view(), RedirectView.as_view(url="account/", query_string=True))
 
 
 urlpatterns = [

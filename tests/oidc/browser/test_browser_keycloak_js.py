@@ -1,19 +1,25 @@
 """keycloak-js 26 (tests/js, from the npm registry) with its default init options, in headless
 Chromium, against the live server: ``login-required`` signs in through our login page (response
-mode fragment, PKCE, the check-session iframe and the third-party-cookie probe), ``updateToken``
-and ``loadUserInfo`` work; ``check-sso`` with a silent check-sso page finds the session after a
+mode fragment, PKCE, the check-session iframe and the third-party-cookie probe), ``updateToken``,
+``loadUserInfo`` and ``loadUserProfile`` (the Account REST API at ``/realms/<realm>/account``,
+its preflight answered there) work; ``check-sso`` with a silent check-sso page finds the session after a
 reload; ``logout`` in one tab is noticed by the check-session iframe of another (onAuthLogout);
 the implicit and hybrid flows for a client with implicitFlowEnabled; a page of a foreign origin
 cannot frame the check-session iframe.
 
 The application is served by a small HTTP server on another port of 127.0.0.1: another origin
 than the server's, registered as the client's redirect URI and web origin (same site, so the
-browser's third-party cookie policy does not decide the outcome)."""
+browser's third-party cookie policy does not decide the outcome).
+
+keycloak-js is the newest release (26.2.4 as ``npm view keycloak-js version`` says today; keycloak-js
+now follows its own releases, not the server's), so tests/js pins it alone, without an alias of a
+newer one as for the admin client."""
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import requests
 from playwright.sync_api import sync_playwright
 
 from realms.representation.services import create_realm
@@ -134,6 +140,16 @@ def test_keycloak_js_with_its_defaults(setup, idp, app):
             assert page.evaluate("kc.updateToken(-1)") is True
             assert "onAuthRefreshSuccess" in page.evaluate("window.events")
             assert page.evaluate("kc.loadUserInfo().then((info) => info.email)") == "bob@example.com"
+            # loadUserProfile asks /realms/acme/account (no slash) with a bearer token: a preflight
+            # the browser would refuse if it were redirected, then the account JSON.
+            profile = page.evaluate("kc.loadUserProfile()")
+            assert {k: profile[k] for k in ("username", "email", "firstName", "emailVerified")} == {
+                "username": "bob", "email": "bob@example.com", "firstName": "Bob", "emailVerified": False}
+            assert page.evaluate("kc.profile.username") == "bob"
+            preflight = requests.options(f"{idp}/realms/acme/account", allow_redirects=False, timeout=10, headers={
+                "Origin": app, "Access-Control-Request-Method": "GET", "Access-Control-Request-Headers": "authorization"})
+            assert preflight.status_code in (200, 204) and "Location" not in preflight.headers
+            assert preflight.headers["Access-Control-Allow-Origin"] == app
 
             # check-sso after a reload: the iframe reports a change (no session state yet), the
             # silent check-sso page gets a code with prompt=none, no login page is shown.

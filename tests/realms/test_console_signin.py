@@ -250,3 +250,15 @@ def test_a_disabled_console_client_refuses_the_sign_in(master, root):
 def test_the_console_is_no_protocol_clients_speak():
     assert "console" not in engine.provider_ids()["login-protocol"]
     assert "openid-connect" in engine.provider_ids()["login-protocol"]
+
+
+def test_the_console_clients_flow_override_applies_and_a_failed_sign_in_says_so(master, root):
+    Client.objects.filter(realm=master, client_id="security-admin-console").update(
+        authentication_flow_binding_overrides={"browser": "no-such-flow"})
+    http = HttpClient()
+    page = http.get(f"{CONSOLE}login/", {"next": f"{CONSOLE}realms/realm/"}, follow=True)
+    text = page.content.decode()
+    assert page.status_code == 400 and "An error occurred, please login again through your application." in text
+    assert f'href="{CONSOLE}realms/realm/"' in text  # back to the console, which starts again
+    assert [e.error for e in events(master, "LOGIN_ERROR")] == ["flow_not_found"]
+    assert signed_in_as(http) is None

@@ -11,7 +11,7 @@ from django.urls import path
 from rest_framework import status
 from rest_framework.response import Response
 
-from realms.admin_api import errors
+from realms.admin_api import errors, key_providers
 from realms.admin_api.query import location
 from realms.admin_api.views import RealmResource
 from realms.audit import admin_events
@@ -94,13 +94,16 @@ class Components(RealmResource):
         for param, field in (("parent", "parent_id"), ("type", "provider_type"), ("name", "name")):
             if request.query_params.get(param) is not None:
                 q = q.filter(**{field: request.query_params[param]})
-        return Response([component_rep(c) for c in q.order_by("name", "pk")])
+        return Response([component_rep(c) for c in q.order_by("name", "pk")]
+                        + key_providers.listed(self.realm, request.query_params))
 
     def post(self, request, realm):
         body = request.data if isinstance(request.data, dict) else {}
         kind = body.get("providerType")
+        if kind == key_providers.KEY_PROVIDER:
+            return key_providers.create(self, request, body)
         if kind not in TYPES:
-            raise errors.Invalid(f"providerType must be one of {', '.join(TYPES)}")
+            raise errors.Invalid(f"providerType must be one of {', '.join(TYPES + (key_providers.KEY_PROVIDER,))}")
         if not body.get("providerId"):
             raise errors.Invalid("providerId is required")
         component = Component(realm=self.realm, name=str(body.get("name") or body["providerId"]),
@@ -127,7 +130,8 @@ def add_default_mappers(component):
 
 
 class ComponentDetail(RealmResource):
-    """One component; secrets shown as ``**********``, kept when sent back so."""
+    """One component; secrets shown as ``**********``, kept when sent back so. A realm key is
+    served by ``realms.admin_api.key_providers``."""
 
     required_role = {"GET": "view-realm", "PUT": "manage-realm", "DELETE": "manage-realm"}
 
@@ -138,11 +142,17 @@ class ComponentDetail(RealmResource):
         return component
 
     def get(self, request, realm, component_id):
+        key = key_providers.find(self.realm, component_id)
+        if key is not None:
+            return Response(key_providers.rep(key))
         return Response(component_rep(self._component(component_id)))
 
     def put(self, request, realm, component_id):
-        component = self._component(component_id)
         body = request.data if isinstance(request.data, dict) else {}
+        key = key_providers.find(self.realm, component_id)
+        if key is not None:
+            return key_providers.update(self, key, body)
+        component = self._component(component_id)
         component.config = _config(body, open_config(component))
         component.name = str(body.get("name") or component.name)
         _validate(component)
@@ -152,6 +162,9 @@ class ComponentDetail(RealmResource):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     def delete(self, request, realm, component_id):
+        key = key_providers.find(self.realm, component_id)
+        if key is not None:
+            return key_providers.delete(self, key)
         component = self._component(component_id)
         with transaction.atomic():
             Component.objects.filter(realm=self.realm, parent_id=component.pk, provider_type=MAPPER_TYPE).delete()

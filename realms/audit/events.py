@@ -14,6 +14,11 @@ from ..models import Event
 
 logger = logging.getLogger("idp.events")
 
+# The realm's eventsListeners this server has: Keycloak's "jboss-logging" is the logger above.
+# (Storing events is Save events; webhooks subscribe on their own, as no realm listener.)
+LOGGING_LISTENER = "jboss-logging"
+EVENT_LISTENERS = (LOGGING_LISTENER,)
+
 # Sent with event=<Event, saved or not>; receivers run inside the caller's transaction.
 realm_event = Signal()
 
@@ -49,9 +54,10 @@ def emit_many(realm, items):
         rows.insert(stored[0])  # no receiver watches Event's saves; inside a write batch it waits for the others
     else:
         rows.insert_many(Event, stored)
+    logs = LOGGING_LISTENER in (realm.events_listeners or ())
     for event in events:
-        if event.error:
-            # Errors are logged even when not stored (Keycloak does the same); never secrets.
+        if event.error and logs:
+            # Errors are logged even when not stored (Keycloak's jboss-logging does the same); never secrets.
             logger.warning("event %s realm=%s client=%s user=%s error=%s", event.type, realm.name, event.client_id,
                            event.user_id, event.error)
         realm_event.send(sender=Event, event=event)

@@ -12,30 +12,37 @@ from . import crypto
 from .shared_cache import LocalCopies
 
 _KTY = {"RS256": ("RSA", {"size": 2048}), "ES256": ("EC", {"crv": "P-256"}), "EdDSA": ("OKP", {"crv": "Ed25519"})}
+# Keycloak's provider of a generated key of each algorithm (a KeyProvider component's providerId).
+GENERATED = {"RS256": "rsa-generated", "ES256": "ecdsa-generated", "EdDSA": "eddsa-generated"}
 
 
-def generate_key(realm, algorithm="RS256", priority=100, status=RealmKey.ACTIVE, provider_name=None):
+def new_key(algorithm, key_size=2048):
+    """A fresh jwcrypto key pair for ``algorithm`` (``key_size``: RSA's modulus bits)."""
     kty, params = _KTY[algorithm]
-    key = jwk.JWK.generate(kty=kty, **params)
-    return store_key(realm, key, algorithm, priority=priority, status=status,
-                     provider_name=provider_name or f"{kty.lower()}-generated")
+    return jwk.JWK.generate(kty=kty, **(dict(params, size=key_size) if kty == "RSA" else params))
 
 
-def store_key(realm, key, algorithm, priority=100, status=RealmKey.ACTIVE, provider_name="rsa", certificate_pem="", kid=None):
-    """Persist a jwcrypto key (private part encrypted at rest)."""
-    private_pem = key.export_to_pem(private_key=True, password=None).decode()
-    public_pem = key.export_to_pem().decode()
-    return RealmKey.objects.create(
-        realm=realm,
-        kid=kid or key.thumbprint(),
-        algorithm=algorithm,
-        priority=priority,
-        status=status,
-        provider_name=provider_name,
-        private_key_encrypted=crypto.encrypt(private_pem),
-        public_key_pem=public_pem,
-        certificate_pem=certificate_pem,
-    )
+def generate_key(realm, algorithm="RS256", priority=100, status=RealmKey.ACTIVE, provider_name=None, key_size=2048):
+    provider_id = GENERATED[algorithm]
+    return store_key(realm, new_key(algorithm, key_size), algorithm, priority=priority, status=status,
+                     provider_name=provider_name or provider_id, provider_id=provider_id)
+
+
+def store_key(realm, key, algorithm, priority=100, status=RealmKey.ACTIVE, provider_name="rsa", certificate_pem="", kid=None,
+              provider_id="rsa"):
+    """Persist a jwcrypto key."""
+    row = RealmKey(realm=realm, algorithm=algorithm, priority=priority, status=status, provider_name=provider_name,
+                   provider_id=provider_id, certificate_pem=certificate_pem)
+    set_material(row, key, kid)
+    row.save()
+    return row
+
+
+def set_material(row, key, kid=None):
+    """Put a jwcrypto key pair into ``row`` (not saved), the private part encrypted at rest."""
+    row.kid = kid or key.thumbprint()
+    row.private_key_encrypted = crypto.encrypt(key.export_to_pem(private_key=True, password=None).decode())
+    row.public_key_pem = key.export_to_pem().decode()
 
 
 @transaction.atomic

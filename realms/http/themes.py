@@ -9,6 +9,7 @@ from django.http import HttpResponse
 from django.template.loader import select_template
 
 from . import messages, security_headers
+from .safe_html import safe_html
 
 DEFAULT_THEME = "v2"
 LOGIN, ACCOUNT, EMAIL = "login", "account", "email"
@@ -47,6 +48,8 @@ def render(request, realm, page, context=None, status=200, kind=LOGIN):
     base = {
         "realm": realm,
         "realm_title": (realm.display_name or realm.name) if realm is not None else "",
+        # The header: the realm's displayNameHtml (made safe) as Keycloak's login theme shows it.
+        "realm_header": safe_html(realm.display_name_html) if realm is not None and realm.display_name_html else "",
         "lang": lang,
         "dir": messages.direction(lang),
         "theme": theme_of(realm, kind),

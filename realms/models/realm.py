@@ -7,6 +7,10 @@ from ..data import crypto
 from .fields import IdField, SmtpServerField
 
 
+def default_events_listeners():
+    return ["jboss-logging"]  # Keycloak's default: events logged (realms.audit.events)
+
+
 class Realm(models.Model):
     """A separate space of users, clients, keys and settings with its own issuer."""
 
@@ -83,7 +87,7 @@ class Realm(models.Model):
     # Events.
     events_enabled = models.BooleanField(default=False, help_text="Save events.")
     events_expiration = models.PositiveIntegerField(null=True, blank=True, help_text="Seconds; empty = keep.")
-    events_listeners = models.JSONField(default=list, blank=True)
+    events_listeners = models.JSONField(default=default_events_listeners, blank=True)
     enabled_event_types = models.JSONField(default=list, blank=True)
     admin_events_enabled = models.BooleanField(default=False)
     admin_events_details_enabled = models.BooleanField(default=False)
@@ -93,7 +97,8 @@ class Realm(models.Model):
     registration_flow = models.CharField(max_length=255, default="registration")
     direct_grant_flow = models.CharField(max_length=255, default="direct grant")
     reset_credentials_flow = models.CharField(max_length=255, default="reset credentials")
-    client_authentication_flow = models.CharField(max_length=255, default="clients")
+    # Only Keycloak's built-in flow: clients authenticate by their own authenticator (decision 0064).
+    client_authentication_flow = models.CharField(max_length=255, default="clients", choices=[("clients", "clients")])
     docker_authentication_flow = models.CharField(max_length=255, default="docker auth")
     first_broker_login_flow = models.CharField(max_length=255, default="first broker login")
 
@@ -160,8 +165,9 @@ class Component(RealmOwned):
 
 
 class RealmKey(RealmOwned):
-    """A signing key pair. The active key with the highest priority signs; passive keys only
-    verify, so tokens signed before a rotation stay valid until they expire."""
+    """A signing key pair: one of Keycloak's KeyProvider components (its id, name, providerId and
+    config priority/enabled/active). The active key with the highest priority signs; passive keys
+    only verify, so tokens signed before a rotation stay valid until they expire."""
 
     ACTIVE, PASSIVE, DISABLED = "active", "passive", "disabled"
     ALGORITHMS = [("RS256", "RS256"), ("ES256", "ES256"), ("EdDSA", "EdDSA")]
@@ -177,7 +183,10 @@ class RealmKey(RealmOwned):
     private_key_encrypted = models.TextField(editable=False)
     public_key_pem = models.TextField(editable=False)
     certificate_pem = models.TextField(blank=True, editable=False)
-    provider_name = models.CharField(max_length=255, default="rsa-generated")
+    provider_name = models.CharField(max_length=255, default="rsa-generated")  # the component's name
+    # Keycloak's KeyProvider providerId: rsa-generated, ecdsa-generated, eddsa-generated (generated
+    # here), rsa (a key pair brought in: PEM through the Admin API, an import's key material).
+    provider_id = models.CharField(max_length=64, default="rsa-generated")
     created = models.DateTimeField(default=timezone.now, editable=False)
 
     class Meta:

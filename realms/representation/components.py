@@ -88,6 +88,7 @@ def parse_components(components, p):
             private_text = config.get(_PRIVATE_KEY_CONFIG[algorithm])
             key = {
                 "_path": path, "id": v.get("id"), "name": v.get("name") or provider_id, "algorithm": algorithm,
+                "provider_id": provider_id,
                 "private": (load_private(f"{cpath}.{_PRIVATE_KEY_CONFIG[algorithm]}", private_text,
                                           _KEY_TYPES[algorithm]) if private_text else None),
                 "certificate": (load_cert(f"{cpath}.certificate", config["certificate"])
@@ -172,7 +173,7 @@ class KeyApplier:
                 kid = new_kid
             row = keys.store_key(
                 self.realm, jwk.JWK.from_pem(pem), k["algorithm"], priority=k["priority"], status=k["status"],
-                provider_name=k["name"], kid=kid,
+                provider_name=k["name"], provider_id=k["provider_id"], kid=kid,
                 certificate_pem=(k["certificate"].public_bytes(serialization.Encoding.PEM).decode()
                                  if k["certificate"] is not None else ""),
             )

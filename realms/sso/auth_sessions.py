@@ -6,7 +6,9 @@ browser tabs do not disturb each other (Keycloak's root/tab authentication sessi
 record holds the protocol's original request (opaque to the engine), the state of the flow's
 steps and the user once identified. It lives in the shared cache and expires after the realm's
 ``access_code_lifespan_login`` (Keycloak's "Login timeout", 30 minutes by default): a sign-in
-left longer starts over.
+left longer starts over. Once the user is identified and only required actions or consent remain,
+each of those pages must be answered within ``access_code_lifespan_user_action`` of being shown
+(Keycloak's "Login action timeout", 5 minutes by default).
 """
 import secrets
 import time
@@ -49,9 +51,13 @@ class AuthSession:
     required_actions: list = field(default_factory=list)
     new_root: bool = False  # the browser gets its AUTH_SESSION_ID cookie with this answer
     stored: bool = False  # in the cache (a sign-in answered at once is never written)
+    shown: float = 0.0  # when its last page was shown (saved)
 
     def expired(self, realm) -> bool:
-        return time.time() > self.created + realm.access_code_lifespan_login
+        now = time.time()
+        if self.flow_done and now > self.shown + realm.access_code_lifespan_user_action:
+            return True
+        return now > self.created + realm.access_code_lifespan_login
 
 
 def _key(root_id, tab_id):
@@ -98,6 +104,7 @@ def save(auth_session, realm):
         # session fixation) is replaced. Checked here, when a page is shown, so an answer given at
         # once (SSO) costs no cache read.
         auth_session.root_id, auth_session.new_root = secrets.token_urlsafe(24), True
+    auth_session.shown = time.time()
     # A shallow copy is enough: pickling copies the nested dicts and lists.
     data = {**vars(auth_session), "new_root": False}
     # The root outlives each of its tabs: marked live for a whole login timeout from the last save.

@@ -34,9 +34,9 @@ def register():
                    "kerberos user federation is not available on this server: %s", error)
         return
     storage.register_provider(PROVIDER_ID, KerberosProvider, validate=validate)
-    from ..models import LdapComponent
+    from ..models import KerberosComponent, LdapComponent
 
-    for model in (Component, LdapComponent):  # a proxy's saves are signalled under its own name
+    for model in (Component, LdapComponent, KerberosComponent):  # a proxy's saves are signalled under its own name
         uid = model.__name__
         pre_save.connect(_provider_saving, sender=model, dispatch_uid=f"kerberos-spnego-before-{uid}")
         post_save.connect(_provider_saved, sender=model, dispatch_uid=f"kerberos-spnego-on-{uid}")

@@ -31,12 +31,13 @@ from .config import (
     TokenConfig,
     UpstreamConfig,
 )
+from .errors import AmbassadorError
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
 
-class ConfigError(Exception):
+class ConfigError(AmbassadorError):
     """One or more configuration mistakes, one line each."""
 
     def __init__(self, lines: list[str]):

@@ -8,12 +8,14 @@ import random
 import socket
 import struct
 
+from .errors import AmbassadorError
+
 log = logging.getLogger("ambassador.discovery")
 
 A, AAAA = 1, 28
 
 
-class DNSError(Exception):
+class DNSError(AmbassadorError):
     pass
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
+from .errors import AmbassadorError
+
 # RFC 9110 section 7.6.1, plus the pre-standard Keep-Alive/Proxy-Connection and proxy auth fields.
 HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"te", b"transfer-encoding",
                         b"upgrade", b"trailer", b"proxy-authenticate", b"proxy-authorization"})
@@ -25,11 +27,11 @@ def without_fields(fields: list, names) -> list:
     return out
 
 
-class ConnectFailure(Exception):
+class ConnectFailure(AmbassadorError):
     """The connection (TCP or TLS handshake) could not be made: nothing reached the upstream."""
 
 
-class UpstreamReset(Exception):
+class UpstreamReset(AmbassadorError):
     """The connection broke before the whole response was read."""
 
 
@@ -159,5 +161,5 @@ class Exchange:
         self.conn.resume_reading()
 
 
-class ClientGone(Exception):
+class ClientGone(AmbassadorError):
     """The client went away while its request body was being streamed."""

@@ -5,8 +5,10 @@ import asyncio
 import ssl
 from urllib.parse import urlsplit
 
+from .errors import AmbassadorError
 
-class HTTPError(Exception):
+
+class HTTPError(AmbassadorError):
     pass
 
 

@@ -10,12 +10,13 @@ from pathlib import Path
 from urllib.parse import quote, urlencode
 
 from . import httpclient
+from .errors import AmbassadorError
 from .tls import client_context
 
 log = logging.getLogger("ambassador.tokens")
 
 
-class TokenError(Exception):
+class TokenError(AmbassadorError):
     pass
 
 

@@ -12,6 +12,8 @@ import io
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
+from idp.errors import IdpError
+
 TOO_LARGE = b"Request body too large."
 
 
@@ -75,11 +77,11 @@ class BufferedWSGI:
                 result.close()
 
 
-class BodyTooLarge(Exception):
+class BodyTooLarge(IdpError):
     pass
 
 
-class ClientGone(Exception):
+class ClientGone(IdpError):
     pass
 
 

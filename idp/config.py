@@ -4,8 +4,10 @@ A bad setting must stop the service with one line that names it, never with a tr
 """
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from .errors import IdpError
 
-class ConfigError(Exception):
+
+class ConfigError(IdpError):
     """Settings are missing or wrong; the message names each, one line each."""
 
 

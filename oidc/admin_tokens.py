@@ -7,7 +7,7 @@ session (``sid``) with this client, an enabled client and an enabled user. What 
 do is decided afterwards, from the database (``realms.admin_api.permissions``)."""
 from django.http import Http404
 
-from realms.admin_api.authentication import Caller, InvalidToken
+from realms.admin_api.authentication import BearerRefused, Caller
 from realms.http.web import realm_url
 
 from . import jose, tokens
@@ -19,25 +19,25 @@ def verify(request, token) -> Caller:
     try:
         _, unverified, _, _ = jose.parse(token)
     except jose.JoseError:
-        raise InvalidToken("malformed") from None
+        raise BearerRefused("malformed") from None
     # The issuer only says which realm's keys to try; decode() checks it again once verified.
     prefix = realm_url(request, "")
     issuer = unverified.get("iss")
     name = issuer[len(prefix):] if isinstance(issuer, str) and issuer.startswith(prefix) else ""
     if not name or "/" in name:
-        raise InvalidToken("unknown issuer")
+        raise BearerRefused("unknown issuer")
     try:
         realm_config = get_realm(name)
     except Http404:
-        raise InvalidToken("unknown or disabled realm") from None
+        raise BearerRefused("unknown or disabled realm") from None
     try:
         claims = tokens.decode(realm_config.realm, token, realm_url(request, name), remember=True)
     except tokens.TokenError:
-        raise InvalidToken("invalid") from None
+        raise BearerRefused("invalid") from None
     if not isinstance(claims.get("exp"), int) or claims.get("typ") != tokens.TYP_BEARER:
-        raise InvalidToken("not an access token")
+        raise BearerRefused("not an access token")
     # The user row itself, not the session cache's copy: disabling an admin takes effect at once.
     live = live_subject(realm_config, claims, check_revoked=True, fresh_user=True)
     if live is None:
-        raise InvalidToken("revoked, session ended, client or user disabled")
+        raise BearerRefused("revoked, session ended, client or user disabled")
     return Caller(user=live[0], realm=realm_config.realm, claims=claims)

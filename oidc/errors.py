@@ -4,13 +4,18 @@ Service code raises, say, ``InvalidGrant("Code not valid")``; the ``oauth_endpoi
 (or ``error_response`` for code that renders by itself) produces the RFC 6749 §5.2 JSON body,
 the status code and, for a failed HTTP Basic client authentication, ``WWW-Authenticate``.
 Bearer-token errors at userinfo and resource servers use RFC 6750's header form instead.
+Every error of the app derives from ``OidcError``; ``OAuthError`` is the one with a protocol answer.
 """
 import functools
 
 from django.http import JsonResponse
 
 
-class OAuthError(Exception):
+class OidcError(Exception):
+    """An error of the OpenID Connect app."""
+
+
+class OAuthError(OidcError):
     error = "invalid_request"
     status = 400
 

@@ -23,7 +23,15 @@ from realms.sso import sessions
 from . import tokens
 from .client_auth import authenticate
 from .codes import redeem_code
-from .errors import InvalidGrant, InvalidRequest, InvalidScope, OAuthError, UnauthorizedClient, UnsupportedGrantType
+from .errors import (
+    InvalidGrant,
+    InvalidRequest,
+    InvalidScope,
+    OAuthError,
+    OidcError,
+    UnauthorizedClient,
+    UnsupportedGrantType,
+)
 from .realm_cache import PROTOCOL
 
 EVENTS = {
@@ -177,7 +185,7 @@ def authorization_code(exchange):
 
 # refresh_token -------------------------------------------------------------------------------
 
-class _ReuseDetected(Exception):
+class _ReuseDetected(OidcError):
     pass
 
 

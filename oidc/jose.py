@@ -17,6 +17,8 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, padding
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature, encode_dss_signature
 
+from .errors import OidcError
+
 # The only algorithms ever accepted; "none" and anything unknown are refused by construction.
 ASYMMETRIC = {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
 SYMMETRIC = {"HS256", "HS384", "HS512"}
@@ -26,7 +28,7 @@ _KTY = {"RS": "RSA", "PS": "RSA", "ES": "EC", "Ed": "OKP"}
 _EC_SIZE = {"ES256": 32, "ES384": 48, "ES512": 66}
 
 
-class JoseError(Exception):
+class JoseError(OidcError):
     """The token is malformed or its signature does not verify."""
 
 

@@ -28,7 +28,7 @@ from realms.sso import sessions, sso_cookie
 
 from . import tokens
 from .client_auth import authenticate
-from .errors import InvalidClient, InvalidRequest, OAuthError
+from .errors import InvalidClient, InvalidRequest, OAuthError, OidcError
 from .grants import refresh_token_claims
 
 CONFIRM_SALT = "idp.logout-confirm"
@@ -36,7 +36,7 @@ CONFIRM_MAX_AGE = 600
 _NO_LIFETIME_LIMIT = 10 ** 10
 
 
-class LogoutError(Exception):
+class LogoutError(OidcError):
     """A bad logout request: shown on a page (never redirected to an unchecked URI)."""
 
     def __init__(self, message):

@@ -22,7 +22,7 @@ from realms.signin.flows import SSO_AUTH
 from realms.sso import sessions
 
 from . import jose
-from .errors import InvalidScope, ServerError
+from .errors import InvalidScope, OidcError, ServerError
 from .mappers import ACCESS, ID, INTROSPECTION, USERINFO, apply_mappers
 
 REFRESH_ALG = "HS512"
@@ -258,7 +258,7 @@ def front_channel_response(ctx, *, code="", access_token=False, id_token=False):
 
 # Reading tokens -------------------------------------------------------------------------------
 
-class TokenError(Exception):
+class TokenError(OidcError):
     """The token is not one of this realm's valid tokens."""
 
 

@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from lxml import etree
 
 from . import constants as c
+from .errors import SamlError
 from .signatures import certificate_from_attribute
 
 AES128_CBC = f"{c.NS_XENC}aes128-cbc"
@@ -30,7 +31,7 @@ ALGORITHM_ATTRIBUTE = "saml.encryption.algorithm"
 DEFAULT_ALGORITHM = AES256_GCM
 
 
-class EncryptionError(Exception):
+class EncryptionError(SamlError):
     pass
 
 

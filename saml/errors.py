@@ -3,11 +3,16 @@
 ``UntrustedRequest``: found before the requester and its response address are known good (bad
 XML, unknown issuer, unregistered ACS URL, bad signature, stale or replayed request): shown on an
 error page, never sent anywhere. ``StatusError``: the requester is trusted; the answer is a SAML
-Response with this status, sent to the checked address.
+Response with this status, sent to the checked address. Both, and every other error of the
+app, derive from ``SamlError``.
 """
 
 
-class UntrustedRequest(Exception):
+class SamlError(Exception):
+    """An error of the SAML app."""
+
+
+class UntrustedRequest(SamlError):
     def __init__(self, message, event_error="invalid_request", client_id=""):
         super().__init__(message)
         self.message = message
@@ -16,7 +21,7 @@ class UntrustedRequest(Exception):
         self.kind = ""  # the refused message's element name, once known (AuthnRequest ...)
 
 
-class StatusError(Exception):
+class StatusError(SamlError):
     def __init__(self, status, message="", event_error="invalid_request", sub_status=""):
         super().__init__(message or status)
         self.status = status

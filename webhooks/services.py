@@ -16,6 +16,7 @@ from realms.http.outbound import HTTPError, TargetRefused, check_url, prepare
 from realms.http.web import base_url
 
 from . import catalogue, conf, delivery
+from .errors import WebhooksError
 from .models import Delivery, Endpoint, EndpointSecret, Message
 from .notify import RESOURCE_TYPE
 from .outbox import publish
@@ -25,7 +26,7 @@ DEFAULT_ROTATION_OVERLAP = 24 * 3600
 TEST_EVENT_TYPE = "webhook.test"
 
 
-class WebhookError(ValueError):
+class WebhookError(WebhooksError, ValueError):
     """Input refused; the message is safe to show to the caller."""
 
 

@@ -15,6 +15,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
+from .errors import WebhooksError
+
 SECRET_PREFIX = "whsec_"
 SIGNING_KEY_PREFIX = "whsk_"
 PUBLIC_KEY_PREFIX = "whpk_"
@@ -24,11 +26,11 @@ DEFAULT_TOLERANCE = 300
 MAX_SIGNATURE_ENTRIES = 20
 
 
-class InvalidSecret(ValueError):
+class InvalidSecret(WebhooksError, ValueError):
     """A secret or key is not in the expected prefixed base64 form."""
 
 
-class VerificationError(Exception):
+class VerificationError(WebhooksError):
     """The request is not a valid signed webhook; the message says why (for logs, not callers)."""
 
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 import gssapi
 from gssapi.raw import acquire_cred_from, acquire_cred_with_password
 
+from ..errors import FederationError
+
 logger = logging.getLogger("idp.federation.kerberos")
 
 SPNEGO = gssapi.OID.from_int_seq("1.3.6.1.5.5.2")
@@ -27,7 +29,7 @@ _EXISTS = _WRONG_PASSWORD | {_CLIENT_REVOKED, _KEY_EXPIRED}
 _PROBE_PASSWORD = b"\x00probe: not the password of anyone\x00"
 
 
-class KerberosUnavailable(Exception):
+class KerberosUnavailable(FederationError):
     """The KDC could not be asked (unreachable, misconfigured)."""
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import ldap.filter
 from django.utils import timezone
 
+from ..errors import FederationError
 from ..kerberos.config import missing_setting
 
 PROVIDER_ID = "ldap"
@@ -19,7 +20,7 @@ CACHE_POLICIES = ("DEFAULT", "EVICT_DAILY", "EVICT_WEEKLY", "MAX_LIFESPAN", "NO_
 LDAP_ID, LDAP_ENTRY_DN = "LDAP_ID", "LDAP_ENTRY_DN"
 
 
-class ConfigError(ValueError):
+class ConfigError(FederationError, ValueError):
     """A provider configuration that cannot work (Keycloak's ComponentValidationException)."""
 
 

@@ -21,6 +21,7 @@ import ldap.filter
 
 from realms.models import Group
 
+from ..errors import FederationError
 from .config import LDAP_ENTRY_DN, ConfigError, search_filter
 
 logger = logging.getLogger("idp.federation")
@@ -33,7 +34,7 @@ EMPTY_MEMBER = "cn=empty-membership-placeholder"
 IN_CHAIN = "1.2.840.113556.1.4.1941"  # Active Directory's LDAP_MATCHING_RULE_IN_CHAIN
 
 
-class MembershipError(Exception):
+class MembershipError(FederationError):
     """A membership change or sync this mapper refuses (Keycloak's ModelException)."""
 
 

@@ -4,7 +4,7 @@
 tokens (``oidc``) registers its verifier from its ``AppConfig.ready()`` with
 ``register_token_verifier``. The verifier checks signature (the realm's keys), issuer
 (``realms.http.web.realm_url``), expiry, ``typ`` Bearer, revocation, the SSO session (``sid``) and the
-user; it answers a ``Caller`` or raises ``InvalidToken``. Without a verifier every token is
+user; it answers a ``Caller`` or raises ``BearerRefused``. Without a verifier every token is
 refused."""
 import functools
 from dataclasses import dataclass, field
@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from rest_framework import authentication, exceptions
 
 from ..administration.admin_permissions import Admin, can, management_roles
+from ..errors import RealmsError
 from ..models import Realm, User, realm_role_names
 
 
-class InvalidToken(Exception):
+class BearerRefused(RealmsError):
     """The bearer token is not a live access token of one of our realms (401)."""
 
 
@@ -54,7 +55,7 @@ _verifier = None
 
 
 def register_token_verifier(verify):
-    """``verify(request, token) -> Caller``, raising InvalidToken; one per process."""
+    """``verify(request, token) -> Caller``, raising BearerRefused; one per process."""
     global _verifier
     _verifier = verify
 
@@ -78,7 +79,7 @@ class BearerAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed()
         try:
             caller = _verifier(request._request, token)
-        except InvalidToken:
+        except BearerRefused:
             raise exceptions.AuthenticationFailed() from None
         return caller, caller
 

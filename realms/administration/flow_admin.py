@@ -7,6 +7,7 @@ models' signals), so the next sign-in runs the new flow."""
 from django.db import transaction
 from django.db.models import Max
 
+from ..errors import RealmsError
 from ..models import AuthenticationExecution, AuthenticationFlow, AuthenticatorConfig, Client, RequiredActionProvider
 from ..signin import flows
 
@@ -14,7 +15,7 @@ REQUIREMENTS = [r for r, _ in AuthenticationExecution.REQUIREMENTS]
 FLOW_TYPES = [p for p, _ in AuthenticationFlow.PROVIDERS]
 
 
-class FlowError(Exception):
+class FlowError(RealmsError):
     """A refused change: ``status`` 400 (illegal), 404 (not found) or 409 (name taken)."""
 
     def __init__(self, message, status=400):

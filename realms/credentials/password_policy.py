@@ -31,6 +31,7 @@ from django.contrib.auth.hashers import check_password, get_hasher, identify_has
 from django.utils import timezone
 
 from ..data import rows
+from ..errors import RealmsError
 from . import hashers
 
 logger = logging.getLogger("idp.password_policy")
@@ -48,11 +49,11 @@ GENERIC = ("invalidPasswordGenericMessage", "Invalid password: new password does
 DEFAULT_MAX_AUTH_AGE = 300  # seconds, Keycloak's maxAuthAge default
 
 
-class PolicyConfigError(ValueError):
+class PolicyConfigError(RealmsError, ValueError):
     """A policy string this server cannot enforce; the text says which policy and why."""
 
 
-class PasswordPolicyError(ValueError):
+class PasswordPolicyError(RealmsError, ValueError):
     """A password the realm's policy refuses: ``str()`` is Keycloak's English message, ``key``
     its message key (the Admin API answers both: ``error`` and ``error_description``)."""
 

@@ -34,6 +34,7 @@ from fido2.webauthn import (
     PublicKeyCredentialRpEntity,
 )
 
+from ..errors import RealmsError
 from ..http.web import base_url
 from ..models import Credential
 from . import CredentialType
@@ -52,7 +53,7 @@ DEFAULT_ALGORITHMS = ("ES256", "RS256")
 RESIDENT_KEY = {"Yes": "required", "No": "discouraged"}
 
 
-class CeremonyError(ValueError):
+class CeremonyError(RealmsError, ValueError):
     """A WebAuthn response this realm refuses; the reason is for the log and the event."""
 
 

@@ -18,6 +18,7 @@ from django.core.cache import cache
 from jwcrypto import jws
 
 from ..data import keys
+from ..errors import RealmsError
 from .web import base_url
 
 VERIFY_EMAIL, RESET_CREDENTIALS, EXECUTE_ACTIONS = "verify-email", "reset-credentials", "execute-actions"
@@ -26,11 +27,11 @@ UPDATE_EMAIL = "update-email"  # claims oldEmail and newEmail: the change waitin
 TYPES = (VERIFY_EMAIL, RESET_CREDENTIALS, EXECUTE_ACTIONS, ORG_INVITE, UPDATE_EMAIL)
 
 
-class InvalidToken(Exception):
+class InvalidToken(RealmsError):
     """Malformed, badly signed, of another realm or type: Keycloak's invalid_code."""
 
 
-class ExpiredToken(Exception):
+class ExpiredToken(RealmsError):
     """Past its lifespan or already used: Keycloak's expired_code."""
 
 

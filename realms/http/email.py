@@ -21,6 +21,7 @@ from django.db import transaction
 from django.template.loader import select_template
 from django.utils.safestring import mark_safe
 
+from ..errors import RealmsError
 from . import messages
 
 logger = logging.getLogger("idp.email")
@@ -32,7 +33,7 @@ _TRUE = ("true", "1", True)
 TRANSIENT = (OSError, smtplib.SMTPException)
 
 
-class NotConfigured(Exception):
+class NotConfigured(RealmsError):
     """The realm has no SMTP server (Keycloak answers "Failed to send email" too)."""
 
 
@@ -73,7 +74,7 @@ def send_now(smtp, to, subject, text_body, html_body):
         conn.send_messages([build(smtp, to, subject, text_body, html_body)])
 
 
-class TestFailed(Exception):
+class TestFailed(RealmsError):
     """The test e-mail could not be sent (the cause is logged, not shown)."""
 
 

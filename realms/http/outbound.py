@@ -32,13 +32,15 @@ import urllib3
 from django.conf import settings
 from urllib3.exceptions import HTTPError
 
+from ..errors import RealmsError
+
 logger = logging.getLogger("idp.outbound")
 
 USER_AGENT = "idp/1"
 JSON_MAX_BYTES = 256 * 1024
 
 
-class OutboundError(Exception):
+class OutboundError(RealmsError):
     """A call that could not be made, or whose answer is unusable; the message says why."""
 
 

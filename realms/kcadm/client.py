@@ -12,13 +12,15 @@ from pathlib import Path
 
 import requests
 
+from ..errors import RealmsError
+
 DEFAULT_CONFIG = Path.home() / ".keycloak" / "kcadm.config"
 # Refresh a little before expiry so a token does not lapse between the check and the call.
 EXPIRY_MARGIN_MS = 5000
 TIMEOUT_S = 60
 
 
-class CliError(Exception):
+class CliError(RealmsError):
     """Ends the command with this message on stderr and exit status 1."""
 
 

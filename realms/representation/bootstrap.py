@@ -5,6 +5,7 @@ import os
 from django.db import transaction
 
 from ..data.crypto import random_secret
+from ..errors import RealmsError
 from ..models import Client, Realm, Role, User, has_realm_role
 from ..users.accounts import create_user, enable_service_account
 from . import import_realm
@@ -27,7 +28,7 @@ TEMPORARY_ADMIN = "is_temporary_admin"
 ADMIN_ROLES = ("admin", "create-realm")
 
 
-class BootstrapError(ValueError):
+class BootstrapError(RealmsError, ValueError):
     """An admin that cannot be created (a name taken, no password)."""
 
 

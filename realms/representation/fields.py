@@ -1,9 +1,10 @@
 """What every resource module of the representation shares: the error naming a JSON path, the
 value checkers, the helpers over field tables ({JSON key: (model field, checker)}) and the parser
 that collects warnings."""
+from ..errors import RealmsError
 
 
-class RepresentationError(Exception):
+class RepresentationError(RealmsError):
     """An invalid representation; ``str()`` is one line starting with the JSON path."""
 
     def __init__(self, path, message):

@@ -7,6 +7,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from ..audit import admin_events
+from ..errors import RealmsError
 from ..models import Client, ClientScope, Component, Group, Role, User
 from .clients import parse_client
 from .fields import Parser, RepresentationError, as_list
@@ -19,7 +20,7 @@ from .users import parse_user
 POLICIES = ("FAIL", "SKIP", "OVERWRITE")
 
 
-class ResourceExists(Exception):
+class ResourceExists(RealmsError):
     """A resource exists and the policy is FAIL: Keycloak's 409 with this message."""
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from django.db.models import Q
 
 from ..data.user_queries import contains
+from ..errors import RealmsError
 
 OPERATORS = ("eq", "ne", "co", "sw", "ew", "gt", "ge", "lt", "le")
 _TOKEN = re.compile(r"""
@@ -23,7 +24,7 @@ _TOKEN = re.compile(r"""
     )""", re.X)
 
 
-class FilterError(ValueError):
+class FilterError(RealmsError, ValueError):
     """Not a filter this server can apply: SCIM's ``invalidFilter`` (or ``invalidPath``)."""
 
 

@@ -11,6 +11,7 @@ sign-in (``current_level``) becomes the token's ``acr``, by name where the clien
 import json
 import time
 
+from ..errors import RealmsError
 from ..sso import sessions
 
 LOA_MAP = "LoA_MAP"
@@ -24,7 +25,7 @@ DEFAULT_MAX_AGE = 36000  # Keycloak's default for loa-max-age: 10 hours
 MINIMUM_LOA, NO_LOA = 0, -1
 
 
-class UnknownAcr(ValueError):
+class UnknownAcr(RealmsError, ValueError):
     """An acr value that is neither a number nor mapped to a level."""
 
 

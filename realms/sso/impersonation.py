@@ -7,6 +7,7 @@ and the ``IMPERSONATE`` event names them (details ``impersonator_realm``, ``impe
 from django.db import transaction
 
 from ..audit import events
+from ..errors import RealmsError
 from ..http.web import client_address
 from . import sessions, sso_cookie
 
@@ -14,7 +15,7 @@ IMPERSONATOR_ID = "IMPERSONATOR_ID"
 IMPERSONATOR_USERNAME = "IMPERSONATOR_USERNAME"
 
 
-class ImpersonationRefused(Exception):
+class ImpersonationRefused(RealmsError):
     """The user cannot be impersonated (disabled); the message is Keycloak's."""
 
 

@@ -10,13 +10,14 @@ from django.db import transaction
 from django.db.models import Q
 
 from ..data import rows
+from ..errors import RealmsError
 from ..http import action_tokens, email
 from ..models import Organization, OrganizationDomain, OrganizationMember
 
 INVITE = action_tokens.ORG_INVITE
 
 
-class OrganizationError(Exception):
+class OrganizationError(RealmsError):
     """Refused: ``conflict`` when it clashes with another organization (409), else invalid (400)."""
 
     def __init__(self, message, conflict=False):
@@ -189,7 +190,7 @@ def of_user(user):
 
 # Invitations ----------------------------------------------------------------------------------
 
-class InvitationNotSent(Exception):
+class InvitationNotSent(RealmsError):
     """No SMTP server, no address, or no signing key: Keycloak's "Failed to send invite email"."""
 
 

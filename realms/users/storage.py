@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from ..credentials import get_credential_type
 from ..credentials.password_policy import PasswordPolicyError
 from ..data import crypto, rows
+from ..errors import RealmsError
 from ..models import Component, Credential, User
 from ..registry import Registry
 
@@ -154,7 +155,7 @@ _secrets = Registry("secret component config")  # provider id -> config entries 
 _SEALED = "$enc$"
 
 
-class InvalidConfig(ValueError):
+class InvalidConfig(RealmsError, ValueError):
     """A component configuration its provider cannot run with (Keycloak's ComponentValidationException)."""
 
 
@@ -213,7 +214,7 @@ def provider_for(component):
     return factory(component)
 
 
-class Unavailable(Exception):
+class Unavailable(RealmsError):
     """A federated user whose storage provider is not available on this server."""
 
 

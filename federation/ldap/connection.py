@@ -9,14 +9,17 @@ import ldap
 from django.conf import settings
 from ldap.controls import SimplePagedResultsControl
 
+from realms.errors import StoreRefused
+
+from ..errors import FederationError
 from .config import ConfigError
 
 
-class DirectoryUnavailable(Exception):
+class DirectoryUnavailable(FederationError):
     """The directory cannot be reached (down, refused, timed out, TLS failed)."""
 
 
-class DirectoryError(Exception):
+class DirectoryError(FederationError):
     """The directory refused an operation; ``info`` is its own diagnostic message."""
 
     def __init__(self, message, info=""):
@@ -68,6 +71,16 @@ def connect(config, who=None, password=None):
 def _describe(exc):
     args = exc.args[0] if exc.args and isinstance(exc.args[0], dict) else {}
     return " ".join(x for x in (args.get("desc", ""), args.get("info", "")) if x and x != "(unknown error code)")
+
+
+def refusal(message, exc):
+    """The directory refusing a write (``exc``, python-ldap's error) as realms' StoreRefused:
+    ``message`` is Keycloak's answer for the operation (it logs the cause and says only "Could
+    not update user!"); the detail is the directory's own words, which SCIM and the pages show."""
+    args = exc.args[0] if exc.args and isinstance(exc.args[0], dict) else {}
+    words = ": ".join(x for x in (args.get("desc", ""), args.get("info", "")) if x) or "refused"
+    detail = f"LDAP error: {words}"
+    return StoreRefused(message or detail, detail)
 
 
 def _key(config):

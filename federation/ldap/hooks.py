@@ -2,17 +2,18 @@
 API, the realm import, registration, the console): secret config sealed, sync schedules kept in
 step, new users created in a writable directory with sync registrations on, changes of federated
 users written back (WRITABLE) or refused (READ_ONLY), and their group and role memberships
-written to the directory or refused as the group and role mappers' modes say."""
+written to the directory or refused as the group and role mappers' modes say. A refusal is
+``realms.errors.StoreRefused``, which every surface answers in its own shape (never a 500)."""
 import ldap
 
-from realms.admin_api import errors
 from realms.data.shared_cache import LocalCopies
+from realms.errors import StoreRefused
 from realms.models import Component, Group, Role, User
 from realms.users import storage
 
 from . import membership, schedule
 from .config import PROVIDER_ID, READ_ONLY, LdapConfig
-from .connection import DirectoryUnavailable
+from .connection import DirectoryUnavailable, refusal
 
 
 def component_saving(sender, instance, **kwargs):
@@ -71,8 +72,7 @@ def user_saving(sender, instance, raw=False, **kwargs):
     if provider.writable:
         provider.write_back(instance, before)
     elif provider.config.edit_mode == READ_ONLY and provider.changes_directory_fields(instance, before):
-        # Keycloak's ReadOnlyException; the Admin API answers it as a 400.
-        raise errors.Invalid("User is read only!")
+        raise StoreRefused("User is read only!")  # Keycloak's ReadOnlyException and its message
 
 
 def _ldap_provider(user):
@@ -115,13 +115,11 @@ def _membership_changing(kind, instance, action, reverse, pk_set):
                 else:
                     m.leaving(provider.directory, user.realm, user, target)
             except membership.MembershipError as exc:
-                raise errors.Invalid(str(exc)) from None
+                raise StoreRefused(str(exc)) from None
             except DirectoryUnavailable:
                 raise storage.Unavailable(provider.component.pk) from None
             except ldap.LDAPError as exc:
-                args = exc.args[0] if exc.args and isinstance(exc.args[0], dict) else {}
-                raise errors.Invalid(f"LDAP error: {args.get('desc', 'refused')} {args.get('info', '')}".strip()) \
-                    from None
+                raise refusal(None, exc) from None
 
 
 def groups_changing(sender, instance, action, reverse, model, pk_set, **kwargs):

@@ -24,7 +24,7 @@ from ..kerberos.config import KERBEROS_PRINCIPAL
 from . import mappers as mapping
 from . import membership, rows
 from .config import LDAP_ENTRY_DN, LDAP_ID, READ_ONLY, UNSYNCED, WRITABLE, ConfigError, LdapConfig
-from .connection import Directory, DirectoryError, DirectoryUnavailable
+from .connection import Directory, DirectoryError, DirectoryUnavailable, refusal
 
 logger = logging.getLogger("idp.federation")
 CACHED_AT = "LDAP_CACHED_AT"  # import off: when the row was last read from the directory
@@ -376,6 +376,8 @@ class LdapProvider(UserStorageProvider):
             entry = self.directory.search(dn, "(objectClass=*)", [self.config.uuid_attr], scope=ldap.SCOPE_BASE)
         except DirectoryUnavailable:
             raise Unavailable(self.component.pk) from None
+        except ldap.LDAPError as exc:
+            raise refusal("Could not create user", exc) from None
         user.federation_link = self.component
         uuid = {k.lower(): v for k, v in entry[0][1].items()}
         user.attributes = dict(user.attributes or {}, **{LDAP_ID: [membership.text(uuid, self.config.uuid_attr)],
@@ -392,6 +394,8 @@ class LdapProvider(UserStorageProvider):
             self.directory.modify(user.attributes[LDAP_ENTRY_DN][0], changes)
         except DirectoryUnavailable:
             raise Unavailable(self.component.pk) from None
+        except ldap.LDAPError as exc:  # the entry as the directory's schema refuses it: nothing changes here
+            raise refusal("Could not update user!", exc) from None
 
     def remove_user(self, realm, user):
         """WRITABLE: the entry is deleted too, or the next sync would bring the user back
@@ -405,6 +409,8 @@ class LdapProvider(UserStorageProvider):
             pass  # already gone from the directory
         except DirectoryUnavailable:
             raise Unavailable(self.component.pk) from None
+        except ldap.LDAPError as exc:
+            raise refusal("User couldn't be deleted", exc) from None
 
     def changes_directory_fields(self, user, before):
         return self.entry_attrs(user, True) != self.entry_attrs(before, True)

@@ -12,6 +12,7 @@ from django.views.decorators.csrf import csrf_protect
 
 from ..audit import events
 from ..credentials import credential_types, password_policy
+from ..errors import StoreRefused
 from ..http import messages, themes
 from ..http.messages import Message
 from ..http.web import client_address, realm_url
@@ -112,14 +113,17 @@ def _forbidden_unless_manage(ctx):
 
 @page("account")
 def personal_info(request, ctx):
-    errors, values = {}, {}
+    errors, values, refused = {}, {}, ""
     if request.method == "POST":
         _forbidden_unless_manage(ctx)
         values = {name: request.POST.get(name, "") for name in ("username", "email", "firstName", "lastName")}
         data = {**values, "attributes": {"locale": request.POST.get("locale", "")}} if "locale" in request.POST \
             else values
-        problems = profile.update(ctx.user, data)
-        if not problems:
+        try:
+            problems = profile.update(ctx.user, data)
+        except StoreRefused as exc:  # the user's directory refused the change: nothing was saved
+            problems, refused = [], exc.detail
+        if not problems and not refused:
             ctx.event("UPDATE_PROFILE", details={"context": "ACCOUNT_OLD"})
             return ctx.done("accountUpdatedMessage")
         errors = {p["field"]: Message(p["errorMessage"], *p["params"][1:]) for p in problems}
@@ -142,7 +146,7 @@ def personal_info(request, ctx):
         if ctx.may_manage and user_profile.update_email_enabled(ctx.realm) else "",
         "supported_locales": list(ctx.realm.supported_locales or []) if ctx.realm.internationalization_enabled else [],
         "user_locale": locale[0] if isinstance(locale, list) else locale,
-        "locale_error": errors.get("locale")}, status=400 if errors else 200)
+        "locale_error": errors.get("locale"), "refused": refused}, status=400 if errors or refused else 200)
 
 
 @page("account-signing-in")

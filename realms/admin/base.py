@@ -7,7 +7,6 @@ from django.contrib.auth.models import Group as AuthGroup
 from django.db import models
 from django.http import HttpResponseRedirect
 
-from ..admin_api.errors import Invalid
 from ..administration import console_auth
 from ..administration.admin_permissions import (
     LIST_SCOPES,
@@ -17,6 +16,7 @@ from ..administration.admin_permissions import (
     console_admin,
     visible,
 )
+from ..errors import StoreRefused
 from ..models import Realm, RealmOwned, Role
 from .audit import admin_event, object_event, owning_realm, resource_of
 from .switcher import RealmFilter, current_realm, realm_of, set_current_realm
@@ -177,10 +177,10 @@ class ConsoleAdmin(RealmScopedMixin, admin.ModelAdmin):
         extra_context = {"console_tabs": self.tabs, **(extra_context or {})}
         try:
             return super().changeform_view(request, object_id, form_url, extra_context)
-        except Invalid as exc:
+        except StoreRefused as exc:
             # A user store refused the change as it was saved (an LDAP provider or mapper in
-            # READ_ONLY): the form's transaction is rolled back; say why, as the Admin API does.
-            self.message_user(request, str(exc.detail), messages.ERROR)
+            # READ_ONLY, the directory's schema): the form's transaction is rolled back; say why.
+            self.message_user(request, exc.detail, messages.ERROR)
             return HttpResponseRedirect(request.get_full_path())
 
     def get_object(self, request, object_id, from_field=None):

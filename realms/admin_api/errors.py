@@ -4,12 +4,18 @@ Keycloak answers a JAX-RS exception with ``{"error": <message>}`` (``"HTTP 401 U
 ``"HTTP 403 Forbidden"``, ``"Realm not found."``), a validation or conflict error with
 ``{"errorMessage": ...}`` (its ErrorRepresentation), a body it cannot read with
 ``{"error": "unknown_error", "error_description": "Cannot parse the JSON"}`` and anything
-unexpected with a 500 that tells nothing of the cause."""
+unexpected with a 500 that tells nothing of the cause. An error of ``realms`` that escapes a view
+(``realms.errors.RealmsError``: a directory refusing a write as the user is saved, a store that
+cannot be reached) is a refused request, answered 400 ``{"errorMessage": ...}`` with Keycloak's
+message, never a 500. The Account REST API answers through this handler too."""
 import logging
 
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
+
+from ..errors import RealmsError, StoreRefused
+from ..users.storage import Unavailable
 
 logger = logging.getLogger("idp.api")
 
@@ -72,10 +78,23 @@ def _body(exc):
     return {"error": str(exc.detail)}
 
 
+def _refusal(exc):
+    """A realms error as Keycloak's ErrorRepresentation: a store's refusal in Keycloak's words
+    (the store's own go to the log, as Keycloak logs them), else the error's message."""
+    if isinstance(exc, StoreRefused):
+        logger.info("a user's store refused a change: %s", exc.detail)
+        return Invalid(exc.message)
+    if isinstance(exc, Unavailable):
+        return Invalid("Could not reach the user's directory")
+    return Invalid(str(exc))
+
+
 def exception_handler(exc, context):
     """DRF's EXCEPTION_HANDLER for every API resource (set on ``RealmResource``)."""
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
+    if isinstance(exc, RealmsError):
+        exc = _refusal(exc)
     if not isinstance(exc, exceptions.APIException):
         logger.exception("Admin API error at %s", context["request"].path)
         return Response({"error": "unknown_error", "error_description": "For more on this error consult the server log."},

@@ -1,6 +1,7 @@
 """Users and groups as SCIM resources: the document of one (``to_scim``), the realm's query
 fields for filters and sorting, and ``write`` (create or replace, the one way a resource changes:
-PUT, POST and a patched document all come here), each change an admin event in its transaction."""
+PUT, POST and a patched document all come here), each change an admin event in its transaction.
+A user's store refusing or unreachable is answered by ``errors.exception_handler``."""
 import hashlib
 import json
 
@@ -156,8 +157,6 @@ class UserResource:
             raise ScimError(400, str(exc), "mutability") from None
         except password_policy.PasswordPolicyError as exc:  # the policy's or the directory's words
             raise ScimError(400, str(exc), "invalidValue") from None
-        except storage.Unavailable:
-            raise ScimError(503, "Could not reach the user's directory") from None
         except IntegrityError:  # the same username at the same moment
             raise ScimError(409, "User exists with same username", "uniqueness") from None
         return user
@@ -166,10 +165,7 @@ class UserResource:
     def delete(realm, user, auth):
         with transaction.atomic():
             admin_events.record(realm, "DELETE", "USER", f"users/{user.pk}", auth=auth)
-            try:
-                storage.delete_user(realm, user)  # a writable directory's entry too
-            except storage.Unavailable:
-                raise ScimError(503, "Could not reach the user's directory") from None
+            storage.delete_user(realm, user)  # a writable directory's entry too (errors: errors.exception_handler)
 
 
 class GroupResource:

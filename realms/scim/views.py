@@ -2,7 +2,7 @@
 404 unless the realm's ``scimApiEnabled`` is on; a bearer token of that realm (the Admin API's
 verifier) from a confidential client, with the endpoint's URL in its audience; reads need
 ``view-users``, writes ``manage-users`` (realm-management roles)."""
-from rest_framework import exceptions, status
+from rest_framework import status
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
@@ -14,7 +14,7 @@ from ..audit.admin_events import auth_details
 from ..http.web import realm_url
 from ..models import Client, Realm
 from . import filters, patch, schemas
-from .errors import ScimError
+from .errors import ScimError, exception_handler
 from .resources import RESOURCES
 
 SCIM_JSON = "application/scim+json"
@@ -36,30 +36,6 @@ class ScimOnly(BaseContentNegotiation):
 
     def select_renderer(self, request, renderers, format_suffix=None):
         return renderers[0], renderers[0].media_type
-
-
-def exception_handler(exc, context):
-    if isinstance(exc, ScimError):
-        error = exc
-    elif isinstance(exc, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
-        error = ScimError(401, "Bearer token required")
-    elif isinstance(exc, exceptions.PermissionDenied):
-        error = ScimError(403, str(exc.detail))
-    elif isinstance(exc, exceptions.ParseError):
-        error = ScimError(400, "The body is not valid JSON", "invalidSyntax")
-    elif isinstance(exc, exceptions.MethodNotAllowed):
-        error = ScimError(405, f"Method {context['request'].method} not allowed")
-    elif isinstance(exc, exceptions.UnsupportedMediaType):
-        error = ScimError(415, "Send application/scim+json")
-    elif isinstance(exc, exceptions.APIException) and exc.status_code == 400:
-        # A change a user's store refuses (an LDAP group mapper's READ_ONLY mode), in SCIM's body.
-        error = ScimError(400, str(exc.detail))
-    else:
-        return None
-    response = Response(error.body(), status=error.status)
-    if error.status == 401:
-        response["WWW-Authenticate"] = 'Bearer realm="scim"'
-    return response
 
 
 class ScimView(APIView):

@@ -2,6 +2,7 @@
 as a form, every field checked; a changed address is no longer verified (and VERIFY_EMAIL
 follows when the realm verifies addresses)."""
 from ...audit import events
+from ...errors import StoreRefused
 from ...users import user_profile
 from ..flows import Outcome, RequiredAction
 
@@ -9,10 +10,11 @@ from ..flows import Outcome, RequiredAction
 class UpdateProfile(RequiredAction):
     provider_id = "UPDATE_PROFILE"
 
-    def challenge(self, ctx, *, values=None, errors=None):
+    def challenge(self, ctx, *, values=None, errors=None, refused=""):
         user = ctx.user
         return ctx.render("login-update-profile.html", {
             "values": values if values is not None else user_profile.values(user), "errors": errors or {},
+            "refused": refused,
             "username_editable": user_profile.username_editable(ctx.realm, user),
             "email_editable": user_profile.email_editable(ctx.realm, user),
             "show_username": not ctx.realm.registration_email_as_username})
@@ -20,13 +22,16 @@ class UpdateProfile(RequiredAction):
     def process(self, ctx):
         user = ctx.user
         cleaned, errors = user_profile.validate(ctx.realm, user, ctx.params)
+        values = {name: ctx.params.get(name, "") for name, _ in user_profile.FIELDS}
         if errors:
-            values = {name: ctx.params.get(name, "") for name, _ in user_profile.FIELDS}
             return Outcome.challenge(self.challenge(ctx, values=values, errors=errors))
         previous = user_profile.apply(user, cleaned)
         if previous is not None and ctx.realm.verify_email and "VERIFY_EMAIL" not in user.required_actions:
             user.required_actions = [*user.required_actions, "VERIFY_EMAIL"]
-        user.save()
+        try:
+            user.save()
+        except StoreRefused as exc:  # the user's directory refused the change: nothing was saved
+            return Outcome.challenge(self.challenge(ctx, values=values, refused=exc.detail))
         details = {"context": "UPDATE_PROFILE"}
         if previous is not None:
             events.emit(ctx.realm, "UPDATE_EMAIL", client_id=ctx.client.client_id, user_id=user.pk,

@@ -39,7 +39,7 @@ from realms.sso import auth_sessions, sessions, sso_cookie
 
 from . import codes, consent, jose, tokens
 from .backchannel import ISSUER_NOTE
-from .errors import AccessDenied, InvalidRequest, OAuthError, UnauthorizedClient
+from .errors import AccessDenied, InvalidRequest, OAuthError, OidcError, UnauthorizedClient
 from .realm_cache import get_realm
 
 PROTOCOL = "openid-connect"
@@ -80,9 +80,14 @@ class RequestUriNotSupported(OAuthError):
     error = "request_uri_not_supported"
 
 
-class UntrustedRequest(Exception):
-    """An error found before the redirect URI is trusted: shown to the user (a ``Message`` of the
-    login theme), never redirected."""
+class AuthorizationFailure(OidcError):
+    """An authorization request refused, in one of the two ways the protocol knows (RFC 6749
+    §4.1.2.1); ``error_answer`` answers both."""
+
+
+class UntrustedRequest(AuthorizationFailure):
+    """Found before the redirect URI is trusted: shown to the user on a page (a ``Message`` of
+    the login theme), never redirected."""
 
     def __init__(self, message, event_error="invalid_request"):
         super().__init__(message)
@@ -90,8 +95,8 @@ class UntrustedRequest(Exception):
         self.event_error = event_error
 
 
-class AuthorizationError(Exception):
-    """An OAuth error to send back to the client on its (trusted) redirect URI."""
+class AuthorizationError(AuthorizationFailure):
+    """An OAuth error (``oauth_error``) sent back to the client on its trusted redirect URI."""
 
     def __init__(self, oauth_error, *, client, redirect_uri, state, response_mode="query"):
         super().__init__(oauth_error.description)
@@ -100,8 +105,6 @@ class AuthorizationError(Exception):
         self.redirect_uri = redirect_uri
         self.state = state
         self.response_mode = response_mode
-
-
 
 
 @dataclass
@@ -281,7 +284,7 @@ def _response_mode(params):
 
 def start_authorization(request, realm_name, params, binding=flows.BROWSER):
     """Answer an authorization request: the login page, a redirect with a code (SSO), or an
-    error (page or redirect). Raises UntrustedRequest / AuthorizationError for the view."""
+    error. Raises an AuthorizationFailure, which the view answers with ``error_answer``."""
     realm_config = get_realm(realm_name)
     realm = realm_config.realm
     try:
@@ -361,7 +364,11 @@ def _jarm(realm, client, issuer, params):
     return jose.sign(claims, alg=alg, key=key, kid=kid)
 
 
-def error_redirect(request, realm, exc: AuthorizationError):
+def error_answer(request, realm, exc: AuthorizationFailure):
+    """The one answer to a refused authorization request: a page while the redirect URI is not
+    trusted, else the OAuth error on the client's redirect URI in the request's response mode."""
+    if isinstance(exc, UntrustedRequest):
+        return error_page(request, realm, exc.message)
     return authorization_response(request, realm, exc.client, redirect_uri=exc.redirect_uri,
                                   response_mode=exc.response_mode,
                                   params={**exc.oauth_error.body(), "state": exc.state})
@@ -479,7 +486,7 @@ def _fail(ctx, error):
         oauth_error = AccessDenied(_FLOW_MESSAGES.get(error, "Sign-in could not be completed"))
     events.emit(ctx.realm, "LOGIN_ERROR", client_id=ctx.client.client_id, ip_address=ctx.ip_address,
                 user_id=ctx.auth_session.user_id, error=error, details={"redirect_uri": data["redirect_uri"]})
-    return error_redirect(ctx.request, ctx.realm, AuthorizationError(
+    return error_answer(ctx.request, ctx.realm, AuthorizationError(
         oauth_error, client=ctx.client, redirect_uri=data["redirect_uri"], state=data["state"],
         response_mode=data["response_mode"]))
 

@@ -4,7 +4,7 @@ from django.views.decorators.http import require_http_methods
 
 from realms.signin import flows
 
-from ..authorize import AuthorizationError, UntrustedRequest, error_page, error_redirect, start_authorization
+from ..authorize import AuthorizationFailure, error_answer, error_page, start_authorization
 from ..realm_cache import get_realm
 
 
@@ -17,10 +17,8 @@ def authorize(request, realm, binding=flows.BROWSER):
     params = request.GET if request.method == "GET" else request.POST
     try:
         return start_authorization(request, realm, params, binding=binding)
-    except UntrustedRequest as exc:
-        return error_page(request, get_realm(realm).realm, exc.message)
-    except AuthorizationError as exc:
-        return error_redirect(request, get_realm(realm).realm, exc)
+    except AuthorizationFailure as exc:
+        return error_answer(request, get_realm(realm).realm, exc)
 
 
 @require_http_methods(["GET"])

@@ -4,6 +4,7 @@ the protocol that started it (``register_protocol``). The flows and the step int
 ``realms.signin.flows``; state lives in the authentication session, so a POST goes to the step that
 showed the form."""
 import logging
+from dataclasses import dataclass
 
 from ..data import rows
 from ..http import messages, themes
@@ -27,6 +28,40 @@ from .flows import (
 
 logger = logging.getLogger("idp.flows")
 _DONE, _SKIPPED = "success", "skipped"  # an execution's state in the authentication session
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Where a sign-in waits for the person's answer: an execution of the flow (by its path in the
+    flow, ``0.1``), one of the user's required actions (by name), or the application-initiated
+    action (by provider id). The authentication session keeps ``key``; its form is the one stored
+    before these were named (``0.1``, ``required:NAME``, ``aia:ID``), so a sign-in in flight resumes."""
+
+    kind: str
+    name: str
+
+    @classmethod
+    def execution(cls, path):
+        return cls("", path)
+
+    @classmethod
+    def required_action(cls, name):
+        return cls("required", name)
+
+    @classmethod
+    def application_initiated(cls, provider_id):
+        return cls("aia", provider_id)
+
+    @property
+    def key(self):
+        return f"{self.kind}:{self.name}" if self.kind else self.name
+
+    def answered(self, ctx):
+        """Whether this request posts the answer to the form shown at this stop."""
+        return ctx.is_action and ctx.auth_session.current == self.key
+
+    def wait(self, ctx):
+        ctx.auth_session.current = self.key
 
 
 def _evaluate_triggers(ctx):
@@ -169,13 +204,14 @@ def _run_execution(ctx, path, execution):
         return Outcome.failure("user_not_identified")
     # A form step (registration-page-form) gets its form actions as its own sub-flow.
     ctx.execution_path, ctx.config, ctx.form_flow = path, execution.config, execution.flow
-    if ctx.is_action and ctx.auth_session.current == path:
+    stop = Stop.execution(path)
+    if stop.answered(ctx):
         ctx.is_action = False  # the post is consumed; later steps start afresh
         outcome = auth.action(ctx)
     else:
         outcome = auth.authenticate(ctx)
     if outcome.kind in (Outcome.CHALLENGE, Outcome.FAILURE):
-        ctx.auth_session.current = path
+        stop.wait(ctx)
     return outcome
 
 
@@ -262,14 +298,14 @@ def _unavailable_required_action(ctx, pending):
     return None
 
 
-def _run_action(ctx, action, path):
-    if ctx.is_action and ctx.auth_session.current == path:
+def _run_action(ctx, action, stop):
+    if stop.answered(ctx):
         ctx.is_action = False
         outcome = action.process(ctx)
     else:
         outcome = action.start(ctx)
     if outcome.kind != Outcome.SUCCESS:
-        ctx.auth_session.current = path
+        stop.wait(ctx)
     return outcome
 
 
@@ -286,7 +322,7 @@ def _run_required_actions(ctx):
     if _unavailable_required_action(ctx, pending) is not None:
         return Outcome.failure(REQUIRED_ACTION_UNAVAILABLE)
     for name, provider_id in pending:
-        outcome = _run_action(ctx, actions.get_required_action(provider_id), f"required:{name}")
+        outcome = _run_action(ctx, actions.get_required_action(provider_id), Stop.required_action(name))
         if outcome.kind != Outcome.SUCCESS:
             return outcome
         _action_done(ctx, name)
@@ -309,12 +345,12 @@ def _run_kc_action(ctx):
         logger.info("realm %s: kc_action %r is not an enabled required action", ctx.realm.name, alias)
         notes[KC_ACTION_STATUS] = AIA_ERROR
         return Outcome.success()
-    path = f"aia:{action.provider_id}"
-    if ctx.is_action and ctx.auth_session.current == path and AIA_CANCEL_PARAM in ctx.params:
+    stop = Stop.application_initiated(action.provider_id)
+    if stop.answered(ctx) and AIA_CANCEL_PARAM in ctx.params:
         notes[KC_ACTION_STATUS] = AIA_CANCELLED
         return Outcome.success()
     ctx.aia = True
-    outcome = _run_action(ctx, action, path)
+    outcome = _run_action(ctx, action, stop)
     if outcome.kind == Outcome.SUCCESS:
         notes[KC_ACTION_STATUS] = AIA_SUCCESS
         _action_done(ctx, action.provider_id)

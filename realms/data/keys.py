@@ -7,7 +7,7 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from jwcrypto import jwk
 
-from ..models import RealmKey
+from ..models import Realm, RealmKey
 from . import crypto
 from .shared_cache import LocalCopies
 
@@ -67,7 +67,8 @@ class LoadedKeys:
 
     VERIFIED_MAX = 4096
 
-    def __init__(self, rows):
+    def __init__(self, rows, realm_id=None):
+        self.realm_id = realm_id
         self.signers = {}
         self.by_kid = {}
         self.verified = {}
@@ -86,8 +87,13 @@ class LoadedKeys:
         self.verified[token] = payload
 
     def signer(self, algorithm):
-        """(kid, jwk) of the active key for ``algorithm`` with the highest priority."""
-        return self.signers.get(algorithm)
+        """(kid, jwk) of the active key for ``algorithm`` with the highest priority. A realm left
+        without one (its keys deleted or disabled) gets, as in Keycloak, a generated fallback key
+        first, named ``fallback-<algorithm>`` with priority -100, so signing never stops."""
+        found = self.signers.get(algorithm)
+        if found is None and algorithm in GENERATED and self.realm_id is not None:
+            found = _fallback(self.realm_id, algorithm)
+        return found
 
     def jwks(self):
         """Public JWKS of active and passive keys, each with kid, alg and use."""
@@ -100,7 +106,15 @@ class LoadedKeys:
 
 
 def _load(realm_id):
-    return LoadedKeys(list(RealmKey.objects.filter(realm_id=realm_id).order_by("-priority", "-created")))
+    return LoadedKeys(list(RealmKey.objects.filter(realm_id=realm_id).order_by("-priority", "-created")), realm_id)
+
+
+def _fallback(realm_id, algorithm):
+    with transaction.atomic():
+        realm = Realm.objects.select_for_update().get(pk=realm_id)  # one fallback, whichever worker asks first
+        if not RealmKey.objects.filter(realm_id=realm_id, algorithm=algorithm, status=RealmKey.ACTIVE).exists():
+            generate_key(realm, algorithm, priority=-100, provider_name=f"fallback-{algorithm}")
+    return _copies.get(realm_id).signers.get(algorithm)
 
 
 _copies = LocalCopies("realm-keys", _load)

@@ -83,6 +83,20 @@ def test_rotation_by_priority_through_the_components_resource(master_api, acme):
     assert sorted(events.values_list("type", flat=True)) == ["CREATE", "DELETE", "UPDATE", "UPDATE"]
 
 
+def test_a_realm_left_without_a_signing_key_gets_a_fallback_as_keycloak(master_api, acme):
+    create_user(acme, "ann", password=PASSWORD)
+    for key in RealmKey.objects.filter(realm=acme, algorithm="RS256"):
+        assert master_api("delete", f"acme/components/{key.pk}").status_code == 204
+    kid = kid_of(issue("acme", "ann")["access_token"])
+    fallback = RealmKey.objects.get(realm=acme, algorithm="RS256")
+    assert (fallback.kid, fallback.provider_name, fallback.priority, fallback.status) == (
+        kid, "fallback-RS256", -100, RealmKey.ACTIVE)
+    assert kid in jwks_kids(acme)
+    listed = master_api("get", "acme/components", type=KEY_PROVIDER, name="fallback-RS256").json()
+    assert [(c["id"], c["providerId"], c["config"]["priority"]) for c in listed] == [
+        (fallback.pk, "rsa-generated", ["-100"])]
+
+
 def test_a_new_key_size_is_a_new_key_pair(master_api, acme):
     component_id = created_id(master_api("post", "acme/components", provider("sized", priority="5")))
     key = RealmKey.objects.get(pk=component_id)

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from realms.models import Component
 
+from .errors import FederationError
 from .models import SyncStatus
 
 logger = logging.getLogger("idp.federation")
@@ -23,7 +24,7 @@ logger = logging.getLogger("idp.federation")
 STALE = datetime.timedelta(hours=1)
 
 
-class SyncUnderWay(Exception):
+class SyncUnderWay(FederationError):
     """A synchronization of this provider is already queued or running."""
 
 

@@ -6,6 +6,7 @@ The user's row and the directory entry stay as they were, and no event records a
 import json
 import re
 
+import ldap
 import pytest
 from django.test import Client
 
@@ -136,3 +137,21 @@ def test_a_scim_put_while_the_directory_is_down_answers_503_and_changes_nothing(
     assert answer.status_code == 503, answer.content
     assert answer.json()["detail"] == "Could not reach the user's directory"
     assert User.objects.get(pk=user.pk).last_name == "Walker"
+
+
+@pytest.mark.parametrize("writer", ["admin-api", "scim"])
+def test_a_new_user_the_directory_refuses_is_not_created(realm, directory, admin_api, writer):
+    make_provider(realm, directory, syncRegistrations="true")
+    if writer == "admin-api":
+        answer = admin_api("post", "acme/users", {"username": "zed", "email": IDN_ADDRESS})
+        assert answer.status_code == 400, answer.content
+        assert answer.json() == {"errorMessage": "Could not create user"}  # Keycloak's words
+    else:
+        answer = _scim(realm).post(f"/realms/{realm.name}/scim/v2/Users", json.dumps({
+            "schemas": [USER], "userName": "zed", "emails": [{"value": IDN_ADDRESS}]}),
+            content_type="application/scim+json")
+        assert answer.status_code == 400, answer.content
+        assert answer.json()["detail"].startswith("LDAP error: Invalid syntax")
+    assert not User.objects.filter(realm=realm, username="zed").exists()
+    with pytest.raises(ldap.NO_SUCH_OBJECT):
+        directory.get(f"uid=zed,{PEOPLE}")

@@ -1,6 +1,8 @@
-"""Periodic housekeeping of realm state (scheduled by idp/celery.py)."""
+"""Periodic housekeeping of realm state (scheduled by idp/celery.py), e-mail, and the console's import and export jobs."""
 from celery import shared_task
 
+from .admin.jobs import TASK as CONSOLE_JOB_TASK
+from .admin.jobs import run as run_job
 from .http import email
 from .sso import sessions
 
@@ -19,3 +21,9 @@ def send_email(self, realm_id, to, subject, text_body, html_body):
         email.deliver(realm_id, to, subject, text_body, html_body)
     except email.TRANSIENT as exc:
         raise self.retry(exc=exc, countdown=min(30 * 2 ** self.request.retries, 3600)) from exc
+
+
+@shared_task(name=CONSOLE_JOB_TASK, ignore_result=True)
+def run_console_job(job_id):
+    """A console import or export (``realms.admin.jobs``), on a worker in production."""
+    run_job(job_id)

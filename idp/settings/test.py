@@ -34,3 +34,5 @@ CELERY_BROKER_URL = os.environ.get("IDP_TEST_REDIS_URL", "")
 
 # E-mail leaves from the request's own process (as in dev mode) for the SMTP server a test starts.
 IDP_EMAIL_IN_PROCESS = True
+# The console's import and export jobs too (realms.admin.jobs), as in dev mode.
+IDP_JOBS_IN_PROCESS = True

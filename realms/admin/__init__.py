@@ -12,7 +12,7 @@ current realm, ``audit`` the admin events (docs/decisions/0018).
 """
 # Django's admin autodiscovery imports ``realms.admin``; importing the resource modules here is
 # what runs their ``@admin.register`` decorators. The names below are what other apps extend.
-from . import client_scopes, clients, events, flows, groups, organizations, realm, realm_keys, roles, users  # noqa: F401
+from . import client_scopes, clients, events, flows, groups, organizations, realm, realm_keys, roles, transfer, users  # noqa: F401
 from .base import ConsoleAdmin
 from .clients import ClientAdmin, ClientForm
 from .switcher import RealmFilter, current_realm

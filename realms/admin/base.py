@@ -20,6 +20,7 @@ from ..errors import StoreRefused
 from ..models import Realm, RealmOwned, Role
 from .audit import admin_event, object_event, owning_realm, resource_of
 from .switcher import RealmFilter, current_realm, realm_of, set_current_realm
+from .widgets import attributes_field
 
 admin.site.site_header = "Identity administration"
 admin.site.site_title = "Identity admin"
@@ -149,6 +150,10 @@ class RealmScopedMixin:
         return offered | queryset.filter(pk__in=held) if held else offered
 
     def formfield_for_dbfield(self, db_field, request, **kwargs):
+        if db_field.name == "attributes" and isinstance(db_field, models.JSONField):
+            field = attributes_field(db_field.model, label="Attributes")
+            field.help_text = "A key on several rows has several values." if field.multivalued else "One value a key."
+            return field
         if db_field.name in self.line_list_fields:
             return LinesField(required=not db_field.blank, label=db_field.verbose_name.capitalize(),
                               help_text="One per line.")

@@ -14,8 +14,9 @@ from ..administration.admin_permissions import administered_realms, console_admi
 from ..credentials import password_policy
 from ..data import keys
 from ..http import email
-from ..models import Event, Realm, RealmDefaultClientScope, RealmKey, UserSession, has_realm_role
+from ..models import AuthenticationFlow, Event, Realm, RealmDefaultClientScope, RealmKey, UserSession, has_realm_role
 from ..representation.services import create_realm
+from ..signin import flows
 from ..sso import sessions
 from .audit import admin_event, object_event
 from .base import ConsoleAdmin, RealmScopedInline, adopt
@@ -25,6 +26,7 @@ from .realm_settings import (
     OTP,
     SMTP,
     WEBAUTHN,
+    PasswordPolicyField,
     RealmTextsField,
     event_type_choices,
     locale_choices,
@@ -68,7 +70,28 @@ def theme_choices():
     return [("", "(default)")] + [(n, n) for n in sorted(names)]
 
 
+# The realm's flow bindings a person chooses among the realm's top-level flows (the client
+# authentication binding is the built-in "clients" flow only: its model field offers that one).
+FLOW_BINDINGS = {"browser_flow": "Browser flow", "registration_flow": "Registration flow",
+                 "direct_grant_flow": "Direct grant flow", "reset_credentials_flow": "Reset credentials flow"}
+
+
+def flow_aliases(realm):
+    """The top-level basic flows a binding may name: the realm's, or for a new realm the
+    built-in ones it will get."""
+    if realm is None or realm._state.adding:
+        return [f.alias for f in flows.BUILTIN_FLOWS if f.provider_id == AuthenticationFlow.BASIC]
+    return list(AuthenticationFlow.objects.filter(realm=realm, top_level=True, provider_id=AuthenticationFlow.BASIC)
+                .order_by("alias").values_list("alias", flat=True))
+
+
 class RealmFormBase(KeyedJsonForm):
+    browser_flow = forms.ChoiceField(label=FLOW_BINDINGS["browser_flow"])
+    registration_flow = forms.ChoiceField(label=FLOW_BINDINGS["registration_flow"])
+    direct_grant_flow = forms.ChoiceField(label=FLOW_BINDINGS["direct_grant_flow"])
+    reset_credentials_flow = forms.ChoiceField(label=FLOW_BINDINGS["reset_credentials_flow"])
+    password_policy = PasswordPolicyField(required=False, label="Password policy", help_text=(
+        "Each policy once; a new password must meet them all. Stored as Keycloak's policy string."))
     default_signature_algorithm = forms.ChoiceField(choices=RealmKey.ALGORITHMS, initial="RS256")
     login_theme = forms.ChoiceField(choices=theme_choices, initial="v2", label="Login theme")
     account_theme = forms.ChoiceField(choices=theme_choices, required=False, label="Account theme")
@@ -113,8 +136,22 @@ class RealmFormBase(KeyedJsonForm):
             "admin_events_details_enabled": "Include representation",
         }
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        aliases = flow_aliases(self.instance)
+        for name in FLOW_BINDINGS:
+            if name in self.fields:
+                # A bound alias whose flow is gone stays on offer, marked, so the form says so.
+                current = getattr(self.instance, name)
+                missing = [(current, f"{current} (no such flow)")] if current and current not in aliases else []
+                self.fields[name].choices = [*((a, a) for a in aliases), *missing]
+
     def clean(self):
         cleaned = super().clean()
+        aliases = flow_aliases(self.instance)
+        for name in FLOW_BINDINGS:
+            if name in cleaned and cleaned[name] not in aliases:
+                self.add_error(name, f"The realm has no top-level flow {cleaned[name]}: choose one of its flows.")
         for problems in (validate_smtp(cleaned), validate_headers(cleaned)):
             for name, message in problems.items():
                 self.add_error(name, message)
@@ -149,6 +186,8 @@ def _tab(slug, title, fields, **options):
 @admin.register(Realm)
 class RealmAdmin(ConsoleAdmin):
     form = RealmForm
+    change_form_template = "admin/realms/realm/change_form.html"  # partial import and export
+    change_list_template = "admin/realms/realm/change_list.html"  # realm import
     show_full_result_count = True  # the one list that spans realms
     list_display = ("name", "display_name", "enabled", "work_in_realm")
     search_fields = ("name", "display_name")

@@ -7,11 +7,12 @@ from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
 
 from ..audit.events import USER_EVENT_TYPES
-from ..credentials import webauthn
+from ..credentials import password_policy, webauthn
 from ..http import messages as bundles
 from ..http import security_headers
 from .base import LinesField
 from .keyed import Key, SecretKey
+from .widgets import RowsWidget
 
 NOT_SPECIFIED = "not specified"
 
@@ -200,3 +201,96 @@ class RealmTextsField(forms.Field):
 
 def event_type_choices():
     return [(t, t) for t in USER_EVENT_TYPES]
+
+
+# Password policy -------------------------------------------------------------------------------
+
+# Keycloak's console names of the policies this server enforces (realms.credentials.password_policy).
+POLICY_LABELS = {
+    "length": "Minimum length", "maxLength": "Maximum length", "digits": "Digits",
+    "lowerCase": "Lowercase characters", "upperCase": "Uppercase characters", "specialChars": "Special characters",
+    "notUsername": "Not username", "notEmail": "Not email", "notContainsUsername": "Not contains username",
+    "regexPattern": "Regular expression", "passwordBlacklist": "Password blacklist",
+    "passwordHistory": "Not recently used", "forceExpiredPasswordChange": "Expire password (days)",
+    "hashAlgorithm": "Hashing algorithm", "hashIterations": "Hashing iterations",
+    "maxAuthAge": "Maximum authentication age (s)",
+}
+# Policies whose value Keycloak's console writes as the placeholder "undefined" (none is read).
+NO_VALUE = ("notUsername", "notEmail", "notContainsUsername")
+
+
+def policy_default(name):
+    """The value a policy takes when given none, shown in a new row ('' if it has none)."""
+    if name in NO_VALUE:
+        return ""
+    try:
+        value = password_policy.KINDS[name].parse(None)
+    except password_policy.PolicyConfigError:
+        return ""  # a pattern or a file name: the admin must give it
+    return "" if value is None else str(value)
+
+
+class PasswordPolicyWidget(RowsWidget):
+    """Rows of (policy, value), posted as ``<name>-policy`` and ``<name>-value``; adding and removing
+    rows are ``type="button"`` controls, so Enter saves the form."""
+
+    template_name = "admin/console/widgets/password_policy.html"
+
+    def get_context(self, name, value, attrs):
+        context = super().get_context(name, value, attrs)
+        context["widget"]["rows"] = [*(value or ()), ("", "")]
+        context["widget"]["policies"] = [(key, label, policy_default(key), key in NO_VALUE)
+                                         for key, label in POLICY_LABELS.items()]
+        return context
+
+    def value_from_datadict(self, data, files, name):
+        if f"{name}-present" not in data:
+            return None
+        return list(zip(data.getlist(f"{name}-policy"), data.getlist(f"{name}-value"), strict=False))
+
+    def value_omitted_from_data(self, data, files, name):
+        return f"{name}-present" not in data
+
+
+class PasswordPolicyField(forms.Field):
+    """The realm's ``passwordPolicy`` string (``length(12) and notUsername(undefined)``) built from
+    rows; the string is then checked by the policy's own parser (``RealmFormBase``)."""
+
+    widget = PasswordPolicyWidget
+
+    def prepare_value(self, value):
+        if not isinstance(value, str):
+            return value or []
+        rows = []
+        for part in value.split(" and "):
+            name, paren, rest = part.strip().partition("(")
+            if name.strip():
+                given = rest[:-1] if paren and rest.endswith(")") else rest
+                rows.append((name.strip(), "" if name.strip() in NO_VALUE else given))
+        return rows
+
+    def to_python(self, value):
+        if isinstance(value, str) or value is None:
+            return value or ""
+        parts, seen = [], set()
+        for number, (name, given) in enumerate(value, 1):
+            given = given.strip()
+            if not name:
+                if given:
+                    raise forms.ValidationError(f"Row {number}: choose the policy this value is for.")
+                continue
+            if name not in POLICY_LABELS:
+                raise forms.ValidationError(f"Row {number}: {name} is not a password policy this server knows.")
+            if name in seen:
+                raise forms.ValidationError(f"{POLICY_LABELS[name]} is added twice; keep one.")
+            seen.add(name)
+            if " and " in given or ")" in given:
+                raise forms.ValidationError(f"{POLICY_LABELS[name]}: a value cannot contain \" and \" or \")\".")
+            parts.append(f"{name}(undefined)" if name in NO_VALUE else f"{name}({given})" if given else name)
+        return " and ".join(parts)
+
+    def has_changed(self, initial, data):
+        try:
+            return (initial or "") != self.to_python(data)
+        except forms.ValidationError:
+            return True

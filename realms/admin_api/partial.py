@@ -55,15 +55,20 @@ class PartialExport(RealmResource):
         if (groups_and_roles and not request.user.may("query-groups", self.realm)) or (
                 clients and not request.user.may("view-clients", self.realm)):
             raise exceptions.PermissionDenied()
-        rep = {**export_realm(self.realm), **realm_rep(self.realm)}
-        rep["users"] = [{k: v for k, v in u.items() if k != "credentials"}
-                        for u in rep["users"] if clients and "serviceAccountClientId" in u]
-        if not rep["users"]:
-            del rep["users"]
-        if not groups_and_roles:
-            for key in ("roles", "groups"):
-                rep.pop(key)
-        if not clients:
-            for key in ("clients", "scopeMappings", "clientScopeMappings"):
-                rep.pop(key)
-        return Response(_mask_secrets(rep))
+        return Response(partial_export(self.realm, groups_and_roles=groups_and_roles, clients=clients))
+
+
+def partial_export(realm, *, groups_and_roles, clients):
+    """Keycloak's partial export of ``realm`` (the Admin API's and the console's)."""
+    rep = {**export_realm(realm), **realm_rep(realm)}
+    rep["users"] = [{k: v for k, v in u.items() if k != "credentials"}
+                    for u in rep["users"] if clients and "serviceAccountClientId" in u]
+    if not rep["users"]:
+        del rep["users"]
+    if not groups_and_roles:
+        for key in ("roles", "groups"):
+            rep.pop(key)
+    if not clients:
+        for key in ("clients", "scopeMappings", "clientScopeMappings"):
+            rep.pop(key)
+    return _mask_secrets(rep)

@@ -20,3 +20,11 @@ class StoreRefused(RealmsError):
     def __init__(self, message, detail=""):
         super().__init__(message)
         self.message, self.detail = message, detail or message
+
+
+class ReadOnlyUser(StoreRefused):
+    """The user's store takes no change at all (a READ_ONLY directory): Keycloak's
+    ReadOnlyException, which its Account REST API answers with a message key of its own."""
+
+    def __init__(self):
+        super().__init__("User is read only!")

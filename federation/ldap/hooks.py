@@ -7,7 +7,7 @@ written to the directory or refused as the group and role mappers' modes say. A 
 import ldap
 
 from realms.data.shared_cache import LocalCopies
-from realms.errors import StoreRefused
+from realms.errors import ReadOnlyUser, StoreRefused
 from realms.models import Component, Group, Role, User
 from realms.users import storage
 
@@ -72,7 +72,7 @@ def user_saving(sender, instance, raw=False, **kwargs):
     if provider.writable:
         provider.write_back(instance, before)
     elif provider.config.edit_mode == READ_ONLY and provider.changes_directory_fields(instance, before):
-        raise StoreRefused("User is read only!")  # Keycloak's ReadOnlyException and its message
+        raise ReadOnlyUser()
 
 
 def _ldap_provider(user):

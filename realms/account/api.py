@@ -17,6 +17,7 @@ from ..admin_api.reps import group_reps
 from ..admin_api.views import ApiView
 from ..audit import events
 from ..credentials import credential_types
+from ..errors import ReadOnlyUser
 from ..http import cors
 from ..http.web import client_address
 from ..models import Client, ClientSession, Credential, Realm, UserSession
@@ -96,7 +97,10 @@ class Account(AccountResource):
     def post(self, request, realm):
         if not isinstance(request.data, dict):
             raise errors.BadRequest("unknown_error", "Unable to parse the request")
-        problems = profile.update(self.user, request.data)
+        try:
+            problems = profile.update(self.user, request.data)
+        except ReadOnlyUser:  # Keycloak's answer to a ReadOnlyException here; other refusals: the handler's
+            raise errors.Invalid("readOnlyUserMessage") from None
         if problems:
             self.event("UPDATE_PROFILE_ERROR", error="invalid_input", details={"context": "ACCOUNT"})
             return Response(profile.error_body(problems), status=400)

@@ -155,3 +155,20 @@ def test_a_new_user_the_directory_refuses_is_not_created(realm, directory, admin
     assert not User.objects.filter(realm=realm, username="zed").exists()
     with pytest.raises(ldap.NO_SUCH_OBJECT):
         directory.get(f"uid=zed,{PEOPLE}")
+
+
+def test_the_account_api_answers_keycloaks_read_only_key_for_a_read_only_directory(realm, directory, web_app):
+    make_provider(realm, directory, editMode="READ_ONLY")
+    directory.add_user("rita", PASSWORD, sn="Reed", given="Rita", mail="rita@example.org")
+    ClientModel.objects.filter(realm=realm, client_id="account-console").update(direct_access_grants_enabled=True)
+    grant = Client().post(f"/realms/{realm.name}/protocol/openid-connect/token", {
+        "grant_type": "password", "client_id": "account-console", "username": "rita", "password": PASSWORD})
+    assert grant.status_code == 200, grant.content
+    answer = Client(HTTP_AUTHORIZATION=f"Bearer {grant.json()['access_token']}").post(
+        f"/realms/{realm.name}/account/", json.dumps({
+            "username": "rita", "firstName": "Rita", "lastName": "Rowe", "email": "rita@example.org"}),
+        content_type="application/json", HTTP_ACCEPT="application/json")
+    assert answer.status_code == 400, answer.content
+    assert answer.json() == {"errorMessage": "readOnlyUserMessage"}  # AccountRestService's answer
+    assert User.objects.get(realm=realm, username="rita").last_name == "Reed"
+    assert directory.get(f"uid=rita,{PEOPLE}", "sn") == {"sn": [b"Reed"]}

@@ -111,6 +111,10 @@ class LdapMapperAdmin(ComponentAdmin):
     def has_module_permission(self, request):
         return False  # reached from its provider's page
 
+    def has_add_permission(self, request):
+        # A mapper is added from its provider's Mappers tab, which names the provider and the type.
+        return bool(request.GET.get("parent")) and super().has_add_permission(request)
+
     @admin.display(description="Mapper type")
     def mapper_type(self, obj):
         return obj.provider_id

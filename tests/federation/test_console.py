@@ -215,6 +215,7 @@ def test_mappers_are_added_changed_and_deleted_from_the_providers_page(console, 
     assert groups.realm_id == realm.pk and groups.provider_id == "group-ldap-mapper"
     assert groups.config["groups.dn"] == [GROUPS] and groups.config["preserve.group.inheritance"] == ["false"]
     assert console.get(f"{MAPPERS}add/?parent={component.pk}&provider_id=no-such-mapper").status_code == 404
+    assert console.get(f"{MAPPERS}add/").status_code == 403  # only from a provider's Mappers tab
 
     directory.add_group("ops", ["cn=empty-membership-placeholder"])
     page = _page(console.get(f"{MAPPERS}{groups.pk}/change/"))

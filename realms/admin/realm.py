@@ -145,12 +145,13 @@ class RealmFormBase(KeyedJsonForm):
                 current = getattr(self.instance, name)
                 missing = [(current, f"{current} (no such flow)")] if current and current not in aliases else []
                 self.fields[name].choices = [*((a, a) for a in aliases), *missing]
+                self.fields[name].initial = current  # a new realm's form: the model's default
 
     def clean(self):
         cleaned = super().clean()
         aliases = flow_aliases(self.instance)
-        for name in FLOW_BINDINGS:
-            if name in cleaned and cleaned[name] not in aliases:
+        for name in FLOW_BINDINGS:  # a missing flow left bound is marked on the page, not refused
+            if name in cleaned and name in self.changed_data and cleaned[name] not in aliases:
                 self.add_error(name, f"The realm has no top-level flow {cleaned[name]}: choose one of its flows.")
         for problems in (validate_smtp(cleaned), validate_headers(cleaned)):
             for name, message in problems.items():

@@ -373,7 +373,7 @@ def test_client_added_in_console(console, acme):
         "client_id": "shop",
         "redirect_uris": "https://shop.example/cb\r\n\r\nhttps://shop.example/cb2\r\n",
         "web_origins": "https://shop.example",
-        "attributes": '{"pkce.code.challenge.method": "S256"}',
+        "attributes-key": "pkce.code.challenge.method", "attributes-value": "S256",
         "protocol_mappers-TOTAL_FORMS": "1",
         "protocol_mappers-0-name": "audience",
         "protocol_mappers-0-protocol_mapper": "oidc-audience-mapper",

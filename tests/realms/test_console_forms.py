@@ -123,14 +123,28 @@ def test_a_binding_to_a_flow_not_offered_is_refused(console, acme, field, value)
     assert getattr(acme, field) == Realm._meta.get_field(field).default
 
 
-def test_a_binding_whose_flow_is_gone_is_shown_and_must_be_changed(console, acme):
+def test_a_binding_whose_flow_is_gone_is_marked_and_kept_until_changed(console, acme):
     Realm.objects.filter(pk=acme.pk).update(reset_credentials_flow="deleted flow")
     page = console.get(change_url(acme)).content.decode()
     assert "deleted flow (no such flow)" in page
-    response = submit(console, change_url(acme), "realm_form", {})
-    assert "has no top-level flow deleted flow" in " ".join(form_errors(response)["reset_credentials_flow"])
+    # Other settings still save; the binding stays as it was until a flow is chosen.
+    response = submit(console, change_url(acme), "realm_form", {"display_name": "ACME"})
+    assert not errors_of(response), errors_of(response)
+    acme.refresh_from_db()
+    assert acme.display_name == "ACME" and acme.reset_credentials_flow == "deleted flow"
     response = submit(console, change_url(acme), "realm_form", {"reset_credentials_flow": "reset credentials"})
     assert not errors_of(response), errors_of(response)
+    acme.refresh_from_db()
+    assert acme.reset_credentials_flow == "reset credentials"
+
+
+def test_a_new_realms_bindings_are_the_built_in_flows(console):
+    page = console.get(reverse("admin:realms_realm_add")).content.decode()
+    assert read_form(page, "realm_form")["browser_flow"] == ["browser"]
+    response = submit(console, reverse("admin:realms_realm_add"), "realm_form",
+                      {"name": "shop", "direct_grant_flow": "browser"})
+    assert not errors_of(response), errors_of(response)
+    assert Realm.objects.get(name="shop").direct_grant_flow == "browser"
 
 
 # --- Password policy ---------------------------------------------------------------------------

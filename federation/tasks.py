@@ -8,6 +8,7 @@ import datetime
 import logging
 import threading
 
+import ldap
 from celery import shared_task
 from django.conf import settings
 from django.db import connection, transaction
@@ -30,7 +31,7 @@ class SyncUnderWay(FederationError):
 
 @shared_task(name="federation.ldap_sync", acks_late=True)
 def ldap_sync(component_id, changed_only=False):
-    from .ldap.connection import DirectoryUnavailable
+    from .ldap.connection import DirectoryUnavailable, _describe
     from .ldap.sync import sync
 
     component = Component.objects.filter(pk=component_id).select_related("realm").first()
@@ -47,6 +48,10 @@ def ldap_sync(component_id, changed_only=False):
         # The next period tries again; what was imported stays.
         logger.warning("LDAP provider %s: sync skipped, directory unavailable: %s", component_id, exc)
         _finish(component_id, SyncStatus.FAILED, error=f"The directory could not be reached: {exc}")
+        return None
+    except ldap.LDAPError as exc:  # a refused bind or search: the settings need fixing
+        logger.warning("LDAP provider %s: sync refused by the directory: %s", component_id, _describe(exc))
+        _finish(component_id, SyncStatus.FAILED, error=f"The directory refused: {_describe(exc)}")
         return None
     except Exception as exc:
         logger.exception("LDAP provider %s: sync failed", component_id)

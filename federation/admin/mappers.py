@@ -12,7 +12,7 @@ from django.urls import path, reverse
 
 from ..ldap import mappers
 from ..ldap.config import MAPPER_TYPE, ConfigError
-from ..ldap.connection import DirectoryUnavailable
+from ..ldap.connection import DirectoryUnavailable, _describe
 from ..ldap.membership import MODES, MembershipError
 from ..ldap.sync import DIRECTIONS, sync_mapper
 from ..models import LdapComponent, LdapMapper
@@ -216,6 +216,5 @@ def _why(exc):
     if isinstance(exc, DirectoryUnavailable):
         return f"The directory could not be reached: {exc}"
     if isinstance(exc, ldap.LDAPError):
-        args = exc.args[0] if exc.args and isinstance(exc.args[0], dict) else {}
-        return "The directory refused: " + " ".join(x for x in (args.get("desc", ""), args.get("info", "")) if x)
+        return f"The directory refused: {_describe(exc)}"
     return english(exc)

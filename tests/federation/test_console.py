@@ -175,13 +175,19 @@ def test_a_sync_runs_in_the_background_and_the_page_shows_its_status(console, re
     assert "already under way" in _page(_action(console, component, "sync-all"))
 
 
-def test_a_sync_of_an_unreachable_directory_ends_failed_with_the_reason(console, realm, directory, settings,
+def test_a_sync_that_cannot_bind_ends_failed_with_the_reason(console, realm, directory, settings,
                                                                        transactional_db):
     settings.IDP_JOBS_IN_PROCESS = True
     component = _added(console, realm, directory, connectionUrl="ldap://127.0.0.1:9")
     _page(_action(console, component, "sync-all"))
     state, text = _sync_state(console, component, "failed")
     assert state == "failed" and "The directory could not be reached: Can&#x27;t contact LDAP server" in text, text
+    # A bind the directory refuses (Keycloak answered a server error page): the reason, in words.
+    component.config.update(connectionUrl=[directory.url], bindCredential=["not-the-password"])
+    component.save()
+    _page(_action(console, component, "sync-all"))
+    state, text = _sync_state(console, component, "failed")
+    assert state == "failed" and text.endswith("The directory refused: Invalid credentials"), text
 
 
 @pytest.mark.django_db

@@ -307,3 +307,16 @@ def test_console_keeps_the_cache_and_kerberos_settings_and_checks_them(console, 
     assert {k: config[k] for k in ("allowKerberosAuthentication", "keyTab", "evictionDay", "evictionMinute")} == {
         "allowKerberosAuthentication": ["true"], "keyTab": [str(kdc.keytab)], "evictionDay": ["5"],
         "evictionMinute": ["30"]}
+
+
+@pytest.mark.django_db
+def test_a_scheduled_sync_is_shown_on_the_providers_page_too(console, realm, directory):
+    from federation.tasks import ldap_sync
+
+    from .conftest import make_provider
+
+    component = make_provider(realm, directory)
+    directory.add_user("olga", "olga-password")
+    ldap_sync(component.pk, True)  # what the beat's entry runs on a worker
+    state, text = _sync_state(console, component, "done", timeout=0)
+    assert state == "done" and text.startswith("Changed users: done at ") and "1 imported users" in text, text

@@ -168,6 +168,15 @@ def text(realm, locale, key, *args, theme=None):
                             message)
 
 
+def display(realm, locale, name, theme=None):
+    """A name as people read it: one written ``${key}`` (Keycloak's built-in clients are named
+    ``${client_account}``, roles described ``${role_offline-access}``) is the message ``key``, as
+    Keycloak's themes resolve it; any other name is shown as written."""
+    if name and name.startswith("${") and name.endswith("}"):
+        return text(realm, locale, name[2:-1], theme=theme)
+    return name
+
+
 def available_locales(theme=DEFAULT_THEME):
     """The locales the theme (with ``v2`` beneath it) has a message bundle for, English first."""
     found = set()

@@ -16,6 +16,13 @@ from idp.buffered_wsgi import capped
 from idp.management_server import start_management_server
 
 
+def server_bases(bind, port):
+    """The addresses a browser may open this server at: on loopback both ``localhost`` and the
+    address itself (the demo's redirect URI is matched exactly, so each is registered)."""
+    loopback = {"127.0.0.1": ("localhost", "127.0.0.1"), "::1": ("localhost", "[::1]")}
+    return [f"http://{host}:{port}" for host in loopback.get(bind, (bind,))]
+
+
 class Command(BaseCommand):
     help = "Start the service in development mode (SQLite, local caches, demo realm)."
 
@@ -55,14 +62,14 @@ class Command(BaseCommand):
             self.stdout.write(f"Demo realm 'demo' created: user 'alice', password in {password_file}.")
 
         management = start_management_server(bind, management_port, (bind, http_port))
-        base = f"http://{'localhost' if bind in ('127.0.0.1', '::1') else bind}:{http_port}"
+        base = server_bases(bind, http_port)[0]
         if not (settings.IDP_BASE_URL or getattr(settings, "OIDC_RESOURCE_SERVER_BASE_URL", "")):
             # The demo API's trust anchor: this server's own address, never a request's Host.
             settings.OIDC_RESOURCE_SERVER_BASE_URL = base
         self.stdout.write(f"Admin console:  {base}{reverse('admin:index')}")
         self.stdout.write(f"Demo realm:     {base}/realms/demo/.well-known/openid-configuration")
-        callback = ensure_demo_callback(base)
-        self.stdout.write(f"Demo client:    {DEMO_CLIENT} (public, PKCE S256), redirect URI {callback}")
+        callbacks = [ensure_demo_callback(other) for other in server_bases(bind, http_port)]
+        self.stdout.write(f"Demo client:    {DEMO_CLIENT} (public, PKCE S256), redirect URIs {', '.join(callbacks)}")
         self.stdout.write(f"Demo sign-in:   {base}/demo/ (as alice; the callback shows the code exchange and tokens)")
         self.stdout.write(f"Health:         http://{bind}:{management_port}/health/ready")
         sys.stdout.flush()

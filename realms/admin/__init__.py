@@ -8,13 +8,38 @@ edited. Every add, change, delete and action is recorded as a Keycloak-style adm
 realm it touched, through ``realms.audit.events.emit``, inside the same transaction.
 
 One module per resource; ``base`` holds ConsoleAdmin and the form pieces, ``switcher`` the
-current realm, ``audit`` the admin events (docs/decisions/0018).
+current realm, ``audit`` the admin events (docs/decisions/0018), ``navigation`` the index and
+sidebar in Keycloak's sections and the pages' titles (decision 0065).
 """
+from django.contrib import admin
+from django_celery_beat import admin as celery_beat_admin
+
 # Django's admin autodiscovery imports ``realms.admin``; importing the resource modules here is
 # what runs their ``@admin.register`` decorators. The names below are what other apps extend.
-from . import client_scopes, clients, events, flows, groups, organizations, realm, realm_keys, roles, transfer, users  # noqa: F401
+from . import (  # noqa: F401
+    client_scopes,
+    clients,
+    events,
+    flows,
+    groups,
+    navigation,
+    organizations,
+    realm,
+    realm_keys,
+    roles,
+    sessions,
+    transfer,
+    users,
+)
 from .base import ConsoleAdmin
 from .clients import ClientAdmin, ClientForm
 from .switcher import RealmFilter, current_realm
+
+# The periodic tasks are the LDAP providers' sync periods (federation.ldap.schedule keeps one per
+# provider and kind): a page of their own would be a second way to set them, overwritten by the
+# next save of the provider. Imported here so that they are registered before being taken away.
+for _model in (celery_beat_admin.PeriodicTask, celery_beat_admin.IntervalSchedule, celery_beat_admin.CrontabSchedule,
+               celery_beat_admin.SolarSchedule, celery_beat_admin.ClockedSchedule):
+    admin.site.unregister(_model)
 
 __all__ = ["ClientAdmin", "ClientForm", "ConsoleAdmin", "RealmFilter", "current_realm"]

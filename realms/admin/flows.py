@@ -18,6 +18,7 @@ from ..signin import flows
 from ..users import actions
 from .audit import object_event
 from .base import ConsoleAdmin, RealmScopedInline, realm_owned_list_filter
+from .navigation import default_filter
 
 
 def _step_choices():
@@ -118,10 +119,15 @@ class BindForm(forms.Form):
 
 @admin.register(AuthenticationFlow)
 class AuthenticationFlowAdmin(ConsoleAdmin):
-    list_display = ("alias", "description", "provider_id", "top_level", "built_in", "used_by")
+    list_display = ("alias", "used_by", "description", "built_in")
     list_filter = realm_owned_list_filter("top_level", "built_in")
     search_fields = ("alias", "description")
+    ordering = ("alias",)
     inlines = (ExecutionInline,)
+
+    def changelist_view(self, request, extra_context=None):
+        # Keycloak lists the top-level flows; sub-flows are reached from their flow, or with the filter.
+        return default_filter(request, top_level__exact="1") or super().changelist_view(request, extra_context)
 
     def get_fields(self, request, obj=None):
         if obj is None:
@@ -134,9 +140,14 @@ class AuthenticationFlowAdmin(ConsoleAdmin):
         fixed = ("provider_id", "top_level", "built_in", "used_by", "tools")
         return ("alias", *fixed) if obj.built_in else fixed
 
-    @admin.display(description="used by")
+    @admin.display(description="Used by")
     def used_by(self, obj):
-        return ", ".join(flow_admin.bound_as(obj.realm, obj)) if obj.top_level else ""
+        """As Keycloak says it: the realm's bindings by name ("Browser flow"), clients by their id."""
+        if not obj.top_level:
+            return "Sub-flow"
+        names = dict(REALM_BINDINGS)
+        uses = [names.get(use) or use[:1].upper() + use[1:] for use in flow_admin.bound_as(obj.realm, obj)]
+        return ", ".join(uses) or "Not in use"
 
     @admin.display(description="")
     def tools(self, obj):
@@ -335,7 +346,7 @@ class AuthenticatorConfigAdmin(ConsoleAdmin):
 class RequiredActionProviderAdmin(ConsoleAdmin):
     """The realm's required actions: enabled (asked for), default (given to new users), order."""
 
-    list_display = ("alias", "name", "enabled", "default_action", "priority", "available")
+    list_display = ("name", "alias", "enabled", "default_action", "priority", "available")
     list_editable = ("enabled", "default_action", "priority")
     list_filter = realm_owned_list_filter("enabled", "default_action")
     fields = ("realm", "alias", "name", "provider_id", "enabled", "default_action", "priority", "config")

@@ -4,8 +4,11 @@ out", beside "log out all" (``sessions.logout_all`` / ``logout_user``, as the Ad
 ``logout-all`` and ``users/{id}/logout``).
 
 The buttons sit inside the object's form and post to their own view (``formaction``), so they
-need no script and carry the form's CSRF token."""
-from django.contrib import messages
+need no script and carry the form's CSRF token.
+
+``UserSessionAdmin`` is the Sessions page of the console's navigation (Keycloak's): the current
+realm's online sessions, newest activity first, read-only, each with "Sign out"."""
+from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import HttpResponseNotAllowed, HttpResponseRedirect
@@ -18,10 +21,8 @@ from ..models import UserSession
 from ..sso import sessions
 from ..sso.impersonation import IMPERSONATOR_USERNAME
 from .audit import admin_event
-
-
-def _when(dt):
-    return dt.strftime("%Y-%m-%d %H:%M:%S UTC")
+from .base import ConsoleAdmin, realm_owned_list_filter
+from .names import when
 
 
 def post_button(url, label, *, danger=False, confirm=""):
@@ -31,17 +32,24 @@ def post_button(url, label, *, danger=False, confirm=""):
                        format_html(' onclick="return confirm(\'{}\')"', confirm) if confirm else "", label)
 
 
+def _user_link(user_session):
+    impersonator = user_session.notes.get(IMPERSONATOR_USERNAME)
+    return format_html('<a href="{}">{}</a>{}', reverse("admin:realms_user_change", args=[user_session.user_id]),
+                       user_session.user.username,
+                       format_html(" (impersonated by {})", impersonator) if impersonator else "")
+
+
+def _clients(user_session):
+    return ", ".join(sorted(cs.client.client_id for cs in user_session.client_sessions.all())) or "-"
+
+
 def sessions_table(queryset, tab="sessions", limit=100):
-    rows = list(queryset.filter(offline=False).select_related("user").prefetch_related("client_sessions__client")
+    rows = list(queryset.filter(offline=False).select_related("user", "realm").prefetch_related("client_sessions__client")
                 .order_by("-last_refresh")[:limit + 1])
     if not rows:
         return "No active sessions."
     body = format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", (
-        (format_html('<a href="{}">{}</a>{}', reverse("admin:realms_user_change", args=[s.user_id]), s.user.username,
-                     format_html(" (impersonated by {})", s.notes[IMPERSONATOR_USERNAME])
-                     if s.notes.get(IMPERSONATOR_USERNAME) else ""),
-         s.ip_address or "-", _when(s.started), _when(s.last_refresh),
-         ", ".join(sorted(cs.client.client_id for cs in s.client_sessions.all())) or "-",
+        (_user_link(s), s.ip_address or "-", when(s.started, s.realm), when(s.last_refresh, s.realm), _clients(s),
          post_button(reverse("admin:realms_realm_signout_session", args=[s.pk]) + f"?tab={tab}", "Sign out",
                      danger=True))
         for s in rows[:limit]))
@@ -78,3 +86,58 @@ def signout_session_view(model_admin, request, session_id):
         admin_event(request, user_session.realm, "DELETE", "USER_SESSION", f"sessions/{user_session.pk}")
     model_admin.message_user(request, f"Signed out a session of {user_session.user.username}.", messages.SUCCESS)
     return back(request, reverse("admin:realms_user_change", args=[user_session.user_id]))
+
+
+@admin.register(UserSession)
+class UserSessionAdmin(ConsoleAdmin):
+    """The realm's online sessions (the realm page's "Active sessions" tab, as a page of its own)."""
+
+    list_display = ("user_link", "ip", "started_at", "last_access", "clients")
+    list_display_links = None
+    list_filter = realm_owned_list_filter()
+    search_fields = ("user__username", "ip_address")
+    fields = ("realm", "user_link", "ip", "started_at", "last_access", "clients", "remember_me", "auth_methods")
+    readonly_fields = fields
+    ordering = ("-last_refresh",)
+    change_list_template = "admin/realms/usersession/change_list.html"
+
+    def get_queryset(self, request):
+        return (super().get_queryset(request).filter(offline=False).select_related("user", "realm")
+                .prefetch_related("client_sessions__client"))
+
+    def get_list_display(self, request):
+        # "Sign out" for those who may: the realm page's button, with its rule (manage-realm).
+        return (*self.list_display, "sign_out") if self.may(request, self.manage_role) else self.list_display
+
+    @admin.display(description="User", ordering="user__username")
+    def user_link(self, obj):
+        return _user_link(obj)
+
+    @admin.display(description="IP address", ordering="ip_address")
+    def ip(self, obj):
+        return obj.ip_address or "-"
+
+    @admin.display(description="Started", ordering="started")
+    def started_at(self, obj):
+        return when(obj.started, obj.realm)
+
+    @admin.display(description="Last access", ordering="last_refresh")
+    def last_access(self, obj):
+        return when(obj.last_refresh, obj.realm)
+
+    @admin.display(description="Clients")
+    def clients(self, obj):
+        return _clients(obj)
+
+    @admin.display(description="")
+    def sign_out(self, obj):
+        return post_button(reverse("admin:realms_realm_signout_session", args=[obj.pk]), "Sign out", danger=True)
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -22,7 +22,7 @@ from ..users import consents, storage
 from ..users.accounts import create_user
 from .audit import admin_event, object_event, role_ids, role_mapping_events
 from .base import ConsoleAdmin, adopt, realm_owned_list_filter
-from .names import resolved
+from .names import required_action_names, resolved
 from .sessions import back, logout_all_button, post_button, sessions_table
 
 
@@ -71,9 +71,11 @@ class UserForm(forms.ModelForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         field = self.fields.get("required_actions")
-        if field is not None:  # keep an imported action this server does not know, shown as it is
-            known = {value for value, _ in field.choices}
-            field.choices = [*field.choices, *((a, a) for a in self.instance.required_actions if a not in known)]
+        if field is not None:  # by display name; an imported action this server does not know is kept, by its id
+            names = required_action_names(self.instance.realm if self.instance.realm_id else None)
+            ids = [value for value, _ in field.choices]
+            ids += [a for a in self.instance.required_actions if a not in ids]
+            field.choices = [(a, names.get(a, a)) for a in ids]
 
     def clean_username(self):
         return self.cleaned_data["username"].lower()  # usernames are case-insensitive, as in Keycloak

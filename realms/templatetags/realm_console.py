@@ -1,8 +1,10 @@
-"""The admin console's realm switcher, shown in the header of every admin page."""
+"""The console's realm switcher (in the header of every page), page titles in Keycloak's words
+(``realms.admin.navigation.title``), and ``|console_time:realm``, the one way a template shows a
+time (``realms.admin.names.when``)."""
 from django import template
 from django.urls import NoReverseMatch, reverse
 
-from ..admin import current_realm
+from ..admin import current_realm, names, navigation
 from ..models import Realm
 
 register = template.Library()
@@ -23,3 +25,13 @@ def realm_switcher(context):
         "next": back,
         "csrf_token": context.get("csrf_token"),
     }
+
+
+@register.simple_tag(takes_context=True)
+def console_title(context):
+    return navigation.title(context)
+
+
+@register.filter
+def console_time(value, realm=None):
+    return names.when(value, realm)

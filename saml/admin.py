@@ -111,7 +111,7 @@ class SamlAwareClientAdmin(ClientAdmin):
 
     def get_fieldsets(self, request, obj=None):
         fieldsets = list(super().get_fieldsets(request, obj))
-        if obj is None or obj.protocol == c.PROTOCOL:
+        if self.chosen_protocol(request, obj) == c.PROTOCOL:
             fieldsets.insert(-1, ("SAML capabilities (SAML clients only)", {"classes": ("tab-settings",),
                                                                             "fields": CAPABILITY_FIELDS}))
             fieldsets.insert(-1, ("SAML keys", {"classes": ("tab-keys",), "fields": list(_CERTIFICATES)}))

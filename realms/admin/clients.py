@@ -1,8 +1,12 @@
 """Clients, with their client scopes, dedicated protocol mappers and client roles."""
+import copy
+
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils.html import format_html_join
+from django.utils.safestring import mark_safe
 
 from ..models import Client, ClientScopeLink, ProtocolMapper, Role, UserSession
 from ..representation.services import add_default_client_scopes
@@ -13,7 +17,8 @@ from .base import ConsoleAdmin, RealmScopedInline, realm_owned_list_filter
 from .names import resolved
 from .sessions import sessions_table
 
-PROTOCOL_NAMES = {"openid-connect": "OpenID Connect", "saml": "SAML"}
+OIDC = "openid-connect"
+PROTOCOL_NAMES = {OIDC: "OpenID Connect", "saml": "SAML"}
 # Keycloak's client authenticators that the token endpoint checks (oidc.client_auth).
 CLIENT_AUTHENTICATORS = [("client-secret", "Client Id and Secret"), ("client-jwt", "Signed JWT"),
                          ("client-secret-jwt", "Signed JWT with client secret")]
@@ -104,11 +109,34 @@ class ClientAdmin(ConsoleAdmin):
     def display_name(self, obj):
         return resolved(obj.realm, obj.name)
 
+    def chosen_protocol(self, request, obj):
+        """The client's protocol; on the add page the one chosen first (``?protocol=``), OpenID
+        Connect unless another is asked for."""
+        if obj is not None:
+            return obj.protocol
+        wanted = request.GET.get("protocol", OIDC)
+        return wanted if wanted in dict(protocol_choices()) else OIDC
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        if self.chosen_protocol(request, obj) != OIDC:
+            for name in OIDC_ONLY:  # a declared field is in the form even when no section shows it
+                form.base_fields.pop(name, None)
+        if obj is None and "protocol" in form.base_fields:
+            # Chosen before the form (its sections are the protocol's): fixed here, links switch it.
+            chosen = self.chosen_protocol(request, obj)
+            field = form.base_fields["protocol"] = copy.deepcopy(form.base_fields["protocol"])
+            field.initial, field.disabled = chosen, True
+            field.help_text = format_html_join(" ", '<a href="?protocol={}"{}>{}</a>', (
+                (value, mark_safe(' aria-current="true"') if value == chosen else "", label)
+                for value, label in protocol_choices()))
+        return form
+
     def get_fieldsets(self, request, obj=None):
-        """A SAML client's page leaves out what only OpenID Connect clients have; a new client's
-        page has no sessions or secret yet."""
+        """A SAML client's page (a new one's too) leaves out what only OpenID Connect clients have;
+        a new client's page has no sessions or secret yet."""
         leave_out = {"sessions", "id", "created"} if obj is None else set()
-        if obj is not None and obj.protocol != "openid-connect":
+        if self.chosen_protocol(request, obj) != OIDC:
             leave_out |= OIDC_ONLY
         fieldsets = [(name, {**options, "fields": tuple(f for f in options["fields"] if f not in leave_out)})
                      for name, options in super().get_fieldsets(request, obj)]

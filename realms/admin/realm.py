@@ -7,7 +7,7 @@ from django.db import transaction
 from django.http import HttpResponseNotAllowed, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
-from django.utils.html import format_html
+from django.utils.html import escape, format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from ..administration.admin_permissions import administered_realms, console_admin, grant_delegated_admin
@@ -138,6 +138,10 @@ class RealmFormBase(KeyedJsonForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        if "scim_api_enabled" in self.fields:
+            # The admin shows help text as HTML: the model's "<realm>" would vanish as a tag.
+            name = "<realm name>" if self.instance._state.adding else self.instance.name
+            self.fields["scim_api_enabled"].help_text = escape(f"SCIM 2.0 provisioning below /realms/{name}/scim/v2.")
         aliases = flow_aliases(self.instance)
         for name in FLOW_BINDINGS:
             if name in self.fields:

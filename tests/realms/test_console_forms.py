@@ -185,3 +185,37 @@ def test_bad_password_policy_rows_are_refused(console, acme, policies, values, m
     assert message in " ".join(form_errors(response)["password_policy"]), form_errors(response)
     acme.refresh_from_db()
     assert acme.password_policy == "length(10)"
+
+
+# --- SCIM ---------------------------------------------------------------------------------------
+
+def test_the_scim_help_names_the_realms_own_base_path(console, acme):
+    page = console.get(change_url(acme)).content.decode()
+    assert "SCIM 2.0 provisioning below /realms/acme/scim/v2." in page and "/realms//scim" not in page
+    page = console.get(reverse("admin:realms_realm_add")).content.decode()
+    assert "below /realms/&lt;realm name&gt;/scim/v2." in page
+
+
+# --- A new client: the protocol first ------------------------------------------------------------
+
+def test_a_new_clients_form_shows_only_its_protocols_sections(console, acme):
+    add = reverse("admin:realms_client_add")
+    console.get(reverse("admin:realms_client_changelist") + f"?realm__id__exact={acme.pk}")
+    page = console.get(add).content.decode()
+    assert 'name="public_client"' in page and 'name="saml_encrypt"' not in page and "SAML" in page  # a link to it
+    assert '<a href="?protocol=saml">SAML</a>' in page
+    # The protocol is fixed on the form: posting another one changes nothing.
+    response = submit(console, add, "client_form", {"client_id": "web", "protocol": "saml"})
+    assert not errors_of(response), errors_of(response)
+    assert Client.objects.get(realm=acme, client_id="web").protocol == "openid-connect"
+
+    page = console.get(add + "?protocol=saml").content.decode()
+    assert 'name="saml_encrypt"' in page
+    for oidc_only in ("public_client", "client_authenticator_type", "standard_flow_enabled", "web_origins"):
+        assert f'name="{oidc_only}"' not in page, oidc_only
+    response = submit(console, add + "?protocol=saml", "client_form",
+                      {"client_id": "https://sp.example/saml", "saml_client_signature": None})
+    assert not errors_of(response), errors_of(response)
+    assert Client.objects.get(realm=acme, client_id="https://sp.example/saml").protocol == "saml"
+    # A protocol the server does not have is OpenID Connect's form.
+    assert 'name="public_client"' in console.get(add + "?protocol=cas").content.decode()

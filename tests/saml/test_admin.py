@@ -16,7 +16,7 @@ ENTITY = "https://sp.example/metadata"
 def test_saml_client_added_and_edited_in_console(console, acme):  # noqa: F811
     cert_b64 = key_pair("console-sp")[2]
     console.get(f"/admin/master/console/realms/client/?realm__id__exact={acme.pk}")
-    response = submit(console, "/admin/master/console/realms/client/add/", "client_form", {
+    response = submit(console, "/admin/master/console/realms/client/add/?protocol=saml", "client_form", {
         "client_id": ENTITY, "protocol": "saml", "public_client": "on",
         "saml_signing_certificate": "\n".join(cert_b64[i:i + 64] for i in range(0, len(cert_b64), 64)),
         "saml_acs_post": "https://sp.example/acs", "saml_name_id_format": "email",

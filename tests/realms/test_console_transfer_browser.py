@@ -15,6 +15,8 @@ from realms.users.accounts import create_user
 
 from .test_admin import make_admin
 
+pytestmark = pytest.mark.usefixtures("fresh_caches")
+
 DATA = Path(__file__).resolve().parents[1] / "data" / "keycloak"
 FGAP = DATA / "keycloak-fgap-realm-kc26-full-export.json"
 
@@ -256,3 +258,55 @@ WIDER_THAN_THE_WINDOW = """() => {
   const root = document.documentElement;
   return root.scrollWidth > root.clientWidth ? [`${location.pathname}: ${root.scrollWidth} > ${root.clientWidth}`] : [];
 }"""
+
+
+@pytest.mark.browser
+def test_attribute_rows_and_the_password_policy_at_a_phones_width_save_with_enter(live_server):
+    from playwright.sync_api import sync_playwright
+
+    from realms.representation.bootstrap import ensure_bootstrap_admin
+    from tests.browser import CHROMIUM_ARGS, sign_in_to_console
+
+    ensure_bootstrap_admin("ops", "bootstrap-pass-1")
+    acme = create_realm("acme")
+    alice = create_user(acme, "alice", attributes={"team": ["blue"]})
+    user_page = live_server.url + reverse("admin:realms_user_change", args=[alice.pk])
+    realm_page = live_server.url + reverse("admin:realms_realm_change", args=[acme.pk])
+    wide = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 390, "height": 844})
+            page.set_default_timeout(30000)
+            sign_in_to_console(page, live_server.url, "ops", "bootstrap-pass-1")
+            page.goto(user_page)
+            page.get_by_role("button", name="Add an attribute").click()  # a new row, focused
+            page.keyboard.type("phone")
+            page.keyboard.press("Tab")
+            page.keyboard.type("555")
+            page.get_by_role("button", name="Add an attribute").click()
+            page.keyboard.type("phone")
+            page.keyboard.press("Tab")
+            page.keyboard.type("556")
+            wide += too_wide(page)
+            with page.expect_navigation():
+                page.keyboard.press("Enter")  # saves the user, as the Save button does
+            assert page.locator(".messagelist .success").count() == 1
+            page.goto(realm_page + "#authentication")
+            policy = page.locator("select[name=password_policy-policy]").last
+            policy.select_option("length")  # fills in the policy's default
+            assert page.locator("input[name=password_policy-value]").last.input_value() == "8"
+            page.locator("input[name=password_policy-value]").last.fill("12")
+            page.get_by_role("button", name="Add another policy").click()
+            page.locator("select[name=password_policy-policy]").last.select_option("notUsername")
+            wide += too_wide(page)
+            with page.expect_navigation():
+                page.locator("input[name=password_policy-value]").first.press("Enter")
+            assert page.locator(".messagelist .success").count() == 1
+        finally:
+            browser.close()
+    assert not wide, wide
+    alice.refresh_from_db()
+    acme.refresh_from_db()
+    assert alice.attributes == {"team": ["blue"], "phone": ["555", "556"]}
+    assert acme.password_policy == "length(12) and notUsername(undefined)"

@@ -310,3 +310,26 @@ def test_attribute_rows_and_the_password_policy_at_a_phones_width_save_with_ente
     acme.refresh_from_db()
     assert alice.attributes == {"team": ["blue"], "phone": ["555", "556"]}
     assert acme.password_policy == "length(12) and notUsername(undefined)"
+
+
+@pytest.mark.services
+def test_in_production_an_import_runs_on_a_celery_worker(transactional_db, client, settings, tmp_path):
+    """No thread of the web server: the job waits, queued, until a worker takes the task."""
+    import redis
+    from django.conf import settings as django_settings
+    from django.db import connection
+
+    from tests.webhooks.workers import start_worker, stop, wait_until
+
+    settings.IDP_JOBS_IN_PROCESS = False
+    redis.Redis.from_url(django_settings.CELERY_BROKER_URL).flushdb()
+    client.force_login(make_admin(Realm.objects.get(name="master")))
+    job = started_job(client.post(IMPORT, {"file": upload(FGAP.read_bytes())}))
+    assert ConsoleJob.objects.get(pk=job.pk).status == ConsoleJob.QUEUED  # nothing ran in this process
+    worker = start_worker(connection.settings_dict["NAME"], tmp_path, beat=False)
+    try:
+        assert wait_until(lambda: ConsoleJob.objects.get(pk=job.pk).status == ConsoleJob.DONE, timeout=60), \
+            open(worker.log_path).read()[-3000:]
+    finally:
+        stop(worker)
+    assert User.objects.filter(realm__name="fgap", username="at-user-0").exists()

@@ -235,8 +235,6 @@ def _password_refusals(reset=False):
         if isinstance(exc, storage.ReadOnly):
             raise errors.BadRequest("Can't reset password as account is read only") from None
         raise errors.BadRequest(exc.key, str(exc)) from None
-    except storage.Unavailable:
-        raise errors.Invalid("Could not reach the user's directory") from None
 
 
 def _set_credentials(user, credentials):
@@ -289,10 +287,8 @@ class UserDetail(RealmResource):
         user = user_of(self, user_id)
         with transaction.atomic():
             admin_events.record(self.realm, "DELETE", "USER", f"users/{user.pk}", auth=self.auth_details())
-            try:
-                storage.delete_user(self.realm, user)  # a writable directory's entry too
-            except storage.Unavailable:
-                raise errors.Invalid("Could not reach the user's directory") from None
+            # A writable directory's entry too; a directory out of reach is the handler's 400.
+            storage.delete_user(self.realm, user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

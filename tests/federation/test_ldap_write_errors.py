@@ -172,3 +172,16 @@ def test_the_account_api_answers_keycloaks_read_only_key_for_a_read_only_directo
     assert answer.json() == {"errorMessage": "readOnlyUserMessage"}  # AccountRestService's answer
     assert User.objects.get(realm=realm, username="rita").last_name == "Reed"
     assert directory.get(f"uid=rita,{PEOPLE}", "sn") == {"sn": [b"Reed"]}
+
+
+@pytest.mark.parametrize("change", ["delete", "reset-password"])
+def test_an_admin_api_change_while_the_directory_is_down_answers_400_and_keeps_the_user(realm, directory, admin_api, change):
+    """The Admin API's one handler answers the store being out of reach (no 500, nothing changed)."""
+    user = _wendy(realm, directory)
+    directory.stop()  # the fixture starts it again
+    if change == "delete":
+        answer = admin_api("delete", f"acme/users/{user.pk}")
+    else:
+        answer = admin_api("put", f"acme/users/{user.pk}/reset-password", {"type": "password", "value": "Another-1"})
+    assert (answer.status_code, answer.json()) == (400, {"errorMessage": "Could not reach the user's directory"})
+    assert User.objects.filter(pk=user.pk).exists()

@@ -209,7 +209,8 @@ def test_start_dev_without_an_admin_warns_and_the_banner_names_the_demo_sign_in(
     assert "WARNING: realm master has no administrator" in output
     assert "manage.py bootstrap_admin user --username NAME --password:env VARIABLE" in output
     base = f"http://localhost:{http}"
-    assert f"Demo client:    demo-app (public, PKCE S256), redirect URI {base}/demo/callback" in output
+    assert (f"Demo client:    demo-app (public, PKCE S256), redirect URIs {base}/demo/callback, "
+            f"http://127.0.0.1:{http}/demo/callback") in output
     assert f"Demo sign-in:   {base}/demo/ " in output
 
 

@@ -4,6 +4,7 @@ from django.contrib import admin
 from ..data import keys
 from ..models import RealmKey
 from .base import ConsoleAdmin, adopt, realm_owned_list_filter
+from .names import when
 
 
 @admin.register(RealmKey)
@@ -11,20 +12,24 @@ class RealmKeyAdmin(ConsoleAdmin):
     """Realm signing keys: listed with kid, algorithm, status and priority. Adding one generates
     a fresh key pair; the private key is never shown (it is stored encrypted)."""
 
-    list_display = ("kid", "algorithm", "status", "priority", "provider_name", "created")
+    list_display = ("kid", "algorithm", "status", "priority", "provider_name", "created_at")
     list_filter = realm_owned_list_filter("status", "algorithm")
     search_fields = ("kid",)
 
     def get_fields(self, request, obj=None):
         if obj is None:
             return ("realm", "algorithm", "priority", "status")
-        return ("realm", "kid", "algorithm", "use", "provider_name", "status", "priority", "created",
+        return ("realm", "kid", "algorithm", "use", "provider_name", "status", "priority", "created_at",
                 "public_key_pem", "certificate_pem")
 
     def get_readonly_fields(self, request, obj=None):
         if obj is None:
             return ()
-        return ("kid", "algorithm", "use", "provider_name", "created", "public_key_pem", "certificate_pem")
+        return ("kid", "algorithm", "use", "provider_name", "created_at", "public_key_pem", "certificate_pem")
+
+    @admin.display(description="Created", ordering="created")
+    def created_at(self, obj):
+        return when(obj.created, obj.realm)
 
     def save_model(self, request, obj, form, change):
         if change:

@@ -18,6 +18,7 @@ from ..models import ConsoleJob, Realm
 from ..representation.partial import POLICIES
 from .base import console_access
 from .jobs import start as start_job
+from .names import when
 
 
 def _json_object(upload):
@@ -74,7 +75,7 @@ class ConsoleJobAdmin(admin.ModelAdmin):
     """The jobs an admin started (every job for a superuser), newest first; nothing here is
     edited: a job is started from its form and ends by itself."""
 
-    list_display = ("kind", "realm_name", "status", "progress_bar", "created", "finished")
+    list_display = ("kind", "realm_name", "status", "progress_bar", "created_at", "finished_at")
     list_display_links = ("kind",)
     change_list_template = "admin/realms/consolejob/change_list.html"
 
@@ -96,6 +97,14 @@ class ConsoleJobAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+    @admin.display(description="Created", ordering="created")
+    def created_at(self, job):
+        return when(job.created, job.realm)
+
+    @admin.display(description="Finished", ordering="finished")
+    def finished_at(self, job):
+        return when(job.finished, job.realm)
 
     @admin.display(description="Progress")
     def progress_bar(self, job):

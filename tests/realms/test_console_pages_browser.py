@@ -49,6 +49,13 @@ EPOCH = re.compile(r"(?<![\w.:-])\d{10,}(?![\w.:-])")
 ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
 
 # Pages of a list beyond its first view: the admin events' tab, the sub-flows.
+# What sticks out past the screen's right edge (the innermost such elements), to say in a failure.
+STICKING_OUT = """() => { const out = (el) => el.getBoundingClientRect().right > window.innerWidth + 1
+    || (el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflowX === "visible");
+  return Array.from(document.querySelectorAll("body *")).filter((el) => out(el)
+    && !Array.from(el.children).some(out)).slice(0, 3).map((el) => el.tagName.toLowerCase() + (el.id ? "#" + el.id : "")
+    + (el.className ? "." + String(el.className).split(" ").join(".") : "") + " "
+    + JSON.stringify((el.textContent || "").trim().slice(0, 40))); }"""
 MORE = {"realms.event": ("?kind__exact=admin",), "realms.authenticationflow": ("?top_level__exact=0",)}
 MODELS = sorted(f"{m._meta.app_label}.{m._meta.model_name}" for m in admin.site._registry)
 
@@ -133,7 +140,7 @@ def read(page, url, tmp_path, name):
         page.screenshot(path=tmp_path / f"{name}-{width}.png", full_page=True)
         if not page.evaluate(FITS):
             wide = page.evaluate("document.documentElement.scrollWidth")
-            problems.append(f"{where}: {wide} px wide, wider than the screen")
+            problems.append(f"{where}: {wide} px wide, wider than the screen: {page.evaluate(STICKING_OUT)}")
         text = page.evaluate(TEXT)
         for label, pattern in (("raw message key", RAW_KEY), ("epoch number", EPOCH), ("ISO time", ISO_TIME)):
             found = pattern.search(text)

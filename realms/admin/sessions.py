@@ -3,8 +3,8 @@ Keycloak's console lists them (user, address, started, last access, clients), ea
 out", beside "log out all" (``sessions.logout_all`` / ``logout_user``, as the Admin API's
 ``logout-all`` and ``users/{id}/logout``).
 
-The buttons sit inside the object's form and post to their own view (``formaction``), so they
-need no script and carry the form's CSRF token.
+The buttons post the page's action form, not the object's (decision 0062): Enter in a field of
+the object's form saves it and never runs one of them.
 
 ``UserSessionAdmin`` is the Sessions page of the console's navigation (Keycloak's): the current
 realm's online sessions, newest activity first, read-only, each with "Sign out"."""
@@ -24,12 +24,19 @@ from .audit import admin_event
 from .base import ConsoleAdmin, realm_owned_list_filter
 from .names import when
 
+# The id of the empty form (its CSRF token only) that templates/admin/console/change_form.html
+# places after the object's form.
+ACTION_FORM = "console-action"
+
 
 def post_button(url, label, *, danger=False, confirm=""):
-    """A submit button of the surrounding form that posts to ``url`` instead."""
-    return format_html('<button type="submit" class="button{}" formaction="{}" formnovalidate{}>{}</button>',
-                       " console-danger" if danger else "", url,
-                       format_html(' onclick="return confirm(\'{}\')"', confirm) if confirm else "", label)
+    """A button that posts the page's action form to ``url``. Shown among the object's fields, it
+    belongs to that form through ``form=``, so the browser never takes it for the object's form's
+    default button (the one Enter presses)."""
+    return format_html('<button type="submit" form="{}" class="button{}" formaction="{}"{}>{}</button>',
+                       ACTION_FORM, " console-danger" if danger else "", url,
+                       format_html(' data-confirm="{}" onclick="return confirm(this.dataset.confirm)"', confirm)
+                       if confirm else "", label)
 
 
 def _user_link(user_session):

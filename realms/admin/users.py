@@ -15,6 +15,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
 from ..credentials import password_policy
+from ..errors import StoreRefused
 from ..models import Client, Credential, User, UserSession, effective_roles
 from ..signin import engine
 from ..sso import impersonation, sessions
@@ -22,7 +23,7 @@ from ..users import consents, storage
 from ..users.accounts import create_user
 from .audit import admin_event, object_event, role_ids, role_mapping_events
 from .base import ConsoleAdmin, adopt, realm_owned_list_filter
-from .names import required_action_names, resolved
+from .names import required_action_names, resolved, time_column, when
 from .sessions import back, logout_all_button, post_button, sessions_table
 
 
@@ -32,7 +33,8 @@ class CredentialInline(admin.TabularInline):
     (a lost authenticator); a password is set through "Set password"."""
 
     model = Credential
-    fields = readonly_fields = ("type", "user_label", "priority", "created")
+    fields = readonly_fields = ("type", "user_label", "priority", "created_at")
+    created_at = time_column("created", "Created", realm=lambda credential: credential.user.realm)
     extra = 0
     can_delete = True
 
@@ -81,6 +83,20 @@ class UserForm(forms.ModelForm):
         return self.cleaned_data["username"].lower()  # usernames are case-insensitive, as in Keycloak
 
 
+def _refusal(exc):
+    """Why a user's store refused (its own words) or could not be reached."""
+    return exc.detail if isinstance(exc, StoreRefused) else "could not reach the user's directory"
+
+
+class UsersKept(Exception):
+    """A bulk delete kept the users whose store refused (``kept``: each with why) and deleted the
+    others (``deleted``: how many)."""
+
+    def __init__(self, kept, deleted):
+        super().__init__(kept, deleted)
+        self.kept, self.deleted = kept, deleted
+
+
 @admin.register(User)
 class UserAdmin(ConsoleAdmin):
     view_role, manage_role, list_role = "view-users", "manage-users", "query-users"
@@ -90,15 +106,16 @@ class UserAdmin(ConsoleAdmin):
     search_fields = ("username", "email", "first_name", "last_name")
     filter_horizontal = ("roles", "groups")
     actions = ["enable_users", "disable_users"]
-    readonly_fields = ("id", "password_status", "service_account_client", "federation_link", "created", "impersonate",
+    readonly_fields = ("id", "password_status", "service_account_client", "federation_link", "created_at", "impersonate",
                        "otp_status", "effective_role_list", "consent_list", "sessions", "logout")
+    created_at = time_column("created", "Created")
     inlines = [CredentialInline]
     tabs = (("details", "Details"), ("credentials", "Credentials"), ("role-mapping", "Role mapping"),
             ("groups", "Groups"), ("consents", "Consents"), ("sessions", "Sessions"))
     fieldsets = [
         (None, {"classes": ("tab-details",), "fields": (
             "realm", "username", "email", "email_verified", "first_name", "last_name", "enabled", "impersonate",
-            "required_actions", "attributes", "service_account_client", "federation_link", "id", "created")}),
+            "required_actions", "attributes", "service_account_client", "federation_link", "id", "created_at")}),
         ("Password", {"classes": ("tab-credentials",), "fields": ("password_status", "otp_status")}),
         ("Assigned roles (realm roles, and client roles as client:role)", {"classes": ("tab-role-mapping",),
                                                                            "fields": ("roles",)}),
@@ -120,7 +137,9 @@ class UserAdmin(ConsoleAdmin):
     @admin.display(description="Impersonate")
     def impersonate(self, obj):
         return format_html("{} Opens the account console of realm {} signed in as this user.",
-                           self._button(obj, "impersonate", "Impersonate", "details"), obj.realm.name)
+                           self._button(obj, "impersonate", "Impersonate", "details", confirm=(
+                               f"Impersonate {obj.username}? This browser is then signed in to realm "
+                               f"{obj.realm.name} as this user.")), obj.realm.name)
 
     @admin.display(description="One-time codes")
     def otp_status(self, obj):
@@ -152,7 +171,7 @@ class UserAdmin(ConsoleAdmin):
             "<th>Last updated</th><th></th></tr></thead><tbody>{}</tbody></table>", format_html_join(
                 "", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 ((resolved(obj.realm, c.client.name) or c.client.client_id, ", ".join(c.scope_names),
-                  f"{c.created:%Y-%m-%d %H:%M}", f"{c.updated:%Y-%m-%d %H:%M}",
+                  when(c.created, obj.realm), when(c.updated, obj.realm),
                   post_button(reverse("admin:realms_user_revoke_consent", args=[obj.pk, c.client.pk]) + "?tab=consents",
                               "Revoke", danger=True))
                  for c in granted)))
@@ -200,6 +219,45 @@ class UserAdmin(ConsoleAdmin):
             request.POST = request.POST.copy()
             request.POST["_continue"] = "1"
         return super().response_add(request, obj, post_url_continue)
+
+    # Deleting: through the user's store (storage.delete_user), as the Admin API and SCIM delete,
+    # so that a WRITABLE directory's entry goes too and the next sync does not bring the user back.
+    def log_deletions(self, request, queryset):
+        pass  # delete_model logs each user it deleted; Django would log them before, refused or not
+
+    def delete_model(self, request, obj):
+        with transaction.atomic():
+            super().log_deletions(request, [obj])
+            self.change_event(request, "DELETE", obj)
+            storage.delete_user(obj.realm, obj)
+
+    def delete_view(self, request, object_id, extra_context=None):
+        try:
+            return super().delete_view(request, object_id, extra_context)
+        except (StoreRefused, storage.Unavailable) as exc:
+            self.message_user(request, f"The user was not deleted: {_refusal(exc)}", messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
+
+    def delete_queryset(self, request, queryset):
+        """One user at a time, as Keycloak's console deletes the selected users: a user whose store
+        refuses is kept, the others go."""
+        kept, deleted = [], 0
+        for user in queryset.select_related("realm"):
+            try:
+                self.delete_model(request, user)
+                deleted += 1
+            except (StoreRefused, storage.Unavailable) as exc:
+                kept.append(f"{user.username} ({_refusal(exc)})")
+        if kept:
+            raise UsersKept(kept, deleted)  # instead of Django's "Successfully deleted" all of them
+
+    def response_action(self, request, queryset):
+        try:
+            return super().response_action(request, queryset)
+        except UsersKept as exc:
+            self.message_user(request, f"Deleted {exc.deleted} of the selected users. Not deleted: "
+                                       f"{'; '.join(exc.kept)}.", messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
 
     def get_urls(self):
         return [

@@ -5,6 +5,7 @@ from django import forms
 from django.contrib import admin, messages
 
 from realms.admin import ConsoleAdmin, RealmFilter
+from realms.admin.names import time_column
 from realms.audit.admin_events import console_auth
 
 from . import catalogue, delivery, services
@@ -62,11 +63,16 @@ class EndpointAdmin(ConsoleAdmin):
     which record their own admin events (``WEBHOOK_ENDPOINT``, never a webhook themselves)."""
 
     form = EndpointForm
-    list_display = ("url", "description", "enabled", "disabled_reason", "created_at")
+    list_display = ("url", "description", "enabled", "disabled_reason", "created")
     list_filter = (RealmFilter, "enabled")
     search_fields = ("url", "description")
-    readonly_fields = ("disabled_reason", "failing_since", "throttled_until", "slow_until", "handshake_at",
-                       "public_keys", "created_at")
+    readonly_fields = ("disabled_reason", "failing", "throttled", "slowed", "handshake", "public_keys", "created")
+    # Times as the console shows every time (realms.admin.names.when), not in Django's format.
+    created = time_column("created_at", "Created")
+    failing = time_column("failing_since", "Failing since")
+    throttled = time_column("throttled_until", "Throttled until")
+    slowed = time_column("slow_until", "Slow until")
+    handshake = time_column("handshake_at", "Handshake")
     actions = ["send_test_event", "rotate_secret", "rotate_secret_now", "enable"]
 
     def change_event(self, request, operation, obj):
@@ -129,11 +135,12 @@ class EndpointAdmin(ConsoleAdmin):
 class MessageAdmin(admin.ModelAdmin):
     """Events sent as webhooks. Redelivering a filtered date range is how a time range is replayed."""
 
-    list_display = ("id", "type", "created_at")
+    list_display = ("id", "type", "created")
     list_filter = (RealmFilter, "type")
     date_hierarchy = "created_at"
     search_fields = ("id", "type")
-    readonly_fields = ("id", "realm", "type", "payload", "created_at", "source_event_id")
+    readonly_fields = ("id", "realm", "type", "payload", "created", "source_event_id")
+    created = time_column("created_at", "Created")
     actions = ["redeliver"]
 
     def has_add_permission(self, request):

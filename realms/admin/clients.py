@@ -14,7 +14,7 @@ from ..signin import engine
 from ..users.accounts import enable_service_account
 from .audit import admin_event, object_event
 from .base import ConsoleAdmin, RealmScopedInline, realm_owned_list_filter
-from .names import resolved
+from .names import resolved, time_column
 from .sessions import sessions_table
 
 OIDC = "openid-connect"
@@ -79,7 +79,8 @@ class ClientAdmin(ConsoleAdmin):
     actions = ["regenerate_client_secret"]
     filter_horizontal = ("scope_roles",)
     line_list_fields = ("redirect_uris", "web_origins")
-    readonly_fields = ("id", "secret_status", "created", "sessions")
+    readonly_fields = ("id", "secret_status", "created_at", "sessions")
+    created_at = time_column("created", "Created")
     inlines = [ClientScopeLinkInline, ClientProtocolMapperInline, ClientRoleInline]
     tabs = (("settings", "Settings"), ("keys", "Keys"), ("credentials", "Credentials"), ("roles", "Roles"),
             ("client-scopes", "Client scopes"), ("sessions", "Sessions"), ("advanced", "Advanced"))
@@ -98,7 +99,7 @@ class ClientAdmin(ConsoleAdmin):
         ("Sessions", {"classes": ("tab-sessions",), "fields": ("sessions",)}),
         ("Advanced", {"classes": ("tab-advanced",), "fields": (
             "attributes", "authentication_flow_binding_overrides", "node_re_registration_timeout",
-            "not_before", "surrogate_auth_required", "id", "created",
+            "not_before", "surrogate_auth_required", "id", "created_at",
         )}),
     ]
 
@@ -135,7 +136,7 @@ class ClientAdmin(ConsoleAdmin):
     def get_fieldsets(self, request, obj=None):
         """A SAML client's page (a new one's too) leaves out what only OpenID Connect clients have;
         a new client's page has no sessions or secret yet."""
-        leave_out = {"sessions", "id", "created"} if obj is None else set()
+        leave_out = {"sessions", "id", "created_at"} if obj is None else set()
         if self.chosen_protocol(request, obj) != OIDC:
             leave_out |= OIDC_ONLY
         fieldsets = [(name, {**options, "fields": tuple(f for f in options["fields"] if f not in leave_out)})

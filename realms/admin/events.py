@@ -9,7 +9,7 @@ from django.utils.safestring import mark_safe
 
 from ..models import Event, User
 from .base import ConsoleAdmin, realm_owned_list_filter
-from .names import when
+from .names import time_column
 from .navigation import default_filter
 
 KIND = "kind__exact"
@@ -50,9 +50,7 @@ class EventAdmin(ConsoleAdmin):
         return super().get_queryset(request).annotate(
             username=Subquery(User.objects.filter(pk=OuterRef("user_id")).values("username")[:1]))
 
-    @admin.display(description="Time", ordering="time")
-    def shown_time(self, obj):
-        return when(obj.time, obj.realm)
+    shown_time = time_column("time", "Time")
 
     @admin.display(description="Operation", ordering="type")
     def operation(self, obj):

@@ -6,6 +6,7 @@
 - ``required_action_names``: a required action by its display name ("Update Password"), not its id.
 - ``when``: every time the console shows, in one format: the realm's locale's short date, then the
   time to the second and the server's time zone (decision 0065)."""
+from django.contrib import admin
 from django.utils import dateformat, formats, timezone
 
 from ..http import messages
@@ -36,3 +37,12 @@ def when(value, realm=None):
     locale = messages.locale_for(None, realm)
     day = formats.get_format("SHORT_DATE_FORMAT", lang=locale, use_l10n=True)
     return dateformat.format(timezone.localtime(value), f"{day} H:i:s T")
+
+
+def time_column(field, description, realm=lambda obj: obj.realm if obj.realm_id else None):
+    """A model admin's column or read-only field showing the time ``field`` through ``when``
+    (Django's own rendering of a date field is another format)."""
+    @admin.display(description=description, ordering=field)
+    def show(model_admin, obj):
+        return when(getattr(obj, field), realm(obj))
+    return show

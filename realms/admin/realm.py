@@ -21,6 +21,7 @@ from ..sso import sessions
 from .audit import admin_event, object_event
 from .base import ConsoleAdmin, RealmScopedInline, adopt
 from .keyed import KeyedJsonForm, keyed_form
+from .names import time_column
 from .realm_settings import (
     HEADERS,
     OTP,
@@ -42,10 +43,11 @@ class RealmKeyInline(admin.TabularInline):
 
     model = RealmKey
     classes = ("tab-keys",)
-    fields = readonly_fields = ("kid", "algorithm", "status", "priority", "provider_name", "created")
+    fields = readonly_fields = ("kid", "algorithm", "status", "priority", "provider_name", "created_at")
     show_change_link = True
     extra = 0
     can_delete = False
+    created_at = time_column("created", "Created")
 
     def has_add_permission(self, request, obj=None):
         return False
@@ -197,7 +199,8 @@ class RealmAdmin(ConsoleAdmin):
     list_display = ("name", "display_name", "enabled", "work_in_realm")
     search_fields = ("name", "display_name")
     actions = ["rotate_signing_key"]
-    readonly_fields = ("id", "created", "sessions", "logout_all", "smtp_test")
+    readonly_fields = ("id", "created_at", "sessions", "logout_all", "smtp_test")
+    created_at = time_column("created", "Created", realm=lambda realm: realm)
     # Keycloak's realm settings tabs, then its Authentication policies and the realm's client scopes.
     # Not shown until something acts on them: event listeners, the docker and first-broker-login
     # flow bindings, required credentials (identity brokering and docker do not exist here yet;
@@ -255,13 +258,13 @@ class RealmAdmin(ConsoleAdmin):
             "browser_flow", "registration_flow", "direct_grant_flow", "reset_credentials_flow",
             "client_authentication_flow",
         )),
-        _tab("advanced", "Advanced", ("default_role", "attributes", "id", "created")),
+        _tab("advanced", "Advanced", ("default_role", "attributes", "id", "created_at")),
     ]
 
     def get_fieldsets(self, request, obj=None):
         if obj is None:  # the default role, ids and sessions come with create_realm
             return [(name, {**opts, "fields": tuple(f for f in opts["fields"] if f not in (
-                "default_role", "id", "created", "sessions", "logout_all"))})
+                "default_role", "id", "created_at", "sessions", "logout_all"))})
                     for name, opts in self.fieldsets if opts["fields"] != ("sessions", "logout_all")]
         return self.fieldsets
 

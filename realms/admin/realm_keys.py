@@ -4,7 +4,7 @@ from django.contrib import admin
 from ..data import keys
 from ..models import RealmKey
 from .base import ConsoleAdmin, adopt, realm_owned_list_filter
-from .names import when
+from .names import time_column
 
 
 @admin.register(RealmKey)
@@ -27,9 +27,7 @@ class RealmKeyAdmin(ConsoleAdmin):
             return ()
         return ("kid", "algorithm", "use", "provider_name", "created_at", "public_key_pem", "certificate_pem")
 
-    @admin.display(description="Created", ordering="created")
-    def created_at(self, obj):
-        return when(obj.created, obj.realm)
+    created_at = time_column("created", "Created")
 
     def save_model(self, request, obj, form, change):
         if change:

@@ -18,7 +18,7 @@ from ..models import ConsoleJob, Realm
 from ..representation.partial import POLICIES
 from .base import console_access
 from .jobs import start as start_job
-from .names import when
+from .names import time_column
 
 
 def _json_object(upload):
@@ -98,13 +98,8 @@ class ConsoleJobAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         return False
 
-    @admin.display(description="Created", ordering="created")
-    def created_at(self, job):
-        return when(job.created, job.realm)
-
-    @admin.display(description="Finished", ordering="finished")
-    def finished_at(self, job):
-        return when(job.finished, job.realm)
+    created_at = time_column("created", "Created")
+    finished_at = time_column("finished", "Finished")
 
     @admin.display(description="Progress")
     def progress_bar(self, job):

@@ -47,6 +47,8 @@ TEXT = """() => { const body = document.body.cloneNode(true);
 RAW_KEY = re.compile(r"\$\{|\b[a-z]+(?:[A-Z][a-z0-9]*)+(?:Message|Error)\b")
 EPOCH = re.compile(r"(?<![\w.:-])\d{10,}(?![\w.:-])")
 ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}")
+# Django's own rendering of a date field ("Nov. 28, 2026, 8:41 a.m."): a second format beside names.when's.
+DJANGO_TIME = re.compile(r"\d{4}, (?:\d{1,2}(?::\d{2})? [ap]\.m\.|midnight|noon)")
 
 # Pages of a list beyond its first view: the admin events' tab, the sub-flows.
 # What sticks out past the screen's right edge (the innermost such elements), to say in a failure.
@@ -142,7 +144,8 @@ def read(page, url, tmp_path, name):
             wide = page.evaluate("document.documentElement.scrollWidth")
             problems.append(f"{where}: {wide} px wide, wider than the screen: {page.evaluate(STICKING_OUT)}")
         text = page.evaluate(TEXT)
-        for label, pattern in (("raw message key", RAW_KEY), ("epoch number", EPOCH), ("ISO time", ISO_TIME)):
+        for label, pattern in (("raw message key", RAW_KEY), ("epoch number", EPOCH), ("ISO time", ISO_TIME),
+                               ("Django's time format", DJANGO_TIME)):
             found = pattern.search(text)
             if found:
                 problems.append(f"{where}: {label} {found.group(0)!r} in …{text[max(found.start() - 60, 0):found.end() + 60]!r}")

@@ -11,9 +11,9 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect
 from django.urls import path, reverse
-from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
+from realms.admin.names import when
 from realms.users.storage import open_config
 
 from ..ldap.api import add_default_mappers
@@ -117,14 +117,14 @@ ACTIONS = {"test-connection": "Test connection", "test-authentication": "Test au
            "sync-changed": "Synchronize changed users", "sync-all": "Synchronize all users"}
 
 
-def sync_status_text(status):
-    """What a person reads of a provider's last synchronization (times in the server's zone)."""
+def sync_status_text(status, realm):
+    """What a person reads of a provider's last synchronization (times as the console shows every time)."""
     if status is None:
         return "Not synchronized yet."
     what = "Changed users" if status.changed_only else "All users"
 
-    def at(when):
-        return f"{timezone.localtime(when):%Y-%m-%d %H:%M:%S %Z}"
+    def at(value):
+        return when(value, realm)
 
     if status.state == SyncStatus.QUEUED:
         return f"{what}: queued at {at(status.requested)}, waiting to start."
@@ -181,7 +181,7 @@ class LdapComponentAdmin(ComponentAdmin):
             return "Not synchronized yet."
         status = SyncStatus.objects.filter(component_id=obj.pk).first()
         return format_html('<span id="sync-status" data-state="{}">{}</span>', status.state if status else "none",
-                           sync_status_text(status))
+                           sync_status_text(status, obj.realm))
 
     @admin.display(description="Mappers")
     def mapper_list(self, obj):

@@ -157,12 +157,13 @@ class MessageAdmin(admin.ModelAdmin):
 
 @admin.register(Delivery)
 class DeliveryAdmin(admin.ModelAdmin):
-    list_display = ("message", "endpoint", "state", "attempts", "next_attempt_at", "last_status", "last_error")
+    list_display = ("message", "endpoint", "state", "attempts", "next_attempt", "last_status", "last_error")
     list_filter = (EndpointRealmFilter, "state")
     date_hierarchy = "created_at"
     search_fields = ("message__id", "endpoint__url")
-    list_select_related = ("message", "endpoint")
+    list_select_related = ("message", "endpoint__realm")
     actions = ["redeliver"]
+    next_attempt = time_column("next_attempt_at", "Next attempt", realm=lambda obj: obj.endpoint.realm)
 
     def has_add_permission(self, request):
         return False
@@ -180,11 +181,12 @@ class DeliveryAdmin(admin.ModelAdmin):
 class DeliveryAttemptAdmin(admin.ModelAdmin):
     """The delivery log: one row per attempt."""
 
-    list_display = ("message_id", "endpoint", "number", "started_at", "status", "success", "duration_ms", "error")
+    list_display = ("message_id", "endpoint", "number", "started", "status", "success", "duration_ms", "error")
     list_filter = (EndpointRealmFilter, "success")
     date_hierarchy = "started_at"
     search_fields = ("message_id",)
-    list_select_related = ("endpoint",)
+    list_select_related = ("endpoint__realm",)
+    started = time_column("started_at", "Started", realm=lambda obj: obj.endpoint.realm)
 
     def has_add_permission(self, request):
         return False

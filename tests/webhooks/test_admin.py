@@ -58,6 +58,23 @@ def test_actions_and_log_pages(console, realm, monkeypatch):
     assert console.get(f"/admin/master/console/webhooks/endpoint/{endpoint.pk}/change/").status_code == 200
 
 
+def test_the_delivery_log_shows_times_in_the_consoles_one_format(console, realm):
+    from django.utils import timezone
+
+    from realms.admin.names import when
+    from webhooks.models import DeliveryAttempt
+
+    endpoint, _ = services.create_endpoint(realm, "https://hooks.example.com/in", [])
+    at = timezone.now().replace(microsecond=0)
+    message = Message.objects.create(realm=realm, type="webhook.test", payload="{}")
+    delivery = Delivery.objects.create(message=message, endpoint=endpoint, next_attempt_at=at)
+    DeliveryAttempt.objects.create(delivery=delivery, message_id=message.pk, endpoint=endpoint, number=1, started_at=at,
+                                   status=500, success=False, duration_ms=3)
+    for page in ("delivery", "deliveryattempt"):
+        text = console.get(f"/admin/master/console/webhooks/{page}/").content.decode()
+        assert when(at, realm) in text, page
+
+
 def test_console_changes_are_admin_events(console, realm):
     from realms.models import Event
 

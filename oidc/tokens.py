@@ -40,13 +40,19 @@ def _derive(secret_key, realm_id):
 
 
 def refresh_signing_key(realm):
-    """(kid, key) derived from SECRET_KEY for this realm; changing SECRET_KEY (with the old one in
-    SECRET_KEY_FALLBACKS) rotates it without breaking refresh tokens already out."""
-    return _derive(settings.SECRET_KEY, realm.pk)
+    """(kid, key) that signs the realm's refresh tokens: as in Keycloak, its active HS512 key
+    (``hmac-generated`` component) with the highest priority. A realm without one, every realm
+    before such keys existed, signs with a key derived from SECRET_KEY (decision 0067)."""
+    return realm_keys(realm).hmac_signer or _derive(settings.SECRET_KEY, realm.pk)
 
 
-def refresh_verifying_keys(realm):
-    return dict(_derive(k, realm.pk) for k in (settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", ())))
+def refresh_verifying_keys(realm, keys):
+    """kid -> key of every key a refresh token of the realm may be signed with: its enabled HMAC
+    keys (a disabled or deleted one takes its tokens with it), and the derived keys of SECRET_KEY
+    and SECRET_KEY_FALLBACKS, so tokens issued before the realm's first HMAC key keep refreshing
+    and changing SECRET_KEY (the old one kept as a fallback) breaks none."""
+    derived = dict(_derive(k, realm.pk) for k in (settings.SECRET_KEY, *getattr(settings, "SECRET_KEY_FALLBACKS", ())))
+    return {**derived, **keys.hmac_secrets}  # keys: the realm's LoadedKeys
 
 
 # Scopes ---------------------------------------------------------------------------------------
@@ -292,7 +298,7 @@ def _verified(realm, keys, token):
         header, claims, signing_input, signature = jose.parse(token)
         alg, kid = header.get("alg"), header.get("kid")
         if alg == REFRESH_ALG:
-            key = refresh_verifying_keys(realm).get(kid)
+            key = refresh_verifying_keys(realm, keys).get(kid)
             if key is None:
                 raise TokenError("unknown key")
         else:

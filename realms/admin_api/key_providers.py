@@ -4,12 +4,14 @@ updated and deleted as kcadm and Terraform script key rotation. One key row is o
 (``RealmKey``); the components resource (``federation.ldap.api``) hands these requests here.
 
 Providers: ``rsa-generated`` (RS256, ``keySize``), ``ecdsa-generated`` (ES256 on P-256),
-``eddsa-generated`` (Ed25519) and ``rsa`` (a PEM key pair brought in). Config ``priority``,
+``eddsa-generated`` (Ed25519), ``rsa`` (a PEM key pair brought in) and ``hmac-generated`` (the
+HS512 secret of refresh tokens, ``secretSize`` in bytes; decision 0067). Config ``priority``,
 ``enabled`` and ``active`` decide which key signs (the active one with the highest priority) and
-which verify (every enabled one, in the JWKS); a change reaches every worker through the key
-cache (``data.keys``). Keys this server never uses (``hmac-generated``, ``aes-generated``,
-``rsa-enc-generated`` ...) are refused rather than stored unread. No private part is ever answered:
-``rsa``'s ``privateKey`` shows as ``**********`` and, sent back so, keeps the stored key."""
+which verify (every enabled one; the public ones in the JWKS); a change reaches every worker through
+the key cache (``data.keys``). Keys this server never uses (``aes-generated``, ``rsa-enc-generated``,
+an HMAC key for HS256 or HS384 ...) are refused rather than stored unread. No private part is ever
+answered: ``rsa``'s ``privateKey`` shows as ``**********`` and, sent back so, keeps the stored key;
+an HMAC secret is not in the representation at all, as in Keycloak."""
 import base64
 
 from cryptography import x509
@@ -30,12 +32,16 @@ from .query import location
 
 SECRET_VALUE = "**********"  # Keycloak's ComponentRepresentation.SECRET_VALUE
 KEY_SIZES = ("2048", "3072", "4096")  # Keycloak also offers 1024: too weak to sign with
+SECRET_SIZES = ("16", "24", "32", "64", "128", "256", "512")  # bytes, Keycloak's choices
 # providerId -> (algorithm, {config name: (label, allowed values)}): Keycloak's properties and labels.
 PROVIDERS = {
     "rsa-generated": ("RS256", {"keySize": ("Key size", KEY_SIZES), "algorithm": ("Algorithm", ("RS256",))}),
     "rsa": ("RS256", {"algorithm": ("Algorithm", ("RS256",))}),
     "ecdsa-generated": ("ES256", {"ecdsaEllipticCurveKey": ("Elliptic Curve", ("P-256",))}),
     "eddsa-generated": ("EdDSA", {"eddsaEllipticCurveKey": ("Elliptic Curve", ("Ed25519",))}),
+    # Keycloak also offers HS256 and HS384; only HS512 signs anything here (refresh tokens).
+    "hmac-generated": (RealmKey.HMAC, {"secretSize": ("Secret size", SECRET_SIZES),
+                                       "algorithm": ("Algorithm", (RealmKey.HMAC,))}),
 }
 _STATUS = {"Priority": "priority", "Enabled": "enabled", "Active": "active"}
 
@@ -92,12 +98,21 @@ def _key_size(key):
     return str(serialization.load_pem_public_key(key.public_key_pem.encode()).key_size)
 
 
+def _option(key, name, allowed):
+    """The stored value of a provider property: sizes read off the key itself."""
+    if name == "keySize":
+        return _key_size(key)
+    if name == "secretSize":
+        return str(len(key.secret))
+    return allowed[0]
+
+
 def rep(key):
     """Keycloak's ComponentRepresentation of a key: the provider's own properties only."""
     config = {"priority": [str(key.priority)], "enabled": ["true" if key.status != RealmKey.DISABLED else "false"],
               "active": ["true" if key.status == RealmKey.ACTIVE else "false"]}
     for name, (_, allowed) in PROVIDERS.get(key.provider_id, ("", {}))[1].items():
-        config[name] = [_key_size(key) if name == "keySize" else allowed[0]]
+        config[name] = [_option(key, name, allowed)]
     if key.provider_id == "rsa":
         config["privateKey"] = [SECRET_VALUE]
         if key.certificate_pem:
@@ -181,7 +196,8 @@ def create(view, request, body):
                                  provider_name=name, provider_id="rsa", certificate_pem=certificate)
         else:
             key = keys.generate_key(view.realm, algorithm, priority=priority, status=key_status, provider_name=name,
-                                    key_size=int(options.get("keySize") or 2048))
+                                    key_size=int(options.get("keySize") or 2048),
+                                    secret_size=int(options.get("secretSize") or keys.HMAC_SECRET_SIZE))
         _event(view, "CREATE", key)
     return Response(status=status.HTTP_201_CREATED,
                     headers={"Location": location(request, f"{view.realm.name}/components/{key.pk}")})
@@ -191,7 +207,7 @@ def update(view, key, body):
     config = _config(body)
     key.priority, key.status, options = _settings(key.provider_id, config, key)
     key.provider_name = _name(body, key.provider_name)
-    replacement = None
+    replacement = secret = None
     if key.provider_id == "rsa":
         found = _material(config, key)
         if found is not None:
@@ -200,10 +216,14 @@ def update(view, key, body):
         # Keycloak generates a new key pair when the size changes.
         replacement = keys.new_key(key.algorithm, int(options["keySize"]))
         key.certificate_pem = ""
+    elif options.get("secretSize") and options["secretSize"] != str(len(key.secret)):
+        secret = keys.new_secret(int(options["secretSize"]))  # so does Keycloak, under a new kid
     with transaction.atomic():
         if replacement is not None:
             _free_kid(replacement, key)
             keys.set_material(key, replacement)
+        if secret is not None:
+            keys.set_secret(key, secret)
         key.save()  # the key cache of every worker drops the realm's keys (data.keys)
         _event(view, "UPDATE", key)
     return Response(status=status.HTTP_204_NO_CONTENT)

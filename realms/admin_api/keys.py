@@ -1,7 +1,8 @@
 """``GET /admin/realms/{realm}/keys`` (Keycloak's KeyResource, ``view-realm``): the realm's keys
 as KeysMetadataRepresentation, ``active`` (algorithm -> kid of the key that signs) and ``keys``
 (each key's kid, algorithm, type, status, public key and certificate in base64 DER, and its
-provider: the component id and priority it has in the realm export). No private part."""
+provider: the component id and priority it has in the realm export). No private part: an HMAC
+key (type ``OCT``) is listed, as in Keycloak, without any key material."""
 import base64
 
 from cryptography import x509
@@ -11,7 +12,7 @@ from rest_framework.response import Response
 from ..models import RealmKey
 from .views import RealmResource
 
-_TYPE = {"RS256": "RSA", "ES256": "EC", "EdDSA": "OKP"}
+_TYPE = {"RS256": "RSA", "ES256": "EC", "EdDSA": "OKP", RealmKey.HMAC: "OCT"}
 
 
 def _b64_der(pem_bytes):
@@ -19,11 +20,13 @@ def _b64_der(pem_bytes):
 
 
 def key_metadata_rep(key):
-    public = serialization.load_pem_public_key(key.public_key_pem.encode())
     rep = {"providerId": key.pk, "providerPriority": key.priority, "kid": key.kid, "status": key.status.upper(),
-           "type": _TYPE[key.algorithm], "algorithm": key.algorithm, "use": key.use.upper(),
-           "publicKey": _b64_der(public.public_bytes(serialization.Encoding.DER,
-                                                     serialization.PublicFormat.SubjectPublicKeyInfo))}
+           "type": _TYPE[key.algorithm], "algorithm": key.algorithm, "use": key.use.upper()}
+    if key.algorithm == RealmKey.HMAC:
+        return rep
+    public = serialization.load_pem_public_key(key.public_key_pem.encode())
+    rep["publicKey"] = _b64_der(public.public_bytes(serialization.Encoding.DER,
+                                                    serialization.PublicFormat.SubjectPublicKeyInfo))
     if key.certificate_pem:
         cert = x509.load_pem_x509_certificate(key.certificate_pem.encode())
         rep["certificate"] = _b64_der(cert.public_bytes(serialization.Encoding.DER))

@@ -3,6 +3,10 @@
 Loaded keys (parsed jwcrypto objects, not PEM) are kept per realm and process
 (``realms.data.shared_cache``), so signing and verifying on the token path never parse PEM or hit the
 database after the first request; a key change reaches every process within about a second."""
+import base64
+import secrets
+import uuid
+
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from jwcrypto import jwk
@@ -13,7 +17,9 @@ from .shared_cache import LocalCopies
 
 _KTY = {"RS256": ("RSA", {"size": 2048}), "ES256": ("EC", {"crv": "P-256"}), "EdDSA": ("OKP", {"crv": "Ed25519"})}
 # Keycloak's provider of a generated key of each algorithm (a KeyProvider component's providerId).
-GENERATED = {"RS256": "rsa-generated", "ES256": "ecdsa-generated", "EdDSA": "eddsa-generated"}
+GENERATED = {"RS256": "rsa-generated", "ES256": "ecdsa-generated", "EdDSA": "eddsa-generated",
+             RealmKey.HMAC: "hmac-generated"}
+HMAC_SECRET_SIZE = 64  # bytes: Keycloak 26's default for hmac-generated, as long as an HS512 signature
 
 
 def new_key(algorithm, key_size=2048):
@@ -22,8 +28,15 @@ def new_key(algorithm, key_size=2048):
     return jwk.JWK.generate(kty=kty, **(dict(params, size=key_size) if kty == "RSA" else params))
 
 
-def generate_key(realm, algorithm="RS256", priority=100, status=RealmKey.ACTIVE, provider_name=None, key_size=2048):
+def generate_key(realm, algorithm="RS256", priority=100, status=RealmKey.ACTIVE, provider_name=None, key_size=2048,
+                 secret_size=HMAC_SECRET_SIZE):
     provider_id = GENERATED[algorithm]
+    if algorithm == RealmKey.HMAC:
+        row = RealmKey(realm=realm, algorithm=algorithm, priority=priority, status=status,
+                       provider_name=provider_name or provider_id, provider_id=provider_id)
+        set_secret(row, new_secret(secret_size))
+        row.save()
+        return row
     return store_key(realm, new_key(algorithm, key_size), algorithm, priority=priority, status=status,
                      provider_name=provider_name or provider_id, provider_id=provider_id)
 
@@ -45,6 +58,18 @@ def set_material(row, key, kid=None):
     row.public_key_pem = key.export_to_pem().decode()
 
 
+def new_secret(size=HMAC_SECRET_SIZE):
+    return secrets.token_bytes(size)
+
+
+def set_secret(row, secret):
+    """Put an HMAC secret into ``row`` (not saved), encrypted at rest like a private key, under a
+    new kid (a random UUID, as Keycloak names a generated secret), since it is a new key."""
+    row.kid = str(uuid.uuid4())
+    row.private_key_encrypted = crypto.encrypt(base64.urlsafe_b64encode(secret).decode())
+    row.public_key_pem = ""
+
+
 @transaction.atomic
 def rotate_key(realm, algorithm=None):
     """A new active key with a higher priority; the old active keys of that algorithm go passive
@@ -59,7 +84,9 @@ def rotate_key(realm, algorithm=None):
 
 
 class LoadedKeys:
-    """The usable keys of one realm: the signer per algorithm and every verifying key by kid.
+    """The usable keys of one realm: the signer per algorithm and every verifying key by kid;
+    apart, its HMAC secrets (``hmac_signer``, ``hmac_secrets``), which sign only what this server
+    alone reads and so are never in ``by_kid`` (the tokens others verify) nor in the JWKS.
 
     ``verified`` remembers tokens whose signature one of these keys verified ({token: payload}),
     for bearers that present the same token on every request: it goes with this object when a
@@ -72,8 +99,15 @@ class LoadedKeys:
         self.signers = {}
         self.by_kid = {}
         self.verified = {}
+        self.hmac_signer = None  # (kid, secret) of the active HMAC key with the highest priority
+        self.hmac_secrets = {}  # kid -> secret of every enabled HMAC key
         for row in rows:  # ordered by priority, highest first
             if row.status == RealmKey.DISABLED:
+                continue
+            if row.algorithm == RealmKey.HMAC:
+                self.hmac_secrets[row.kid] = row.secret
+                if row.status == RealmKey.ACTIVE and self.hmac_signer is None:
+                    self.hmac_signer = (row.kid, row.secret)
                 continue
             key = jwk.JWK.from_pem(row.private_key_pem.encode())
             key.update(kid=row.kid, alg=row.algorithm, use=row.use)
@@ -89,9 +123,10 @@ class LoadedKeys:
     def signer(self, algorithm):
         """(kid, jwk) of the active key for ``algorithm`` with the highest priority. A realm left
         without one (its keys deleted or disabled) gets, as in Keycloak, a generated fallback key
-        first, named ``fallback-<algorithm>`` with priority -100, so signing never stops."""
+        first, named ``fallback-<algorithm>`` with priority -100, so signing never stops. (HMAC keys
+        are not signers here: a realm without one signs with its derived key, ``oidc.tokens``.)"""
         found = self.signers.get(algorithm)
-        if found is None and algorithm in GENERATED and self.realm_id is not None:
+        if found is None and algorithm in _KTY and self.realm_id is not None:
             found = _fallback(self.realm_id, algorithm)
         return found
 

@@ -1,5 +1,7 @@
 """A realm, what every realm-owned row derives from (``RealmOwned``), its components (user storage,
 LDAP mappers: Keycloak's ComponentModel) and its signing keys."""
+import base64
+
 from django.db import models
 from django.utils import timezone
 
@@ -165,16 +167,17 @@ class Component(RealmOwned):
 
 
 class RealmKey(RealmOwned):
-    """A signing key pair: one of Keycloak's KeyProvider components (its id, name, providerId and
-    config priority/enabled/active). The active key with the highest priority signs; passive keys
-    only verify, so tokens signed before a rotation stay valid until they expire."""
+    """A signing key pair or an HMAC secret: one of Keycloak's KeyProvider components (its id, name,
+    providerId and config priority/enabled/active). The active key with the highest priority signs;
+    passive keys only verify, so tokens signed before a rotation stay valid until they expire."""
 
     ACTIVE, PASSIVE, DISABLED = "active", "passive", "disabled"
-    ALGORITHMS = [("RS256", "RS256"), ("ES256", "ES256"), ("EdDSA", "EdDSA")]
+    ALGORITHMS = [("RS256", "RS256"), ("ES256", "ES256"), ("EdDSA", "EdDSA")]  # what tokens may be signed with
+    HMAC = "HS512"  # hmac-generated: the realm's secret for the tokens only it reads (refresh tokens)
 
     id = IdField()
     kid = models.CharField(max_length=64, unique=True)
-    algorithm = models.CharField(max_length=16, choices=ALGORITHMS, default="RS256")
+    algorithm = models.CharField(max_length=16, choices=[*ALGORITHMS, (HMAC, HMAC)], default="RS256")
     use = models.CharField(max_length=8, default="sig")
     status = models.CharField(
         max_length=16, choices=[(s, s) for s in (ACTIVE, PASSIVE, DISABLED)], default=ACTIVE
@@ -184,8 +187,8 @@ class RealmKey(RealmOwned):
     public_key_pem = models.TextField(editable=False)
     certificate_pem = models.TextField(blank=True, editable=False)
     provider_name = models.CharField(max_length=255, default="rsa-generated")  # the component's name
-    # Keycloak's KeyProvider providerId: rsa-generated, ecdsa-generated, eddsa-generated (generated
-    # here), rsa (a key pair brought in: PEM through the Admin API, an import's key material).
+    # Keycloak's KeyProvider providerId: rsa-generated, ecdsa-generated, eddsa-generated, hmac-generated
+    # (generated here), rsa (a key pair brought in: PEM through the Admin API, an import's key material).
     provider_id = models.CharField(max_length=64, default="rsa-generated")
     created = models.DateTimeField(default=timezone.now, editable=False)
 
@@ -198,3 +201,8 @@ class RealmKey(RealmOwned):
     @property
     def private_key_pem(self):
         return crypto.decrypt(self.private_key_encrypted)
+
+    @property
+    def secret(self):
+        """An HMAC key's secret (bytes): sealed at rest in the private key's column, base64url."""
+        return base64.urlsafe_b64decode(crypto.decrypt(self.private_key_encrypted))

@@ -1,5 +1,6 @@
-"""Components: the realm's signing keys (Keycloak's KeyProvider components rsa, rsa-generated,
-ecdsa(-generated), eddsa-generated); other component types are reported, not imported."""
+"""Components: the realm's keys (Keycloak's KeyProvider components rsa, rsa-generated,
+ecdsa(-generated), eddsa-generated; hmac-generated exported, not yet imported); other component
+types are reported, not imported."""
 import base64
 import hashlib
 from datetime import UTC, datetime, timedelta
@@ -126,14 +127,20 @@ def self_signed(private_key, realm_name):
 
 
 def key_component(key, realm_name):
-    private = serialization.load_pem_private_key(key.private_key_pem.encode(), password=None)
-    pkcs8 = private.private_bytes(serialization.Encoding.DER, serialization.PrivateFormat.PKCS8,
-                                  serialization.NoEncryption())
     config = {
         "priority": [str(key.priority)],
         "enabled": ["true" if key.status != RealmKey.DISABLED else "false"],
         "active": ["true" if key.status == RealmKey.ACTIVE else "false"],
     }
+    if key.algorithm == RealmKey.HMAC:  # as Keycloak exports it: the secret (base64url) and its kid
+        secret = key.secret
+        config.update(kid=[key.kid], secret=[base64.urlsafe_b64encode(secret).rstrip(b"=").decode()],
+                      secretSize=[str(len(secret))], algorithm=[key.algorithm])
+        return {"id": key.id, "name": key.provider_name, "providerId": key.provider_id, "subComponents": {},
+                "config": config}
+    private = serialization.load_pem_private_key(key.private_key_pem.encode(), password=None)
+    pkcs8 = private.private_bytes(serialization.Encoding.DER, serialization.PrivateFormat.PKCS8,
+                                  serialization.NoEncryption())
     if key.algorithm == "RS256":
         provider = "rsa"
         cert = (x509.load_pem_x509_certificate(key.certificate_pem.encode()).public_bytes(serialization.Encoding.DER)

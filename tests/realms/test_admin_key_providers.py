@@ -129,10 +129,10 @@ def _pem_pair(common_name="brought"):
     (provider("x", "rsa"), "'Private RSA Key' is required"),
     (provider("x", "rsa", privateKey="not a key"), "Failed to decode private key"),
     (provider("x", "rsa", privateKey=_pem_pair()[0], certificate="bm90IGEgY2VydA=="), "Failed to decode certificate"),
-    (provider("x", "hmac-generated"), "Key provider 'hmac-generated' is not supported: this server signs with "
-                                      "rsa-generated, rsa, ecdsa-generated, eddsa-generated keys only"),
+    (provider("x", "hmac-generated", secretSize="48"), "'Secret size' should be 16, 24, 32, 64, 128, 256 or 512"),
+    (provider("x", "hmac-generated", algorithm="HS256"), "'Algorithm' should be HS512"),
     (provider("x", "aes-generated"), "Key provider 'aes-generated' is not supported: this server signs with "
-                                     "rsa-generated, rsa, ecdsa-generated, eddsa-generated keys only"),
+                                     "rsa-generated, rsa, ecdsa-generated, eddsa-generated, hmac-generated keys only"),
 ])
 def test_bad_config_is_refused_as_keycloak_and_changes_nothing(master_api, acme, body, message):
     before = set(RealmKey.objects.filter(realm=acme).values_list("kid", "status", "priority"))
@@ -190,3 +190,27 @@ def test_key_providers_need_manage_realm_to_change(acme):
     key = RealmKey.objects.filter(realm=acme).first()
     assert viewer("delete", f"acme/components/{key.pk}").status_code == 403
     assert RealmKey.objects.filter(pk=key.pk).exists()
+
+
+def test_an_hmac_key_is_listed_as_keycloak_and_its_secret_never_answered(master_api, acme):
+    component_id = created_id(master_api("post", "acme/components", provider("hmac", "hmac-generated", priority="50")))
+    key = RealmKey.objects.get(pk=component_id)
+    assert (key.algorithm, key.provider_id, len(key.secret)) == ("HS512", "hmac-generated", 64)  # Keycloak's default
+    assert key.secret not in key.private_key_encrypted.encode()  # sealed at rest
+    rep = master_api("get", f"acme/components/{component_id}").json()
+    assert rep["config"] == {"priority": ["50"], "enabled": ["true"], "active": ["true"], "secretSize": ["64"],
+                             "algorithm": ["HS512"]}
+    metadata = master_api("get", "acme/keys").json()
+    assert metadata["active"]["HS512"] == key.kid
+    assert [k for k in metadata["keys"] if k["kid"] == key.kid] == [
+        {"providerId": component_id, "providerPriority": 50, "kid": key.kid, "status": "ACTIVE", "type": "OCT",
+         "algorithm": "HS512", "use": "SIG"}]
+    assert key.kid not in jwks_kids(acme)  # a secret is no public key
+    exported = master_api("post", "acme/partial-export").json()
+    assert [c["config"]["secret"] for c in exported["components"][KEY_PROVIDER] if c["id"] == component_id] == [
+        ["**********"]]  # exported as Keycloak does, the secret masked as in its partial export
+    answers = [rep, metadata, master_api("get", "acme/components", type=KEY_PROVIDER).json(), exported,
+               [e.representation for e in Event.objects.filter(realm=acme, resource_type="COMPONENT")]]
+    encodings = {base64.b64encode(key.secret).decode().rstrip("="), base64.urlsafe_b64encode(key.secret).decode().rstrip("="),
+                 key.secret.hex()}
+    assert not any(e in json.dumps(answers) for e in encodings)

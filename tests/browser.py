@@ -1,15 +1,30 @@
-"""What the browser tests share: headless Chromium's flags here, a navigation that may go on
+"""What the browser tests share: headless Chromium (its flags and a module's fixture), a navigation that may go on
 by itself, and signing in to the console (in Chromium or with Django's test client)."""
 import re
 from html import unescape
 from urllib.parse import urlencode
 
+import pytest
 from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import sync_playwright
 
 # As root, on a machine whose only network is loopback: no sandbox, and none of Chromium's own
 # background connections.
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """One headless Chromium per test module that imports this fixture. Module scope, not
+    session: Playwright's sync API keeps an event loop running in this thread while it is open,
+    and other modules' browser tests open their own. Django's guard takes that loop for an async
+    context; the tests' ORM calls are plain synchronous code (Django's documented escape hatch)."""
+    with pytest.MonkeyPatch.context() as patch, sync_playwright() as pw:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
 
 
 def open_page(page, url, **options):

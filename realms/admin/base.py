@@ -160,6 +160,20 @@ class RealmScopedMixin:
         return super().formfield_for_dbfield(db_field, request, **kwargs)
 
 
+class ViewOnly:
+    """A page of records the console shows and never edits (sessions, events, jobs): what changes
+    them is an action of its own, or nothing."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
 class RealmScopedInline(RealmScopedMixin, admin.TabularInline):
     extra = 0
     formfield_overrides = {models.TextField: {"widget": forms.TextInput(attrs={"size": 50})}}

@@ -8,7 +8,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
 from ..models import Event, User
-from .base import ConsoleAdmin, realm_owned_list_filter
+from .base import ConsoleAdmin, ViewOnly, realm_owned_list_filter
 from .names import time_column
 from .navigation import default_filter
 
@@ -21,7 +21,7 @@ COLUMNS = {
 
 
 @admin.register(Event)
-class EventAdmin(ConsoleAdmin):
+class EventAdmin(ViewOnly, ConsoleAdmin):
     view_role, manage_role = "view-events", "manage-events"
     list_filter = realm_owned_list_filter("type")
     search_fields = ("type", "resource_path", "user_id", "client_id", "ip_address", "error")
@@ -77,11 +77,3 @@ class EventAdmin(ConsoleAdmin):
     def admin_user(self, obj):
         return self.user(obj)
 
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

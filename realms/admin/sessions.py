@@ -21,7 +21,7 @@ from ..models import UserSession
 from ..sso import sessions
 from ..sso.impersonation import IMPERSONATOR_USERNAME
 from .audit import admin_event
-from .base import ConsoleAdmin, realm_owned_list_filter
+from .base import ConsoleAdmin, ViewOnly, realm_owned_list_filter
 from .names import when
 
 # The id of the empty form (its CSRF token only) that templates/admin/console/change_form.html
@@ -96,7 +96,7 @@ def signout_session_view(model_admin, request, session_id):
 
 
 @admin.register(UserSession)
-class UserSessionAdmin(ConsoleAdmin):
+class UserSessionAdmin(ViewOnly, ConsoleAdmin):
     """The realm's online sessions (the realm page's "Active sessions" tab, as a page of its own)."""
 
     list_display = ("user_link", "ip", "started_at", "last_access", "clients")
@@ -140,11 +140,3 @@ class UserSessionAdmin(ConsoleAdmin):
     def sign_out(self, obj):
         return post_button(reverse("admin:realms_realm_signout_session", args=[obj.pk]), "Sign out", danger=True)
 
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

@@ -16,7 +16,7 @@ from ..administration.admin_permissions import can, console_admin
 from ..http.web import client_address
 from ..models import ConsoleJob, Realm
 from ..representation.partial import POLICIES
-from .base import console_access
+from .base import ViewOnly, console_access
 from .jobs import start as start_job
 from .names import time_column
 
@@ -71,7 +71,7 @@ class PartialExportForm(forms.Form):
 
 
 @admin.register(ConsoleJob)
-class ConsoleJobAdmin(admin.ModelAdmin):
+class ConsoleJobAdmin(ViewOnly, admin.ModelAdmin):
     """The jobs an admin started (every job for a superuser), newest first; nothing here is
     edited: a job is started from its form and ends by itself."""
 
@@ -89,14 +89,6 @@ class ConsoleJobAdmin(admin.ModelAdmin):
     def has_view_permission(self, request, obj=None):
         return console_access(request) and (obj is None or request.user.is_superuser or obj.started_by_id == request.user.pk)
 
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     created_at = time_column("created", "Created")
     finished_at = time_column("finished", "Finished")

@@ -2,37 +2,22 @@
 module; phone width): sign in to the console, change the password under the policy (its message
 beside the field), sign out another session, revoke a consent, German by kc_locale and
 ui_locales, Arabic right to left, and axe-core finding no serious or critical violation."""
-import os
 from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from playwright.sync_api import sync_playwright
 
 from realms.models import Client as ClientModel
 from realms.models import ClientScope, User, UserSession
 from realms.representation.services import create_realm
 from realms.sso.sessions import create_user_session
 from realms.users.accounts import create_user
-from tests.browser import CHROMIUM_ARGS
+from tests.browser import chromium  # noqa: F401 (chromium: a fixture)
 from tests.oidc.browser.conftest import PASSWORD, make_client
 from tests.passwords import holds_password
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 AXE = Path(__file__).resolve().parents[1] / "js" / "node_modules" / "axe-core" / "axe.min.js"
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    # One Chromium for these tests. Module scope, not session: sync_playwright runs an event loop
-    # in this thread while it is open, and the other modules' browser tests open their own. The
-    # tests' ORM calls are still plain synchronous code (Django's documented escape hatch).
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-    del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
 
 
 @pytest.fixture

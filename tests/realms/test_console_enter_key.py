@@ -17,7 +17,6 @@ from django.test import Client as HttpClient
 from django.test import RequestFactory
 from django.urls import reverse
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
-from playwright.sync_api import sync_playwright
 
 from federation.ldap.api import add_default_mappers
 from federation.models import LdapComponent
@@ -26,7 +25,7 @@ from realms.models import Client, ClientScope, Component, Credential, Event, Gro
 from realms.representation.services import create_realm
 from realms.sso.sessions import create_user_session, get_or_create_client_session
 from realms.users.accounts import create_user
-from tests.browser import CHROMIUM_ARGS
+from tests.browser import chromium  # noqa: F401 (chromium: a fixture)
 from tests.selfservice.conftest import mailbox, smtp_server, smtp_settings  # noqa: F401 (fixtures)
 from webhooks import services as webhooks
 
@@ -45,17 +44,6 @@ TEXT_FIELDS = """(form) => Array.from(form.elements).filter((el) => el.tagName =
 # Django's messages of a save, and the LDAP mapper page's ("Mapper username saved.").
 SAVED = re.compile(r"was (changed|added) successfully|\bsaved\.")
 CONSOLE = "/admin/master/console/"
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    # Playwright's sync API keeps its event loop alive between calls, which Django's guard takes
-    # for an async context; the tests' ORM calls are synchronous, in this thread.
-    with pytest.MonkeyPatch.context() as patch, sync_playwright() as pw:
-        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ import pytest
 from django.contrib import admin
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
-from playwright.sync_api import sync_playwright
 
 from realms.models import (
     AuthenticationFlow,
@@ -31,7 +30,7 @@ from realms.models import (
 )
 from realms.representation.services import create_realm
 from realms.users.accounts import create_user
-from tests.browser import CHROMIUM_ARGS, CONSOLE, sign_in_to_console
+from tests.browser import CONSOLE, chromium, sign_in_to_console  # noqa: F401 (chromium: a fixture)
 from tests.oidc.browser.conftest import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("fresh_caches")]
@@ -60,17 +59,6 @@ STICKING_OUT = """() => { const out = (el) => el.getBoundingClientRect().right >
     + JSON.stringify((el.textContent || "").trim().slice(0, 40))); }"""
 MORE = {"realms.event": ("?kind__exact=admin",), "realms.authenticationflow": ("?top_level__exact=0",)}
 MODELS = sorted(f"{m._meta.app_label}.{m._meta.model_name}" for m in admin.site._registry)
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    # Playwright's sync API keeps its event loop alive between calls, which Django's guard takes
-    # for an async context; the tests' ORM calls are synchronous, in this thread.
-    with pytest.MonkeyPatch.context() as patch, sync_playwright() as pw:
-        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture

@@ -4,12 +4,11 @@ page, and whatever that realm's flow asks (a one-time code, a new password) is a
 import time
 
 import pytest
-from playwright.sync_api import sync_playwright
 
 from realms.models import Realm, Role, UserSession
 from realms.representation.services import create_realm
 from realms.users.accounts import create_user
-from tests.browser import CHROMIUM_ARGS, CONSOLE, sign_in_to_console
+from tests.browser import CONSOLE, chromium, sign_in_to_console  # noqa: F401 (chromium: a fixture)
 from tests.oidc.browser.conftest import PASSWORD
 
 from .test_otp import add_otp, app_totp
@@ -18,17 +17,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pyte
 
 NEW_PASSWORD = "a new and longer passphrase"
 FITS = "document.documentElement.scrollWidth <= window.innerWidth"
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    # Playwright's sync API keeps its event loop alive between calls, which Django's guard takes
-    # for an async context; the tests' ORM calls are synchronous, in this thread.
-    with pytest.MonkeyPatch.context() as patch, sync_playwright() as pw:
-        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture

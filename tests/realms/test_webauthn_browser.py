@@ -10,29 +10,17 @@ are served as ``localhost``."""
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from playwright.sync_api import sync_playwright
 
 from realms.models import Credential, User
 from realms.representation.services import create_realm
 from realms.users.accounts import create_user
-from tests.browser import CHROMIUM_ARGS
+from tests.browser import chromium  # noqa: F401 (chromium: a fixture)
 from tests.oidc.browser.conftest import PASSWORD, make_client
 from tests.oidc.browser.test_browser_playwright import _auth_url
 
 from .test_webauthn import use_flow_with_security_keys
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("fresh_caches")]
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    # Playwright's sync API keeps its event loop alive between calls, which Django's guard takes
-    # for an async context; the tests' ORM calls are synchronous, in this thread.
-    with pytest.MonkeyPatch.context() as patch, sync_playwright() as pw:
-        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture

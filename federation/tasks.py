@@ -6,14 +6,13 @@ this process instead, so that the request answers at once: the switch is the con
 the request."""
 import datetime
 import logging
-import threading
 
 import ldap
 from celery import shared_task
-from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
+from realms import background
 from realms.models import Component
 
 from .errors import FederationError
@@ -82,17 +81,4 @@ def start_sync(component, changed_only):
 
 
 def _dispatch(component_id, changed_only):
-    if getattr(settings, "IDP_JOBS_IN_PROCESS", getattr(settings, "IDP_DEV_MODE", False)):
-        threading.Thread(target=_run_closing, args=(component_id, changed_only), name="ldap-sync",
-                         daemon=True).start()
-    else:
-        ldap_sync.delay(component_id, changed_only)
-
-
-def _run_closing(component_id, changed_only):
-    try:
-        ldap_sync(component_id, changed_only)
-    except Exception:  # recorded in the status and logged by the task
-        pass
-    finally:
-        connection.close()  # this thread's own connection must not outlive it
+    background.start("IDP_JOBS_IN_PROCESS", "ldap-sync", ldap_sync, (component_id, changed_only), ldap_sync.delay)

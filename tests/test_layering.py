@@ -173,7 +173,8 @@ def test_migrations_import_no_live_code():
 # The rooms of ``realms``, lowest first: a module may import its own room, a room on its layer or
 # one below, never one above (docs/architecture.md; each package's docstring says what it owns).
 REALMS_LAYERS = (
-    ("registry", "errors", "data", "models"),  # the tables and the code that reads and writes them; the error base
+    # the tables and the code that reads and writes them; the error base; work after the request
+    ("registry", "errors", "background", "data", "models"),
     ("http",),  # protocol-neutral helpers: issuer, redirects, outbound calls, messages, e-mail
     ("credentials",),  # credential types, hashers, the password policy
     ("audit",),  # user and admin events

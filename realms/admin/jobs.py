@@ -3,13 +3,12 @@ own process in dev mode (no broker; ``IDP_JOBS_IN_PROCESS``, as e-mail's ``IDP_E
 otherwise the Celery task ``realms.console_job`` on a worker. Each job writes in one transaction:
 one that fails has changed nothing, and its row says why."""
 import logging
-import threading
 
 from celery import current_app
-from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
+from .. import background
 from ..admin_api.partial import partial_export
 from ..administration.admin_permissions import CONSOLE_CLIENT, grant_delegated_admin
 from ..audit.admin_events import AuthDetails
@@ -29,22 +28,9 @@ def start(job):
     transaction.on_commit(lambda: _dispatch(job_id))
 
 
-def _in_process():
-    return getattr(settings, "IDP_JOBS_IN_PROCESS", getattr(settings, "IDP_DEV_MODE", False))
-
-
 def _dispatch(job_id):
-    if _in_process():
-        threading.Thread(target=_run_closing, args=(job_id,), name="console-job", daemon=True).start()
-    else:
-        current_app.send_task(TASK, args=(job_id,))
-
-
-def _run_closing(job_id):
-    try:
-        run(job_id)
-    finally:
-        connection.close()  # the thread's own connection must not outlive the job
+    background.start("IDP_JOBS_IN_PROCESS", "console-job", run, (job_id,),
+                     lambda job_id: current_app.send_task(TASK, args=(job_id,)))
 
 
 def _update(job, **fields):

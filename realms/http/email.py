@@ -11,16 +11,15 @@ import html
 import logging
 import re
 import smtplib
-import threading
 from email.utils import formataddr
 
 from celery import current_app
-from django.conf import settings
 from django.core.mail import EmailMultiAlternatives, get_connection
 from django.db import transaction
 from django.template.loader import select_template
 from django.utils.safestring import mark_safe
 
+from .. import background
 from ..errors import RealmsError
 from . import messages
 
@@ -169,10 +168,6 @@ _BODY_KEYS = {
 
 # Sending --------------------------------------------------------------------------------------
 
-def _in_process():
-    return getattr(settings, "IDP_EMAIL_IN_PROCESS", getattr(settings, "IDP_DEV_MODE", False))
-
-
 def send_to_user(realm, user, name, subject_key, subject_args=(), body_args=(), context=None, body_key=None, *,
                  to=None, locale=None):
     """Render ``name`` for ``user`` and send it once the current transaction commits: to ``to``
@@ -195,11 +190,8 @@ def dispatch(realm_id, smtp, to, subject, text_body, html_body):
     """In dev mode a thread of this process sends it (the answer to the browser never waits for
     the SMTP server, so its timing does not tell whether a message was sent); otherwise the
     Celery task, which reads the SMTP settings itself."""
-    if _in_process():
-        threading.Thread(target=_send_logged, args=(realm_id, smtp, to, subject, text_body, html_body),
-                         name="email", daemon=True).start()
-        return
-    current_app.send_task(TASK, args=(realm_id, to, subject, text_body, html_body))
+    background.start("IDP_EMAIL_IN_PROCESS", "email", _send_logged, (realm_id, smtp, to, subject, text_body, html_body),
+                     lambda realm_id, smtp, *message: current_app.send_task(TASK, args=(realm_id, *message)))
 
 
 def _send_logged(realm_id, smtp, to, subject, text_body, html_body):

@@ -1,13 +1,16 @@
 """Enter in a field of a console page saves the page's object and does nothing else (issue 29,
 decision 0062). The pages are taken from the admin site's registry: the add page and a seeded
 object's change page of every model the admin may add or change. Headless Chromium at 1280 px
-presses Enter in each named text, e-mail, number, URL and password field, one at a time, tab by
-tab, on a freshly loaded page. Each press must end in a save: the success message, or the form
-shown again with its errors, in the console. Nothing else may happen: no user session
-begins (impersonation) or ends (sign-out), no e-mail reaches the SMTP sink (the realm's test
-e-mail), the OTP device and the consent stay, and no admin event but CREATE or UPDATE is
-recorded. The action buttons still work from outside the object's form: "Sign out all sessions",
-once its confirmation is accepted."""
+presses Enter in each named text, e-mail, number, URL and password field, tab by tab. Every press
+must submit the object's form with its own save button: the browser's implicit submission is
+watched (the submit event, its form and submitter, then stopped) so that all of a page's fields
+are tried on one load, and no request may leave the page meanwhile. Then one press is let through:
+it must end in a save (the success message, or the form shown again with its errors, in the
+console). Nothing else may happen: no user session begins (impersonation) or ends (sign-out), no
+e-mail reaches the SMTP sink (the realm's test e-mail), no confirmation is asked, the OTP device
+and the consent stay, and no admin event but CREATE or UPDATE is recorded. The action buttons
+still work from outside the object's form: "Sign out all sessions", once its confirmation is
+accepted."""
 import re
 
 import pytest
@@ -41,6 +44,13 @@ TEXT_FIELDS = """(form) => Array.from(form.elements).filter((el) => el.tagName =
   && ["text", "email", "number", "url", "password", "search", "tel"].includes(el.type)
   && !el.disabled && el.checkVisibility()).map((el) => [el.name,
   Array.from(form.elements).filter((other) => other.name === el.name).indexOf(el)])"""
+# Watches the page's submissions: which form, by which button (its formaction, if any), then
+# stops each, so that the next field is tried on the same page. Implicit submission clicks the
+# form's default button first, so a button's own confirmation would still show (and be counted).
+WATCH = """() => { window.submits = []; document.addEventListener("submit", (event) => {
+  window.submits.push({own: event.target.matches("#content-main form[novalidate]"),
+    formaction: event.submitter ? event.submitter.getAttribute("formaction") : null});
+  event.preventDefault(); }, true); }"""
 # Django's messages of a save, and the LDAP mapper page's ("Mapper username saved.").
 SAVED = re.compile(r"was (changed|added) successfully|\bsaved\.")
 CONSOLE = "/admin/master/console/"
@@ -156,14 +166,18 @@ def _cases():
             yield pytest.param(model, slug, id=f"{model._meta.label}-{slug}" if slug else model._meta.label)
 
 
-@pytest.mark.parametrize("model, tab", _cases())
+@pytest.mark.parametrize("model, tab", list(_cases()))
 def test_enter_in_any_field_saves_and_does_nothing_else(chromium, world, live_server, mailbox, model, tab):  # noqa: F811
     operator, realm, seeds = world
     home = reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist")
     first_tab = (getattr(admin.site._registry[model], "tabs", ()) or [(None, None)])[0][0]
     before = _state(realm)
     context, page, dialogs = _signed_in(chromium, operator, live_server.url)
-    failures = []
+    failures, sent = [], []
+
+    def record(request):
+        sent.append(request)
+
     try:
         page.goto(f"{live_server.url}{home}?realm__id__exact={realm.pk}")  # the add page adds into acme
         for what, url in _pages(model, operator, realm, seeds):
@@ -174,23 +188,39 @@ def test_enter_in_any_field_saves_and_does_nothing_else(chromium, world, live_se
             if tab not in shown_tabs and (shown_tabs or tab != first_tab):
                 continue
             form = page.locator("#content-main form[novalidate]")  # the object's (Django's change form)
-            for name, nth in _open(page, url, tab if shown_tabs else None).evaluate(TEXT_FIELDS):
-                _open(page, url, tab if shown_tabs else None)
-                try:
-                    with page.expect_navigation(timeout=5000, wait_until="domcontentloaded"):
-                        form.locator(f'input[name="{name}"]').nth(nth).press("Enter")
-                except PlaywrightTimeout:
-                    failures.append(f"{what}: Enter in {name}: nothing was submitted")
-                    continue
-                shown = " ".join(page.locator("ul.messagelist li").all_inner_texts())
-                saved = SAVED.search(shown) or page.locator(".errornote").count()
-                where = page.url.removeprefix(live_server.url)
-                now = _state(realm)
-                if not saved or not where.startswith(CONSOLE) or dialogs["seen"] or now != before or mailbox.messages:
-                    failures.append(f"{what}: Enter in {name}: at {where}, {shown or 'no message'}, asked "
-                                    f"{dialogs['seen']}, {len(mailbox.messages)} e-mails, {before} -> {now}")
-                    before, dialogs["seen"] = now, []
-                    mailbox.clear()
+            fields = _open(page, url, tab if shown_tabs else None).evaluate(TEXT_FIELDS)
+            page.evaluate(WATCH)
+            sent.clear()
+            page.on("request", record)  # nothing may leave the page while its submissions are stopped
+            for name, nth in fields:
+                form.locator(f'input[name="{name}"]').nth(nth).press("Enter")
+                submits = page.evaluate("() => window.submits.splice(0)")
+                if submits != [{"own": True, "formaction": None}] or dialogs["seen"]:
+                    failures.append(f"{what}: Enter in {name}: submitted {submits}, asked {dialogs['seen']}")
+                    dialogs["seen"] = []
+            page.remove_listener("request", record)
+            if sent:
+                failures.append(f"{what}: Enter sent {[request.url for request in sent]}")
+            if not fields:
+                continue
+            # One press let through: the save itself, and nothing besides.
+            name, nth = fields[0]
+            _open(page, url, tab if shown_tabs else None)
+            try:
+                with page.expect_navigation(timeout=5000, wait_until="domcontentloaded"):
+                    form.locator(f'input[name="{name}"]').nth(nth).press("Enter")
+            except PlaywrightTimeout:
+                failures.append(f"{what}: Enter in {name}: nothing was submitted")
+                continue
+            shown = " ".join(page.locator("ul.messagelist li").all_inner_texts())
+            saved = SAVED.search(shown) or page.locator(".errornote").count()
+            where = page.url.removeprefix(live_server.url)
+            now = _state(realm)
+            if not saved or not where.startswith(CONSOLE) or dialogs["seen"] or now != before or mailbox.messages:
+                failures.append(f"{what}: Enter in {name}: at {where}, {shown or 'no message'}, asked "
+                                f"{dialogs['seen']}, {len(mailbox.messages)} e-mails, {before} -> {now}")
+                before, dialogs["seen"] = now, []
+                mailbox.clear()
     finally:
         context.close()
     assert not failures, "\n".join(failures)

@@ -94,9 +94,7 @@ REALM_BINDINGS = [
     ("", "—"), ("browser_flow", "Browser flow"), ("registration_flow", "Registration flow"),
     ("direct_grant_flow", "Direct grant flow"), ("reset_credentials_flow", "Reset credentials flow"),
     ("client_authentication_flow", "Client authentication flow"),
-    ("docker_authentication_flow", "Docker authentication flow"),
-    ("first_broker_login_flow", "First broker login flow"),
-]
+]  # Docker's and the first broker login's bindings run nothing here yet: not offered
 
 
 class BindForm(forms.Form):

@@ -273,6 +273,10 @@ def bind(realm, field_name, flow):
     """Bind a top-level flow to one of the realm's purposes (``browser_flow`` ...)."""
     if not flow.top_level:
         raise FlowError(f"Flow {flow.alias} is not a top-level flow")
+    allowed = [alias for alias, _ in realm._meta.get_field(field_name).choices or ()]
+    if allowed and flow.alias not in allowed:  # a binding nothing here would run (decision 0064)
+        raise FlowError(f"Only the built-in flow {', '.join(allowed)} can be bound as the "
+                        f"{realm._meta.get_field(field_name).verbose_name}")
     setattr(realm, field_name, flow.alias)
     realm.save(update_fields=[field_name])
 

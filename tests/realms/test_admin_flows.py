@@ -79,6 +79,17 @@ def test_list_copy_edit_and_bind(console, acme):  # noqa: F811
     assert acme.browser_flow == "strict" and web.authentication_flow_binding_overrides == {"direct_grant": strict.pk}
 
 
+def test_only_the_built_in_clients_flow_binds_as_client_authentication(console, acme):  # noqa: F811
+    """Client authentication is not a configurable flow here: another flow bound to it would run
+    nothing, so the console refuses it with the reason and the realm keeps "clients"."""
+    strict = flow_admin.copy_flow(acme, flow(acme, "browser"), "strict")
+    response = submit(console, f"{BASE}/authenticationflow/{strict.pk}/bind/", "authenticationflow_form",
+                      {"realm_binding": "client_authentication_flow"})
+    assert "Only the built-in flow clients can be bound as the client authentication flow" in response.content.decode()
+    acme.refresh_from_db()
+    assert acme.client_authentication_flow == "clients"
+
+
 def _row_of(data, provider):
     """The inline row index of the execution running ``provider``."""
     total = int(data["executions-TOTAL_FORMS"][0])

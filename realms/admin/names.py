@@ -17,9 +17,8 @@ _BUILTIN_ACTION_NAMES = {alias: name for alias, name, _enabled in BUILTIN_REQUIR
 
 
 def resolved(realm, name):
-    if name and name.startswith("${") and name.endswith("}"):
-        return messages.text(realm, messages.locale_for(None, realm), name[2:-1])
-    return name
+    """``name`` as the console shows it, in the realm's locale (``messages.display``)."""
+    return messages.display(realm, messages.locale_for(None, realm), name)
 
 
 def required_action_names(realm):

@@ -2,6 +2,7 @@
 own process in dev mode (no broker; ``IDP_JOBS_IN_PROCESS``, as e-mail's ``IDP_EMAIL_IN_PROCESS``),
 otherwise the Celery task ``realms.console_job`` on a worker. Each job writes in one transaction:
 one that fails has changed nothing, and its row says why."""
+import datetime
 import logging
 
 from celery import current_app
@@ -22,8 +23,14 @@ TASK = "realms.console_job"
 UNEXPECTED = "The job stopped on an unexpected error (the server's log has the details); nothing was changed."
 
 
+# How long a finished job, and the export it may hold, stays to be looked at and downloaded.
+KEPT = datetime.timedelta(days=7)
+
+
 def start(job):
-    """Run ``job`` (saved, QUEUED) once the transaction that saved it commits."""
+    """Run ``job`` (saved, QUEUED) once the transaction that saved it commits. Jobs that ended
+    more than ``KEPT`` ago go first: nothing else would ever remove them or their exports."""
+    ConsoleJob.objects.filter(created__lt=timezone.now() - KEPT, status__in=(ConsoleJob.DONE, ConsoleJob.FAILED)).delete()
     job_id = job.pk
     transaction.on_commit(lambda: _dispatch(job_id))
 

@@ -15,7 +15,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
 from ..credentials import password_policy
-from ..errors import StoreRefused
+from ..errors import RealmsError, StoreRefused
 from ..models import Client, Credential, User, UserSession, effective_roles
 from ..signin import engine
 from ..sso import impersonation, sessions
@@ -88,7 +88,7 @@ def _refusal(exc):
     return exc.detail if isinstance(exc, StoreRefused) else "could not reach the user's directory"
 
 
-class UsersKept(Exception):
+class UsersKept(RealmsError):
     """A bulk delete kept the users whose store refused (``kept``: each with why) and deleted the
     others (``deleted``: how many)."""
 

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 from django.forms import modelform_factory
+from django.http import QueryDict
 from django.test import RequestFactory
 from django.utils import timezone
 
@@ -252,11 +253,20 @@ def test_the_console_form_shows_the_policy_error_next_to_the_field(client):
 
 def test_the_console_realm_form_refuses_a_policy_it_cannot_enforce():
     form_class = modelform_factory(Realm, form=RealmForm, fields=["password_policy"])
-    form = form_class(data={"password_policy": "length(12) and fooBar"})
+    form = form_class(data=_policy_rows(("length", "12"), ("fooBar", "")))
     assert not form.is_valid()
-    assert form.errors["password_policy"][0].startswith("Password policy not found: 'fooBar'")
-    form = form_class(data={"password_policy": "length(12) and notUsername(undefined)"})
+    assert form.errors["password_policy"] == ["Row 2: fooBar is not a password policy this server knows."]
+    form = form_class(data=_policy_rows(("length", "12"), ("notUsername", "")))
     assert not form.is_valid() and "password_policy" not in form.errors  # only the other field's "required"
+
+
+def _policy_rows(*rows):
+    """The policy builder's rows as the console's form posts them."""
+    data = QueryDict(mutable=True)
+    data["password_policy-present"] = "1"
+    data.setlist("password_policy-policy", [name for name, _ in rows])
+    data.setlist("password_policy-value", [value for _, value in rows])
+    return data
 
 
 # --- Import of plaintext credentials -----------------------------------------------------------------

@@ -181,7 +181,8 @@ REALMS_LAYERS = (
     ("sso",),  # SSO, client and authentication sessions
     ("users",),  # user storage, creation, profile, required-action definitions, organizations
     ("signin",),  # the flow engine, steps, required actions, brute force, levels of authentication
-    ("administration",),  # admin permissions and flow rules, shared by the console and the API
+    # admin permissions and flow rules, shared by the console and the API; identity brokering
+    ("administration", "brokering"),
     ("representation",),  # realm import and export, realm creation, the bootstrap admin
     ("admin", "admin_api", "account", "scim"),  # the surfaces: console, Admin REST API, account, SCIM
     ("apps", "urls", "tasks", "management", "templatetags", "kcadm"),  # wiring, commands, the CLI

@@ -24,6 +24,9 @@ from ..models import (
     ClientScope,
     ClientScopeLink,
     Group,
+    IdentityProvider,
+    IdentityProviderMapper,
+    OrganizationIdentityProvider,
     ProtocolMapper,
     Realm,
     RealmDefaultClientScope,
@@ -155,6 +158,8 @@ def _realm_id_of(instance):
         return owner.realm_id if owner else None
     if isinstance(instance, ClientScopeLink):
         return instance.client_scope.realm_id
+    if isinstance(instance, OrganizationIdentityProvider):
+        return instance.organization.realm_id
     return getattr(instance, "realm_id", None)
 
 
@@ -163,7 +168,7 @@ def _changed(sender, instance, **kwargs):
         return
     try:
         realm_id = _realm_id_of(instance)
-    except (Client.DoesNotExist, ClientScope.DoesNotExist):
+    except (Client.DoesNotExist, ClientScope.DoesNotExist, OrganizationIdentityProvider.organization.RelatedObjectDoesNotExist):
         realm_id = None
     if realm_id is None:
         # The owner is already gone (cascade); drop every realm in this process.
@@ -187,7 +192,8 @@ def _user_changed(sender, instance, **kwargs):
 def connect_signals():
     """Drop a realm's configuration when a row of it changes; called from ``RealmsConfig.ready``."""
     for model in (Realm, Client, ClientScope, ClientScopeLink, RealmDefaultClientScope, ProtocolMapper, Role, Group,
-                  AuthenticationFlow, AuthenticationExecution, AuthenticatorConfig, RequiredActionProvider):
+                  AuthenticationFlow, AuthenticationExecution, AuthenticatorConfig, RequiredActionProvider,
+                  IdentityProvider, IdentityProviderMapper, OrganizationIdentityProvider):
         post_save.connect(_changed, sender=model, dispatch_uid=f"realm-cache-save-{model.__name__}")
         post_delete.connect(_changed, sender=model, dispatch_uid=f"realm-cache-delete-{model.__name__}")
     for through in (User.roles.through, User.groups.through, Group.roles.through, Role.composites.through,

@@ -1,5 +1,5 @@
-"""The model fields and defaults every table uses: ids (``new_id``, ``IdField``) and the realm's SMTP
-settings field."""
+"""The model fields and defaults the tables use: ids (``new_id``, ``IdField``) and string maps with
+sealed entries (the realm's SMTP settings, an identity provider's config)."""
 import uuid
 
 from django.db import models
@@ -20,21 +20,37 @@ class IdField(models.CharField):
         super().__init__(*args, **kwargs)
 
 
-class SmtpServerField(models.JSONField):
-    """The realm's ``smtpServer`` map, its ``password`` encrypted at rest (as client secrets are);
-    in Python the map holds the plain password. A value stored before encryption is read as it is
-    and encrypted when the realm is next saved."""
+class SealedMapField(models.JSONField):
+    """A string map whose ``sealed`` entries are encrypted at rest (the SMTP password, an identity
+    provider's client secret); in Python the map holds the plain values. A value stored before
+    encryption is read as it is and encrypted when the row is next saved."""
 
     _PREFIX = "fernet:"
+    sealed = ()
 
     def get_prep_value(self, value):
-        if isinstance(value, dict) and value.get("password"):
-            value = {**value, "password": self._PREFIX + crypto.encrypt(value["password"])}
+        if isinstance(value, dict) and any(value.get(name) for name in self.sealed):
+            value = {**value, **{name: self._PREFIX + crypto.encrypt(value[name])
+                                 for name in self.sealed if value.get(name)}}
         return super().get_prep_value(value)
 
     def from_db_value(self, value, expression, connection):
         value = super().from_db_value(value, expression, connection)
-        password = value.get("password") if isinstance(value, dict) else None
-        if isinstance(password, str) and password.startswith(self._PREFIX):
-            value["password"] = crypto.decrypt(password[len(self._PREFIX):])
+        if isinstance(value, dict):
+            for name in self.sealed:
+                secret = value.get(name)
+                if isinstance(secret, str) and secret.startswith(self._PREFIX):
+                    value[name] = crypto.decrypt(secret[len(self._PREFIX):])
         return value
+
+
+class SmtpServerField(SealedMapField):
+    """The realm's ``smtpServer`` map, its ``password`` sealed."""
+
+    sealed = ("password",)
+
+
+class IdentityProviderConfigField(SealedMapField):
+    """An identity provider's ``config`` map, its ``clientSecret`` sealed."""
+
+    sealed = ("clientSecret",)

@@ -1,0 +1,69 @@
+"""Identity provider mappers (Keycloak's ``IdentityProviderMapper``): the registry the apps fill
+(``register_mapper_type``) and when a mapper runs.
+
+A mapper is stored per provider (``IdentityProviderMapper``: its type's id and a string map).
+On a brokered sign-in the broker calls, for each of the provider's mappers:
+
+* ``preprocess`` before the user is looked up or created (a username template sets the
+  username the first broker login proposes);
+* ``import_new_user`` when first broker login created the user;
+* ``update_brokered_user`` on every later sign-in, when the mapper's sync mode (its own
+  ``syncMode``, ``INHERIT`` = the provider's) is FORCE; LEGACY runs ``update_brokered_user_legacy``
+  (Keycloak's legacy behaviour, which most mappers treat as FORCE); IMPORT runs nothing.
+
+``compatible`` lists the provider types a mapper applies to (``ANY`` for all), as Keycloak's
+``getCompatibleProviders``; the Admin API's ``mapper-types`` offers a provider the compatible ones."""
+from ..registry import Registry
+
+ANY = "*"
+INHERIT = "INHERIT"
+
+
+class MapperType:
+    """One kind of mapper. ``properties`` are Keycloak's ConfigProperty representations
+    (``name``, ``label``, ``helpText``, ``type``, ``defaultValue``, ``options``)."""
+
+    id = ""
+    name = ""  # Keycloak's display type
+    category = ""
+    help_text = ""
+    compatible = (ANY,)
+    properties = ()
+
+    def applies_to(self, provider_id):
+        return ANY in self.compatible or provider_id in self.compatible
+
+    def preprocess(self, realm, idp, mapper, identity):
+        """Change ``identity`` (a ``BrokeredIdentity``) before the user is found or created."""
+
+    def import_new_user(self, realm, idp, mapper, user, identity):
+        """The user was just created from ``identity``."""
+
+    def update_brokered_user(self, realm, idp, mapper, user, identity):
+        """A later sign-in with sync mode FORCE: make the user match ``identity`` again."""
+
+    def update_brokered_user_legacy(self, realm, idp, mapper, user, identity):
+        """A later sign-in with sync mode LEGACY (Keycloak's default for providers made before
+        sync modes existed)."""
+        self.update_brokered_user(realm, idp, mapper, user, identity)
+
+
+_types = Registry("identity provider mapper types")
+
+
+def register_mapper_type(mapper_type):
+    return _types.add_instance(mapper_type, "id")
+
+
+def get_mapper_type(mapper_id):
+    return _types.get(mapper_id)
+
+
+def mapper_types():
+    return _types.by_key()
+
+
+def sync_mode(idp, mapper):
+    """The sync mode ``mapper`` runs under: its own, or its provider's when INHERIT or unset."""
+    mode = (mapper.config or {}).get("syncMode") or INHERIT
+    return idp.sync_mode if mode == INHERIT else mode

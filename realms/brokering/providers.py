@@ -99,14 +99,17 @@ class ProviderType:
         for 404."""
         return None
 
-    def logout(self, request, realm, idp, user_session, redirect_uri):
-        """The provider's logout for ``user_session`` (signed in through it): a response sending
-        the browser there, or None when the type has no front-channel logout. ``redirect_uri`` is
-        where the provider sends the browser back."""
-        return None
+    def logout_url(self, request, realm, idp, notes, return_url) -> str:
+        """Where to send the browser to end the provider's session too, when our SSO session
+        signed in through it ends by a browser logout ("" when the type or the provider's config
+        has no front-channel logout). ``notes`` are the ``session_notes`` the identity left on the
+        SSO session (the ID token, the NameID); the provider must send the browser back to
+        ``return_url`` (the broker's ``endpoint/logout_response``, carrying its own state)."""
+        return ""
 
-    def backchannel_logout(self, realm, idp, user_session):
-        """Tell the provider, server to server, that ``user_session`` ended (where it can be told)."""
+    def backchannel_logout(self, realm, idp, notes):
+        """Tell the provider, server to server, that the SSO session signed in through it ended
+        (where its config says it supports that); ``notes`` as for ``logout_url``."""
 
     def stored_token(self, idp, token: str):
         """(body, content type) the broker's token endpoint answers for a stored ``token``."""

@@ -79,6 +79,13 @@ class ProviderType:
         the map to store. The default keeps it as it is."""
         return dict(config)
 
+    def import_config(self, data) -> dict:
+        """Keycloak's ``import-config``: the config map read from the provider's metadata
+        (``data``: the posted ``fromUrl`` fetched through ``realms.http.outbound``, or a file's
+        content). Raise ``BrokerError`` when it cannot be read; ``ValueError`` when the type has
+        no metadata to import (the default)."""
+        raise ValueError("This provider type has no metadata to import")
+
     def login(self, request, realm, idp, broker: BrokerRequest):
         """The HTTP response that sends the browser to the provider."""
         raise NotImplementedError

@@ -14,6 +14,7 @@ from realms.admin import sign_in as console_sign_in
 from realms.admin_api.openapi import OpenApi
 from realms.admin_api.realms import Realms
 from realms.admin_api.serverinfo import ServerInfo
+from realms.urls import broker_urlpatterns
 
 urlpatterns = [
     path("", views.welcome, name="welcome"),
@@ -41,6 +42,7 @@ urlpatterns = [
     path("demo/", oidc_demo.sign_in, name="demo-sign-in"),
     path("demo/callback", oidc_demo.callback, name="demo-callback"),
     path("realms/<str:realm>/login-actions/", include("realms.urls")),
+    path("realms/<str:realm>/broker/", include(broker_urlpatterns)),
     path("realms/<str:realm>/protocol/", include("saml.urls")),
 ]
 

@@ -29,6 +29,7 @@ from django.http import HttpResponseRedirect
 from django.utils import timezone
 
 from realms.audit import events
+from realms.brokering import broker
 from realms.http import messages, themes
 from realms.http.messages import Message
 from realms.http.redirects import is_valid_redirect_uri, with_params
@@ -331,6 +332,13 @@ def start_authorization(request, realm_name, params, binding=flows.BROWSER):
     auth_session.binding = binding
     if params.get("ui_locales"):
         auth_session.notes[messages.UI_LOCALES_NOTE] = params["ui_locales"][:255]
+    # What an identity provider may be asked for: the hint chooses it, the rest is forwarded.
+    if authz.idp_hint:
+        auth_session.notes[broker.IDP_HINT_NOTE] = authz.idp_hint[:255]
+    if authz.prompt:
+        auth_session.notes[broker.PROMPT_NOTE] = " ".join(authz.prompt)
+    if authz.max_age is not None:
+        auth_session.notes[broker.MAX_AGE_NOTE] = str(authz.max_age)
     loa.request(auth_session, acr_values, level, essential=authz.acr_essential)
     return engine.advance(request, realm, client, auth_session, interactive="none" not in authz.prompt)
 

@@ -11,6 +11,7 @@ class RealmsConfig(AppConfig):
 
         from .admin_api import resources, routes
         from .administration import admin_permissions, console_auth
+        from .brokering import broker, hardcoded_mappers, login_page
         from .credentials import register_credential_type
         from .credentials.otp import Otp
         from .credentials.password import Password
@@ -30,6 +31,9 @@ class RealmsConfig(AppConfig):
             register_required_action(action)
         register_login_actions()
         console_auth.register()
+        broker.register()
+        login_page.register()
+        hardcoded_mappers.register()
         for kind in (Password, Otp, RecoveryCodes, WebAuthn, WebAuthnPasswordless):
             register_credential_type(kind)
 

@@ -1,6 +1,9 @@
-"""Protocol-neutral sign-in pages, included from idp/urls.py at ``realms/<realm>/login-actions/``."""
+"""Protocol-neutral sign-in pages, included from idp/urls.py at ``realms/<realm>/login-actions/``,
+and the broker's (``broker_urlpatterns``, at ``realms/<realm>/broker/``)."""
 from django.urls import path
 
+from .admin_api.broker_token import BrokerToken
+from .brokering import broker
 from .signin import views
 
 urlpatterns = [
@@ -9,4 +12,11 @@ urlpatterns = [
     path("reset-credentials", views.reset_credentials, name="login-actions-reset-credentials"),
     path("restart", views.restart, name="login-actions-restart"),
     path("action-token", views.action_token, name="login-actions-action-token"),
+]
+
+broker_urlpatterns = [
+    path("<str:alias>/login", broker.login, name="broker-login"),
+    path("<str:alias>/endpoint", broker.endpoint, name="broker-endpoint"),
+    path("<str:alias>/endpoint/<str:rest>", broker.endpoint, name="broker-endpoint-rest"),
+    path("<str:alias>/token", BrokerToken.as_view(), name="broker-token"),
 ]

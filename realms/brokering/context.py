@@ -44,12 +44,17 @@ def identity_provider(realm, alias):
     return identity_providers(realm).get(alias)
 
 
+def broker_username(identity):
+    """The provider's username for the user (a username template may have changed the local one)."""
+    return identity.context.get("broker_username", identity.username)
+
+
 def link(realm, idp, user, identity, *, client_id="", ip_address=""):
     """Link ``user`` to their account at ``idp`` (the token kept when the provider stores tokens)
     and record FEDERATED_IDENTITY_LINK."""
     created = FederatedIdentity.objects.create(
-        realm=realm, user=user, identity_provider=idp, subject=identity.id, user_name=identity.username,
+        realm=realm, user=user, identity_provider=idp, subject=identity.id, user_name=broker_username(identity),
         token=crypto.encrypt(identity.token) if idp.store_token and identity.token else "")
     events.emit(realm, "FEDERATED_IDENTITY_LINK", client_id=client_id, user_id=user.pk, ip_address=ip_address,
-                details={"identity_provider": idp.alias, "identity_provider_identity": identity.username})
+                details={"identity_provider": idp.alias, "identity_provider_identity": broker_username(identity)})
     return created

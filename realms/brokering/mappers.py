@@ -67,3 +67,56 @@ def sync_mode(idp, mapper):
     """The sync mode ``mapper`` runs under: its own, or its provider's when INHERIT or unset."""
     mode = (mapper.config or {}).get("syncMode") or INHERIT
     return idp.sync_mode if mode == INHERIT else mode
+
+
+# What mappers do to a user, shared by every mapper type --------------------------------------
+
+_PROFILE_FIELDS = {"email": "email", "firstName": "first_name", "lastName": "last_name", "username": "username"}
+
+
+def role_from_string(realm, value):
+    """Keycloak's role reference in a mapper's config: a realm role's name, or ``clientId.role``
+    (the client id may itself contain dots: each split is tried, left to right)."""
+    from ..models import Role
+
+    role = Role.objects.filter(realm=realm, client=None, name=value).first()
+    position = value.find(".")
+    while role is None and position > 0:
+        role = Role.objects.filter(realm=realm, client__client_id=value[:position], name=value[position + 1:]).first()
+        position = value.find(".", position + 1)
+    return role
+
+
+def group_from_path(realm, path):
+    """A group by its path (``/parent/child``), or None."""
+    from ..models import Group
+
+    group = None
+    for name in [n for n in (path or "").split("/") if n]:
+        group = Group.objects.filter(realm=realm, parent=group, name=name).first()
+        if group is None:
+            return None
+    return group
+
+
+def set_attribute(user, name, values):
+    """Set a user attribute (``email``, ``firstName``, ``lastName`` are the profile's fields),
+    saving only when it changed; empty ``values`` remove it."""
+    values = [str(v) for v in values if v is not None and v != ""]
+    field = _PROFILE_FIELDS.get(name)
+    if field is not None and field != "username":
+        value = values[0] if values else ""
+        value = value.lower() if field == "email" else value
+        if getattr(user, field) != value:
+            setattr(user, field, value)
+            user.save(update_fields=[field])
+        return
+    attributes = dict(user.attributes or {})
+    if attributes.get(name, []) == values or (not values and name not in attributes):
+        return
+    if values:
+        attributes[name] = values
+    else:
+        attributes.pop(name, None)
+    user.attributes = attributes
+    user.save(update_fields=["attributes"])

@@ -20,10 +20,12 @@ from .flows import (
     DISABLED,
     INVALID_CREDENTIALS,
     REQUIRED,
+    Flow,
     Outcome,
     authenticators,
     flow_for,
     get_authenticator,
+    get_flow,
 )
 
 logger = logging.getLogger("idp.flows")
@@ -383,11 +385,44 @@ def kc_action_needs_reauthentication(realm, alias, user_session):
     return (timezone.now() - user_session.auth_time).total_seconds() > limit
 
 
-def run(ctx, binding=None) -> Outcome:
+# Notes the SSO session created by this sign-in carries (the identity provider it came through).
+USER_SESSION_NOTES = "user_session_notes"
+# The flow a sign-in runs instead of its binding's (a brokered sign-in's first or post broker
+# login flow, which the identity provider names); "" runs no step (the user is already known).
+FLOW_NOTE = "flow"
+_flow_ends = Registry("flow ends")
+
+
+def register_flow_end(binding, ended):
+    """``ended(ctx) -> Outcome`` runs when ``binding``'s flow succeeded: SUCCESS to go on, or
+    the page or failure to answer. It may switch the sign-in to another flow (``switch_flow``),
+    which then runs before the sign-in goes on (a brokered user's post broker login flow)."""
+    _flow_ends.add(binding, ended)
+
+
+def switch_flow(auth_session, binding, flow_ref=None):
+    """Run ``binding``'s flow next in this sign-in, from its start (``flow_ref`` names another
+    flow for it, see FLOW_NOTE); the user found so far is kept."""
+    auth_session.binding = binding
+    auth_session.executions, auth_session.current, auth_session.flow_done = {}, "", False
+    if flow_ref is None:
+        auth_session.notes.pop(FLOW_NOTE, None)
+    else:
+        auth_session.notes[FLOW_NOTE] = flow_ref
+
+
+def _flow_of(ctx, binding):
+    notes = ctx.auth_session.notes
+    if FLOW_NOTE not in notes:
+        return flow_for(ctx.realm, ctx.client, binding)
+    return get_flow(ctx.realm, notes[FLOW_NOTE]) if notes[FLOW_NOTE] else Flow("", ())
+
+
+def run(ctx) -> Outcome:
     """Advance the sign-in as far as it goes: SUCCESS (user known, actions done) or the page."""
-    binding = binding or ctx.auth_session.binding
-    if not ctx.auth_session.flow_done:
-        ctx.flow = flow = flow_for(ctx.realm, ctx.client, binding)
+    while not ctx.auth_session.flow_done:
+        binding = ctx.auth_session.binding
+        ctx.flow = flow = _flow_of(ctx, binding)
         if flow is None:
             return Outcome.failure("flow_not_found")
         outcome = _run_flow(ctx, flow)
@@ -395,6 +430,13 @@ def run(ctx, binding=None) -> Outcome:
             return Outcome.failure("no_step_authenticated")
         if outcome.kind != Outcome.SUCCESS:
             return outcome
+        ended = _flow_ends.get(binding)
+        if ended is not None:
+            outcome = ended(ctx)
+            if outcome.kind != Outcome.SUCCESS:
+                return outcome
+            if ctx.auth_session.binding != binding:
+                continue  # switched to the next flow
         ctx.auth_session.flow_done = True
         if ctx.user is not None and ctx.user.enabled:
             _evaluate_triggers(ctx)
@@ -491,7 +533,8 @@ def establish_sso_session(ctx):
         sessions.end_session(existing, reason=sessions.REASON_LOGOUT)
     user_session = sessions.create_user_session(
         ctx.realm, ctx.user, ip_address=ctx.ip_address, auth_methods=auth_session.auth_methods,
-        remember_me=auth_session.remember_me, notes={devices.NOTE: devices.of_request(ctx.request)},
+        remember_me=auth_session.remember_me,
+        notes={devices.NOTE: devices.of_request(ctx.request), **auth_session.notes.get(USER_SESSION_NOTES, {})},
     )
     loa.store(auth_session, user_session)
     return user_session

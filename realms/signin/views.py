@@ -53,8 +53,7 @@ def _switch(binding, allowed=None):
             return auth_session
         if allowed is not None and not getattr(realm_obj, allowed):
             return _message(request, realm_obj, _NOT_ALLOWED[allowed], status=403)
-        auth_session.binding = binding
-        auth_session.executions, auth_session.current, auth_session.flow_done = {}, "", False
+        engine.switch_flow(auth_session, binding)
         auth_session.user_id, auth_session.auth_methods = "", []
         return engine.advance(request, realm_obj, client, auth_session)
 

@@ -20,6 +20,7 @@ from django.db import transaction
 from django.http import HttpResponseRedirect
 
 from realms.audit import events
+from realms.brokering import broker
 from realms.http import themes
 from realms.http.messages import Message
 from realms.http.redirects import is_valid_redirect_uri, with_params
@@ -173,6 +174,9 @@ def logout(request, realm_config, issuer, params):
     next_url = ""
     if logout_request.post_logout_redirect_uri:
         next_url = with_params(logout_request.post_logout_redirect_uri, {"state": logout_request.state})
+    if logout_request.user_session is not None:
+        # Signed in through an identity provider: its session ends too, on the way.
+        next_url = broker.logout_redirect(request, realm, logout_request.user_session, next_url) or next_url
     if frontchannel:
         response = themes.render(request, realm, "frontchannel-logout.html",
                                  {"frames": frontchannel, "next_url": next_url})

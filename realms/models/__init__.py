@@ -6,7 +6,7 @@ import and an export unchanged, which keeps cross-references (role ``containerId
 ``parentId``) intact."""
 from .brokering import FederatedIdentity, IdentityProvider, IdentityProviderMapper, OrganizationIdentityProvider
 from .clients import Client, ClientScope, ClientScopeLink, ProtocolMapper, RealmDefaultClientScope
-from .fields import IdField, SmtpServerField, new_id
+from .fields import IdentityProviderConfigField, IdField, SmtpServerField, new_id
 from .flows import AuthenticationExecution, AuthenticationFlow, AuthenticatorConfig, RequiredActionProvider
 from .jobs import ConsoleJob
 from .organizations import Organization, OrganizationDomain, OrganizationMember
@@ -41,6 +41,7 @@ __all__ = [
     "ProtocolMapper",
     "RealmDefaultClientScope",
     "IdField",
+    "IdentityProviderConfigField",
     "SmtpServerField",
     "new_id",
     "AuthenticationExecution",

@@ -447,7 +447,7 @@ def _complete(ctx, user_session):
                     "response_type": " ".join(parts),
                     "response_mode": data["response_mode"], "redirect_uri": data["redirect_uri"],
                     "username": ctx.user.username, "consent": consent_detail,
-                    "code_id": user_session.pk,
+                    "code_id": user_session.pk, **broker.login_details(user_session),
                 })
     return authorization_response(ctx.request, ctx.realm, client, redirect_uri=data["redirect_uri"],
                                   response_mode=data["response_mode"], params=params)

@@ -7,6 +7,7 @@ and delivered as the client's settings say.
 import uuid
 
 from realms.audit import events
+from realms.brokering import broker
 from realms.http.web import client_address, realm_url
 from realms.models import Client
 from realms.signin import engine
@@ -158,8 +159,8 @@ def _complete(ctx, user_session):
     )
     element = _response(ctx.request, realm, client, data, assertion=assertion)
     events.emit(realm, "LOGIN", client_id=client.entity_id, user_id=user.pk, session_id=user_session.pk,
-                ip_address=ctx.ip_address, details=_details(data, username=user.username,
-                                                            consent="no_consent_required"))
+                ip_address=ctx.ip_address, details=_details(data, username=user.username, consent="no_consent_required",
+                                                            **broker.login_details(user_session)))
     return _deliver(ctx.request, realm, client, data, element)
 
 

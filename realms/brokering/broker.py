@@ -186,6 +186,13 @@ def _run_mappers(realm, idp, step, *args):
             getattr(mapper_type, step)(realm, idp, mapper, *args)
 
 
+def login_details(user_session):
+    """The LOGIN event's details of a session that came through an identity provider (Keycloak's)."""
+    notes = user_session.notes or {}
+    return {SESSION_IDP: notes[SESSION_IDP], SESSION_IDP_IDENTITY: notes.get(SESSION_IDP_IDENTITY, "")} \
+        if notes.get(SESSION_IDP) else {}
+
+
 def _signed_in_through(auth_session, idp, identity):
     """What the SSO session keeps of the provider (its logout needs it)."""
     auth_session.notes[engine.USER_SESSION_NOTES] = {

@@ -16,6 +16,7 @@ from .clients import ClientApplier
 from .components import KeyApplier
 from .fields import Parser, RepresentationError, at
 from .groups import GroupApplier
+from .identity_providers import IdentityProviderApplier
 from .merge import merge_builtins
 from .organizations import import_organizations
 from .protocol_mappers import ProtocolMapperApplier
@@ -32,7 +33,7 @@ class ImportResult:
 
 
 class _Applier(AuthenticationApplier, ClientScopeApplier, ProtocolMapperApplier, ClientApplier, RoleApplier, GroupApplier,
-               UserStorageApplier, UserApplier, KeyApplier):
+               UserStorageApplier, IdentityProviderApplier, UserApplier, KeyApplier):
     """Step 3: writes the parsed realm; each resource's steps come from its module."""
 
     def __init__(self, r, p):
@@ -107,6 +108,7 @@ class _Applier(AuthenticationApplier, ClientScopeApplier, ProtocolMapperApplier,
         self.add_scope_mappings()
         for group in r["groups"]:
             self.add_group(group, None)
+        self.add_identity_providers(r["identity_providers"], r["identity_provider_mappers"])
         self.add_user_storage(r["user_storage"])
         self.add_users(r["users"])
         self.add_service_accounts()

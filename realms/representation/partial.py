@@ -1,6 +1,7 @@
-"""Partial import into an existing realm (Keycloak's PartialImportRepresentation): clients, realm
-and client roles, groups and users, read by the realm import's parsers and written by its
-appliers, in one transaction; ``ifResourceExists`` decides what an existing one becomes."""
+"""Partial import into an existing realm (Keycloak's PartialImportRepresentation): identity
+providers and their mappers, clients, realm and client roles, groups and users, read by the realm
+import's parsers and written by its appliers, in one transaction; ``ifResourceExists`` decides
+what an existing one becomes."""
 from dataclasses import dataclass, field
 
 from django.db import transaction
@@ -8,10 +9,11 @@ from django.db.models import Q
 
 from ..audit import admin_events
 from ..errors import RealmsError
-from ..models import Client, ClientScope, Component, Group, Role, User
+from ..models import Client, ClientScope, Component, Group, IdentityProvider, Role, User
 from .clients import parse_client
 from .fields import Parser, RepresentationError, as_list
 from .groups import parse_group
+from .identity_providers import parse_identity_providers
 from .importer import _Applier
 from .roles import parse_roles
 from .user_storage import USER_STORAGE
@@ -45,14 +47,15 @@ def _parse(data, p):
     policy = data.get("ifResourceExists", data.get("policy", "FAIL"))
     if policy not in POLICIES:
         raise RepresentationError("ifResourceExists", f"expected one of {', '.join(POLICIES)}")
-    if data.get("identityProviders") or data.get("identityProviderMappers"):
-        raise RepresentationError("identityProviders", "identity providers are not supported by partial import yet")
+    providers, mappers = parse_identity_providers(data, p)
     roles = data.get("roles") or {}
     if not isinstance(roles, dict):
         raise RepresentationError("roles", "expected a JSON object")
     realm_roles, client_roles = parse_roles(roles, p)
     return {
         "policy": policy,
+        "identity_providers": providers,
+        "identity_provider_mappers": mappers,
         "clients": _each(data, "clients", parse_client, p),
         "realm_roles": realm_roles,
         "client_roles": client_roles,
@@ -75,6 +78,7 @@ class _PartialApplier(_Applier):
             else:
                 self.client_roles[(role.client.client_id, role.name)] = role
         self.groups = {g.path: g for g in Group.objects.filter(realm=realm).select_related("parent")}
+        self.identity_providers = {i.alias: i for i in IdentityProvider.objects.filter(realm=realm)}
         self.components = {pk: pk for pk in Component.objects.filter(realm=realm, provider_type=USER_STORAGE)
                            .values_list("pk", flat=True)}
         links = realm.default_scope_links.select_related("client_scope")
@@ -117,8 +121,12 @@ def partial_import(realm, data, *, auth=None):
     out = PartialImportResults()
     with transaction.atomic():
         a = _PartialApplier(r, p, realm)
-        # Keycloak's order: clients, roles, groups, users (later ones name the earlier ones).
+        # Keycloak's order: identity providers, clients, roles, groups, users (later ones name the
+        # earlier ones).
         kinds = [
+            ("IDP", r["identity_providers"], lambda i: i["fields"]["alias"],
+             lambda i: IdentityProvider.objects.filter(realm=realm, alias=i["fields"].get("alias")).first(),
+             lambda i: f"Identity Provider '{i['fields']['alias']}' already exists."),
             ("CLIENT", r["clients"], lambda c: c["fields"]["client_id"],
              lambda c: Client.objects.filter(realm=realm, client_id=c["fields"]["client_id"]).first(),
              lambda c: f"Client id '{c['fields']['client_id']}' already exists"),
@@ -163,6 +171,10 @@ def partial_import(realm, data, *, auth=None):
                     obj = _create(a, kind, rep)
                 results.append(_result("OVERWRITTEN" if existing is not None else "ADDED", kind, name_of(rep), obj.pk))
             out.results += sorted(results, key=lambda x: _ORDER[x["action"]])
+            if kind == "IDP":  # the mappers of the providers written (or of others of the realm)
+                skipped = {name_of(rep) for rep, existing in plan if existing is not None and policy == "SKIP"}
+                a.add_identity_provider_mappers([m for m in r["identity_provider_mappers"]
+                                                 if m.get("identityProviderAlias") not in skipped])
             if kind == "CLIENT":
                 a.link_client_scopes([c for c, existing in plan if existing is None or policy == "OVERWRITE"])
             if kind == "CLIENT_ROLE":
@@ -177,7 +189,8 @@ def partial_import(realm, data, *, auth=None):
 
 
 # Keycloak's partial import ResourceType.getPath (roles under "realms" and "clients", as it has them).
-_PATHS = {"CLIENT": "clients", "REALM_ROLE": "realms", "CLIENT_ROLE": "clients", "GROUP": "groups", "USER": "users"}
+_PATHS = {"IDP": "identity-provider/instances",
+          "CLIENT": "clients", "REALM_ROLE": "realms", "CLIENT_ROLE": "clients", "GROUP": "groups", "USER": "users"}
 _ORDER = {"OVERWRITTEN": 0, "SKIPPED": 1, "ADDED": 2}  # within a kind, as Keycloak lists them
 
 
@@ -186,7 +199,9 @@ def _result(action, kind, name, pk):
 
 
 def _forget(a, kind, rep, existing):
-    if kind == "CLIENT":
+    if kind == "IDP":
+        a.identity_providers.pop(existing.alias, None)
+    elif kind == "CLIENT":
         a.clients.pop(existing.client_id, None)
         a.client_roles = {k: v for k, v in a.client_roles.items() if k[0] != existing.client_id}
     elif kind == "REALM_ROLE":
@@ -198,6 +213,8 @@ def _forget(a, kind, rep, existing):
 
 
 def _create(a, kind, rep):
+    if kind == "IDP":
+        return a.add_identity_providers([rep], [])[0]
     if kind == "CLIENT":
         a.add_client(rep)
         return a.clients[rep["fields"]["client_id"]]

@@ -26,6 +26,7 @@ from .fields import (
     spec_of,
 )
 from .groups import group_rep, parse_group
+from .identity_providers import export_identity_providers, parse_identity_providers
 from .organizations import export_organizations, parse_organizations
 from .roles import parse_roles, parse_scope_mapping, role_names, role_rep
 from .user_storage import parse_user_storage, user_storage_reps
@@ -157,7 +158,8 @@ def parse_realm(data, p):
     realm_keys = set(REALM_FIELDS) | {
         "realm", "roles", "groups", "users", "clients", "clientScopes", "scopeMappings",
         "clientScopeMappings", "defaultRole", "defaultRoles", "defaultDefaultClientScopes",
-        "defaultOptionalClientScopes", "components", "privateKey", "organizations", *AUTHENTICATION_KEYS,
+        "defaultOptionalClientScopes", "components", "privateKey", "organizations", "identityProviders",
+        "identityProviderMappers", *AUTHENTICATION_KEYS,
     }
     policies = {k: v for k, v in data.items() if k.startswith(tuple(pfx for pfx, _ in POLICY_PREFIXES))
                 and k not in realm_keys}
@@ -168,7 +170,7 @@ def parse_realm(data, p):
         "clientScopes": as_list, "scopeMappings": as_list, "clientScopeMappings": as_dict,
         "defaultRole": as_dict, "defaultRoles": as_str_list, "defaultDefaultClientScopes": as_str_list,
         "defaultOptionalClientScopes": as_str_list, "components": as_dict, "privateKey": as_str,
-        "organizations": as_list,
+        "organizations": as_list, "identityProviders": as_list, "identityProviderMappers": as_list,
         **{key: as_list for key in AUTHENTICATION_KEYS},
         # A Keycloak export may name listeners of its own server: reported and left out here
         # (the Admin API refuses them).
@@ -189,6 +191,7 @@ def parse_realm(data, p):
     out["groups"] = [parse_group(g, f"groups[{i}]", p) for i, g in enumerate(top.get("groups", []))]
     out["users"] = [parse_user(u, f"users[{i}]", p) for i, u in enumerate(top.get("users", []))]
     out["organizations"] = parse_organizations(top)
+    out["identity_providers"], out["identity_provider_mappers"] = parse_identity_providers(top, p)
     out["scope_mappings"] = [
         parse_scope_mapping(m, f"scopeMappings[{i}]", p) for i, m in enumerate(top.get("scopeMappings", []))
     ]
@@ -306,4 +309,5 @@ def export_realm(realm):
         **user_storage_reps(realm),
     }
     rep.update(authentication_reps(realm))
+    rep["identityProviders"], rep["identityProviderMappers"] = export_identity_providers(realm)
     return rep

@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from ..credentials import hashers, password_policy, secret_from_representation, secret_to_representation
 from ..data import realm_cache, rows
-from ..models import Credential, User
+from ..models import Credential, FederatedIdentity, User
 from ..users.accounts import enable_service_account
 from .fields import (
     RepresentationError,
@@ -24,6 +24,7 @@ from .fields import (
     model_fields,
     spec_of,
 )
+from .identity_providers import links_rep, parse_links
 from .roles import role_names
 from .user_storage import USER_STORAGE
 
@@ -47,6 +48,7 @@ _USER_EXTRA = {
     "groups": as_str_list,
     "serviceAccountClientId": as_str,
     "createdTimestamp": as_int,
+    "federatedIdentities": as_list,
 }
 
 _CREDENTIAL_SPEC = {
@@ -83,6 +85,7 @@ def parse_user(u, path, p):
         "groups": values.get("groups", []),
         "service_account_client": values.get("serviceAccountClientId"),
         "credentials": [],
+        "links": parse_links(values.get("federatedIdentities", []), f"{path}.federatedIdentities", p),
     }
     if "createdTimestamp" in values:
         user["fields"]["created"] = _from_millis(values["createdTimestamp"])
@@ -230,6 +233,9 @@ def user_rep(user):
     u["credentials"] = [credential_rep(c) for c in user.credentials.order_by("-priority", "created")]
     u["realmRoles"], u["clientRoles"] = role_names(list(user.roles.all().select_related("client")))
     u["groups"] = sorted(g.path for g in user.groups.all())
+    links = links_rep(user)
+    if links:
+        u["federatedIdentities"] = links
     return u
 
 
@@ -244,7 +250,7 @@ class UserApplier:
         ids = iter(self.ids_for(User, [u["fields"].get("id") for u in reps]))
         cred_ids = iter(self.ids_for(Credential, [c.get("id") for u in reps for c in u["credentials"]]))
         user_roles, user_groups = User.roles.through, User.groups.through
-        users, role_rows, group_rows, credentials, names = [], [], [], [], set()
+        users, role_rows, group_rows, credentials, names, links = [], [], [], [], set(), []
         now = timezone.now()  # once, not per row (the field default's call is slow)
         for u in reps:
             fields = {"created": now, **u["fields"]}
@@ -272,6 +278,8 @@ class UserApplier:
                     raise RepresentationError(f"{u['_path']}.groups[{i}]", f"unknown group {path!r}")
                 groups.append(self.groups[key].pk)
             group_rows += [user_groups(user_id=user.pk, group_id=pk) for pk in dict.fromkeys(groups)]
+            if u["links"]:
+                links += self.links_of(user, u["links"])
             for cred in u["credentials"]:
                 cred = {"created": now, **cred}
                 cred["id"] = next(cred_ids)
@@ -284,8 +292,9 @@ class UserApplier:
                         raise RepresentationError(path, str(exc)) from None
                     cred["secret_data"] = password_policy.hash_password(self.realm, value)
                 credentials.append(Credential(user=user, **cred))
+        self.check_links(links)
         for model, written in ((User, users), (user_roles, role_rows), (user_groups, group_rows),
-                               (Credential, credentials)):
+                               (Credential, credentials), (FederatedIdentity, links)):
             rows.insert_many(model, written)
         rows.refresh_statistics(len(users), User, Credential)
         if users:  # what the rows' signals would have done: cached roles and service accounts

@@ -233,6 +233,20 @@ def post(url, body, headers=None, *, timeout=5.0, connect_timeout=3.0, body_limi
     return _one_shot("POST", url, body, headers, timeout, connect_timeout, body_limit)
 
 
+def fetch(url, *, accept="*/*", timeout=5.0, connect_timeout=3.0, max_bytes=JSON_MAX_BYTES):
+    """GET a document (an identity provider's metadata) once: its bytes; anything but a 200 with
+    at most ``max_bytes`` raises OutboundError (TargetRefused when the URL may not be called)."""
+    try:
+        resp = _one_shot("GET", url, None, {"Accept": accept}, timeout, connect_timeout, max_bytes + 1)
+    except HTTPError as exc:
+        raise OutboundError(exc.__class__.__name__) from exc
+    if resp.status != 200:
+        raise OutboundError(f"HTTP {resp.status}")
+    if len(resp.body) > max_bytes:
+        raise OutboundError("document too large")
+    return resp.body
+
+
 def fetch_json(url, *, timeout=5.0, connect_timeout=3.0, max_bytes=JSON_MAX_BYTES):
     """GET a JSON document (a client's JWKS) once; anything but a 200 with at most ``max_bytes``
     of JSON raises OutboundError (TargetRefused when the URL may not be called)."""
@@ -251,4 +265,4 @@ def fetch_json(url, *, timeout=5.0, connect_timeout=3.0, max_bytes=JSON_MAX_BYTE
 
 
 __all__ = ["OutboundError", "TargetRefused", "HTTPError", "Target", "Response", "check_url", "is_public",
-           "is_allowed", "prepare", "request", "post", "fetch_json", "resolve"]
+           "is_allowed", "prepare", "request", "post", "fetch", "fetch_json", "resolve"]

@@ -2,6 +2,7 @@
 from rest_framework import exceptions
 from rest_framework.response import Response
 
+from ..brokering.admin import SECRET_KEYS
 from ..representation import RepresentationError, export_realm
 from ..representation.partial import ResourceExists, partial_import
 from . import errors
@@ -27,13 +28,15 @@ class PartialImport(RealmResource):
 
 
 def _mask_secrets(rep):
-    """Keycloak's stripForExport: client secrets and private key material are replaced by the
-    mask (the SMTP password is masked by ``realm_rep``)."""
+    """Keycloak's stripForExport: client secrets (identity providers' too) and private key
+    material are replaced by the mask (the SMTP password is masked by ``realm_rep``)."""
     for client in rep.get("clients", []):
         if "secret" in client:
             client["secret"] = MASKED
         if client.get("registrationAccessToken"):
             client["registrationAccessToken"] = MASKED
+    for idp in rep.get("identityProviders", []):
+        idp["config"] = {k: (MASKED if k in SECRET_KEYS and v else v) for k, v in idp.get("config", {}).items()}
     for components in rep.get("components", {}).values():
         for component in components:
             component["config"] = {k: ([MASKED] if "private" in k.lower() or "secret" in k.lower() else v)

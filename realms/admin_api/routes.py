@@ -12,6 +12,7 @@ from . import (
     events,
     flows,
     groups,
+    identity_providers,
     keys,
     organizations,
     partial,
@@ -85,6 +86,18 @@ urlpatterns += [
     path(f"{ORGS}/<str:org_id>/members/invite-existing-user", organizations.Invite.as_view(existing=True)),
     path(f"{ORGS}/<str:org_id>/members/<str:member_id>", organizations.MemberDetail.as_view()),
     path(f"{ORGS}/<str:org_id>/members/<str:member_id>/organizations", organizations.MemberOrganizations.as_view()),
+]
+IDP = f"{R}/identity-provider"
+urlpatterns += [
+    path(f"{IDP}/instances", identity_providers.Instances.as_view()),
+    path(f"{IDP}/instances/<str:alias>", identity_providers.Instance.as_view()),
+    path(f"{IDP}/instances/<str:alias>/mappers", identity_providers.Mappers.as_view()),
+    path(f"{IDP}/instances/<str:alias>/mappers/<str:mapper_id>", identity_providers.MapperDetail.as_view()),
+    path(f"{IDP}/instances/<str:alias>/mapper-types", identity_providers.MapperTypes.as_view()),
+    path(f"{IDP}/providers/<str:provider_id>", identity_providers.ProviderFactory.as_view()),
+    path(f"{IDP}/import-config", identity_providers.ImportConfig.as_view()),
+    path(f"{R}/users/<str:user_id>/federated-identity", identity_providers.FederatedIdentities.as_view()),
+    path(f"{R}/users/<str:user_id>/federated-identity/<str:alias>", identity_providers.FederatedIdentityDetail.as_view()),
 ]
 AUTH = f"{R}/authentication"
 urlpatterns += [

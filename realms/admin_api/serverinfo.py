@@ -8,6 +8,8 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 
 from ..administration.admin_permissions import administers
+from ..brokering.mappers import mapper_types
+from ..brokering.providers import provider_types
 from ..http import themes
 from ..models import Realm
 from ..signin import engine
@@ -16,6 +18,22 @@ from .views import ApiView
 # The Keycloak release whose Admin REST API this one follows; clients branch on it.
 KEYCLOAK_VERSION = "26.0.0"
 _STARTED = time.time()
+
+
+def _spi_providers():
+    """Keycloak's ``providers`` by SPI: the sign-in steps' and the identity brokering's
+    (``identity_provider``, ``social``, ``identity_provider_mapper``), from their registries."""
+    spis = {spi: list(names) for spi, names in engine.provider_ids().items()}
+    types = provider_types()
+    spis["identity_provider"] = [t.provider_id for t in types if not t.social]
+    spis["social"] = [t.provider_id for t in types if t.social]
+    spis["identity_provider_mapper"] = [m.id for m in mapper_types()]
+    return {spi: {"internal": True, "providers": {name: {"order": 0, "operationalInfo": {}} for name in names}}
+            for spi, names in spis.items()}
+
+
+def _brokers(social):
+    return [{"id": t.provider_id, "name": t.name} for t in provider_types() if t.social == social]
 
 
 class ServerInfo(ApiView):
@@ -40,17 +58,15 @@ class ServerInfo(ApiView):
             "features": [],
             "themes": {kind: [{"name": themes.DEFAULT_THEME, "locales": ["en"]}]
                        for kind in ("login", "account", "email", "admin", "welcome", "common")},
-            "providers": {spi: {"internal": True, "providers": {name: {"order": 0, "operationalInfo": {}}
-                                                                for name in names}}
-                          for spi, names in engine.provider_ids().items()},
+            "providers": _spi_providers(),
             "passwordPolicies": [],
             "protocolMapperTypes": {},
             "builtinProtocolMappers": {},
             "clientInstallations": {},
             "componentTypes": {},
-            "identityProviders": [],
+            "identityProviders": _brokers(social=False),
             "clientImporters": [],
-            "socialProviders": [],
+            "socialProviders": _brokers(social=True),
             "enums": {"sslRequired": ["all", "external", "none"], "eventType": [], "operationType": [
                 "CREATE", "UPDATE", "DELETE", "ACTION"], "resourceType": []},
             "cryptoInfo": {},

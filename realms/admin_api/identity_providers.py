@@ -19,7 +19,7 @@ from ..representation.identity_providers import from_representation, mapper_from
 from . import errors
 from .parsers import JSONParser
 from .query import bounds, flag, location
-from .views import RealmResource
+from .views import JSONOnly, RealmResource
 
 VIEW, MANAGE = "view-identity-providers", "manage-identity-providers"
 METADATA_DESCRIPTOR_URL = "metadataDescriptorUrl"  # Keycloak's IdentityProviderModel key
@@ -176,6 +176,15 @@ class ProviderFactory(RealmResource):
         return Response({"id": provider_type.provider_id, "name": provider_type.name})
 
 
+class _JsonOrForm(JSONOnly):
+    """``import-config`` takes a JSON body or a multipart form (Keycloak's two methods)."""
+
+    def select_parser(self, request, parsers):
+        if request.content_type.startswith("multipart/form-data"):
+            return next(p for p in parsers if p.media_type == "multipart/form-data")
+        return parsers[0]
+
+
 class ImportConfig(RealmResource):
     """A provider's config read from its metadata: POST ``{providerId, fromUrl}`` (the document
     fetched through ``realms.http.outbound``; the URL kept as ``metadataDescriptorUrl``) or a
@@ -184,6 +193,7 @@ class ImportConfig(RealmResource):
 
     required_role = {"POST": MANAGE}
     parser_classes = (JSONParser, MultiPartParser)
+    content_negotiation_class = _JsonOrForm
 
     def post(self, request, realm):
         data = request.data

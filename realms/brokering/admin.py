@@ -200,8 +200,9 @@ def update(realm, idp, existing, *, auth=None):
     """Replace the stored ``existing`` provider by ``idp`` (same internal id and alias)."""
     idp.realm, idp.internal_id = realm, existing.internal_id
     check(realm, idp, existing)
+    idp._state.adding = False  # the stored row is replaced, not a new one inserted
     with transaction.atomic():
-        idp.save()
+        idp.save(force_update=True)
         _event(realm, "UPDATE", idp, auth)
     return idp
 
@@ -231,8 +232,9 @@ def create_mapper(realm, idp, mapper, *, auth=None):
 def update_mapper(realm, idp, mapper, existing, *, auth=None):
     mapper.realm, mapper.identity_provider, mapper.id = realm, idp, existing.id
     check_mapper(realm, idp, mapper, existing)
+    mapper._state.adding = False
     with transaction.atomic():
-        mapper.save()
+        mapper.save(force_update=True)
         _mapper_event(realm, "UPDATE", mapper, auth)
     return mapper
 

@@ -243,6 +243,11 @@ def _run_flow(ctx, flow, prefix=""):
                 _flow_succeeded(ctx, execution.flow)
             continue
         if outcome.kind == Outcome.ATTEMPTED:
+            if execution.flow is not None and not execution.authenticator:
+                # A sub-flow that authenticated nothing leaves its level unsuccessful, so an
+                # alternative parent is passed over (Keycloak: the Organization sub-flow whose
+                # identity-first step found no organization gives way to the password form).
+                return outcome
             return Outcome.failure("required_step_unavailable")
         return outcome
     if ran:

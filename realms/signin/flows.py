@@ -346,6 +346,10 @@ class Authenticator:
     provider_id = ""
     display_name = ""
     requires_user = False
+    # Whether ``configured_for`` answers before anyone is identified (user None): Keycloak's
+    # conditional-user-configured asks the steps of its sub-flow then too (the organization step
+    # answers for the realm, which is how identity-first login runs).
+    configured_without_user = False
     is_condition = False
     # The credential type the step checks (Keycloak's getReferenceCategory): a step in use in one
     # of the realm's flows offers that type in the account console.

@@ -115,12 +115,15 @@ def test_invitation_errors_are_keycloaks(realm, org, bob, admin_api, django_capt
 
 def test_the_organization_step_skips_no_factor(realm, org, web_app, bob):
     """Organizations on and bob a member of an organization with his domain: the browser flow's
-    organization step (no identity providers here) passes the sign-in on to the password form."""
+    organization step asks for the username first (identity-first) and, no identity provider
+    applying, passes the sign-in on to the password form (tests/realms/test_organization_idp_login.py)."""
     assert get_authenticator("organization").display_name == "Organization Identity-First Login"
     OrganizationDomain.objects.create(realm=realm, organization=org, name="example.com")
     OrganizationMember.objects.create(organization=org, user=bob)
     http = HttpClient()
-    page = http.get(AUTH, PARAMS)
+    first = http.get(AUTH, PARAMS)
+    assert 'id="kc-form-login"' in html(first) and 'name="password"' not in html(first)
+    page = http.post(form_action(first), {"username": "bob"})
     assert 'id="kc-form-login"' in html(page) and 'name="password"' in html(page)
     wrong = http.post(form_action(page), {"username": "bob", "password": "not-his"})
     assert wrong.status_code == 200 and "code=" not in wrong.get("Location", "")

@@ -1,6 +1,6 @@
 """The sign-in steps this service ships, one module each; ``BUILTIN`` is what
-RealmsConfig.ready registers. Later steps (the identity-provider redirector,
-Kerberos) register themselves the same way from their own apps."""
+RealmsConfig.ready registers. Later steps (the identity-provider redirector and the
+organization steps of ``realms.brokering``, Kerberos) register themselves the same way."""
 from .conditions import (
     CredentialCondition,
     LevelOfAuthenticationCondition,
@@ -10,7 +10,6 @@ from .conditions import (
 )
 from .cookie import CookieAuthenticator
 from .direct_grant import ValidatePassword, ValidateUsername
-from .organization import OrganizationIdentityFirst
 from .otp import OtpForm, RecoveryCodeForm, ValidateOtp
 from .registration import RegistrationPage
 from .reset_credentials import ChooseUser, ResetOtp, ResetPassword, SendEmail
@@ -20,4 +19,4 @@ from .webauthn import WebAuthnAuthenticator, WebAuthnPasswordlessAuthenticator
 BUILTIN = (CookieAuthenticator, UsernamePasswordForm, UserConfiguredCondition, ValidateUsername, ValidatePassword,
            OtpForm, ValidateOtp, RecoveryCodeForm, LevelOfAuthenticationCondition, UserRoleCondition,
            UserAttributeCondition, RegistrationPage, ChooseUser, SendEmail, ResetPassword, ResetOtp,
-           CredentialCondition, WebAuthnAuthenticator, WebAuthnPasswordlessAuthenticator, OrganizationIdentityFirst)
+           CredentialCondition, WebAuthnAuthenticator, WebAuthnPasswordlessAuthenticator)

@@ -5,7 +5,7 @@ import re
 from ...models import Role, effective_roles, group_with_ancestors
 from .. import loa
 from ..engine import execution_levels, is_configured
-from ..flows import Authenticator
+from ..flows import Authenticator, get_authenticator
 
 logger = logging.getLogger("idp.flows")
 
@@ -20,12 +20,19 @@ class UserConfiguredCondition(Authenticator):
 
     def matches(self, ctx, flow):
         user = ctx.user
-        if user is None:
-            return False
         _, required, alternatives = execution_levels(flow)
+        if user is None:
+            # Before anyone is identified only the steps that can answer then are asked (Keycloak
+            # asks them all; the others would need the user they are asked about).
+            def configured(e):
+                auth = get_authenticator(e.authenticator) if e.flow is None else None
+                return auth is not None and auth.configured_without_user and auth.configured_for(ctx, None)
+        else:
+            def configured(e):
+                return is_configured(ctx, e, user)
         if required:
-            return all(is_configured(ctx, e, user) for _, e in required)
-        return any(is_configured(ctx, e, user) for _, e in alternatives)
+            return all(configured(e) for _, e in required)
+        return any(configured(e) for _, e in alternatives)
 
 
 class LevelOfAuthenticationCondition(Authenticator):

@@ -8,6 +8,9 @@ from ..flows import Authenticator, Outcome
 from .webauthn import is_webauthn_answer, passkey_action, passkey_context, passkeys_enabled
 
 GENERIC_LOGIN_ERROR = Message("invalidUserMessage")
+# The username an earlier step was given (Keycloak's AbstractUsernameFormAuthenticator note: the
+# organization step's identity-first page): the form shows it filled in.
+ATTEMPTED_USERNAME = "ATTEMPTED_USERNAME"
 
 
 class UsernamePasswordForm(Authenticator):
@@ -31,7 +34,8 @@ class UsernamePasswordForm(Authenticator):
         }, status=status)
 
     def authenticate(self, ctx):
-        return Outcome.challenge(self.page(ctx, username=ctx.auth_session.login_hint))
+        notes = ctx.auth_session.notes
+        return Outcome.challenge(self.page(ctx, username=notes.get(ATTEMPTED_USERNAME) or ctx.auth_session.login_hint))
 
     def action(self, ctx):
         if passkeys_enabled(ctx.realm) and is_webauthn_answer(ctx.params):

@@ -1,6 +1,9 @@
 """``/admin/realms/{realm}/organizations`` (Keycloak 26's OrganizationsResource, OrganizationResource
 and OrganizationMemberResource): CRUD with ``count`` and search, members (list, count, add by id,
-get, remove, their organizations) and the invitations by e-mail. Every route needs
+get, remove, their organizations), the invitations by e-mail and the organization's identity
+providers (Keycloak's OrganizationIdentityProvidersResource: link by alias, list, read, unlink;
+their domain and redirect are the provider's ``kc.org.*`` config keys, set by a PUT on the
+provider, ``realms.brokering.organizations``). Every route needs
 ``manage-realm`` and then the realm's ``organizationsEnabled`` (404 "Organizations not enabled
 for this realm." without it), in that order, as in Keycloak."""
 from django.db import transaction
@@ -10,7 +13,9 @@ from rest_framework.parsers import FormParser
 from rest_framework.response import Response
 
 from ..audit import admin_events
-from ..models import Organization, OrganizationMember, User
+from ..brokering import admin as idp_admin
+from ..brokering import organizations as org_idps
+from ..models import IdentityProvider, Organization, OrganizationMember, User
 from ..representation.users import user_fields_rep
 from ..users import organizations
 from . import errors
@@ -214,4 +219,54 @@ class Invite(OrganizationResource):
                 raise ServerError("Failed to send invite email") from None
             path = "invite-existing-user" if self.existing else "invite-user"
             self.record("ACTION", MEMBERSHIP, f"organizations/{org.pk}/members/{path}")
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class IdentityProviders(OrganizationResource):
+    """``identity-providers``: the organization's providers (IdentityProviderRepresentations seen
+    from it), and POST whose body is a provider's alias or internal id as a JSON string (or bare,
+    as Keycloak trims the quotes) to link it (204)."""
+
+    def get(self, request, realm, org_id):
+        org = self.organization()
+        return Response([org_idps.with_organization(idp_admin.rep(found.identity_provider), found.identity_provider, org)
+                         for found in org_idps.links(org)])
+
+    def post(self, request, realm, org_id):
+        org = self.organization()
+        key = request.body.decode("utf-8", "replace").strip().strip('"').strip()
+        idp = IdentityProvider.objects.filter(realm=self.realm).filter(Q(alias=key) | Q(internal_id=key)).first() \
+            if key else None
+        if idp is None:
+            raise errors.Invalid("Identity provider not found with the given alias")
+        with transaction.atomic():
+            try:
+                org_idps.link(org, idp)
+            except organizations.OrganizationError as exc:
+                raise (errors.Conflict if exc.conflict else errors.Invalid)(str(exc)) from None
+            self.record("CREATE", ORGANIZATION, f"organizations/{org.pk}/identity-providers/{idp.alias}",
+                        lambda: org_idps.with_organization(idp_admin.rep(idp), idp, org))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class IdentityProviderDetail(OrganizationResource):
+    """``identity-providers/{alias}``: one of the organization's providers, or unlinked (the
+    provider itself stays in the realm)."""
+
+    def linked(self, message):
+        org = self.organization()
+        idp = IdentityProvider.objects.filter(realm=self.realm, alias=self.kwargs["alias"]).first()
+        if idp is None or org_idps.link_of(org, idp) is None:
+            raise Missing(message)
+        return org, idp
+
+    def get(self, request, realm, org_id, alias):
+        org, idp = self.linked("Identity provider not associated with the organization")
+        return Response(org_idps.with_organization(idp_admin.rep(idp), idp, org))
+
+    def delete(self, request, realm, org_id, alias):
+        org, idp = self.linked("Identity provider not found with the given alias")
+        with transaction.atomic():
+            org_idps.unlink(org, idp)
+            self.record("DELETE", ORGANIZATION, f"organizations/{org.pk}/identity-providers/{idp.alias}")
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -86,6 +86,8 @@ urlpatterns += [
     path(f"{ORGS}/<str:org_id>/members/invite-existing-user", organizations.Invite.as_view(existing=True)),
     path(f"{ORGS}/<str:org_id>/members/<str:member_id>", organizations.MemberDetail.as_view()),
     path(f"{ORGS}/<str:org_id>/members/<str:member_id>/organizations", organizations.MemberOrganizations.as_view()),
+    path(f"{ORGS}/<str:org_id>/identity-providers", organizations.IdentityProviders.as_view()),
+    path(f"{ORGS}/<str:org_id>/identity-providers/<str:alias>", organizations.IdentityProviderDetail.as_view()),
 ]
 IDP = f"{R}/identity-provider"
 urlpatterns += [

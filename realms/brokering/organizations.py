@@ -26,12 +26,11 @@ from ..models import (
     OrganizationMember,
 )
 from ..users import organizations, storage
-from ..users.organizations import OrganizationError
+from ..users.organizations import ANY_DOMAIN, OrganizationError
 from . import context
 
 ORG_DOMAIN = "kc.org.domain"  # Keycloak's OrganizationModel.ORGANIZATION_DOMAIN_ATTRIBUTE
 REDIRECT_EMAIL_MATCHES = "kc.org.broker.redirect.mode.email-matches"  # IdentityProviderRedirectMode.EMAIL_MATCH
-ANY_DOMAIN = "ANY"
 CONFIG_KEYS = (ORG_DOMAIN, REDIRECT_EMAIL_MATCHES)
 # The organization a sign-in is in the scope of (Keycloak's auth note ORGANIZATION_ATTRIBUTE).
 ORGANIZATION_NOTE = "kc.org"

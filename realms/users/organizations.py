@@ -12,9 +12,11 @@ from django.db.models import Q
 from ..data import rows
 from ..errors import RealmsError
 from ..http import action_tokens, email
-from ..models import Organization, OrganizationDomain, OrganizationMember
+from ..models import Organization, OrganizationDomain, OrganizationIdentityProvider, OrganizationMember
 
 INVITE = action_tokens.ORG_INVITE
+# An identity provider's domain meaning any of its organization's (Keycloak's OrganizationDomainModel.ANY_DOMAIN).
+ANY_DOMAIN = "ANY"
 
 
 class OrganizationError(RealmsError):
@@ -131,6 +133,9 @@ def apply(realm, data, org=None):
         org.save()
         if domains is not None:
             org.domains.exclude(name__in=domains).delete()
+            # A provider set to a domain the organization no longer has loses it, as in Keycloak.
+            OrganizationIdentityProvider.objects.filter(organization=org).exclude(
+                domain__in=[*domains, ANY_DOMAIN, ""]).update(domain="")
             for domain_name, verified in domains.items():
                 OrganizationDomain.objects.update_or_create(
                     realm=realm, organization=org, name=domain_name, defaults={"verified": verified})

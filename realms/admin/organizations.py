@@ -1,6 +1,9 @@
 """Organizations (Keycloak 26), shown while the current realm has its "Organizations" switch on:
-each with its domains and members, and an "Invite by e-mail" page sending the invitation
-(``realms.users.organizations.invite``). Governed by ``manage-realm``, as the Admin API."""
+each in Keycloak's tabs (settings with its domains, attributes, members, identity providers),
+and an "Invite by e-mail" page sending the invitation (``realms.users.organizations.invite``).
+The "Identity providers" tab links the realm's providers (one may serve several organizations),
+each with its domain and "redirect when e-mail domain matches" (``realms.brokering.organizations``).
+Governed by ``manage-realm``, as the Admin API."""
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -10,7 +13,10 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from ..models import Organization, OrganizationDomain, OrganizationMember, User
+from ..audit.admin_events import console_auth, record
+from ..brokering import admin as idp_admin
+from ..brokering import organizations as org_idps
+from ..models import Organization, OrganizationDomain, OrganizationIdentityProvider, OrganizationMember, User
 from ..users import organizations
 from .audit import admin_event
 from .base import ConsoleAdmin, RealmScopedInline, realm_owned_list_filter
@@ -51,6 +57,7 @@ class DomainInline(RealmScopedInline):
     model = OrganizationDomain
     form = DomainForm
     fields = ("name", "verified")
+    classes = ("tab-settings",)
 
     def get_formset(self, request, obj=None, **kwargs):
         formset = super().get_formset(request, obj, **kwargs)
@@ -62,6 +69,45 @@ class MemberInline(RealmScopedInline):
     model = OrganizationMember
     fields = ("user", "membership_type")
     autocomplete_fields = ("user",)  # a realm may hold too many users for one select
+    classes = ("tab-members",)
+
+
+class ProviderLinkForm(forms.ModelForm):
+    """A provider serving the organization: the domain it is for (one of the organization's, or
+    any of them) and whether a user of that domain goes straight to it."""
+
+    domain = forms.ChoiceField(required=False, help_text="The e-mail domain this provider is for.")
+
+    class Meta:
+        model = OrganizationIdentityProvider
+        fields = ("identity_provider", "domain", "redirect_when_email_matches")
+        labels = {"identity_provider": "Identity provider",
+                  "redirect_when_email_matches": "Redirect when email domain matches"}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        organization = self.organization
+        names = list(organization.domains.values_list("name", flat=True)) if organization is not None else []
+        held = self.instance.domain if self.instance.pk else ""
+        if held and held not in names and held != organizations.ANY_DOMAIN:
+            names.append(held)
+        self.fields["domain"].choices = [("", "(none)"), (organizations.ANY_DOMAIN, "Any of its domains"),
+                                         *((name, name) for name in names)]
+
+    organization = None  # set by ProviderLinkInline.get_formset
+
+
+class ProviderLinkInline(RealmScopedInline):
+    model = OrganizationIdentityProvider
+    form = ProviderLinkForm
+    fields = ("identity_provider", "domain", "redirect_when_email_matches")
+    classes = ("tab-identity-providers",)
+    verbose_name, verbose_name_plural = "identity provider", "identity providers"
+
+    def get_formset(self, request, obj=None, **kwargs):
+        formset = super().get_formset(request, obj, **kwargs)
+        formset.form.organization = obj if obj is not None and obj.pk else None
+        return formset
 
 
 class InviteForm(forms.Form):
@@ -77,12 +123,39 @@ class OrganizationAdmin(ConsoleAdmin):
     list_display = ("name", "alias", "enabled", "domain_names", "member_count")
     list_filter = realm_owned_list_filter()
     search_fields = ("name", "alias", "domains__name")
-    fields = ("realm", "name", "alias", "enabled", "description", "redirect_url", "attributes")
+    tabs = (("settings", "Settings"), ("attributes", "Attributes"), ("members", "Members"),
+            ("identity-providers", "Identity providers"))
     readonly_fields = ("invite",)
-    inlines = [DomainInline, MemberInline]
+    inlines = [DomainInline, MemberInline, ProviderLinkInline]
 
-    def get_fields(self, request, obj=None):
-        return self.fields + (("invite",) if obj is not None else ())
+    def get_fieldsets(self, request, obj=None):
+        settings = ("realm", "name", "alias", "enabled", "description", "redirect_url")
+        return ((None, {"classes": ("tab-settings",), "fields": settings + (("invite",) if obj is not None else ())}),
+                ("Attributes", {"classes": ("tab-attributes",), "fields": ("attributes",)}))
+
+    def save_formset(self, request, form, formset, change):
+        if formset.model is not OrganizationIdentityProvider:
+            return super().save_formset(request, form, formset, change)
+        # Recorded as the Admin API records them: linking and unlinking on the organization's
+        # identity-providers, a link's domain or redirect as an update of the provider.
+        org, realm = form.instance, form.instance.realm
+        formset.save(commit=False)
+        for link in formset.deleted_objects:
+            link.delete()
+            admin_event(request, realm, "DELETE", "ORGANIZATION",
+                        f"organizations/{org.pk}/identity-providers/{link.identity_provider.alias}")
+        for link in formset.new_objects:
+            link.organization = org
+            link.save()
+            admin_event(request, realm, "CREATE", "ORGANIZATION",
+                        f"organizations/{org.pk}/identity-providers/{link.identity_provider.alias}")
+        for link, _fields in formset.changed_objects:
+            link.save()
+            idp = link.identity_provider
+            record(realm, "UPDATE", "IDENTITY_PROVIDER", f"identity-provider/instances/{idp.alias}",
+                   auth=console_auth(request),
+                   representation=lambda idp=idp: org_idps.with_organization(idp_admin.rep(idp), idp, org))
+        return None
 
     @admin.display(description="")
     def invite(self, obj):
@@ -148,3 +221,4 @@ class OrganizationAdmin(ConsoleAdmin):
         User.objects.filter(organization_memberships__organization=obj,
                             organization_memberships__membership_type=OrganizationMember.MANAGED).delete()
         super().delete_model(request, obj)
+

@@ -178,7 +178,7 @@ def partial_import(realm, data, *, auth=None):
             if kind == "CLIENT":
                 a.link_client_scopes([c for c, existing in plan if existing is None or policy == "OVERWRITE"])
             if kind == "CLIENT_ROLE":
-                _add_composites(a, plans[1] + plan, policy)
+                _add_composites(a, plans[[k[0] for k in kinds].index("REALM_ROLE")] + plan, policy)
         a.add_service_accounts()
         a.add_authorization()
         # Keycloak's events: one per resource written, of the realm, at its ResourceType's path.

@@ -22,7 +22,8 @@ PASSWORD = "api-admin-password-1"
 EXPORT_ONLY_USER_KEYS = {"credentials", "realmRoles", "clientRoles", "groups"}
 EXPORT_ONLY_REALM_KEYS = {"roles", "groups", "users", "scopeMappings", "clientScopeMappings", "clients",
                           "clientScopes", "defaultDefaultClientScopes", "defaultOptionalClientScopes", "components",
-                          "authenticationFlows", "authenticatorConfig", "requiredActions"}
+                          "authenticationFlows", "authenticatorConfig", "requiredActions", "identityProviders",
+                          "identityProviderMappers"}
 
 
 def issue(realm, username, password=PASSWORD):

@@ -75,7 +75,7 @@ def test_every_interop_file_imports(name):
     # Every realm can sign: with the file's key or a generated RS256 one.
     assert realm_keys(realm).signer("RS256") is not None
     # What the model does not hold is reported by path, never dropped in silence.
-    for key in ("clientPolicies", "identityProviders"):
+    for key in ("clientPolicies",):
         if data.get(key):
             assert f"{key}: not supported, not imported" in result.warnings
     for key in ("authenticationFlows", "authenticatorConfig", "requiredActions"):
@@ -474,18 +474,15 @@ def test_keycloak_kid_and_generated_provider_without_material():
 def test_unsupported_keys_are_listed_with_their_paths():
     result = import_realm({
         "realm": "partial",
-        "identityProviders": [{"alias": "google"}],
         "clients": [{"clientId": "app", "authorizationSettings": {"resources": []}, "access": {"view": True}}],
-        "users": [{"username": "u", "federatedIdentities": [{"identityProvider": "google"}], "totp": False}],
+        "users": [{"username": "u", "totp": False}],
         "groups": [{"name": "g", "path": "/g", "subGroups": [{"name": "h", "path": "/g/h", "parentId": "x",
                                                                "unknownThing": 1}]}],
         "components": {"org.keycloak.storage.UserStorageProvider": [{"providerId": "acme-store", "name": "corp"}]},
     })
     assert result.warnings == [
-        "identityProviders: not supported, not imported",
         "clients[0].authorizationSettings: not supported, not imported",
         "groups[0].subGroups[0].unknownThing: not supported, not imported",
-        "users[0].federatedIdentities: not supported, not imported",
         'components["org.keycloak.storage.UserStorageProvider"][0]: user storage provider \'acme-store\' is not '
         "available on this server: stored, its users cannot sign in until it is",
     ]

@@ -116,9 +116,8 @@ def test_skip_keeps_and_overwrite_replaces(acme, master_api):
 
 def test_bad_bodies_are_refused(acme, master_api):
     assert _partial_import(master_api, {"ifResourceExists": "MERGE"}).status_code == 400
-    resp = _partial_import(master_api, {"identityProviders": [{"alias": "github", "providerId": "github"}]})
-    assert resp.status_code == 400
-    assert "identity providers" in resp.json()["errorMessage"]
+    resp = _partial_import(master_api, {"identityProviders": [{"alias": "x", "providerId": "no-such-type"}]})
+    assert resp.json() == {"errorMessage": "identityProviders[0]: Invalid identity provider id [no-such-type]"}
     resp = _partial_import(master_api, {"users": [{"username": "x", "groups": ["/none"]}]})
     assert resp.status_code == 400 and not User.objects.filter(realm=acme, username="x").exists()
 

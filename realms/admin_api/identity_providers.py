@@ -67,7 +67,7 @@ class Instances(RealmResource):
     def post(self, request, realm):
         try:
             idp = from_representation(self.realm, request.data)
-            admin.create(self.realm, idp, auth=self.auth_details())
+            admin.create(self.realm, idp, auth=self.auth_details(), representation=request.data)
         except RepresentationError as exc:
             raise errors.Invalid(str(exc)) from None
         except admin.Refused as exc:
@@ -86,7 +86,7 @@ class Instance(RealmResource):
         existing = find(self.realm, alias)
         try:
             idp = from_representation(self.realm, request.data, existing)
-            admin.update(self.realm, idp, existing, auth=self.auth_details())
+            admin.update(self.realm, idp, existing, auth=self.auth_details(), representation=request.data)
         except RepresentationError as exc:
             raise errors.Invalid(str(exc)) from None
         except admin.Refused as exc:

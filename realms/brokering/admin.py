@@ -16,7 +16,9 @@ from django.db import transaction
 from ..audit import admin_events
 from ..errors import RealmsError
 from ..models import AuthenticationFlow, FederatedIdentity, IdentityProvider, IdentityProviderMapper
+from ..users.organizations import OrganizationError
 from . import mappers
+from . import organizations as org_links
 from .providers import get_provider_type
 
 SECRET_VALUE = "**********"  # Keycloak's ComponentRepresentation.SECRET_VALUE
@@ -61,10 +63,9 @@ def rep(idp, *, brief=False, export=False):
     if idp.post_broker_login_flow_alias:
         out["postBrokerLoginFlowAlias"] = idp.post_broker_login_flow_alias
     if not export:
-        organization = idp.organization_links.values_list("organization_id", flat=True).first() if idp.pk else None
-        if organization:
-            out["organizationId"] = organization
         out["types"] = [USER_AUTHENTICATION]
+        if idp.pk:
+            org_links.with_organization(out, idp)
     return out
 
 
@@ -133,7 +134,8 @@ def check(realm, idp, existing=None):
         raise Refused("Identity Provider alias cannot be changed")
     _check_flow(realm, idp.first_broker_login_flow_alias)
     _check_flow(realm, idp.post_broker_login_flow_alias)
-    idp.config = {k: v for k, v in dict(idp.config or {}).items() if v not in (None, "")}
+    # The organization keys (kc.org.*) live on the provider's organization links, not in its config.
+    idp.config = {k: v for k, v in org_links.stored_config(idp.config).items() if v not in (None, "")}
     _check_secrets(idp, existing)
     mode = idp.config.get("syncMode")
     if mode is not None and mode not in IdentityProvider.SYNC_MODES:
@@ -186,23 +188,37 @@ def _event(realm, operation, idp, auth):
                         representation=lambda: rep(idp))
 
 
-def create(realm, idp, *, auth=None):
-    """Store a new provider of ``realm`` (checked) and record its CREATE."""
+def _organization(idp, representation, created):
+    """The representation's ``organizationId`` and ``kc.org.*`` config keys, applied to the
+    provider's organization link (``realms.brokering.organizations``)."""
+    if representation is None:
+        return
+    try:
+        org_links.apply_organization_fields(idp, representation, created=created)
+    except OrganizationError as exc:
+        raise Refused(str(exc)) from None
+
+
+def create(realm, idp, *, auth=None, representation=None):
+    """Store a new provider of ``realm`` (checked) and record its CREATE; ``representation``: the
+    IdentityProviderRepresentation it came from (its organization fields are applied)."""
     idp.realm = realm
     check(realm, idp)
     with transaction.atomic():
         idp.save()
+        _organization(idp, representation, True)
         _event(realm, "CREATE", idp, auth)
     return idp
 
 
-def update(realm, idp, existing, *, auth=None):
+def update(realm, idp, existing, *, auth=None, representation=None):
     """Replace the stored ``existing`` provider by ``idp`` (same internal id and alias)."""
     idp.realm, idp.internal_id = realm, existing.internal_id
     check(realm, idp, existing)
     idp._state.adding = False  # the stored row is replaced, not a new one inserted
     with transaction.atomic():
         idp.save(force_update=True)
+        _organization(idp, representation, False)
         _event(realm, "UPDATE", idp, auth)
     return idp
 

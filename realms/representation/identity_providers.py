@@ -64,14 +64,12 @@ def from_representation(realm, data, existing=None):
     """An unsaved IdentityProvider of ``realm`` from the Admin API's body (Keycloak's
     RepresentationToModel.toModel: what the body leaves out takes the representation's default,
     ``enabled`` true and the rest false or empty). ``existing``: the stored provider a PUT
-    replaces (its alias and type when the body leaves them out; ``organizationId`` is the
-    organizations' routes' business and ignored, as Keycloak strips it). Checked by
+    replaces (its alias and type when the body leaves them out). ``organizationId`` and the
+    ``kc.org.*`` config keys are applied to the provider's organization link by
+    ``realms.brokering.admin.create``/``update`` from the same body. Checked by
     ``realms.brokering.admin.check`` when stored; RepresentationError for a malformed body."""
     if not isinstance(data, dict):
         raise RepresentationError("", "expected an IdentityProviderRepresentation")
-    if existing is None and data.get("organizationId"):
-        raise RepresentationError("organizationId", "link a provider to an organization through "
-                                                    "organizations/{id}/identity-providers")
     p = Parser()
     fields = parse_provider(data, "", p)
     if p.warnings:

@@ -7,7 +7,11 @@ class SamlConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
+        from realms.brokering.providers import register_provider_type
+
         from . import logout, sso
+        from .broker.provider import SamlProviderType
 
         sso.register()
         logout.register()
+        register_provider_type(SamlProviderType())

@@ -100,3 +100,27 @@ def logout_response(*, issuer, destination, in_response_to, status=c.STATUS_SUCC
     root = _message("LogoutResponse", issuer=issuer, destination=destination, in_response_to=in_response_to)
     _status(root, status, sub_status)
     return root
+
+
+def authn_request(*, issuer, destination, acs_url, protocol_binding, name_id_format, allow_create=None,
+                  force_authn=False, is_passive=False, acs_index=None, subject=None, authn_context=None):
+    """The AuthnRequest the realm sends as a service provider (identity brokering), children in
+    the schema's order: Issuer, Subject, NameIDPolicy, RequestedAuthnContext.
+    ``authn_context``: (comparison, class refs, decl refs)."""
+    root = _message("AuthnRequest", issuer=issuer, destination=destination, AssertionConsumerServiceURL=acs_url,
+                    ProtocolBinding=protocol_binding, ForceAuthn="true" if force_authn else None,
+                    IsPassive="true" if is_passive else None,
+                    AttributeConsumingServiceIndex=None if acs_index is None else str(acs_index))
+    if subject:
+        _el(_el(root, c.NS_SAML, "Subject"), c.NS_SAML, "NameID", subject)
+    _el(root, c.NS_SAMLP, "NameIDPolicy", Format=name_id_format or None,
+        AllowCreate=None if allow_create is None else str(bool(allow_create)).lower())
+    comparison, class_refs, decl_refs = authn_context or ("exact", [], [])
+    if class_refs or decl_refs:
+        context = _el(root, c.NS_SAMLP, "RequestedAuthnContext", Comparison=comparison)
+        for ref in class_refs:
+            _el(context, c.NS_SAML, "AuthnContextClassRef", ref)
+        if not class_refs:
+            for ref in decl_refs:
+                _el(context, c.NS_SAML, "AuthnContextDeclRef", ref)
+    return root

@@ -100,14 +100,21 @@ def _read_checked(request, realm, root, *, binding, params, param, endpoint_url)
 
 
 def _check_header(message, endpoint_url):
-    root, client_id = message.root, message.client.entity_id
+    check_header(message.root, signed=message.signed, binding=message.binding, endpoint_url=endpoint_url,
+                 client_id=message.client.entity_id)
+
+
+def check_header(root, *, signed, binding, endpoint_url, client_id=""):
+    """Version, ID, IssueInstant freshness and Destination of a message (a client's request, or
+    an answer of an identity provider we broker to); UntrustedRequest otherwise."""
 
     def refuse(text, error="invalid_request"):
         raise UntrustedRequest(text, error, client_id=client_id)
 
     if root.get("Version") != c.VERSION:
         refuse("Unsupported SAML version.")
-    if not message.id or len(message.id) > MAX_ID_LENGTH:
+    message_id = root.get("ID", "")
+    if not message_id or len(message_id) > MAX_ID_LENGTH:
         refuse("The SAML message has no valid ID.")
     issued = parse_instant(root.get("IssueInstant", ""))
     now = timezone.now()
@@ -120,7 +127,7 @@ def _check_header(message, endpoint_url):
     # message names a place, it must be here.
     if destination is not None and destination != endpoint_url:
         refuse("The SAML message was sent to another destination.")
-    if message.signed and destination is None and message.binding == c.BINDING_POST:
+    if signed and destination is None and binding == c.BINDING_POST:
         refuse("A signed SAML message must carry its Destination.")
 
 

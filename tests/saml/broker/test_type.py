@@ -1,0 +1,58 @@
+"""The ``saml`` identity provider type against pysaml2's identity provider: our signed
+AuthnRequest is accepted there, its signed (and encrypted) Response here, with the identity and
+the session notes single logout needs."""
+from saml2 import BINDING_HTTP_POST, BINDING_HTTP_REDIRECT
+
+from saml import constants as c
+from saml.broker.logout import NOTE_ISSUER, NOTE_NAME_ID, NOTE_SESSION_INDEX, NOTE_SUBJECT
+
+from .conftest import STATE, saml_request_of
+
+
+def test_signed_post_authn_request_and_signed_response(make_idp, trip, answer, upstream):
+    idp = make_idp(fields={"store_token": True})
+    broker, response = trip(idp)
+    saml_request, relay_state, binding, _ = saml_request_of(response)
+    assert binding == "post" and relay_state == STATE
+    parsed = upstream.server.parse_authn_request(saml_request, BINDING_HTTP_POST)  # xmlsec1 checks our signature
+    message = parsed.message
+    assert message.id == broker.notes["request_id"]
+    assert message.assertion_consumer_service_url == broker.redirect_uri
+    assert message.protocol_binding == c.BINDING_POST
+    assert message.issuer.text == "http://testserver/realms/acme"
+    assert message.name_id_policy.format == c.NAMEID_PERSISTENT and message.name_id_policy.allow_create == "true"
+    assert message.signature is not None
+    text = upstream.authn_response(message.id, broker.redirect_uri, message.issuer.text)
+    identity = answer(idp, broker, text)
+    assert identity.id == identity.username == "u-1001"
+    assert identity.claims["mail"] == ["ada@example.org"] and identity.claims["urn:oid:2.5.4.42"] == ["Ada"]
+    assert identity.context["name_id"] == "u-1001" and ":Assertion " in identity.context["assertion"]
+    notes = identity.session_notes
+    assert notes[NOTE_SUBJECT] == "u-1001" and notes[NOTE_SESSION_INDEX] == upstream.sessions["u-1001"]
+    assert "NameQualifier" in notes[NOTE_NAME_ID] and notes[NOTE_ISSUER] == "http://testserver/realms/acme"
+    assert identity.token  # storeToken keeps the SAMLResponse as it arrived
+
+
+def test_signed_redirect_authn_request(make_idp, trip, upstream):
+    idp = make_idp(postBindingAuthnRequest="false", forceAuthn="true", nameIDPolicyFormat=c.NAMEID_EMAIL,
+                   allowCreate="false", signatureAlgorithm="RSA_SHA512")
+    broker, response = trip(idp)
+    saml_request, relay_state, binding, query = saml_request_of(response)
+    assert binding == "redirect" and query["SigAlg"][0].endswith("rsa-sha512")
+    parsed = upstream.server.parse_authn_request(saml_request, BINDING_HTTP_REDIRECT, relay_state=relay_state,
+                                                 sigalg=query["SigAlg"][0], signature=query["Signature"][0])
+    message = parsed.message
+    assert message.force_authn == "true" and message.name_id_policy.format == c.NAMEID_EMAIL
+    assert message.name_id_policy.allow_create == "false"
+
+
+def test_encrypted_assertion_decrypted_with_the_realm_key(make_idp, trip, answer, upstream, rf, realm):
+    from saml import keys
+
+    idp = make_idp(wantAssertionsEncrypted="true")
+    upstream.options.update(encrypt_assertion=True, encrypt_cert=keys.signing_credential(realm).certificate_b64)
+    broker, response = trip(idp)
+    message = upstream.server.parse_authn_request(saml_request_of(response)[0], BINDING_HTTP_POST).message
+    text = upstream.authn_response(message.id, broker.redirect_uri, message.issuer.text)
+    assert "EncryptedAssertion" in text and "u-1001" not in text.split("EncryptedAssertion")[1]
+    assert answer(idp, broker, text).id == "u-1001"

@@ -2,16 +2,21 @@
 tests/saml/broker): an organization member types their e-mail on the identity-first page and is
 sent to their organization's provider because its domain says "redirect when e-mail domain
 matches"; the provider's signed answer comes back to our broker endpoint. Without the redirect
-(another domain, or the setting off) the password form follows instead."""
+(another domain, or the setting off) the password form follows instead. A managed member without
+a password goes back to the provider they came in through whatever the redirect setting, is
+signed in by the provider's answer, and our tokens' ``organization`` claim names the organization."""
+import base64
 import html
+import json
 import re
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 from urllib.request import Request, urlopen
 
 import pytest
 from django.test import Client as HttpClient
 
-from realms.models import Organization, OrganizationDomain, OrganizationIdentityProvider
+from realms.models import FederatedIdentity, Organization, OrganizationDomain, OrganizationIdentityProvider, OrganizationMember
+from realms.users.accounts import create_user
 from tests.saml.broker.conftest import make_idp, rf, upstream  # noqa: F401 (fixtures)
 from tests.saml.sp import form_fields
 from tests.selfservice.test_reset_and_registration import AUTH, PARAMS, form_action
@@ -68,3 +73,31 @@ def test_without_a_matching_redirect_the_password_form_follows(corp, upstream, c
         assert 'name="password"' not in text and "SAMLRequest" not in text
         assert re.search(r'id="social-upstream"', text)
     assert html.unescape(re.search(r'<input id="username"[^>]*value="([^"]*)"', text).group(1)) == username
+
+
+
+def claims_of(token):
+    payload = token.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+
+
+def test_a_managed_member_goes_home_and_gets_the_organization_claim(realm, corp, upstream):  # noqa: F811
+    OrganizationIdentityProvider.objects.update(redirect_when_email_matches=False)  # home, not the domain rule
+    ada = create_user(realm, "ada", email="ada@example.org")
+    idp = OrganizationIdentityProvider.objects.get().identity_provider
+    FederatedIdentity.objects.create(realm=realm, user=ada, identity_provider=idp, subject="u-1001", user_name="u-1001")
+    OrganizationMember.objects.create(organization=corp, user=ada, membership_type=OrganizationMember.MANAGED)
+    http = HttpClient()
+    sent = http.post(form_action(http.get(AUTH, {**PARAMS, "scope": "openid organization"})),
+                     {"username": "ada@example.org"})
+    assert form_fields(sent.content.decode())[0] == upstream.sso
+    endpoint, answer = upstream_answer(sent)
+    back = http.post(urlsplit(endpoint).path, answer)
+    assert back.status_code == 302 and back["Location"].startswith("https://app.example/cb?"), back.content[:300]
+    code = parse_qs(urlsplit(back["Location"]).query)["code"][0]
+    tokens = HttpClient().post(f"/realms/{realm.name}/protocol/openid-connect/token", {
+        "grant_type": "authorization_code", "code": code, "redirect_uri": PARAMS["redirect_uri"],
+        "client_id": "web-app", "client_secret": "secret-of-web-app"})
+    assert tokens.status_code == 200, tokens.content
+    access = claims_of(tokens.json()["access_token"])
+    assert access["sub"] == ada.pk and access["organization"] == ["corp"]

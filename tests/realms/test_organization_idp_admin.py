@@ -153,3 +153,24 @@ def test_removing_a_domain_or_the_organization_keeps_the_provider(master_api, co
     assert org_idps.organization_fields(idp)["config"] == {REDIRECT: "true"}  # the domain unset, as Keycloak
     assert master_api("delete", f"acme/organizations/{corp}").status_code == 204
     assert IdentityProvider.objects.filter(pk=idp.pk).exists() and org_idps.organization_fields(idp) == {}
+
+
+def test_the_providers_own_routes_read_and_write_the_organization_keys(master_api, corp):
+    """Keycloak's console links a provider, then PUTs the provider with the ``kc.org.*`` keys:
+    through ``identity-provider/instances/{alias}`` the link's domain and redirect are set, a
+    domain the organization lacks refused (400), and the provider's row never stores the keys."""
+    created = master_api("post", "acme/identity-provider/instances", {
+        "alias": "corp-saml", "providerId": "saml", "config": {"singleSignOnServiceUrl": "https://sso.corp.example/saml"}})
+    assert created.status_code == 201, created.content
+    assert raw_post(master_api, f"acme/organizations/{corp}/identity-providers", '"corp-saml"').status_code == 204
+    rep = master_api("get", "acme/identity-provider/instances/corp-saml").json()
+    assert rep["organizationId"] == corp
+    rep["config"][DOMAIN] = "unknown.org"
+    refused(master_api("put", "acme/identity-provider/instances/corp-saml", rep), 400,
+            "Domain unknown.org is not one of the organization's domains")
+    rep["config"].update({DOMAIN: "corp.test", REDIRECT: "true"})
+    assert master_api("put", "acme/identity-provider/instances/corp-saml", rep).status_code == 204
+    seen = master_api("get", f"acme/organizations/{corp}/identity-providers/corp-saml").json()
+    assert (seen["config"][DOMAIN], seen["config"][REDIRECT]) == ("corp.test", "true")
+    stored = IdentityProvider.objects.get(alias="corp-saml").config
+    assert DOMAIN not in stored and REDIRECT not in stored

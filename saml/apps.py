@@ -10,8 +10,10 @@ class SamlConfig(AppConfig):
         from realms.brokering.providers import register_provider_type
 
         from . import logout, sso
+        from .broker import mappers as broker_mappers
         from .broker.provider import SamlProviderType
 
         sso.register()
         logout.register()
         register_provider_type(SamlProviderType())
+        broker_mappers.register()

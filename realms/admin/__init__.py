@@ -22,6 +22,7 @@ from . import (  # noqa: F401
     events,
     flows,
     groups,
+    identity_providers,
     navigation,
     organizations,
     realm,

@@ -12,7 +12,7 @@ from django.urls import reverse
 from .switcher import current_realm
 
 # Section -> entries: (model as "app_label.model_name", or "app_label.*" for every page of an
-# app, label, query string of the list). Identity providers are not here: brokering is not built.
+# app, label, query string of the list).
 SECTIONS = (
     ("Manage", (
         ("realms.organization", "Organizations", ""),
@@ -30,6 +30,7 @@ SECTIONS = (
         ("realms.authenticationflow", "Authentication", ""),
         ("realms.requiredactionprovider", "Required actions", ""),
         ("realms.authenticatorconfig", "Step settings", ""),
+        ("realms.identityprovider", "Identity providers", ""),
         ("federation.*", None, ""),
     )),
     ("Server", (
@@ -45,6 +46,7 @@ SINGULAR = {
     "realms.role": "role", "realms.usersession": "session", "realms.realmkey": "key",
     "realms.requiredactionprovider": "required action", "realms.authenticatorconfig": "step settings",
     "realms.authenticationflow": "flow", "realms.consolejob": "import or export",
+    "realms.identityprovider": "identity provider",
 }
 
 

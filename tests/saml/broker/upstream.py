@@ -138,7 +138,9 @@ class UpstreamIdp:
             parsed = self.server.parse_logout_request(params["SAMLRequest"], binding)
             self.requests.append(("LogoutRequest", parsed))
             response = self.server.create_logout_response(parsed.message, [BINDING_HTTP_POST], sign=True)
-            info = self.server.apply_binding(BINDING_HTTP_POST, str(response), response.destination,
+            _, destination = self.server.pick_binding("single_logout_service", [BINDING_HTTP_POST], "spsso",
+                                                      entity_id=parsed.message.issuer.text)
+            info = self.server.apply_binding(BINDING_HTTP_POST, str(response), destination,
                                              params.get("RelayState", ""), response=True)
             start_response("200 OK", [("Content-Type", "text/html")])
             return [info["data"].encode()]

@@ -1,6 +1,6 @@
 """Users, in Keycloak's tabs: details, credentials (listed, never shown; removable; set a password;
-reset OTP), role mapping (with the effective roles), groups, consents (revocable), sessions (sign
-out one or all); impersonation; enabling and disabling."""
+reset OTP), role mapping (with the effective roles), groups, consents (revocable), identity
+provider links (unlinkable), sessions (sign out one or all); impersonation; enabling and disabling."""
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.options import IS_POPUP_VAR
@@ -14,9 +14,12 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
+from ..administration.admin_permissions import can, console_admin
+from ..audit.admin_events import console_auth
+from ..brokering import admin as idp_admin
 from ..credentials import password_policy
 from ..errors import RealmsError, StoreRefused
-from ..models import Client, Credential, User, UserSession, effective_roles
+from ..models import Client, Credential, FederatedIdentity, User, UserSession, effective_roles
 from ..signin import engine
 from ..sso import impersonation, sessions
 from ..users import consents, storage
@@ -40,6 +43,28 @@ class CredentialInline(admin.TabularInline):
 
     def has_add_permission(self, request, obj=None):
         return False
+
+
+class FederatedIdentityInline(admin.TabularInline):
+    """The user's identity provider links (Keycloak's "Identity provider links" tab): the provider,
+    the user's id and name there. Unlinking (Delete) goes through ``realms.brokering.admin``
+    (``UserAdmin.save_formset``); links are made by a brokered sign-in or the Admin API."""
+
+    classes = ("tab-identity-provider-links",)
+    model = FederatedIdentity
+    fields = readonly_fields = ("identity_provider", "subject", "user_name")
+    verbose_name, verbose_name_plural = "identity provider link", "identity provider links"
+    extra = 0
+    can_delete = True
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return obj is not None and can(console_admin(request), obj.realm, "manage-users", obj)
 
 
 class UserPasswordForm(SetPasswordForm):
@@ -109,9 +134,10 @@ class UserAdmin(ConsoleAdmin):
     readonly_fields = ("id", "password_status", "service_account_client", "federation_link", "created_at", "impersonate",
                        "otp_status", "effective_role_list", "consent_list", "sessions", "logout")
     created_at = time_column("created", "Created")
-    inlines = [CredentialInline]
+    inlines = [CredentialInline, FederatedIdentityInline]
     tabs = (("details", "Details"), ("credentials", "Credentials"), ("role-mapping", "Role mapping"),
-            ("groups", "Groups"), ("consents", "Consents"), ("sessions", "Sessions"))
+            ("groups", "Groups"), ("consents", "Consents"), ("identity-provider-links", "Identity provider links"),
+            ("sessions", "Sessions"))
     fieldsets = [
         (None, {"classes": ("tab-details",), "fields": (
             "realm", "username", "email", "email_verified", "first_name", "last_name", "enabled", "impersonate",
@@ -187,6 +213,15 @@ class UserAdmin(ConsoleAdmin):
 
     def get_inlines(self, request, obj):
         return self.inlines if obj is not None else []
+
+    def save_formset(self, request, form, formset, change):
+        if formset.model is not FederatedIdentity:
+            return super().save_formset(request, form, formset, change)
+        user = form.instance
+        formset.save(commit=False)
+        for link in formset.deleted_objects:  # unlinked as the Admin API unlinks: with its admin event
+            idp_admin.remove_link(user.realm, user, link, auth=console_auth(request))
+        return None
 
     @admin.display(description="Password")
     def password_status(self, obj):

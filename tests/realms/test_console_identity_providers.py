@@ -1,0 +1,261 @@
+"""The console's identity providers (realms.admin.identity_providers): the list and "Add provider"
+by type, each type's form with Keycloak's config keys, saved through realms.brokering.admin (its
+checks, messages and admin events), the client secret write-only, metadata imported from a URL,
+enable and disable, delete; the Mappers tab (add with a compatible type, edit, delete); and a
+user's identity provider links (listed, unlinked)."""
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from django.urls import reverse
+
+from realms.models import Event, FederatedIdentity, IdentityProvider, IdentityProviderMapper, Role
+
+from .test_admin import errors_of, read_form, select_options, submit
+from .test_console import acme, alice, console, master  # noqa: F401 (fixtures)
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_caches")]
+ADD = reverse("admin:realms_identityprovider_add")
+LIST = reverse("admin:realms_identityprovider_changelist")
+FORM = "identityprovider_form"
+SAML_SSO = "https://idp.partner.example/sso"
+SECRET = "s3cret-never-shown"
+
+
+def in_acme(console, acme):  # noqa: F811
+    console.get(LIST, {"realm__id__exact": acme.pk})
+
+
+def admin_events(realm, resource_type):
+    return list(Event.objects.filter(realm=realm, kind=Event.ADMIN, resource_type=resource_type)
+                .order_by("time").values_list("type", "resource_path"))
+
+
+def saml_provider(acme, alias="partner", **config):  # noqa: F811
+    return IdentityProvider.objects.create(realm=acme, alias=alias, provider_id="saml", display_name="Partner",
+                                           config={"singleSignOnServiceUrl": SAML_SSO, "syncMode": "IMPORT", **config})
+
+
+def test_navigation_list_and_add_provider_by_type(console, acme):  # noqa: F811
+    in_acme(console, acme)
+    index = console.get(reverse("admin:index")).content.decode()
+    assert ">Identity providers<" in index
+    saml_provider(acme)
+    page = console.get(LIST).content.decode()
+    assert "Partner" in page and "SAML v2.0" in page
+    assert f'href="{ADD}?provider_id=saml"' in page  # "Add provider" offers each registered type
+    assert re.search(r"<h1>Identity providers</h1>", page)
+    form = console.get(f"{ADD}?provider_id=saml").content.decode()
+    assert "<h1>Create identity provider</h1>" in form
+    for label in ("Single Sign-On service URL", "NameID policy format", "Want AuthnRequests signed", "Sync mode",
+                  "First login flow override", "Post login flow", "Trust Email", "Hide on login page"):
+        assert label in form, label
+    # The flows offered are the realm's own top-level flows.
+    assert "first broker login" in select_options(form, "first_broker_login_flow_alias")
+
+
+def test_create_edit_and_delete_a_saml_provider_through_the_form(console, acme):  # noqa: F811
+    in_acme(console, acme)
+    url = f"{ADD}?provider_id=saml"
+    resp = submit(console, url, FORM, {"alias": "partner", "display_name": "Partner SSO",
+                                       "config_singleSignOnServiceUrl": SAML_SSO, "config_guiOrder": "2",
+                                       "config_wantAssertionsSigned": "on", "trust_email": "on",
+                                       "post_broker_login_flow_alias": "browser"})
+    assert resp.status_code == 200 and not errors_of(resp), errors_of(resp)
+    idp = IdentityProvider.objects.get(realm=acme, alias="partner")
+    assert (idp.provider_id, idp.display_name, idp.trust_email, idp.post_broker_login_flow_alias) == (
+        "saml", "Partner SSO", True, "browser")
+    assert idp.first_broker_login_flow_alias == ""  # the realm's
+    assert idp.config["singleSignOnServiceUrl"] == SAML_SSO and idp.config["wantAssertionsSigned"] == "true"
+    assert idp.config["guiOrder"] == "2" and idp.config["syncMode"] == "IMPORT"  # Keycloak's console default
+    assert admin_events(acme, "IDENTITY_PROVIDER") == [("CREATE", "identity-provider/instances/partner")]
+
+    change = reverse("admin:realms_identityprovider_change", args=[idp.pk])
+    page = console.get(change).content.decode()
+    assert "/realms/acme/broker/partner/endpoint" in page  # the redirect URI
+    assert re.search(r'<input[^>]*name="alias"[^>]*disabled', page)
+    resp = submit(console, change, FORM, {"enabled": None, "config_syncMode": "FORCE", "alias": "renamed"})
+    assert not errors_of(resp), errors_of(resp)
+    idp.refresh_from_db()
+    assert (idp.alias, idp.enabled, idp.sync_mode) == ("partner", False, "FORCE")
+    assert admin_events(acme, "IDENTITY_PROVIDER")[-1] == ("UPDATE", "identity-provider/instances/partner")
+
+    resp = console.post(reverse("admin:realms_identityprovider_delete", args=[idp.pk]), {"post": "yes"}, follow=True)
+    assert resp.status_code == 200
+    assert not IdentityProvider.objects.filter(realm=acme).exists()
+    assert admin_events(acme, "IDENTITY_PROVIDER")[-1] == ("DELETE", "identity-provider/instances/partner")
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"alias": "has space"}, "Empty Space not allowed."),
+    ({"alias": "a/b"}, "Character &#x27;/&#x27; not allowed."),
+    ({"alias": "partner"}, "Identity Provider partner already exists"),
+    ({"config_singleSignOnServiceUrl": ""}, "This field is required."),
+    ({"config_principalType": "ATTRIBUTE"}, "principalAttribute is required when principalType is ATTRIBUTE"),
+    ({"config_guiOrder": "-1"}, "Ensure this value is greater than or equal to 0."),
+])
+def test_invalid_input_is_refused_with_a_message_and_nothing_saved(console, acme, changes, message):  # noqa: F811
+    saml_provider(acme)
+    in_acme(console, acme)
+    data = {"alias": "second", "config_singleSignOnServiceUrl": SAML_SSO, **changes}
+    resp = submit(console, f"{ADD}?provider_id=saml", FORM, data)
+    assert resp.status_code == 200
+    assert message in resp.content.decode()
+    assert list(IdentityProvider.objects.filter(realm=acme).values_list("alias", flat=True)) == ["partner"]
+    assert admin_events(acme, "IDENTITY_PROVIDER") == []
+
+
+def test_an_oidc_providers_secret_is_written_never_shown(console, acme):  # noqa: F811
+    in_acme(console, acme)
+    url = f"{ADD}?provider_id=oidc"
+    form = console.get(url).content.decode()
+    for label in ("Authorization URL", "Token URL", "Client authentication", "Client Secret", "Use PKCE",
+                  "Validate Signatures", "JWKS URL", "Scopes", "Prompt", "Pass login_hint", "Pass max_age",
+                  "Backchannel logout", "Discovery endpoint"):
+        assert label in form, label
+    resp = submit(console, url, FORM, {
+        "alias": "corp", "config_authorizationUrl": "https://sso.corp.example/authorize",
+        "config_tokenUrl": "https://sso.corp.example/token", "config_clientId": "our-app",
+        "config_clientSecret": SECRET, "config_pkceEnabled": "on", "config_pkceMethod": "S256",
+        "config_defaultScope": "openid email"})
+    assert not errors_of(resp), errors_of(resp)
+    idp = IdentityProvider.objects.get(realm=acme, alias="corp")
+    assert idp.config["clientSecret"] == SECRET and idp.config["pkceMethod"] == "S256"
+    change = reverse("admin:realms_identityprovider_change", args=[idp.pk])
+    page = console.get(change).content.decode()
+    assert SECRET not in page and "**********" not in page
+    assert read_form(page, FORM)["config_clientSecret"] == [""]
+    # Saved with the field left empty: the stored secret stays; a new one replaces it.
+    assert not errors_of(submit(console, change, FORM, {"config_defaultScope": "openid"}))
+    idp.refresh_from_db()
+    assert idp.config["clientSecret"] == SECRET and idp.config["defaultScope"] == "openid"
+    submit(console, change, FORM, {"config_clientSecret": "rotated"})
+    idp.refresh_from_db()
+    assert idp.config["clientSecret"] == "rotated"
+    assert SECRET not in json.dumps(list(Event.objects.filter(realm=acme).values_list("representation", flat=True)))
+
+
+@pytest.fixture
+def metadata_server():
+    """A loopback server answering its ``payload`` (404 while None)."""
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            payload = self.server.payload
+            self.send_response(200 if payload else 404)
+            self.send_header("Content-Type", "application/xml")
+            self.end_headers()
+            self.wfile.write(payload or b"")
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.payload = None
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server
+    server.shutdown()
+
+
+SAML_METADATA = b"""<?xml version="1.0"?>
+<md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata" entityID="https://idp.partner.example/meta">
+ <md:IDPSSODescriptor WantAuthnRequestsSigned="true" protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol">
+  <md:NameIDFormat>urn:oasis:names:tc:SAML:2.0:nameid-format:persistent</md:NameIDFormat>
+  <md:SingleSignOnService Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST"
+    Location="https://idp.partner.example/sso/post"/>
+ </md:IDPSSODescriptor>
+</md:EntityDescriptor>"""
+
+
+def test_metadata_imported_from_a_url_fills_the_add_form(console, acme, metadata_server, outbound_loopback):  # noqa: F811
+    server = metadata_server
+    server.payload = SAML_METADATA
+    in_acme(console, acme)
+    page = console.get(f"{ADD}?provider_id=saml").content.decode()
+    assert 'name="fromUrl" form="console-action"' in page  # the action form's, not the object's
+    url = f"http://127.0.0.1:{server.server_port}/metadata"
+    resp = console.post(reverse("admin:realms_identityprovider_import") + "?provider_id=saml", {"fromUrl": url},
+                        follow=True)
+    page = resp.content.decode()
+    assert "metadata was imported" in page
+    assert read_form(page, FORM)["config_singleSignOnServiceUrl"] == ["https://idp.partner.example/sso/post"]
+    assert read_form(page, FORM)["config_idpEntityId"] == ["https://idp.partner.example/meta"]
+    assert not IdentityProvider.objects.exists()  # nothing saved until the admin saves
+    server.payload = None
+    resp = console.post(reverse("admin:realms_identityprovider_import") + "?provider_id=saml", {"fromUrl": url},
+                        follow=True)
+    assert "Could not fetch the metadata" in resp.content.decode()
+
+
+def test_enable_and_disable_from_the_list(console, acme):  # noqa: F811
+    idp = saml_provider(acme)
+    in_acme(console, acme)
+    resp = console.post(LIST, {"action": "disable_providers", "_selected_action": [idp.pk]}, follow=True)
+    assert "Disabled 1 identity provider(s)." in resp.content.decode()
+    idp.refresh_from_db()
+    assert not idp.enabled
+    console.post(LIST, {"action": "enable_providers", "_selected_action": [idp.pk]}, follow=True)
+    idp.refresh_from_db()
+    assert idp.enabled
+    assert [t for t, _ in admin_events(acme, "IDENTITY_PROVIDER")] == ["UPDATE", "UPDATE"]
+
+
+def test_mappers_add_edit_and_delete(console, acme):  # noqa: F811
+    idp = saml_provider(acme)
+    Role.objects.create(realm=acme, name="partner-staff")
+    in_acme(console, acme)
+    change = reverse("admin:realms_identityprovider_change", args=[idp.pk])
+    assert "No mappers." in console.get(change).content.decode()
+    add = reverse("admin:realms_identityprovider_mapper_add", args=[idp.pk])
+    page = console.get(add).content.decode()
+    offered = select_options(page, "type")
+    assert "oidc-hardcoded-role-idp-mapper" in offered and "saml-role-idp-mapper" in offered
+    page = console.get(add, {"type": "oidc-hardcoded-role-idp-mapper"}).content.decode()
+    assert "Hardcoded Role" in page and "Sync mode override" in page or "syncMode" in page
+    fields = read_form(page, "identityprovidermapper_form")
+    names = {n for n in fields if n.startswith("property_")}
+    resp = console.post(add + "?type=oidc-hardcoded-role-idp-mapper", {
+        **{n: v for n, v in fields.items()}, "name": "staff", **{n: "partner-staff" for n in names
+                                                                 if n == "property_0"}}, follow=True)
+    assert "Mapper staff saved." in resp.content.decode(), errors_of(resp)
+    mapper = IdentityProviderMapper.objects.get(identity_provider=idp)
+    assert (mapper.name, mapper.mapper_type, mapper.config["role"]) == ("staff", "oidc-hardcoded-role-idp-mapper",
+                                                                       "partner-staff")
+    assert admin_events(acme, "IDENTITY_PROVIDER_MAPPER") == [
+        ("CREATE", f"identity-provider/instances/partner/mappers/{mapper.pk}")]
+    assert "staff" in console.get(change).content.decode()
+
+    # A second mapper with the same name is refused, with Keycloak's message; nothing saved.
+    resp = console.post(add + "?type=oidc-hardcoded-role-idp-mapper", {**fields, "name": "staff"})
+    assert "Failed to add mapper &#x27;staff&#x27;" in resp.content.decode()
+    assert IdentityProviderMapper.objects.count() == 1
+
+    edit = reverse("admin:realms_identityprovider_mapper", args=[idp.pk, mapper.pk])
+    data = read_form(console.get(edit).content.decode(), "identityprovidermapper_form")
+    sync = next(n for n in data if n.startswith("property_") and data[n] == ["INHERIT"])
+    resp = console.post(edit, {**data, sync: "FORCE"}, follow=True)
+    assert "Mapper staff saved." in resp.content.decode()
+    mapper.refresh_from_db()
+    assert mapper.config["syncMode"] == "FORCE"
+
+    assert console.get(reverse("admin:realms_identityprovider_mapper_delete", args=[idp.pk, mapper.pk])).status_code \
+        == 405
+    console.post(reverse("admin:realms_identityprovider_mapper_delete", args=[idp.pk, mapper.pk]))
+    assert not IdentityProviderMapper.objects.exists()
+    assert [t for t, _ in admin_events(acme, "IDENTITY_PROVIDER_MAPPER")] == ["CREATE", "UPDATE", "DELETE"]
+
+
+def test_a_users_identity_provider_links_listed_and_unlinked(console, acme, alice):  # noqa: F811
+    idp = saml_provider(acme)
+    link = FederatedIdentity.objects.create(realm=acme, user=alice, identity_provider=idp, subject="p-123",
+                                            user_name="alice@partner")
+    change = reverse("admin:realms_user_change", args=[alice.pk])
+    page = console.get(change).content.decode()
+    assert "Identity provider links" in page and "p-123" in page and "alice@partner" in page
+    data = read_form(page, "user_form")
+    prefix = next(n for n in data if n.endswith("-TOTAL_FORMS") and "federated" in n).removesuffix("-TOTAL_FORMS")
+    resp = console.post(change, {**data, f"{prefix}-0-DELETE": "on"}, follow=True)
+    assert resp.status_code == 200 and not errors_of(resp), errors_of(resp)
+    assert not FederatedIdentity.objects.filter(pk=link.pk).exists()
+    assert ("DELETE", f"users/{alice.pk}/federated-identity/partner") in admin_events(acme, "USER")

@@ -23,16 +23,18 @@ from ..brokering import admin as idp_admin
 from ..brokering.providers import BrokerError, ProviderType, get_provider_type, provider_types
 from ..http import outbound, web
 from ..models import AuthenticationFlow, IdentityProvider
-from . import identity_provider_mappers, idp_fields
 from .base import ConsoleAdmin, realm_owned_list_filter
+from .identity_provider_mappers import mappers_table
+from .identity_provider_mappers import urls as mapper_urls
+from .idp_fields import GUI_ORDER, IMPORT_LABEL, IMPORT_LABELS, SYNC_MODE, form_name, keys_of, ordered, sections
 from .keyed import KeyedJsonForm, keyed_form
 from .sessions import ACTION_FORM
 from .switcher import current_realm
 
 IMPORTED = "console_idp_import"  # the session key of metadata imported for the add page
-GENERAL = ("alias", "display_name", idp_fields.form_name("guiOrder"), "enabled")
+GENERAL = ("alias", "display_name", form_name("guiOrder"), "enabled")
 ADVANCED = ("store_token", "add_read_token_role_on_create", "trust_email", "link_only", "hide_on_login",
-            "first_broker_login_flow_alias", "post_broker_login_flow_alias", idp_fields.form_name("syncMode"))
+            "first_broker_login_flow_alias", "post_broker_login_flow_alias", form_name("syncMode"))
 # Keycloak's messages that concern the alias: shown on its field.
 ALIAS_MESSAGES = ("alias", "Empty Space", "Character '")
 
@@ -125,7 +127,7 @@ class IdentityProviderAdmin(ConsoleAdmin):
     # -- the type of the page ------------------------------------------------------------------
 
     def types(self):
-        return idp_fields.ordered(provider_types())
+        return ordered(provider_types())
 
     def type_for(self, request, obj=None):
         if obj is not None and not obj._state.adding:
@@ -150,9 +152,9 @@ class IdentityProviderAdmin(ConsoleAdmin):
     def get_form(self, request, obj=None, change=False, **kwargs):
         provider_type = self.type_for(request, obj)
         adding = obj is None
-        keys = idp_fields.keys_of((idp_fields.GUI_ORDER, idp_fields.SYNC_MODE), adding=adding)
-        for _title, settings in (idp_fields.sections(provider_type) if provider_type else ()):
-            keys.update(idp_fields.keys_of(settings, adding=adding))
+        keys = keys_of((GUI_ORDER, SYNC_MODE), adding=adding)
+        for _title, settings in (sections(provider_type) if provider_type else ()):
+            keys.update(keys_of(settings, adding=adding))
         base = keyed_form("IdentityProviderForm", IdentityProviderForm, keys)
         base.realm = obj.realm if obj is not None else current_realm(request)
         base.provider_type = provider_type
@@ -166,9 +168,9 @@ class IdentityProviderAdmin(ConsoleAdmin):
         if obj is None and provider_type is not None and importable(provider_type):
             general = ("import_metadata",) + general
         fieldsets = [("General settings", {"classes": ("tab-settings",), "fields": general})]
-        for title, settings in (idp_fields.sections(provider_type) if provider_type else ()):
+        for title, settings in (sections(provider_type) if provider_type else ()):
             fieldsets.append((title, {"classes": ("tab-settings",),
-                                      "fields": tuple(idp_fields.form_name(s.key) for s in settings)}))
+                                      "fields": tuple(form_name(s.key) for s in settings)}))
         fieldsets.append(("Advanced settings", {"classes": ("tab-settings",), "fields": ADVANCED}))
         if obj is not None:
             fieldsets.append(("Mappers", {"classes": ("tab-mappers",), "fields": ("mappers_list",)}))
@@ -180,10 +182,10 @@ class IdentityProviderAdmin(ConsoleAdmin):
         provider_type = self.type_for(request)
         if imported and provider_type is not None and imported.get("provider_id") == provider_type.provider_id:
             del request.session[IMPORTED]
-            kinds = {s.key: s.kind for _t, settings in idp_fields.sections(provider_type) for s in settings}
+            kinds = {s.key: s.kind for _t, settings in sections(provider_type) for s in settings}
             for key, value in (imported.get("config") or {}).items():
                 if key in kinds and kinds[key] != "secret":
-                    initial[idp_fields.form_name(key)] = value == "true" if kinds[key] == "bool" else value
+                    initial[form_name(key)] = value == "true" if kinds[key] == "bool" else value
         return initial
 
     def add_view(self, request, form_url="", extra_context=None):
@@ -209,7 +211,7 @@ class IdentityProviderAdmin(ConsoleAdmin):
         provider_type = get_provider_type(obj.provider_id) if obj.provider_id else None
         if provider_type is None:
             return "-"
-        label = idp_fields.IMPORT_LABELS.get(provider_type.provider_id, idp_fields.IMPORT_LABEL)
+        label = IMPORT_LABELS.get(provider_type.provider_id, IMPORT_LABEL)
         url = reverse("admin:realms_identityprovider_import") + f"?provider_id={provider_type.provider_id}"
         return format_html(
             '<label for="idp-from-url">{}</label> <input type="url" id="idp-from-url" name="fromUrl" form="{}" '
@@ -219,7 +221,7 @@ class IdentityProviderAdmin(ConsoleAdmin):
 
     @admin.display(description="Mappers")
     def mappers_list(self, obj):
-        return identity_provider_mappers.mappers_table(obj)
+        return mappers_table(obj)
 
     # -- saving through realms.brokering.admin ---------------------------------------------------
 
@@ -270,7 +272,7 @@ class IdentityProviderAdmin(ConsoleAdmin):
     def get_urls(self):
         view = self.admin_site.admin_view
         return [path("import/", view(self.import_view), name="realms_identityprovider_import"),
-                *identity_provider_mappers.urls(self), *super().get_urls()]
+                *mapper_urls(self), *super().get_urls()]
 
     def import_view(self, request):
         """Keycloak's ``import-config`` from a URL, for the add page: the type reads the fetched

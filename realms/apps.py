@@ -11,7 +11,7 @@ class RealmsConfig(AppConfig):
 
         from .admin_api import resources, routes
         from .administration import admin_permissions, console_auth
-        from .brokering import broker, hardcoded_mappers, login_page, organization_steps
+        from .brokering import broker, first_login, hardcoded_mappers, login_page, organization_steps
         from .credentials import register_credential_type
         from .credentials.otp import Otp
         from .credentials.password import Password
@@ -35,6 +35,7 @@ class RealmsConfig(AppConfig):
         login_page.register()
         hardcoded_mappers.register()
         organization_steps.register()
+        first_login.register()
         for kind in (Password, Otp, RecoveryCodes, WebAuthn, WebAuthnPasswordless):
             register_credential_type(kind)
 

@@ -16,6 +16,7 @@ from ..admin_api import errors
 from ..admin_api.reps import group_reps
 from ..admin_api.views import ApiView
 from ..audit import events
+from ..brokering import linking
 from ..credentials import credential_types
 from ..errors import ReadOnlyUser
 from ..http import cors
@@ -333,13 +334,42 @@ class ApplicationConsent(AccountResource):
         return Response(status=204)
 
 
+def _count(request, name):
+    """``first`` / ``max`` of a list: absent, or a whole number not below zero."""
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return None
+    if not raw.isdigit():
+        raise errors.Invalid(f"Invalid parameter: {name}")
+    return int(raw)
+
+
 class LinkedAccounts(AccountResource):
-    """Identity providers the user could link or has linked; none exist yet, so always empty."""
+    """Keycloak's LinkedAccountsResource: ``linked=true`` the user's links, ``linked=false`` the
+    providers the user may link, neither both (Keycloak's older form); ``search``, ``first``,
+    ``max`` as Keycloak's."""
 
     required_role = (MANAGE_ACCOUNT, VIEW_PROFILE)
 
     def get(self, request, realm):
-        return Response([])
+        raw = request.query_params.get("linked")
+        linked = None if raw is None else raw.lower() == "true"
+        return Response(linking.linked_accounts(self.realm, self.user, linked=linked,
+                                                search=request.query_params.get("search"),
+                                                first=_count(request, "first"), most=_count(request, "max")))
+
+
+class LinkedAccount(AccountResource):
+    """DELETE a link (REMOVE_FEDERATED_IDENTITY), refused with Keycloak's messages."""
+
+    required_role = (MANAGE_ACCOUNT,)
+
+    def delete(self, request, realm, alias):
+        try:
+            linking.unlink(request._request, self.realm, self.user, alias, client_id=request.user.client_id)
+        except linking.Refused as exc:
+            raise errors.Invalid(exc.message) from None
+        return Response(status=204)
 
 
 class Groups(AccountResource):

@@ -11,6 +11,7 @@ from django.http import Http404, HttpResponseRedirect
 from django.views.decorators.csrf import csrf_protect
 
 from ..audit import events
+from ..brokering import linking
 from ..credentials import credential_types, password_policy
 from ..errors import StoreRefused
 from ..http import messages, themes
@@ -103,7 +104,7 @@ class Console:
 
 
 _NOTICES = {"accountUpdatedMessage", "accountPasswordUpdatedMessage", "sessionsSignedOut", "consentRevoked",
-            "credentialRemoved"}
+            "credentialRemoved", "unLinkSuccess"}
 
 
 def _forbidden_unless_manage(ctx):
@@ -228,7 +229,23 @@ def device_activity(request, ctx):
 
 @page("account-linked-accounts")
 def linked_accounts(request, ctx):
-    return ctx.render("linked-accounts.html")
+    """Keycloak's "Linked accounts": the user's links (unlinked with a post) and the providers
+    they may link (through the ``idp_link`` action, as Keycloak's console)."""
+    error = None
+    if request.method == "POST":
+        _forbidden_unless_manage(ctx)
+        try:
+            linking.unlink(request, ctx.realm, ctx.user, request.POST.get("unlink", ""), client_id=ACCOUNT_CLIENT)
+        except linking.Refused as exc:
+            error = Message(exc.message)
+        else:
+            return ctx.done("unLinkSuccess")
+    linked = linking.linked_accounts(ctx.realm, ctx.user, linked=True)
+    available = linking.linked_accounts(ctx.realm, ctx.user, linked=False)
+    for rep in available:
+        rep["link_url"] = ctx.action_url(f"{linking.PROVIDER_ID}:{rep['providerAlias']}") if ctx.may_manage else ""
+    return ctx.render("linked-accounts.html", {"linked": linked, "available": available, "error": error},
+                      status=400 if error else 200)
 
 
 @page("account-applications")

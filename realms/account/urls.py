@@ -42,6 +42,7 @@ urlpatterns = [
     path("applications", either(api.Applications.as_view(), console.applications), name="account-applications"),
     path("applications/<str:client_id>/consent", either(api.ApplicationConsent.as_view())),
     path("linked-accounts", either(api.LinkedAccounts.as_view())),
+    path("linked-accounts/<str:alias>", either(api.LinkedAccount.as_view())),
     path("groups", either(api.Groups.as_view(), console.groups), name="account-groups"),
     path("organizations", either(api.Organizations.as_view(), console.organizations), name="account-organizations"),
     path("supportedLocales", either(api.SupportedLocales.as_view())),

@@ -19,12 +19,24 @@ from jwcrypto import jws
 
 from ..data import keys
 from ..errors import RealmsError
+from ..registry import Registry
 from .web import base_url
 
 VERIFY_EMAIL, RESET_CREDENTIALS, EXECUTE_ACTIONS = "verify-email", "reset-credentials", "execute-actions"
 ORG_INVITE = "ORGIVT"  # an organization's invitation (``sub`` absent for someone yet to register)
 UPDATE_EMAIL = "update-email"  # claims oldEmail and newEmail: the change waiting for this link
 TYPES = (VERIFY_EMAIL, RESET_CREDENTIALS, EXECUTE_ACTIONS, ORG_INVITE, UPDATE_EMAIL)
+# Links of other rooms (brokering's account-link confirmation): ``handler(request, realm, claims)``
+# answers a verified token of that type at the same address.
+_handlers = Registry("action token handlers")
+
+
+def register_handler(typ, handler):
+    _handlers.add(typ, handler)
+
+
+def handler(typ):
+    return _handlers.get(typ)
 
 
 class InvalidToken(RealmsError):
@@ -87,7 +99,7 @@ def verify(realm, token, request=None) -> dict:
         raise
     except Exception as exc:  # jwcrypto raises several kinds; all mean the same here
         raise InvalidToken(str(exc)) from exc
-    if claims.get("iss") != issuer(realm, request) or claims.get("typ") not in TYPES:
+    if claims.get("iss") != issuer(realm, request) or (claims.get("typ") not in TYPES and claims.get("typ") not in _handlers):
         raise InvalidToken("not an action token of this realm")
     if not isinstance(claims.get("exp"), int) or claims["exp"] <= time.time():
         raise ExpiredToken("expired")

@@ -86,6 +86,8 @@ def action_token(request, realm):
         return _message(request, realm_obj, "invalidCodeMessage", status=400)
     if claims["typ"] == action_tokens.ORG_INVITE:
         return _organization_invitation(request, config, realm_obj, claims)
+    if action_tokens.handler(claims["typ"]) is not None:
+        return action_tokens.handler(claims["typ"])(request, realm_obj, claims)
     user = User.objects.filter(realm=realm_obj, pk=claims["sub"]).first()
     client = config.client(claims.get("azp") or ACCOUNT_CLIENT)
     if user is None or not user.enabled or client is None or not client.enabled:

@@ -36,7 +36,7 @@ from .. import builders, inbound, outbound, signatures, xml
 from .. import constants as c
 from ..errors import UntrustedRequest
 from . import config as saml_config
-from .response import check_issuer, verify
+from .response import check_issuer, verify, verify_query
 
 logger = logging.getLogger("idp.broker")
 
@@ -110,7 +110,7 @@ def _read(request, realm, idp, params, binding, param, kind):
     if settings.flag("validateSignature"):
         allow_sha1 = settings.algorithm == "RSA_SHA1"
         if binding == c.BINDING_REDIRECT:
-            _verify_query(request, param, settings.certificates(), allow_sha1)
+            verify_query(request.META.get("QUERY_STRING", ""), param, settings.certificates(), allow_sha1)
         elif signatures.has_signature(root):
             root = verify(root, settings.certificates(), allow_sha1)
         else:
@@ -120,15 +120,6 @@ def _read(request, realm, idp, params, binding, param, kind):
                          endpoint_url=endpoint_url(request, realm, idp.alias))
     check_issuer(root, settings.config.get("idpEntityId", ""), required=False)
     return root
-
-
-def _verify_query(request, param, certificates, allow_sha1):
-    for cert in certificates:
-        try:
-            return signatures.verify_query(request.META.get("QUERY_STRING", ""), param, cert, allow_sha1=allow_sha1)
-        except UntrustedRequest:
-            continue
-    raise UntrustedRequest("Invalid signature.", "invalid_signature")
 
 
 def _refused(request, realm, idp, exc, event_type="LOGOUT_ERROR"):

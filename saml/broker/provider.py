@@ -105,7 +105,8 @@ class SamlProviderType(ProviderType):
         try:
             answer = response.read(params["SAMLResponse"], binding, settings=settings, realm=realm,
                                    endpoint_url=broker.redirect_uri, entity_id=our_entity_id(request, realm, settings),
-                                   request_id=broker.notes.get(REQUEST_ID, ""))
+                                   request_id=broker.notes.get(REQUEST_ID, ""),
+                                   query_string=request.META.get("QUERY_STRING", ""))
         except UntrustedRequest as exc:
             raise broker_error(exc) from exc
         return identity_of(idp, settings, answer, params["SAMLResponse"], our_entity_id(request, realm, settings))

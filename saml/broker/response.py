@@ -90,8 +90,19 @@ def _in_response_to(value, expected):
     return bool(value) and bool(expected) and constant_time_equals(value, expected)
 
 
-def read(encoded, binding, *, settings, realm, endpoint_url, entity_id, request_id):
-    """The ``Answer`` a POSTed (base64) or redirected (deflated) SAMLResponse proves."""
+def verify_query(query_string, param, certificates, allow_sha1):
+    """The Redirect binding's query-string signature by any of the provider's certificates."""
+    for cert in certificates:
+        try:
+            return signatures.verify_query(query_string, param, cert, allow_sha1=allow_sha1)
+        except UntrustedRequest:
+            continue
+    refuse("Invalid signature.", INVALID_SIGNATURE)
+
+
+def read(encoded, binding, *, settings, realm, endpoint_url, entity_id, request_id, query_string=""):
+    """The ``Answer`` a POSTed (base64) or redirected (deflated, its signature on the query
+    string, bindings §3.4.4.1) SAMLResponse proves."""
     raw = xml.decode_redirect(encoded) if binding == c.BINDING_REDIRECT else xml.decode_post(encoded)
     root = xml.parse(raw)
     if root.tag != _q(c.NS_SAMLP, "Response"):
@@ -100,7 +111,10 @@ def read(encoded, binding, *, settings, realm, endpoint_url, entity_id, request_
     certificates = settings.certificates()
     allow_sha1 = settings.algorithm == "RSA_SHA1"
     response_signed = False
-    if validate and signatures.has_signature(root):
+    if validate and binding == c.BINDING_REDIRECT and "Signature=" in query_string:
+        verify_query(query_string, "SAMLResponse", certificates, allow_sha1)
+        response_signed = True
+    elif validate and signatures.has_signature(root):
         root = verify(root, certificates, allow_sha1)
         response_signed = True
     inbound.check_header(root, signed=response_signed, binding=binding, endpoint_url=endpoint_url)

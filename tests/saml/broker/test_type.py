@@ -1,6 +1,8 @@
 """The ``saml`` identity provider type against pysaml2's identity provider: our signed
 AuthnRequest is accepted there, its signed (and encrypted) Response here, with the identity and
 the session notes single logout needs."""
+from urllib.parse import urlsplit
+
 from saml2 import BINDING_HTTP_POST, BINDING_HTTP_REDIRECT
 
 from saml import constants as c
@@ -56,3 +58,26 @@ def test_encrypted_assertion_decrypted_with_the_realm_key(make_idp, trip, answer
     text = upstream.authn_response(message.id, broker.redirect_uri, message.issuer.text)
     assert "EncryptedAssertion" in text and "u-1001" not in text.split("EncryptedAssertion")[1]
     assert answer(idp, broker, text).id == "u-1001"
+
+
+def test_response_by_redirect_binding_signed_on_the_query(make_idp, trip, upstream, rf, realm, saml_type):
+    import pytest
+
+    from realms.brokering.providers import BrokerError
+
+    idp = make_idp(postBindingResponse="false", wantAssertionsSigned="false")
+    broker, response = trip(idp)
+    message = upstream.server.parse_authn_request(saml_request_of(response)[0], BINDING_HTTP_POST).message
+    assert message.protocol_binding == c.BINDING_REDIRECT
+    text = upstream.authn_response(message.id, broker.redirect_uri, message.issuer.text, sign_response=False,
+                                   sign_assertion=False)
+    info = upstream.server.apply_binding(BINDING_HTTP_REDIRECT, text, broker.redirect_uri, STATE, response=True,
+                                         sign=True, sigalg="http://www.w3.org/2001/04/xmldsig-more#rsa-sha256")
+    location = urlsplit(dict(info["headers"])["Location"])
+    assert "Signature=" in location.query
+    identity = saml_type.authenticated(rf.get(f"{location.path}?{location.query}"), realm, idp, broker)
+    assert identity.id == "u-1001"
+    tampered = location.query.replace("RelayState=", "RelayState=x")
+    with pytest.raises(BrokerError) as caught:
+        saml_type.authenticated(rf.get(f"{location.path}?{tampered}"), realm, idp, broker)
+    assert caught.value.error == "invalid_signature"

@@ -24,7 +24,19 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from federation.ldap.api import add_default_mappers
 from federation.models import LdapComponent
 from oidc.models import ConsentGrant
-from realms.models import Client, ClientScope, Component, Credential, Event, Group, Organization, Realm, Role, UserSession
+from realms.models import (
+    Client,
+    ClientScope,
+    Component,
+    Credential,
+    Event,
+    Group,
+    IdentityProvider,
+    Organization,
+    Realm,
+    Role,
+    UserSession,
+)
 from realms.representation.services import create_realm
 from realms.sso.sessions import create_user_session, get_or_create_client_session
 from realms.users.accounts import create_user
@@ -91,9 +103,11 @@ def world(smtp_settings):  # noqa: F811
                                  "keyTab": "/etc/krb5.keytab", "editMode": "READ_ONLY", "enabled": "true",
                                  "priority": "0"}.items()})
     endpoint, _ = webhooks.create_endpoint(realm, "https://hooks.example/in", ["*"], description="audit")
+    partner = IdentityProvider.objects.create(realm=realm, alias="partner", provider_id="saml", config={
+        "singleSignOnServiceUrl": "https://idp.partner.example/sso", "syncMode": "IMPORT"})
     seeds = {Realm: realm, Client: app, type(alice): alice, Group: Group.objects.create(realm=realm, name="staff"),
              Role: Role.objects.create(realm=realm, name="reader", description="Reads"), Organization: org,
-             LdapComponent: ldap, type(endpoint): endpoint}
+             LdapComponent: ldap, type(endpoint): endpoint, IdentityProvider: partner}
     return operator, realm, seeds
 
 

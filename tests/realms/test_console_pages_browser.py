@@ -19,7 +19,9 @@ from realms.models import (
     ClientSession,
     ConsoleJob,
     Event,
+    FederatedIdentity,
     Group,
+    IdentityProvider,
     Organization,
     Realm,
     RealmOwned,
@@ -83,6 +85,10 @@ def acme(transactional_db):
     Role.objects.create(realm=realm, name="editor", description="Edits the catalogue")
     Group.objects.create(realm=realm, name="staff")
     Organization.objects.create(realm=realm, name="Acme Corporation", alias="acme-corp")
+    partner = IdentityProvider.objects.create(realm=realm, alias="partner", provider_id="saml", display_name="Partner",
+                                              config={"singleSignOnServiceUrl": "https://idp.partner.example/sso"})
+    FederatedIdentity.objects.create(realm=realm, user=alice, identity_provider=partner, subject="p-123",
+                                     user_name="alice@partner")
     AuthenticatorConfig.objects.create(realm=realm, alias="otp-condition", config={})
     account = Client.objects.get(realm=realm, client_id="account-console")
     now = timezone.now()
@@ -179,7 +185,7 @@ def test_the_navigation_is_keycloaks(page, live_server, acme):
     configure = sections.nth(1).locator("th[scope=row]").all_inner_texts()
     assert configure[:5] == ["Realm settings", "Keys", "Authentication", "Required actions", "Step settings"]
     assert {"LDAP providers", "Kerberos providers"} <= set(configure[5:])
-    assert "Identity providers" not in configure  # brokering is not built: no page to open
+    assert configure[5] == "Identity providers"  # Keycloak's place: after Authentication, before User federation
     text = page.locator("body").inner_text()
     assert "Periodic tasks" not in text and "Crontabs" not in text  # the LDAP providers' schedules are theirs
     # "Realm settings" opens the current realm's page; lists and forms say what Keycloak says.

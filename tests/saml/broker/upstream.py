@@ -26,13 +26,14 @@ class _Quiet(WSGIRequestHandler):
 
 
 class UpstreamIdp:
-    def __init__(self, directory):
+    def __init__(self, directory, host="127.0.0.1"):
         self.key_pem, self.cert_pem, self.cert_b64 = key_pair("upstream-idp")
         self.key_file, self.cert_file = directory / "idp.key", directory / "idp.crt"
         self.key_file.write_bytes(self.key_pem)
         self.cert_file.write_bytes(self.cert_pem)
         self.httpd = make_server("127.0.0.1", 0, self.app, handler_class=_Quiet)
-        self.base = f"http://127.0.0.1:{self.httpd.server_port}"
+        # ``host``: the name the browser reaches it by ("localhost" makes it another site than ours).
+        self.base = f"http://{host}:{self.httpd.server_port}"
         self.entity_id = f"{self.base}/idp/metadata"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()

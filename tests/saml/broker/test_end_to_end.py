@@ -207,3 +207,17 @@ def test_a_forged_logout_request_ends_nothing(live_idp, base, realm, upstream):
     forged = base64.b64encode(base64.b64decode(encoded).replace(b"u-1001", b"u-1002")).decode()
     answer = requests.post(endpoint, data={"SAMLRequest": forged}, timeout=10)
     assert answer.status_code == 400 and UserSession.objects.filter(realm=realm).count() == 1
+
+
+def test_first_sign_in_creates_the_user_with_the_mappers_and_links_it(live_idp, base, realm, upstream):
+    live_idp(fields={"trust_email": True})
+    issued = tokens(base, sign_in(new_browser(), base))
+    user = User.objects.get(realm=realm, username="u-1001")
+    assert (user.email, user.email_verified, user.first_name, user.last_name) == (
+        "ada@example.org", True, "Ada", "Lovelace")
+    link = FederatedIdentity.objects.get(user=user)
+    assert (link.identity_provider.alias, link.subject, link.user_name) == (ALIAS, "u-1001", "u-1001")
+    assert issued["access_token"]
+    # The next sign-in goes through the link: no second user.
+    tokens(base, sign_in(new_browser(), base, via_button=False))
+    assert User.objects.filter(realm=realm).count() == 1

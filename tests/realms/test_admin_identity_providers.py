@@ -338,3 +338,20 @@ def test_keycloak_testsuite_saml_provider_as_kcadm_sends_it(master_api, acme):
     assert (got["providerId"], got["displayName"], got["firstBrokerLoginFlowAlias"]) == (
         "saml", "SAML_UPDATED", "first broker login")
     assert {k: got["config"][k] for k in rep["config"]} == rep["config"]
+
+
+def test_a_mapper_type_of_another_provider_type_is_refused(master_api, acme):
+    created_id(master_api("post", BASE, oidc()))
+    assert "saml-role-idp-mapper" not in master_api("get", f"{BASE}/corp/mapper-types").json()
+    body = {"name": "from-saml", "identityProviderMapper": "saml-role-idp-mapper",
+            "config": {"attribute.name": "role", "attribute.value": "admin", "role": "offline_access"}}
+    assert master_api("post", f"{BASE}/corp/mappers", body).json() == {
+        "errorMessage": "Mapper type saml-role-idp-mapper is not available for identity providers of type oidc"}
+    assert not IdentityProviderMapper.objects.filter(realm=acme).exists()
+
+
+def test_import_config_of_a_type_without_metadata(master_api, acme, discovery_server, outbound_loopback):
+    url = f"{discovery_server}/.well-known/openid-configuration"
+    resp = master_api("post", "acme/identity-provider/import-config", {"providerId": "oauth2", "fromUrl": url})
+    assert resp.status_code == 400
+    assert "no metadata to import" in resp.json()["errorMessage"]

@@ -1,0 +1,11 @@
+"""The identity provider types and mapper types of this package, registered with the broker's
+registries (called from ``FederationConfig.ready``)."""
+
+
+def register():
+    from realms.brokering.providers import register_provider_type
+
+    from .provider import KeycloakOidcType, OAuth2Type, OidcType
+
+    for provider_type in (OidcType(), KeycloakOidcType(), OAuth2Type()):
+        register_provider_type(provider_type)

@@ -40,6 +40,7 @@ POST_BROKER_LOGIN = "post_broker_login"  # the binding of a provider's post brok
 BROKER_REQUEST = "BROKER_REQUEST"  # the trip to the provider under way
 LINK_USER = "BROKER_LINK_USER"  # link mode: the user the identity is linked to
 REGISTERED_NEW_USER = "BROKER_REGISTERED_NEW_USER"  # Keycloak's note: first broker login created the user
+OVERRIDE_LINK = "OVERRIDE_LINK"  # Keycloak's note: the person confirmed replacing the user's link to the provider
 BROKER_ERROR = "BROKER_ERROR"  # [message key, provider name]: the login page's text after a provider's error
 # The SSO session's notes naming the provider it came through (Keycloak's).
 SESSION_IDP, SESSION_IDP_IDENTITY = "identity_provider", "identity_provider_identity"
@@ -275,6 +276,17 @@ def _first_broker_login_done(ctx):
     existing = FederatedIdentity.objects.filter(identity_provider=idp, subject=identity.id).first()
     if existing is not None and existing.user_id != user.pk:
         return Outcome.failure("federated_identity_already_linked")
+    previous = FederatedIdentity.objects.filter(identity_provider=idp, user=user).exclude(subject=identity.id).first()
+    if previous is not None:
+        # The account is linked to another account at this provider: replaced only when the
+        # person confirmed it (idp-confirm-override-link), else Keycloak's unexpected-error page.
+        if ctx.auth_session.notes.get(OVERRIDE_LINK) != "true":
+            return Outcome.failure("federated_identity_already_linked", _page(ctx.request, ctx.realm, Message(
+                "identityProviderUnexpectedErrorMessage")))
+        previous.delete()
+        events.emit(ctx.realm, "FEDERATED_IDENTITY_OVERRIDE_LINK", client_id=ctx.client.client_id, user_id=user.pk,
+                    ip_address=ctx.ip_address, details={"identity_provider": idp.alias,
+                                                        "previous_identity_provider_identity": previous.user_name})
     if existing is None:
         context.link(ctx.realm, idp, user, identity, client_id=ctx.client.client_id, ip_address=ctx.ip_address)
     if ctx.auth_session.notes.get(REGISTERED_NEW_USER) == "true":

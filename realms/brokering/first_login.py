@@ -33,7 +33,7 @@ from ..signin.flows import REQUIRED, Authenticator, Outcome, register_authentica
 from ..signin.views import _original_session
 from ..users import accounts, storage, user_profile
 from ..users.actions import register_required_action
-from . import context, linking
+from . import broker, context, linking
 from .linking import VERIFY_LINK, clear_verified, mark_verified, take_verified
 
 logger = logging.getLogger("idp.broker")
@@ -42,8 +42,7 @@ logger = logging.getLogger("idp.broker")
 ENFORCE_UPDATE_PROFILE = "ENFORCE_UPDATE_PROFILE"
 EMAIL_CHANGED = "UPDATE_PROFILE_EMAIL_CHANGED"
 USERNAME_CHANGED = "UPDATE_PROFILE_USERNAME_CHANGED"
-REGISTERED_NEW_USER = "BROKER_REGISTERED_NEW_USER"
-OVERRIDE_LINK = "OVERRIDE_LINK"
+REGISTERED_NEW_USER, OVERRIDE_LINK = broker.REGISTERED_NEW_USER, broker.OVERRIDE_LINK
 # The attribute the existing account shares with the identity: [name, value] (the rest of
 # Keycloak's ExistingUserInfo; its id is context.EXISTING_USER).
 DUPLICATE = "EXISTING_USER_DUPLICATE"

@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from realms.models import Event, FederatedIdentity, IdentityProvider, IdentityProviderMapper, Realm
+from realms.models import (
+    Event,
+    FederatedIdentity,
+    IdentityProvider,
+    IdentityProviderMapper,
+    OrganizationIdentityProvider,
+    Realm,
+)
 from realms.representation import RepresentationError, export_realm, import_realm
 from realms.users.accounts import create_user
 
@@ -176,3 +183,31 @@ def test_partial_export_masks_the_client_secret(master_api, acme):
     assert [i["alias"] for i in rep["identityProviders"]] == ["corp"]
     assert rep["identityProviders"][0]["config"]["clientSecret"] == MASK
     assert "corp-secret" not in json.dumps(rep)
+
+
+def test_organizations_providers_round_trip_with_their_link_settings():
+    data = realm_file("orgs", organizationsEnabled=True, organizations=[{
+        "name": "Acme", "alias": "acme", "domains": [{"name": "acme.example"}],
+        "identityProviders": [{"alias": "corp", "config": {"kc.org.domain": "acme.example",
+                                                           "kc.org.broker.redirect.mode.email-matches": "true"}}]}])
+    realm = import_realm(data).realm
+    link = OrganizationIdentityProvider.objects.get(identity_provider__realm=realm)
+    assert (link.organization.alias, link.identity_provider.alias, link.domain, link.redirect_when_email_matches) == (
+        "acme", "corp", "acme.example", True)
+    assert "kc.org.domain" not in link.identity_provider.config
+    exported = export_realm(realm)
+    org_idps = exported["organizations"][0]["identityProviders"]
+    assert [(i["alias"], i["config"]["kc.org.domain"], i["config"]["kc.org.broker.redirect.mode.email-matches"])
+            for i in org_idps] == [("corp", "acme.example", "true")]
+    assert org_idps[0]["config"]["clientSecret"] == MASK  # the realm's list carries it
+    copied = import_realm({**exported, "realm": "orgs-copy"}).realm
+    again = OrganizationIdentityProvider.objects.get(identity_provider__realm=copied)
+    assert (again.domain, again.redirect_when_email_matches) == ("acme.example", True)
+
+    bad = copy.deepcopy(data)
+    bad["realm"] = "orgs-bad"
+    bad["organizations"][0]["identityProviders"][0]["alias"] = "elsewhere"
+    with pytest.raises(RepresentationError) as exc:
+        import_realm(bad)
+    assert exc.value.path == "organizations[0].identityProviders[0].alias"
+    assert not Realm.objects.filter(name="orgs-bad").exists()

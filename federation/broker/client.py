@@ -12,7 +12,7 @@ import time
 from urllib.parse import quote, urlencode
 
 from jwcrypto import jwk, jws
-from jwcrypto.common import json_encode
+from jwcrypto.common import JWException, json_encode
 
 from realms.brokering.providers import BrokerError
 from realms.data import keys as realm_keys
@@ -48,7 +48,10 @@ def _sign(claims, alg, key, kid=None):
     if kid:
         header["kid"] = kid
     token = jws.JWS(json_encode(claims))
-    token.add_signature(key, alg=alg, protected=json_encode(header))
+    try:
+        token.add_signature(key, alg=alg, protected=json_encode(header))
+    except JWException as exc:  # an HMAC secret shorter than the hash (RFC 7518 3.2)
+        raise unexpected(f"the client assertion cannot be signed with {alg}: {exc}") from None
     return token.serialize(compact=True)
 
 

@@ -7,7 +7,7 @@ check the values when the form is saved, so a page never accepts what the type r
 
 A type the registry does not hold gets no page: ``sections`` answers only for registered types,
 and a registered type this module does not describe gets the fields every provider has."""
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django import forms
 
@@ -30,8 +30,9 @@ def _b(key, label, help="", default=""):
     return Setting(key, label, "bool", help, default=default)
 
 
-SIGNATURE_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512",
-                        "HS256", "HS384", "HS512", "EdDSA")
+# What a client assertion can be signed with here: HMAC for client_secret_jwt, a realm key's
+# algorithm for private_key_jwt (the types refuse the others).
+SIGNATURE_ALGORITHMS = ("HS256", "HS384", "HS512", "RS256", "ES256", "EdDSA")
 CLIENT_AUTHENTICATIONS = (("client_secret_post", "Client secret sent as post"),
                           ("client_secret_basic", "Client secret sent as basic auth"),
                           ("client_secret_jwt", "JWT signed with client secret"),
@@ -65,7 +66,7 @@ OIDC_ENDPOINTS = (
     Setting("publicKeySignatureVerifierKeyId", "Validating public key id", help="Explicit ID of the validating "
             "public key given above if the key ID. Leave blank if the key above should be used always."),
     _b("pkceEnabled", "Use PKCE", "Use PKCE (Proof of Key-code exchange) for IdP Brokering."),
-    Setting("pkceMethod", "PKCE Method", "choice", choices=(("plain", "plain"), ("S256", "S256")), default="plain"),
+    Setting("pkceMethod", "PKCE Method", "choice", choices=(("plain", "plain"), ("S256", "S256")), default="S256"),
 )
 OIDC_CLIENT = (
     Setting("clientAuthMethod", "Client authentication", "choice", "The client authentication method.",
@@ -77,8 +78,6 @@ OIDC_CLIENT = (
             (("", "Algorithm not specified"), *((a, a) for a in SIGNATURE_ALGORITHMS))),
     Setting("clientAssertionAudience", "Client assertion audience", help="The audience to use for the client "
             "assertion. The default value is the IDP token endpoint URL."),
-    _b("jwtX509HeadersEnabled", "Add X.509 Headers to the JWT", "If enabled, the x5t header will be added to "
-       "reference the certificate used to sign the JWT (private_key_jwt)."),
 )
 OIDC_ADVANCED = (
     _b("loginHint", "Pass login_hint", "Pass login_hint to identity provider."),
@@ -91,15 +90,13 @@ OIDC_ADVANCED = (
     _b("disableUserInfo", "Disable user info", "Disable usage of User Info service to obtain additional user "
        "information?"),
     _b("disableNonce", "Disable nonce", "Do not send the nonce parameter in the authentication request."),
+    _b("disableTypeClaimCheck", "Disable type claim check", "Do not check the ID token's typ claim."),
     SCOPES,
     Setting("prompt", "Prompt", "choice", "Specifies whether the Authorization Server prompts the End-User for "
             "reauthentication and consent.", PROMPTS),
     _b("acceptsPromptNoneForwardFromClient", "Accepts prompt=none forward from client"),
     Setting("allowedClockSkew", "Allowed clock skew", "number", "Clock skew in seconds that is tolerated when "
             "validating identity provider tokens. Default value is zero."),
-    Setting("forwardParameters", "Forwarded query parameters", help="Non OpenID Connect/OAuth standard query "
-            "parameters to be forwarded to external IDP from the initial application request to Authorization "
-            "Endpoint. Multiple parameters can be entered, separated by comma (,)."),
 )
 OAUTH2_CLAIMS = (
     Setting("userIDClaim", "ID Claim", default="sub"),
@@ -140,7 +137,7 @@ SAML_SETTINGS = (
     _b("postBindingLogout", "HTTP-POST binding logout"),
     _b("wantAuthnRequestsSigned", "Want AuthnRequests signed"),
     Setting("signatureAlgorithm", "Signature algorithm", "choice", choices=tuple(
-        (a, a) for a in ("RSA_SHA256", "RSA_SHA1", "RSA_SHA512", "DSA_SHA1")), default="RSA_SHA256"),
+        (a, a) for a in ("RSA_SHA256", "RSA_SHA1", "RSA_SHA512")), default="RSA_SHA256"),
     Setting("xmlSigKeyInfoKeyNameTransformer", "SAML signature key name", "choice", choices=tuple(
         (a, a) for a in ("NONE", "KEY_ID", "CERT_SUBJECT")), default="NONE"),
     _b("wantAssertionsSigned", "Want Assertions signed"),
@@ -179,10 +176,20 @@ SOCIAL_EXTRAS = {
     "paypal": (_b("sandbox", "Target sandbox"),),
 }
 
+def _only(settings, keys, required=()):
+    """The ``settings`` among ``keys`` (an OAuth 2 provider has a subset of OpenID Connect's)."""
+    return tuple(replace(s, required=True) if s.key in required else s for s in settings if s.key in keys)
+
+
 SECTIONS = {
     "oidc": (("OpenID Connect settings", OIDC_ENDPOINTS + OIDC_CLIENT), ("Advanced", OIDC_ADVANCED)),
-    "oauth2": (("OAuth 2.0 settings", OIDC_ENDPOINTS[:2] + OIDC_ENDPOINTS[3:4] + OIDC_ENDPOINTS[10:] + OIDC_CLIENT),
-               ("User profile claims", OAUTH2_CLAIMS), ("Advanced", OIDC_ADVANCED[:2] + OIDC_ADVANCED[8:])),
+    "oauth2": (("OAuth 2.0 settings", _only(OIDC_ENDPOINTS + OIDC_CLIENT, (
+        "authorizationUrl", "tokenUrl", "userInfoUrl", "pkceEnabled", "pkceMethod", "clientAuthMethod", "clientId",
+        "clientSecret", "clientAssertionSigningAlg", "clientAssertionAudience"), required=("userInfoUrl",))),
+               ("User profile claims", OAUTH2_CLAIMS),
+               ("Advanced", _only(OIDC_ADVANCED, ("loginHint", "passMaxAge", "uiLocales", "disableUserInfo",
+                                                  "defaultScope", "prompt", "acceptsPromptNoneForwardFromClient",
+                                                  "allowedClockSkew")))),
     "saml": (("SAML settings", SAML_SETTINGS), ("Requested AuthnContext Constraints", SAML_AUTHN_CONTEXT)),
 }
 SECTIONS["keycloak-oidc"] = SECTIONS["oidc"]

@@ -140,6 +140,10 @@ def _matches_available(idp, search):
     return any(fnmatch.fnmatchcase(name.lower(), pattern.replace("[", "[[]")) for name in names)
 
 
+def _linkable(idp):
+    return get_provider_type(idp.provider_id) is not None
+
+
 def _page(items, first, most):
     first = first or 0
     return items[first:] if most is None else items[first:first + most]
@@ -149,16 +153,16 @@ def linked_accounts(realm, user, *, linked=None, search=None, first=None, most=N
     """The representations the account console lists: ``linked`` True the user's links (to
     enabled providers shown in the account console), False the enabled realm-level providers
     the user may still link (shown ALWAYS), None (Keycloak's older form) both in one list."""
-    providers = {idp.alias: idp for idp in context.identity_providers(realm).values()
-                 if idp.enabled and get_provider_type(idp.provider_id) is not None}
+    # A provider whose type this server lacks is listed when linked, never offered for linking.
+    providers = {idp.alias: idp for idp in context.identity_providers(realm).values() if idp.enabled}
     links = {link.identity_provider.alias: link.user_name
              for link in FederatedIdentity.objects.filter(user=user).select_related("identity_provider")}
     bound = set(OrganizationIdentityProvider.objects.filter(identity_provider__realm=realm)
                 .values_list("identity_provider__alias", flat=True))
     if linked is None:
         shown = [(idp, links.get(alias)) for alias, idp in providers.items()
-                 if (alias in links or alias not in bound) and _show(idp) != "NEVER"
-                 and (_show(idp) == ALWAYS or alias in links)]
+                 if (alias in links or (alias not in bound and _linkable(idp)))
+                 and (_show(idp) == ALWAYS or (_show(idp) == WHEN_LINKED and alias in links))]
         return [rep(idp, name) for idp, name in _ordered(shown)]
     if linked:
         shown = [(providers[alias], name) for alias, name in links.items()
@@ -166,7 +170,7 @@ def linked_accounts(realm, user, *, linked=None, search=None, first=None, most=N
                  and _matches_linked(providers[alias], search)]
         return [rep(idp, name) for idp, name in _page(_ordered(shown), first, most)]
     available = [idp for alias, idp in sorted(providers.items()) if alias not in links and alias not in bound
-                 and _show(idp) == ALWAYS and _matches_available(idp, search)]
+                 and _linkable(idp) and _show(idp) == ALWAYS and _matches_available(idp, search)]
     return [rep(idp) for idp in _page(available, first, most)]
 
 

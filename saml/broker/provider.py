@@ -74,6 +74,8 @@ class SamlProviderType(ProviderType):
         url = settings.config.get("singleSignOnServiceUrl", "")
         if not url:
             raise BrokerError(detail="singleSignOnServiceUrl is not configured")
+        if settings.config.get("enabledFromMetadata") == saml_config.FALSE:  # its metadata's validUntil passed
+            raise BrokerError(detail="the provider's metadata is no longer valid (enabledFromMetadata)")
         prompt = broker.prompt.split()
         element = builders.authn_request(
             issuer=our_entity_id(request, realm, settings), destination=url, acs_url=broker.redirect_uri,

@@ -81,3 +81,30 @@ def test_response_by_redirect_binding_signed_on_the_query(make_idp, trip, upstre
     with pytest.raises(BrokerError) as caught:
         saml_type.authenticated(rf.get(f"{location.path}?{tampered}"), realm, idp, broker)
     assert caught.value.error == "invalid_signature"
+
+
+def test_login_hint_authn_context_and_prompt_are_sent_where_configured(make_idp, trip, upstream):
+    idp = make_idp(loginHint="true", attributeConsumingServiceIndex="2", authnContextComparisonType="minimum",
+                   authnContextClassRefs='["urn:oasis:names:tc:SAML:2.0:ac:classes:PasswordProtectedTransport"]')
+    broker, response = trip(idp, login_hint="ada@example.org", prompt="login")
+    message = upstream.server.parse_authn_request(saml_request_of(response)[0], BINDING_HTTP_POST).message
+    assert message.subject.name_id.text == "ada@example.org"
+    assert message.attribute_consuming_service_index == "2" and message.force_authn == "true"
+    context = message.requested_authn_context
+    assert context.comparison == "minimum"
+    assert [r.text for r in context.authn_context_class_ref] == [
+        "urn:oasis:names:tc:SAML:2.0:ac:classes:PasswordProtectedTransport"]
+    idp.config = {**idp.config, "loginHint": "false"}
+    broker, response = trip(idp, login_hint="ada@example.org", prompt="none")
+    message = upstream.server.parse_authn_request(saml_request_of(response)[0], BINDING_HTTP_POST).message
+    assert message.subject is None and message.is_passive == "true" and message.force_authn is None
+
+
+def test_expired_metadata_refuses_the_sign_in(make_idp, trip):
+    import pytest
+
+    from realms.brokering.providers import BrokerError
+
+    idp = make_idp(enabledFromMetadata="false")
+    with pytest.raises(BrokerError):
+        trip(idp)

@@ -48,13 +48,16 @@ def _params(settings, notes, state):
 
 def logout_url(settings, notes, return_url):
     """The provider's end_session URL sending the browser back to ``return_url``; "" without a
-    ``logoutUrl``. The state sent is the one ``return_url`` carries, so the provider's echo of it
-    names the same logout."""
+    ``logoutUrl`` or when the provider is told server to server. The state sent is the one
+    ``return_url`` carries, so the provider's echo of it names the same logout."""
     url = settings.get("logoutUrl")
-    if not url:
-        return ""
-    state = parse_qs(urlsplit(return_url).query).get("state", [""])[0]
-    params = {**_params(settings, notes, state), "post_logout_redirect_uri": return_url}
+    if not url or settings.flag("backchannelSupported"):
+        return ""  # Keycloak: a provider with back-channel logout is told server to server instead
+    parts = urlsplit(return_url)
+    state = parse_qs(parts.query).get("state", [""])[0]
+    # Registered redirect URIs match exactly: the provider gets the bare URI and echoes state on it.
+    bare = parts._replace(query="", fragment="").geturl()
+    params = {**_params(settings, notes, state), "post_logout_redirect_uri": bare}
     return url + ("&" if "?" in url else "?") + urlencode(params)
 
 

@@ -65,6 +65,12 @@ const provider = new Provider(issuer, {
     idTokenSigningAlgValues: ['RS256', 'ES256', 'EdDSA', 'PS256', 'HS256'],
   },
   ttl: { IdToken: 300, AccessToken: 300, AuthorizationCode: 60, Session: 3600, Interaction: 600, Grant: 3600 },
+  // Its outgoing calls (back-channel logout) refuse special-use addresses; our test server is on
+  // loopback, so this test upstream drops that guard (as our outbound_loopback fixture does).
+  fetch: (url, options) => {
+    const { dispatcher, ...rest } = options;
+    return globalThis.fetch(url, rest);
+  },
   async findAccount(ctx, id) {
     return { accountId: id, claims: async () => accountClaims(id) };
   },
@@ -78,6 +84,11 @@ const provider = new Provider(issuer, {
   },
 });
 provider.proxy = false;
+// What the tests read when one fails: the back-channel logouts it sent, and its errors.
+provider.on('backchannel.success', (client, accountId, sid) => console.log(`backchannel.success ${client.clientId} ${sid}`));
+provider.on('backchannel.error', (ctx, err, client) => console.log(`backchannel.error ${client.clientId} ${err}`));
+provider.on('server_error', (ctx, err) => console.log(`server_error ${err}`));
+provider.on('end_session.error', (ctx, err) => console.log(`end_session.error ${err}`));
 
 provider.listen(config.port, '127.0.0.1', () => {
   console.log(`ready ${issuer}`);

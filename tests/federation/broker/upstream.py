@@ -42,8 +42,9 @@ class OidcUpstream:
                 self.proc.kill()
                 raise AssertionError("oidc-provider did not start:\n" + "".join(log))
             log.append(line)
-        # Drain its log so the pipe never fills.
-        threading.Thread(target=self.proc.stdout.read, daemon=True).start()
+        # Its log, kept for a failing test to show (and so the pipe never fills).
+        self.log = log
+        threading.Thread(target=lambda: log.extend(self.proc.stdout), daemon=True).start()
         self.discovery = requests.get(f"{self.issuer}/.well-known/openid-configuration", timeout=10).json()
 
     def stop(self):

@@ -255,6 +255,7 @@ def _link_to_signed_in_user(request, realm, client, auth_session, idp, identity,
     """Link mode (the ``idp_link`` action): the identity joins the signed-in user, unless another
     user has it already; the action then goes on (its page answers)."""
     if link is not None and link.user_id != user_id:
+        auth_session.notes[LINK_USER] = user_id  # still link mode: the action shows the refusal
         return _failed(request, realm, client, auth_session, idp,
                        BrokerError("identityProviderAlreadyLinkedMessage", "federated_identity_already_linked"))
     if link is None:

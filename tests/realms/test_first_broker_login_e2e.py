@@ -21,10 +21,10 @@ PASSWORD = "ada's own password 42"
 
 
 def form(page):
-    """(action URL, hidden fields) of the page's form."""
-    found = re.search(r'<form[^>]*action="([^"]+)"', page.text)
+    """(action URL, hidden fields) of the page's first form (one without an action posts to the page)."""
+    action = re.search(r'action="([^"]+)"', re.search(r"<form[^>]*>", page.text).group(0))
     fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', page.text))
-    return urljoin(page.url, html.unescape(found.group(1))), fields
+    return urljoin(page.url, html.unescape(action.group(1)) if action else ""), fields
 
 
 def submit(browser, page, data):

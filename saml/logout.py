@@ -21,9 +21,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 from django.core import signing
 from django.db import transaction
+from django.http import HttpResponseRedirect
 from lxml import etree
 
 from realms.audit import events
+from realms.brokering import broker
 from realms.http import outbound as outbound_http
 from realms.http import themes
 from realms.http.web import client_address, realm_url
@@ -133,13 +135,18 @@ def handle_logout_request(request, realm, message):
             events.emit(realm, "LOGOUT", client_id=client.entity_id, user_id=user_session.user_id,
                         session_id=user_session.pk, ip_address=client_address(request),
                         details={"auth_method": c.PROTOCOL, "protocol": c.PROTOCOL, "redirect_uri": url or ""})
-    if not url:
+    next_url = _step_url(realm, {"k": "response", "c": client.client.pk, "u": url, "b": binding, "r": message.id,
+                                 "rs": message.relay_state}) if url else ""
+    # A session signed in through an identity provider: its session ends too, on the way back.
+    through = broker.logout_redirect(request, realm, user_session, next_url) if user_session is not None else ""
+    if not url and not through:
         response = themes.render(request, realm, "frontchannel-logout.html" if frames else "logged-out.html",
                                  {"frames": frames})
     elif frames:
-        next_url = _step_url(realm, {"k": "response", "c": client.client.pk, "u": url, "b": binding,
-                                     "r": message.id, "rs": message.relay_state})
-        response = themes.render(request, realm, "frontchannel-logout.html", {"frames": frames, "next_url": next_url})
+        response = themes.render(request, realm, "frontchannel-logout.html", {"frames": frames,
+                                                                             "next_url": through or next_url})
+    elif through:
+        response = HttpResponseRedirect(through)
     else:
         element = builders.logout_response(issuer=realm_url(request, realm.name), destination=url,
                                            in_response_to=message.id)

@@ -4,7 +4,11 @@ from the provider's metadata (``import_config``, Keycloak's parseConfig).
 
 Every key accepted here takes effect; the keys of features this server does not implement
 (artifact binding, the key-info extension, reloading metadata from its URL) are refused when
-switched on, so an admin never believes a setting works that does not."""
+switched on (Keycloak writes them as "false" or empty, which is accepted), so an admin never believes
+a setting works that does not. ``encryptionAlgorithm`` names the key transport our decryption
+accepts (RSA-OAEP; RSA1_5 is refused); ``encryptionPublicKey`` and ``metadataDescriptorUrl`` are
+what the provider's metadata said and where it came from, kept as Keycloak keeps them (nothing is
+encrypted to the provider, and the metadata is read again only by an import)."""
 import json
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
@@ -25,9 +29,12 @@ URLS = ("singleSignOnServiceUrl", "singleLogoutServiceUrl", "metadataDescriptorU
 TEXTS = ("entityId", "idpEntityId", "nameIDPolicyFormat", "principalAttribute", "attributeConsumingServiceName",
          "signingCertificate", "authnContextClassRefs", "authnContextDeclRefs", "authnContextComparisonType",
          "principalType", "signatureAlgorithm", "xmlSigKeyInfoKeyNameTransformer", "allowedClockSkew",
-         "attributeConsumingServiceIndex")
+         "attributeConsumingServiceIndex", "encryptionAlgorithm", "encryptionPublicKey")
 # Features of Keycloak's SAML provider this server does not implement: refused when on.
-UNSUPPORTED_WHEN_ON = ("artifactBindingResponse", "addExtensionsElementWithKeyInfo", "useMetadataDescriptorUrl")
+UNSUPPORTED_WHEN_ON = ("artifactBindingResponse", "addExtensionsElementWithKeyInfo", "useMetadataDescriptorUrl",
+                       "sendClientIdOnLogout", "sendIdTokenOnLogout", "artifactResolutionServiceUrl")
+# The key transport our decryption accepts (Keycloak's encryptionAlgorithm): RSA-OAEP only.
+ENCRYPTION_ALGORITHMS = ("RSA-OAEP",)
 # The identity provider model's own keys, kept in the same map (``realms.brokering``).
 GENERIC = ("syncMode", "guiOrder", "hideOnLoginPage", "caseSensitiveOriginalUsername")
 
@@ -124,7 +131,7 @@ def clean_config(config):
     config = {k: ("" if v is None else str(v)) for k, v in dict(config or {}).items()}
     for name, value in config.items():
         if name in UNSUPPORTED_WHEN_ON:
-            if value.lower() == TRUE:
+            if value and value.lower() != FALSE:
                 _refuse(f"{name} is not supported by this server")
         elif name not in BOOLEANS + URLS + TEXTS + GENERIC:
             _refuse(f"Unsupported configuration for a SAML identity provider: {name}")
@@ -155,6 +162,10 @@ def clean_config(config):
     for name in ("allowedClockSkew", "attributeConsumingServiceIndex"):
         if config.get(name) and _non_negative(config[name]) is None:
             _refuse(f"{name} must be a number, 0 or more")
+    if config.get("encryptionAlgorithm", "") not in ("", *ENCRYPTION_ALGORITHMS):
+        _refuse("encryptionAlgorithm must be RSA-OAEP (RSA1_5 key transport is not accepted)")
+    if config.get("encryptionPublicKey") and signatures.certificate_from_attribute(config["encryptionPublicKey"]) is None:
+        _refuse("encryptionPublicKey is not an X.509 certificate")
     texts = [t for t in config.get("signingCertificate", "").split(",") if t.strip()]
     if any(signatures.certificate_from_attribute(t) is None for t in texts):
         _refuse("signingCertificate holds a value that is not an X.509 certificate")

@@ -18,6 +18,9 @@ BASE = {"singleSignOnServiceUrl": "https://idp.example/sso"}
     ({"somethingElse": "1"}, "Unsupported configuration for a SAML identity provider: somethingElse"),
     ({"artifactBindingResponse": "true"}, "artifactBindingResponse is not supported by this server"),
     ({"useMetadataDescriptorUrl": "true"}, "useMetadataDescriptorUrl is not supported by this server"),
+    ({"artifactResolutionServiceUrl": "https://idp.example/ars"},
+     "artifactResolutionServiceUrl is not supported by this server"),
+    ({"encryptionAlgorithm": "RSA1_5"}, "encryptionAlgorithm must be RSA-OAEP (RSA1_5 key transport is not accepted)"),
     ({"singleSignOnServiceUrl": ""}, "singleSignOnServiceUrl is required"),
     ({"singleLogoutServiceUrl": "javascript:alert(1)"}, "singleLogoutServiceUrl must be an http or https URL"),
     ({"nameIDPolicyFormat": c.NAMEID_TRANSIENT},
@@ -39,7 +42,8 @@ def test_config_refusals(config, message):
 def test_config_accepted_as_keycloak_writes_it():
     cert = key_pair("idp")[2]
     config = {**BASE, "signingCertificate": f"{cert},{cert}", "validateSignature": "true", "syncMode": "FORCE",
-              "artifactBindingResponse": "false", "principalType": "FRIENDLY_ATTRIBUTE", "principalAttribute": "mail",
+              "artifactBindingResponse": "false", "sendClientIdOnLogout": "false", "encryptionAlgorithm": "RSA-OAEP",
+              "encryptionPublicKey": cert, "principalType": "FRIENDLY_ATTRIBUTE", "principalAttribute": "mail",
               "authnContextClassRefs": '["urn:oasis:names:tc:SAML:2.0:ac:classes:PasswordProtectedTransport"]'}
     assert clean_config(config) == config
 

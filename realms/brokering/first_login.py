@@ -153,6 +153,15 @@ def _review_errors(realm, identity, data):
 class ReviewProfile(BrokerStep):
     provider_id = "idp-review-profile"
     display_name = "Review Profile"
+    help_text = "User reviews and updates profile data retrieved from Identity Provider in the displayed form"
+    config_properties = ({
+        "name": UPDATE_PROFILE_ON_FIRST_LOGIN, "label": "Update profile on first login", "type": "List",
+        "options": ["on", "missing", "off"], "defaultValue": "missing",
+        "helpText": "Define conditions under which a user has to review and update his profile after first-time "
+                    "login. Value 'On' means that page for reviewing profile will be displayed and user can review "
+                    "and update his profile. Value 'off' means that page won't be displayed. Value 'missing' means "
+                    "that page is displayed just when some required attribute is missing (wasn't downloaded from "
+                    "identity provider). Value 'missing' is the default one."},)
 
     def page(self, ctx, values, errors=None, status=200):
         return ctx.render("login-update-profile.html", {
@@ -243,6 +252,14 @@ def note_existing(ctx, found):
 class CreateUserIfUnique(BrokerStep):
     provider_id = "idp-create-user-if-unique"
     display_name = "Create User If Unique"
+    help_text = ("Detect if there is existing Keycloak account with same email like identity provider. If no, "
+                 "create new user")
+    config_properties = ({
+        "name": REQUIRE_PASSWORD_UPDATE, "label": "Require Password Update After Registration", "type": "boolean",
+        "defaultValue": "false",
+        "helpText": "If this option is true and new user is successfully imported from Identity Provider to Keycloak "
+                    "(there is no duplicated email or username detected in Keycloak DB), then this user is required "
+                    "to update his password"},)
 
     def run(self, ctx, idp, identity):
         notes, realm = ctx.auth_session.notes, ctx.realm
@@ -280,6 +297,8 @@ class CreateUserIfUnique(BrokerStep):
 class DetectExistingBrokerUser(BrokerStep):
     provider_id = "idp-detect-existing-broker-user"
     display_name = "Detect existing broker user"
+    help_text = ("Detect if there is an existing Keycloak account with same email like identity provider. If no, "
+                 "throw an error.")
 
     def run(self, ctx, idp, identity):
         notes, realm = ctx.auth_session.notes, ctx.realm
@@ -303,6 +322,8 @@ class DetectExistingBrokerUser(BrokerStep):
 class ConfirmLink(BrokerStep):
     provider_id = "idp-confirm-link"
     display_name = "Confirm link existing account"
+    help_text = ("Show the form where user confirms if he wants to link identity provider with existing account or "
+                 "rather edit user profile data retrieved from identity provider to avoid conflict")
 
     def run(self, ctx, idp, identity):
         duplicate = ctx.auth_session.notes.get(DUPLICATE)
@@ -329,6 +350,7 @@ class UsernamePasswordForm(BrokerStep):
 
     provider_id = "idp-username-password-form"
     display_name = "Username Password Form for identity provider reauthentication"
+    help_text = "Validates a password from login form. Username may be already known from identity provider authentication"
     reference_category = Credential.PASSWORD
 
     def page(self, ctx, idp, user, error="", status=200):
@@ -360,6 +382,7 @@ class UsernamePasswordForm(BrokerStep):
 class AutoLink(BrokerStep):
     provider_id = "idp-auto-link"
     display_name = "Automatically set existing user"
+    help_text = "Automatically set existing user to authentication context without any verification"
 
     def run(self, ctx, idp, identity):
         user = existing_user(ctx)
@@ -373,6 +396,7 @@ class AutoLink(BrokerStep):
 class ConfirmOverrideLink(BrokerStep):
     provider_id = "idp-confirm-override-link"
     display_name = "Confirm override existing link"
+    help_text = "Confirm override the link if there is an existing broker user linked to the account."
 
     def run(self, ctx, idp, identity):
         user = existing_user(ctx) or ctx.user
@@ -405,6 +429,7 @@ class EmailVerification(BrokerStep):
 
     provider_id = "idp-email-verification"
     display_name = "Verify existing account by Email"
+    help_text = "Email verification of existing Keycloak user, that wants to link his user account with identity provider"
 
     def page(self, ctx, idp, identity):
         return ctx.render("login-idp-link-email.html", {

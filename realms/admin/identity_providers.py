@@ -85,6 +85,8 @@ class IdentityProviderForm(KeyedJsonForm):
                  "Alias of authentication flow, which is triggered after first login with this identity provider."),
                 ("post_broker_login_flow_alias", "Post login flow", "None",
                  "Alias of authentication flow, which is triggered after each login with this identity provider.")):
+            if name not in self.fields:
+                continue  # a page the admin may only view
             held = not self.instance._state.adding and getattr(self.instance, name)
             choices = [("", empty), *((f, f) for f in flows)]
             if held and held not in flows:
@@ -93,7 +95,7 @@ class IdentityProviderForm(KeyedJsonForm):
         if self.instance._state.adding and self.provider_type is not None:
             self.instance.provider_id = self.provider_type.provider_id
         self.instance.realm_base = self.realm_base
-        if not self.instance._state.adding:
+        if not self.instance._state.adding and "alias" in self.fields:
             self.fields["alias"].disabled = True
             self.fields["alias"].help_text = "The alias cannot be changed."
 
@@ -159,7 +161,6 @@ class IdentityProviderAdmin(ConsoleAdmin):
         base.realm = obj.realm if obj is not None else current_realm(request)
         base.provider_type = provider_type
         base.realm_base = web.realm_url(request, base.realm.name) if base.realm else ""
-        kwargs["fields"] = None
         return super().get_form(request, obj, change=change, form=base, **kwargs)
 
     def get_fieldsets(self, request, obj=None):
@@ -187,6 +188,17 @@ class IdentityProviderAdmin(ConsoleAdmin):
                 if key in kinds and kinds[key] != "secret":
                     initial[form_name(key)] = value == "true" if kinds[key] == "bool" else value
         return initial
+
+    def get_object(self, request, object_id, from_field=None):
+        """The provider, its config keys also readable as ``config_<key>``: what a page the admin
+        may only view shows (as read-only fields) in place of the form's fields. A secret reads
+        as whether one is stored, never itself."""
+        obj = super().get_object(request, object_id, from_field)
+        if obj is not None:
+            for key, value in (obj.config or {}).items():
+                shown = ("(stored)" if value else "") if key in idp_admin.SECRET_KEYS else value
+                setattr(obj, form_name(key), shown)
+        return obj
 
     def add_view(self, request, form_url="", extra_context=None):
         provider_type = self.type_for(request)

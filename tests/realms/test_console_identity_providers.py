@@ -7,11 +7,13 @@ import json
 import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 from django.urls import reverse
 
 from realms.models import Event, FederatedIdentity, IdentityProvider, IdentityProviderMapper, Role
+from realms.users.accounts import create_user
 
 from .test_admin import errors_of, read_form, select_options, submit
 from .test_console import acme, alice, console, master  # noqa: F401 (fixtures)
@@ -259,3 +261,63 @@ def test_a_users_identity_provider_links_listed_and_unlinked(console, acme, alic
     assert resp.status_code == 200 and not errors_of(resp), errors_of(resp)
     assert not FederatedIdentity.objects.filter(pk=link.pk).exists()
     assert ("DELETE", f"users/{alice.pk}/federated-identity/partner") in admin_events(acme, "USER")
+
+
+DISCOVERY = (Path(__file__).resolve().parents[1] / "data" / "keycloak-brokering"
+             / "keycloak-testsuite-oidc-idp-discovery.json").read_bytes()  # Keycloak's own test's document
+
+
+def test_an_oidc_discovery_document_fills_the_endpoints(console, acme, metadata_server, outbound_loopback):  # noqa: F811
+    metadata_server.payload = DISCOVERY
+    in_acme(console, acme)
+    page = console.get(f"{ADD}?provider_id=oidc").content.decode()
+    assert "Discovery endpoint" in page
+    url = f"http://127.0.0.1:{metadata_server.server_port}/.well-known/openid-configuration"
+    resp = console.post(reverse("admin:realms_identityprovider_import") + "?provider_id=oidc", {"fromUrl": url},
+                        follow=True)
+    values = read_form(resp.content.decode(), FORM)
+    assert values["config_authorizationUrl"] == ["https://aai.egi.eu/oidc/authorize"]
+    assert values["config_tokenUrl"] == ["https://aai.egi.eu/oidc/token"]
+    assert values["config_issuer"] == ["https://aai.egi.eu/oidc/"]
+    assert values["config_jwksUrl"] == ["https://aai.egi.eu/oidc/jwk"]
+    # A type without metadata (OAuth v2) offers no import.
+    assert "Discovery endpoint" not in console.get(f"{ADD}?provider_id=oauth2").content.decode()
+
+
+def test_a_map_property_is_rows_stored_as_keycloaks_json_list(console, acme):  # noqa: F811
+    idp = saml_provider(acme)
+    Role.objects.create(realm=acme, name="partner-admin")
+    in_acme(console, acme)
+    add = reverse("admin:realms_identityprovider_mapper_add", args=[idp.pk]) + "?type=saml-advanced-role-idp-mapper"
+    fields = read_form(console.get(add).content.decode(), "identityprovidermapper_form")
+    rows = next(n.removesuffix("-key") for n in fields if n.endswith("-key"))
+    role = next(n for n in fields if n.startswith("property_") and n not in (f"{rows}-key", f"{rows}-value",
+                                                                             f"{rows}-present")
+                and fields[n] == [""])
+    resp = console.post(add, {**fields, "name": "admins", f"{rows}-key": ["group", "level"],
+                              f"{rows}-value": ["admins", "3"], role: "partner-admin"}, follow=True)
+    assert "Mapper admins saved." in resp.content.decode(), errors_of(resp)
+    mapper = IdentityProviderMapper.objects.get(identity_provider=idp)
+    assert json.loads(mapper.config["attributes"]) == [{"key": "group", "value": "admins"},
+                                                       {"key": "level", "value": "3"}]
+    page = console.get(reverse("admin:realms_identityprovider_mapper", args=[idp.pk, mapper.pk])).content.decode()
+    assert read_form(page, "identityprovidermapper_form")[f"{rows}-key"][:2] == ["group", "level"]
+
+
+def test_an_admin_who_may_only_view_providers_cannot_change_them(client, master, acme):  # noqa: F811
+    idp = saml_provider(acme)
+    viewer = create_user(master, "viewer")
+    viewer.roles.add(Role.objects.get(realm=master, client__client_id="acme-realm", name="view-identity-providers"))
+    client.force_login(viewer)
+    change = reverse("admin:realms_identityprovider_change", args=[idp.pk])
+    page = client.get(change)
+    assert page.status_code == 200 and b'name="_save"' not in page.content
+    assert SAML_SSO in page.content.decode()  # the settings shown, read-only
+    assert client.post(change, {"alias": "partner", "display_name": "Changed"}).status_code == 403
+    assert client.get(ADD).status_code == 403
+    delete = reverse("admin:realms_identityprovider_mapper_delete", args=[idp.pk, "x"])
+    assert client.post(delete).status_code in (403, 404)
+    mapper_add = reverse("admin:realms_identityprovider_mapper_add", args=[idp.pk])
+    assert client.post(mapper_add, {"name": "m"}).status_code == 403
+    idp.refresh_from_db()
+    assert idp.display_name == "Partner" and not IdentityProviderMapper.objects.exists()

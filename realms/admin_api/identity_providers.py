@@ -51,6 +51,9 @@ def _search(queryset, search):
 
 
 class Instances(RealmResource):
+    """The realm's identity providers: list (``search``, ``first``, ``max``,
+    ``briefRepresentation``, ``realmOnly``) and create."""
+
     required_role = {"GET": VIEW, "POST": MANAGE}
 
     def get(self, request, realm):
@@ -77,6 +80,8 @@ class Instances(RealmResource):
 
 
 class Instance(RealmResource):
+    """One identity provider, by alias or internal id: read, update, delete."""
+
     required_role = {"GET": VIEW, "PUT": MANAGE, "DELETE": MANAGE}
 
     def get(self, request, realm, alias):
@@ -106,6 +111,8 @@ def _mapper(idp, mapper_id):
 
 
 class Mappers(RealmResource):
+    """An identity provider's mappers: list and create."""
+
     required_role = {"GET": VIEW, "POST": MANAGE}
 
     def get(self, request, realm, alias):
@@ -126,6 +133,8 @@ class Mappers(RealmResource):
 
 
 class MapperDetail(RealmResource):
+    """One mapper of an identity provider: read, update, delete."""
+
     required_role = {"GET": VIEW, "PUT": MANAGE, "DELETE": MANAGE}
 
     def get(self, request, realm, alias, mapper_id):
@@ -241,6 +250,8 @@ class ImportConfig(RealmResource):
 
 
 class FederatedIdentities(RealmResource):
+    """The user's links to identity providers."""
+
     required_role = {"GET": "view-users"}
 
     def get(self, request, realm, user_id):
@@ -250,6 +261,9 @@ class FederatedIdentities(RealmResource):
 
 
 class FederatedIdentityDetail(RealmResource):
+    """Link the user to their account at an identity provider (``userId``, ``userName``), or
+    remove the link."""
+
     required_role = {"POST": "manage-users", "DELETE": "manage-users"}
 
     def _provider(self, alias):

@@ -9,7 +9,7 @@ import json
 import logging
 import secrets
 import time
-from urllib.parse import quote, urlencode
+from urllib.parse import parse_qs, quote, urlencode
 
 from jwcrypto import jwk, jws
 from jwcrypto.common import JWException, json_encode
@@ -89,14 +89,22 @@ def authenticate(realm, settings, form, headers, url):
                     client_assertion=client_assertion(realm, settings, url))
 
 
-def _json(body, what):
+def _json(body, what, kinds=(dict,)):
     try:
         data = json.loads(body)
     except ValueError:
         raise unexpected(f"the provider's {what} answer is not JSON") from None
-    if not isinstance(data, dict):
+    if not isinstance(data, kinds):
         raise unexpected(f"the provider's {what} answer is not a JSON object")
     return data
+
+
+def _token_answer(body):
+    """The token response: JSON, or the form encoding some OAuth 2 providers still answer with
+    (GitHub without ``Accept: application/json``); read by its content as Keycloak does."""
+    if not body.lstrip().startswith(b"{") and b"access_token=" in body:
+        return {k: v[0] for k, v in parse_qs(body.decode(errors="replace")).items()}
+    return _json(body, "token")
 
 
 def token_request(realm, settings, form):
@@ -114,16 +122,17 @@ def token_request(realm, settings, form):
         except (ValueError, AttributeError):
             pass
         raise unexpected(f"the token endpoint answered {status} {error}".strip())
-    return _json(body, "token")
+    return _token_answer(body)
 
 
 def userinfo(settings, access_token, url=None):
-    """The userinfo endpoint's answer for ``access_token``: a JSON object, or the raw text of a
-    signed JWT (content type ``application/jwt``) for the caller to check."""
+    """The userinfo endpoint's answer for ``access_token``: its JSON (an object; a list from the
+    APIs some presets read), or the raw text of a signed JWT (content type ``application/jwt``)
+    for the caller to check."""
     status, headers, body = call("GET", url or settings.get("userInfoUrl"), headers={
         "Authorization": f"Bearer {access_token}", "Accept": "application/json"})
     if status != 200:
         raise unexpected(f"the userinfo endpoint answered {status}")
     if headers.get("content-type", "").split(";")[0].strip() == "application/jwt":
         return body.decode(errors="replace").strip()
-    return _json(body, "userinfo")
+    return _json(body, "userinfo", (dict, list))

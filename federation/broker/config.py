@@ -84,14 +84,16 @@ def _url(name, value):
         _refuse(f"{name} must be an http or https URL")
 
 
-def clean(config, *, oidc, extra=(), required=("authorizationUrl", "tokenUrl", "clientId")):
+def clean(config, *, oidc, extra=(), extra_booleans=(), required=("authorizationUrl", "tokenUrl", "clientId"),
+          preset=""):
     """The map to store, or ValueError naming what is wrong (the Admin API shows the message).
-    ``oidc``: the OpenID Connect keys are allowed; ``extra``: a type's own text keys."""
+    ``oidc``: the OpenID Connect keys are allowed; ``extra``, ``extra_booleans``: a type's own
+    keys. A social ``preset`` has its endpoints and claims built in: those keys are refused."""
     config = {k: ("" if v is None else str(v)) for k, v in dict(config or {}).items()}
-    booleans = OAUTH2_BOOLEANS + (OIDC_BOOLEANS if oidc else ())
-    urls = OAUTH2_URLS + (OIDC_URLS if oidc else ())
-    texts = OAUTH2_TEXTS + (OIDC_TEXTS if oidc else CLAIM_PATHS) + tuple(extra)
-    kind = "an OpenID Connect" if oidc else "an OAuth 2"
+    booleans = OAUTH2_BOOLEANS + tuple(extra_booleans) + (OIDC_BOOLEANS if oidc and not preset else ())
+    urls = () if preset else OAUTH2_URLS + (OIDC_URLS if oidc else ())
+    texts = OAUTH2_TEXTS + (() if preset else OIDC_TEXTS if oidc else CLAIM_PATHS) + tuple(extra)
+    kind = f"a {preset}" if preset else "an OpenID Connect" if oidc else "an OAuth 2"
     for name, value in config.items():
         if name in UNSUPPORTED:
             if value not in ("", FALSE):
@@ -120,7 +122,7 @@ def clean(config, *, oidc, extra=(), required=("authorizationUrl", "tokenUrl", "
     skew = config.get("allowedClockSkew", "")
     if skew and (not skew.isdigit()):
         _refuse("allowedClockSkew must be a number of seconds, 0 or more")
-    if oidc:
+    if oidc and not preset:
         _clean_oidc(config)
     return config
 

@@ -221,6 +221,8 @@ class OidcType(OAuth2Type):
         info = client.userinfo(settings, tokens["access_token"], url)
         if isinstance(info, str):  # a signed userinfo JWT
             info = jose.checked_claims(info, settings)
+        if not isinstance(info, dict):
+            raise client.unexpected("the userinfo answer is not a JSON object")
         if not constant_time_equals(str(info.get("sub", "")), claims["sub"]):
             raise jose.invalid("userinfo's sub is not the ID token's", "invalid_userinfo")
         return info

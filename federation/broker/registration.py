@@ -6,6 +6,7 @@ def register():
     from realms.brokering.providers import register_provider_type
 
     from .provider import KeycloakOidcType, OAuth2Type, OidcType
+    from .social import PRESETS
 
-    for provider_type in (OidcType(), KeycloakOidcType(), OAuth2Type()):
+    for provider_type in (OidcType(), KeycloakOidcType(), OAuth2Type(), *(preset() for preset in PRESETS)):
         register_provider_type(provider_type)

@@ -15,7 +15,14 @@ from urllib.request import Request, urlopen
 import pytest
 from django.test import Client as HttpClient
 
-from realms.models import FederatedIdentity, Organization, OrganizationDomain, OrganizationIdentityProvider, OrganizationMember
+from realms.models import (
+    FederatedIdentity,
+    Organization,
+    OrganizationDomain,
+    OrganizationIdentityProvider,
+    OrganizationMember,
+    User,
+)
 from realms.users.accounts import create_user
 from tests.saml.broker.conftest import make_idp, rf, upstream  # noqa: F401 (fixtures)
 from tests.saml.sp import form_fields
@@ -101,3 +108,25 @@ def test_a_managed_member_goes_home_and_gets_the_organization_claim(realm, corp,
     assert tokens.status_code == 200, tokens.content
     access = claims_of(tokens.json()["access_token"])
     assert access["sub"] == ada.pk and access["organization"] == ["corp"]
+
+
+def test_someone_new_is_brokered_in_as_a_managed_member(realm, corp, upstream):  # noqa: F811
+    """First broker login creates the user, and its Conditional Organization sub-flow makes them
+    a MANAGED member of the organization whose provider brought them in."""
+    http = HttpClient()
+    sent = http.post(form_action(http.get(AUTH, {**PARAMS, "scope": "openid organization"})),
+                     {"username": "ada@example.org"})
+    endpoint, answer = upstream_answer(sent)
+    review = http.post(urlsplit(endpoint).path, answer)
+    assert 'id="kc-update-profile-form"' in review.content.decode()  # review profile: the assertion has no e-mail
+    back = http.post(form_action(review), {"username": "ada", "email": "ada@example.org", "firstName": "Ada",
+                                           "lastName": "Lovelace"})
+    assert back.status_code == 302 and back["Location"].startswith("https://app.example/cb?"), back.content[:500]
+    ada = User.objects.get(realm=realm, username="ada")
+    assert OrganizationMember.objects.get(organization=corp, user=ada).membership_type == OrganizationMember.MANAGED
+    assert FederatedIdentity.objects.get(user=ada).subject == "u-1001"
+    code = parse_qs(urlsplit(back["Location"]).query)["code"][0]
+    tokens = HttpClient().post(f"/realms/{realm.name}/protocol/openid-connect/token", {
+        "grant_type": "authorization_code", "code": code, "redirect_uri": PARAMS["redirect_uri"],
+        "client_id": "web-app", "client_secret": "secret-of-web-app"})
+    assert claims_of(tokens.json()["access_token"])["organization"] == ["corp"]

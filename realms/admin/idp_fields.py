@@ -164,10 +164,12 @@ SAML_AUTHN_CONTEXT = (
 SOCIAL_EXTRAS = {
     "google": (Setting("hostedDomain", "Hosted domain", help="Set 'hd' query parameter when logging in with "
                        "Google. Google will list accounts only for this domain."),
-               _b("userIp", "Use userIp param"), _b("offlineAccess", "Request refresh token")),
+               _b("offlineAccess", "Request refresh token", "Set 'access_type' query parameter to 'offline' when "
+                  "redirecting to google authorization endpoint, to get a refresh token back.")),
     "github": (Setting("baseUrl", "Base URL", "url", help="Override the default Base URL for this identity "
                        "provider (GitHub Enterprise)."),
-               Setting("apiUrl", "API URL", "url", help="Override the default API URL for this identity provider.")),
+               Setting("apiUrl", "API URL", "url", help="Override the default API URL for this identity provider."),
+               _b("githubJsonFormat", "JSON format", "Ask GitHub's token endpoint for a JSON answer.")),
     "microsoft": (Setting("tenantId", "Tenant ID", help="Using a tenant ID limits the login to the given "
                           "tenant."),),
     "facebook": (Setting("fetchedFields", "Additional user's profile fields", help="Provide additional fields "
@@ -214,9 +216,18 @@ def sections(provider_type):
     if provider_type.provider_id in SECTIONS:
         return SECTIONS[provider_type.provider_id]
     if provider_type.social:
-        own = (CLIENT_ID, CLIENT_SECRET, *SOCIAL_EXTRAS.get(provider_type.provider_id, ()))
-        return ((SOCIAL_TITLE, own), ("Advanced", (SCOPES,)))
+        return ((SOCIAL_TITLE, (CLIENT_ID, CLIENT_SECRET, *social_extras(provider_type))),
+                ("Advanced", (SCOPES, *_only(OIDC_ADVANCED, ("acceptsPromptNoneForwardFromClient", "disableUserInfo")))))
     return ()
+
+
+def social_extras(provider_type):
+    """A social type's own settings: those it declares (``extra``, ``extra_booleans``: the keys
+    its config accepts), in Keycloak's words where Keycloak's page has them."""
+    declared = [*getattr(provider_type, "extra", ()), *getattr(provider_type, "extra_booleans", ())]
+    known = {s.key: s for s in SOCIAL_EXTRAS.get(provider_type.provider_id, ())}
+    booleans = set(getattr(provider_type, "extra_booleans", ()))
+    return tuple(known.get(key) or Setting(key, key, "bool" if key in booleans else "text") for key in declared)
 
 
 def ordered(types):

@@ -321,3 +321,20 @@ def test_an_admin_who_may_only_view_providers_cannot_change_them(client, master,
     assert client.post(mapper_add, {"name": "m"}).status_code == 403
     idp.refresh_from_db()
     assert idp.display_name == "Partner" and not IdentityProviderMapper.objects.exists()
+
+
+def test_a_social_preset_shows_client_id_secret_and_its_own_settings(console, acme):  # noqa: F811
+    in_acme(console, acme)
+    url = f"{ADD}?provider_id=google"
+    page = console.get(url).content.decode()
+    for label in ("Client ID", "Client Secret", "Hosted domain", "Request refresh token", "Scopes"):
+        assert label in page, label
+    assert "Authorization URL" not in page  # the preset's endpoints are its own
+    resp = submit(console, url, FORM, {"alias": "google", "config_clientId": "our-app.apps.example",
+                                       "config_clientSecret": SECRET, "config_hostedDomain": "acme.example",
+                                       "config_offlineAccess": "on"})
+    assert not errors_of(resp), errors_of(resp)
+    idp = IdentityProvider.objects.get(realm=acme, alias="google")
+    assert (idp.provider_id, idp.config["hostedDomain"], idp.config["offlineAccess"]) == (
+        "google", "acme.example", "true")
+    assert SECRET not in console.get(reverse("admin:realms_identityprovider_change", args=[idp.pk])).content.decode()

@@ -314,3 +314,31 @@ def test_an_account_linked_to_another_account_there_is_not_relinked_without_conf
     refused = http.post(form_action(login), {"password": PASSWORD})
     assert refused.status_code == 400 and "Unexpected error when authenticating with identity provider" in html(refused)
     assert FederatedIdentity.objects.get().subject == "old-sub"
+
+
+def test_no_review_button_where_no_review_ran(realm, web_app, idp, bob):
+    """Keycloak hides "Review profile" when the flow's review step did not run; a forged
+    ``updateProfile`` does not restart the flow either."""
+    _flow_with(realm, "no review", "idp-detect-existing-broker-user", "idp-confirm-link", "idp-username-password-form")
+    idp.first_broker_login_flow_alias = "no review"
+    idp.save()
+    realm_cache.clear()
+    http = HttpClient()
+    page = answered(http, realm, idp, identity(username="bobby", email="bob@example.com"))
+    assert 'id="linkAccount"' in html(page) and 'id="updateProfile"' not in html(page)
+    forged = http.post(form_action(page), {"submitAction": "updateProfile"})
+    assert forged.status_code == 200 and 'id="linkAccount"' in html(forged)
+    login = http.post(form_action(forged), {"submitAction": "linkAccount"})
+    assert "code" in redirect_query(http.post(form_action(login), {"password": PASSWORD}))
+    assert FederatedIdentity.objects.get().user_id == bob.pk
+
+
+def test_a_disabled_provider_stops_first_broker_login(realm, web_app, idp, bob):
+    http = HttpClient()
+    page = answered(http, realm, idp, identity(username="bobby", email="bob@example.com"))
+    IdentityProvider.objects.filter(pk=idp.pk).update(enabled=False)
+    realm_cache.clear()
+    refused = http.post(form_action(page), {"submitAction": "linkAccount"})
+    assert refused.status_code == 400
+    assert "Unexpected error when authenticating with identity provider" in html(refused)
+    assert not FederatedIdentity.objects.exists()

@@ -2,6 +2,8 @@
 and IdpVerifyAccountLinkActionToken) against a real SMTP server: the existing account's owner
 confirms the link by following the e-mailed link, in the browser that signed in or in another;
 nothing links before, a page reload sends nothing new, "re-send" does, and a used link is spent."""
+import re
+
 import pytest
 from django.test import Client as HttpClient
 
@@ -89,3 +91,17 @@ def test_a_changed_email_on_review_skips_the_email(smtp_realm, web_app, idp, bob
     assert "User with username bob already exists." in html(confirm)
     login = send(http.post, form_action(confirm), {"submitAction": "linkAccount"})
     assert "Authenticate to link your account" in html(login) and mailbox.stays_at(0)
+
+
+def test_a_link_for_an_address_the_account_no_longer_has_is_refused(smtp_realm, web_app, idp, bob, mailbox, send):
+    http = HttpClient()
+    _email_page(http, smtp_realm, idp, send)
+    (message,) = mailbox.wait(1)
+    path = "/" + link_in(message).split("://", 1)[1].split("/", 1)[1]
+    key = re.search(r"key=([^&]+)", path).group(1)
+    head, payload, signature = key.split(".")
+    tampered = http.get(path.replace(key, f"{head}.{payload}.{signature[::-1]}"))
+    assert tampered.status_code == 400 and "id=\"kc-proceed\"" not in html(tampered)
+    User.objects.filter(pk=bob.pk).update(email="bob@elsewhere.example")
+    refused = http.get(path)
+    assert refused.status_code == 400 and not FederatedIdentity.objects.exists()

@@ -199,3 +199,41 @@ def test_the_page_says_why_an_unlink_is_refused(browser, bob):
 def test_unlinking_needs_the_csrf_token(browser, bob):
     assert browser.post(CONSOLE, {"unlink": "corp"}).status_code == 403
     assert FederatedIdentity.objects.filter(user=bob).exists()
+
+
+# The idp_link action's refusals (before any provider is asked) --------------------------------
+
+def _signed_in_to_web_app():
+    http = HttpClient()
+    redirect_query(sign_in(http, "bob", PASSWORD))
+    return http
+
+
+AUTH = "/realms/acme/protocol/openid-connect/auth"
+PARAMS = {"client_id": "web-app", "redirect_uri": "https://app.example/cb", "response_type": "code",
+          "scope": "openid", "state": "st"}
+
+
+@pytest.mark.parametrize("roles, shown", [((), False), (("manage-account-links",), True), (("manage-account",), True)])
+def test_idp_link_needs_manage_account_or_manage_account_links(setup, acme, bob, roles, shown):
+    bob.roles.clear()  # not the default roles
+    bob.roles.add(*Role.objects.filter(realm=acme, client__client_id="account", name__in=roles))
+    http = _signed_in_to_web_app()
+    answer = http.get(AUTH, {**PARAMS, "kc_action": "idp_link:google"})
+    if shown:
+        assert answer.status_code == 200 and "Do you want to link your account with Test Social?" in answer.content.decode()
+        assert 'name="cancel-aia"' in answer.content.decode()
+    else:
+        query = redirect_query(answer)
+        assert query["kc_action_status"] == ["error"] and query["code"]
+        event = Event.objects.get(realm=acme, type="FEDERATED_IDENTITY_LINK_ERROR")
+        assert (event.error, event.user_id, event.details) == ("not_allowed", bob.pk, {"identity_provider": "google"})
+
+
+@pytest.mark.parametrize("alias", ["nope", "off", "unknown-type", ""])
+def test_idp_link_to_no_usable_provider_is_an_error(setup, acme, bob, alias):
+    http = _signed_in_to_web_app()
+    query = redirect_query(http.get(AUTH, {**PARAMS, "kc_action": f"idp_link:{alias}"}))
+    assert query["kc_action_status"] == ["error"] and query["code"]
+    assert Event.objects.get(realm=acme, type="FEDERATED_IDENTITY_LINK_ERROR").error == "unknown_identity_provider"
+    assert not FederatedIdentity.objects.filter(user=bob).exclude(identity_provider__alias="corp").exists()

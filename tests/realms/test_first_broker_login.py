@@ -23,6 +23,7 @@ from realms.models import (
 )
 from realms.signin.flows import get_authenticator
 from realms.sso import auth_sessions
+from realms.users.accounts import create_user
 from realms.users.actions import get_required_action
 from tests.oidc.browser.conftest import PASSWORD
 from tests.realms.test_otp import add_otp, app_totp
@@ -342,3 +343,20 @@ def test_a_disabled_provider_stops_first_broker_login(realm, web_app, idp, bob):
     assert refused.status_code == 400
     assert "Unexpected error when authenticating with identity provider" in html(refused)
     assert not FederatedIdentity.objects.exists()
+
+
+def test_email_as_username(realm, web_app, idp):
+    realm.registration_email_as_username = True
+    realm.save()
+    assert "code" in redirect_query(answered(HttpClient(), realm, idp, identity()))
+    assert User.objects.filter(realm=realm, username="alice@example.com").exists()
+
+
+def test_an_email_that_is_another_accounts_username_is_that_account(realm, web_app, idp):
+    """Where people sign in with their e-mail, an account named by the identity's address is the
+    identity's too (it would otherwise be shadowed)."""
+    create_user(realm, "alice@example.com", password=PASSWORD)
+    realm.login_with_email_allowed = True
+    realm.save()
+    page = answered(HttpClient(), realm, idp, identity(username="alice", email="alice@example.com"))
+    assert "User with username alice@example.com already exists." in html(page)

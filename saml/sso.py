@@ -64,9 +64,10 @@ def start_sso(request, realm, message):
                          interactive=root.get("IsPassive") not in ("true", "1"))
 
 
-def start_idp_initiated(request, realm, url_name, relay_state=""):
-    """IdP-initiated SSO at ``/protocol/saml/clients/<url_name>`` for a client that set
-    ``saml_idp_initiated_sso_url_name``; unsolicited, so no InResponseTo."""
+def idp_initiated_session(request, realm, url_name, relay_state=""):
+    """(client, authentication session) of an IdP-initiated sign-in to the client that set
+    ``saml_idp_initiated_sso_url_name`` (here, or through an identity provider's unsolicited
+    Response at the broker's ``endpoint/clients/<url_name>``); UntrustedRequest for none."""
     found = Client.objects.filter(realm=realm, protocol=c.PROTOCOL, enabled=True,
                                   attributes__saml_idp_initiated_sso_url_name=url_name).first() if url_name else None
     if found is None:
@@ -76,7 +77,12 @@ def start_idp_initiated(request, realm, url_name, relay_state=""):
             "binding": client.response_binding("", c.BINDING_POST), "request_id": "",
             "relay_state": client.attributes.get(c.ATTR_IDP_INITIATED_RELAY_STATE) or relay_state,
             "name_id_format": client.name_id_format}
-    auth_session = auth_sessions.start(request, realm, found, protocol=c.PROTOCOL, client_data=data)
+    return found, auth_sessions.start(request, realm, found, protocol=c.PROTOCOL, client_data=data)
+
+
+def start_idp_initiated(request, realm, url_name, relay_state=""):
+    """IdP-initiated SSO at ``/protocol/saml/clients/<url_name>``; unsolicited, so no InResponseTo."""
+    found, auth_session = idp_initiated_session(request, realm, url_name, relay_state)
     return engine.advance(request, realm, found, auth_session)
 
 

@@ -87,7 +87,11 @@ def _status(root):
 
 
 def _in_response_to(value, expected):
-    return bool(value) and bool(expected) and constant_time_equals(value, expected)
+    """An answer to our request names it; an unsolicited one (``expected`` "": an IdP-initiated
+    sign-in) names none."""
+    if not expected:
+        return not value
+    return bool(value) and constant_time_equals(value, expected)
 
 
 def verify_query(query_string, param, certificates, allow_sha1):

@@ -5,8 +5,10 @@ registries (called from ``FederationConfig.ready``)."""
 def register():
     from realms.brokering.providers import register_provider_type
 
+    from . import mappers
     from .provider import KeycloakOidcType, OAuth2Type, OidcType
     from .social import PRESETS
 
     for provider_type in (OidcType(), KeycloakOidcType(), OAuth2Type(), *(preset() for preset in PRESETS)):
         register_provider_type(provider_type)
+    mappers.register()

@@ -1,0 +1,247 @@
+"""Keycloak's identity provider mappers that read the provider's claims
+(``org.keycloak.broker.oidc.mappers``), for the ``oidc``, ``keycloak-oidc`` and ``oauth2`` types:
+
+* ``oidc-user-attribute-idp-mapper`` (Attribute Importer): a claim into a user attribute, or into
+  ``email``, ``firstName``, ``lastName``;
+* ``oidc-role-idp-mapper`` (Claim to Role): the role when a claim has a value;
+* ``oidc-advanced-role-idp-mapper`` (Advanced Claim to Role) and
+  ``oidc-advanced-group-idp-mapper`` (Advanced Claim to Group): the role or group when every
+  listed claim has its value (or matches it as a regular expression).
+
+Claims are the ID token's and userinfo's (``BrokeredIdentity.claims``), read by Keycloak's claim
+paths: dots go down into nested objects, ``\\.`` is a dot in a name. A claim whose value is a list
+matches when one of its items does. A role or group mapper that no longer applies on a later
+sign-in (FORCE, LEGACY) takes its role or group away, unless another mapper of the same sign-in
+gave it (Keycloak's KEYCLOAK-8730 rule)."""
+import json
+import logging
+import re
+
+from realms.brokering.mappers import MapperType, group_from_path, register_mapper_type, role_from_string, set_attribute
+
+from .config import read_claim
+
+logger = logging.getLogger("idp.broker")
+
+COMPATIBLE = ("oidc", "keycloak-oidc", "oauth2")
+GRANTED = "mapper_granted"  # context: the roles and groups a mapper of this sign-in gave
+_PROFILE = {"email": "email", "firstname": "firstName", "lastname": "lastName"}
+_SYNC = {"name": "syncMode", "label": "Sync mode override", "type": "List", "defaultValue": "INHERIT",
+         "options": ["INHERIT", "IMPORT", "LEGACY", "FORCE"],
+         "helpText": "Overrides the default sync mode of IDP for this mapper."}
+
+
+def _property(name, label, help_text, type="String", **extra):
+    return {"name": name, "label": label, "helpText": help_text, "type": type, **extra}
+
+
+_CLAIM = _property("claim", "Claim", "Name of claim to search for in token. You can reference nested claims using a "
+                   "'.', i.e. 'address.locality'. To use dot (.) literally, escape it with backslash (\\.)")
+_CLAIMS = _property("claims", "Claims", "Name and (regex) value of the claims to search for in token. You can "
+                    "reference nested claims using a '.', i.e. 'address.locality'. To use dot (.) literally, escape "
+                    "it with backslash (\\.)", "Map")
+_REGEX = _property("are.claim.values.regex", "Regex Claim Values",
+                   "If enabled claim values are interpreted as regular expressions.", "boolean")
+_ROLE = _property("role", "Role", "Role to grant to user if claim is present. Click 'Select Role' button to browse "
+                  "roles, or just type it in the textbox. To reference a client role the syntax is "
+                  "clientname.clientrole, i.e. myclient.myrole", "Role")
+
+
+def _strings(value):
+    """A claim's value(s) as Keycloak compares them: strings; true/false for booleans; a list's items."""
+    if value is None:
+        return []
+    items = value if isinstance(value, list) else [value]
+    out = []
+    for item in items:
+        if isinstance(item, bool):
+            out.append("true" if item else "false")
+        elif isinstance(item, (dict, list)):
+            out.append(json.dumps(item, separators=(",", ":")))
+        elif item is not None:
+            out.append(str(item))
+    return out
+
+
+def claim_values(identity, path):
+    return _strings(read_claim(identity.claims, path)) if path else []
+
+
+def _pairs(value):
+    """Keycloak's Map config: a JSON list of {"key": ..., "value": ...}; None when it is not."""
+    try:
+        parsed = json.loads(value or "[]")
+    except ValueError:
+        return None
+    if not isinstance(parsed, list) or not all(isinstance(p, dict) for p in parsed):
+        return None
+    return [(str(p.get("key", "")), str(p.get("value", ""))) for p in parsed]
+
+
+def all_claims_match(mapper, identity):
+    """Advanced mappers: every listed claim has its value (or a value matching it in full as a
+    regular expression, with ``are.claim.values.regex``)."""
+    config = mapper.config or {}
+    pairs = _pairs(config.get("claims"))
+    if not pairs:
+        if pairs is None:
+            logger.warning("mapper %r: claims is not Keycloak's list of key and value", mapper.name)
+        return False
+    regex = config.get("are.claim.values.regex") == "true"
+    for key, wanted in pairs:
+        values = claim_values(identity, key)
+        if regex:
+            try:
+                pattern = re.compile(wanted)
+            except re.error:
+                logger.warning("mapper %r: %r is not a regular expression", mapper.name, wanted)
+                return False
+            if not any(pattern.fullmatch(v) for v in values):
+                return False
+        elif wanted not in values:
+            return False
+    return True
+
+
+class _Grant(MapperType):
+    """A mapper that gives a role or a group when ``applies``; taken away on a later sign-in
+    when it no longer does."""
+
+    compatible = COMPATIBLE
+
+    def applies(self, mapper, identity):
+        raise NotImplementedError
+
+    def target(self, realm, mapper):
+        """(the role or group, the user's relation to it), or (None, None) when the realm has none."""
+        raise NotImplementedError
+
+    def import_new_user(self, realm, idp, mapper, user, identity):
+        target, relation = self.target(realm, mapper)
+        if target is not None and self.applies(mapper, identity):
+            relation(user).add(target)
+            identity.context.setdefault(GRANTED, []).append(f"{relation.__name__}:{target.pk}")
+
+    def update_brokered_user(self, realm, idp, mapper, user, identity):
+        target, relation = self.target(realm, mapper)
+        if target is None:
+            return
+        key = f"{relation.__name__}:{target.pk}"
+        granted = identity.context.setdefault(GRANTED, [])
+        if key in granted:
+            return
+        if self.applies(mapper, identity):
+            granted.append(key)
+            relation(user).add(target)
+        else:
+            relation(user).remove(target)
+
+
+def roles(user):
+    return user.roles
+
+
+def groups(user):
+    return user.groups
+
+
+class _RoleGrant(_Grant):
+    category = "Role Importer"
+
+    def target(self, realm, mapper):
+        role = role_from_string(realm, (mapper.config or {}).get("role", ""))
+        if role is None:
+            logger.warning("realm %s: mapper %r names no role of this realm", realm.name, mapper.name)
+            return None, None
+        return role, roles
+
+
+class ClaimToRole(_RoleGrant):
+    id = "oidc-role-idp-mapper"
+    name = "Claim to Role"
+    help_text = "If a claim exists, grant the user the specified realm or client role."
+    properties = (_CLAIM, _property("claim.value", "Claim Value", "Value the claim must have. If the claim is an "
+                                    "array, then the value must be contained in the array."), _ROLE, _SYNC)
+
+    def applies(self, mapper, identity):
+        config = mapper.config or {}
+        return config.get("claim.value", "") in claim_values(identity, config.get("claim", ""))
+
+
+class AdvancedClaimToRole(_RoleGrant):
+    id = "oidc-advanced-role-idp-mapper"
+    name = "Advanced Claim to Role"
+    help_text = "If all claims exists, grant the user the specified realm or client role."
+    properties = (_CLAIMS, _REGEX, _ROLE, _SYNC)
+
+    def applies(self, mapper, identity):
+        return all_claims_match(mapper, identity)
+
+
+class AdvancedClaimToGroup(_Grant):
+    id = "oidc-advanced-group-idp-mapper"
+    name = "Advanced Claim to Group"
+    category = "Group Importer"
+    help_text = "If all claims exists, assign the user to the specified group."
+    properties = (_CLAIMS, _REGEX, _property("group", "Group", "Assign the user to the specified group.", "Group"),
+                  _SYNC)
+
+    def target(self, realm, mapper):
+        group = group_from_path(realm, (mapper.config or {}).get("group", ""))
+        if group is None:
+            logger.warning("realm %s: mapper %r names no group of this realm", realm.name, mapper.name)
+            return None, None
+        return group, groups
+
+    def applies(self, mapper, identity):
+        return all_claims_match(mapper, identity)
+
+
+class ClaimAttributeImporter(MapperType):
+    id = "oidc-user-attribute-idp-mapper"
+    name = "Attribute Importer"
+    category = "Attribute Importer"
+    compatible = COMPATIBLE
+    help_text = "Import declared claim if it exists in ID, access token or the claim set returned by the user " \
+                "profile endpoint into the specified user property or attribute."
+    properties = (_CLAIM, _property("user.attribute", "User Attribute Name", "User attribute name to store claim.  "
+                                    "Use email, lastName, and firstName to map to those predefined user properties.",
+                                    "UserProfileAttributeList"), _SYNC)
+
+    def _mapped(self, mapper, identity):
+        config = mapper.config or {}
+        return config.get("user.attribute", ""), claim_values(identity, config.get("claim", ""))
+
+    def preprocess(self, realm, idp, mapper, identity):
+        """E-mail and names go on the identity: first broker login creates the user with them."""
+        target, values = self._mapped(mapper, identity)
+        field = _PROFILE.get(target.lower())
+        if not values or field is None:
+            return
+        if field == "email":
+            # Still verified only when it is the e-mail the provider vouched for.
+            identity.email_verified = identity.email_verified and identity.email == values[0]
+            identity.email = values[0]
+        elif field == "firstName":
+            identity.first_name = values[0]
+        else:
+            identity.last_name = values[0]
+
+    def import_new_user(self, realm, idp, mapper, user, identity):
+        target, values = self._mapped(mapper, identity)
+        if target and values:
+            field = _PROFILE.get(target.lower())
+            set_attribute(user, field or target, values[:1] if field else values)
+
+    def update_brokered_user(self, realm, idp, mapper, user, identity):
+        """FORCE: the attribute follows the provider, and goes when the provider stops sending it
+        (a profile field is kept: a user always has their e-mail and names)."""
+        target, values = self._mapped(mapper, identity)
+        field = _PROFILE.get(target.lower())
+        if target and (values or field is None):
+            set_attribute(user, field or target, values[:1] if field else values)
+
+
+def register():
+    for mapper_type in (ClaimAttributeImporter, ClaimToRole, AdvancedClaimToRole, AdvancedClaimToGroup):
+        register_mapper_type(mapper_type)

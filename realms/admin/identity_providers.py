@@ -170,8 +170,9 @@ class IdentityProviderAdmin(ConsoleAdmin):
             general = ("import_metadata",) + general
         fieldsets = [("General settings", {"classes": ("tab-settings",), "fields": general})]
         for title, settings in (sections(provider_type) if provider_type else ()):
-            fieldsets.append((title, {"classes": ("tab-settings",),
-                                      "fields": tuple(form_name(s.key) for s in settings)}))
+            # Keycloak's type-specific "Advanced" is a section folded until opened.
+            classes = ("tab-settings", "collapse") if title == "Advanced" else ("tab-settings",)
+            fieldsets.append((title, {"classes": classes, "fields": tuple(form_name(s.key) for s in settings)}))
         fieldsets.append(("Advanced settings", {"classes": ("tab-settings",), "fields": ADVANCED}))
         if obj is not None:
             fieldsets.append(("Mappers", {"classes": ("tab-mappers",), "fields": ("mappers_list",)}))

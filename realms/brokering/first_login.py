@@ -46,8 +46,11 @@ REGISTERED_NEW_USER, OVERRIDE_LINK = broker.REGISTERED_NEW_USER, broker.OVERRIDE
 # The attribute the existing account shares with the identity: [name, value] (the rest of
 # Keycloak's ExistingUserInfo; its id is context.EXISTING_USER).
 DUPLICATE = "EXISTING_USER_DUPLICATE"
+VERIFIED_NOTE = "VERIFY_ACCOUNT_IDP_USERNAME"  # the e-mailed link was followed in this browser
+SENT_NOTE = "IDP_LINK_CONFIRMATION_EMAIL_KEY"  # the address the link went to (no re-send on reload)
 # What a restart of first broker login forgets (Keycloak's resetFlow clears the notes).
-_FLOW_NOTES = (context.EXISTING_USER, DUPLICATE, REGISTERED_NEW_USER, OVERRIDE_LINK, EMAIL_CHANGED, USERNAME_CHANGED)
+_FLOW_NOTES = (context.EXISTING_USER, DUPLICATE, REGISTERED_NEW_USER, OVERRIDE_LINK, EMAIL_CHANGED, USERNAME_CHANGED,
+               VERIFIED_NOTE, SENT_NOTE)
 
 UPDATE_PROFILE_ON_FIRST_LOGIN = "update.profile.on.first.login"
 REQUIRE_PASSWORD_UPDATE = "require.password.update.after.registration"
@@ -418,10 +421,6 @@ class ConfirmOverrideLink(BrokerStep):
 
 # Confirming the link by e-mail ---------------------------------------------------------------
 
-VERIFIED_NOTE = "VERIFY_ACCOUNT_IDP_USERNAME"  # the link was followed in this browser
-SENT_NOTE = "IDP_LINK_CONFIRMATION_EMAIL_KEY"  # the address the link went to (no re-send on reload)
-
-
 class EmailVerification(BrokerStep):
     """Keycloak's IdpEmailVerificationAuthenticator: a link to the existing account's address;
     following it (``verify_link_token``) proves the person holds that account. Passed over
@@ -518,7 +517,9 @@ def verify_link_token(request, realm, claims):
                     "email": user.email, "identity_provider": alias, "identity_provider_identity": username})
     original = _original_session(request, realm, claims)
     original_client = original and config.client_by_pk(original.client_pk)
-    if original is not None and original_client is not None and original.notes.get(context.BROKERED):
+    kept = (original.notes.get(context.BROKERED) or {}) if original is not None else {}
+    if (original_client is not None and kept.get("alias") == alias
+            and original.notes.get(context.EXISTING_USER) == user.pk):  # that sign-in, for this account
         original.notes[VERIFIED_NOTE] = username
         return engine.advance(request, realm, original_client, original)
     mark_verified(realm, user, alias, str(claims.get("idpuid", "")))

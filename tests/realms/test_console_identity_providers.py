@@ -137,6 +137,10 @@ def test_an_oidc_providers_secret_is_written_never_shown(console, acme):  # noqa
     idp.refresh_from_db()
     assert idp.config["clientSecret"] == "rotated"
     assert SECRET not in json.dumps(list(Event.objects.filter(realm=acme).values_list("representation", flat=True)))
+    # Its mappers are chosen among the types compatible with OpenID Connect: no SAML attribute mapper.
+    offered = select_options(console.get(reverse("admin:realms_identityprovider_mapper_add", args=[idp.pk]))
+                             .content.decode(), "type")
+    assert "hardcoded-attribute-idp-mapper" in offered and "saml-role-idp-mapper" not in offered
 
 
 @pytest.fixture

@@ -140,6 +140,11 @@ def test_clock_skew_allows_a_just_expired_token(provider, keys):
                                 allowedClockSkew="5")
 
 
+def test_type_claim_check_can_be_disabled(provider, keys):
+    assert provider.run(lambda b: sign(provider.claims(b, typ="Bearer"), keys["k1"]), disableTypeClaimCheck="true").id
+    assert provider.run(lambda b: sign(provider.claims(b, typ="ID"), keys["k1"])).id == "u-1"
+
+
 def test_nonce_not_checked_when_disabled(provider, keys, trip):
     idp = provider.idp(disableNonce="true")
     assert "nonce" not in trip(idp)[1]

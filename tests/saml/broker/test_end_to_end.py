@@ -144,18 +144,23 @@ def logout_url(base, id_token):
             f"&post_logout_redirect_uri={REDIRECT}&state=bye")
 
 
-def test_our_logout_goes_through_the_provider(live_idp, base, realm, upstream):
-    linked(realm, live_idp())
+@pytest.mark.parametrize("post_binding", ["true", "false"])
+def test_our_logout_goes_through_the_provider(live_idp, base, realm, upstream, post_binding):
+    linked(realm, live_idp(postBindingLogout=post_binding))
     browser = new_browser()
     issued = tokens(base, sign_in(browser, base))
     upstream.requests.clear()
     page = browser.get(logout_url(base, issued["id_token"]), timeout=10, allow_redirects=False)
     assert not UserSession.objects.filter(realm=realm).exists()
-    # Our signed LogoutRequest, posted by the browser to the provider's SLO service...
-    step = browser.get(page.headers["Location"], timeout=10) if page.status_code == 302 else page
-    action, fields = form_fields(step.text)
-    assert action == upstream.slo and "SAMLRequest" in fields
-    answered = browser.post(action, data=fields, timeout=10)
+    assert page.status_code == 302
+    if post_binding == "true":  # our signed LogoutRequest, posted by the browser to the SLO service ...
+        action, fields = form_fields(browser.get(page.headers["Location"], timeout=10).text)
+        assert action == upstream.slo and "SAMLRequest" in fields
+        answered = browser.post(action, data=fields, timeout=10)
+    else:  # ... or sent there by the Redirect binding, signed on the query string
+        location = page.headers["Location"]
+        assert location.startswith(upstream.slo + "?SAMLRequest=") and "&Signature=" in location
+        answered = browser.get(location, timeout=10)
     [(kind, parsed)] = upstream.requests
     assert kind == "LogoutRequest" and parsed.message.name_id.text == "u-1001"
     assert [s.text for s in parsed.message.session_index] == [upstream.sessions["u-1001"]]

@@ -136,7 +136,9 @@ class UpstreamIdp:
 
     def _slo(self, params, binding, environ, start_response):
         if "SAMLRequest" in params:
-            parsed = self.server.parse_logout_request(params["SAMLRequest"], binding)
+            signed = {"relay_state": params.get("RelayState"), "sigalg": params.get("SigAlg"),
+                      "signature": params.get("Signature")} if binding == BINDING_HTTP_REDIRECT else {}
+            parsed = self.server.parse_logout_request(params["SAMLRequest"], binding, **signed)
             self.requests.append(("LogoutRequest", parsed))
             response = self.server.create_logout_response(parsed.message, [BINDING_HTTP_POST], sign=True)
             _, destination = self.server.pick_binding("single_logout_service", [BINDING_HTTP_POST], "spsso",

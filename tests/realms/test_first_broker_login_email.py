@@ -6,8 +6,13 @@ import re
 
 import pytest
 from django.test import Client as HttpClient
+from django.test import RequestFactory
 
+from realms.brokering.linking import VERIFY_LINK
+from realms.http import action_tokens
 from realms.models import Event, FederatedIdentity, User
+from realms.sso import auth_sessions
+from realms.users.accounts import create_user
 from tests.realms.test_first_broker_login import answered, identity, idp  # noqa: F401 (fixture)
 from tests.selfservice.conftest import link_in, mailbox, send, smtp_server, smtp_settings, text_of  # noqa: F401
 from tests.selfservice.test_reset_and_registration import follow_token, form_action, html, redirect_query
@@ -105,3 +110,20 @@ def test_a_link_for_an_address_the_account_no_longer_has_is_refused(smtp_realm, 
     User.objects.filter(pk=bob.pk).update(email="bob@elsewhere.example")
     refused = http.get(path)
     assert refused.status_code == 400 and not FederatedIdentity.objects.exists()
+
+
+def test_a_link_for_another_account_does_not_confirm_this_sign_in(smtp_realm, web_app, idp, bob, mailbox, send):
+    """A valid link of another account opened in the browser of this sign-in proves nothing
+    about bob's account: the sign-in waits on, nothing is linked."""
+    carol = create_user(smtp_realm, "carol", password="x-password-1", email="carol@example.com")
+    http = HttpClient()
+    page = _email_page(http, smtp_realm, idp, send)
+    tab = re.search(r"tab=([^&\"]+)", form_action(page)).group(1)
+    root = http.cookies[auth_sessions.COOKIE].value
+    request = RequestFactory().get("/")
+    token = action_tokens.create(smtp_realm, carol, VERIFY_LINK, lifespan=300, client_id="web-app", request=request,
+                                 eml=carol.email, idpu="bobby", idpa=idp.alias, idpuid="sub-1", oasid=f"{root}.{tab}")
+    shown = follow_token(http, action_tokens.link(smtp_realm, token, request, client_id="web-app"), send)
+    assert shown.status_code == 200 and "go back to your original browser" in html(shown)
+    waiting = send(http.post, form_action(page), {"continue": "true"})
+    assert 'id="instruction1"' in html(waiting) and not FederatedIdentity.objects.exists()

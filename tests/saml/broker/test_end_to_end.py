@@ -202,6 +202,21 @@ def test_logout_started_by_the_provider(live_idp, base, realm, upstream):
     assert parsed.response.status.status_code.value == c.STATUS_SUCCESS
 
 
+def test_logout_started_by_the_provider_by_the_redirect_binding(live_idp, base, realm, upstream):
+    linked(realm, live_idp())
+    browser = new_browser()
+    tokens(base, sign_in(browser, base))
+    endpoint = f"{base}/realms/acme/broker/{ALIAS}/endpoint"
+    _, url = upstream.logout_request(endpoint, f"{base}/realms/acme", "u-1001", redirect=True)
+    tampered = url.replace("RelayState=rs-2", "RelayState=rs-3")
+    assert browser.get(tampered, timeout=10).status_code == 400  # the query's signature covers RelayState
+    assert UserSession.objects.filter(realm=realm).count() == 1
+    answer = browser.get(url, timeout=10)
+    assert answer.status_code == 200 and not UserSession.objects.filter(realm=realm).exists()
+    action, fields = form_fields(answer.text)
+    assert action == upstream.slo and fields["RelayState"] == "rs-2"
+
+
 def test_a_forged_logout_request_ends_nothing(live_idp, base, realm, upstream):
     linked(realm, live_idp())
     tokens(base, sign_in(new_browser(), base))

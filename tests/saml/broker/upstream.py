@@ -152,13 +152,18 @@ class UpstreamIdp:
         start_response("200 OK", [("Content-Type", "text/plain")])
         return [b"logged out upstream"]
 
-    def logout_request(self, destination, sp_entity_id, name_id_text, session_index=None):
-        """An IdP-initiated LogoutRequest (signed XML, base64 for the POST binding)."""
+    def logout_request(self, destination, sp_entity_id, name_id_text, session_index=None, *, redirect=False):
+        """An IdP-initiated LogoutRequest: (id, base64 of the signed XML for the POST binding), or
+        with ``redirect`` (id, the URL of the Redirect binding, signed on the query string)."""
         name_id = NameID(format=NAMEID_FORMAT_PERSISTENT, text=name_id_text, name_qualifier=self.entity_id,
                          sp_name_qualifier=sp_entity_id)
         request_id, request = self.server.create_logout_request(
             destination, self.entity_id, name_id=name_id, session_indexes=[session_index] if session_index else None,
-            sign=True)
+            sign=not redirect)
+        if redirect:
+            info = self.server.apply_binding(BINDING_HTTP_REDIRECT, str(request), destination, "rs-2", sign=True,
+                                             sigalg="http://www.w3.org/2001/04/xmldsig-more#rsa-sha256")
+            return request_id, dict(info["headers"])["Location"]
         return request_id, base64.b64encode(str(request).encode()).decode()
 
 

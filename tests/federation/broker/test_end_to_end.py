@@ -188,3 +188,25 @@ def test_the_providers_back_channel_logout_ends_our_session(live_idp, base, real
     print("".join(upstream.log[-10:]))
     [left] = UserSession.objects.filter(realm=realm)
     assert left.user.username == "grace"  # only the session the provider ended
+
+
+def test_first_sign_in_runs_the_claim_mappers(live_idp, base, realm, upstream):
+    import json
+
+    from realms.models import Group, Role
+
+    idp = live_idp(fields={"trust_email": True})
+    role = Role.objects.create(realm=realm, name="developer")
+    group = Group.objects.create(realm=realm, name="engineering")
+    for name, mapper_type, config in (
+        ("groups", "oidc-user-attribute-idp-mapper", {"claim": "groups", "user.attribute": "upstream_groups"}),
+        ("dev role", "oidc-role-idp-mapper", {"claim": "groups", "claim.value": "dev", "role": "developer"}),
+        ("eng group", "oidc-advanced-group-idp-mapper", {
+            "claims": json.dumps([{"key": "groups", "value": "st.*"}, {"key": "email_verified", "value": "true"}]),
+            "are.claim.values.regex": "true", "group": "/engineering"}),
+    ):
+        idp.mappers.create(realm=realm, name=name, mapper_type=mapper_type, config=config)
+    tokens(base, sign_in(new_browser(), base, upstream, login="margaret"))
+    user = User.objects.get(realm=realm, username="margaret")
+    assert user.attributes["upstream_groups"] == ["staff", "dev"]
+    assert role in user.roles.all() and group in user.groups.all()

@@ -6,7 +6,9 @@
 * ``oidc-role-idp-mapper`` (Claim to Role): the role when a claim has a value;
 * ``oidc-advanced-role-idp-mapper`` (Advanced Claim to Role) and
   ``oidc-advanced-group-idp-mapper`` (Advanced Claim to Group): the role or group when every
-  listed claim has its value (or matches it as a regular expression).
+  listed claim has its value (or matches it as a regular expression);
+* ``<preset>-user-attribute-mapper`` (the social presets' Attribute Importer, ``github-...``,
+  ``google-...``): a field of the provider's user JSON by a ``jsonField`` path.
 
 Claims are the ID token's and userinfo's (``BrokeredIdentity.claims``), read by Keycloak's claim
 paths: dots go down into nested objects, ``\\.`` is a dot in a name. A claim whose value is a list
@@ -242,6 +244,68 @@ class ClaimAttributeImporter(MapperType):
             set_attribute(user, field or target, values[:1] if field else values)
 
 
+# The social presets' JSON attribute importers (Keycloak's AbstractJsonUserAttributeMapper) -----
+
+_INDEX = re.compile(r"^(.*?)\[(\d+)\]$")
+
+
+def json_field(profile, path):
+    """A value of the provider's user JSON by Keycloak's ``jsonField`` path: dots go down,
+    ``[n]`` takes a list's item (``contact.address[0].country``)."""
+    value = profile
+    for part in [p for p in re.split(r"(?<!\\)\.", path or "") if p]:
+        part = part.replace("\\.", ".")
+        indexes = []
+        while (match := _INDEX.match(part)) is not None:
+            part, index = match.group(1), int(match.group(2))
+            indexes.insert(0, index)
+        if part:
+            value = value.get(part) if isinstance(value, dict) else None
+        for index in indexes:
+            value = value[index] if isinstance(value, list) and index < len(value) else None
+        if value is None:
+            return None
+    return value
+
+
+class JsonAttributeImporter(MapperType):
+    """``<preset>-user-attribute-mapper``: a field of the social provider's user JSON into a user
+    attribute (or ``email``, ``firstName``, ``lastName``), on first login and under FORCE."""
+
+    name = "Attribute Importer"
+    category = "Attribute Importer"
+    help_text = "Import user profile information if it exists in Social provider JSON data into the specified " \
+                "user attribute."
+    properties = (_property("jsonField", "Social Profile JSON Field Path", "Path of field in Social provider User "
+                            "Profile JSON data to get value from. You can use dot notation for nesting and square "
+                            "brackets for array index. Eg. 'contact.address[0].country'."),
+                  _property("userAttribute", "User Attribute Name", "User attribute name to store information into.",
+                            "UserProfileAttributeList"), _SYNC)
+
+    def __init__(self, preset_id, compatible):
+        self.id, self.compatible = f"{preset_id}-user-attribute-mapper", compatible
+
+    def _mapped(self, mapper, identity):
+        config = mapper.config or {}
+        return config.get("userAttribute", ""), _strings(json_field(identity.claims, config.get("jsonField", "")))
+
+    def import_new_user(self, realm, idp, mapper, user, identity):
+        target, values = self._mapped(mapper, identity)
+        if target and values:
+            field = _PROFILE.get(target.lower())
+            set_attribute(user, field or target, values[:1] if field else values)
+
+    update_brokered_user = import_new_user
+
+
+# Keycloak's social attribute importers: mapper id prefix -> the presets it applies to.
+JSON_IMPORTERS = {"github": ("github",), "google": ("google",), "facebook": ("facebook",),
+                  "microsoft": ("microsoft",), "linkedin": ("linkedin-openid-connect",), "instagram": ("instagram",),
+                  "paypal": ("paypal",), "stackoverflow": ("stackoverflow",)}
+
+
 def register():
     for mapper_type in (ClaimAttributeImporter, ClaimToRole, AdvancedClaimToRole, AdvancedClaimToGroup):
         register_mapper_type(mapper_type)
+    for prefix, compatible in JSON_IMPORTERS.items():
+        register_mapper_type(JsonAttributeImporter(prefix, compatible))

@@ -155,3 +155,26 @@ def test_another_mapper_of_the_same_sign_in_keeps_the_role(realm, idp, user):
     run("update_brokered_user", realm, idp, gives, user, brokered)
     run("update_brokered_user", realm, idp, would_take, user, brokered)
     assert role in user.roles.all()
+
+
+@pytest.mark.parametrize("path, expected", [
+    ("company", ["@github"]), ("plan.name", ["pro"]), ("orgs[1].login", ["acme"]), ("orgs[5].login", []),
+    ("orgs", ['{"login":"octo"}', '{"login":"acme"}']), ("missing.deeper", []),
+])
+def test_social_json_attribute_importer(realm, make_idp, user, path, expected):
+    github = make_idp({"clientId": "gh", "clientSecret": "s"}, provider_id="github", alias="github")
+    mapper_type = get_mapper_type("github-user-attribute-mapper")
+    assert mapper_type.applies_to("github") and not mapper_type.applies_to("oidc")
+    m = mapper(realm, github, "github-user-attribute-mapper", jsonField=path, userAttribute="imported")
+    profile = BrokeredIdentity(id="583231", claims={"company": "@github", "plan": {"name": "pro"},
+                                                    "orgs": [{"login": "octo"}, {"login": "acme"}]})
+    run("import_new_user", realm, github, m, user, profile)
+    user.refresh_from_db()
+    assert user.attributes.get("imported", []) == expected
+
+
+def test_social_json_importers_registered():
+    for prefix, preset in (("google", "google"), ("facebook", "facebook"), ("microsoft", "microsoft"),
+                           ("linkedin", "linkedin-openid-connect"), ("instagram", "instagram"), ("paypal", "paypal"),
+                           ("stackoverflow", "stackoverflow")):
+        assert get_mapper_type(f"{prefix}-user-attribute-mapper").applies_to(preset)

@@ -130,6 +130,9 @@ def check_url(url):
     return parts, scheme, port or (443 if scheme == "https" else 80)
 
 
+_warned = set()  # targets allowed by configuration only, already logged
+
+
 def prepare(url):
     """Resolve and check; the returned Target is what ``request`` connects to."""
     parts, scheme, port = check_url(url)
@@ -144,7 +147,9 @@ def prepare(url):
     if not all(is_allowed(address) for address in addresses):
         raise TargetRefused(f"{host} resolves to a non-public address")
     address = addresses[0]
-    if scheme == "http" or not is_public(address):
+    if (scheme == "http" or not is_public(address)) and (scheme, host, address) not in _warned:
+        # Once per target and process: a broker calls its provider on every sign-in.
+        _warned.add((scheme, host, address))
         logger.warning("outbound: calling %s://%s (%s) is allowed by configuration only", scheme, host, address)
     path = parts.path or "/"
     if parts.query:

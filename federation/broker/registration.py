@@ -8,7 +8,9 @@ def register():
     from . import mappers
     from .provider import KeycloakOidcType, OAuth2Type, OidcType
     from .social import PRESETS
+    from .twitter import TwitterType
 
-    for provider_type in (OidcType(), KeycloakOidcType(), OAuth2Type(), *(preset() for preset in PRESETS)):
+    for provider_type in (OidcType(), KeycloakOidcType(), OAuth2Type(), TwitterType(),
+                          *(preset() for preset in PRESETS)):
         register_provider_type(provider_type)
     mappers.register()

@@ -14,9 +14,6 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from ..administration.admin_permissions import can, console_admin
-from ..audit.admin_events import console_auth
-from ..brokering import admin as idp_admin
 from ..credentials import password_policy
 from ..errors import RealmsError, StoreRefused
 from ..models import Client, Credential, FederatedIdentity, User, UserSession, effective_roles
@@ -28,6 +25,8 @@ from .audit import admin_event, object_event, role_ids, role_mapping_events
 from .base import ConsoleAdmin, adopt, realm_owned_list_filter
 from .names import required_action_names, resolved, time_column, when
 from .sessions import back, logout_all_button, post_button, sessions_table
+from .user_idp_links import FederatedIdentityInline, available, unlink
+from .user_idp_links import urls as link_urls
 
 
 class CredentialInline(admin.TabularInline):
@@ -43,28 +42,6 @@ class CredentialInline(admin.TabularInline):
 
     def has_add_permission(self, request, obj=None):
         return False
-
-
-class FederatedIdentityInline(admin.TabularInline):
-    """The user's identity provider links (Keycloak's "Identity provider links" tab): the provider,
-    the user's id and name there. Unlinking (Delete) goes through ``realms.brokering.admin``
-    (``UserAdmin.save_formset``); links are made by a brokered sign-in or the Admin API."""
-
-    classes = ("tab-identity-provider-links",)
-    model = FederatedIdentity
-    fields = readonly_fields = ("identity_provider", "subject", "user_name")
-    verbose_name, verbose_name_plural = "identity provider link", "identity provider links"
-    extra = 0
-    can_delete = True
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return obj is not None and can(console_admin(request), obj.realm, "manage-users", obj)
 
 
 class UserPasswordForm(SetPasswordForm):
@@ -132,7 +109,7 @@ class UserAdmin(ConsoleAdmin):
     filter_horizontal = ("roles", "groups")
     actions = ["enable_users", "disable_users"]
     readonly_fields = ("id", "password_status", "service_account_client", "federation_link", "created_at", "impersonate",
-                       "otp_status", "effective_role_list", "consent_list", "sessions", "logout")
+                       "otp_status", "effective_role_list", "consent_list", "available_providers", "sessions", "logout")
     created_at = time_column("created", "Created")
     inlines = [CredentialInline, FederatedIdentityInline]
     tabs = (("details", "Details"), ("credentials", "Credentials"), ("role-mapping", "Role mapping"),
@@ -155,7 +132,13 @@ class UserAdmin(ConsoleAdmin):
                                         "last_name", "enabled")})]
 
     def get_fieldsets(self, request, obj=None):
-        return self.add_fieldsets if obj is None else self.fieldsets
+        if obj is None:
+            return self.add_fieldsets
+        if not self.has_change_permission(request, obj):
+            return self.fieldsets
+        # "Link account" for the realm's other providers, to an admin who may change the user.
+        return [*self.fieldsets[:-1], ("Available identity providers", {
+            "classes": ("tab-identity-provider-links",), "fields": ("available_providers",)}), self.fieldsets[-1]]
 
     def _button(self, obj, name, label, tab, **kwargs):
         return post_button(reverse(f"admin:realms_user_{name}", args=[obj.pk]) + f"?tab={tab}", label, **kwargs)
@@ -217,11 +200,12 @@ class UserAdmin(ConsoleAdmin):
     def save_formset(self, request, form, formset, change):
         if formset.model is not FederatedIdentity:
             return super().save_formset(request, form, formset, change)
-        user = form.instance
-        formset.save(commit=False)
-        for link in formset.deleted_objects:  # unlinked as the Admin API unlinks: with its admin event
-            idp_admin.remove_link(user.realm, user, link, auth=console_auth(request))
+        unlink(request, form.instance, formset)  # as the Admin API unlinks: with its admin event
         return None
+
+    @admin.display(description="Link account")
+    def available_providers(self, obj):
+        return available(obj) if obj.pk else "-"
 
     @admin.display(description="Password")
     def password_status(self, obj):
@@ -305,6 +289,7 @@ class UserAdmin(ConsoleAdmin):
                  name="realms_user_reset_otp"),
             path("<path:object_id>/consents/<str:client_pk>/revoke/", self.admin_site.admin_view(
                 self.revoke_consent_view), name="realms_user_revoke_consent"),
+            *link_urls(self),
             *super().get_urls(),
         ]
 

@@ -342,3 +342,23 @@ def test_a_social_preset_shows_client_id_secret_and_its_own_settings(console, ac
     assert (idp.provider_id, idp.config["hostedDomain"], idp.config["offlineAccess"]) == (
         "google", "acme.example", "true")
     assert SECRET not in console.get(reverse("admin:realms_identityprovider_change", args=[idp.pk])).content.decode()
+
+
+def test_link_a_user_to_an_account_at_a_provider(console, acme, alice):  # noqa: F811
+    idp = saml_provider(acme)
+    bob = create_user(acme, "bob")
+    FederatedIdentity.objects.create(realm=acme, user=bob, identity_provider=idp, subject="p-bob", user_name="bob")
+    change = reverse("admin:realms_user_change", args=[alice.pk])
+    page = console.get(change).content.decode()
+    link = reverse("admin:realms_user_link_idp", args=[alice.pk, "partner"])
+    assert "Available identity providers" in page and f'href="{link}"' in page
+    # The account is bob's already: refused with the reason, nothing linked.
+    resp = console.post(link, {"user_id": "p-bob", "user_name": "alice"})
+    assert "The account p-bob of identity provider partner is linked to another user" in resp.content.decode()
+    assert not FederatedIdentity.objects.filter(user=alice).exists()
+    assert "This field is required." in console.post(link, {"user_id": "", "user_name": ""}).content.decode()
+    resp = console.post(link, {"user_id": "p-alice", "user_name": "alice@partner"}, follow=True)
+    assert "Alice is linked to Partner." in resp.content.decode()  # Django capitalizes a message
+    assert FederatedIdentity.objects.filter(user=alice, identity_provider=idp, subject="p-alice").exists()
+    assert ("CREATE", f"users/{alice.pk}/federated-identity/partner") in admin_events(acme, "USER")
+    assert console.get(reverse("admin:realms_user_link_idp", args=[alice.pk, "nope"])).status_code == 404

@@ -17,6 +17,6 @@ urlpatterns = [
 broker_urlpatterns = [
     path("<str:alias>/login", broker.login, name="broker-login"),
     path("<str:alias>/endpoint", broker.endpoint, name="broker-endpoint"),
-    path("<str:alias>/endpoint/<str:rest>", broker.endpoint, name="broker-endpoint-rest"),
+    path("<str:alias>/endpoint/<path:rest>", broker.endpoint, name="broker-endpoint-rest"),
     path("<str:alias>/token", BrokerToken.as_view(), name="broker-token"),
 ]

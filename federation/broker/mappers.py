@@ -19,7 +19,9 @@ import json
 import logging
 import re
 
+from realms.brokering.mappers import SYNC_MODE_PROPERTY as _SYNC
 from realms.brokering.mappers import MapperType, group_from_path, register_mapper_type, role_from_string, set_attribute
+from realms.brokering.mappers import config_property as _property
 
 from .config import read_claim
 
@@ -28,13 +30,6 @@ logger = logging.getLogger("idp.broker")
 COMPATIBLE = ("oidc", "keycloak-oidc", "oauth2")
 GRANTED = "mapper_granted"  # context: the roles and groups a mapper of this sign-in gave
 _PROFILE = {"email": "email", "firstname": "firstName", "lastname": "lastName"}
-_SYNC = {"name": "syncMode", "label": "Sync mode override", "type": "List", "defaultValue": "INHERIT",
-         "options": ["INHERIT", "IMPORT", "LEGACY", "FORCE"],
-         "helpText": "Overrides the default sync mode of IDP for this mapper."}
-
-
-def _property(name, label, help_text, type="String", **extra):
-    return {"name": name, "label": label, "helpText": help_text, "type": type, **extra}
 
 
 _CLAIM = _property("claim", "Claim", "Name of claim to search for in token. You can reference nested claims using a "

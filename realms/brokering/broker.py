@@ -140,7 +140,7 @@ def endpoint(request, realm, alias, rest=""):
             raise Http404("no such broker endpoint")
         return answer
     state = provider_type.state_of(request) or ""
-    parts = state.split(".")
+    parts = state.split(".", 2)  # the client id may hold dots (a SAML entity id, a URL)
     realm_obj, client, auth_session = _sign_in(request, realm, parts[1] if len(parts) == 3 else "")
     if client is None:
         return auth_session
@@ -197,12 +197,12 @@ def login_details(user_session):
 def _signed_in_through(auth_session, idp, identity):
     """What the SSO session keeps of the provider (its logout needs it)."""
     auth_session.notes[engine.USER_SESSION_NOTES] = {
-        SESSION_IDP: idp.alias, SESSION_IDP_IDENTITY: context.broker_username(identity), **identity.session_notes}
+        SESSION_IDP: idp.alias, SESSION_IDP_IDENTITY: context.stored_username(idp, identity), **identity.session_notes}
 
 
 def _keep_token(idp, link, identity):
     token = crypto.encrypt(identity.token) if idp.store_token and identity.token else ""
-    username = context.broker_username(identity)
+    username = context.stored_username(idp, identity)
     if token or link.user_name != username:
         link.token, link.user_name = token or link.token, username
         link.save(update_fields=["token", "user_name"])

@@ -49,12 +49,19 @@ def broker_username(identity):
     return identity.context.get("broker_username", identity.username)
 
 
+def stored_username(idp, identity):
+    """The provider's username as the link keeps it: lower-cased unless the provider says its
+    usernames are case-sensitive (Keycloak's ``caseSensitiveOriginalUsername``)."""
+    name = broker_username(identity)
+    return name if (idp.config or {}).get("caseSensitiveOriginalUsername") == "true" else name.lower()
+
+
 def link(realm, idp, user, identity, *, client_id="", ip_address=""):
     """Link ``user`` to their account at ``idp`` (the token kept when the provider stores tokens)
     and record FEDERATED_IDENTITY_LINK."""
     created = FederatedIdentity.objects.create(
-        realm=realm, user=user, identity_provider=idp, subject=identity.id, user_name=broker_username(identity),
+        realm=realm, user=user, identity_provider=idp, subject=identity.id, user_name=stored_username(idp, identity),
         token=crypto.encrypt(identity.token) if idp.store_token and identity.token else "")
     events.emit(realm, "FEDERATED_IDENTITY_LINK", client_id=client_id, user_id=user.pk, ip_address=ip_address,
-                details={"identity_provider": idp.alias, "identity_provider_identity": broker_username(identity)})
+                details={"identity_provider": idp.alias, "identity_provider_identity": stored_username(idp, identity)})
     return created

@@ -3,17 +3,11 @@ mappers) and the username template importer, compatible with every provider type
 import logging
 import re
 
+from .mappers import SYNC_MODE_PROPERTY as _SYNC
 from .mappers import MapperType, group_from_path, register_mapper_type, role_from_string, set_attribute
+from .mappers import config_property as _property
 
 logger = logging.getLogger("idp.broker")
-
-_SYNC = {"name": "syncMode", "label": "Sync mode override", "type": "List", "defaultValue": "INHERIT",
-         "options": ["INHERIT", "IMPORT", "LEGACY", "FORCE"],
-         "helpText": "Overrides the default sync mode of IDP for this mapper."}
-
-
-def _property(name, label, help_text, type="String", **extra):
-    return {"name": name, "label": label, "helpText": help_text, "type": type, **extra}
 
 
 class HardcodedRole(MapperType):

@@ -8,19 +8,21 @@ import logging
 from types import SimpleNamespace
 
 from ..signin.flows import Authenticator, Outcome
-from . import broker, context
+from . import broker, context, organizations
 from .providers import get_provider_type
 
 logger = logging.getLogger("idp.broker")
 
 
 def buttons(realm, ctx_client, auth_session):
-    """The login page's list: (id, display name, URL) per visible provider."""
+    """The login page's list: (id, display name, URL) per provider it offers."""
     if auth_session is None or ctx_client is None:
         return []
     query_ctx = SimpleNamespace(realm=realm, client=ctx_client, auth_session=auth_session)
+    # In an organizations realm an organization's providers show only once the sign-in is its.
+    shown = organizations.login_providers(realm, auth_session, broker.visible_providers(realm))
     return [{"id": f"social-{idp.alias}", "alias": idp.alias, "display_name": idp.display_name or idp.alias,
-             "url": broker.login_url(query_ctx, idp)} for idp in broker.visible_providers(realm)]
+             "url": broker.login_url(query_ctx, idp)} for idp in shown]
 
 
 class IdentityProviderRedirector(Authenticator):

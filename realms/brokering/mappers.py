@@ -19,6 +19,17 @@ ANY = "*"
 INHERIT = "INHERIT"
 
 
+def config_property(name, label, help_text, type="String", **extra):
+    """A mapper's config property as Keycloak's ConfigPropertyRepresentation."""
+    return {"name": name, "label": label, "helpText": help_text, "type": type, **extra}
+
+
+# Every mapper's last property: its own sync mode, or its provider's (INHERIT).
+SYNC_MODE_PROPERTY = config_property("syncMode", "Sync mode override",
+                                     "Overrides the default sync mode of IDP for this mapper.", "List",
+                                     defaultValue=INHERIT, options=[INHERIT, "IMPORT", "LEGACY", "FORCE"])
+
+
 class MapperType:
     """One kind of mapper. ``properties`` are Keycloak's ConfigProperty representations
     (``name``, ``label``, ``helpText``, ``type``, ``defaultValue``, ``options``)."""

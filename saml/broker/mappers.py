@@ -21,7 +21,9 @@ import re
 
 from lxml import etree
 
+from realms.brokering.mappers import SYNC_MODE_PROPERTY as _SYNC
 from realms.brokering.mappers import MapperType, register_mapper_type, role_from_string, set_attribute
+from realms.brokering.mappers import config_property as _property
 
 from .. import xml
 from ..errors import UntrustedRequest
@@ -32,13 +34,6 @@ logger = logging.getLogger("idp.broker")
 COMPATIBLE = ("saml",)
 GRANTED = "mapper_granted_roles"  # context: the roles a mapper of this sign-in granted
 _PROFILE = {"email": "email", "firstname": "firstName", "lastname": "lastName"}
-_SYNC = {"name": "syncMode", "label": "Sync mode override", "type": "List", "defaultValue": "INHERIT",
-         "options": ["INHERIT", "IMPORT", "LEGACY", "FORCE"],
-         "helpText": "Overrides the default sync mode of IDP for this mapper."}
-
-
-def _property(name, label, help_text, type="String", **extra):
-    return {"name": name, "label": label, "helpText": help_text, "type": type, **extra}
 
 
 _NAME = _property("attribute.name", "Attribute Name", "Name of attribute to search for in assertion.  You can leave "

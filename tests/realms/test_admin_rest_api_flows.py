@@ -46,7 +46,7 @@ def test_copy_edit_and_delete_a_flow(api, acme):  # noqa: F811
 
     rows = api("get", f"{A}/flows/my browser/executions").json()
     assert [(r["displayName"], r["level"], r["index"]) for r in rows][:6] == [
-        ("Cookie", 0, 0), ("Kerberos", 0, 1), ("identity-provider-redirector", 0, 2),
+        ("Cookie", 0, 0), ("Kerberos", 0, 1), ("Identity Provider Redirector", 0, 2),
         ("my browser Organization", 0, 3), ("my browser Browser - Conditional Organization", 1, 0),
         ("Condition - user configured", 2, 0)]
     forms = next(r for r in rows if r["displayName"] == "my browser forms")

@@ -121,6 +121,19 @@ def test_the_login_page_offers_the_realms_providers_and_then_the_organizations(r
     assert org_idps.login_providers(realm, session, every) == every
 
 
+def test_the_login_pages_buttons_are_those_providers(realm):
+    from realms.brokering import login_page
+
+    corp = org_with(realm, "corp", "corp.example")
+    provider(realm, "social")
+    linked(corp, provider(realm, "corp-sso"))
+    app = Client.objects.get(realm=realm, client_id="app")
+    session = AuthSession("r", "t", realm.pk, app.pk, "openid-connect", {})
+    assert [b["id"] for b in login_page.buttons(realm, app, session)] == ["social-social"]
+    session.notes[org_idps.ORGANIZATION_NOTE] = corp.pk
+    assert [b["id"] for b in login_page.buttons(realm, app, session)] == ["social-corp-sso", "social-social"]
+
+
 def brokered_ctx(realm, idp, user, email, noted=""):
     """The context first broker login gives its steps: the provider's identity kept in the
     authentication session, the user found or created."""

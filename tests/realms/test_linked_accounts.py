@@ -6,9 +6,11 @@ import re
 
 import pytest
 from django.test import Client as HttpClient
+from django.test import RequestFactory
 
-from realms.brokering import context, providers
+from realms.brokering import broker, context, linking, providers
 from realms.models import (
+    Client,
     Credential,
     Event,
     FederatedIdentity,
@@ -18,6 +20,9 @@ from realms.models import (
     OrganizationMember,
     Role,
 )
+from realms.signin.engine import AuthContext
+from realms.signin.flows import Outcome
+from realms.sso.auth_sessions import AuthSession
 from tests.realms.test_account_api import PASSWORD, acme, bob, bob_token, call, token  # noqa: F401 (fixtures)
 from tests.realms.test_signin import redirect_query, sign_in
 
@@ -237,3 +242,29 @@ def test_idp_link_to_no_usable_provider_is_an_error(setup, acme, bob, alias):
     assert query["kc_action_status"] == ["error"] and query["code"]
     assert Event.objects.get(realm=acme, type="FEDERATED_IDENTITY_LINK_ERROR").error == "unknown_identity_provider"
     assert not FederatedIdentity.objects.filter(user=bob).exclude(identity_provider__alias="corp").exists()
+
+
+def test_idp_link_after_the_providers_answer(setup, acme, bob):
+    """What the action makes of the provider's answer (the broker's link mode leaves it): a
+    refusal by the person is a cancelled action, another error Keycloak's error page, no link
+    an error, the link a success."""
+    action = linking.IdpLink()
+    client = Client.objects.get(realm=acme, client_id="web-app")
+
+    def answer(**notes):
+        session = AuthSession("r", "t", acme.pk, client.pk, "openid-connect", {})
+        session.notes.update({linking.LINKING: "google", **notes})
+        ctx = AuthContext(RequestFactory().post("/"), acme, client, session, is_action=True)
+        ctx.set_user(bob)
+        ctx.action_parameter = "google"
+        return action.process(ctx)
+
+    cancelled = answer(**{broker.BROKER_ERROR: [linking.CANCELLED_AT_PROVIDER, "Test Social"]})
+    assert (cancelled.kind, cancelled.error) == (Outcome.FAILURE, "rejected_by_user")
+    failed = answer(**{broker.BROKER_ERROR: ["identityProviderAlreadyLinkedMessage", "Test Social"]})
+    assert failed.kind == Outcome.CHALLENGE and failed.response.status_code == 400
+    assert "Federated identity returned by Test Social is already linked to another user." in failed.response.content.decode()
+    nothing = answer()
+    assert (nothing.kind, nothing.error) == (Outcome.FAILURE, "invalid_request")
+    link(bob, IdentityProvider.objects.get(alias="google"))
+    assert answer().kind == Outcome.SUCCESS

@@ -10,9 +10,11 @@
   with the provider's keys, ``iss``, ``aud``, ``iat``, a ``jti`` not seen before, the
   back-channel logout event, ``sid`` or ``sub``, no ``nonce``), then every SSO session signed in
   through that provider with that ``sid`` (and ``sub``) ends. The provider asked, so it is not
-  told back."""
+  told back. A ``keycloak-oidc`` provider may instead use Keycloak's own back-channel logout (a
+  signed LogoutAction POSTed to ``endpoint/k_logout``), naming its session ids."""
 import json
 import logging
+import time
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from django.core.cache import cache
@@ -115,6 +117,15 @@ def _sessions(realm, idp, claims):
     return list(found)
 
 
+def _end(request, realm, idp, found):
+    for user_session in found:
+        user_session.notes = {**(user_session.notes or {}), SESSION_IDP: ""}  # not told back
+        with transaction.atomic():
+            sessions.end_session(user_session, reason=sessions.REASON_LOGOUT)
+            events.emit(realm, "LOGOUT", user_id=user_session.user_id, session_id=user_session.pk,
+                        ip_address=client_address(request), details={"identity_provider": idp.alias})
+
+
 def backchannel_request(request, realm, idp, settings):
     """The provider's back-channel logout: 200 when the token holds (whether or not a session was
     still there), 400 with the reason otherwise."""
@@ -128,12 +139,38 @@ def backchannel_request(request, realm, idp, settings):
     except BrokerError as exc:
         logger.info("realm %s: identity provider %s: logout token refused: %s", realm.name, idp.alias, exc.detail)
         return _refused(exc.detail or exc.error)
-    for user_session in _sessions(realm, idp, claims):
-        user_session.notes = {**(user_session.notes or {}), SESSION_IDP: ""}  # not told back
-        with transaction.atomic():
-            sessions.end_session(user_session, reason=sessions.REASON_LOGOUT)
-            events.emit(realm, "LOGOUT", user_id=user_session.user_id, session_id=user_session.pk,
-                        ip_address=client_address(request), details={"identity_provider": idp.alias})
+    _end(request, realm, idp, _sessions(realm, idp, claims))
     answer = HttpResponse(status=200)
     answer["Cache-Control"] = "no-store"
     return answer
+
+
+K_LOGOUT_PATH = "k_logout"
+
+
+def keycloak_logout_request(request, realm, idp, settings):
+    """``keycloak-oidc``: another Keycloak's own back-channel logout (its admin URL's
+    ``k_logout``): a LogoutAction signed with its realm key, for our client (``resource``), not
+    expired, naming the upstream sessions (``keycloakSessionIds``) whose sessions here end."""
+    if request.method != "POST":
+        return _refused("a back-channel logout is a POST")
+    token = request.body.decode(errors="replace").strip()
+    try:
+        if str(jose.header_of(token).get("alg", "")).lower() == "none":
+            raise jose.invalid("unsigned tokens (alg none) are not accepted")
+        action = jose.verify(token, settings)
+        if action.get("action") != "LOGOUT":
+            raise jose.invalid("not a logout action")
+        expiration = action.get("expiration") or 0
+        if not isinstance(expiration, (int, float)) or (expiration and expiration < time.time()):
+            raise jose.invalid("Logout action has expired.")
+        if action.get("resource") != settings.get("clientId"):
+            raise jose.invalid("Logout token audience is incorrect")
+    except BrokerError as exc:
+        logger.info("realm %s: identity provider %s: k_logout refused: %s", realm.name, idp.alias, exc.detail)
+        return _refused(exc.detail or exc.error)
+    ids = [i for i in action.get("keycloakSessionIds") or [] if isinstance(i, str)]
+    if ids:
+        _end(request, realm, idp, UserSession.objects.filter(
+            realm=realm, **{f"notes__{SESSION_IDP}": idp.alias, f"notes__{SID_NOTE}__in": ids}))
+    return HttpResponse(status=200)

@@ -255,8 +255,13 @@ class OidcType(OAuth2Type):
 
 
 class KeycloakOidcType(OidcType):
-    """Keycloak's ``keycloak-oidc``: OpenID Connect against another Keycloak; the same checks
-    (Keycloak's extra is its own admin-URL logout, which needs nothing more here)."""
+    """Keycloak's ``keycloak-oidc``: OpenID Connect against another Keycloak; the same checks, and
+    Keycloak's extra: that Keycloak's own back-channel logout at ``endpoint/k_logout``."""
 
     provider_id = "keycloak-oidc"
     name = "Keycloak OpenID Connect"
+
+    def endpoint(self, request, realm, idp, rest):
+        if rest == logout.K_LOGOUT_PATH:
+            return logout.keycloak_logout_request(request, realm, idp, self.settings(idp))
+        return super().endpoint(request, realm, idp, rest)

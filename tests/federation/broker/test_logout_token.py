@@ -129,3 +129,38 @@ def test_malformed_requests(rf, realm, idp, signed_in):
     get = rf.get(f"/realms/acme/broker/{idp.alias}/endpoint/backchannel_logout")
     assert get_provider_type("oidc").endpoint(get, realm, idp, "backchannel_logout").status_code == 400
     assert get_provider_type("oidc").endpoint(get, realm, idp, "elsewhere") is None  # the broker's 404
+
+
+# keycloak-oidc: another Keycloak's own back-channel logout (k_logout) ---------------------------
+
+@pytest.fixture
+def keycloak_idp(json_server, make_idp, key):
+    json_server.routes["/jwks"] = (200, {"keys": [public(key, "k1")]})
+    base = json_server.base
+    return make_idp({"authorizationUrl": f"{base}/auth", "tokenUrl": f"{base}/token", "jwksUrl": f"{base}/jwks",
+                     "issuer": ISSUER, "clientId": CLIENT, "clientSecret": "x" * 32, "validateSignature": "true",
+                     "useJwksUrl": "true"}, provider_id="keycloak-oidc", alias="other-keycloak")
+
+
+def k_logout(rf, realm, idp, token):
+    request = rf.post(f"/realms/acme/broker/{idp.alias}/endpoint/k_logout", data=token, content_type="text/plain")
+    return get_provider_type("keycloak-oidc").endpoint(request, realm, idp, "k_logout")
+
+
+def action(**changes):
+    values = {"id": str(uuid.uuid4()), "action": "LOGOUT", "resource": CLIENT, "expiration": now() + 30,
+              "notBefore": 0, "keycloakSessionIds": ["s-1", "s-3"], **changes}
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def test_keycloak_k_logout(rf, realm, keycloak_idp, key):
+    ada = create_user(realm, "ada")
+    ours = {sid: create_user_session(realm, ada, notes={"identity_provider": keycloak_idp.alias,
+                                                        "FEDERATED_SID": sid}).pk for sid in ("s-1", "s-2")}
+    for bad in (action(action="PUSH_NOT_BEFORE"), action(resource="another"), action(expiration=now() - 5)):
+        assert k_logout(rf, realm, keycloak_idp, sign(bad, key)).status_code == 400
+    assert k_logout(rf, realm, keycloak_idp, sign(action(), jwk.JWK.generate(kty="RSA", size=2048))).status_code == 400
+    assert UserSession.objects.filter(pk__in=ours.values()).count() == 2
+    assert k_logout(rf, realm, keycloak_idp, sign(action(), key)).status_code == 200
+    assert list(UserSession.objects.filter(pk__in=ours.values()).values_list("pk", flat=True)) == [ours["s-2"]]
+    assert get_provider_type("oidc").endpoint(rf.post("/x"), realm, keycloak_idp, "k_logout") is None  # oidc has none

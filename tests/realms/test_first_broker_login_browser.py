@@ -1,8 +1,9 @@
-"""First broker login in headless Chromium at a phone's width, with the keyboard only: panva's
-oidc-provider upstream, an account with the same e-mail here; "Account already exists" takes
-Enter for its primary action (link), the password page shows the account's username fixed and
-takes the password with Enter, and the application gets its code. No page is wider than the
-screen and none has a serious accessibility violation (axe)."""
+"""First broker login and account linking in headless Chromium at a phone's width, with the
+keyboard only, panva's oidc-provider upstream: an account with the same e-mail here ("Account
+already exists" takes Enter for its primary action, the password page shows the account's
+username fixed and takes the password with Enter, the application gets its code); and linking
+from the account console's Linked accounts page through the idp_link action. No page is wider
+than the screen and none has a serious accessibility violation (axe)."""
 import pytest
 
 from realms.models import FederatedIdentity
@@ -30,14 +31,7 @@ def test_link_an_existing_account_with_the_keyboard_on_a_phone(live_idp, base, r
     page.route("https://app.example/**", lambda route: route.fulfill(status=200, body="the application"))
     page.goto(auth_url(base))
     page.locator("#social-upstream").click()
-    page.locator("input[name=login]").fill("grace")
-    page.locator("input[name=password]").fill("any")
-    page.locator("input[name=password]").press("Enter")
-    for _ in range(3):  # oidc-provider may ask for consent once
-        page.wait_for_load_state()
-        if page.url.startswith(base):
-            break
-        page.locator("button[type=submit]").first.click()
+    _upstream_sign_in(page, base, "grace")
     page.locator("#linkAccount").wait_for(timeout=10000)
     assert "User with email grace@upstream.example already exists." in page.locator("#kc-link-message").inner_text()
     _no_horizontal_scroll(page)
@@ -54,3 +48,38 @@ def test_link_an_existing_account_with_the_keyboard_on_a_phone(live_idp, base, r
     page.wait_for_url("https://app.example/cb?*", timeout=10000)
     assert "code=" in page.url
     assert FederatedIdentity.objects.get().user_id == grace.pk
+
+
+def _upstream_sign_in(page, base, login):
+    page.locator("input[name=login]").fill(login)
+    page.locator("input[name=password]").fill("any")
+    page.locator("input[name=password]").press("Enter")
+    for _ in range(3):  # oidc-provider may ask for consent once
+        page.wait_for_load_state()
+        if page.url.startswith(base):
+            return
+        page.locator("button[type=submit]").first.click()
+
+
+def test_link_from_the_account_console_with_the_keyboard_on_a_phone(live_idp, base, realm, upstream, page):
+    bob = create_user(realm, "bob", password=PASSWORD, email="bob@example.com", first_name="Bob", last_name="B")
+    live_idp()
+    page.goto(f"{base}/realms/acme/account/account-security/linked-accounts")
+    page.locator("#username").fill("bob")
+    page.locator("#password").fill(PASSWORD)
+    page.locator("#password").press("Enter")
+    page.locator("#upstream-idp-link").wait_for(timeout=10000)
+    _no_horizontal_scroll(page)
+    _no_serious_violations(page)
+    page.locator("#upstream-idp-link").focus()
+    page.keyboard.press("Enter")
+    page.locator("#kc-link-text").wait_for(timeout=10000)
+    assert page.locator("#kc-link-text").inner_text() == "Do you want to link your account with upstream?"
+    _no_horizontal_scroll(page)
+    _no_serious_violations(page)
+    page.keyboard.press("Enter")  # Continue has the focus
+    page.locator("input[name=login]").wait_for(timeout=10000)
+    _upstream_sign_in(page, base, "grace")
+    page.locator("#upstream-idp-unlink").wait_for(timeout=10000)
+    assert "grace" in page.locator("#linked-idps").inner_text()
+    assert FederatedIdentity.objects.get().user_id == bob.pk

@@ -14,12 +14,17 @@ loopback URL (``http://127.0.0.1:...``, ``http://localhost:...``, ``[::1]``); an
 refused when used, so the setting cannot send a production sign-in elsewhere (and the outbound
 client refuses loopback in production anyway)."""
 import ipaddress
+import json
+import time
 from urllib.parse import urlencode, urlsplit
 
 from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
 
-from realms.brokering.providers import BrokeredIdentity
+from realms.brokering.providers import BrokeredIdentity, BrokerError
+from realms.http import themes
+from realms.http.web import is_cross_site
+from realms.sso import auth_sessions
 
 from . import client, config, jose
 from .config import Settings
@@ -140,6 +145,70 @@ class LinkedInType(SocialMixin, OidcType):
             "userInfoUrl": "https://api.linkedin.com/v2/userinfo",
             "jwksUrl": "https://www.linkedin.com/oauth/openid/jwks", "issuer": "https://www.linkedin.com/oauth",
             "validateSignature": "true", "useJwksUrl": "true"}
+
+
+class AppleType(SocialMixin, OidcType):
+    """Sign in with Apple (Keycloak's ``apple``): OpenID Connect whose answer comes as a form POST
+    (``response_mode=form_post``) carrying, on the first sign-in only, the user's name in a
+    ``user`` JSON field, and whose client secret is a JWT the developer signs with their Apple
+    key (``clientSecret``: checked unexpired before use, as Keycloak's isValidSecret).
+
+    Keycloak can also make that JWT itself from ``teamId``, ``keyId`` and the ``p8Content`` private
+    key; here ``p8Content`` would be stored unsealed (only ``clientSecret`` is sealed at rest), so
+    those keys are refused until it is sealed too.
+
+    Apple's POST is cross-site: the browser does not send our ``SameSite=Lax`` AUTH_SESSION_ID
+    cookie with it. ``endpoint`` answers such a POST with our own page that posts the same fields
+    again, same-origin (the SAML type's way; the fields are only echoed, then checked in full)."""
+
+    provider_id, name = "apple", "Apple"
+    default_scope = "openid name email"
+    urls = {"authorizationUrl": "https://appleid.apple.com/auth/authorize?response_mode=form_post",
+            "tokenUrl": "https://appleid.apple.com/auth/token", "jwksUrl": "https://appleid.apple.com/auth/keys",
+            "issuer": "https://appleid.apple.com", "validateSignature": "true", "useJwksUrl": "true",
+            "clientAuthMethod": "client_secret_post", "disableUserInfo": "true"}
+
+    def clean_config(self, data):
+        data = dict(data or {})
+        for key in ("p8Content", "teamId", "keyId"):
+            if data.get(key):
+                raise ValueError(f"{key}: generating Apple's client secret is not supported by this server (the "
+                                 "private key would not be sealed at rest); put the signed client secret JWT in "
+                                 "clientSecret")
+        cleaned = super().clean_config(data)
+        if not cleaned.get("clientSecret"):
+            raise ValueError("clientSecret is required (the client secret JWT signed with your Apple key)")
+        return cleaned
+
+    def settings(self, idp):
+        settings = super().settings(idp)
+        try:
+            claims = jose.unverified_claims(settings.get("clientSecret"))
+        except BrokerError:
+            claims = None
+        if not claims or not isinstance(claims.get("exp"), (int, float)) or claims["exp"] < time.time():
+            raise client.unexpected("Apple's client secret is not an unexpired JWT")
+        return settings
+
+    def endpoint(self, request, realm, idp, rest):
+        if rest == "" and request.method == "POST" and auth_sessions.COOKIE not in request.COOKIES \
+                and is_cross_site(request):
+            fields = [(k, request.POST[k]) for k in ("state", "code", "user", "error") if k in request.POST]
+            return themes.render(request, realm, "form-post.html", {"action": request.path, "fields": fields})
+        return super().endpoint(request, realm, idp, rest)
+
+    def authenticated(self, request, realm, idp, broker):
+        identity = super().authenticated(request, realm, idp, broker)
+        try:
+            user = json.loads(request.POST.get("user") or "{}")
+        except ValueError:
+            user = {}
+        if isinstance(user, dict):
+            name = user.get("name") if isinstance(user.get("name"), dict) else {}
+            identity.first_name = _text(name, "firstName") or identity.first_name
+            identity.last_name = _text(name, "lastName") or identity.last_name
+            identity.claims = {**identity.claims, "user": user}
+        return identity
 
 
 # OAuth 2 presets ------------------------------------------------------------------------------
@@ -318,5 +387,5 @@ class StackOverflowType(OAuthPreset):
         return _text(profile, "user_id"), _text(profile, "display_name"), "", first, last
 
 
-PRESETS = (GoogleType, GitLabType, LinkedInType, GitHubType, FacebookType, MicrosoftType, InstagramType, PayPalType,
+PRESETS = (GoogleType, GitLabType, LinkedInType, AppleType, GitHubType, FacebookType, MicrosoftType, InstagramType, PayPalType,
            BitbucketType, StackOverflowType)

@@ -50,7 +50,7 @@ const provider = new Provider(issuer, {
     read_user: ['id', 'username', 'name', 'email'],
     'User.read': ['id', 'displayName', 'givenName', 'surname', 'mail', 'userPrincipalName'],
   },
-  conformIdTokenClaims: true,
+  conformIdTokenClaims: false, // the ID token carries the scopes' claims (as Google's and Apple's do)
   pkce: { required: () => false },
   features: {
     devInteractions: { enabled: true },

@@ -167,3 +167,50 @@ def test_facebook(json_server, settings, make_idp, trip, answer):
         "10158", "mark@example.com", "mark@example.com", True)
     assert identity.claims["birthday"] == "01/01/1990"
     assert json_server.hits("/me")[0]["query"]["fields"] == ["id,name,email,first_name,last_name,birthday"]
+
+
+# Sign in with Apple: form_post, a JWT client secret, the user's name posted once ----------------
+
+@pytest.fixture
+def apple(settings, upstream, make_idp):
+    d = upstream.discovery
+    settings.IDP_BROKER_PRESET_URLS = {"apple": {"https://appleid.apple.com/auth/authorize": d["authorization_endpoint"],
+                                                 "https://appleid.apple.com/auth/token": d["token_endpoint"],
+                                                 "https://appleid.apple.com/auth/keys": d["jwks_uri"],
+                                                 "https://appleid.apple.com": upstream.issuer}}
+    return make_idp({"clientId": "apple-app", "clientSecret": upstream.apple_secret}, provider_id="apple",
+                    alias="apple", fields={"trust_email": True})
+
+
+def test_apple_form_post_sign_in(apple, upstream, trip, rf, realm):
+    broker, url = trip(apple)
+    query = query_of(url)
+    assert query["response_mode"] == "form_post" and query["scope"] == "openid name email" and query["nonce"]
+    action, fields = upstream.sign_in(url, "tim")
+    assert action == broker.redirect_uri and fields["state"] == broker.state and fields["code"]
+    request = rf.post("/realms/acme/broker/apple/endpoint", {
+        **fields, "user": '{"name": {"firstName": "Tim", "lastName": "Cook"}, "email": "tim@privaterelay.example"}'})
+    identity = get_provider_type("apple").authenticated(request, realm, apple, broker)
+    assert (identity.id, identity.email, identity.email_verified) == ("tim", "tim@upstream.example", True)
+    assert (identity.first_name, identity.last_name) == ("Tim", "Cook")  # from Apple's one-time user field
+
+
+def test_apple_cross_site_post_is_posted_again_from_our_page(apple, rf, realm):
+    request = rf.post("/realms/acme/broker/apple/endpoint", {"state": "s.t.c", "code": "c-1"},
+                      HTTP_SEC_FETCH_SITE="cross-site")
+    page = get_provider_type("apple").endpoint(request, realm, apple, "")
+    assert page.status_code == 200 and 'value="c-1"' in page.content.decode()
+    same_origin = rf.post("/realms/acme/broker/apple/endpoint", {"state": "s.t.c", "code": "c-1"},
+                          HTTP_SEC_FETCH_SITE="same-origin")
+    assert get_provider_type("apple").endpoint(same_origin, realm, apple, "") is None  # the broker's own handling
+
+
+def test_apple_client_secret(make_idp, trip):
+    apple = get_provider_type("apple")
+    with pytest.raises(ValueError, match="p8Content"):
+        apple.clean_config({"clientId": "a", "p8Content": "-----BEGIN PRIVATE KEY-----", "teamId": "T", "keyId": "K"})
+    with pytest.raises(ValueError, match="clientSecret is required"):
+        apple.clean_config({"clientId": "a"})
+    idp = make_idp({"clientId": "a", "clientSecret": "not-a-jwt"}, provider_id="apple", alias="apple")
+    with pytest.raises(BrokerError, match="unexpired JWT"):
+        trip(idp)

@@ -9,6 +9,7 @@
   test rotates, the token and user documents of GitHub and Facebook, a userinfo that lies), and
   recording the requests it got."""
 import json
+import re
 import subprocess
 import threading
 import time
@@ -30,7 +31,16 @@ class OidcUpstream:
         self.issuer = f"http://127.0.0.1:{self.port}"
         self.rsa = jwk.JWK.generate(kty="RSA", size=2048, kid="upstream-rsa", alg="RS256", use="sig")
         self.ec = jwk.JWK.generate(kty="EC", crv="P-256", kid="upstream-ec", alg="ES256", use="sig")
-        config = {"port": self.port, "jwks": {"keys": [self.rsa.export(as_dict=True), self.ec.export(as_dict=True)]}}
+        # Sign in with Apple's client: its secret is a JWT the developer signed (ES256, team as
+        # issuer), registered as the client secret it sends.
+        apple_key = jwk.JWK.generate(kty="EC", crv="P-256")
+        self.apple_secret = _es256({"iss": "TEAM123", "sub": "apple-app", "aud": "https://appleid.apple.com",
+                                    "iat": now(), "exp": now() + 86400 * 180}, apple_key)
+        apple = {"client_id": "apple-app", "client_secret": self.apple_secret, "token_endpoint_auth_method":
+                 "client_secret_post", "redirect_uris": ["http://testserver/realms/acme/broker/apple/endpoint"],
+                 "response_types": ["code"], "grant_types": ["authorization_code"]}
+        config = {"port": self.port, "clients": [apple],
+                  "jwks": {"keys": [self.rsa.export(as_dict=True), self.ec.export(as_dict=True)]}}
         path = directory / "upstream.json"
         path.write_text(json.dumps(config))
         self.proc = subprocess.Popen(["node", str(JS / "oidc-upstream.mjs"), str(path)], cwd=JS,
@@ -78,7 +88,8 @@ class OidcUpstream:
 
     def sign_in(self, url, login="ada", session=None):
         """Follow ``url`` (our redirect to the provider) through its login form: the URL the
-        provider sends the browser back to (the first one outside the provider)."""
+        provider sends the browser back to (the first one outside the provider), or for
+        ``response_mode=form_post`` the (action, fields) of the form it has the browser post."""
         s = session or requests.Session()
         while True:
             answer = s.get(url, allow_redirects=False, timeout=10)
@@ -89,6 +100,8 @@ class OidcUpstream:
                 continue
             assert answer.status_code == 200, answer.text[:500]
             action = _form_action(answer.text)
+            if not urljoin(url, action).startswith(self.issuer):  # response_mode=form_post: the answer's form
+                return urljoin(url, action), dict(re.findall(r'name="([^"]+)" value="([^"]*)"', answer.text))
             prompt = "login" if 'name="prompt" value="login"' in answer.text else "consent"
             data = {"prompt": prompt, "login": login, "password": "any"} if prompt == "login" else {"prompt": prompt}
             posted = s.post(urljoin(url, action), data=data, allow_redirects=False, timeout=10)
@@ -96,6 +109,15 @@ class OidcUpstream:
             url = urljoin(url, posted.headers["Location"])
             if not url.startswith(self.issuer):
                 return url
+
+
+def _es256(claims, key):
+    from jwcrypto import jws
+    from jwcrypto.common import json_encode
+
+    token = jws.JWS(json_encode(claims))
+    token.add_signature(key, alg="ES256", protected=json_encode({"alg": "ES256", "kid": "APPLEKEY1"}))
+    return token.serialize(compact=True)
 
 
 def _form_action(html):

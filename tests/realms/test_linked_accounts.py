@@ -268,3 +268,18 @@ def test_idp_link_after_the_providers_answer(setup, acme, bob):
     assert (nothing.kind, nothing.error) == (Outcome.FAILURE, "invalid_request")
     link(bob, IdentityProvider.objects.get(alias="google"))
     assert answer().kind == Outcome.SUCCESS
+
+
+def test_view_profile_alone_sees_the_page_without_its_buttons(setup, acme, bob):
+    manage = Role.objects.get(client__realm=acme, client__client_id="account", name="manage-account")
+    Role.objects.get(realm=acme, client=None, name="default-roles-acme").composites.remove(manage)
+    plain = HttpClient()
+    redirect_query(sign_in(plain, "bob", PASSWORD))
+    http = HttpClient(enforce_csrf_checks=True)
+    http.cookies = plain.cookies
+    page = http.get(CONSOLE)
+    text = page.content.decode()
+    assert page.status_code == 200 and "bob@corp" in text
+    assert "-idp-unlink" not in text and "-idp-link" not in text
+    assert plain.post(CONSOLE, {"unlink": "corp"}).status_code == 404  # (no form here to take a CSRF token from)
+    assert FederatedIdentity.objects.filter(user=bob).exists()

@@ -210,3 +210,26 @@ def test_first_sign_in_runs_the_claim_mappers(live_idp, base, realm, upstream):
     user = User.objects.get(realm=realm, username="margaret")
     assert user.attributes["upstream_groups"] == ["staff", "dev"]
     assert role in user.roles.all() and group in user.groups.all()
+
+
+def test_google_preset_end_to_end(upstream, make_idp, base, realm, app, settings):
+    """The google preset, moved to oidc-provider: its button, its ID token checked, the user created."""
+    d = upstream.discovery
+    settings.IDP_BROKER_PRESET_URLS = {"google": {
+        "https://accounts.google.com/o/oauth2/v2/auth": d["authorization_endpoint"],
+        "https://oauth2.googleapis.com/token": d["token_endpoint"],
+        "https://openidconnect.googleapis.com/v1/userinfo": d["userinfo_endpoint"],
+        "https://www.googleapis.com/oauth2/v3/certs": d["jwks_uri"], "https://accounts.google.com": upstream.issuer}}
+    client = upstream.register(f"{base}/realms/acme/broker/google/endpoint", token_endpoint_auth_method="client_secret_post")
+    make_idp({"clientId": client["client_id"], "clientSecret": client["client_secret"]}, provider_id="google",
+             alias="google", fields={"trust_email": True, "display_name": "Google"})
+    browser = new_browser()
+    page = browser.get(auth_url(base), timeout=10)
+    link = html.unescape(re.search(r'id="social-google" class="social" href="([^"]+)"', page.text).group(1))
+    sent = browser.get(base + link, timeout=10, allow_redirects=False)
+    assert sent.headers["Location"].startswith(d["authorization_endpoint"])
+    back = browser.get(upstream.sign_in(sent.headers["Location"], "sergey"), timeout=10, allow_redirects=False)
+    assert tokens(base, back)["access_token"]
+    user = User.objects.get(realm=realm, username="sergey")
+    assert user.email == "sergey@upstream.example" and user.email_verified
+    assert FederatedIdentity.objects.get(user=user).identity_provider.alias == "google"

@@ -137,7 +137,7 @@ def _matches_available(idp, search):
     if len(search) > 1 and search.startswith('"') and search.endswith('"'):
         return search[1:-1] in names
     pattern = search.lower() if search.endswith("*") else search.lower() + "*"
-    return any(fnmatch.fnmatchcase(name.lower(), pattern.replace("[", "[[]")) for name in names)
+    return any(fnmatch.fnmatchcase(name.lower(), pattern.replace("[", "[[]").replace("?", "[?]")) for name in names)
 
 
 def _linkable(idp):

@@ -30,6 +30,11 @@ def unexpected(detail, error="identity_provider_error"):
     return BrokerError("identityProviderUnexpectedErrorMessage", error, detail)
 
 
+def shown_url(url):
+    """The URL without its query for messages and logs (a query may carry a token)."""
+    return url.split("?", 1)[0]
+
+
 def call(method, url, *, body=None, headers=None):
     """(status, headers, body bytes) of one call to the provider; BrokerError when it cannot be made."""
     try:
@@ -37,9 +42,9 @@ def call(method, url, *, body=None, headers=None):
         answer = outbound.request(method, target, body=body, headers=headers, timeout=TIMEOUT, connect_timeout=5.0,
                                   body_limit=BODY_LIMIT)
     except outbound.OutboundError as exc:
-        raise unexpected(f"{url} may not be called: {exc}") from None
+        raise unexpected(f"{shown_url(url)} may not be called: {exc}") from None
     except outbound.HTTPError as exc:
-        raise unexpected(f"{url} did not answer: {exc.__class__.__name__}") from None
+        raise unexpected(f"{shown_url(url)} did not answer: {exc.__class__.__name__}") from None
     return answer.status, {k.lower(): v for k, v in answer.headers.items()}, answer.body
 
 

@@ -75,7 +75,7 @@ class TwitterType(ProviderType):
         status, _, body = client.call("POST", url, body=urlencode(params or {}), headers={
             "Authorization": header, "Content-Type": "application/x-www-form-urlencoded"})
         if status != 200:
-            raise client.unexpected(f"{url} answered {status}")
+            raise client.unexpected(f"{client.shown_url(url)} answered {status}")
         return dict(parse_qsl(body.decode(errors="replace")))
 
     def login(self, request, realm, idp, broker):

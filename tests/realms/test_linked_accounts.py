@@ -105,6 +105,7 @@ def test_search_and_pages(setup, bob_token):
     assert [r["providerAlias"] for r in reps(access, linked="false", search="GOO")] == ["google"]
     assert [r["providerAlias"] for r in reps(access, linked="false", search="*ink*")] == ["links"]
     assert [r["providerAlias"] for r in reps(access, linked="false", search='"links"')] == ["links"]
+    assert reps(access, linked="false", search="goo?le") == []  # no wildcard but *
     assert [r["providerAlias"] for r in reps(access, linked="false", first="1", max="1")] == ["links"]
     assert reps(access, linked="false", first="2") == []
     refused = call(access, "get", "linked-accounts?linked=false&first=-1")

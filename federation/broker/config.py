@@ -29,13 +29,22 @@ OIDC_BOOLEANS = ("validateSignature", "useJwksUrl", "disableNonce", "disableType
                  "sendIdTokenOnLogout", "sendClientIdOnLogout")
 OIDC_URLS = ("jwksUrl", "logoutUrl", "metadataDescriptorUrl")
 OIDC_TEXTS = ("issuer", "publicKeySignatureVerifier", "publicKeySignatureVerifierKeyId")
-# Refused when set: (key, is it a flag) -> the reason.
+# Keycloak's keys of features this server lacks: accepted empty or "false" (as Keycloak exports
+# them), refused when set, with the reason.
 UNSUPPORTED = {
     "forwardParameters": "forwarding request parameters to the provider is not supported by this server",
     "isAccessTokenJWT": "token exchange with JWT access tokens is not supported by this server",
     "useMetadataDescriptorUrl": "re-reading metadata from metadataDescriptorUrl is not supported by this server",
     "filteredByClaim": "filtering sign-ins by a claim is not supported by this server",
     "jwtX509HeadersEnabled": "X.509 headers in client assertions are not supported by this server",
+    "claimFilterName": "filtering sign-ins by a claim is not supported by this server",
+    "claimFilterValue": "filtering sign-ins by a claim is not supported by this server",
+    "tokenIntrospectionUrl": "token exchange (introspecting the provider's tokens) is not supported by this server",
+    "supportsClientAssertions": "the provider's client assertions (JWT authorization grant) are not supported by "
+                                "this server",
+    "supportsClientAssertionReuse": "the provider's client assertions (JWT authorization grant) are not supported "
+                                    "by this server",
+    "requiresShortStateParameter": "a short state parameter is not supported by this server",
 }
 PROMPTS = ("", "none", "login", "consent", "select_account", "unspecified")
 

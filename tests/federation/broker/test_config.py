@@ -24,7 +24,8 @@ def test_keycloak_keys_accepted():
                     sendClientIdOnLogout="false", loginHint="true", passMaxAge="true", uiLocales="true",
                     prompt="consent", acceptsPromptNoneForwardFromClient="false", allowedClockSkew="30",
                     syncMode="FORCE", guiOrder="2", hideOnLoginPage="false", isAccessTokenJWT="false",
-                    forwardParameters="")
+                    forwardParameters="", filteredByClaim="false", claimFilterName="", claimFilterValue="",
+                    supportsClientAssertions="false", requiresShortStateParameter="false")
     assert cleaned["clientAuthMethod"] == "client_secret_jwt" and cleaned["allowedClockSkew"] == "30"
     assert get_provider_type("keycloak-oidc").clean_config(BASE)["clientId"] == "c"
 
@@ -48,6 +49,8 @@ def test_keycloak_keys_accepted():
     ({"isAccessTokenJWT": "true"}, "token exchange"),
     ({"useMetadataDescriptorUrl": "true"}, "metadataDescriptorUrl is not supported"),
     ({"filteredByClaim": "true"}, "filtering sign-ins by a claim"),
+    ({"tokenIntrospectionUrl": "https://up.test/introspect"}, "token exchange"),
+    ({"requiresShortStateParameter": "true"}, "short state"),
     ({"somethingElse": "x"}, "Unsupported configuration for an OpenID Connect identity provider: somethingElse"),
     ({"userIDClaim": "id"}, "Unsupported configuration"),  # the OAuth 2 type's key
 ])

@@ -3,8 +3,8 @@ OAuth2IdentityProviderConfig), checked before they are stored and read with Keyc
 and the config map read from a discovery document (Keycloak's import-config).
 
 Every key accepted takes effect. Keys of features this server does not implement (forwarding
-arbitrary request parameters, token exchange's JWT access tokens, re-reading metadata from its
-URL, filtering by a claim) are refused when set, so an admin never believes a setting works that
+arbitrary request parameters, token exchange, re-reading metadata from its URL) are refused
+when set, so an admin never believes a setting works that
 does not."""
 import json
 import re
@@ -26,19 +26,17 @@ OAUTH2_TEXTS = ("clientId", "clientSecret", "clientAuthMethod", "clientAssertion
 # Keycloak 26's generic OAuth v2: where the user's fields are in the userinfo JSON.
 CLAIM_PATHS = ("userIDClaim", "userNameClaim", "emailClaim", "fullNameClaim", "givenNameClaim", "familyNameClaim")
 OIDC_BOOLEANS = ("validateSignature", "useJwksUrl", "disableNonce", "disableTypeClaimCheck", "backchannelSupported",
-                 "sendIdTokenOnLogout", "sendClientIdOnLogout")
+                 "sendIdTokenOnLogout", "sendClientIdOnLogout", "filteredByClaim")
 OIDC_URLS = ("jwksUrl", "logoutUrl", "metadataDescriptorUrl")
-OIDC_TEXTS = ("issuer", "publicKeySignatureVerifier", "publicKeySignatureVerifierKeyId")
+OIDC_TEXTS = ("issuer", "publicKeySignatureVerifier", "publicKeySignatureVerifierKeyId", "claimFilterName",
+              "claimFilterValue")
 # Keycloak's keys of features this server lacks: accepted empty or "false" (as Keycloak exports
 # them), refused when set, with the reason.
 UNSUPPORTED = {
     "forwardParameters": "forwarding request parameters to the provider is not supported by this server",
     "isAccessTokenJWT": "token exchange with JWT access tokens is not supported by this server",
     "useMetadataDescriptorUrl": "re-reading metadata from metadataDescriptorUrl is not supported by this server",
-    "filteredByClaim": "filtering sign-ins by a claim is not supported by this server",
     "jwtX509HeadersEnabled": "X.509 headers in client assertions are not supported by this server",
-    "claimFilterName": "filtering sign-ins by a claim is not supported by this server",
-    "claimFilterValue": "filtering sign-ins by a claim is not supported by this server",
     "tokenIntrospectionUrl": "token exchange (introspecting the provider's tokens) is not supported by this server",
     "supportsClientAssertions": "the provider's client assertions (JWT authorization grant) are not supported by "
                                 "this server",
@@ -143,6 +141,13 @@ def _clean_oidc(config):
                 _refuse("jwksUrl is required when validateSignature and useJwksUrl are on")
         elif not config.get("publicKeySignatureVerifier"):
             _refuse("publicKeySignatureVerifier is required when validateSignature is on and useJwksUrl is off")
+    if config.get("filteredByClaim") == TRUE:
+        if not config.get("claimFilterName"):
+            _refuse("claimFilterName is required when filteredByClaim is on")
+        try:
+            re.compile(config.get("claimFilterValue", ""))
+        except re.error:
+            _refuse("claimFilterValue must be a regular expression")
     key = config.get("publicKeySignatureVerifier")
     if key:
         from .jose import configured_key

@@ -14,6 +14,7 @@ endpoints and read their own userinfo shapes."""
 import base64
 import hashlib
 import json
+import re
 import secrets
 from urllib.parse import urlencode
 
@@ -203,6 +204,7 @@ class OidcType(OAuth2Type):
         claims = jose.check_id_token(id_token, settings, nonce)
         info = self.userinfo(settings, tokens, claims)
         merged = {**claims, **info}
+        self.check_claim_filter(settings, merged)
         identity = self.identity(idp, settings, merged, tokens)
         identity.id = claims["sub"]
         identity.token = json.dumps(tokens) if idp.store_token else ""
@@ -210,6 +212,19 @@ class OidcType(OAuth2Type):
         if isinstance(claims.get("sid"), str):
             identity.session_notes[SID_NOTE] = claims["sid"]
         return identity
+
+    def check_claim_filter(self, settings, claims):
+        """``filteredByClaim``: only a user whose claim ``claimFilterName`` (or one of its values)
+        matches the regular expression ``claimFilterValue`` in full may sign in."""
+        if not settings.flag("filteredByClaim"):
+            return
+        name, pattern = settings.get("claimFilterName"), settings.get("claimFilterValue")
+        value = read_claim(claims, name)
+        values = [str(v).lower() if isinstance(v, bool) else str(v)
+                  for v in (value if isinstance(value, list) else [value]) if v is not None]
+        if not any(re.fullmatch(pattern, v) for v in values):
+            raise BrokerError("identityProviderUnexpectedErrorMessage", "invalid_claim",
+                              f"the claim {name} does not match the configured filter")
 
     def userinfo(self, settings, tokens, claims):
         """Userinfo's claims, read when the ID token lacks some of the user's (Keycloak's rule) and

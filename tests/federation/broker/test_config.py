@@ -48,7 +48,8 @@ def test_keycloak_keys_accepted():
     ({"forwardParameters": "acr_values"}, "forwardParameters: forwarding request parameters"),
     ({"isAccessTokenJWT": "true"}, "token exchange"),
     ({"useMetadataDescriptorUrl": "true"}, "metadataDescriptorUrl is not supported"),
-    ({"filteredByClaim": "true"}, "filtering sign-ins by a claim"),
+    ({"filteredByClaim": "true"}, "claimFilterName is required"),
+    ({"filteredByClaim": "true", "claimFilterName": "groups", "claimFilterValue": "("}, "regular expression"),
     ({"tokenIntrospectionUrl": "https://up.test/introspect"}, "token exchange"),
     ({"requiresShortStateParameter": "true"}, "short state"),
     ({"somethingElse": "x"}, "Unsupported configuration for an OpenID Connect identity provider: somethingElse"),
@@ -99,3 +100,15 @@ def test_generic_oauth2_reads_the_configured_claim_paths(json_server, make_idp, 
     assert (identity.first_name, identity.last_name) == ("Grace", "Brewster Hopper")
     assert json_server.hits("/token")[0]["headers"]["Authorization"].startswith("Basic ")
     assert "client_secret" not in json_server.hits("/token")[0]["form"]
+
+
+def test_filtered_by_claim(oidc_idp, sign_in):
+    """Only a user whose claim matches the filter in full signs in (the upstream's groups: staff, dev)."""
+    from realms.brokering.providers import BrokerError
+
+    idp = oidc_idp(filteredByClaim="true", claimFilterName="groups", claimFilterValue="de.")
+    assert sign_in(idp)[1].id == "ada"
+    idp.config = {**idp.config, "claimFilterValue": "d"}  # a full match, not a search
+    with pytest.raises(BrokerError) as caught:
+        sign_in(idp)
+    assert caught.value.error == "invalid_claim"

@@ -294,6 +294,11 @@ def _first_broker_login_done(ctx):
         _run_mappers(ctx.realm, idp, "import_new_user", user, identity)
         if idp.add_read_token_role_on_create:
             _grant_read_token(ctx.realm, user)
+        # Keycloak's REGISTER of a user first broker login created (register method "broker").
+        events.emit(ctx.realm, "REGISTER", client_id=ctx.client.client_id, user_id=user.pk, ip_address=ctx.ip_address,
+                    details={"register_method": "broker", "identity_provider": idp.alias, "username": user.username,
+                             "identity_provider_identity": context.stored_username(idp, identity),
+                             **({"email": user.email} if user.email else {})})
     else:
         _run_mappers(ctx.realm, idp, "update", user, identity)
     _signed_in_through(ctx.auth_session, idp, identity)

@@ -30,7 +30,7 @@ from ..http.web import client_address
 from ..models import Credential, FederatedIdentity, User
 from ..signin import engine, passwords
 from ..signin.flows import REQUIRED, Authenticator, Outcome, register_authenticator
-from ..signin.views import _original_session
+from ..signin.views import original_session
 from ..users import accounts, storage, user_profile
 from ..users.actions import register_required_action
 from . import broker, context, linking
@@ -515,7 +515,7 @@ def verify_link_token(request, realm, claims):
     events.emit(realm, "IDENTITY_PROVIDER_LINK_ACCOUNT", client_id=client.client_id, user_id=user.pk,
                 ip_address=client_address(request), details={
                     "email": user.email, "identity_provider": alias, "identity_provider_identity": username})
-    original = _original_session(request, realm, claims)
+    original = original_session(request, realm, claims)
     original_client = original and config.client_by_pk(original.client_pk)
     kept = (original.notes.get(context.BROKERED) or {}) if original is not None else {}
     if (original_client is not None and kept.get("alias") == alias

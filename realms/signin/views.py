@@ -110,7 +110,7 @@ def action_token(request, realm):
         action_tokens.consume(claims)
     except action_tokens.ExpiredToken:
         return _message(request, realm_obj, "expiredActionTokenNoSessionMessage", status=400)
-    original = _original_session(request, realm_obj, claims)
+    original = original_session(request, realm_obj, claims)
     ip = client_address(request)
     if typ == action_tokens.UPDATE_EMAIL:
         if claims.get("logoutSessions"):
@@ -184,7 +184,7 @@ def _organization_invitation(request, config, realm, claims):
     return redirect(claims.get("reduri") or f"/realms/{realm.name}/account/")
 
 
-def _original_session(request, realm, claims):
+def original_session(request, realm, claims):
     """The sign-in that sent the link, when this browser holds it (same AUTH_SESSION_ID)."""
     root_id, _, tab_id = str(claims.get("oasid", "")).partition(".")
     if not root_id or request.COOKIES.get(auth_sessions.COOKIE) != root_id:

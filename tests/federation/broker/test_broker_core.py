@@ -44,3 +44,14 @@ def test_a_forged_state_signs_nobody_in(live_idp, base, realm, upstream):  # noq
     answer = browser.get(forged, allow_redirects=False, timeout=10)
     assert answer.status_code == 400 and "expired" in answer.text
     assert not FederatedIdentity.objects.filter(realm=realm).exists()
+
+
+def test_a_user_first_broker_login_created_is_registered_once(live_idp, base, realm, upstream):  # noqa: F811
+    from realms.models import Event
+
+    live_idp()
+    assert tokens(base, sign_in(new_browser(), base, upstream, login="newcomer"))["access_token"]
+    assert tokens(base, sign_in(new_browser(), base, upstream, login="newcomer"))["access_token"]
+    registered = Event.objects.filter(realm=realm, type="REGISTER")
+    assert [(e.details["register_method"], e.details["identity_provider"], e.details["username"])
+            for e in registered] == [("broker", ALIAS, "newcomer")]

@@ -20,8 +20,8 @@ from django.utils.html import format_html
 
 from ..audit.admin_events import console_auth
 from ..brokering import admin as idp_admin
-from ..brokering.providers import BrokerError, ProviderType, get_provider_type, provider_types
-from ..http import outbound, web
+from ..brokering.providers import ProviderType, get_provider_type, provider_types
+from ..http import web
 from ..models import AuthenticationFlow, IdentityProvider
 from .base import ConsoleAdmin, realm_owned_list_filter
 from .identity_provider_mappers import mappers_table
@@ -301,17 +301,9 @@ class IdentityProviderAdmin(ConsoleAdmin):
             self.message_user(request, "Give the metadata's URL to import it.", messages.ERROR)
             return HttpResponseRedirect(back)
         try:
-            document = outbound.fetch(url).decode("utf-8", "replace")
-            config = dict(provider_type.import_config(document))
-        except outbound.OutboundError as exc:
-            self.message_user(request, f"Could not fetch the metadata from {url}: {exc}", messages.ERROR)
-            return HttpResponseRedirect(back)
-        except ValueError as exc:
-            self.message_user(request, f"{provider_type.name}: {exc}", messages.ERROR)
-            return HttpResponseRedirect(back)
-        except BrokerError as exc:
-            self.message_user(request, f"The metadata could not be read: {exc.detail or 'not understood'}",
-                              messages.ERROR)
+            config = idp_admin.import_config(provider_type, url=url)
+        except idp_admin.Refused as exc:
+            self.message_user(request, exc.message, messages.ERROR)
             return HttpResponseRedirect(back)
         request.session[IMPORTED] = {"provider_id": provider_type.provider_id,
                                      "config": {k: str(v) for k, v in config.items() if k != "clientSecret"}}

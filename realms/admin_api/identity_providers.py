@@ -10,7 +10,7 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
 from ..brokering import admin, mappers
-from ..brokering.providers import BrokerError, get_provider_type
+from ..brokering.providers import get_provider_type
 from ..http import outbound
 from ..models import FederatedIdentity, IdentityProvider, IdentityProviderMapper
 from ..representation import RepresentationError
@@ -22,7 +22,6 @@ from .query import bounds, flag, location
 from .views import JSONOnly, RealmResource
 
 VIEW, MANAGE = "view-identity-providers", "manage-identity-providers"
-METADATA_DESCRIPTOR_URL = "metadataDescriptorUrl"  # Keycloak's IdentityProviderModel key
 
 
 def refused(exc):
@@ -222,27 +221,18 @@ class ImportConfig(RealmResource):
         provider_type = get_provider_type(provider_id)
         if provider_type is None:
             raise errors.Invalid(f"Invalid identity provider id [{provider_id}]")
+        url, document = "", None
         if from_url:
             url = as_str(data["fromUrl"], "fromUrl")
-            try:
-                document = outbound.fetch(url).decode("utf-8", "replace")
-            except outbound.OutboundError as exc:
-                raise errors.Invalid(f"Could not fetch the metadata from {url}: {exc}") from None
         else:
             document = request.FILES["file"].read(outbound.JSON_MAX_BYTES + 1)
             if len(document) > outbound.JSON_MAX_BYTES:
                 raise errors.Invalid("The metadata file is too large")
             document = document.decode("utf-8", "replace")
         try:
-            config = dict(provider_type.import_config(document))
-        except ValueError as exc:
-            raise errors.Invalid(f"{provider_type.name or provider_id}: {exc}") from None
-        except BrokerError as exc:
-            raise errors.Invalid(f"The metadata could not be read: {exc.detail or exc.message_key}") from None
-        if from_url:
-            config[METADATA_DESCRIPTOR_URL] = url
-        else:
-            config.setdefault("syncMode", IdentityProvider.LEGACY)
+            config = admin.import_config(provider_type, url=url, document=document)
+        except admin.Refused as exc:
+            raise errors.Invalid(exc.message) from None
         return Response(config)
 
 

@@ -39,6 +39,34 @@ class Refused(RealmsError):
         self.message, self.status, self.reserved = message, status, reserved
 
 
+METADATA_DESCRIPTOR_URL = "metadataDescriptorUrl"  # Keycloak's IdentityProviderModel key
+
+
+def import_config(provider_type, *, url="", document=None):
+    """Keycloak's ``import-config``: the config ``provider_type`` reads from its metadata, fetched
+    from ``url`` through ``realms.http.outbound`` or given as ``document`` (an uploaded file's
+    text). The Admin API and the console both call this; ``Refused`` says why it could not."""
+    from ..http import outbound
+    from .providers import BrokerError
+
+    if document is None:
+        try:
+            document = outbound.fetch(url).decode("utf-8", "replace")
+        except outbound.OutboundError as exc:
+            raise Refused(f"Could not fetch the metadata from {url}: {exc}") from None
+    try:
+        config = dict(provider_type.import_config(document))
+    except ValueError as exc:
+        raise Refused(f"{provider_type.name or provider_type.provider_id}: {exc}") from None
+    except BrokerError as exc:
+        raise Refused(f"The metadata could not be read: {exc.detail or exc.message_key}") from None
+    if url:
+        config[METADATA_DESCRIPTOR_URL] = url
+    else:
+        config.setdefault("syncMode", IdentityProvider.LEGACY)
+    return config
+
+
 # -- representations ---------------------------------------------------------------------------
 
 

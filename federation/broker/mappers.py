@@ -20,7 +20,7 @@ import logging
 import re
 
 from realms.brokering.mappers import SYNC_MODE_PROPERTY as _SYNC
-from realms.brokering.mappers import MapperType, group_from_path, register_mapper_type, role_from_string, set_attribute
+from realms.brokering.mappers import MapperType, all_match, group_from_path, register_mapper_type, role_from_string, set_attribute
 from realms.brokering.mappers import config_property as _property
 
 from .config import read_claim
@@ -64,40 +64,10 @@ def claim_values(identity, path):
     return _strings(read_claim(identity.claims, path)) if path else []
 
 
-def _pairs(value):
-    """Keycloak's Map config: a JSON list of {"key": ..., "value": ...}; None when it is not."""
-    try:
-        parsed = json.loads(value or "[]")
-    except ValueError:
-        return None
-    if not isinstance(parsed, list) or not all(isinstance(p, dict) for p in parsed):
-        return None
-    return [(str(p.get("key", "")), str(p.get("value", ""))) for p in parsed]
-
-
 def all_claims_match(mapper, identity):
     """Advanced mappers: every listed claim has its value (or a value matching it in full as a
     regular expression, with ``are.claim.values.regex``)."""
-    config = mapper.config or {}
-    pairs = _pairs(config.get("claims"))
-    if not pairs:
-        if pairs is None:
-            logger.warning("mapper %r: claims is not Keycloak's list of key and value", mapper.name)
-        return False
-    regex = config.get("are.claim.values.regex") == "true"
-    for key, wanted in pairs:
-        values = claim_values(identity, key)
-        if regex:
-            try:
-                pattern = re.compile(wanted)
-            except re.error:
-                logger.warning("mapper %r: %r is not a regular expression", mapper.name, wanted)
-                return False
-            if not any(pattern.fullmatch(v) for v in values):
-                return False
-        elif wanted not in values:
-            return False
-    return True
+    return all_match(mapper, "claims", "are.claim.values.regex", lambda key: claim_values(identity, key))
 
 
 class _Grant(MapperType):

@@ -13,7 +13,11 @@ On a brokered sign-in the broker calls, for each of the provider's mappers:
 
 ``compatible`` lists the provider types a mapper applies to (``ANY`` for all), as Keycloak's
 ``getCompatibleProviders``; the Admin API's ``mapper-types`` offers a provider the compatible ones."""
+import logging
+
 from ..registry import Registry
+
+logger = logging.getLogger("idp.broker")
 
 ANY = "*"
 INHERIT = "INHERIT"
@@ -80,7 +84,50 @@ def sync_mode(idp, mapper):
     return idp.sync_mode if mode == INHERIT else mode
 
 
-# What mappers do to a user, shared by every mapper type --------------------------------------
+# What mappers read and do, shared by every mapper type --------------------------------------
+
+def key_value_pairs(value):
+    """Keycloak's Map config property: a JSON list of ``{"key": ..., "value": ...}`` as pairs;
+    None when it is not one."""
+    import json
+
+    try:
+        parsed = json.loads(value or "[]")
+    except ValueError:
+        return None
+    if not isinstance(parsed, list) or not all(isinstance(p, dict) for p in parsed):
+        return None
+    return [(str(p.get("key", "")), str(p.get("value", ""))) for p in parsed]
+
+
+def all_match(mapper, map_key, regex_key, values_of):
+    """Keycloak's advanced mappers: every (name, value) pair of the mapper's Map property
+    ``map_key`` has its value among ``values_of(name)``, or, when ``regex_key`` is "true", a value
+    matching it in full as a regular expression. A map that is malformed or empty matches
+    nothing (a mapper with no condition grants nothing)."""
+    import re
+
+    config = mapper.config or {}
+    pairs = key_value_pairs(config.get(map_key))
+    if not pairs:
+        if pairs is None:
+            logger.warning("mapper %r: %s is not Keycloak's list of key and value", mapper.name, map_key)
+        return False
+    regex = config.get(regex_key) == "true"
+    for name, wanted in pairs:
+        values = values_of(name)
+        if regex:
+            try:
+                pattern = re.compile(wanted)
+            except re.error:
+                logger.warning("mapper %r: %r is not a regular expression", mapper.name, wanted)
+                return False
+            if not any(pattern.fullmatch(v) for v in values):
+                return False
+        elif wanted not in values:
+            return False
+    return True
+
 
 _PROFILE_FIELDS = {"email": "email", "firstName": "first_name", "lastName": "last_name", "username": "username"}
 

@@ -15,14 +15,12 @@ parser (``saml.xml``). A role mapper that no longer applies on a later sign-in (
 takes its role away, unless another mapper of the same sign-in granted it (Keycloak's
 KEYCLOAK-8730 rule)."""
 import copy
-import json
 import logging
-import re
 
 from lxml import etree
 
 from realms.brokering.mappers import SYNC_MODE_PROPERTY as _SYNC
-from realms.brokering.mappers import MapperType, register_mapper_type, role_from_string, set_attribute
+from realms.brokering.mappers import MapperType, all_match, register_mapper_type, role_from_string, set_attribute
 from realms.brokering.mappers import config_property as _property
 
 from .. import xml
@@ -123,17 +121,6 @@ class AttributeToRole(_RoleMapper):
             if (not name or attribute.name == name) and (not friendly or attribute.friendly_name == friendly))
 
 
-def _pairs(value):
-    """Keycloak's MAP_TYPE config: a JSON list of {"key": ..., "value": ...}."""
-    try:
-        parsed = json.loads(value or "[]")
-    except ValueError:
-        return None
-    if not isinstance(parsed, list) or not all(isinstance(p, dict) for p in parsed):
-        return None
-    return [(str(p.get("key", "")), str(p.get("value", ""))) for p in parsed]
-
-
 class AdvancedAttributeToRole(_RoleMapper):
     id = "saml-advanced-role-idp-mapper"
     name = "Advanced Attribute to Role"
@@ -148,29 +135,13 @@ class AdvancedAttributeToRole(_RoleMapper):
                   _ROLE, _SYNC)
 
     def applies(self, mapper, identity):
-        config = mapper.config or {}
-        pairs = _pairs(config.get("attributes"))
         assertion = _assertion(identity)
-        if pairs is None or assertion is None:
-            if pairs is None:
-                logger.warning("mapper %r: attributes is not Keycloak's list of key and value", mapper.name)
+        if assertion is None:
             return False
-        regex = config.get("are.attribute.values.regex") == "true"
         attributes = attributes_of(assertion)
-        for key, wanted in pairs:
-            # Several attributes of the same name count as one with all their values.
-            values = [v for a in attributes if key in (a.name, a.friendly_name) for v in a.values]
-            if regex:
-                try:
-                    pattern = re.compile(wanted)
-                except re.error:
-                    logger.warning("mapper %r: %r is not a regular expression", mapper.name, wanted)
-                    return False
-                if not any(pattern.fullmatch(v) for v in values):
-                    return False
-            elif wanted not in values:
-                return False
-        return True
+        # Several attributes of the same name count as one with all their values.
+        return all_match(mapper, "attributes", "are.attribute.values.regex",
+                         lambda key: [v for a in attributes if key in (a.name, a.friendly_name) for v in a.values])
 
 
 def _apply_to_identity(identity, idp, target, values):

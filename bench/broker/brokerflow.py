@@ -19,8 +19,6 @@ import hashlib
 import os
 import secrets
 import sys
-import threading
-import time
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import requests
@@ -76,34 +74,10 @@ def main():
     for browser in browsers:  # each browser signs in at the upstream once (not measured)
         flow(base, browser, requests.Session())
     before = cpu_seconds(server)
-    latencies, errors = [], []
-    stop = time.monotonic() + duration
-
-    def worker(browser):
-        relying_party = requests.Session()
-        while time.monotonic() < stop:
-            start = time.perf_counter()
-            try:
-                flow(base, browser, relying_party)
-                latencies.append(time.perf_counter() - start)
-            except Exception as exc:  # counted and reported, never hidden
-                errors.append(repr(exc))
-
-    threads = [threading.Thread(target=worker, args=(b,)) for b in browsers]
-    began = time.monotonic()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(duration + 60)
-    elapsed = time.monotonic() - began
+    line, n = codeflow.run_concurrently(lambda browser, rp: flow(base, browser, rp), browsers, duration)
     cpu = cpu_seconds(server) - before
-    latencies.sort()
-    n = len(latencies)
-    p = lambda q: latencies[min(n - 1, int(q * n))] * 1000 if n else float("nan")  # noqa: E731
-    print(f"flows={n} errors={len(errors)} flows_per_s={n / elapsed:.1f} p50_ms={p(0.5):.0f} p99_ms={p(0.99):.0f} "
-          f"server_cpu_per_flow_us={cpu / max(n, 1) * 1e6:.0f}")
-    if errors:
-        print("first error:", errors[0])
+    first, _, rest = line.partition("\n")
+    print(f"{first} server_cpu_per_flow_us={cpu / max(n, 1) * 1e6:.0f}" + (f"\n{rest}" if rest else ""))
 
 
 if __name__ == "__main__":

@@ -130,25 +130,23 @@ def signers(kind, base, concurrency):
     return [None] * concurrency
 
 
-def main():
-    base, duration, concurrency = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
-    kind = sys.argv[4] if len(sys.argv) > 4 else "password"
-    per_thread = signers(kind, base, concurrency)
-    one_flow(base, requests.Session(), kind, per_thread[0])  # warm-up and a correctness check
+def run_concurrently(flow, states, duration):
+    """``flow(state, relying_party)`` from one thread per state for ``duration`` seconds: the
+    summary line (flows, errors, flows/s, p50/p99 of a whole flow) and the flows completed."""
     latencies, errors = [], []
     stop = time.monotonic() + duration
 
-    def worker(signer):
+    def worker(state):
         relying_party = requests.Session()
         while time.monotonic() < stop:
             start = time.perf_counter()
             try:
-                one_flow(base, relying_party, kind, signer)
+                flow(state, relying_party)
                 latencies.append(time.perf_counter() - start)
             except Exception as exc:  # counted and reported, never hidden
                 errors.append(repr(exc))
 
-    threads = [threading.Thread(target=worker, args=(signer,)) for signer in per_thread]
+    threads = [threading.Thread(target=worker, args=(state,)) for state in states]
     began = time.monotonic()
     for t in threads:
         t.start()
@@ -158,9 +156,19 @@ def main():
     latencies.sort()
     n = len(latencies)
     p = lambda q: latencies[min(n - 1, int(q * n))] * 1000 if n else float("nan")  # noqa: E731
-    print(f"flows={n} errors={len(errors)} flows_per_s={n / elapsed:.1f} p50_ms={p(0.5):.0f} p99_ms={p(0.99):.0f}")
+    line = f"flows={n} errors={len(errors)} flows_per_s={n / elapsed:.1f} p50_ms={p(0.5):.0f} p99_ms={p(0.99):.0f}"
     if errors:
-        print("first error:", errors[0])
+        line += f"\nfirst error: {errors[0]}"
+    return line, n
+
+
+def main():
+    base, duration, concurrency = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+    kind = sys.argv[4] if len(sys.argv) > 4 else "password"
+    per_thread = signers(kind, base, concurrency)
+    one_flow(base, requests.Session(), kind, per_thread[0])  # warm-up and a correctness check
+    line, _ = run_concurrently(lambda signer, rp: one_flow(base, rp, kind, signer), per_thread, duration)
+    print(line)
 
 
 if __name__ == "__main__":

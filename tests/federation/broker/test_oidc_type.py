@@ -104,3 +104,22 @@ def test_import_config_from_discovery(upstream):
                       "userInfoUrl": f"{upstream.issuer}/me", "issuer": upstream.issuer,
                       "logoutUrl": f"{upstream.issuer}/session/end", "jwksUrl": f"{upstream.issuer}/jwks",
                       "validateSignature": "true", "useJwksUrl": "true", "backchannelSupported": "true"}
+
+
+def test_no_secret_or_token_in_the_log(oidc_idp, sign_in, caplog, make_idp):
+    """A failed exchange and a userinfo URL carrying a token leave neither in the log or the error."""
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    idp = oidc_idp(clientSecret="very-secret-value-1234567890abcdef")
+    with pytest.raises(BrokerError) as caught:
+        sign_in(idp)
+    so = make_idp({"clientId": "c", "clientSecret": "s", "key": "k"}, provider_id="stackoverflow", alias="so")
+    from realms.brokering.providers import get_provider_type
+
+    settings = get_provider_type("stackoverflow").settings(so)
+    settings.config["userInfoUrl"] = "http://127.0.0.1:1/me?site=stackoverflow"  # nothing listens there
+    with pytest.raises(BrokerError) as unreachable:
+        get_provider_type("stackoverflow").profile(settings, {"access_token": "leaky-token"})
+    text = caplog.text + caught.value.detail + unreachable.value.detail
+    assert "very-secret-value" not in text and "leaky-token" not in text

@@ -112,9 +112,11 @@ class OAuth2Type(ProviderType):
         params = request.POST if request.method == "POST" else request.GET
         error = params.get("error")
         if error:
-            # The provider's own words go to the log only.
-            raise BrokerError("identityProviderUnexpectedErrorMessage",
-                              "access_denied" if error == "access_denied" else "identity_provider_error",
+            # The provider's own words go to the log only; a person who refused there is told so
+            # (and an account-linking action reports itself cancelled, as Keycloak's).
+            denied = error == "access_denied"
+            raise BrokerError("accessDeniedWhenIdpAuth" if denied else "identityProviderUnexpectedErrorMessage",
+                              "access_denied" if denied else "identity_provider_error",
                               f"the provider answered {error}: {params.get('error_description', '')[:200]}")
         code = params.get("code", "")
         if not code:

@@ -93,7 +93,7 @@ class TwitterType(ProviderType):
 
     def authenticated(self, request, realm, idp, broker):
         if request.GET.get("denied"):
-            raise BrokerError("identityProviderUnexpectedErrorMessage", "access_denied", "the user denied access")
+            raise BrokerError("accessDeniedWhenIdpAuth", "access_denied", "the user denied access")
         token, verifier = request.GET.get(TOKEN, ""), request.GET.get("oauth_verifier", "")
         if not token or not verifier or not constant_time_equals(token, broker.notes.get(TOKEN, "")):
             raise BrokerError("identityProviderUnexpectedErrorMessage", "invalid_token",

@@ -91,7 +91,7 @@ def test_provider_error_answer(oidc_idp, answer, trip):
     broker, _ = trip(idp)
     with pytest.raises(BrokerError) as caught:
         answer(idp, broker, f"{broker.redirect_uri}?error=access_denied&error_description=<b>no</b>&state={STATE}")
-    assert caught.value.error == "access_denied" and caught.value.message_key == "identityProviderUnexpectedErrorMessage"
+    assert caught.value.error == "access_denied" and caught.value.message_key == "accessDeniedWhenIdpAuth"
 
 
 def test_import_config_from_discovery(upstream):

@@ -136,7 +136,8 @@ def clean(config, *, oidc, extra=(), extra_booleans=(), required=("authorization
 
 def _clean_oidc(config):
     if config.get("validateSignature") == TRUE:
-        if config.get("useJwksUrl", TRUE) == TRUE:
+        # Unset: the configured key when there is one (Keycloak's default off), else the JWKS.
+        if config.get("useJwksUrl", FALSE if config.get("publicKeySignatureVerifier") else TRUE) == TRUE:
             if not config.get("jwksUrl"):
                 _refuse("jwksUrl is required when validateSignature and useJwksUrl are on")
         elif not config.get("publicKeySignatureVerifier"):

@@ -142,7 +142,8 @@ def _keys_for(settings, header):
         if not secret:
             raise invalid(f"{alg} needs the client secret, none is configured")
         return [jwk.JWK(kty="oct", k=base64.urlsafe_b64encode(secret.encode()).rstrip(b"=").decode())]
-    if settings.flag("useJwksUrl", default=True) and settings.get("jwksUrl"):
+    # useJwksUrl unset: a configured key wins (Keycloak's default off), else the provider's JWKS.
+    if settings.flag("useJwksUrl", default=not settings.get("publicKeySignatureVerifier")) and settings.get("jwksUrl"):
         keys = jwks_keys(settings.get("jwksUrl"), kid)
     else:
         configured = settings.get("publicKeySignatureVerifier")

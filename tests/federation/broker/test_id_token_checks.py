@@ -237,3 +237,14 @@ def test_no_id_token(provider, json_server, trip, answer):
     with pytest.raises(BrokerError) as caught:
         answer(idp, broker, f"{broker.redirect_uri}?code=c-1&state={broker.state}")
     assert "id_token" in caught.value.detail
+
+
+def test_a_configured_key_wins_when_use_jwks_url_is_unset(provider, keys, json_server):
+    """Keycloak's useJwksUrl is off unless set: a provider imported with its key pinned and a
+    JWKS URL beside it is checked against the pinned key, never the URL's keys."""
+    pinned = keys["k2"].export_to_pem().decode()
+    identity = provider.run(lambda b: sign(provider.claims(b), keys["k2"], kid="k2"), useJwksUrl=None,
+                            publicKeySignatureVerifier=pinned)
+    assert identity.id == "u-1" and not json_server.hits("/jwks")
+    assert "no key" in refused(provider.run, lambda b: sign(provider.claims(b), keys["k1"]), useJwksUrl=None,
+                               publicKeySignatureVerifier=pinned, publicKeySignatureVerifierKeyId="k2")

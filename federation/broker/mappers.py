@@ -20,7 +20,15 @@ import logging
 import re
 
 from realms.brokering.mappers import SYNC_MODE_PROPERTY as _SYNC
-from realms.brokering.mappers import MapperType, all_match, group_from_path, register_mapper_type, role_from_string, set_attribute
+from realms.brokering.mappers import (
+    ConditionalGrant,
+    MapperType,
+    all_match,
+    group_from_path,
+    groups,
+    register_mapper_type,
+    set_attribute,
+)
 from realms.brokering.mappers import config_property as _property
 
 from .config import read_claim
@@ -28,7 +36,6 @@ from .config import read_claim
 logger = logging.getLogger("idp.broker")
 
 COMPATIBLE = ("oidc", "keycloak-oidc", "oauth2")
-GRANTED = "mapper_granted"  # context: the roles and groups a mapper of this sign-in gave
 _PROFILE = {"email": "email", "firstname": "firstName", "lastname": "lastName"}
 
 
@@ -70,57 +77,8 @@ def all_claims_match(mapper, identity):
     return all_match(mapper, "claims", "are.claim.values.regex", lambda key: claim_values(identity, key))
 
 
-class _Grant(MapperType):
-    """A mapper that gives a role or a group when ``applies``; taken away on a later sign-in
-    when it no longer does."""
-
+class _RoleGrant(ConditionalGrant):
     compatible = COMPATIBLE
-
-    def applies(self, mapper, identity):
-        raise NotImplementedError
-
-    def target(self, realm, mapper):
-        """(the role or group, the user's relation to it), or (None, None) when the realm has none."""
-        raise NotImplementedError
-
-    def import_new_user(self, realm, idp, mapper, user, identity):
-        target, relation = self.target(realm, mapper)
-        if target is not None and self.applies(mapper, identity):
-            relation(user).add(target)
-            identity.context.setdefault(GRANTED, []).append(f"{relation.__name__}:{target.pk}")
-
-    def update_brokered_user(self, realm, idp, mapper, user, identity):
-        target, relation = self.target(realm, mapper)
-        if target is None:
-            return
-        key = f"{relation.__name__}:{target.pk}"
-        granted = identity.context.setdefault(GRANTED, [])
-        if key in granted:
-            return
-        if self.applies(mapper, identity):
-            granted.append(key)
-            relation(user).add(target)
-        else:
-            relation(user).remove(target)
-
-
-def roles(user):
-    return user.roles
-
-
-def groups(user):
-    return user.groups
-
-
-class _RoleGrant(_Grant):
-    category = "Role Importer"
-
-    def target(self, realm, mapper):
-        role = role_from_string(realm, (mapper.config or {}).get("role", ""))
-        if role is None:
-            logger.warning("realm %s: mapper %r names no role of this realm", realm.name, mapper.name)
-            return None, None
-        return role, roles
 
 
 class ClaimToRole(_RoleGrant):
@@ -145,7 +103,8 @@ class AdvancedClaimToRole(_RoleGrant):
         return all_claims_match(mapper, identity)
 
 
-class AdvancedClaimToGroup(_Grant):
+class AdvancedClaimToGroup(ConditionalGrant):
+    compatible = COMPATIBLE
     id = "oidc-advanced-group-idp-mapper"
     name = "Advanced Claim to Group"
     category = "Group Importer"

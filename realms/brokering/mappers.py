@@ -63,6 +63,56 @@ class MapperType:
         self.update_brokered_user(realm, idp, mapper, user, identity)
 
 
+GRANTED = "mapper_granted"  # identity.context: the roles and groups this sign-in's mappers gave
+
+
+def roles(user):
+    return user.roles
+
+
+def groups(user):
+    return user.groups
+
+
+class ConditionalGrant(MapperType):
+    """A mapper that gives a role or a group when ``applies`` (the provider's claims or
+    attributes say so), and takes it away on a later FORCE or LEGACY sign-in when they no longer
+    do, unless another mapper of the same sign-in gave it."""
+
+    category = "Role Importer"
+
+    def applies(self, mapper, identity):
+        raise NotImplementedError
+
+    def target(self, realm, mapper):
+        """(the role or group, ``roles`` or ``groups``), or (None, None) when the realm has none."""
+        role = role_from_string(realm, (mapper.config or {}).get("role", ""))
+        if role is None:
+            logger.warning("realm %s: mapper %r names no role of this realm", realm.name, mapper.name)
+            return None, None
+        return role, roles
+
+    def import_new_user(self, realm, idp, mapper, user, identity):
+        target, relation = self.target(realm, mapper)
+        if target is not None and self.applies(mapper, identity):
+            relation(user).add(target)
+            identity.context.setdefault(GRANTED, []).append(f"{relation.__name__}:{target.pk}")
+
+    def update_brokered_user(self, realm, idp, mapper, user, identity):
+        target, relation = self.target(realm, mapper)
+        if target is None:
+            return
+        key = f"{relation.__name__}:{target.pk}"
+        granted = identity.context.setdefault(GRANTED, [])
+        if key in granted:
+            return
+        if self.applies(mapper, identity):
+            granted.append(key)
+            relation(user).add(target)
+        else:
+            relation(user).remove(target)
+
+
 _types = Registry("identity provider mapper types")
 
 

@@ -20,7 +20,13 @@ import logging
 from lxml import etree
 
 from realms.brokering.mappers import SYNC_MODE_PROPERTY as _SYNC
-from realms.brokering.mappers import MapperType, all_match, register_mapper_type, role_from_string, set_attribute
+from realms.brokering.mappers import (
+    ConditionalGrant,
+    MapperType,
+    all_match,
+    register_mapper_type,
+    set_attribute,
+)
 from realms.brokering.mappers import config_property as _property
 
 from .. import xml
@@ -30,7 +36,6 @@ from .response import attributes_of
 logger = logging.getLogger("idp.broker")
 
 COMPATIBLE = ("saml",)
-GRANTED = "mapper_granted_roles"  # context: the roles a mapper of this sign-in granted
 _PROFILE = {"email": "email", "firstname": "firstName", "lastname": "lastName"}
 
 
@@ -72,34 +77,8 @@ def _values(identity, config):
     return []
 
 
-class _RoleMapper(MapperType):
+class _RoleMapper(ConditionalGrant):
     compatible = COMPATIBLE
-    category = "Role Importer"
-
-    def applies(self, mapper, identity):
-        raise NotImplementedError
-
-    def _role(self, realm, mapper):
-        role = role_from_string(realm, (mapper.config or {}).get("role", ""))
-        if role is None:
-            logger.warning("realm %s: mapper %r names no role of this realm", realm.name, mapper.name)
-        return role
-
-    def import_new_user(self, realm, idp, mapper, user, identity):
-        role = self._role(realm, mapper)
-        if role is not None and self.applies(mapper, identity):
-            user.roles.add(role)
-
-    def update_brokered_user(self, realm, idp, mapper, user, identity):
-        role = self._role(realm, mapper)
-        granted = identity.context.setdefault(GRANTED, [])
-        if role is None or role.pk in granted:
-            return
-        if self.applies(mapper, identity):
-            granted.append(role.pk)
-            user.roles.add(role)
-        else:
-            user.roles.remove(role)
 
 
 class AttributeToRole(_RoleMapper):

@@ -24,8 +24,6 @@ from realms.brokering.mappers import (
     ConditionalGrant,
     MapperType,
     all_match,
-    group_from_path,
-    groups,
     register_mapper_type,
     set_attribute,
 )
@@ -109,15 +107,9 @@ class AdvancedClaimToGroup(ConditionalGrant):
     name = "Advanced Claim to Group"
     category = "Group Importer"
     help_text = "If all claims exists, assign the user to the specified group."
+    gives = "group"
     properties = (_CLAIMS, _REGEX, _property("group", "Group", "Assign the user to the specified group.", "Group"),
                   _SYNC)
-
-    def target(self, realm, mapper):
-        group = group_from_path(realm, (mapper.config or {}).get("group", ""))
-        if group is None:
-            logger.warning("realm %s: mapper %r names no group of this realm", realm.name, mapper.name)
-            return None, None
-        return group, groups
 
     def applies(self, mapper, identity):
         return all_claims_match(mapper, identity)

@@ -1,30 +1,22 @@
 """The mappers that read nothing from the provider (Keycloak's hardcoded role, attribute and group
 mappers) and the username template importer, compatible with every provider type."""
-import logging
 import re
 
 from .mappers import SYNC_MODE_PROPERTY as _SYNC
-from .mappers import MapperType, group_from_path, register_mapper_type, role_from_string, set_attribute
+from .mappers import ConditionalGrant, MapperType, register_mapper_type, set_attribute
 from .mappers import config_property as _property
 
-logger = logging.getLogger("idp.broker")
 
+class HardcodedRole(ConditionalGrant):
+    """Always gives its role (a grant whose condition always holds)."""
 
-class HardcodedRole(MapperType):
     id = "oidc-hardcoded-role-idp-mapper"
     name = "Hardcoded Role"
-    category = "Role Importer"
     help_text = "When user is imported from provider, hardcode a role mapping for it."
     properties = (_property("role", "Role", "Role to grant to user.", "Role"), _SYNC)
 
-    def import_new_user(self, realm, idp, mapper, user, identity):
-        role = role_from_string(realm, (mapper.config or {}).get("role", ""))
-        if role is None:
-            logger.warning("realm %s: mapper %r names no role of this realm", realm.name, mapper.name)
-            return
-        user.roles.add(role)
-
-    update_brokered_user = import_new_user
+    def applies(self, mapper, identity):
+        return True
 
 
 class HardcodedAttribute(MapperType):
@@ -43,21 +35,13 @@ class HardcodedAttribute(MapperType):
     update_brokered_user = import_new_user
 
 
-class HardcodedGroup(MapperType):
+class HardcodedGroup(HardcodedRole):
     id = "oidc-hardcoded-group-idp-mapper"
     name = "Hardcoded Group"
     category = "Group Importer"
+    gives = "group"
     help_text = "When user is imported from provider, hardcode a group mapping for it."
     properties = (_property("group", "Group", "Group to assign the user to.", "Group"), _SYNC)
-
-    def import_new_user(self, realm, idp, mapper, user, identity):
-        group = group_from_path(realm, (mapper.config or {}).get("group", ""))
-        if group is None:
-            logger.warning("realm %s: mapper %r names no group of this realm", realm.name, mapper.name)
-            return
-        user.groups.add(group)
-
-    update_brokered_user = import_new_user
 
 
 _TEMPLATE = re.compile(r"\$\{([^}|]+)((?:\s*\|\s*\w+)*)\}")

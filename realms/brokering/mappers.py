@@ -80,17 +80,19 @@ class ConditionalGrant(MapperType):
     do, unless another mapper of the same sign-in gave it."""
 
     category = "Role Importer"
+    gives = "role"  # or "group": the config key naming it (a role reference, a group path)
 
     def applies(self, mapper, identity):
         raise NotImplementedError
 
     def target(self, realm, mapper):
         """(the role or group, ``roles`` or ``groups``), or (None, None) when the realm has none."""
-        role = role_from_string(realm, (mapper.config or {}).get("role", ""))
-        if role is None:
-            logger.warning("realm %s: mapper %r names no role of this realm", realm.name, mapper.name)
+        name = (mapper.config or {}).get(self.gives, "")
+        found = role_from_string(realm, name) if self.gives == "role" else group_from_path(realm, name)
+        if found is None:
+            logger.warning("realm %s: mapper %r names no %s of this realm", realm.name, mapper.name, self.gives)
             return None, None
-        return role, roles
+        return found, roles if self.gives == "role" else groups
 
     def import_new_user(self, realm, idp, mapper, user, identity):
         target, relation = self.target(realm, mapper)

@@ -30,14 +30,17 @@ D=http://127.0.0.1:$PORT; U=http://127.0.0.1:$UPORT
 $PY manage.py migrate -v0
 DJANGO_SETTINGS_MODULE=bench.oidc.settings $PY bench/oidc/setup_realm.py >/dev/null
 $PY bench/broker/setup.py "$D" "$U" >/dev/null
+# One after the other: each start collects the static files into the same directory.
+wait_for() {
+  for _ in $(seq 240); do curl -fs "$1/realms/bench/.well-known/openid-configuration" >/dev/null 2>&1 && return; sleep 0.5; done
+  echo "server at $1 did not start"; tail -n 20 "$SERVICES_DIR"/*.log; exit 1
+}
 IDP_BASE_URL=$D taskset -c 0 $PY manage.py start --bind 127.0.0.1 --http-port "$PORT" --management-port "$MPORT" \
-  --management-bind 127.0.0.1 --workers 1 --threads 4 >/dev/null 2>&1 & DOWN_PID=$!
+  --management-bind 127.0.0.1 --workers 1 --threads 4 >"$SERVICES_DIR/down.log" 2>&1 & DOWN_PID=$!
+wait_for "$D"
 IDP_BASE_URL=$U taskset -c 1 $PY manage.py start --bind 127.0.0.1 --http-port "$UPORT" --management-port "$UMPORT" \
-  --management-bind 127.0.0.1 --workers 1 --threads 4 >/dev/null 2>&1 & UP_PID=$!
-for base in "$D" "$U"; do
-  for _ in $(seq 240); do curl -fs "$base/realms/bench/.well-known/openid-configuration" >/dev/null 2>&1 && break; sleep 0.5; done
-  curl -fs "$base/realms/bench/.well-known/openid-configuration" >/dev/null || { echo "server at $base did not start"; exit 1; }
-done
+  --management-bind 127.0.0.1 --workers 1 --threads 4 >"$SERVICES_DIR/up.log" 2>&1 & UP_PID=$!
+wait_for "$U"
 
 echo "machine: $(lscpu | awk -F: '/Model name/{gsub(/^ +/,"",$2); print $2}'), $(nproc) cores; $($PY -V);" \
   "$(date -u +%FT%TZ); granian: 1 worker x 4 threads per server; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"

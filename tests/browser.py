@@ -51,6 +51,9 @@ def sign_in_to_console(page, base_url, username, password, *, realm="master", ne
     ``next_path=None`` to return at the page after the password."""
     page.goto(f"{base_url}{CONSOLE}login/?{urlencode({'realm': realm, 'next': next_path or CONSOLE})}")
     page.locator("#username").fill(username)
+    if not page.locator("#password").count():  # identity-first (a realm with organizations)
+        page.locator("#username").press("Enter")
+        page.locator("#password").wait_for()
     page.locator("#password").fill(password)
     page.locator("#password").press("Enter")
     if next_path is not None:
@@ -59,10 +62,13 @@ def sign_in_to_console(page, base_url, username, password, *, realm="master", ne
 
 def console_sign_in(http, username, password, *, realm="master", next_path=CONSOLE):
     """The same with Django's test client ``http``: the login page's form posted with the username
-    and password. Returns the answer to that post: a redirect to ``next_path`` when signed in,
-    the login page again when refused."""
-    page = http.get(f"{CONSOLE}login/", {"realm": realm, "next": next_path}, follow=True)
-    return http.post(login_form_action(page.content.decode()), {"username": username, "password": password})
+    and password (in a realm with organizations, the identity-first page's username first). Returns
+    the answer to the password's post: a redirect to ``next_path`` when signed in, the login page
+    again when refused."""
+    page = http.get(f"{CONSOLE}login/", {"realm": realm, "next": next_path}, follow=True).content.decode()
+    if 'name="password"' not in page:
+        page = http.post(login_form_action(page), {"username": username}).content.decode()
+    return http.post(login_form_action(page), {"username": username, "password": password})
 
 
 def login_form_action(html):

@@ -15,6 +15,7 @@ import hashlib
 from django.core.cache import cache
 
 from ..audit import events
+from ..errors import RealmsError
 from ..http import action_tokens, messages, themes
 from ..http.messages import Message
 from ..http.web import client_address
@@ -174,7 +175,7 @@ def linked_accounts(realm, user, *, linked=None, search=None, first=None, most=N
     return [rep(idp) for idp in _page(available, first, most)]
 
 
-class Refused(Exception):
+class Refused(RealmsError):
     """``message`` is what the Account API answers (a key where Keycloak answers the key, the
     account theme's text where Keycloak translates it)."""
 

@@ -31,7 +31,9 @@ def brokered(ctx):
 
 
 def _load_providers(realm):
-    return {idp.alias: idp for idp in IdentityProvider.objects.filter(realm=realm)}
+    # With their mappers: a brokered sign-in runs them twice (preprocess, then import or update),
+    # and a mapper's change drops this copy as a provider's does.
+    return {idp.alias: idp for idp in IdentityProvider.objects.filter(realm=realm).prefetch_related("mappers")}
 
 
 def identity_providers(realm):

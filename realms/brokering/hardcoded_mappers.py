@@ -76,16 +76,17 @@ class UsernameTemplate(MapperType):
 
     id = "oidc-username-idp-mapper"
     name = "Username Template Importer"
+    default_template = "${ALIAS}.${CLAIM.preferred_username}"
     category = "Preprocessor"
     help_text = "Format the username to import."
     properties = (_property("template", "Template", "Template to use to format the username to import. "
-                            "Substitutions are enclosed in ${}.", defaultValue="${ALIAS}.${CLAIM.preferred_username}"),
+                            "Substitutions are enclosed in ${}.", defaultValue=default_template),
                   _property("target", "Target", "Destination field for the mapper.", "List", defaultValue="LOCAL",
                             options=["LOCAL", "BROKER_ID", "BROKER_USERNAME"]), _SYNC)
 
     def preprocess(self, realm, idp, mapper, identity):
         config = mapper.config or {}
-        expanded = _expand(config.get("template") or "${ALIAS}.${CLAIM.preferred_username}", idp, identity)
+        expanded = _expand(config.get("template") or self.default_template, idp, identity)
         target = config.get("target") or "LOCAL"
         if target == "BROKER_ID":
             identity.id = expanded
@@ -98,14 +99,10 @@ class UsernameTemplate(MapperType):
 
 class SamlUsernameTemplate(UsernameTemplate):
     id = "saml-username-idp-mapper"
+    default_template = "${ALIAS}.${NAMEID}"
     properties = (_property("template", "Template", "Template to use to format the username to import. "
-                            "Substitutions are enclosed in ${}.", defaultValue="${ALIAS}.${NAMEID}"),
+                            "Substitutions are enclosed in ${}.", defaultValue=default_template),
                   *UsernameTemplate.properties[1:])
-
-    def preprocess(self, realm, idp, mapper, identity):
-        if not (mapper.config or {}).get("template"):
-            mapper.config = {**(mapper.config or {}), "template": "${ALIAS}.${NAMEID}"}
-        super().preprocess(realm, idp, mapper, identity)
 
 
 def register():

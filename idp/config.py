@@ -61,6 +61,8 @@ def _setting_problems():
     import ipaddress
     import os
 
+    from realms.features import FEATURES
+
     found = []
     required = {
         "IDP_HOSTNAME": "the public host name",
@@ -92,6 +94,10 @@ def _setting_problems():
             ipaddress.ip_network(entry, strict=False)
         except ValueError:
             found.append(f"IDP_TRUSTED_PROXIES: {entry!r} is not an address or network")
+    for name in ("IDP_FEATURES", "IDP_FEATURES_DISABLED"):
+        unknown = sorted({n.strip() for n in os.environ.get(name, "").split(",") if n.strip()} - set(FEATURES))
+        if unknown:
+            found.append(f"{name}: unknown feature {', '.join(unknown)} (known: {', '.join(sorted(FEATURES))})")
     return found
 
 

@@ -13,11 +13,12 @@ class OidcConfig(AppConfig):
         from realms.http.transport import register_json_endpoints
         from realms.users.consents import register_consent_store
 
-        from . import admin_api, authorize, backchannel, consent
+        from . import admin_api, authorize, backchannel, consent, grants
         from .admin_tokens import verify
         from .urls import PROTOCOL_ENDPOINTS
 
         authorize.register()
+        grants.register()
         backchannel.connect_signals()
         register_token_verifier(verify)
         register_consent_store(consent.user_consents, consent.revoke)

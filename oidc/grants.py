@@ -1,6 +1,11 @@
 """The token endpoint's work: authenticate the client, run the grant, emit the event.
 
-Grants: ``authorization_code`` (PKCE, spec 1 §3-§4), ``refresh_token`` (rotation; with the
+Grants are a registry (``GRANT_TYPES``: grant_type -> ``Grant``) filled from ``OidcConfig.ready()``;
+this module registers the four of RFC 6749, and the device, token-exchange, JWT-bearer and CIBA
+grants register from their own modules with ``register_grant``. A grant behind a server feature
+(``realms.features``) is unsupported_grant_type while the feature is off, and absent from discovery.
+
+Grants here: ``authorization_code`` (PKCE, spec 1 §3-§4), ``refresh_token`` (rotation; with the
 realm's Revoke Refresh Token, single use with reuse detection that ends the session),
 ``client_credentials`` (the client's service account) and ``password`` (only with Direct Access
 Grants). ``scope=offline_access`` yields an offline token backed by an offline session.
@@ -14,8 +19,10 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
+from realms import features
 from realms.audit.events import emit
 from realms.models import ClientSession, UserSession
+from realms.registry import Registry
 from realms.signin import engine, flows
 from realms.signin.flows import SSO_AUTH
 from realms.sso import sessions
@@ -34,12 +41,31 @@ from .errors import (
 )
 from .realm_cache import PROTOCOL
 
-EVENTS = {
-    "authorization_code": "CODE_TO_TOKEN",
-    "refresh_token": "REFRESH_TOKEN",
-    "client_credentials": "CLIENT_LOGIN",
-    "password": "LOGIN",
-}
+
+@dataclass(frozen=True)
+class Grant:
+    """A grant type: ``handler(exchange) -> body`` runs it once the client is authenticated;
+    ``event`` is the user event of its success (``event + "_ERROR"`` of its failure); ``feature``
+    the server feature it needs, if any."""
+
+    handler: object
+    event: str
+    feature: str = ""
+
+    def available(self):
+        return not self.feature or features.enabled(self.feature)
+
+
+GRANT_TYPES = Registry("OAuth 2.0 grant types")
+
+
+def register_grant(grant_type, handler, event, feature=""):
+    GRANT_TYPES.add(grant_type, Grant(handler, event, feature))
+
+
+def supported_grant_types():
+    """The grant types the token endpoint answers now (discovery's ``grant_types_supported``)."""
+    return sorted(name for name, grant in GRANT_TYPES.items() if grant.available())
 
 
 @dataclass
@@ -72,9 +98,10 @@ def handle_token_request(request, exchange: Exchange) -> dict:
     grant_type = params.get("grant_type", "")
     if not grant_type:
         raise InvalidRequest("Missing form parameter: grant_type")
-    event_type = EVENTS.get(grant_type)
-    if event_type is None:
+    grant = GRANT_TYPES.get(grant_type)
+    if grant is None or not grant.available():
         raise UnsupportedGrantType(f"Unsupported grant_type {grant_type[:64]}")
+    event_type = grant.event
     exchange.details["grant_type"] = grant_type
     exchange.request = request
     try:
@@ -83,21 +110,22 @@ def handle_token_request(request, exchange: Exchange) -> dict:
             audiences=(exchange.issuer, token_endpoint_url(exchange.issuer)),
         )
         exchange.details["client_auth_method"] = exchange.auth_method
-        body = GRANTS[grant_type](exchange)
+        body = grant.handler(exchange)
     except OAuthError as exc:
-        _emit(exchange, event_type + "_ERROR", error=exc.event_error)
+        emit_event(exchange, event_type + "_ERROR", error=exc.event_error)
         raise
     return body
 
 
-def _emit(exchange, event_type, error=""):
+def emit_event(exchange, event_type, error=""):
     emit(exchange.realm, event_type,
          client_id=exchange.client_config.client_id if exchange.client_config else exchange.params.get("client_id", ""),
          user_id=exchange.user_id, session_id=exchange.session_id, ip_address=exchange.ip_address,
          error=error, details=exchange.details)
 
 
-def _context(exchange, user, scopes, openid, user_session=None, client_session=None, nonce="", roles=None):
+def token_context(exchange, user, scopes, openid, user_session=None, client_session=None, nonce="", roles=None):
+    """The TokenContext of a grant's answer: the user's roles the client may see given its scopes."""
     config = exchange.client_config
     user_roles = roles if roles is not None else exchange.realm_config.user_roles(user)
     acr = tokens.session_acr(client_session) if user_session is not None else None
@@ -108,7 +136,9 @@ def _context(exchange, user, scopes, openid, user_session=None, client_session=N
     )
 
 
-def _success(exchange, ctx, event_type, body, at_claims):
+def succeed(exchange, ctx, event_type, body, at_claims):
+    """Record what was issued (and the newest refresh token when the realm revokes them), emit
+    the grant's event, return the body."""
     exchange.details.update(token_id=at_claims["jti"], scope=ctx.scope)
     if ctx.refresh_claims:
         exchange.details.update(refresh_token_id=ctx.refresh_claims["jti"],
@@ -120,11 +150,11 @@ def _success(exchange, ctx, event_type, body, at_claims):
             notes["rt_latest"] = ctx.refresh_claims["jti"]
             ctx.client_session.notes = notes
             ClientSession.objects.filter(pk=ctx.client_session.pk).update(notes=notes)
-    _emit(exchange, event_type)
+    emit_event(exchange, event_type)
     return body
 
 
-def _offline(exchange, ctx):
+def move_offline(exchange, ctx):
     """Move the context onto a new offline session (scope offline_access), if allowed."""
     if not tokens.has_offline_access(ctx):
         raise InvalidScope("Offline tokens not allowed for the user or client", event_error="not_allowed")
@@ -146,7 +176,7 @@ def _offline(exchange, ctx):
     exchange.session_id = offline.pk
 
 
-def _wants_offline(scopes):
+def wants_offline(scopes):
     return any(s.name == tokens.OFFLINE_ACCESS for s in scopes)
 
 
@@ -170,17 +200,17 @@ def authorization_code(exchange):
     if client_session is None:
         raise InvalidGrant("Session not active", event_error="invalid_code")
     scopes, openid = tokens.resolve_scopes(exchange.client_config, row.scope)
-    offline = _wants_offline(scopes)
+    offline = wants_offline(scopes)
     # Only an offline session (its rows and the tokens bound to them) needs a transaction;
     # without one the exchange writes at most the idle timers, so it skips BEGIN/COMMIT.
     with transaction.atomic() if offline else contextlib.nullcontext():
-        ctx = _context(exchange, user, scopes, openid, user_session, client_session, nonce=row.nonce)
+        ctx = token_context(exchange, user, scopes, openid, user_session, client_session, nonce=row.nonce)
         if offline:
-            _offline(exchange, ctx)
+            move_offline(exchange, ctx)
         sessions.touch(user_session, client_session)
         body, at_claims = tokens.token_response(ctx)
         exchange.details["code_id"] = row.digest[:16]
-        return _success(exchange, ctx, "CODE_TO_TOKEN", body, at_claims)
+        return succeed(exchange, ctx, "CODE_TO_TOKEN", body, at_claims)
 
 
 # refresh_token -------------------------------------------------------------------------------
@@ -233,10 +263,10 @@ def refresh_token(exchange):
         with atomic:
             if realm.revoke_refresh_token:
                 client_session = _check_reuse(client_session, claims["jti"], realm.refresh_token_max_reuse)
-            ctx = _context(exchange, user, scopes, openid, user_session, client_session)
+            ctx = token_context(exchange, user, scopes, openid, user_session, client_session)
             sessions.touch(user_session, client_session)
             body, at_claims = tokens.token_response(ctx)
-            return _success(exchange, ctx, "REFRESH_TOKEN", body, at_claims)
+            return succeed(exchange, ctx, "REFRESH_TOKEN", body, at_claims)
     except _ReuseDetected:
         # A refresh token used twice means two holders: end the session for both (committed
         # before the error goes out).
@@ -291,9 +321,9 @@ def client_credentials(exchange):
         raise InvalidRequest(f"User '{user.username}' disabled", event_error="user_disabled")
     scopes, _ = tokens.resolve_scopes(config, exchange.params.get("scope", ""))
     # No session: client-credentials tokens are transient (Keycloak's default), no refresh token.
-    ctx = _context(exchange, user, scopes, False, roles=roles)
+    ctx = token_context(exchange, user, scopes, False, roles=roles)
     body, at_claims = tokens.token_response(ctx, with_refresh=False)
-    return _success(exchange, ctx, "CLIENT_LOGIN", body, at_claims)
+    return succeed(exchange, ctx, "CLIENT_LOGIN", body, at_claims)
 
 
 # password ------------------------------------------------------------------------------------
@@ -318,16 +348,15 @@ def password(exchange):
                                                     auth_methods=ctx.auth_session.auth_methods)
         client_session = sessions.get_or_create_client_session(user_session, client, scope=params.get("scope", ""))
         exchange.session_id = user_session.pk
-        ctx = _context(exchange, user, scopes, openid, user_session, client_session)
-        if _wants_offline(scopes):
-            _offline(exchange, ctx)
+        ctx = token_context(exchange, user, scopes, openid, user_session, client_session)
+        if wants_offline(scopes):
+            move_offline(exchange, ctx)
         body, at_claims = tokens.token_response(ctx)
-        return _success(exchange, ctx, "LOGIN", body, at_claims)
+        return succeed(exchange, ctx, "LOGIN", body, at_claims)
 
 
-GRANTS = {
-    "authorization_code": authorization_code,
-    "refresh_token": refresh_token,
-    "client_credentials": client_credentials,
-    "password": password,
-}
+def register():
+    register_grant("authorization_code", authorization_code, "CODE_TO_TOKEN")
+    register_grant("refresh_token", refresh_token, "REFRESH_TOKEN")
+    register_grant("client_credentials", client_credentials, "CLIENT_LOGIN")
+    register_grant("password", password, "LOGIN")

@@ -8,6 +8,7 @@ import time
 
 from django.core.cache import cache
 
+from realms import features
 from realms.audit.events import emit
 from realms.data.keys import realm_keys
 from realms.models import ClientScope, ClientSession, User
@@ -18,6 +19,7 @@ from . import jose, tokens
 from .authorize import RESPONSE_MODES, RESPONSE_TYPES
 from .client_auth import authenticate
 from .errors import InvalidRequest, InvalidToken, OAuthError, UnauthorizedClient
+from .grants import supported_grant_types
 
 AUTH_METHODS = ["client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt"]
 SIGNING_ALGS = ["RS256", "ES256", "EdDSA"]
@@ -45,6 +47,8 @@ def realm_info(realm, issuer):
     }
 
 def discovery_document(realm, issuer):
+    """The OpenID Provider Metadata: exactly what this realm answers now (a grant or endpoint
+    behind a server feature that is off is not listed)."""
     scopes = list(ClientScope.objects.filter(realm=realm, protocol="openid-connect")
                   .order_by("name").values_list("name", flat=True))
     auth_algs = sorted(jose.ASYMMETRIC | jose.SYMMETRIC)
@@ -62,7 +66,8 @@ def discovery_document(realm, issuer):
         "frontchannel_logout_session_supported": True,
         "backchannel_logout_supported": True,
         "backchannel_logout_session_supported": True,
-        "grant_types_supported": ["authorization_code", "implicit", "refresh_token", "client_credentials", "password"],
+        # implicit is a response type of the authorization endpoint, the rest grants of the token endpoint.
+        "grant_types_supported": sorted({"implicit", *supported_grant_types()}),
         "response_types_supported": list(RESPONSE_TYPES.values()),
         "response_modes_supported": list(RESPONSE_MODES),
         "authorization_response_iss_parameter_supported": True,  # RFC 9207: every response carries iss
@@ -86,7 +91,24 @@ def discovery_document(realm, issuer):
         "request_parameter_supported": False,
         "request_uri_parameter_supported": False,
         "tls_client_certificate_bound_access_tokens": False,
+        **_optional_endpoints(issuer),
     }
+
+
+def _optional_endpoints(issuer):
+    out = {}
+    if features.enabled("device-flow"):
+        out["device_authorization_endpoint"] = endpoint(issuer, "auth/device")
+    if features.enabled("ciba"):
+        out.update({
+            "backchannel_authentication_endpoint": endpoint(issuer, "ext/ciba/auth"),
+            "backchannel_token_delivery_modes_supported": ["poll", "ping"],
+            "backchannel_authentication_request_signing_alg_values_supported": SIGNING_ALGS,
+            "backchannel_user_code_parameter_supported": False,
+        })
+    if features.enabled("client-registration"):
+        out["registration_endpoint"] = f"{issuer}/clients-registrations/openid-connect"
+    return out
 
 
 # Revoked access tokens: their jti is remembered until they would have expired anyway.

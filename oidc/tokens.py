@@ -96,6 +96,11 @@ class TokenContext:
     acr: str | None = None
     roles: frozenset = field(default_factory=frozenset)
     refresh_claims: dict | None = None  # set when a refresh token was minted
+    # Set by a grant that narrows the access token's audience (RFC 8693 ``audience``, RFC 8707
+    # ``resource``) after its own checks: the ``aud`` the access token carries, exactly.
+    audience: list | None = None
+    # Claims a grant sets last on the access token (RFC 8693's ``act``), over the mappers'.
+    extra_claims: dict = field(default_factory=dict)
 
     @property
     def client(self):
@@ -161,6 +166,12 @@ def access_token_claims(ctx, now, lifespan=None):
     if ctx.sid:
         claims["sid"] = ctx.sid
     apply_mappers(ctx.client_config.mappers_for(ctx.scopes, ACCESS), claims, ctx)
+    if ctx.audience is not None:
+        if ctx.audience:
+            claims["aud"] = ctx.audience[0] if len(ctx.audience) == 1 else list(ctx.audience)
+        else:
+            claims.pop("aud", None)
+    claims.update(ctx.extra_claims)
     claims["scope"] = ctx.scope
     return claims
 

@@ -3,15 +3,19 @@ import re
 
 from django.urls import path
 
-from .views import authorize, discovery, logout, session_status, token, userinfo
+from .registration import urls as registration
+from .views import authorize, ciba, device, discovery, logout, metadata, session_status, token, userinfo
 
 OIDC = "protocol/openid-connect/"
 # The machine-to-machine ones (JSON; callers authenticate with their own credentials or a bearer
 # token): the project's short path through the middleware (idp.middleware), and sslRequired
 # refusals there are OAuth JSON (realms.http.transport).
 PROTOCOL_ENDPOINTS = re.compile(
-    r"^/realms/[^/]+/(?:protocol/openid-connect/(?:token|token/introspect|revoke|userinfo|certs)"
-    r"|\.well-known/openid-configuration)$|^/realms/[^/]+$")
+    r"^/realms/[^/]+/(?:protocol/openid-connect/(?:token|token/introspect|revoke|userinfo|certs|auth/device"
+    r"|ext/ciba/auth|ext/ciba/auth/callback)"
+    r"|\.well-known/(?:openid-configuration|oauth-authorization-server)"
+    r"|clients-registrations/[^/]+(?:/[^/]+)?)$|^/realms/[^/]+$"
+    r"|^/\.well-known/oauth-authorization-server/realms/[^/]+$")
 
 urlpatterns = [
     path(OIDC + "auth", authorize.authorize, name="oidc-auth"),
@@ -28,4 +32,8 @@ urlpatterns = [
          name="oidc-login-status-iframe-init"),
     path(OIDC + "3p-cookies/step1.html", session_status.third_party_cookies_step1, name="oidc-3p-cookies-step1"),
     path(OIDC + "3p-cookies/step2.html", session_status.third_party_cookies_step2, name="oidc-3p-cookies-step2"),
+    *device.urlpatterns,
+    *ciba.urlpatterns,
+    *metadata.urlpatterns,
+    *registration.urlpatterns,
 ]

@@ -174,7 +174,7 @@ def test_migrations_import_no_live_code():
 # one below, never one above (docs/architecture.md; each package's docstring says what it owns).
 REALMS_LAYERS = (
     # the tables and the code that reads and writes them; the error base; work after the request
-    ("registry", "errors", "background", "data", "models"),
+    ("registry", "errors", "background", "features", "data", "models"),
     ("http",),  # protocol-neutral helpers: issuer, redirects, outbound calls, messages, e-mail
     ("credentials",),  # credential types, hashers, the password policy
     ("audit",),  # user and admin events

@@ -122,6 +122,9 @@ IDP_BOOTSTRAP_ADMIN_PASSWORD = os.environ.get("IDP_BOOTSTRAP_ADMIN_PASSWORD", ""
 # names a file in it, never a path. Unset: realms cannot use passwordBlacklist.
 IDP_PASSWORD_BLACKLISTS_DIR = os.environ.get("IDP_PASSWORD_BLACKLISTS_DIR", "")
 IDP_DEV_MODE = False
+# Keycloak's --features / --features-disabled (realms.features): comma-separated feature names.
+IDP_FEATURES = os.environ.get("IDP_FEATURES", "")
+IDP_FEATURES_DISABLED = os.environ.get("IDP_FEATURES_DISABLED", "")
 
 LOGGING = {
     "version": 1,

@@ -7,6 +7,7 @@ import time
 from rest_framework import exceptions
 from rest_framework.response import Response
 
+from .. import features
 from ..administration.admin_permissions import administers
 from ..brokering.mappers import mapper_types
 from ..brokering.providers import provider_types
@@ -53,9 +54,13 @@ class ServerInfo(ApiView):
                 "osName": platform.system(), "osArchitecture": platform.machine(), "osVersion": platform.release(),
                 "fileEncoding": "UTF-8", "userName": "", "userDir": "", "userTimezone": "UTC", "userLocale": "en_US",
             },
-            "profileInfo": {"name": "community", "disabledFeatures": [], "previewFeatures": [],
-                            "experimentalFeatures": []},
-            "features": [],
+            # Keycloak names features by their enum constant (TOKEN_EXCHANGE) here.
+            "profileInfo": {"name": "community", "disabledFeatures": _enum(features.disabled()),
+                            "previewFeatures": _enum(features.of_kind(features.PREVIEW)),
+                            "experimentalFeatures": _enum(features.of_kind(features.EXPERIMENTAL))},
+            "features": [{"name": _enum([name])[0], "label": label, "type": kind.upper(),
+                          "enabled": features.enabled(name), "dependencies": []}
+                         for name, (kind, label) in sorted(features.FEATURES.items())],
             "themes": {kind: [{"name": themes.DEFAULT_THEME, "locales": ["en"]}]
                        for kind in ("login", "account", "email", "admin", "welcome", "common")},
             "providers": _spi_providers(),
@@ -71,3 +76,7 @@ class ServerInfo(ApiView):
                 "CREATE", "UPDATE", "DELETE", "ACTION"], "resourceType": []},
             "cryptoInfo": {},
         })
+
+
+def _enum(names):
+    return [name.upper().replace("-", "_") for name in names]

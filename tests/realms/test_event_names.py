@@ -17,7 +17,7 @@ APPS = ("realms", "oidc", "saml", "federation", "webhooks", "idp")
 
 # The one call whose type is computed: the token endpoint's event per grant, or its error.
 COMPUTED = {("oidc/grants.py", "handle_token_request"):
-            {name + suffix for name in grants.EVENTS.values() for suffix in ("", "_ERROR")}}
+            {grant.event + suffix for grant in grants.GRANT_TYPES.values() for suffix in ("", "_ERROR")}}
 
 
 def _called_name(call):

@@ -1,0 +1,2 @@
+"""CIBA endpoints: filled in by the CIBA work."""
+urlpatterns = []

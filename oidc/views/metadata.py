@@ -1,0 +1,2 @@
+"""RFC 8414 authorization server metadata: filled in by the MCP-readiness work."""
+urlpatterns = []

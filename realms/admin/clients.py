@@ -14,6 +14,7 @@ from ..signin import engine
 from ..users.accounts import enable_service_account
 from .audit import admin_event, object_event
 from .base import ConsoleAdmin, RealmScopedInline, realm_owned_list_filter
+from .keyed import Key, KeyedJsonForm, keyed_form
 from .names import resolved, time_column
 from .sessions import sessions_table
 
@@ -22,10 +23,36 @@ PROTOCOL_NAMES = {OIDC: "OpenID Connect", "saml": "SAML"}
 # Keycloak's client authenticators that the token endpoint checks (oidc.client_auth).
 CLIENT_AUTHENTICATORS = [("client-secret", "Client Id and Secret"), ("client-jwt", "Signed JWT"),
                          ("client-secret-jwt", "Signed JWT with client secret")]
+
+class _Switch(Key):
+    """A client attribute switched by a checkbox: "true" when ticked; unticked, "false" where the
+    client had the attribute, else left out (saving a form adds nothing the client did not have)."""
+
+    def to_json(self, value, stored):
+        return "true" if value else ("false" if stored is not None else None)
+
+
+def _switch(key, label, help_text):
+    return _Switch("attributes", key, forms.BooleanField(label=label, required=False, help_text=help_text),
+                   omit_empty=True)
+
+
+# Keycloak's capability switches kept as client attributes ("true"/"false").
+CAPABILITY_SWITCHES = {
+    "standard_token_exchange": _switch(
+        "standard.token.exchange.enabled", "Standard Token Exchange",
+        "A confidential client may exchange an access token issued to reach it for one of its own (RFC 8693)."),
+    "device_authorization_grant": _switch(
+        "oauth2.device.authorization.grant.enabled", "OAuth 2.0 Device Authorization Grant",
+        "Devices without a browser sign the user in through a code entered on another device (RFC 8628)."),
+    "ciba_grant": _switch(
+        "oidc.ciba.grant.enabled", "OIDC CIBA Grant",
+        "A confidential client may ask the server to authenticate a user on the user's own device (CIBA)."),
+}
 # What only OpenID Connect clients have (the SAML section comes from saml.admin).
 OIDC_ONLY = {"public_client", "bearer_only", "client_authenticator_type", "standard_flow_enabled",
              "implicit_flow_enabled", "direct_access_grants_enabled", "service_accounts_enabled", "web_origins",
-             "secret_status"}
+             "secret_status", *CAPABILITY_SWITCHES}
 
 
 def protocol_choices():
@@ -57,7 +84,7 @@ class ClientRoleInline(RealmScopedInline):
     verbose_name_plural = "Client roles (composites and attributes: under Roles)"
 
 
-class ClientForm(forms.ModelForm):
+class ClientFormBase(KeyedJsonForm):
     protocol = forms.ChoiceField(choices=protocol_choices, initial="openid-connect",
                                  help_text="Save to see the settings of the protocol chosen.")
     client_authenticator_type = forms.ChoiceField(choices=CLIENT_AUTHENTICATORS, initial="client-secret",
@@ -68,6 +95,9 @@ class ClientForm(forms.ModelForm):
         if cleaned.get("public_client") and cleaned.get("bearer_only"):
             raise ValidationError("A client is either public or bearer-only, not both.")
         return cleaned
+
+
+ClientForm = keyed_form("ClientForm", ClientFormBase, CAPABILITY_SWITCHES)
 
 
 @admin.register(Client)
@@ -92,6 +122,7 @@ class ClientAdmin(ConsoleAdmin):
         ("Capability config", {"classes": ("tab-settings",), "fields": (
             "public_client", "bearer_only", "client_authenticator_type", "standard_flow_enabled",
             "implicit_flow_enabled", "direct_access_grants_enabled", "service_accounts_enabled",
+            *CAPABILITY_SWITCHES,
         )}),
         ("Login settings", {"classes": ("tab-settings",), "fields": ("consent_required", "frontchannel_logout")}),
         ("Client secret", {"classes": ("tab-credentials",), "fields": ("secret_status",)}),

@@ -23,6 +23,7 @@ from .base import ConsoleAdmin, RealmScopedInline, adopt
 from .keyed import KeyedJsonForm, keyed_form
 from .names import time_column
 from .realm_settings import (
+    CIBA,
     HEADERS,
     OTP,
     SMTP,
@@ -183,7 +184,7 @@ class RealmFormBase(KeyedJsonForm):
 
 
 RealmForm = keyed_form("RealmForm", RealmFormBase, {
-    **SMTP, **OTP, **WEBAUTHN, **HEADERS})
+    **SMTP, **OTP, **WEBAUTHN, **HEADERS, **CIBA})
 
 
 def _tab(slug, title, fields, **options):
@@ -254,6 +255,7 @@ class RealmAdmin(ConsoleAdmin):
         _tab("authentication", "OTP policy", tuple(OTP)),
         _tab("authentication", "Webauthn Policy", tuple(k for k in WEBAUTHN if k.startswith("webauthn_"))),
         _tab("authentication", "Webauthn Passwordless Policy", tuple(k for k in WEBAUTHN if k.startswith("passwordless_"))),
+        _tab("authentication", "CIBA Policy", tuple(CIBA)),
         _tab("authentication", "Flow bindings", (
             "browser_flow", "registration_flow", "direct_grant_flow", "reset_credentials_flow",
             "client_authentication_flow",

@@ -114,6 +114,24 @@ def _webauthn(prefix, key_prefix, passwordless):
 WEBAUTHN = {**_webauthn("webauthn", "webAuthnPolicy", False),
             **_webauthn("passwordless", "webAuthnPolicyPasswordless", True)}
 
+# Keycloak's CIBA policy (Authentication, Policies): realm attributes, strings as Keycloak stores them.
+CIBA = {
+    "ciba_delivery_mode": Key("attributes", "cibaBackchannelTokenDeliveryMode", forms.ChoiceField(
+        label="Backchannel Token Delivery Mode", choices=[("poll", "poll"), ("ping", "ping")], initial="poll",
+        help_text="How a client of the CIBA grant learns the user has answered: it polls the token "
+                  "endpoint, or the server pings its notification endpoint."), as_string=True),
+    "ciba_expires_in": Key("attributes", "cibaExpiresIn", _number(
+        "Expires In (s)", 10, 600, 120, help_text="Lifetime of an authentication request (auth_req_id)."),
+        as_string=True),
+    "ciba_interval": Key("attributes", "cibaInterval", _number(
+        "Interval (s)", 0, 600, 5, help_text="The least time between two polls of the token endpoint."),
+        as_string=True),
+    "ciba_user_hint": Key("attributes", "cibaAuthRequestedUserHint", forms.ChoiceField(
+        label="Authentication Requested User Hint", choices=[("login_hint", "login_hint")],
+        initial="login_hint", help_text="How the client names the user: login_hint, the username."),
+        as_string=True),
+}
+
 _HEADER_LABELS = {
     "xFrameOptions": "X-Frame-Options", "contentSecurityPolicy": "Content-Security-Policy",
     "contentSecurityPolicyReportOnly": "Content-Security-Policy-Report-Only",

@@ -219,3 +219,39 @@ def test_a_new_clients_form_shows_only_its_protocols_sections(console, acme):
     assert Client.objects.get(realm=acme, client_id="https://sp.example/saml").protocol == "saml"
     # A protocol the server does not have is OpenID Connect's form.
     assert 'name="public_client"' in console.get(add + "?protocol=cas").content.decode()
+
+
+# --- Capability switches and the CIBA policy kept as attributes ----------------------------------
+
+def test_grant_switches_are_checkboxes_kept_as_keycloaks_client_attributes(console, acme):
+    app = Client.objects.create(realm=acme, client_id="tv", redirect_uris=["https://app.example/cb"],
+                                attributes={"pkce.code.challenge.method": "S256", "oidc.ciba.grant.enabled": "true"})
+    form = read_form(console.get(change_url(app)).content.decode(), "client_form")
+    assert form.get("ciba_grant") == ["on"] and "device_authorization_grant" not in form
+    response = submit(console, change_url(app), "client_form", {
+        "device_authorization_grant": "on", "standard_token_exchange": "on", "ciba_grant": None})
+    assert not errors_of(response), errors_of(response)
+    app.refresh_from_db()
+    assert app.attributes == {"pkce.code.challenge.method": "S256", "oidc.ciba.grant.enabled": "false",
+                              "oauth2.device.authorization.grant.enabled": "true",
+                              "standard.token.exchange.enabled": "true"}
+    # A SAML client has none of them.
+    page = console.get(reverse("admin:realms_client_add") + "?protocol=saml").content.decode()
+    assert 'name="device_authorization_grant"' not in page and 'name="ciba_grant"' not in page
+
+
+def test_the_ciba_policy_is_kept_as_keycloaks_realm_attributes(console, acme):
+    page = console.get(change_url(acme)).content.decode()
+    assert "CIBA Policy" in page and "Backchannel Token Delivery Mode" in page
+    response = submit(console, change_url(acme), "realm_form", {
+        "ciba_delivery_mode": "ping", "ciba_expires_in": "300", "ciba_interval": "10"})
+    assert not errors_of(response), errors_of(response)
+    acme.refresh_from_db()
+    assert {k: acme.attributes[k] for k in ("cibaBackchannelTokenDeliveryMode", "cibaExpiresIn", "cibaInterval",
+                                            "cibaAuthRequestedUserHint")} == {
+        "cibaBackchannelTokenDeliveryMode": "ping", "cibaExpiresIn": "300", "cibaInterval": "10",
+        "cibaAuthRequestedUserHint": "login_hint"}
+    response = submit(console, change_url(acme), "realm_form", {"ciba_expires_in": "5"})
+    assert "ciba_expires_in" in form_errors(response)
+    acme.refresh_from_db()
+    assert acme.attributes["cibaExpiresIn"] == "300"

@@ -110,3 +110,10 @@ def test_every_emitted_user_event_is_a_keycloak_event_type():
 
 def test_the_webhook_catalogue_names_only_keycloak_event_types():
     assert set(catalogue.USER_EVENTS) <= set(USER_EVENT_TYPES), set(catalogue.USER_EVENTS) - set(USER_EVENT_TYPES)
+
+
+def test_the_webhook_catalogue_offers_only_events_the_code_emits():
+    """A subscription to an event nothing emits would wait for ever: the catalogue lists only
+    events some code path writes."""
+    never = set(catalogue.USER_EVENTS) - set(emitted_names())
+    assert not never, f"in the webhook catalogue but emitted nowhere: {sorted(never)}"

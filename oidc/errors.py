@@ -135,3 +135,27 @@ def oauth_endpoint(view):
             return error_response(exc)
 
     return wrapper
+
+
+class AuthorizationPending(OAuthError):
+    """RFC 8628 §3.5 and CIBA §11: the user has not answered yet."""
+
+    error = "authorization_pending"
+
+
+class SlowDown(OAuthError):
+    """RFC 8628 §3.5 and CIBA §11: polled sooner than the interval."""
+
+    error = "slow_down"
+
+
+class ExpiredToken(OAuthError):
+    """RFC 8628 §3.5 and CIBA §11: the device code or auth_req_id has expired."""
+
+    error = "expired_token"
+
+
+class InvalidBindingMessage(OAuthError):
+    """CIBA §13: the binding message is invalid or unacceptable."""
+
+    error = "invalid_binding_message"

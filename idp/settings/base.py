@@ -125,6 +125,9 @@ IDP_DEV_MODE = False
 # Keycloak's --features / --features-disabled (realms.features): comma-separated feature names.
 IDP_FEATURES = os.environ.get("IDP_FEATURES", "")
 IDP_FEATURES_DISABLED = os.environ.get("IDP_FEATURES_DISABLED", "")
+# CIBA's authentication channel (Keycloak's ciba-http-auth-channel provider): the URL the server
+# POSTs each backchannel authentication request to. Unset: CIBA requests answer 503.
+IDP_CIBA_HTTP_AUTH_CHANNEL_URI = os.environ.get("IDP_CIBA_HTTP_AUTH_CHANNEL_URI", "")
 
 LOGGING = {
     "version": 1,

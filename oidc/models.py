@@ -41,3 +41,33 @@ class ConsentGrant(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "client"], name="uniq_consent_per_user_client")]
+
+
+class BackchannelAuthentication(models.Model):
+    """A CIBA authentication request (OpenID Connect CIBA Core 1.0). Only SHA-256 digests of the
+    ``auth_req_id`` handed to the client and of the authentication channel's token id are kept.
+    ``state`` goes pending -> approved or denied by the channel's callback; approval creates the
+    user session. The grant redeems an approved row once (a delete guarded by its state); a row
+    found expired is deleted. In ping mode the client's notification token and the auth_req_id
+    the notification carries are kept sealed (realms.data.crypto), the only way to send them back."""
+
+    PENDING, APPROVED, DENIED = "pending", "approved", "denied"
+
+    digest = models.CharField(max_length=64, primary_key=True)
+    result_digest = models.CharField(max_length=64, unique=True)
+    realm = models.ForeignKey(Realm, on_delete=models.CASCADE, related_name="+")
+    client = models.ForeignKey(Client, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    scope = models.CharField(max_length=1024, blank=True)
+    binding_message = models.CharField(max_length=64, blank=True)
+    acr_values = models.CharField(max_length=512, blank=True)
+    created = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    interval = models.PositiveIntegerField(default=0)
+    state = models.CharField(max_length=8, default=PENDING)
+    user_session = models.ForeignKey(UserSession, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    notification_token = models.TextField(blank=True)
+    sealed_auth_req_id = models.TextField(blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["expires_at"])]

@@ -5,6 +5,7 @@ Keycloak does it.
   confidential client with ``oidc.ciba.grant.enabled``; the user comes from ``login_hint``
   (username or e-mail, Keycloak's default resolver); the request goes to the authentication
   channel (``ciba_channel``) and the client gets ``auth_req_id``, ``expires_in``, ``interval``.
+  A signed request object (``request``) is read by ``ciba_signed``.
 - ``callback``: the channel's answer (``SUCCEED`` creates the user session, ``UNAUTHORIZED`` and
   ``CANCELLED`` deny); in ping mode the client's notification endpoint is told.
 - ``ciba_grant``: ``urn:openid:params:grant-type:ciba`` at the token endpoint (AUTHREQID_TO_TOKEN).
@@ -30,7 +31,7 @@ from realms.data.crypto import decrypt, encrypt
 from realms.sso import sessions
 from realms.users.storage import find_user
 
-from . import ciba_channel, tokens
+from . import ciba_channel, ciba_signed, tokens
 from .ciba_channel import digest
 from .client_auth import authenticate
 from .errors import (
@@ -60,13 +61,13 @@ DEFAULT_MODE, DEFAULT_EXPIRES_IN, DEFAULT_INTERVAL, DEFAULT_USER_HINT = POLL, 12
 GRANT_ENABLED = "oidc.ciba.grant.enabled"
 CLIENT_MODE = "ciba.backchannel.token.delivery.mode"
 CLIENT_NOTIFICATION_ENDPOINT = "ciba.backchannel.client.notification.endpoint"
-CLIENT_SIGNING_ALG = "ciba.backchannel.auth.request.signing.alg"
 
 NOT_ALLOWED = "Client not allowed OIDC CIBA Grant"
 # Keycloak's binding message rule: at most 50 basic plain-text characters, no spaces.
 BINDING_MESSAGE = re.compile(r"[a-zA-Z0-9\-._+/!?#]{1,50}")
 NOTIFICATION_TOKEN_MAX = 1024
 ACR_VALUES_MAX = 512
+PURGE_AFTER = 600
 # Parameters whose copies would make the request ambiguous (RFC 6749 §3.2's rule, as the token endpoint).
 SINGLE = ("scope", "login_hint", "login_hint_token", "id_token_hint", "binding_message", "acr_values",
           "requested_expiry", "client_notification_token", "user_code", "request", "request_uri")
@@ -225,10 +226,7 @@ def _authentication_request(realm, config, issuer, params, attempt, ip_address):
     for name in SINGLE:
         if len(params.getlist(name)) > 1:
             raise InvalidRequest("duplicated parameter")
-    if params.get("request") is not None or params.get("request_uri") is not None:
-        # Signed authentication requests (ciba.backchannel.auth.request.signing.alg) are not
-        # implemented: refused rather than read unsigned.
-        raise InvalidRequest("Signed authentication request not supported")
+    params = ciba_signed.read(params, client)
     pol = policy(realm)
     user = resolve_user(realm, params, pol.user_hint)
     attempt.user_id = user.pk
@@ -255,6 +253,9 @@ def _authentication_request(realm, config, issuer, params, attempt, ip_address):
 
     auth_req_id, result_id = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
     now = timezone.now()
+    # Requests nobody polled to the end are removed here, past the window in which a late poll
+    # still hears expired_token.
+    Request.objects.filter(realm=realm, expires_at__lte=now - timedelta(seconds=PURGE_AFTER)).delete()
     row = Request.objects.create(
         digest=digest(auth_req_id), result_digest=digest(result_id), realm=realm, client=client, user=user,
         scope=scope, binding_message=binding_message or "", acr_values=acr_values,
@@ -403,11 +404,6 @@ def _redeem(exchange, request_digest):
         sessions.touch(user_session, client_session)
         body, at_claims = tokens.token_response(ctx)
         return succeed(exchange, ctx, "AUTHREQID_TO_TOKEN", body, at_claims)
-
-
-def purge_expired(now=None):
-    """Delete requests past their expiry that nobody polled again; returns how many."""
-    return Request.objects.filter(expires_at__lte=now or timezone.now()).delete()[0]
 
 
 def register():

@@ -97,10 +97,8 @@ def test_notification_token_only_in_ping_mode(http, realm, channel):
 
 def test_refusals_keycloak_makes(http, realm, channel):
     assert error(start(http, realm, user_code="1234")) == (400, "invalid_request", "User code not supported")
-    assert error(start(http, realm, request="eyJhbGciOiJQUzI1NiJ9.e30.c2ln")) == (
-        400, "invalid_request", "Signed authentication request not supported")
     assert error(start(http, realm, request_uri="https://app.example/req")) == (
-        400, "invalid_request", "Signed authentication request not supported")
+        400, "invalid_request", "Specified 'request_uri' not allowed for this client.")
     assert error(start(http, realm, acr_values="a" * 600)) == (400, "invalid_request", "Invalid acr_values")
     response = http.post(f"/realms/{realm.name}/protocol/openid-connect/ext/ciba/auth",
                          "scope=openid&login_hint=alice&login_hint=mallory",

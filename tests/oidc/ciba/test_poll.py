@@ -156,3 +156,14 @@ def test_the_grant_is_refused_when_the_client_switch_goes_off(http, realm, chann
     answer(http, realm, channel.bearer())
     set_client_attributes(realm, "ciba-app", **{"oidc.ciba.grant.enabled": "false"})
     assert error(poll(http, realm, auth_req_id)) == (400, "invalid_grant", "Client not allowed OIDC CIBA Grant")
+
+
+def test_requests_long_expired_are_purged_by_the_next_request(http, realm, channel):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    start(http, realm)
+    BackchannelAuthentication.objects.update(expires_at=timezone.now() - timedelta(hours=1))
+    start(http, realm)
+    assert BackchannelAuthentication.objects.count() == 1

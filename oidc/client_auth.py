@@ -187,7 +187,7 @@ def _fetch_keys(url, force=False):
     except OutboundError:
         if entry is not None:
             return entry[1]
-        raise InvalidClient("Client keys unavailable") from None
+        raise
     with _jwks_lock:
         _jwks_by_url[url] = (now, keys)
     return keys
@@ -199,15 +199,28 @@ def _pick(keys, kid):
     return next(iter(keys.values())) if len(keys) == 1 else None
 
 
+def jwks_key(url, kid):
+    """The signing key ``kid`` (the only one when no kid) of the JWKS at ``url``, fetched through
+    realms.http.outbound and cached JWKS_TTL seconds; an unknown kid fetches it again once (a key
+    rotated in since), at most every JWKS_REFETCH_MIN_INTERVAL seconds. None when no key matches;
+    OutboundError when the JWKS was never read. Client assertions and the JWT authorization
+    grant's identity providers share it."""
+    key = _pick(_fetch_keys(url), kid)
+    if key is None:
+        key = _pick(_fetch_keys(url, force=True), kid)
+    return key
+
+
 def _client_key(client, kid):
     attrs = client.attributes
     if attrs.get("use.jwks.url", "false") == "true" or (attrs.get("jwks.url") and not attrs.get("jwks.string")):
         url = attrs.get("jwks.url", "")
         if not url:
             raise InvalidClient("Client has no keys")
-        key = _pick(_fetch_keys(url), kid)
-        if key is None:  # a key the client has rotated in since the last fetch
-            key = _pick(_fetch_keys(url, force=True), kid)
+        try:
+            key = jwks_key(url, kid)
+        except OutboundError:
+            raise InvalidClient("Client keys unavailable") from None
     else:
         key = _pick(_parse_jwks(attrs.get("jwks.string", "")), kid)
     if key is None:

@@ -26,10 +26,14 @@ OAUTH2_TEXTS = ("clientId", "clientSecret", "clientAuthMethod", "clientAssertion
 # Keycloak 26's generic OAuth v2: where the user's fields are in the userinfo JSON.
 CLAIM_PATHS = ("userIDClaim", "userNameClaim", "emailClaim", "fullNameClaim", "givenNameClaim", "familyNameClaim")
 OIDC_BOOLEANS = ("validateSignature", "useJwksUrl", "disableNonce", "disableTypeClaimCheck", "backchannelSupported",
-                 "sendIdTokenOnLogout", "sendClientIdOnLogout", "filteredByClaim")
+                 "sendIdTokenOnLogout", "sendClientIdOnLogout", "filteredByClaim",
+                 # Keycloak's JWT authorization grant trust (read by oidc.jwt_grant).
+                 "jwtAuthorizationGrantEnabled", "jwtAuthorizationGrantAssertionReuseAllowed",
+                 "jwtAuthorizationGrantLimitAccessTokenExp")
 OIDC_URLS = ("jwksUrl", "logoutUrl", "metadataDescriptorUrl")
 OIDC_TEXTS = ("issuer", "publicKeySignatureVerifier", "publicKeySignatureVerifierKeyId", "claimFilterName",
-              "claimFilterValue")
+              "claimFilterValue", "jwtAuthorizationGrantMaxAllowedAssertionExpiration",
+              "jwtAuthorizationGrantAssertionSignatureAlg")
 # Keycloak's keys of features this server lacks: accepted empty or "false" (as Keycloak exports
 # them), refused when set, with the reason.
 UNSUPPORTED = {

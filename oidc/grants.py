@@ -112,7 +112,8 @@ def handle_token_request(request, exchange: Exchange) -> dict:
         exchange.details["client_auth_method"] = exchange.auth_method
         body = grant.handler(exchange)
     except OAuthError as exc:
-        emit_event(exchange, event_type + "_ERROR", error=exc.event_error)
+        if not getattr(exc, "no_event", False):  # a device poll still pending records none (Keycloak)
+            emit_event(exchange, event_type + "_ERROR", error=exc.event_error)
         raise
     return body
 

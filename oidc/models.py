@@ -71,3 +71,31 @@ class BackchannelAuthentication(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["expires_at"])]
+
+
+class DeviceAuthorization(models.Model):
+    """An OAuth 2.0 device authorization (RFC 8628; Keycloak's OAuth2DeviceCodeModel). Only
+    SHA-256 digests of the ``device_code`` and of the user code are kept. ``state`` goes pending
+    -> approved (with the user session of the sign-in on the user-code page) or denied; the
+    token grant claims an approved row once (an UPDATE to ``used`` guarded by the state) and
+    deletes it; a row found expired is deleted. Polls read the cache's copy of the state (see
+    oidc/device.py), so a pending poll reads no table."""
+
+    PENDING, APPROVED, DENIED, USED = "pending", "approved", "denied", "used"
+
+    digest = models.CharField(max_length=64, primary_key=True)
+    user_code_digest = models.CharField(max_length=64)
+    realm = models.ForeignKey(Realm, on_delete=models.CASCADE, related_name="+")
+    client = models.ForeignKey(Client, on_delete=models.CASCADE, related_name="+")
+    scope = models.CharField(max_length=1024, blank=True)
+    nonce = models.CharField(max_length=512, blank=True)
+    created = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    interval = models.PositiveIntegerField(default=5)
+    state = models.CharField(max_length=8, default=PENDING)
+    user_session = models.ForeignKey(UserSession, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        indexes = [models.Index(fields=["expires_at"])]
+        constraints = [models.UniqueConstraint(fields=["realm", "user_code_digest"],
+                                               name="uniq_device_user_code_per_realm")]

@@ -1,0 +1,346 @@
+"""OAuth 2.0 Device Authorization Grant (RFC 8628), as Keycloak runs it (feature ``device-flow``).
+
+- ``device_authorization``: POST ``.../protocol/openid-connect/auth/device``; the client
+  authenticates as at the token endpoint (a public client by ``client_id``) and must have the
+  attribute ``oauth2.device.authorization.grant.enabled``; it gets ``device_code``, a user code
+  (Keycloak's: eight letters A-Z, shown ``XXXX-XXXX``), ``verification_uri``
+  (``{issuer}/device``), ``verification_uri_complete``, ``expires_in`` and ``interval`` (the
+  client's ``oauth2.device.code.lifespan`` / ``oauth2.device.polling.interval``, else the realm's).
+- ``device_code_grant``: ``urn:ietf:params:oauth:grant-type:device_code`` at the token endpoint
+  (OAUTH2_DEVICE_CODE_TO_TOKEN), with Keycloak's order of checks and descriptions.
+- The user-code page and the sign-in it starts are ``device_verification`` (which registers both).
+
+Only SHA-256 digests of the device code and of the user code are stored. What a poll needs (the
+client, the state, the expiry, the interval) is copied into the cache, and the poll clock lives
+there only, so a pending poll reads and writes no table; approval and denial write the row first,
+then the cache. Redemption claims the approved row with one UPDATE guarded by the state, then
+deletes it; a row found expired is deleted, and each new request sweeps the realm's expired rows.
+"""
+import hashlib
+import secrets
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.core.cache import cache
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from realms.audit.events import emit
+from realms.models import User
+from realms.sso import sessions
+
+from . import consent, tokens
+from .client_auth import authenticate
+from .errors import (
+    AccessDenied,
+    AuthorizationPending,
+    ExpiredToken,
+    InvalidGrant,
+    InvalidRequest,
+    InvalidScope,
+    OAuthError,
+    SlowDown,
+    UnauthorizedClient,
+)
+from .grants import move_offline, register_grant, succeed, token_context, token_endpoint_url, wants_offline
+from .models import DeviceAuthorization
+
+GRANT_TYPE = "urn:ietf:params:oauth:grant-type:device_code"
+FEATURE = "device-flow"
+# Keycloak's client attributes (OAuth2DeviceConfig) and realm attribute.
+GRANT_ENABLED = "oauth2.device.authorization.grant.enabled"
+CLIENT_LIFESPAN = "oauth2.device.code.lifespan"
+CLIENT_INTERVAL = "oauth2.device.polling.interval"
+SHORT_VERIFICATION_URI = "shortVerificationUri"
+# Keycloak's DefaultOAuth2DeviceUserCodeProvider: eight upper-case letters, shown as XXXX-XXXX.
+USER_CODE_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+USER_CODE_LENGTH = 8
+# Keycloak's noBackButtonCacheControlHeader on the endpoint's answer.
+CACHE_CONTROL = "no-store, must-revalidate, max-age=0"
+
+NOT_ALLOWED_AT_DEVICE = ("Client is not allowed to initiate OAuth 2.0 Device Authorization Grant. "
+                         "The flow is disabled for the client.")
+NOT_ALLOWED_AT_TOKEN = "Client not allowed OAuth 2.0 Device Authorization Grant"
+INVALID_CODE = "Device code not valid"
+# Keycloak's event errors (org.keycloak.events.Errors).
+INVALID_DEVICE_CODE, EXPIRED_DEVICE_CODE = "invalid_oauth2_device_code", "expired_oauth2_device_code"
+
+
+def digest(value):
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+def grant_enabled(client):
+    # Keycloak reads the attribute with Boolean.parseBoolean: "true" in any case.
+    return (client.attributes or {}).get(GRANT_ENABLED, "").strip().lower() == "true"
+
+
+def _seconds(client, name, default):
+    raw = (client.attributes or {}).get(name, "")
+    try:
+        return int(raw) if str(raw).strip() else default
+    except ValueError:
+        return default
+
+
+def lifespan(realm, client):
+    return _seconds(client, CLIENT_LIFESPAN, realm.oauth2_device_code_lifespan)
+
+
+def polling_interval(realm, client):
+    return max(_seconds(client, CLIENT_INTERVAL, realm.oauth2_device_polling_interval), 0)
+
+
+def new_user_code():
+    return "".join(secrets.choice(USER_CODE_ALPHABET) for _ in range(USER_CODE_LENGTH))
+
+
+def display(user_code):
+    return f"{user_code[:4]}-{user_code[4:]}"
+
+
+def normalize(user_code):
+    """As Keycloak's ``format``: without dashes (and, here, spaces people type), upper case."""
+    return "".join(user_code.replace("-", "").split()).upper()
+
+
+def verification_uri(realm, issuer):
+    return (realm.attributes or {}).get(SHORT_VERIFICATION_URI) or f"{issuer}/device"
+
+
+def endpoint_url(issuer):
+    return f"{issuer}/protocol/openid-connect/auth/device"
+
+
+# The cache's copy of a code: what a poll needs, so that a pending poll reads no table ----------
+
+def _key(code_digest):
+    return "oidc:device:" + code_digest
+
+
+def _poll_key(code_digest):
+    return "oidc:device:poll:" + code_digest
+
+
+def _entry_of(row):
+    return {"client": row.client_id, "state": row.state, "expires": row.expires_at.timestamp(),
+            "interval": row.interval}
+
+
+def remember(row):
+    # Kept past the expiry (as Keycloak's store keeps its entry) so a late poll hears expired_token.
+    ttl = max(int(row.expires_at.timestamp() - time.time()), 0) + row.interval + 10
+    cache.set(_key(row.digest), _entry_of(row), ttl)
+
+
+def forget(code_digest):
+    cache.delete_many([_key(code_digest), _poll_key(code_digest)])
+
+
+def _entry(code_digest):
+    entry = cache.get(_key(code_digest))
+    if entry is None:
+        # Evicted (or a cache that was flushed): the row is the truth.
+        row = DeviceAuthorization.objects.filter(pk=code_digest).first()
+        if row is None or row.state == DeviceAuthorization.USED:
+            return None
+        remember(row)
+        entry = _entry_of(row)
+    return entry
+
+
+def _poll_allowed(code_digest, interval):
+    """Keycloak's clock (a put-if-absent living ``interval`` seconds): a poll sooner than that
+    after the last allowed one is slow_down and does not move the clock."""
+    if interval <= 0:
+        return True
+    return cache.add(_poll_key(code_digest), 1, interval)
+
+
+def purge_expired(realm=None, now=None):
+    """Delete codes past their expiry (a realm's, or all); returns how many."""
+    rows = DeviceAuthorization.objects.filter(expires_at__lte=now or timezone.now())
+    if realm is not None:
+        rows = rows.filter(realm=realm)
+    return rows.delete()[0]
+
+
+# The device authorization endpoint ---------------------------------------------------------------
+
+@dataclass
+class Attempt:
+    client_id: str = ""
+
+
+def device_authorization(request, realm_config, issuer, params, ip_address):
+    """(the endpoint's JSON answer, the client's config); raises OAuthError after its
+    OAUTH2_DEVICE_AUTH_ERROR event."""
+    realm = realm_config.realm
+    attempt = Attempt(client_id=params.get("client_id", "")[:255])
+    details = {}
+    try:
+        config, method = authenticate(request, realm_config, params,
+                                      audiences=(issuer, token_endpoint_url(issuer), endpoint_url(issuer)))
+        attempt.client_id = config.client_id
+        details["client_auth_method"] = method
+        body = _authorize(realm, config, issuer, params, details)
+    except OAuthError as exc:
+        if exc.description and "reason" not in details:
+            details["reason"] = exc.description
+        emit(realm, "OAUTH2_DEVICE_AUTH_ERROR", client_id=attempt.client_id, ip_address=ip_address,
+             error=exc.event_error, details=details)
+        raise
+    emit(realm, "OAUTH2_DEVICE_AUTH", client_id=attempt.client_id, ip_address=ip_address, details=details)
+    return body, config
+
+
+def _authorize(realm, config, issuer, params, details):
+    client = config.client
+    if any(len(values) > 1 for _, values in params.lists()):
+        # Keycloak's request parser refuses a repeated parameter, answered as invalid_grant.
+        raise InvalidGrant("duplicated parameter", event_error="invalid_request")
+    if not grant_enabled(client):
+        raise UnauthorizedClient(NOT_ALLOWED_AT_DEVICE, event_error="not_allowed")
+    scope = params.get("scope", "")
+    tokens.resolve_scopes(config, scope)  # InvalidScope for a scope the client may not ask for
+    expires_in, interval = lifespan(realm, client), polling_interval(realm, client)
+    if expires_in <= 0:
+        raise InvalidRequest("Invalid device code lifespan")
+    purge_expired(realm)  # rows nobody polled after their expiry do not pile up
+    device_code = secrets.token_urlsafe(32)
+    now = timezone.now()
+    for _ in range(5):
+        user_code = new_user_code()
+        try:
+            with transaction.atomic():
+                row = DeviceAuthorization.objects.create(
+                    digest=digest(device_code), user_code_digest=digest(user_code), realm=realm, client=client,
+                    scope=scope, nonce=params.get("nonce", "")[:512], created=now,
+                    expires_at=now + timedelta(seconds=expires_in), interval=interval)
+            break
+        except IntegrityError:  # the user code of another pending request of this realm: draw again
+            continue
+    else:
+        raise InvalidRequest("Could not allocate a user code")
+    remember(row)
+    details.update(scope=scope, code_id=row.digest[:16])
+    uri = verification_uri(realm, issuer)
+    shown = display(user_code)
+    return {"device_code": device_code, "user_code": shown, "verification_uri": uri,
+            "verification_uri_complete": f"{uri}?user_code={shown}", "expires_in": expires_in,
+            "interval": interval}
+
+
+# Approval and denial (from the user-code page's sign-in) ----------------------------------------
+
+def approve(code_digest, user_session):
+    """Pending and not expired -> approved with the user session; False when it was not."""
+    moved = DeviceAuthorization.objects.filter(pk=code_digest, state=DeviceAuthorization.PENDING,
+                                               expires_at__gt=timezone.now()).update(
+        state=DeviceAuthorization.APPROVED, user_session=user_session)
+    # The cache follows at once; should the sign-in's transaction roll back, the claim (guarded
+    # by the row's state) still redeems nothing.
+    _refresh(code_digest)
+    return bool(moved)
+
+
+def deny(code_digest):
+    moved = DeviceAuthorization.objects.filter(pk=code_digest, state=DeviceAuthorization.PENDING,
+                                               expires_at__gt=timezone.now()).update(state=DeviceAuthorization.DENIED)
+    _refresh(code_digest)
+    return bool(moved)
+
+
+def _refresh(code_digest):
+    row = DeviceAuthorization.objects.filter(pk=code_digest).first()
+    if row is None:
+        forget(code_digest)
+    else:
+        remember(row)
+
+
+# The token grant -----------------------------------------------------------------------------------
+
+def device_code_grant(exchange):
+    client = exchange.client_config.client
+    if not grant_enabled(client):
+        raise InvalidGrant(NOT_ALLOWED_AT_TOKEN, event_error="not_allowed")
+    device_code = exchange.params.get("device_code")
+    if device_code is None:
+        raise InvalidRequest("Missing parameter: device_code", event_error=INVALID_DEVICE_CODE)
+    code_digest = digest(device_code)
+    entry = _entry(code_digest) if device_code else None
+    if entry is None:
+        raise InvalidGrant(INVALID_CODE, event_error=INVALID_DEVICE_CODE)
+    exchange.details["code_id"] = code_digest[:16]
+    if time.time() >= entry["expires"]:
+        DeviceAuthorization.objects.filter(pk=code_digest).delete()
+        forget(code_digest)
+        raise ExpiredToken("Device code is expired", event_error=EXPIRED_DEVICE_CODE)
+    if entry["client"] != client.pk:
+        # Another client's code: refused before the poll clock, which it does not move.
+        raise InvalidGrant("unauthorized client", event_error=INVALID_DEVICE_CODE)
+    if not _poll_allowed(code_digest, entry["interval"]):
+        raise SlowDown("Slow down", event_error="slow_down")
+    if entry["state"] == DeviceAuthorization.DENIED:
+        raise AccessDenied("The end user denied the authorization request", status=400, event_error="access_denied")
+    if entry["state"] == DeviceAuthorization.PENDING:
+        pending = AuthorizationPending("The authorization request is still pending")
+        pending.no_event = True  # Keycloak records no event for a poll that changes nothing
+        raise pending
+    return _redeem(exchange, code_digest)
+
+
+_COLUMNS = ("user_session_id", "scope", "nonce")
+
+
+def _claim(code_digest, client):
+    """Approved -> used in one statement, returning what the tokens need; None if it was not approved."""
+    table = connection.ops.quote_name(DeviceAuthorization._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET state = %s WHERE digest = %s AND state = %s AND client_id = %s "
+            f"RETURNING {', '.join(_COLUMNS)}",
+            [DeviceAuthorization.USED, code_digest, DeviceAuthorization.APPROVED, client.pk])
+        row = cursor.fetchone()
+    return dict(zip(_COLUMNS, row)) if row is not None else None
+
+
+def _redeem(exchange, code_digest):
+    realm, config = exchange.realm, exchange.client_config
+    client = config.client
+    claimed = _claim(code_digest, client)
+    if claimed is None:  # redeemed meanwhile by a concurrent poll: the cache follows the row
+        _refresh(code_digest)
+        raise InvalidGrant(INVALID_CODE, event_error=INVALID_DEVICE_CODE)
+    # Single use: whatever happens next, the code is gone.
+    DeviceAuthorization.objects.filter(pk=code_digest).delete()
+    forget(code_digest)
+    exchange.session_id = claimed["user_session_id"] or ""
+    user_session = sessions.get_valid_session(realm, claimed["user_session_id"]) if claimed["user_session_id"] else None
+    if user_session is None:
+        raise InvalidGrant("Session not active", event_error="user_session_not_found")
+    # Read afresh: the session's copy may come from the cache, from before the user was disabled.
+    user = User.objects.filter(pk=user_session.user_id).first()
+    exchange.user_id = user_session.user_id
+    if user is None or not user.enabled:
+        raise InvalidGrant("User disabled", event_error="user_disabled")
+    client_session = sessions.client_session_of(user_session, client)
+    if client_session is None:
+        raise InvalidGrant("Auth error", event_error="invalid_code")
+    scopes, openid = tokens.resolve_scopes(config, claimed["scope"])
+    if consent.not_granted(user, client, consent.shown_scopes(config, claimed["scope"])):
+        # The consent given on the device page was revoked meanwhile.
+        raise InvalidScope("Client no longer has requested consent from user", event_error="not_allowed")
+    with transaction.atomic():
+        ctx = token_context(exchange, user, scopes, openid, user_session, client_session, nonce=claimed["nonce"])
+        if wants_offline(scopes):
+            move_offline(exchange, ctx)
+        sessions.touch(user_session, client_session)
+        body, at_claims = tokens.token_response(ctx)
+        return succeed(exchange, ctx, "OAUTH2_DEVICE_CODE_TO_TOKEN", body, at_claims)
+
+
+def register_grant_type():
+    register_grant(GRANT_TYPE, device_code_grant, "OAUTH2_DEVICE_CODE_TO_TOKEN", feature=FEATURE)

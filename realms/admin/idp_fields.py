@@ -183,8 +183,26 @@ def _only(settings, keys, required=()):
     return tuple(replace(s, required=True) if s.key in required else s for s in settings if s.key in keys)
 
 
+# Keycloak's JwtAuthorizationGrantSettings of an OpenID Connect provider (read by oidc.jwt_grant).
+JWT_AUTHORIZATION_GRANT = (
+    _b("jwtAuthorizationGrantEnabled", "JWT Authorization Grant", "Trust JWTs this provider signs as "
+       "authorization grants (RFC 7523) from the clients that allow it."),
+    _b("jwtAuthorizationGrantAssertionReuseAllowed", "Allow assertion reuse", "If off, an assertion (its jti) is "
+       "accepted once."),
+    Setting("jwtAuthorizationGrantMaxAllowedAssertionExpiration", "Max allowed assertion expiration", "number",
+            "Maximum time in seconds an assertion may be used after its iat (or before its exp without iat).",
+            default="300"),
+    Setting("jwtAuthorizationGrantAssertionSignatureAlg", "Assertion signature algorithm", "choice",
+            "The only algorithm accepted for assertions (any asymmetric one when not specified).",
+            (("", "Algorithm not specified"), *((a, a) for a in ("ES256", "ES384", "ES512", "EdDSA", "PS256", "PS384",
+                                                                 "PS512", "RS256", "RS384", "RS512")))),
+    _b("jwtAuthorizationGrantLimitAccessTokenExp", "Limit access token expiration", "The access token expires no "
+       "later than the assertion."),
+)
+
 SECTIONS = {
-    "oidc": (("OpenID Connect settings", OIDC_ENDPOINTS + OIDC_CLIENT), ("Advanced", OIDC_ADVANCED)),
+    "oidc": (("OpenID Connect settings", OIDC_ENDPOINTS + OIDC_CLIENT), ("Advanced", OIDC_ADVANCED),
+             ("JWT Authorization Grant", JWT_AUTHORIZATION_GRANT)),
     "oauth2": (("OAuth 2.0 settings", _only(OIDC_ENDPOINTS + OIDC_CLIENT, (
         "authorizationUrl", "tokenUrl", "userInfoUrl", "pkceEnabled", "pkceMethod", "clientAuthMethod", "clientId",
         "clientSecret", "clientAssertionSigningAlg", "clientAssertionAudience"), required=("userInfoUrl",))),

@@ -368,3 +368,27 @@ def test_feature_on_listed_in_discovery(http, realm):
 def _drop_realm_cache():
     from realms.data import realm_cache
     realm_cache.clear()
+
+
+def test_keycloaks_dedicated_provider_type(http, realm, idp_key, jwks_server):
+    """A provider of Keycloak's type jwt-authorization-grant trusts assertions without a switch, and
+    its clock skew is jwtAuthorizationGrantAllowedClockSkew (no import path stores this type yet:
+    the row is written directly)."""
+    from realms.models import FederatedIdentity
+    idp = IdentityProvider.objects.create(
+        realm=realm, alias="grant-only", provider_id="jwt-authorization-grant",
+        config={"issuer": "https://grant-only.example", "useJwksUrl": "true", "jwksUrl": jwks_server.url,
+                "jwtAuthorizationGrantAllowedClockSkew": "30"})
+    alice = User.objects.get(realm=realm, username="alice")
+    FederatedIdentity.objects.create(realm=realm, user=alice, identity_provider=idp, subject="g-1")
+    agent = Client.objects.get(realm=realm, client_id="agent")
+    agent.attributes = {**agent.attributes, "oauth2.jwt.authorization.grant.idp": "grant-only"}
+    agent.save()
+    _drop_realm_cache()
+    now = int(time.time())
+    claims = claims_for(realm, iss="https://grant-only.example", sub="g-1", iat=now + 20)
+    resp = grant(http, realm, sign(claims, idp_key))
+    assert resp.status_code == 200, resp.content
+    assert decoded(resp.json()["access_token"])["sub"] == alice.pk
+    claims = claims_for(realm, iss="https://grant-only.example", sub="g-1", iat=now + 45)
+    refused(grant(http, realm, sign(claims, idp_key)), "Token was issued in the future")

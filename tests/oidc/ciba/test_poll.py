@@ -167,3 +167,30 @@ def test_requests_long_expired_are_purged_by_the_next_request(http, realm, chann
     BackchannelAuthentication.objects.update(expires_at=timezone.now() - timedelta(hours=1))
     start(http, realm)
     assert BackchannelAuthentication.objects.count() == 1
+
+
+def test_single_use_rests_on_the_database_not_the_cache(http, realm, channel):
+    # Another process's cache may still say "approved" after this one redeemed the request: the
+    # delete guarded by state = approved is what makes the auth_req_id single use.
+    from django.core.cache import cache
+
+    from oidc.ciba import _key, digest
+
+    auth_req_id = start(http, realm).json()["auth_req_id"]
+    answer(http, realm, channel.bearer())
+    stale = cache.get(_key(digest(auth_req_id)))
+    assert stale["state"] == "approved"
+    assert poll(http, realm, auth_req_id).status_code == 200
+    cache.set(_key(digest(auth_req_id)), stale, 60)
+    assert error(poll(http, realm, auth_req_id)) == (400, "invalid_grant", "Invalid Auth Req ID")
+
+
+def test_a_cold_cache_falls_back_to_the_table(http, realm, channel):
+    from django.core.cache import cache
+
+    auth_req_id = start(http, realm).json()["auth_req_id"]
+    cache.clear()
+    assert error(poll(http, realm, auth_req_id))[1] == "authorization_pending"
+    answer(http, realm, channel.bearer())
+    cache.clear()
+    assert poll(http, realm, auth_req_id).status_code == 200

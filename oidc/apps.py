@@ -20,6 +20,7 @@ class OidcConfig(AppConfig):
         authorize.register()
         grants.register()
         from .ciba import register as register_ciba; register_ciba()  # noqa: E702, I001 -- one line per grant
+        from .registration import admin_api as registration_api; resources.register(*registration_api.urlpatterns)  # noqa: E702, I001, E501
         from .device_verification import register as register_device; register_device()  # noqa: E702, I001 -- one line per grant
         from .jwt_grant import register as register_jwt_grant; register_jwt_grant()  # noqa: E702, I001 -- one line per grant
         backchannel.connect_signals()

@@ -159,3 +159,15 @@ class InvalidBindingMessage(OAuthError):
     """CIBA §13: the binding message is invalid or unacceptable."""
 
     error = "invalid_binding_message"
+
+
+class InvalidClientMetadata(OAuthError):
+    """RFC 7591 §3.2.2: a metadata field's value is invalid (dynamic client registration)."""
+
+    error = "invalid_client_metadata"
+
+
+class InvalidRedirectUri(OAuthError):
+    """RFC 7591 §3.2.2: a redirection URI of the registration request is invalid."""
+
+    error = "invalid_redirect_uri"

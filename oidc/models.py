@@ -99,3 +99,17 @@ class DeviceAuthorization(models.Model):
         indexes = [models.Index(fields=["expires_at"])]
         constraints = [models.UniqueConstraint(fields=["realm", "user_code_digest"],
                                                name="uniq_device_user_code_per_realm")]
+
+
+class ClientInitialAccess(models.Model):
+    """Keycloak's ClientInitialAccessModel: an initial access token for dynamic client
+    registration. The token handed out is a JWT signed by the realm whose ``jti`` is this row's
+    id; the row holds what Keycloak keeps: when it was made (epoch seconds), its lifetime
+    (seconds, 0 = no expiry) and how many registrations it still allows."""
+
+    id = models.CharField(max_length=36, primary_key=True)
+    realm = models.ForeignKey(Realm, on_delete=models.CASCADE, related_name="+")
+    timestamp = models.IntegerField()
+    expiration = models.IntegerField(default=0)
+    count = models.IntegerField(default=1)
+    remaining_count = models.IntegerField(default=1)

@@ -11,7 +11,7 @@ from django.urls import path
 from rest_framework import status
 from rest_framework.response import Response
 
-from realms.admin_api import errors, key_providers
+from realms.admin_api import errors, key_providers, registration_policies
 from realms.admin_api.query import location
 from realms.admin_api.views import RealmResource
 from realms.audit import admin_events
@@ -95,13 +95,16 @@ class Components(RealmResource):
             if request.query_params.get(param) is not None:
                 q = q.filter(**{field: request.query_params[param]})
         return Response([component_rep(c) for c in q.order_by("name", "pk")]
-                        + key_providers.listed(self.realm, request.query_params))
+                        + key_providers.listed(self.realm, request.query_params)
+                        + registration_policies.listed(self.realm, request.query_params))
 
     def post(self, request, realm):
         body = request.data if isinstance(request.data, dict) else {}
         kind = body.get("providerType")
         if kind == key_providers.KEY_PROVIDER:
             return key_providers.create(self, request, body)
+        if kind == registration_policies.REGISTRATION_POLICY:
+            return registration_policies.create(self, request, body)
         if kind not in TYPES:
             raise errors.Invalid(f"providerType must be one of {', '.join(TYPES + (key_providers.KEY_PROVIDER,))}")
         if not body.get("providerId"):
@@ -145,6 +148,8 @@ class ComponentDetail(RealmResource):
         key = key_providers.find(self.realm, component_id)
         if key is not None:
             return Response(key_providers.rep(key))
+        if (policy := registration_policies.find(self.realm, component_id)) is not None:
+            return Response(registration_policies.rep(policy))
         return Response(component_rep(self._component(component_id)))
 
     def put(self, request, realm, component_id):
@@ -152,6 +157,8 @@ class ComponentDetail(RealmResource):
         key = key_providers.find(self.realm, component_id)
         if key is not None:
             return key_providers.update(self, key, body)
+        if (policy := registration_policies.find(self.realm, component_id)) is not None:
+            return registration_policies.update(self, policy, body)
         component = self._component(component_id)
         component.config = _config(body, open_config(component))
         component.name = str(body.get("name") or component.name)
@@ -165,6 +172,8 @@ class ComponentDetail(RealmResource):
         key = key_providers.find(self.realm, component_id)
         if key is not None:
             return key_providers.delete(self, key)
+        if (policy := registration_policies.find(self.realm, component_id)) is not None:
+            return registration_policies.delete(self, policy)
         component = self._component(component_id)
         with transaction.atomic():
             Component.objects.filter(realm=self.realm, parent_id=component.pk, provider_type=MAPPER_TYPE).delete()

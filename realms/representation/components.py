@@ -1,6 +1,7 @@
 """Components: the realm's keys (Keycloak's KeyProvider components rsa, rsa-generated,
-ecdsa(-generated), eddsa-generated; hmac-generated exported, not yet imported); other component
-types are reported, not imported."""
+ecdsa(-generated), eddsa-generated; hmac-generated exported, not yet imported) and the client
+registration policies (``Component`` rows, Keycloak's defaults when a representation has none);
+other component types are reported, not imported."""
 import base64
 import hashlib
 from datetime import UTC, datetime, timedelta
@@ -12,11 +13,28 @@ from cryptography.x509.oid import NameOID
 from jwcrypto import jwk
 
 from ..data import keys
-from ..models import RealmKey
+from ..models import Component, RealmKey
 from .fields import RepresentationError, as_bool, as_dict, as_int, as_list, as_multi_map, as_str
 from .user_storage import USER_STORAGE
 
 KEY_PROVIDER = "org.keycloak.keys.KeyProvider"
+REGISTRATION_POLICY = "org.keycloak.services.clientregistration.policy.ClientRegistrationPolicy"
+_MAPPER_TYPES = ["saml-user-attribute-mapper", "oidc-usermodel-attribute-mapper", "saml-user-property-mapper",
+                 "oidc-usermodel-property-mapper", "oidc-full-name-mapper", "oidc-address-mapper",
+                 "oidc-sha256-pairwise-sub-mapper", "saml-role-list-mapper"]
+_GENERIC = [("Allowed Protocol Mapper Types", "allowed-protocol-mappers", {"allowed-protocol-mapper-types": _MAPPER_TYPES}),
+            ("Allowed Client Scopes", "allowed-client-templates",
+             {"allowed-client-scopes": [], "allow-default-scopes": ["true"]})]
+# Keycloak's DefaultClientRegistrationPolicies: (name, providerId, subType, config) a realm gets when
+# it has no policy at all (a new realm, or an import without any).
+DEFAULT_POLICIES = [
+    ("Trusted Hosts", "trusted-hosts", "anonymous", {"trusted-hosts": [], "client-uris-must-match": ["true"],
+                                                     "host-sending-registration-request-must-match": ["true"]}),
+    ("Consent Required", "consent-required", "anonymous", {}),
+    ("Full Scope Disabled", "scope", "anonymous", {}),
+    ("Max Clients Limit", "max-clients", "anonymous", {"max-clients": ["200"]}),
+    *((name, provider, sub, config) for sub in ("anonymous", "authenticated") for name, provider, config in _GENERIC),
+]
 
 _KEY_ALGORITHMS = {
     "rsa": "RS256", "rsa-generated": "RS256", "ecdsa-generated": "ES256", "ecdsa": "ES256",
@@ -68,6 +86,13 @@ def parse_components(components, p):
             provider_id = comp.get("providerId")
             if provider_type == USER_STORAGE:
                 continue  # read by user_storage
+            if provider_type == REGISTRATION_POLICY:
+                v = p.take(comp, path, {"id": as_str, "name": as_str, "providerId": as_str, "subType": as_str,
+                                        "config": as_multi_map}, derived={"subComponents", "parentId"})
+                out.append({"_path": path, "policy": True, "id": v.get("id"), "name": v.get("name") or provider_id,
+                            "provider_id": provider_id, "sub_type": v.get("subType") or "",
+                            "config": v.get("config", {})})
+                continue
             if provider_type != KEY_PROVIDER or provider_id not in _KEY_ALGORITHMS:
                 p.unsupported(path, f"component {provider_id!r} ({provider_type}) not supported, not imported")
                 continue
@@ -126,6 +151,13 @@ def self_signed(private_key, realm_name):
     return cert.public_bytes(serialization.Encoding.DER)
 
 
+def policy_reps(realm):
+    """``{REGISTRATION_POLICY: [...]}``: the realm's client registration policies as Keycloak exports them."""
+    rows = Component.objects.filter(realm=realm, provider_type=REGISTRATION_POLICY).order_by("name", "pk")
+    return {REGISTRATION_POLICY: [{"id": c.id, "name": c.name, "providerId": c.provider_id, "subType": c.sub_type,
+                                   "subComponents": {}, "config": c.config} for c in rows]}
+
+
 def key_component(key, realm_name):
     config = {
         "priority": [str(key.priority)],
@@ -159,9 +191,21 @@ def key_component(key, realm_name):
 class KeyApplier:
     """The importer's step for keys (a part of importer._Applier)."""
 
+    def add_policies(self, policies):
+        """As Keycloak's import: the policies of the representation, else Keycloak's defaults."""
+        rows = [(p["name"], p["provider_id"], p["sub_type"], p["config"], p["id"]) for p in policies]
+        rows = rows or [(*d, None) for d in DEFAULT_POLICIES]
+        Component.objects.bulk_create(
+            Component(realm=self.realm, id=pk, name=name, provider_id=provider_id, provider_type=REGISTRATION_POLICY,
+                      parent_id=self.realm.pk, sub_type=sub, config=config)
+            for (name, provider_id, sub, config, _), pk in zip(rows, self.ids_for(Component, [r[4] for r in rows])))
+
     def add_keys(self):
         stored = 0
+        self.add_policies([k for k in self.r["keys"] if k.get("policy")])
         for k in self.r["keys"]:
+            if k.get("policy"):
+                continue
             if k["private"] is None:  # a "generated" provider without material: generate, like Keycloak
                 keys.generate_key(self.realm, k["algorithm"], priority=k["priority"], status=k["status"],
                                   provider_name=k["name"])

@@ -10,7 +10,7 @@ from .authentication import KEYS as AUTHENTICATION_KEYS
 from .authentication import authentication_reps, parse_authentication
 from .client_scopes import parse_scope, scope_rep
 from .clients import client_rep, parse_client
-from .components import KEY_PROVIDER, key_component, load_cert, load_private, parse_components
+from .components import KEY_PROVIDER, key_component, load_cert, load_private, parse_components, policy_reps
 from .fields import (
     RepresentationError,
     as_bool,
@@ -307,6 +307,7 @@ def export_realm(realm):
     rep["components"] = {
         KEY_PROVIDER: [key_component(k, realm.name) for k in RealmKey.objects.filter(realm=realm)],
         **user_storage_reps(realm),
+        **policy_reps(realm),
     }
     rep.update(authentication_reps(realm))
     rep["identityProviders"], rep["identityProviderMappers"] = export_identity_providers(realm)

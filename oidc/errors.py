@@ -171,3 +171,10 @@ class InvalidRedirectUri(OAuthError):
     """RFC 7591 §3.2.2: a redirection URI of the registration request is invalid."""
 
     error = "invalid_redirect_uri"
+
+
+class InvalidTarget(OAuthError):
+    """RFC 8707 §2 (and RFC 8693 §2.2.2): the requested resource is invalid, unknown, or one the
+    client may not address."""
+
+    error = "invalid_target"

@@ -36,6 +36,8 @@ def verify(request, token) -> Caller:
         raise BearerRefused("invalid") from None
     if not isinstance(claims.get("exp"), int) or claims.get("typ") != tokens.TYP_BEARER:
         raise BearerRefused("not an access token")
+    if "act" in claims:  # a delegated token (RFC 8693 act) acts for someone: never an admin's
+        raise BearerRefused("delegated token")
     # The user row itself, not the session cache's copy: disabling an admin takes effect at once.
     live = live_subject(realm_config, claims, check_revoked=True, fresh_user=True)
     if live is None:

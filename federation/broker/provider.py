@@ -23,7 +23,7 @@ from django.http import HttpResponseRedirect
 from realms.brokering.providers import BrokeredIdentity, BrokerError, ProviderType
 from realms.data.crypto import constant_time_equals
 
-from . import client, config, jose, logout
+from . import client, config, exchange, jose, logout
 from .config import Settings, read_claim
 from .logout import ID_TOKEN_NOTE, SID_NOTE, SUB_NOTE
 
@@ -214,6 +214,9 @@ class OidcType(OAuth2Type):
         if isinstance(claims.get("sid"), str):
             identity.session_notes[SID_NOTE] = claims["sid"]
         return identity
+
+    def exchange_external_token(self, realm, idp, token, token_type):
+        return exchange.external_identity(self, idp, self.settings(idp), token, token_type)
 
     def check_claim_filter(self, settings, claims):
         """``filteredByClaim``: only a user whose claim ``claimFilterName`` (or one of its values)

@@ -118,6 +118,12 @@ class ProviderType:
         """Tell the provider, server to server, that the SSO session signed in through it ended
         (where its config says it supports that); ``notes`` as for ``logout_url``."""
 
+    def exchange_external_token(self, realm, idp, token: str, token_type: str) -> BrokeredIdentity:
+        """The user a token the provider issued proves (legacy token exchange, RFC 8693 with
+        ``subject_issuer``): the type checks it its own way; raise ``BrokerError`` otherwise. The
+        default refuses: a type exchanges nothing unless it says how to check its tokens."""
+        raise BrokerError(error="invalid_token", detail=f"{self.provider_id} tokens cannot be exchanged")
+
     def stored_token(self, idp, token: str):
         """(body, content type) the broker's token endpoint answers for a stored ``token``."""
         return token, "application/json"

@@ -8,7 +8,7 @@ from django.db import transaction
 from django.utils.html import format_html_join
 from django.utils.safestring import mark_safe
 
-from ..models import Client, ClientScopeLink, ProtocolMapper, Role, UserSession
+from ..models import Client, ClientScopeLink, IdentityProvider, ProtocolMapper, Role, UserSession
 from ..representation.services import add_default_client_scopes
 from ..signin import engine
 from ..users.accounts import enable_service_account
@@ -32,6 +32,16 @@ class _Switch(Key):
         return "true" if value else ("false" if stored is not None else None)
 
 
+class _Aliases(Key):
+    """Keycloak's multivalued client attribute: values joined by "##"."""
+
+    def from_json(self, value):
+        return [v for v in str(value).split("##") if v]
+
+    def to_json(self, value, stored):
+        return "##".join(value or [])
+
+
 def _switch(key, label, help_text):
     return _Switch("attributes", key, forms.BooleanField(label=label, required=False, help_text=help_text),
                    omit_empty=True)
@@ -48,6 +58,14 @@ CAPABILITY_SWITCHES = {
     "ciba_grant": _switch(
         "oidc.ciba.grant.enabled", "OIDC CIBA Grant",
         "A confidential client may ask the server to authenticate a user on the user's own device (CIBA)."),
+    "jwt_authorization_grant": _switch(
+        "oauth2.jwt.authorization.grant.enabled", "JWT Authorization Grant",
+        "A confidential client may trade an assertion signed by a trusted identity provider for tokens (RFC 7523)."),
+    "jwt_authorization_grant_idps": _Aliases(
+        "attributes", "oauth2.jwt.authorization.grant.idp", forms.MultipleChoiceField(
+            label="Allowed identity providers (JWT Authorization Grant)", required=False,
+            help_text="The identity providers whose assertions this client may present; none: no assertion is "
+                      "accepted."), omit_empty=True),
 }
 # What only OpenID Connect clients have (the SAML section comes from saml.admin).
 OIDC_ONLY = {"public_client", "bearer_only", "client_authenticator_type", "standard_flow_enabled",
@@ -85,6 +103,18 @@ class ClientRoleInline(RealmScopedInline):
 
 
 class ClientFormBase(KeyedJsonForm):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        field = self.fields.get("jwt_authorization_grant_idps")
+        if field is not None:
+            realm_id = self.instance.realm_id if self.instance.pk else None
+            aliases = list(IdentityProvider.objects.filter(realm_id=realm_id).order_by("alias")
+                           .values_list("alias", flat=True)) if realm_id else []
+            stored = self.initial.get("jwt_authorization_grant_idps") or []
+            # An alias whose provider is gone stays on offer, so saving the form keeps it visibly.
+            field.choices = [(a, a) for a in aliases] + [(a, f"{a} (no such provider)") for a in stored
+                                                         if a not in aliases]
+
     protocol = forms.ChoiceField(choices=protocol_choices, initial="openid-connect",
                                  help_text="Save to see the settings of the protocol chosen.")
     client_authenticator_type = forms.ChoiceField(choices=CLIENT_AUTHENTICATORS, initial="client-secret",

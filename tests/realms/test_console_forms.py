@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from realms.administration.flow_admin import copy_flow
 from realms.credentials import password_policy
-from realms.models import AuthenticationFlow, Client, Group, Realm
+from realms.models import AuthenticationFlow, Client, Group, IdentityProvider, Realm
 from realms.representation.services import create_realm
 from realms.users import storage
 from realms.users.accounts import create_user
@@ -235,6 +235,20 @@ def test_grant_switches_are_checkboxes_kept_as_keycloaks_client_attributes(conso
     assert app.attributes == {"pkce.code.challenge.method": "S256", "oidc.ciba.grant.enabled": "false",
                               "oauth2.device.authorization.grant.enabled": "true",
                               "standard.token.exchange.enabled": "true"}
+    # The JWT authorization grant: its switch and the identity providers it trusts ("##"-joined).
+    for alias in ("corp", "partner"):
+        IdentityProvider.objects.create(realm=acme, alias=alias, provider_id="oidc")
+    response = submit(console, change_url(app), "client_form", {
+        "jwt_authorization_grant": "on", "jwt_authorization_grant_idps": ["corp", "partner"]})
+    assert not errors_of(response), errors_of(response)
+    app.refresh_from_db()
+    assert app.attributes["oauth2.jwt.authorization.grant.enabled"] == "true"
+    assert app.attributes["oauth2.jwt.authorization.grant.idp"] == "corp##partner"
+    response = submit(console, change_url(app), "client_form", {"jwt_authorization_grant_idps": ["ghost"]})
+    assert "jwt_authorization_grant_idps" in form_errors(response)  # not a provider of the realm
+    response = submit(console, change_url(app), "client_form", {"jwt_authorization_grant_idps": []})
+    app.refresh_from_db()
+    assert "oauth2.jwt.authorization.grant.idp" not in app.attributes
     # A SAML client has none of them.
     page = console.get(reverse("admin:realms_client_add") + "?protocol=saml").content.decode()
     assert 'name="device_authorization_grant"' not in page and 'name="ciba_grant"' not in page

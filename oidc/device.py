@@ -17,10 +17,12 @@ then the cache. Redemption claims the approved row with one UPDATE guarded by th
 deletes it; a row found expired is deleted, and each new request sweeps the realm's expired rows.
 """
 import hashlib
+import re
 import secrets
 import time
 from dataclasses import dataclass
 from datetime import timedelta
+from types import SimpleNamespace
 
 from django.core.cache import cache
 from django.db import IntegrityError, connection, transaction
@@ -30,7 +32,7 @@ from realms.audit.events import emit
 from realms.models import User
 from realms.sso import sessions
 
-from . import consent, tokens
+from . import codes, consent, tokens
 from .client_auth import authenticate
 from .errors import (
     AccessDenied,
@@ -63,6 +65,8 @@ NOT_ALLOWED_AT_DEVICE = ("Client is not allowed to initiate OAuth 2.0 Device Aut
                          "The flow is disabled for the client.")
 NOT_ALLOWED_AT_TOKEN = "Client not allowed OAuth 2.0 Device Authorization Grant"
 INVALID_CODE = "Device code not valid"
+# RFC 7636 §4.2: 43 to 128 unreserved characters.
+_CHALLENGE = re.compile(r"[0-9A-Za-z\-.~_]{43,128}")
 # Keycloak's event errors (org.keycloak.events.Errors).
 INVALID_DEVICE_CODE, EXPIRED_DEVICE_CODE = "invalid_oauth2_device_code", "expired_oauth2_device_code"
 
@@ -204,6 +208,7 @@ def _authorize(realm, config, issuer, params, details):
         raise UnauthorizedClient(NOT_ALLOWED_AT_DEVICE, event_error="not_allowed")
     scope = params.get("scope", "")
     tokens.resolve_scopes(config, scope)  # InvalidScope for a scope the client may not ask for
+    challenge, method = _pkce(client, params)
     expires_in, interval = lifespan(realm, client), polling_interval(realm, client)
     if expires_in <= 0:
         raise InvalidRequest("Invalid device code lifespan")
@@ -216,7 +221,8 @@ def _authorize(realm, config, issuer, params, details):
             with transaction.atomic():
                 row = DeviceAuthorization.objects.create(
                     digest=digest(device_code), user_code_digest=digest(user_code), realm=realm, client=client,
-                    scope=scope, nonce=params.get("nonce", "")[:512], created=now,
+                    scope=scope, nonce=params.get("nonce", "")[:512], code_challenge=challenge,
+                    code_challenge_method=method, created=now,
                     expires_at=now + timedelta(seconds=expires_in), interval=interval)
             break
         except IntegrityError:  # the user code of another pending request of this realm: draw again
@@ -230,6 +236,30 @@ def _authorize(realm, config, issuer, params, details):
     return {"device_code": device_code, "user_code": shown, "verification_uri": uri,
             "verification_uri_complete": f"{uri}?user_code={shown}", "expires_in": expires_in,
             "interval": interval}
+
+
+def _pkce(client, params):
+    """RFC 7636 on the device request, as Keycloak's AuthorizationEndpointChecker: required with
+    the client's ``pkce.code.challenge.method`` (that method), else optional; (challenge, method)."""
+    challenge, method = params.get("code_challenge"), params.get("code_challenge_method")
+    required = client.pkce_method
+    if required:
+        if method is None:
+            raise InvalidRequest("Missing parameter: code_challenge_method")
+        if method != required:
+            raise InvalidRequest("Invalid parameter: code challenge method is not matching the configured one")
+        if challenge is None:
+            raise InvalidRequest("Missing parameter: code_challenge")
+    elif challenge is None:
+        if method is not None:
+            raise InvalidRequest("Missing parameter: code_challenge")
+        return "", ""
+    method = method or codes.PLAIN  # RFC 7636 §4.3
+    if method not in (codes.S256, codes.PLAIN):
+        raise InvalidRequest("Invalid parameter: code_challenge_method")
+    if not _CHALLENGE.fullmatch(challenge):
+        raise InvalidRequest("Invalid parameter: code_challenge")
+    return challenge, method
 
 
 # Approval and denial (from the user-code page's sign-in) ----------------------------------------
@@ -292,7 +322,7 @@ def device_code_grant(exchange):
     return _redeem(exchange, code_digest)
 
 
-_COLUMNS = ("user_session_id", "scope", "nonce")
+_COLUMNS = ("user_session_id", "scope", "nonce", "code_challenge", "code_challenge_method")
 
 
 def _claim(code_digest, client):
@@ -317,6 +347,7 @@ def _redeem(exchange, code_digest):
     # Single use: whatever happens next, the code is gone.
     DeviceAuthorization.objects.filter(pk=code_digest).delete()
     forget(code_digest)
+    codes.check_pkce(client, SimpleNamespace(**claimed), exchange.params.get("code_verifier") or "")
     exchange.session_id = claimed["user_session_id"] or ""
     user_session = sessions.get_valid_session(realm, claimed["user_session_id"]) if claimed["user_session_id"] else None
     if user_session is None:

@@ -89,6 +89,8 @@ class DeviceAuthorization(models.Model):
     client = models.ForeignKey(Client, on_delete=models.CASCADE, related_name="+")
     scope = models.CharField(max_length=1024, blank=True)
     nonce = models.CharField(max_length=512, blank=True)
+    code_challenge = models.CharField(max_length=128, blank=True)
+    code_challenge_method = models.CharField(max_length=8, blank=True)
     created = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()
     interval = models.PositiveIntegerField(default=5)

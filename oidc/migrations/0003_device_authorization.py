@@ -18,6 +18,8 @@ class Migration(migrations.Migration):
                 ("user_code_digest", models.CharField(max_length=64)),
                 ("scope", models.CharField(blank=True, max_length=1024)),
                 ("nonce", models.CharField(blank=True, max_length=512)),
+                ("code_challenge", models.CharField(blank=True, max_length=128)),
+                ("code_challenge_method", models.CharField(blank=True, max_length=8)),
                 ("created", models.DateTimeField(default=django.utils.timezone.now)),
                 ("expires_at", models.DateTimeField()),
                 ("interval", models.PositiveIntegerField(default=5)),

@@ -228,3 +228,43 @@ def test_feature_off_is_unsupported_grant_type(http, realm, settings):
     code = authorize(http, realm).json()["device_code"]
     settings.IDP_FEATURES_DISABLED = "device-flow"
     assert error(poll(http, realm, code))[1] == "unsupported_grant_type"
+
+
+VERIFIER = "v" * 43 + "-device-verifier"
+
+
+def test_pkce_bound_device_code_needs_its_verifier(http, realm, client):
+    from oidc.codes import s256_challenge
+
+    started = authorize(http, realm, code_challenge=s256_challenge(VERIFIER), code_challenge_method="S256").json()
+    sign_in(client, realm, started["user_code"])
+    from tests.oidc.device.conftest import GRANT, token_url
+
+    def redeem(**extra):
+        return http.post(token_url(realm), {"grant_type": GRANT, "client_id": "tv",
+                                            "device_code": started["device_code"], **extra})
+
+    assert error(redeem()) == (400, "invalid_grant", "PKCE code verifier not specified")
+    # The failed attempt burnt the code, as a failed code exchange does.
+    assert error(redeem(code_verifier=VERIFIER))[1] == "invalid_grant"
+
+    again = authorize(http, realm, code_challenge=s256_challenge(VERIFIER), code_challenge_method="S256").json()
+    from django.test import Client as HttpClient
+
+    sign_in(HttpClient(), realm, again["user_code"])
+    assert http.post(token_url(realm), {"grant_type": GRANT, "client_id": "tv", "device_code": again["device_code"],
+                                        "code_verifier": VERIFIER}).status_code == 200
+
+
+def test_pkce_parameters_at_the_device_endpoint(http, realm):
+    assert error(authorize(http, realm, code_challenge_method="S256")) == (
+        400, "invalid_request", "Missing parameter: code_challenge")
+    assert error(authorize(http, realm, code_challenge="short", code_challenge_method="S256")) == (
+        400, "invalid_request", "Invalid parameter: code_challenge")
+    assert error(authorize(http, realm, code_challenge="c" * 43, code_challenge_method="S512")) == (
+        400, "invalid_request", "Invalid parameter: code_challenge_method")
+    set_client_attributes(realm, "tv", **{"pkce.code.challenge.method": "S256"})
+    assert error(authorize(http, realm)) == (400, "invalid_request", "Missing parameter: code_challenge_method")
+    assert error(authorize(http, realm, code_challenge="c" * 43, code_challenge_method="plain")) == (
+        400, "invalid_request", "Invalid parameter: code challenge method is not matching the configured one")
+    assert authorize(http, realm, code_challenge="c" * 43, code_challenge_method="S256").status_code == 200

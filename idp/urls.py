@@ -8,6 +8,7 @@ from django.views.generic import RedirectView
 
 from idp import views
 from oidc import demo as oidc_demo
+from oidc.views import metadata as oauth_metadata
 from oidc.views.discovery import realm_info
 from realms.account.urls import account_root
 from realms.admin import sign_in as console_sign_in
@@ -33,6 +34,8 @@ urlpatterns = [
     path("admin/master/console/", admin.site.urls),
     path("admin/", RedirectView.as_view(pattern_name="admin:index")),
     path("realms/<str:realm>", realm_info, name="realm-info"),  # Keycloak's realm info, no slash
+    # RFC 8414 §3.1: the realm's authorization server metadata with the well-known path inserted.
+    path(".well-known/oauth-authorization-server/realms/<str:realm>", oauth_metadata.authorization_server_metadata),
     path("realms/<str:realm>/console-sign-in", console_sign_in.sign_in),
     path("realms/<str:realm>/scim/v2/", include("realms.scim.urls")),
     path("realms/<str:realm>/account/", include("realms.account.urls")),

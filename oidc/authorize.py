@@ -38,7 +38,7 @@ from realms.signin import engine, flows, loa
 from realms.signin.flows import SSO_AUTH
 from realms.sso import auth_sessions, sessions, sso_cookie
 
-from . import codes, consent, jose, tokens
+from . import client_metadata, codes, consent, jose, resource_indicators, tokens
 from .backchannel import ISSUER_NOTE
 from .errors import AccessDenied, InvalidRequest, OAuthError, OidcError, UnauthorizedClient
 from .realm_cache import get_realm
@@ -124,6 +124,7 @@ class AuthorizationRequest:
     idp_hint: str
     acr_values: list
     acr_essential: bool
+    resource: tuple = ()  # RFC 8707, kept with the code
 
 
 def _single(params, name):
@@ -148,6 +149,13 @@ def _trusted_client(realm_config, params, request=None):
     client_id = params.get("client_id", "")
     if not client_id:
         raise UntrustedRequest(Message("missingParameterMessage", "client_id"))
+    if client_metadata.is_candidate(client_id):  # a client id metadata document's URL, when enabled
+        try:
+            if client_metadata.ensure(realm_config.realm, client_id, params.get("redirect_uri", ""),
+                                      client_address(request) if request is not None else ""):
+                realm_config = get_realm(realm_config.realm.name)  # the row just written
+        except client_metadata.MetadataRefused:
+            raise UntrustedRequest(Message("invalidParameterMessage", "client_id"), "invalid_client") from None
     client_config = realm_config.client(client_id)
     if client_config is None:
         raise UntrustedRequest(Message("clientNotFoundMessage"), "client_not_found")
@@ -192,7 +200,7 @@ def parse_request(client_config, params, redirect_uri) -> AuthorizationRequest:
     """Validate everything after the redirect URI; raises OAuthError (to be redirected)."""
     client = client_config.client
     for name in params:
-        if len(params.getlist(name)) > 1:
+        if len(params.getlist(name)) > 1 and name != resource_indicators.RESOURCE:  # RFC 8707: repeatable
             raise InvalidRequest(f"Duplicated parameter: {name}")
     if params.get("request"):
         raise RequestNotSupported("Request objects are not supported")
@@ -209,7 +217,9 @@ def parse_request(client_config, params, redirect_uri) -> AuthorizationRequest:
     if mode_error is not None:
         raise mode_error
     scope = params.get("scope", "")
-    _, openid = tokens.resolve_scopes(client_config, scope)  # raises InvalidScope for a scope the client lacks
+    scopes, openid = tokens.resolve_scopes(client_config, scope)  # raises InvalidScope for a scope the client lacks
+    resources = resource_indicators.requested(params)
+    resource_indicators.may_request(client_config, scopes, resources)
     # OIDC Core §3.2.2.1: an ID token from the front channel is bound to the request by its nonce;
     # a pure OAuth request for a bare access token needs none (Keycloak's rule).
     if response_type != CODE and not params.get("nonce") and (openid or response_type != TOKEN):
@@ -228,7 +238,7 @@ def parse_request(client_config, params, redirect_uri) -> AuthorizationRequest:
         state=params.get("state", ""), nonce=params.get("nonce", ""), code_challenge=challenge,
         code_challenge_method=method, prompt=prompt, max_age=int(max_age) if max_age else None,
         login_hint=params.get("login_hint", ""), idp_hint=params.get("kc_idp_hint", ""),
-        acr_values=acr_values, acr_essential=essential,
+        acr_values=acr_values, acr_essential=essential, resource=tuple(resources),
     )
 
 
@@ -435,7 +445,7 @@ def _complete(ctx, user_session):
         code = codes.issue_code(
             client=client, user_session=user_session, redirect_uri=data["redirect_uri"], scope=data["scope"],
             nonce=data["nonce"], code_challenge=data["code_challenge"],
-            code_challenge_method=data["code_challenge_method"],
+            code_challenge_method=data["code_challenge_method"], resource=data.get("resource") or (),
         )
     params = {"code": code, "state": data["state"], "session_state": user_session.pk,
               **engine.kc_action_params(ctx.auth_session)}

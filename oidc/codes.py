@@ -37,7 +37,7 @@ def s256_challenge(verifier):
 
 
 def issue_code(*, client, user_session, redirect_uri, scope="", nonce="", code_challenge="",
-               code_challenge_method="") -> str:
+               code_challenge_method="", resource=()) -> str:
     """A new random 256-bit code for this client, session and redirect URI; returns the code."""
     code = secrets.token_urlsafe(32)
     if code_challenge and not code_challenge_method:
@@ -52,13 +52,14 @@ def issue_code(*, client, user_session, redirect_uri, scope="", nonce="", code_c
         nonce=nonce or "",
         code_challenge=code_challenge or "",
         code_challenge_method=code_challenge_method if code_challenge else "",
+        resource=" ".join(resource or ()),
         expires_at=timezone.now() + timedelta(seconds=client.realm.access_code_lifespan),
     ))
     return code
 
 
 _COLUMNS = ("client_id", "user_session_id", "redirect_uri", "scope", "nonce", "code_challenge",
-            "code_challenge_method", "expires_at", "created")
+            "code_challenge_method", "expires_at", "created", "resource")
 
 
 def _claim(digest):

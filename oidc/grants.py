@@ -27,7 +27,7 @@ from realms.signin import engine, flows
 from realms.signin.flows import SSO_AUTH
 from realms.sso import sessions
 
-from . import tokens
+from . import resource_indicators, tokens
 from .client_auth import authenticate
 from .codes import redeem_code
 from .errors import (
@@ -206,6 +206,7 @@ def authorization_code(exchange):
     # without one the exchange writes at most the idle timers, so it skips BEGIN/COMMIT.
     with transaction.atomic() if offline else contextlib.nullcontext():
         ctx = token_context(exchange, user, scopes, openid, user_session, client_session, nonce=row.nonce)
+        resource_indicators.apply(exchange, ctx, granted=row.resource.split())
         if offline:
             move_offline(exchange, ctx)
         sessions.touch(user_session, client_session)
@@ -265,6 +266,7 @@ def refresh_token(exchange):
             if realm.revoke_refresh_token:
                 client_session = _check_reuse(client_session, claims["jti"], realm.refresh_token_max_reuse)
             ctx = token_context(exchange, user, scopes, openid, user_session, client_session)
+            resource_indicators.apply(exchange, ctx, granted=claims.get(resource_indicators.RESOURCE) or [])
             sessions.touch(user_session, client_session)
             body, at_claims = tokens.token_response(ctx)
             return succeed(exchange, ctx, "REFRESH_TOKEN", body, at_claims)
@@ -323,6 +325,7 @@ def client_credentials(exchange):
     scopes, _ = tokens.resolve_scopes(config, exchange.params.get("scope", ""))
     # No session: client-credentials tokens are transient (Keycloak's default), no refresh token.
     ctx = token_context(exchange, user, scopes, False, roles=roles)
+    resource_indicators.apply(exchange, ctx)
     body, at_claims = tokens.token_response(ctx, with_refresh=False)
     return succeed(exchange, ctx, "CLIENT_LOGIN", body, at_claims)
 

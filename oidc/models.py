@@ -23,6 +23,9 @@ class AuthorizationCode(models.Model):
     created = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField()
     used = models.BooleanField(default=False)
+    # RFC 8707: the resource indicators of the authorization request, space-separated (no
+    # resource holds a space); the token request may narrow them, never widen them.
+    resource = models.TextField(blank=True, default="")
 
     class Meta:
         indexes = [models.Index(fields=["expires_at"])]

@@ -23,6 +23,7 @@ from realms.models import (
     expand_composites,
 )
 
+from . import client_metadata
 from .mappers import compile_mappers
 
 PROTOCOL = "openid-connect"
@@ -154,6 +155,8 @@ class RealmConfig:
                 return None
             config = ClientConfig(self.realm, client)
             self._clients[client_id] = config
+        if not client_metadata.usable(config.client):
+            return None  # made from a client id metadata document while that feature is off
         return config
 
     def user_roles(self, user):

@@ -12,16 +12,29 @@ Use ``require_bearer(realm="demo", audience="my-api", scope="read")`` on a Djang
 issuer is ``{OIDC_RESOURCE_SERVER_BASE_URL or IDP_BASE_URL}/realms/{realm}``, from settings only),
 or ``BearerAuthentication`` in Django REST framework (settings ``OIDC_RESOURCE_SERVER``:
 ``{"ISSUER": ..., "AUDIENCE": ...}``).
+
+OAuth 2.0 Protected Resource Metadata (RFC 9728), what an MCP client starts from: serve
+``protected_resource_view(resource="https://api.example/mcp", realm="demo", scopes_supported=[...])``
+at ``metadata_url(resource)`` (``/.well-known/oauth-protected-resource`` inserted before the
+resource's path), and pass ``resource_metadata=metadata_url(resource)`` to ``require_bearer``: its
+401 and 403 answers then carry ``WWW-Authenticate: Bearer resource_metadata="..."`` (RFC 9728
+§5.1). The token's audience to require is then the resource itself (RFC 8707: the identity
+provider puts the requested ``resource`` in ``aud``).
 """
 import functools
 import threading
 import time
+from urllib.parse import urlsplit, urlunsplit
 
 import requests
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.http import HttpResponse, JsonResponse
+from django.views.decorators.http import require_http_methods
 from jwcrypto import jwk
 from rest_framework import authentication, exceptions
+
+from realms.http import cors
 
 from . import jose
 from .errors import InsufficientScope, InvalidToken, OAuthError, error_response
@@ -175,8 +188,11 @@ def bearer_token(request):
     return header[7:].strip()
 
 
-def require_bearer(realm=None, audience=None, scope=None, role=None, *, issuer=None, algorithms=DEFAULT_ALGORITHMS):
-    """View decorator: the view runs only for a valid token; its claims are ``request.token``."""
+def require_bearer(realm=None, audience=None, scope=None, role=None, *, issuer=None, algorithms=DEFAULT_ALGORITHMS,
+                   resource_metadata=None):
+    """View decorator: the view runs only for a valid token; its claims are ``request.token``.
+    ``resource_metadata``: the URL of the API's protected resource metadata, named in the
+    challenge of every refusal (RFC 9728 §5.1)."""
     if not (realm or issuer) or not audience:
         raise ValueError("require_bearer needs realm (or issuer) and audience")
 
@@ -187,7 +203,7 @@ def require_bearer(realm=None, audience=None, scope=None, role=None, *, issuer=N
                 claims = validator(_issuer(realm, issuer), audience, algorithms).validate(bearer_token(request))
                 check_scope_and_role(claims, scope, role)
             except OAuthError as exc:
-                return error_response(exc)
+                return with_resource_metadata(error_response(exc), resource_metadata)
             request.token = claims
             return view(request, *args, **kwargs)
         return wrapper
@@ -233,4 +249,57 @@ class BearerAuthentication(authentication.BaseAuthentication):
         return TokenUser(claims), claims
 
     def authenticate_header(self, request):
-        return 'Bearer realm="api", error="invalid_token"'
+        header = 'Bearer realm="api", error="invalid_token"'
+        url = getattr(settings, "OIDC_RESOURCE_SERVER", {}).get("RESOURCE_METADATA")
+        return f'{header}, resource_metadata="{url}"' if url else header
+
+
+# Protected resource metadata (RFC 9728) --------------------------------------------------------
+
+WELL_KNOWN = "/.well-known/oauth-protected-resource"
+METADATA_METHODS = ["GET", "HEAD", "OPTIONS"]
+
+
+def metadata_url(resource):
+    """RFC 9728 §3.1: the well-known path inserted between the resource's host and its path."""
+    parts = urlsplit(resource)
+    return urlunsplit((parts.scheme, parts.netloc, WELL_KNOWN + parts.path.rstrip("/"), parts.query, ""))
+
+
+def with_resource_metadata(response, url):
+    """Name the metadata URL in the answer's Bearer challenge (RFC 9728 §5.1)."""
+    challenge = response.get("WWW-Authenticate", "")
+    if url and challenge.startswith("Bearer"):
+        response["WWW-Authenticate"] = f'{challenge}, resource_metadata="{url}"'
+    return response
+
+
+def protected_resource_metadata(resource, authorization_servers, *, scopes_supported=None,
+                                bearer_methods_supported=("header",), **extra):
+    """The RFC 9728 §2 document of ``resource`` (its identifier: https, no fragment), whose tokens
+    ``authorization_servers`` (issuer URLs) issue. ``extra``: other §2 members (resource_name,
+    resource_documentation, jwks_uri ...); None values are left out."""
+    parts = urlsplit(resource)
+    if parts.scheme not in ("https", "http") or not parts.netloc or parts.fragment:
+        raise ValueError("a protected resource is an http(s) URL without fragment")
+    document = {"resource": resource, "authorization_servers": list(authorization_servers),
+                "bearer_methods_supported": list(bearer_methods_supported)}
+    if scopes_supported is not None:
+        document["scopes_supported"] = list(scopes_supported)
+    document.update({k: v for k, v in extra.items() if v is not None})
+    return document
+
+
+def protected_resource_view(resource, authorization_servers=None, *, realm=None, issuer=None, **metadata):
+    """A Django view answering the metadata of ``resource`` (GET, HEAD; CORS for any origin, as
+    the identity provider's discovery has). The authorization server is ``issuer`` or the
+    realm's issuer from settings (``require_bearer``'s), unless ``authorization_servers`` is given."""
+    servers = authorization_servers or [_issuer(realm, issuer)]
+    document = protected_resource_metadata(resource, servers, **metadata)
+
+    @require_http_methods(METADATA_METHODS)
+    def view(request, *args, **kwargs):
+        if request.method == "OPTIONS":
+            return cors.preflight(request, HttpResponse(), METADATA_METHODS)
+        return cors.add(request, JsonResponse(document), None, any_origin=True)
+    return view

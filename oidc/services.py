@@ -108,6 +108,8 @@ def _optional_endpoints(issuer):
         })
     if features.enabled("client-registration"):
         out["registration_endpoint"] = f"{issuer}/clients-registrations/openid-connect"
+    if features.enabled("client-id-metadata-document"):
+        out["client_id_metadata_document_supported"] = True  # draft-ietf-oauth-client-id-metadata-document
     return out
 
 

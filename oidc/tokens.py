@@ -101,6 +101,8 @@ class TokenContext:
     audience: list | None = None
     # Claims a grant sets last on the access token (RFC 8693's ``act``), over the mappers'.
     extra_claims: dict = field(default_factory=dict)
+    # Claims a grant adds to the refresh token (RFC 8707: the grant's ``resource``), kept for the next refresh.
+    refresh_extra_claims: dict = field(default_factory=dict)
 
     @property
     def client(self):
@@ -215,7 +217,7 @@ def refresh_token(ctx, now):
     exp = int(sessions.client_session_expiry(ctx.client_session).timestamp())
     claims = {"exp": exp, "iat": now, "jti": str(uuid.uuid4()), "iss": ctx.issuer, "aud": ctx.issuer,
               "sub": ctx.user.pk, "typ": TYP_OFFLINE if offline else TYP_REFRESH,
-              "azp": ctx.client.client_id, "sid": ctx.sid, "scope": ctx.scope}
+              "azp": ctx.client.client_id, "sid": ctx.sid, "scope": ctx.scope, **ctx.refresh_extra_claims}
     kid, key = refresh_signing_key(ctx.realm)
     return jose.sign(claims, alg=REFRESH_ALG, key=key, kid=kid), claims
 

@@ -15,8 +15,6 @@ nested in it, and no session (transient) and no refresh token.
 
 Every refusal is Keycloak's error, description and event error; Keycloak's ``reason`` detail.
 """
-import contextlib
-
 from django.db import transaction
 
 from realms.sso import sessions
@@ -204,22 +202,22 @@ def exchange(exchange, delegation=False):
     if act is not None:
         ctx.extra_claims["act"] = act
 
-    # A session write only when the requester has no client session in the subject's session yet.
-    atomic = transaction.atomic() if online else contextlib.nullcontext()
-    with atomic:
-        if online:
-            client = ctx.client
-            client_session = sessions.client_session_of(user_session, client)
-            if client_session is None:
-                client_session = sessions.get_or_create_client_session(user_session, client, scope=ctx.scope)
-            ctx.client_session = client_session
-            ctx.acr = tokens.session_acr(client_session)
-        body, at_claims = tokens.token_response(ctx, with_refresh=token_type == REFRESH_TOKEN)
-        if token_type == ID_TOKEN:
-            # RFC 8693 §2.2.1: the issued token travels in access_token; token_type N_A.
-            body["access_token"] = body.pop("id_token")
-            body["token_type"] = "N_A"
-        body["issued_token_type"] = token_type
-        if at_claims.get("aud"):
-            exchange.details["audience"] = " ".join(audiences(at_claims))
-        return succeed(exchange, ctx, EVENT, body, at_claims)
+    if online:
+        client_session = sessions.client_session_of(user_session, ctx.client)
+        if client_session is None:
+            # The requester's first exchange in this SSO session: its client session is created
+            # (the one write; later exchanges only read it).
+            with transaction.atomic():
+                client_session = sessions.get_or_create_client_session(user_session, ctx.client, scope=ctx.scope)
+        sessions.touch(user_session, client_session)
+        ctx.client_session = client_session
+        ctx.acr = tokens.session_acr(client_session)
+    body, at_claims = tokens.token_response(ctx, with_refresh=token_type == REFRESH_TOKEN)
+    if token_type == ID_TOKEN:
+        # RFC 8693 §2.2.1: the issued token travels in access_token; token_type N_A.
+        body["access_token"] = body.pop("id_token")
+        body["token_type"] = "N_A"
+    body["issued_token_type"] = token_type
+    if at_claims.get("aud"):
+        exchange.details["audience"] = " ".join(audiences(at_claims))
+    return succeed(exchange, ctx, EVENT, body, at_claims)

@@ -71,7 +71,7 @@ def listed(realm, params):
     q = Component.objects.filter(realm=realm, provider_type=REGISTRATION_POLICY)
     if params.get("name") is not None:
         q = q.filter(name=params["name"])
-    return [rep(c) for c in q.order_by("name", "pk")]
+    return [rep(c) for c in q.order_by("name", "sub_type", "pk")]
 
 
 def find(realm, component_id):

@@ -153,7 +153,8 @@ def self_signed(private_key, realm_name):
 
 def policy_reps(realm):
     """``{REGISTRATION_POLICY: [...]}``: the realm's client registration policies as Keycloak exports them."""
-    rows = Component.objects.filter(realm=realm, provider_type=REGISTRATION_POLICY).order_by("name", "pk")
+    # by name then subType: the order survives an import under new ids
+    rows = Component.objects.filter(realm=realm, provider_type=REGISTRATION_POLICY).order_by("name", "sub_type", "pk")
     return {REGISTRATION_POLICY: [{"id": c.id, "name": c.name, "providerId": c.provider_id, "subType": c.sub_type,
                                    "subComponents": {}, "config": c.config} for c in rows]}
 

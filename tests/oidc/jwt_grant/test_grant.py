@@ -392,3 +392,22 @@ def test_keycloaks_dedicated_provider_type(http, realm, idp_key, jwks_server):
     assert decoded(resp.json()["access_token"])["sub"] == alice.pk
     claims = claims_for(realm, iss="https://grant-only.example", sub="g-1", iat=now + 45)
     refused(grant(http, realm, sign(claims, idp_key)), "Token was issued in the future")
+
+
+def test_clock_skew_tolerates_a_just_expired_assertion(http, make_realm, idp_key):
+    realm = make_realm(idp_config={"allowedClockSkew": "30"})
+    now = int(time.time())
+    assert grant(http, realm, sign(claims_for(realm, iat=None, exp=now - 5), idp_key)).status_code == 200
+    refused(grant(http, realm, sign(claims_for(realm, iat=None, exp=now - 40), idp_key)), "Token is not active")
+
+
+def test_provider_switched_on_wins_over_another_with_the_same_issuer(http, realm, idp_key, jwks_server):
+    """Two providers with one issuer: the one that takes part in the grant answers."""
+    IdentityProvider.objects.create(realm=realm, alias="a-first", provider_id="oidc",
+                                    config={"issuer": IDP_ISSUER, "jwksUrl": jwks_server.url})
+    agent = Client.objects.get(realm=realm, client_id="agent")
+    agent.attributes = {**agent.attributes, "oauth2.jwt.authorization.grant.idp": f"a-first##{IDP_ALIAS}"}
+    agent.save()
+    _drop_realm_cache()
+    assert grant(http, realm, sign(claims_for(realm), idp_key)).status_code == 200
+    assert last_event(realm).details["identity_provider"] == IDP_ALIAS

@@ -2,6 +2,7 @@
 ``components`` and ``client-registration-policy/providers``), Keycloak's default policies of a new
 realm, and the policies of two Keycloak exports imported and exported back unchanged."""
 import copy
+import importlib
 import json
 import pathlib
 
@@ -114,3 +115,19 @@ def test_keycloak_exports_policies_round_trip(db, name):
     # and imported again under another name, the policies come along
     again = import_realm({**export_realm(realm), "realm": realm.name + "-copy"}).realm
     assert Component.objects.filter(realm=again, provider_type=REGISTRATION_POLICY).count() == len(given)
+
+
+def test_the_migration_gives_realms_without_policies_keycloaks_defaults(acme):
+    from django.apps import apps
+    migration = importlib.import_module("oidc.migrations.0005_client_registration")
+    Component.objects.filter(realm=acme, provider_type=REGISTRATION_POLICY).delete()
+    kept = Component.objects.create(realm=Realm.objects.get(name="master"), name="Mine", provider_id="scope",
+                                    provider_type=REGISTRATION_POLICY, parent_id="x", sub_type="anonymous")
+    before = Component.objects.filter(provider_type=REGISTRATION_POLICY).exclude(realm=acme).count()
+    migration.add_default_policies(apps, None)
+    rows = Component.objects.filter(realm=acme, provider_type=REGISTRATION_POLICY)
+    assert sorted((c.name, c.provider_id, c.sub_type, json.dumps(c.config, sort_keys=True)) for c in rows) == sorted(
+        (n, p, s, json.dumps(c, sort_keys=True)) for n, p, s, c in DEFAULT_POLICIES)  # the frozen copy is Keycloak's
+    # a realm that has policies keeps them as they are
+    assert Component.objects.filter(provider_type=REGISTRATION_POLICY).exclude(realm=acme).count() == before
+    assert Component.objects.filter(pk=kept.pk).exists()

@@ -45,6 +45,12 @@ def test_anonymous_registration_from_a_trusted_host_gets_the_anonymous_defaults(
     resp = call("put", acme, "default", {"clientId": out["client_id"], "fullScopeAllowed": True},
                 bearer=out["registration_access_token"], client_id=out["client_id"])
     assert refused(resp, "Full Scope Disabled", "Not permitted to enable fullScopeAllowed")
+    # what keeps both settings passes, and hands out the next token
+    resp = call("put", acme, "default", {"clientId": out["client_id"], "consentRequired": True,
+                                         "fullScopeAllowed": False, "description": "kept"},
+                bearer=out["registration_access_token"], client_id=out["client_id"])
+    assert resp.status_code == 200, resp.content
+    assert resp.json()["description"] == "kept" and resp.json()["consentRequired"] is True
 
 
 def test_trusted_hosts_client_uris(acme):
@@ -144,3 +150,17 @@ def test_policies_guard_view_and_delete(admin, acme):
     assert refused(call("get", acme, OIDC, bearer=rat, client_id=out["client_id"]), "Hosts", "Host not trusted.")
     assert refused(call("delete", acme, OIDC, bearer=rat, client_id=out["client_id"]), "Hosts", "Host not trusted.")
     assert Client.objects.filter(realm=acme, client_id=out["client_id"]).exists()
+
+
+def test_allowed_client_scopes_on_update_keeps_what_the_client_had(admin, acme):
+    out = call("post", acme, OIDC, {"redirect_uris": [REDIRECT], "scope": "phone"},
+               bearer=initial_token(admin, acme)).json()
+    p = policy(acme, "allowed-client-templates", "authenticated")
+    p.config = {"allow-default-scopes": ["false"]}
+    p.save()
+    rat = out["registration_access_token"]
+    kept = call("put", acme, OIDC, {**out, "scope": "phone"}, bearer=rat, client_id=out["client_id"])
+    assert kept.status_code == 200, kept.content
+    resp = call("put", acme, OIDC, {**out, "scope": "phone address"}, bearer=kept.json()["registration_access_token"],
+                client_id=out["client_id"])
+    assert refused(resp, "Allowed Client Scopes", "Not permitted to use specified clientScope")

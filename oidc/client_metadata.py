@@ -227,7 +227,11 @@ def ensure(realm, client_id, redirect_uri, ip_address=""):
     existing = Client.objects.filter(realm=realm, client_id=client_id).first()
     if existing is not None and MARKER not in (existing.attributes or {}):
         return False  # a client configured in the realm (a SAML entity id, an OIDC client) stays as it is
-    event = "CLIENT_UPDATE" if existing is not None else "CLIENT_REGISTER"
+    event = "CLIENT_UPDATE"
+    error_event = "CLIENT_UPDATE_ERROR"
+    if existing is None:  # Keycloak's executor records the registration of a document's client
+        event = "CLIENT_REGISTER"
+        error_event = "CLIENT_REGISTER_ERROR"
     try:
         check_client_id(realm, client_id)
         fresh = cache.get(_fresh_key(realm, client_id))
@@ -238,7 +242,7 @@ def ensure(realm, client_id, redirect_uri, ip_address=""):
         body, ttl = fetch(client_id)
         doc = validate(client_id, body, redirect_uri)
     except MetadataRefused as exc:
-        emit(realm, event + "_ERROR", client_id=client_id[:255], ip_address=ip_address,
+        emit(realm, error_event, client_id=client_id[:255], ip_address=ip_address,
              error="invalid_client_metadata", details={"reason": exc.description})
         raise
     digest = hashlib.sha256(body).hexdigest()

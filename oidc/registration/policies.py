@@ -73,14 +73,14 @@ def _host_trusted(policy, address):
     return any(_domain_match(hostname, t) for t in trusted)
 
 
-def _uri_host_trusted(policy, url):
+def _uri_host_trusted(policy, url, kind="URI"):
     trusted = _list(policy, "trusted-hosts")
     try:
         host = urlsplit(url).hostname
     except ValueError:
         host = None
     if not host:
-        raise PolicyRefused("URI is malformed")
+        raise PolicyRefused(f"{kind} is malformed")
     return any(host == t for t in trusted if not t.startswith("*.")) or any(_domain_match(host, t) for t in trusted)
 
 
@@ -95,9 +95,11 @@ def _trusted_hosts(policy, ctx, rep, action):
         raise PolicyRefused("Host not trusted.")
     if action not in ("register", "update") or not _true(policy, "client-uris-must-match"):
         return
-    root = rep.get("rootUrl") or ""
-    for url in (root, _absolute(root, rep.get("baseUrl")), _absolute(root, rep.get("adminUrl"))):
-        if url and not _uri_host_trusted(policy, url):
+    # the representation's types were checked by its parser, which reads a number as its string
+    root = str(rep.get("rootUrl") or "")
+    base, admin = (str(rep[k]) if rep.get(k) is not None else None for k in ("baseUrl", "adminUrl"))
+    for url in (root, _absolute(root, base), _absolute(root, admin)):
+        if url and not _uri_host_trusted(policy, url, "URL"):
             raise PolicyRefused("URL doesn't match any trusted host or trusted domain")
     for uri in rep.get("redirectUris") or []:
         uri = _absolute(root, uri.rstrip("*")) if isinstance(uri, str) else None

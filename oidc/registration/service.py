@@ -116,9 +116,9 @@ def create(ctx, rep):
     """(client, its representation with secret and registration access token)."""
     auth = auth_.read(ctx.request, ctx.realm_config, ctx.issuer)
     kind = auth_.require_create(auth)
-    policies.before(ctx, kind, "register", rep)
     rep = {**rep, "clientId": rep.get("clientId") or str(uuid.uuid4())}
-    parsed = _parse(rep)
+    parsed = _parse(rep)  # the types checked before any policy reads the representation
+    policies.before(ctx, kind, "register", rep)
     fields = parsed["fields"]
     fields.pop("id", None)
     client = Client(realm=ctx.realm, **fields)
@@ -174,10 +174,10 @@ def update(ctx, client_id, rep):
     client = find(ctx, client_id)
     auth = auth_.read(ctx.request, ctx.realm_config, ctx.issuer)
     kind = auth_.require_update(auth, client, ctx.endpoint)
-    policies.before(ctx, kind, "update", rep, client)
     if rep.get("clientId") != client.client_id:
         raise _metadata_error("Client Identifier modified")
     parsed = _parse(rep)
+    policies.before(ctx, kind, "update", rep, client)
     fields = parsed["fields"]
     fields.pop("id", None)
     attributes = fields.pop("attributes", None)

@@ -164,3 +164,18 @@ def test_allowed_client_scopes_on_update_keeps_what_the_client_had(admin, acme):
     resp = call("put", acme, OIDC, {**out, "scope": "phone address"}, bearer=kept.json()["registration_access_token"],
                 client_id=out["client_id"])
     assert refused(resp, "Allowed Client Scopes", "Not permitted to use specified clientScope")
+
+
+@pytest.mark.parametrize("field, value", [("redirectUris", "https://localhost/cb"),
+                                          ("defaultClientScopes", 3), ("protocolMappers", 7)])
+def test_wrong_types_are_invalid_metadata_before_any_policy_reads_them(acme, field, value):
+    trust_localhost(acme)
+    resp = call("post", acme, "default", {"clientId": "typed", field: value})
+    assert resp.status_code == 400 and resp.json()["error"] == "invalid_client_metadata"
+
+
+def test_trusted_hosts_refuses_what_is_no_url(acme):
+    trust_localhost(acme)
+    assert refused(call("post", acme, "default", {"clientId": "c", "rootUrl": 5}), "Trusted Hosts", "URL is malformed")
+    assert refused(call("post", acme, "default", {"clientId": "c", "redirectUris": ["no-host"]}), "Trusted Hosts",
+                   "URI is malformed")

@@ -6,6 +6,7 @@ representation then goes through the same parsing the Admin API and import use
 import json
 
 from jwcrypto import jwk
+from jwcrypto.common import JWException
 
 from ..errors import InvalidClientMetadata
 
@@ -89,7 +90,7 @@ def _jwks(value):
         raise _invalid()
     try:
         keys = jwk.JWKSet.from_json(json.dumps(value))
-    except (ValueError, TypeError, jwk.InvalidJWKValue):
+    except (ValueError, TypeError, KeyError, JWException):
         raise _invalid() from None
     signing = [k for k in keys if k.get("use", "sig") == "sig" and not k.has_private]
     return json.dumps(value) if signing else None

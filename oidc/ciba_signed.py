@@ -66,7 +66,7 @@ def _verified_claims(request, client):
         raise InvalidRequest("Client requested algorithm not registered in advance or request signed with different "
                              "algorithm other than client requested algorithm")
     try:
-        key = client_auth._client_key(client, header.get("kid"))  # noqa: SLF001 -- the client's keys, as for its assertions
+        key = client_auth.client_key(client, header.get("kid"))  # the keys of its assertions
         jose.verify_signature(alg, key, signing_input, signature)
     except (InvalidClient, jose.JoseError):
         raise InvalidRequest("Failed to verify signature") from None

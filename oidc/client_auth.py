@@ -100,7 +100,7 @@ def _verify_assertion(realm_config, config, assertion, kind, audiences):
     else:
         if alg not in jose.ASYMMETRIC:
             raise InvalidClient("Algorithm not allowed for private_key_jwt")
-        key = _client_key(client, header.get("kid"))
+        key = client_key(client, header.get("kid"))
     required_alg = client.attributes.get("token.endpoint.auth.signing.alg")
     if required_alg and alg != required_alg:
         raise InvalidClient("Algorithm not allowed for this client")
@@ -211,7 +211,9 @@ def jwks_key(url, kid):
     return key
 
 
-def _client_key(client, kid):
+def client_key(client, kid):
+    """The client's public key for ``kid`` (its ``jwks.string``, or its ``jwks.url`` fetched and
+    cached), or InvalidClient: what verifies its assertions and its signed requests."""
     attrs = client.attributes
     if attrs.get("use.jwks.url", "false") == "true" or (attrs.get("jwks.url") and not attrs.get("jwks.string")):
         url = attrs.get("jwks.url", "")

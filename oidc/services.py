@@ -103,7 +103,8 @@ def _optional_endpoints(issuer):
         out.update({
             "backchannel_authentication_endpoint": endpoint(issuer, "ext/ciba/auth"),
             "backchannel_token_delivery_modes_supported": ["poll", "ping"],
-            "backchannel_authentication_request_signing_alg_values_supported": SIGNING_ALGS,
+            # A signed request is verified with the client's keys: any asymmetric algorithm (oidc.ciba_signed).
+            "backchannel_authentication_request_signing_alg_values_supported": sorted(jose.ASYMMETRIC),
             "backchannel_user_code_parameter_supported": False,
         })
     if features.enabled("client-registration"):

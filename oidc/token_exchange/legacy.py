@@ -114,7 +114,7 @@ def impersonate(exchange):
         if params.get("subject_token_type") not in (None, ACCESS_TOKEN):
             refuse(exchange, InvalidRequest, "Invalid token type, must be access token", "invalid_token",
                    "subject_token supports access tokens only")
-        claims, requester, _ = live_access_token(exchange, params["subject_token"])
+        _, requester, _, _ = live_access_token(exchange, params["subject_token"])
         exchange.details["impersonator"] = requester.username
         allowed = _holds(realm_config.user_roles(requester), IMPERSONATION)
         reason = "subject not allowed to impersonate"

@@ -135,7 +135,7 @@ def actor(exchange, subject_claims, subject_user):
     params = exchange.params
     if params.get("actor_token_type") != ACCESS_TOKEN:
         refuse(exchange, InvalidRequest, "Invalid actor token type", "invalid_request", "actor_token_type invalid")
-    actor_claims, actor_user, actor_session = live_access_token(
+    actor_claims, actor_user, actor_session, _ = live_access_token(
         exchange, params.get("actor_token", ""), description="Invalid actor token",
         reason="actor_token validation failure")
     service_client = getattr(actor_user, "service_account_client_id", None)
@@ -161,7 +161,8 @@ def exchange(exchange, delegation=False):
         refuse(exchange, InvalidRequest, "Invalid subject token type", "invalid_request", "subject_token_type invalid")
     if params.get("requested_token_type") is not None:
         exchange.details["requested_token_type"] = params["requested_token_type"]
-    claims, user, user_session = live_access_token(exchange, params.get("subject_token", ""))
+    claims, user, user_session, client_session = live_access_token(
+        exchange, params.get("subject_token", ""), requester=exchange.client_config.client)
     exchange.user_id = user.pk
     exchange.details.update(username=user.username, subject_token_client_id=claims.get("azp", ""))
     if user_session is not None:
@@ -203,7 +204,6 @@ def exchange(exchange, delegation=False):
         ctx.extra_claims["act"] = act
 
     if online:
-        client_session = sessions.client_session_of(user_session, ctx.client)
         if client_session is None:
             # The requester's first exchange in this SSO session: its client session is created
             # (the one write; later exchanges only read it).

@@ -215,3 +215,14 @@ def test_wrong_client_secret(http, realm):
     subject = password_token(http, realm)["access_token"]
     refused(exchange(http, realm, subject, secret="wrong-" + "w" * 20), 401, "invalid_client")
     assert last_event(realm).type == "TOKEN_EXCHANGE_ERROR"
+
+
+def test_subject_clients_session_ended(http, realm):
+    """The subject token dies with its client's session in the SSO session, as at userinfo."""
+    from realms.models import Client, UserSession
+    from realms.sso import sessions
+    subject = password_token(http, realm)["access_token"]
+    assert exchange(http, realm, subject).status_code == 200
+    user_session = UserSession.objects.get(pk=claims(subject)["sid"])
+    sessions.end_client_sessions([user_session], Client.objects.get(realm=realm, client_id="initial"))
+    refused(exchange(http, realm, subject), 400, "invalid_request", "Invalid token")

@@ -316,9 +316,7 @@ def device_code_grant(exchange):
     if entry["state"] == DeviceAuthorization.DENIED:
         raise AccessDenied("The end user denied the authorization request", status=400, event_error="access_denied")
     if entry["state"] == DeviceAuthorization.PENDING:
-        pending = AuthorizationPending("The authorization request is still pending")
-        pending.no_event = True  # Keycloak records no event for a poll that changes nothing
-        raise pending
+        raise AuthorizationPending("The authorization request is still pending")
     return _redeem(exchange, code_digest)
 
 

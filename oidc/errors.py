@@ -18,6 +18,7 @@ class OidcError(Exception):
 class OAuthError(OidcError):
     error = "invalid_request"
     status = 400
+    record_event = True  # whether the endpoint records the failure as an _ERROR event
 
     def __init__(self, description="", *, status=None, headers=None, event_error=None):
         super().__init__(description)
@@ -138,9 +139,11 @@ def oauth_endpoint(view):
 
 
 class AuthorizationPending(OAuthError):
-    """RFC 8628 §3.5 and CIBA §11: the user has not answered yet."""
+    """RFC 8628 §3.5 and CIBA §11: the user has not answered yet. A poll that changes nothing
+    records no event (Keycloak records none), so polling writes nothing."""
 
     error = "authorization_pending"
+    record_event = False
 
 
 class SlowDown(OAuthError):

@@ -112,7 +112,7 @@ def handle_token_request(request, exchange: Exchange) -> dict:
         exchange.details["client_auth_method"] = exchange.auth_method
         body = grant.handler(exchange)
     except OAuthError as exc:
-        if not getattr(exc, "no_event", False):  # a device poll still pending records none (Keycloak)
+        if exc.record_event:
             emit_event(exchange, event_type + "_ERROR", error=exc.event_error)
         raise
     return body

@@ -1,6 +1,9 @@
 """What the token exchanges share: RFC 8693's token type URIs, Keycloak's client attributes, the
 refusal that records Keycloak's event reason, and reading one of our access tokens as a live
 subject (or actor)."""
+import threading
+import time
+
 from django.core.cache import cache
 
 from realms.data import rows
@@ -71,16 +74,11 @@ def _live(realm_config, claims, requester):
         user_session = sessions.get_valid_session(realm_config.realm, sid, cached.get(session_key))
         if user_session is None or user_session.user_id != claims.get("sub"):
             return None
-        ids = list(dict.fromkeys([config.client.pk, *([requester.pk] if requester is not None else [])]))
-        by_client = {row.client_id: row for row in rows.fetch(
-            ClientSession, "user_session_id = %s AND client_id IN ({})".format(", ".join(["%s"] * len(ids))),
-            [user_session.pk, *ids])}
-        if config.client.pk not in by_client:
+        found = _client_sessions(user_session, config.client, requester)
+        if found is False:
             return None
         user = user_session.user
-        if requester is not None and requester.pk in by_client:
-            requester_session = by_client[requester.pk]
-            requester_session.user_session, requester_session.client = user_session, requester
+        requester_session = found
     else:
         user_session = None
         user = User.objects.filter(pk=claims.get("sub"), realm=realm_config.realm).first()
@@ -88,6 +86,59 @@ def _live(realm_config, claims, requester):
         return None
     user.realm = realm_config.realm
     return user, user_session, requester_session
+
+
+# Client sessions seen lately, per process: (sid, client pk) -> (ClientSession or True, until).
+# An exchange must know that the subject token's client still has its session in the SSO session
+# and whether the requester has one; both are read in one query, and remembered for
+# MEMO_SECONDS, so a gateway exchanging its users' tokens over and over does not pay a database
+# round trip for each (the bench: docs/benchmarks.md). The SSO session and revocation are read on
+# every exchange; only a client's own session ended inside a live SSO session is seen up to
+# MEMO_SECONDS late (docs/decisions/0070-token-exchange.md).
+MEMO_SECONDS = 2.0
+MEMO_SIZE = 20000
+_memo = {}
+_memo_lock = threading.Lock()
+
+
+def _remember(key, value, now):
+    with _memo_lock:
+        if len(_memo) >= MEMO_SIZE:
+            _memo.clear()  # rare: everything is re-read once
+        _memo[key] = (value, now + MEMO_SECONDS)
+
+
+def _recall(key, now):
+    entry = _memo.get(key)
+    return entry[0] if entry is not None and entry[1] > now else None
+
+
+def _client_sessions(user_session, token_client, requester):
+    """The requester's client session in ``user_session`` (None when it has none); False when the
+    token's client has no session there (the token is dead)."""
+    now = time.monotonic()
+    sid = user_session.pk
+    has_token_client = _recall((sid, token_client.pk), now)
+    requester_session = _recall((sid, requester.pk), now) if requester is not None else None
+    if has_token_client is None or (requester is not None and requester_session is None):
+        ids = list(dict.fromkeys([token_client.pk, *([requester.pk] if requester is not None else [])]))
+        by_client = {row.client_id: row for row in rows.fetch(
+            ClientSession, "user_session_id = %s AND client_id IN ({})".format(", ".join(["%s"] * len(ids))),
+            [sid, *ids])}
+        if token_client.pk not in by_client:
+            return False
+        _remember((sid, token_client.pk), True, now)
+        requester_session = by_client.get(requester.pk) if requester is not None else None
+        if requester_session is not None:
+            _remember((sid, requester.pk), requester_session, now)
+    if requester_session is not None:
+        requester_session.user_session, requester_session.client = user_session, requester
+    return requester_session
+
+
+def remember_client_session(client_session):
+    """A client session this request created: the next exchange need not read it."""
+    _remember((client_session.user_session_id, client_session.client_id), client_session, time.monotonic())
 
 
 def audiences(claims):

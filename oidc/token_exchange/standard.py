@@ -33,6 +33,7 @@ from .common import (
     audiences,
     live_access_token,
     refuse,
+    remember_client_session,
     standard_enabled,
 )
 
@@ -209,6 +210,7 @@ def exchange(exchange, delegation=False):
             # (the one write; later exchanges only read it).
             with transaction.atomic():
                 client_session = sessions.get_or_create_client_session(user_session, ctx.client, scope=ctx.scope)
+            transaction.on_commit(lambda: remember_client_session(client_session))
         sessions.touch(user_session, client_session)
         ctx.client_session = client_session
         ctx.acr = tokens.session_acr(client_session)

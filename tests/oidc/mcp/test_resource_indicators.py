@@ -77,6 +77,8 @@ def test_authorization_endpoint_refuses_a_resource_with_invalid_target(http, rea
     query = query_of(page)
     assert query["error"] == ["invalid_target"] and query["error_description"] == [INVALID]
     assert query["state"] == ["st-1"]
+    assert Event.objects.filter(realm=realm, type="LOGIN_ERROR", error="invalid_target").exists()
+    assert not AuthorizationCode.objects.filter(realm=realm).exists()
 
 
 def test_one_bad_resource_among_good_ones_is_refused(http, realm):

@@ -208,3 +208,57 @@ def test_provider_type_without_exchange_refuses(http, realm, settings):
     IdentityProvider.objects.create(realm=realm, alias="plain-oauth", provider_id="oauth2", enabled=True,
                                     config={"clientId": "c"})
     refused(exchange(http, realm, "opaque", subject_issuer="plain-oauth"), 400, "invalid_token", "Invalid token")
+
+
+class UserinfoServer:
+    """The provider's userinfo endpoint on loopback: one good bearer, anything else 401."""
+
+    def __init__(self, token, profile):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 -- http.server's name
+                good = self.headers.get("Authorization") == f"Bearer {token}"
+                body = json.dumps(profile if good else {"error": "invalid_token"}).encode()
+                self.send_response(200 if good else 401)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/userinfo"
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_external_access_token_through_userinfo(http, realm, upstream, settings):
+    settings.IDP_FEATURES = "token-exchange"
+    _, alice = upstream
+    server = UserinfoServer("opaque-upstream-token", {"sub": "up-1", "preferred_username": "alice"})
+    try:
+        idp = IdentityProvider.objects.get(realm=realm, alias="upstream")
+        idp.config = {**idp.config, "userInfoUrl": server.url}
+        idp.save()
+        answer = exchange(http, realm, "opaque-upstream-token", subject_issuer="upstream",
+                          requested_token_type=ACCESS)
+        assert answer.status_code == 200, answer.content
+        assert claims(answer.json()["access_token"])["sub"] == alice.pk
+        refused(exchange(http, realm, "stolen-or-expired", subject_issuer="upstream"), 400, "invalid_token",
+                "Invalid token")
+    finally:
+        server.close()
+
+
+def test_requested_issuer_refused(http, realm, settings):
+    settings.IDP_FEATURES = "token-exchange"
+    subject = password_token(http, realm)["access_token"]
+    refused(exchange(http, realm, subject, requested_issuer="upstream"), 400, "invalid_request",
+            "Issuer does not support token exchange")

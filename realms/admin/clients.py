@@ -61,6 +61,10 @@ CAPABILITY_SWITCHES = {
     "jwt_authorization_grant": _switch(
         "oauth2.jwt.authorization.grant.enabled", "JWT Authorization Grant",
         "A confidential client may trade an assertion signed by a trusted identity provider for tokens (RFC 7523)."),
+    "resource_url": Key("attributes", "resource_url", forms.URLField(
+        label="Resource URL", required=False, assume_scheme="https",
+        help_text="This client as a resource server: the URI clients name in resource (RFC 8707) to get "
+                  "tokens whose audience is this client."), omit_empty=True),
     "jwt_authorization_grant_idps": _Aliases(
         "attributes", "oauth2.jwt.authorization.grant.idp", forms.MultipleChoiceField(
             label="Allowed identity providers (JWT Authorization Grant)", required=False,

@@ -10,6 +10,7 @@ from django.urls import path, reverse
 from django.utils.html import escape, format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 
+from .. import features
 from ..administration.admin_permissions import administered_realms, console_admin, grant_delegated_admin
 from ..credentials import password_policy
 from ..data import keys
@@ -24,6 +25,7 @@ from .keyed import KeyedJsonForm, keyed_form
 from .names import time_column
 from .realm_settings import (
     CIBA,
+    CIMD,
     HEADERS,
     OTP,
     SMTP,
@@ -184,7 +186,7 @@ class RealmFormBase(KeyedJsonForm):
 
 
 RealmForm = keyed_form("RealmForm", RealmFormBase, {
-    **SMTP, **OTP, **WEBAUTHN, **HEADERS, **CIBA})
+    **SMTP, **OTP, **WEBAUTHN, **HEADERS, **CIBA, **CIMD})
 
 
 def _tab(slug, title, fields, **options):
@@ -256,6 +258,7 @@ class RealmAdmin(ConsoleAdmin):
         _tab("authentication", "Webauthn Policy", tuple(k for k in WEBAUTHN if k.startswith("webauthn_"))),
         _tab("authentication", "Webauthn Passwordless Policy", tuple(k for k in WEBAUTHN if k.startswith("passwordless_"))),
         _tab("authentication", "CIBA Policy", tuple(CIBA)),
+        _tab("authentication", "Client ID Metadata Documents", tuple(CIMD)),
         _tab("authentication", "Flow bindings", (
             "browser_flow", "registration_flow", "direct_grant_flow", "reset_credentials_flow",
             "client_authentication_flow",
@@ -264,11 +267,14 @@ class RealmAdmin(ConsoleAdmin):
     ]
 
     def get_fieldsets(self, request, obj=None):
+        # The client id metadata document policy does nothing while its feature is off: not shown.
+        fieldsets = [(name, opts) for name, opts in self.fieldsets
+                     if opts["fields"] != tuple(CIMD) or features.enabled("client-id-metadata-document")]
         if obj is None:  # the default role, ids and sessions come with create_realm
             return [(name, {**opts, "fields": tuple(f for f in opts["fields"] if f not in (
                 "default_role", "id", "created_at", "sessions", "logout_all"))})
-                    for name, opts in self.fieldsets if opts["fields"] != ("sessions", "logout_all")]
-        return self.fieldsets
+                    for name, opts in fieldsets if opts["fields"] != ("sessions", "logout_all")]
+        return fieldsets
 
     def get_readonly_fields(self, request, obj=None):
         if obj is not None and obj.is_master:

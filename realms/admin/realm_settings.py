@@ -114,6 +114,17 @@ def _webauthn(prefix, key_prefix, passwordless):
 WEBAUTHN = {**_webauthn("webauthn", "webAuthnPolicy", False),
             **_webauthn("passwordless", "webAuthnPolicyPasswordless", True)}
 
+# OAuth Client ID Metadata Documents (the client-id-metadata-document feature): realm attributes.
+CIMD = {
+    "cimd_permitted_domains": Key("attributes", "cimd-allow-permitted-domains", forms.CharField(
+        label="Permitted domains", required=False, widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="Hosts whose https URLs may be client ids (one per line; *.example.com for a domain). "
+                  "Empty: none."), as_string=True, omit_empty=True),
+    "cimd_consent_required": Key("attributes", "cimd-consent-required", forms.BooleanField(
+        label="Consent required", required=False, initial=True,
+        help_text="Users confirm each such client on a consent page before it gets tokens."), as_string=True),
+}
+
 # Keycloak's CIBA policy (Authentication, Policies): realm attributes, strings as Keycloak stores them.
 CIBA = {
     "ciba_delivery_mode": Key("attributes", "cibaBackchannelTokenDeliveryMode", forms.ChoiceField(

@@ -269,3 +269,26 @@ def test_the_ciba_policy_is_kept_as_keycloaks_realm_attributes(console, acme):
     assert "ciba_expires_in" in form_errors(response)
     acme.refresh_from_db()
     assert acme.attributes["cibaExpiresIn"] == "300"
+
+
+def test_a_resource_servers_url_is_kept_as_keycloaks_resource_url_attribute(console, acme):
+    api = Client.objects.create(realm=acme, client_id="api", bearer_only=True)
+    response = submit(console, change_url(api), "client_form", {"resource_url": "https://api.example/mcp"})
+    assert not errors_of(response), errors_of(response)
+    api.refresh_from_db()
+    assert api.attributes["resource_url"] == "https://api.example/mcp"
+    response = submit(console, change_url(api), "client_form", {"resource_url": "not a url"})
+    assert "resource_url" in form_errors(response)
+
+
+def test_the_client_id_metadata_document_policy_is_shown_only_while_its_feature_is_on(console, acme, settings):
+    settings.IDP_FEATURES = ""
+    assert "cimd_permitted_domains" not in console.get(change_url(acme)).content.decode()
+    settings.IDP_FEATURES = "client-id-metadata-document"
+    assert 'name="cimd_permitted_domains"' in console.get(change_url(acme)).content.decode()
+    response = submit(console, change_url(acme), "realm_form", {
+        "cimd_permitted_domains": "agents.example\n*.tools.example", "cimd_consent_required": None})
+    assert not errors_of(response), errors_of(response)
+    acme.refresh_from_db()
+    assert acme.attributes["cimd-allow-permitted-domains"] == "agents.example\n*.tools.example"
+    assert acme.attributes["cimd-consent-required"] == "false"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # OpenID Connect benchmark: production mode (manage.py start = Granian, PostgreSQL, Redis), the
 # server pinned to core 0, the load generator to core 1, 50 concurrent clients.
-# Measures: a bare Django view, client-credentials grants, refresh grants, full authorization-code
+# Measures: a bare Django view, client-credentials grants, token exchanges, refresh grants, full authorization-code
 # flows (login form with Argon2id + code exchange; the same plus a TOTP code; a passkey alone),
 # the demo API (local validation over HTTP) and
 # in-process local token validation. Then, in the same run, the peer (django-oauth-toolkit) when
@@ -41,6 +41,7 @@ export PYTHONPATH=$PWD DJANGO_SETTINGS_MODULE=bench.oidc.settings IDP_DB_URL=$ID
 PY=.venv/bin/python
 $PY manage.py migrate -v0
 $PY bench/oidc/setup_realm.py >/dev/null
+$PY bench/oidc/setup_exchange.py >/dev/null
 taskset -c 0 $PY manage.py start --bind 127.0.0.1 --http-port "$PORT" --management-port "$MPORT" \
   --management-bind 127.0.0.1 --workers "$WORKERS" --threads "$THREADS" >/dev/null 2>&1 & SERVER=$!
 U=http://127.0.0.1:$PORT
@@ -88,6 +89,13 @@ echo "machine: $(lscpu | awk -F: '/Model name/{gsub(/^ +/,"",$2); print $2}'), $
   "granian: $WORKERS worker(s) x $THREADS thread(s); load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 load bare_django_view "$SERVER" -m GET "$U/bench/bare"
 load client_credentials "$SERVER" -m POST -T $FORM -H "$BASIC" -d grant_type=client_credentials "$TOKEN"
+# Standard token exchange (RFC 8693) beside it: bench-app exchanges a user's access token (from a
+# live SSO session) that bench-front got; the same client authentication, one more token verified.
+XTOKEN=$U/realms/bench-exchange/protocol/openid-connect/token
+ST=$(curl -fs -u "bench-front:$SECRET" -d grant_type=password -d username=bench-user -d password=bench-password-1 \
+  "$XTOKEN" | $PY -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')
+load token_exchange "$SERVER" -m POST -T $FORM -H "$BASIC" -d "grant_type=urn:ietf:params:oauth:grant-type:token-exchange&subject_token_type=urn:ietf:params:oauth:token-type:access_token&subject_token=$ST" "$XTOKEN"
+load client_credentials_x "$SERVER" -m POST -T $FORM -H "$BASIC" -d grant_type=client_credentials "$XTOKEN"
 RT=$(curl -fs -u "bench-app:$SECRET" -d grant_type=password -d username=bench-user -d password=bench-password-1 \
   -d scope=openid "$TOKEN" | $PY -c 'import json,sys; print(json.load(sys.stdin)["refresh_token"])')
 load refresh_token "$SERVER" -m POST -T $FORM -H "$BASIC" -d "grant_type=refresh_token&refresh_token=$RT" "$TOKEN"

@@ -17,6 +17,7 @@ Every refusal is Keycloak's error, description and event error; Keycloak's ``rea
 """
 from django.db import transaction
 
+from realms.models import ClientSession
 from realms.sso import sessions
 
 from .. import tokens
@@ -205,10 +206,13 @@ def exchange(exchange, delegation=False):
         ctx.extra_claims["act"] = act
 
     if online:
-        if client_session is None:
-            # The requester's first exchange in this SSO session: its client session is created
-            # (the one write; later exchanges only read it).
+        if client_session is None or not sessions.client_session_valid(client_session):
+            # The requester's first exchange in this SSO session, or its client session is past
+            # its timeouts (a token capped by it would be born expired): a new client session,
+            # the one write; later exchanges only read it.
             with transaction.atomic():
+                if client_session is not None:
+                    ClientSession.objects.filter(pk=client_session.pk).delete()
                 client_session = sessions.get_or_create_client_session(user_session, ctx.client, scope=ctx.scope)
             transaction.on_commit(lambda: remember_client_session(client_session))
         sessions.touch(user_session, client_session)

@@ -232,3 +232,25 @@ def test_subject_clients_session_ended(http, realm):
     sessions.end_client_sessions([user_session], Client.objects.get(realm=realm, client_id="initial"))
     time.sleep(MEMO_SECONDS + 0.2)
     refused(exchange(http, realm, subject["access_token"]), 400, "invalid_request", "Invalid token")
+
+
+def test_requesters_client_session_past_its_max_lifespan(http, realm):
+    """A requester whose client session in the SSO session is past the client session max lifespan
+    gets a new one, never a token that expired before it was issued."""
+    import datetime
+    import time
+
+    from oidc.token_exchange.common import MEMO_SECONDS
+    from realms.models import ClientSession, Realm
+    subject = password_token(http, realm)["access_token"]
+    assert exchange(http, realm, subject).status_code == 200
+    fresh = Realm.objects.get(pk=realm.pk)
+    fresh.client_session_max_lifespan = 60
+    fresh.save()
+    old = datetime.datetime.now(datetime.UTC) - datetime.timedelta(seconds=600)
+    rows = ClientSession.objects.filter(user_session_id=claims(subject)["sid"], client__client_id="requester")
+    rows.update(started=old)
+    time.sleep(MEMO_SECONDS + 0.2)
+    body = exchange(http, realm, subject).json()
+    assert claims(body["access_token"])["exp"] > time.time() + 30
+    assert rows.get().started > old + datetime.timedelta(seconds=500)

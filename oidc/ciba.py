@@ -22,7 +22,6 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 
@@ -48,6 +47,7 @@ from .errors import (
 )
 from .grants import move_offline, register_grant, succeed, token_context, token_endpoint_url, wants_offline
 from .models import BackchannelAuthentication as Request
+from .polling import PolledRequests
 
 GRANT_TYPE = "urn:openid:params:grant-type:ciba"
 FEATURE = "ciba"
@@ -111,29 +111,9 @@ def endpoint_url(issuer):
     return f"{issuer}/protocol/openid-connect/ext/ciba/auth"
 
 
-# The cache entry of a request: what a poll needs, so that a pending poll reads no table.
-
-def _key(request_digest):
-    return "oidc:ciba:" + request_digest
-
-
-def _poll_key(request_digest):
-    return "oidc:ciba:poll:" + request_digest
-
-
-def _entry_of(row):
-    return {"client": row.client_id, "state": row.state, "expires": row.expires_at.timestamp(),
-            "interval": row.interval}
-
-
-def _remember(row):
-    # Kept past the expiry (as Keycloak's store keeps its entry) so a late poll hears expired_token.
-    ttl = max(int(row.expires_at.timestamp() - time.time()), 0) + row.interval + 10
-    cache.set(_key(row.digest), _entry_of(row), ttl)
-
-
-def _forget(request_digest):
-    cache.delete_many([_key(request_digest), _poll_key(request_digest)])
+# The cache's copy of a request: a pending poll reads no table (oidc.polling).
+REQUESTS = PolledRequests("oidc:ciba", Request)
+_remember, _forget = REQUESTS.remember, REQUESTS.forget
 
 
 # The backchannel authentication endpoint --------------------------------------------------------
@@ -321,30 +301,6 @@ def callback(realm_config, issuer, bearer, status, ip_address):
 
 # The token grant -----------------------------------------------------------------------------
 
-def _entry(request_digest):
-    entry = cache.get(_key(request_digest))
-    if entry is None:
-        row = Request.objects.filter(pk=request_digest).first()
-        if row is None:
-            return None
-        _remember(row)
-        entry = _entry_of(row)
-    return entry
-
-
-def _poll_allowed(request_digest, entry, now):
-    """Keycloak's clock: a poll sooner than ``interval`` after the last allowed one is slow_down,
-    and does not move the clock."""
-    interval = entry["interval"]
-    if interval <= 0:
-        return True
-    last = cache.get(_poll_key(request_digest))
-    if last is not None and now - last < interval:
-        return False
-    cache.set(_poll_key(request_digest), now, max(int(entry["expires"] - now), 0) + interval + 10)
-    return True
-
-
 def ciba_grant(exchange):
     client = exchange.client_config.client
     if client.public_client:
@@ -355,7 +311,7 @@ def ciba_grant(exchange):
     if auth_req_id is None:
         raise InvalidRequest("Missing parameter: auth_req_id", event_error="invalid_code")
     request_digest = digest(auth_req_id)
-    entry = _entry(request_digest) if auth_req_id else None
+    entry = REQUESTS.entry(request_digest) if auth_req_id else None
     if entry is None:
         raise InvalidGrant("Invalid Auth Req ID", event_error="invalid_code")
     if entry["client"] != client.pk:
@@ -365,7 +321,7 @@ def ciba_grant(exchange):
         Request.objects.filter(pk=request_digest).delete()
         _forget(request_digest)
         raise ExpiredToken("authentication timed out", event_error="expired_code")
-    if not _poll_allowed(request_digest, entry, now):
+    if not REQUESTS.poll_allowed(request_digest, entry["interval"]):
         raise SlowDown("too early to access", event_error="slow_down")
     if entry["state"] == Request.DENIED:
         raise AccessDenied("not authorized", status=400, event_error="access_denied")

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from types import SimpleNamespace
 
-from django.core.cache import cache
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
@@ -47,6 +46,7 @@ from .errors import (
 )
 from .grants import move_offline, register_grant, succeed, token_context, token_endpoint_url, wants_offline
 from .models import DeviceAuthorization
+from .polling import PolledRequests
 
 GRANT_TYPE = "urn:ietf:params:oauth:grant-type:device_code"
 FEATURE = "device-flow"
@@ -117,49 +117,9 @@ def endpoint_url(issuer):
     return f"{issuer}/protocol/openid-connect/auth/device"
 
 
-# The cache's copy of a code: what a poll needs, so that a pending poll reads no table ----------
-
-def _key(code_digest):
-    return "oidc:device:" + code_digest
-
-
-def _poll_key(code_digest):
-    return "oidc:device:poll:" + code_digest
-
-
-def _entry_of(row):
-    return {"client": row.client_id, "state": row.state, "expires": row.expires_at.timestamp(),
-            "interval": row.interval}
-
-
-def remember(row):
-    # Kept past the expiry (as Keycloak's store keeps its entry) so a late poll hears expired_token.
-    ttl = max(int(row.expires_at.timestamp() - time.time()), 0) + row.interval + 10
-    cache.set(_key(row.digest), _entry_of(row), ttl)
-
-
-def forget(code_digest):
-    cache.delete_many([_key(code_digest), _poll_key(code_digest)])
-
-
-def _entry(code_digest):
-    entry = cache.get(_key(code_digest))
-    if entry is None:
-        # Evicted (or a cache that was flushed): the row is the truth.
-        row = DeviceAuthorization.objects.filter(pk=code_digest).first()
-        if row is None or row.state == DeviceAuthorization.USED:
-            return None
-        remember(row)
-        entry = _entry_of(row)
-    return entry
-
-
-def _poll_allowed(code_digest, interval):
-    """Keycloak's clock (a put-if-absent living ``interval`` seconds): a poll sooner than that
-    after the last allowed one is slow_down and does not move the clock."""
-    if interval <= 0:
-        return True
-    return cache.add(_poll_key(code_digest), 1, interval)
+# The cache's copy of a code: a pending poll reads no table (oidc.polling).
+CODES = PolledRequests("oidc:device", DeviceAuthorization, gone_states=(DeviceAuthorization.USED,))
+remember, forget = CODES.remember, CODES.forget
 
 
 def purge_expired(realm=None, now=None):
@@ -300,7 +260,7 @@ def device_code_grant(exchange):
     if device_code is None:
         raise InvalidRequest("Missing parameter: device_code", event_error=INVALID_DEVICE_CODE)
     code_digest = digest(device_code)
-    entry = _entry(code_digest) if device_code else None
+    entry = CODES.entry(code_digest) if device_code else None
     if entry is None:
         raise InvalidGrant(INVALID_CODE, event_error=INVALID_DEVICE_CODE)
     exchange.details["code_id"] = code_digest[:16]
@@ -311,7 +271,7 @@ def device_code_grant(exchange):
     if entry["client"] != client.pk:
         # Another client's code: refused before the poll clock, which it does not move.
         raise InvalidGrant("unauthorized client", event_error=INVALID_DEVICE_CODE)
-    if not _poll_allowed(code_digest, entry["interval"]):
+    if not CODES.poll_allowed(code_digest, entry["interval"]):
         raise SlowDown("Slow down", event_error="slow_down")
     if entry["state"] == DeviceAuthorization.DENIED:
         raise AccessDenied("The end user denied the authorization request", status=400, event_error="access_denied")

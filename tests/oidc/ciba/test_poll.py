@@ -174,14 +174,14 @@ def test_single_use_rests_on_the_database_not_the_cache(http, realm, channel):
     # delete guarded by state = approved is what makes the auth_req_id single use.
     from django.core.cache import cache
 
-    from oidc.ciba import _key, digest
+    from oidc.ciba import REQUESTS, digest
 
     auth_req_id = start(http, realm).json()["auth_req_id"]
     answer(http, realm, channel.bearer())
-    stale = cache.get(_key(digest(auth_req_id)))
+    stale = cache.get(REQUESTS._key(digest(auth_req_id)))
     assert stale["state"] == "approved"
     assert poll(http, realm, auth_req_id).status_code == 200
-    cache.set(_key(digest(auth_req_id)), stale, 60)
+    cache.set(REQUESTS._key(digest(auth_req_id)), stale, 60)
     assert error(poll(http, realm, auth_req_id)) == (400, "invalid_grant", "Invalid Auth Req ID")
 
 

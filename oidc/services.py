@@ -124,12 +124,14 @@ def is_revoked(claims):
     return bool(claims.get("jti")) and cache.get(_revoked_key(claims["jti"])) is not None
 
 
-def live_subject(realm_config, claims, *, check_revoked=False, fresh_user=False):
+def live_subject(realm_config, claims, *, check_revoked=False, fresh_user=False, has_client_session=None):
     """(user, user session or None, client config) when the token is still backed by an enabled
     user, a live session (if it has one) and an enabled client; else None. ``check_revoked``: a
     revoked token is None too (its mark is read with the session, one round trip);
     ``fresh_user``: the user row is read now, not the session's cached copy, in the query that
-    checks the client session (the Admin API: disabling an admin takes effect at once)."""
+    checks the client session (the Admin API: disabling an admin takes effect at once);
+    ``has_client_session(user_session, client)``: how the token client's session is checked, for
+    a caller that reads more in the same query (token exchange)."""
     config = realm_config.client(claims.get("azp", ""))
     if config is None or not config.client.enabled:
         return None
@@ -146,7 +148,8 @@ def live_subject(realm_config, claims, *, check_revoked=False, fresh_user=False)
             return None
         if fresh_user:
             user = sessions.user_with_client_session(user_session, config.client)
-        elif sessions.client_session_of(user_session, config.client) is None:
+        elif not (has_client_session(user_session, config.client) if has_client_session
+                  else sessions.client_session_of(user_session, config.client) is not None):
             return None
         else:
             user = user_session.user

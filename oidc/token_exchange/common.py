@@ -4,15 +4,12 @@ subject (or actor)."""
 import threading
 import time
 
-from django.core.cache import cache
-
 from realms.data import rows
-from realms.models import ClientSession, User
-from realms.sso import sessions
+from realms.models import ClientSession
 
 from .. import tokens
 from ..errors import InvalidRequest
-from ..services import _revoked_key  # the one place that names a revoked token's cache key
+from ..services import live_subject
 
 ACCESS_TOKEN = "urn:ietf:params:oauth:token-type:access_token"
 REFRESH_TOKEN = "urn:ietf:params:oauth:token-type:refresh_token"
@@ -61,33 +58,17 @@ def live_access_token(exchange, token, *, description="Invalid token", reason="s
 
 
 def _live(realm_config, claims, requester):
-    config = realm_config.client(claims.get("azp", ""))
-    if config is None or not config.client.enabled:
+    found = {}
+
+    def has_client_session(user_session, client):
+        found["requester"] = _client_sessions(user_session, client, requester)
+        return found["requester"] is not False
+
+    live = live_subject(realm_config, claims, check_revoked=True, has_client_session=has_client_session)
+    if live is None:
         return None
-    sid = claims.get("sid")
-    revoked_key = _revoked_key(claims["jti"]) if claims.get("jti") else None
-    session_key = sessions.cache_key(sid) if sid else None
-    keys = [key for key in (revoked_key, session_key) if key]
-    cached = cache.get_many(keys) if keys else {}
-    if revoked_key in cached:
-        return None
-    requester_session = None
-    if sid:
-        user_session = sessions.get_valid_session(realm_config.realm, sid, cached.get(session_key))
-        if user_session is None or user_session.user_id != claims.get("sub"):
-            return None
-        found = _client_sessions(user_session, config.client, requester)
-        if found is False:
-            return None
-        user = user_session.user
-        requester_session = found
-    else:
-        user_session = None
-        user = User.objects.filter(pk=claims.get("sub"), realm=realm_config.realm).first()
-    if user is None or not user.enabled:
-        return None
-    user.realm = realm_config.realm
-    return user, user_session, requester_session
+    user, user_session, _ = live
+    return user, user_session, found.get("requester")
 
 
 # Client sessions seen lately, per process: (sid, client pk) -> (ClientSession or True, until).

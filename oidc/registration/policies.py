@@ -15,11 +15,12 @@ from urllib.parse import urlsplit
 from realms.models import Client, Component, RealmDefaultClientScope
 from realms.representation.components import REGISTRATION_POLICY
 
+from ..errors import OidcError
 from .auth import forbidden
 
 
-class PolicyRefused(Exception):
-    pass
+class PolicyRefused(OidcError):
+    """A client-registration policy refused the request (answered 403 by the views)."""
 
 
 def _policies(realm, kind):

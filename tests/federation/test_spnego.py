@@ -95,7 +95,7 @@ def test_a_token_the_keytab_cannot_accept_is_refused(realm, base):
 
 def test_a_principal_of_another_kerberos_realm_is_refused(realm, base, kdc, ticket):
     # The provider serves OTHER.TEST: alice@KERBEROS.TEST's valid ticket maps to no user.
-    component = Component.objects.get(realm=realm)
+    component = Component.objects.get(realm=realm, provider_type=Component.USER_STORAGE)
     component.config["kerberosRealm"] = ["OTHER.TEST"]
     component.save()
     answer = requests.get(auth_url(base), auth=HTTPSPNEGOAuth(mutual_authentication=OPTIONAL),

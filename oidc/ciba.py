@@ -31,8 +31,8 @@ from realms.sso import sessions
 from realms.users.storage import find_user
 
 from . import ciba_channel, ciba_signed, tokens
-from .ciba_channel import digest
 from .client_auth import authenticate
+from .codes import digest
 from .errors import (
     AccessDenied,
     AuthorizationPending,
@@ -45,7 +45,7 @@ from .errors import (
     SlowDown,
     UnauthorizedClient,
 )
-from .grants import move_offline, register_grant, succeed, token_context, token_endpoint_url, wants_offline
+from .grants import register_grant, session_tokens, token_endpoint_url
 from .models import BackchannelAuthentication as Request
 from .polling import PolledRequests
 
@@ -353,13 +353,7 @@ def _redeem(exchange, request_digest):
     if client_session is None:
         raise InvalidGrant("User session is not found", event_error="user_session_not_found")
     scopes, openid = tokens.resolve_scopes(exchange.client_config, row.scope)
-    with transaction.atomic():
-        ctx = token_context(exchange, user, scopes, openid, user_session, client_session)
-        if wants_offline(scopes):
-            move_offline(exchange, ctx)
-        sessions.touch(user_session, client_session)
-        body, at_claims = tokens.token_response(ctx)
-        return succeed(exchange, ctx, "AUTHREQID_TO_TOKEN", body, at_claims)
+    return session_tokens(exchange, "AUTHREQID_TO_TOKEN", user, scopes, openid, user_session, client_session)
 
 
 def register():

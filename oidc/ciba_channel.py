@@ -11,7 +11,6 @@
 
 Every call goes through ``realms.http.outbound`` (the SSRF-safe client); no token is logged.
 """
-import hashlib
 import json
 import logging
 import time
@@ -21,6 +20,7 @@ from django.conf import settings
 from realms.http import outbound
 
 from . import jose, tokens
+from .codes import digest
 from .errors import InvalidRequest, InvalidToken, ServerError
 from .models import BackchannelAuthentication as Request
 
@@ -35,10 +35,6 @@ class ChannelError(ServerError):
     """The authentication channel could not take the request: Keycloak's 503 server_error."""
 
     status = 503
-
-
-def digest(value):
-    return hashlib.sha256(value.encode()).hexdigest()
 
 
 def _scope_shown(config, scope):

@@ -28,7 +28,9 @@ S256, PLAIN = "S256", "plain"
 _VERIFIER = re.compile(r"^[A-Za-z0-9\-._~]{43,128}$")
 
 
-def _digest(code):
+def digest(code):
+    """The SHA-256 hex digest under which a one-time secret handed out is stored (codes, device
+    codes, auth_req_ids, registration token ids): never the secret itself."""
     return hashlib.sha256(code.encode()).hexdigest()
 
 
@@ -43,7 +45,7 @@ def issue_code(*, client, user_session, redirect_uri, scope="", nonce="", code_c
     if code_challenge and not code_challenge_method:
         code_challenge_method = PLAIN  # RFC 7636 §4.3: the default method
     rows.insert(AuthorizationCode(
-        digest=_digest(code),
+        digest=digest(code),
         realm_id=client.realm_id,
         client=client,
         user_session=user_session,
@@ -88,10 +90,10 @@ def redeem_code(*, client, code, redirect_uri, code_verifier="") -> Authorizatio
     """The code's row, once, for ``client`` and ``redirect_uri``; raises InvalidGrant otherwise."""
     if not code:
         raise InvalidGrant("Missing parameter: code", event_error="invalid_code")
-    digest = _digest(code)
-    row = _claim(digest)
+    code_digest = digest(code)
+    row = _claim(code_digest)
     if row is None:
-        used = AuthorizationCode.objects.filter(digest=digest, used=True).values_list(
+        used = AuthorizationCode.objects.filter(digest=code_digest, used=True).values_list(
             "client_id", "user_session_id").first()
         if used is not None:
             # Replay of a redeemed code: whoever holds it must not keep what it bought.

@@ -16,7 +16,6 @@ there only, so a pending poll reads and writes no table; approval and denial wri
 then the cache. Redemption claims the approved row with one UPDATE guarded by the state, then
 deletes it; a row found expired is deleted, and each new request sweeps the realm's expired rows.
 """
-import hashlib
 import re
 import secrets
 import time
@@ -33,6 +32,7 @@ from realms.sso import sessions
 
 from . import codes, consent, tokens
 from .client_auth import authenticate
+from .codes import digest
 from .errors import (
     AccessDenied,
     AuthorizationPending,
@@ -44,7 +44,7 @@ from .errors import (
     SlowDown,
     UnauthorizedClient,
 )
-from .grants import move_offline, register_grant, succeed, token_context, token_endpoint_url, wants_offline
+from .grants import register_grant, session_tokens, token_endpoint_url
 from .models import DeviceAuthorization
 from .polling import PolledRequests
 
@@ -69,10 +69,6 @@ INVALID_CODE = "Device code not valid"
 _CHALLENGE = re.compile(r"[0-9A-Za-z\-.~_]{43,128}")
 # Keycloak's event errors (org.keycloak.events.Errors).
 INVALID_DEVICE_CODE, EXPIRED_DEVICE_CODE = "invalid_oauth2_device_code", "expired_oauth2_device_code"
-
-
-def digest(value):
-    return hashlib.sha256(value.encode()).hexdigest()
 
 
 def grant_enabled(client):
@@ -322,13 +318,8 @@ def _redeem(exchange, code_digest):
     if consent.not_granted(user, client, consent.shown_scopes(config, claimed["scope"])):
         # The consent given on the device page was revoked meanwhile.
         raise InvalidScope("Client no longer has requested consent from user", event_error="not_allowed")
-    with transaction.atomic():
-        ctx = token_context(exchange, user, scopes, openid, user_session, client_session, nonce=claimed["nonce"])
-        if wants_offline(scopes):
-            move_offline(exchange, ctx)
-        sessions.touch(user_session, client_session)
-        body, at_claims = tokens.token_response(ctx)
-        return succeed(exchange, ctx, "OAUTH2_DEVICE_CODE_TO_TOKEN", body, at_claims)
+    return session_tokens(exchange, "OAUTH2_DEVICE_CODE_TO_TOKEN", user, scopes, openid, user_session,
+                          client_session, nonce=claimed["nonce"])
 
 
 def register_grant_type():

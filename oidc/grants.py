@@ -177,6 +177,20 @@ def move_offline(exchange, ctx):
     exchange.session_id = offline.pk
 
 
+def session_tokens(exchange, event_type, user, scopes, openid, user_session, client_session, nonce=""):
+    """The token response of a grant redeeming a sign-in already made (the device code, CIBA's
+    auth_req_id): the session's client session touched, an offline session when asked for. Only
+    an offline session needs a transaction (its rows and the tokens bound to them)."""
+    offline = wants_offline(scopes)
+    with transaction.atomic() if offline else contextlib.nullcontext():
+        ctx = token_context(exchange, user, scopes, openid, user_session, client_session, nonce=nonce)
+        if offline:
+            move_offline(exchange, ctx)
+        sessions.touch(user_session, client_session)
+        body, at_claims = tokens.token_response(ctx)
+        return succeed(exchange, ctx, event_type, body, at_claims)
+
+
 def wants_offline(scopes):
     return any(s.name == tokens.OFFLINE_ACCESS for s in scopes)
 

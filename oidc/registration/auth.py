@@ -9,7 +9,6 @@ claim ``registration_auth``). The last two are signed as Keycloak signs its inte
 the realm's HS512 key (the refresh tokens' one); the client keeps only the SHA-256 digest of the
 registration token's ``jti``, replaced on every update (rotation), so an older token is refused.
 No token at all is anonymous registration: only the realm's ``anonymous`` policies decide it."""
-import hashlib
 import time
 import uuid
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from realms.administration.admin_permissions import Admin, management_roles
 from realms.data.crypto import constant_time_equals
 
 from .. import jose, tokens
+from ..codes import digest
 from ..errors import InsufficientScope, InvalidClient, InvalidRequest, InvalidToken
 from ..services import live_subject
 
@@ -47,10 +47,6 @@ def initial_access_token(realm, issuer, row):
     if row.expiration > 0:
         claims["exp"] = row.timestamp + row.expiration
     return _sign(realm, claims)
-
-
-def digest(jti):
-    return hashlib.sha256(jti.encode()).hexdigest()
 
 
 def new_registration_access_token(realm, issuer, client, registration_auth):

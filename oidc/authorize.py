@@ -38,12 +38,13 @@ from realms.signin import engine, flows, loa
 from realms.signin.flows import SSO_AUTH
 from realms.sso import auth_sessions, sessions, sso_cookie
 
-from . import client_metadata, codes, consent, jose, resource_indicators, tokens
+from . import client_metadata, client_policies, codes, consent, jose, resource_indicators, tokens
 from .backchannel import ISSUER_NOTE
 from .errors import AccessDenied, InvalidRequest, OAuthError, OidcError, UnauthorizedClient
 from .realm_cache import get_realm
 
 PROTOCOL = "openid-connect"
+CLAIMS_NOTE = "claims"  # the client session note with the request's ``claims`` parameter
 RESPONSE_MODES = ("query", "fragment", "form_post", "query.jwt", "fragment.jwt", "form_post.jwt", "jwt")
 CODE, TOKEN, ID_TOKEN = "code", "token", "id_token"
 # Every response type Keycloak answers, by its set of parts; written in this canonical order.
@@ -125,6 +126,7 @@ class AuthorizationRequest:
     acr_values: list
     acr_essential: bool
     resource: tuple = ()  # RFC 8707, kept with the code
+    claims: str = ""  # OIDC Core §5.5, the JSON as sent; kept in the client session for the mappers
 
 
 def _single(params, name):
@@ -239,6 +241,7 @@ def parse_request(client_config, params, redirect_uri) -> AuthorizationRequest:
         code_challenge_method=method, prompt=prompt, max_age=int(max_age) if max_age else None,
         login_hint=params.get("login_hint", ""), idp_hint=params.get("kc_idp_hint", ""),
         acr_values=acr_values, acr_essential=essential, resource=tuple(resources),
+        claims=params.get("claims", ""),
     )
 
 
@@ -310,6 +313,8 @@ def start_authorization(request, realm_name, params, binding=flows.BROWSER):
     state = params.get("state", "")
     try:
         authz = parse_request(client_config, params, redirect_uri)
+        client_policies.enforce(client_policies.AUTHORIZATION_REQUEST, realm_config, client_config,
+                                request=request, params=params, authz=authz)
     except OAuthError as exc:
         events.emit(realm, "LOGIN_ERROR", client_id=client.client_id, ip_address=client_address(request),
                     error=exc.event_error, details={"redirect_uri": redirect_uri, "reason": exc.description})
@@ -436,6 +441,7 @@ def _complete(ctx, user_session):
             ISSUER_NOTE: realm_url(ctx.request, ctx.realm.name),
             SSO_AUTH: "true" if ctx.auth_session.notes.get(SSO_AUTH) == "true" else None,
             "acr": acr,
+            CLAIMS_NOTE: data.get("claims") or None,
         })
     sessions.touch(user_session, client_session)
     # Auth sessions started before response types were kept are code requests.

@@ -27,7 +27,7 @@ from realms.signin import engine, flows
 from realms.signin.flows import SSO_AUTH
 from realms.sso import sessions
 
-from . import resource_indicators, tokens
+from . import binding, client_policies, resource_indicators, tokens
 from .client_auth import authenticate
 from .codes import redeem_code
 from .errors import (
@@ -82,6 +82,7 @@ class Exchange:
     session_id: str = ""
     details: dict = field(default_factory=dict)
     request: object = None
+    binding: object = field(default_factory=binding.Binding)  # what the issued tokens are bound to
 
     @property
     def realm(self):
@@ -110,6 +111,9 @@ def handle_token_request(request, exchange: Exchange) -> dict:
             audiences=(exchange.issuer, token_endpoint_url(exchange.issuer)),
         )
         exchange.details["client_auth_method"] = exchange.auth_method
+        exchange.binding = binding.token_request(request, exchange)
+        client_policies.enforce(client_policies.TOKEN_REQUEST, exchange.realm_config, exchange.client_config,
+                                request=request, params=params, exchange=exchange)
         body = grant.handler(exchange)
     except OAuthError as exc:
         if exc.record_event:
@@ -130,10 +134,12 @@ def token_context(exchange, user, scopes, openid, user_session=None, client_sess
     config = exchange.client_config
     user_roles = roles if roles is not None else exchange.realm_config.user_roles(user)
     acr = tokens.session_acr(client_session) if user_session is not None else None
+    bound = exchange.binding
     return tokens.TokenContext(
         realm=exchange.realm, client_config=config, user=user, issuer=exchange.issuer, scopes=scopes,
         openid=openid, user_session=user_session, client_session=client_session, nonce=nonce, acr=acr,
         roles=tokens.restricted_roles(config, user_roles, scopes),
+        cnf=bound.cnf, refresh_cnf=bound.refresh_cnf, token_type=bound.token_type,
     )
 
 
@@ -258,6 +264,7 @@ def refresh_token(exchange):
     if not token:
         raise InvalidRequest("Missing parameter: refresh_token")
     claims = refresh_token_claims(realm, token, exchange.issuer, client.client_id)
+    binding.check_refresh(claims, exchange.binding)
     typ = claims["typ"]
     exchange.user_id, exchange.session_id = claims.get("sub", ""), claims.get("sid", "")
     user_session = sessions.get_valid_session(realm, claims.get("sid"))

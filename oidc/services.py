@@ -15,7 +15,7 @@ from realms.models import ClientScope, ClientSession, User
 from realms.signin import loa
 from realms.sso import sessions
 
-from . import jose, tokens
+from . import binding, client_policies, jose, tokens
 from .authorize import RESPONSE_MODES, RESPONSE_TYPES
 from .client_auth import authenticate
 from .errors import InvalidRequest, InvalidToken, OAuthError, UnauthorizedClient
@@ -181,12 +181,14 @@ def userinfo(request, realm_config, issuer, params):
         raise InvalidToken("Token verification failed") from None
     if claims.get("typ") != tokens.TYP_BEARER or is_revoked(claims):
         raise InvalidToken("Token verification failed")
+    binding.check_resource_request(request, token, claims, endpoint(issuer, "userinfo"))
     live = live_subject(realm_config, claims)
     if live is None:
         emit(realm, "USER_INFO_REQUEST_ERROR", client_id=claims.get("azp", ""), user_id=claims.get("sub", ""),
              session_id=claims.get("sid", ""), error="user_session_not_found")
         raise InvalidToken("Session not active or user disabled")
     user, user_session, config = live
+    client_policies.enforce(client_policies.USERINFO_REQUEST, realm_config, config, request=request, claims=claims)
     scopes, openid = tokens.resolve_scopes(config, claims.get("scope", ""))
     ctx = tokens.TokenContext(
         realm=realm, client_config=config, user=user, issuer=issuer, scopes=scopes, openid=openid,
@@ -213,6 +215,7 @@ def introspect(request, realm_config, issuer, params, ip_address=""):
         emit(realm, "INTROSPECT_TOKEN_ERROR", client_id=config.client_id, ip_address=ip_address,
              error="invalid_request")
         raise InvalidRequest("Client not allowed.", status=403)
+    client_policies.enforce(client_policies.TOKEN_INTROSPECT, realm_config, config, request=request, params=params)
     token = params.get("token", "")
     if not token:
         raise InvalidRequest("Token not provided")
@@ -242,6 +245,7 @@ def revoke(request, realm_config, issuer, params, ip_address=""):
     realm = realm_config.realm
     config, _ = authenticate(request, realm_config, params,
                              audiences=(issuer, endpoint(issuer, "token"), endpoint(issuer, "revoke")))
+    client_policies.enforce(client_policies.TOKEN_REVOKE, realm_config, config, request=request, params=params)
     token = params.get("token", "")
     if not token:
         raise InvalidRequest("Token not provided")

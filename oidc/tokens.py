@@ -103,6 +103,11 @@ class TokenContext:
     extra_claims: dict = field(default_factory=dict)
     # Claims a grant adds to the refresh token (RFC 8707: the grant's ``resource``), kept for the next refresh.
     refresh_extra_claims: dict = field(default_factory=dict)
+    # Sender constraint (oidc.binding): the access token's and the refresh token's ``cnf``, and
+    # the response's token_type.
+    cnf: dict = field(default_factory=dict)
+    refresh_cnf: dict = field(default_factory=dict)
+    token_type: str = "Bearer"
 
     @property
     def client(self):
@@ -174,6 +179,8 @@ def access_token_claims(ctx, now, lifespan=None):
         else:
             claims.pop("aud", None)
     claims.update(ctx.extra_claims)
+    if ctx.cnf:
+        claims["cnf"] = ctx.cnf
     claims["scope"] = ctx.scope
     return claims
 
@@ -218,6 +225,8 @@ def refresh_token(ctx, now):
     claims = {"exp": exp, "iat": now, "jti": str(uuid.uuid4()), "iss": ctx.issuer, "aud": ctx.issuer,
               "sub": ctx.user.pk, "typ": TYP_OFFLINE if offline else TYP_REFRESH,
               "azp": ctx.client.client_id, "sid": ctx.sid, "scope": ctx.scope, **ctx.refresh_extra_claims}
+    if ctx.refresh_cnf:
+        claims["cnf"] = ctx.refresh_cnf
     kid, key = refresh_signing_key(ctx.realm)
     return jose.sign(claims, alg=REFRESH_ALG, key=key, kid=kid), claims
 
@@ -251,7 +260,7 @@ def token_response(ctx, *, with_refresh=True):
         ctx.refresh_claims = rt_claims
     else:
         body["refresh_expires_in"] = 0
-    body["token_type"] = "Bearer"
+    body["token_type"] = ctx.token_type
     if ctx.openid:
         body["id_token"] = _id_token(ctx, now, access_token)
     body["not-before-policy"] = max(realm.not_before, client.not_before)

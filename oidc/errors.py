@@ -181,3 +181,26 @@ class InvalidTarget(OAuthError):
     client may not address."""
 
     error = "invalid_target"
+
+
+class InvalidDpopProof(OAuthError):
+    """RFC 9449 §5, §7.1: the DPoP proof is missing or invalid (400 at the token endpoint; a
+    resource answers 401 with a DPoP challenge, oidc.dpop.at_resource)."""
+
+    error = "invalid_dpop_proof"
+
+
+class UseDpopNonce(OAuthError):
+    """RFC 9449 §8, §9: the proof lacks the server's current nonce, named in ``DPoP-Nonce``."""
+
+    error = "use_dpop_nonce"
+
+
+def dpop_challenge(error, description="", algs=()):
+    """RFC 9449 §7.1: the ``WWW-Authenticate: DPoP`` challenge of a protected resource."""
+    parts = [f'DPoP algs="{" ".join(algs)}"']
+    if error:
+        parts.append(f'error="{error}"')
+    if description:
+        parts.append('error_description="{}"'.format(description.replace('"', "'")))
+    return ", ".join(parts)

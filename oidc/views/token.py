@@ -8,7 +8,7 @@ from django.views.decorators.http import require_http_methods
 from realms.http import cors
 from realms.http.web import client_address
 
-from .. import services
+from .. import dpop, services
 from ..errors import InvalidRequest, OAuthError, error_response
 from ..grants import Exchange, handle_token_request
 from .common import json_no_store, realm_context
@@ -59,7 +59,7 @@ def token(request, realm_config, issuer):
         finally:
             holder["config"] = exchange.client_config
 
-    return _respond(request, produce)
+    return dpop.with_nonce(request, _respond(request, produce))
 
 
 @endpoint

@@ -5,7 +5,7 @@ from django.views.decorators.http import require_http_methods
 
 from realms.http import cors
 
-from .. import services
+from .. import dpop, services
 from ..errors import OAuthError, error_response
 from .common import json_no_store, realm_context
 
@@ -21,5 +21,5 @@ def userinfo(request, realm):
     try:
         claims, config = services.userinfo(request, realm_config, issuer, request.POST)
     except OAuthError as exc:
-        return error_response(exc)
-    return cors.add(request, json_no_store(claims), config.web_origins)
+        return dpop.with_nonce(request, error_response(exc))
+    return dpop.with_nonce(request, cors.add(request, json_no_store(claims), config.web_origins))

@@ -15,7 +15,7 @@ from realms.models import ClientScope, ClientSession, User
 from realms.signin import loa
 from realms.sso import sessions
 
-from . import binding, client_policies, jose, tokens
+from . import binding, client_policies, dpop, jose, tokens
 from .authorize import RESPONSE_MODES, RESPONSE_TYPES
 from .client_auth import authenticate
 from .errors import InvalidRequest, InvalidToken, OAuthError, UnauthorizedClient
@@ -91,6 +91,7 @@ def discovery_document(realm, issuer):
         "request_parameter_supported": False,
         "request_uri_parameter_supported": False,
         "tls_client_certificate_bound_access_tokens": False,
+        "dpop_signing_alg_values_supported": dpop.ALGORITHMS,
         **_optional_endpoints(issuer),
     }
 
@@ -166,6 +167,8 @@ def _bearer(request, params):
     header = request.META.get("HTTP_AUTHORIZATION", "")
     if header[:7].lower() == "bearer ":
         return header[7:].strip()
+    if header[:5].lower() == "dpop ":  # RFC 9449 §7.1; the binding check asks for the proof
+        return header[5:].strip()
     return params.get("access_token", "") if request.method == "POST" else ""
 
 
@@ -231,7 +234,8 @@ def introspect(request, realm_config, issuer, params, ip_address=""):
     body = dict(claims)
     body["active"] = True
     body["client_id"] = claims.get("azp")
-    body["token_type"] = claims.get("typ")
+    # RFC 9449 §6.2 and Keycloak: a DPoP-bound token introspects as token_type DPoP (cnf is in the claims).
+    body["token_type"] = dpop.TOKEN_TYPE if (claims.get("cnf") or {}).get("jkt") else claims.get("typ")
     if "preferred_username" in claims:
         body["username"] = claims["preferred_username"]
     emit(realm, "INTROSPECT_TOKEN", client_id=config.client_id, user_id=claims.get("sub", ""),

@@ -61,6 +61,14 @@ CAPABILITY_SWITCHES = {
     "jwt_authorization_grant": _switch(
         "oauth2.jwt.authorization.grant.enabled", "JWT Authorization Grant",
         "A confidential client may trade an assertion signed by a trusted identity provider for tokens (RFC 7523)."),
+    "dpop_bound_access_tokens": _switch(
+        "dpop.bound.access.tokens", "OAuth 2.0 DPoP Bound Access Tokens Enabled",
+        "Every token request must carry a DPoP proof (RFC 9449); the tokens are bound to its key. Off: a "
+        "request with a proof still gets bound tokens."),
+    "dpop_nonce_required": _switch(
+        "dpop.nonce.required", "DPoP nonce required",
+        "DPoP proofs of this client must carry the server's current nonce (RFC 9449 §8), at the token "
+        "endpoint and at userinfo."),
     "resource_url": Key("attributes", "resource_url", forms.URLField(
         label="Resource URL", required=False, assume_scheme="https",
         help_text="This client as a resource server: the URI clients name in resource (RFC 8707) to get "

@@ -20,6 +20,15 @@ resource's path), and pass ``resource_metadata=metadata_url(resource)`` to ``req
 401 and 403 answers then carry ``WWW-Authenticate: Bearer resource_metadata="..."`` (RFC 9728
 §5.1). The token's audience to require is then the resource itself (RFC 8707: the identity
 provider puts the requested ``resource`` in ``aud``).
+
+DPoP (RFC 9449 §7): a token bound to a key (``cnf.jkt``) is honoured only with the ``DPoP``
+scheme and a proof of that key for this request (``htm``, ``htu``: the API's base URL as
+``realms.http.web.base_url`` gives it plus the request's path, ``ath``, a ``jti`` used once: the
+API's Django cache remembers it, so several processes of one API need a shared cache); sent as
+Bearer it is refused with a ``WWW-Authenticate: DPoP`` challenge.
+``require_bearer(..., dpop_nonce=True)`` also asks for this API's nonce in every proof (RFC 9449
+§9), named in a ``DPoP-Nonce`` header of every answer to a DPoP request. Plain bearer tokens take the same path as
+before, one dictionary look-up more.
 """
 import functools
 import threading
@@ -35,8 +44,9 @@ from jwcrypto import jwk
 from rest_framework import authentication, exceptions
 
 from realms.http import cors
+from realms.http.web import base_url
 
-from . import jose
+from . import dpop, jose
 from .errors import InsufficientScope, InvalidToken, OAuthError, error_response
 
 DEFAULT_ALGORITHMS = ("RS256", "ES256", "EdDSA", "PS256")
@@ -182,17 +192,32 @@ def _issuer(realm, issuer):
 
 
 def bearer_token(request):
+    """The access token of the Authorization header: the Bearer or the DPoP scheme (RFC 9449 §7.1)."""
     header = request.META.get("HTTP_AUTHORIZATION", "")
-    if header[:7].lower() != "bearer " or not header[7:].strip():
-        raise InvalidToken("Missing bearer token")
-    return header[7:].strip()
+    if header[:7].lower() == "bearer " and header[7:].strip():
+        return header[7:].strip()
+    if header[:5].lower() == "dpop " and header[5:].strip():
+        return header[5:].strip()
+    raise InvalidToken("Missing bearer token")
+
+
+def validate_request(bearer_validator, request, *, dpop_nonce=False):
+    """The claims of the request's access token, checked with its presentation: a DPoP-bound
+    token (or the DPoP scheme) needs a valid proof of the token's key for this request."""
+    token = bearer_token(request)
+    claims = bearer_validator.validate(token)
+    if "cnf" in claims or request.META["HTTP_AUTHORIZATION"][:5].lower() == "dpop ":
+        scope = f"api:{bearer_validator.issuer}\0{bearer_validator.audience}" if dpop_nonce else None
+        dpop.check_presentation(request, token, claims, base_url(request) + request.path_info, nonce_scope=scope)
+    return claims
 
 
 def require_bearer(realm=None, audience=None, scope=None, role=None, *, issuer=None, algorithms=DEFAULT_ALGORITHMS,
-                   resource_metadata=None):
+                   resource_metadata=None, dpop_nonce=False):
     """View decorator: the view runs only for a valid token; its claims are ``request.token``.
     ``resource_metadata``: the URL of the API's protected resource metadata, named in the
-    challenge of every refusal (RFC 9728 §5.1)."""
+    challenge of every refusal (RFC 9728 §5.1). ``dpop_nonce``: DPoP proofs must carry this
+    API's current nonce (RFC 9449 §9)."""
     if not (realm or issuer) or not audience:
         raise ValueError("require_bearer needs realm (or issuer) and audience")
 
@@ -200,12 +225,13 @@ def require_bearer(realm=None, audience=None, scope=None, role=None, *, issuer=N
         @functools.wraps(view)
         def wrapper(request, *args, **kwargs):
             try:
-                claims = validator(_issuer(realm, issuer), audience, algorithms).validate(bearer_token(request))
+                claims = validate_request(validator(_issuer(realm, issuer), audience, algorithms), request,
+                                          dpop_nonce=dpop_nonce)
                 check_scope_and_role(claims, scope, role)
             except OAuthError as exc:
-                return with_resource_metadata(error_response(exc), resource_metadata)
+                return dpop.with_nonce(request, with_resource_metadata(error_response(exc), resource_metadata))
             request.token = claims
-            return view(request, *args, **kwargs)
+            return dpop.with_nonce(request, view(request, *args, **kwargs))
         return wrapper
     return decorate
 
@@ -229,17 +255,21 @@ class BearerAuthentication(authentication.BaseAuthentication):
     """DRF authentication: ``request.user`` is a TokenUser, ``request.auth`` the claims.
 
     Configure with settings.OIDC_RESOURCE_SERVER = {"ISSUER": ..., "AUDIENCE": ...}; a view may
-    set ``required_scope`` / ``required_role``."""
+    set ``required_scope`` / ``required_role``. DPoP-bound tokens are checked as by
+    ``require_bearer``, without nonces (DRF's answers have no place for a ``DPoP-Nonce``)."""
 
     def authenticate(self, request):
         header = request.META.get("HTTP_AUTHORIZATION", "")
-        if header[:7].lower() != "bearer ":
+        if header[:7].lower() != "bearer " and header[:5].lower() != "dpop ":
             return None
         conf = settings.OIDC_RESOURCE_SERVER
         try:
-            claims = validator(conf["ISSUER"], conf["AUDIENCE"], conf.get("ALGORITHMS", DEFAULT_ALGORITHMS)).validate(
-                bearer_token(request))
+            claims = validate_request(
+                validator(conf["ISSUER"], conf["AUDIENCE"], conf.get("ALGORITHMS", DEFAULT_ALGORITHMS)),
+                request._request)
         except OAuthError as exc:
+            # DRF answers 401 with authenticate_header's challenge: a DPoP refusal names its own.
+            request.dpop_challenge = exc.headers.get("WWW-Authenticate", "")
             raise exceptions.AuthenticationFailed(exc.description) from None
         view = request.parser_context.get("view") if getattr(request, "parser_context", None) else None
         try:
@@ -249,6 +279,8 @@ class BearerAuthentication(authentication.BaseAuthentication):
         return TokenUser(claims), claims
 
     def authenticate_header(self, request):
+        if getattr(request, "dpop_challenge", "").startswith("DPoP"):
+            return request.dpop_challenge
         header = 'Bearer realm="api", error="invalid_token"'
         url = getattr(settings, "OIDC_RESOURCE_SERVER", {}).get("RESOURCE_METADATA")
         return f'{header}, resource_metadata="{url}"' if url else header

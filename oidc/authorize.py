@@ -15,6 +15,12 @@ Keycloak offers them: ``code``, and for a client with ``implicitFlowEnabled`` (o
 implicit and hybrid types, which need a ``nonce`` in an OpenID request and are answered in the
 fragment by default, never in the query. The ``*.jwt`` modes wrap the response's parameters in a
 JWT signed with the realm's key (JARM); ``jwt`` is ``query.jwt`` or ``fragment.jwt`` by type.
+
+Request objects and pushed requests (RFC 9101, RFC 9126; docs/decisions/0078): the parameters of
+a ``request`` object, of one fetched from ``request_uri``, or of a pushed request replace the
+query's before anything is checked; a failure there is shown on a page, since the redirect URI it
+carries is not trusted yet. A client with ``require.pushed.authorization.requests`` is refused
+any request that was not pushed.
 """
 import base64
 import hashlib
@@ -38,13 +44,14 @@ from realms.signin import engine, flows, loa
 from realms.signin.flows import SSO_AUTH
 from realms.sso import auth_sessions, sessions, sso_cookie
 
-from . import client_metadata, client_policies, codes, consent, jose, resource_indicators, tokens
+from . import client_metadata, client_policies, codes, consent, jose, request_object, resource_indicators, tokens
 from .backchannel import ISSUER_NOTE
 from .errors import AccessDenied, InvalidRequest, OAuthError, OidcError, UnauthorizedClient
 from .realm_cache import get_realm
 
 PROTOCOL = "openid-connect"
 CLAIMS_NOTE = "claims"  # the client session note with the request's ``claims`` parameter
+PAR_REQUIRED = "require.pushed.authorization.requests"  # Keycloak's client attribute (ParConfig)
 RESPONSE_MODES = ("query", "fragment", "form_post", "query.jwt", "fragment.jwt", "form_post.jwt", "jwt")
 CODE, TOKEN, ID_TOKEN = "code", "token", "id_token"
 # Every response type Keycloak answers, by its set of parts; written in this canonical order.
@@ -72,14 +79,6 @@ class UnmetAuthenticationRequirements(OAuthError):
     """OpenID Connect Unmet Authentication Requirements 1.0: an essential acr was not reached."""
 
     error = "unmet_authentication_requirements"
-
-
-class RequestNotSupported(OAuthError):
-    error = "request_not_supported"
-
-
-class RequestUriNotSupported(OAuthError):
-    error = "request_uri_not_supported"
 
 
 class AuthorizationFailure(OidcError):
@@ -127,6 +126,7 @@ class AuthorizationRequest:
     acr_essential: bool
     resource: tuple = ()  # RFC 8707, kept with the code
     claims: str = ""  # OIDC Core §5.5, the JSON as sent; kept in the client session for the mappers
+    dpop_jkt: str = ""  # RFC 9449 §10: the DPoP key the code is bound to
 
 
 def _single(params, name):
@@ -136,7 +136,7 @@ def _single(params, name):
     return values[0] if values else ""
 
 
-def _registered_uris(client, request):
+def registered_uris(client, request):
     """The client's redirect URIs, relative ones resolved against its root URL (``${authBaseUrl}``
     is this server), as Keycloak's RedirectUtils does for the built-in account clients."""
     root = (client.root_url or "").replace("${authBaseUrl}", base_url(request))
@@ -144,7 +144,9 @@ def _registered_uris(client, request):
 
 
 def _trusted_client(realm_config, params, request=None):
-    """(client config, redirect URI) once both are known good, else UntrustedRequest."""
+    """(client config, redirect URI, the request's parameters, the request object's claims or
+    None, whether it was pushed) once the client and redirect URI are known good, else
+    UntrustedRequest."""
     for name in ("client_id", "redirect_uri"):
         if len(params.getlist(name)) > 1:
             raise UntrustedRequest(Message("duplicatedParameterMessage", name))
@@ -168,12 +170,33 @@ def _trusted_client(realm_config, params, request=None):
         raise UntrustedRequest(Message("wrongClientProtocolMessage"), "invalid_client")
     if client.bearer_only:
         raise UntrustedRequest(Message("bearerOnlyMessage"), "not_allowed")
+    params, claims, pushed = _request_parameters(request, realm_config.realm, client, params)
     redirect_uri = params.get("redirect_uri", "")
     if not redirect_uri:
         raise UntrustedRequest(Message("missingParameterMessage", "redirect_uri"))
-    if not is_valid_redirect_uri(_registered_uris(client, request), redirect_uri):
+    if not is_valid_redirect_uri(registered_uris(client, request), redirect_uri):
         raise UntrustedRequest(Message("invalidParameterMessage", "redirect_uri"), "invalid_redirect_uri")
-    return client_config, redirect_uri
+    return client_config, redirect_uri, params, claims, pushed
+
+
+def _request_parameters(request, realm, client, params):
+    """(parameters, request object claims or None, pushed): those of the pushed request, or of the
+    request object merged over the query's (Keycloak's rule), else the query's own."""
+    name = "request" if params.get("request") else "request_uri"
+    try:
+        token, request_uri = _single(params, "request"), _single(params, "request_uri")
+        request_object.check_required(client, request=token, request_uri=request_uri)
+        if request_uri.startswith(request_object.PUSHED_PREFIX):
+            pushed, claims = request_object.take_pushed(realm, client, request_uri)
+            return pushed, claims, True
+        if request_uri:
+            token = request_object.fetch_by_reference(client, request_uri)
+        if not token:
+            return params, None, False
+        claims = request_object.verify(realm, client, realm_url(request, realm.name), token)
+    except OAuthError as exc:
+        raise UntrustedRequest(Message("invalidParameterMessage", name), exc.event_error) from exc
+    return request_object.merged(params, claims), claims, False
 
 
 def _pkce(client, params):
@@ -204,10 +227,6 @@ def parse_request(client_config, params, redirect_uri) -> AuthorizationRequest:
     for name in params:
         if len(params.getlist(name)) > 1 and name != resource_indicators.RESOURCE:  # RFC 8707: repeatable
             raise InvalidRequest(f"Duplicated parameter: {name}")
-    if params.get("request"):
-        raise RequestNotSupported("Request objects are not supported")
-    if params.get("request_uri"):
-        raise RequestUriNotSupported("Request URIs are not supported")
     response_type = _response_type(params)
     if response_type == CODE and not client.standard_flow_enabled:
         raise UnauthorizedClient("Client is not allowed to initiate browser login with given response_type. "
@@ -235,13 +254,16 @@ def parse_request(client_config, params, redirect_uri) -> AuthorizationRequest:
     if max_age and not max_age.isdigit():
         raise InvalidRequest("Invalid parameter: max_age")
     acr_values, essential = _requested_acr(client, params)
+    dpop_jkt = params.get("dpop_jkt", "")
+    if dpop_jkt and not _S256_CHALLENGE.match(dpop_jkt):  # a JWK SHA-256 thumbprint (RFC 7638), base64url
+        raise InvalidRequest("Invalid parameter: dpop_jkt")
     return AuthorizationRequest(
         redirect_uri=redirect_uri, response_type=response_type, response_mode=response_mode, scope=scope,
         state=params.get("state", ""), nonce=params.get("nonce", ""), code_challenge=challenge,
         code_challenge_method=method, prompt=prompt, max_age=int(max_age) if max_age else None,
         login_hint=params.get("login_hint", ""), idp_hint=params.get("kc_idp_hint", ""),
         acr_values=acr_values, acr_essential=essential, resource=tuple(resources),
-        claims=params.get("claims", ""),
+        claims=params.get("claims", ""), dpop_jkt=dpop_jkt,
     )
 
 
@@ -302,7 +324,7 @@ def start_authorization(request, realm_name, params, binding=flows.BROWSER):
     realm_config = get_realm(realm_name)
     realm = realm_config.realm
     try:
-        client_config, redirect_uri = _trusted_client(realm_config, params, request)
+        client_config, redirect_uri, params, request_claims, pushed = _trusted_client(realm_config, params, request)
     except UntrustedRequest as exc:
         events.emit(realm, "LOGIN_ERROR", client_id=params.get("client_id", "")[:255],
                     ip_address=client_address(request), error=exc.event_error,
@@ -312,9 +334,12 @@ def start_authorization(request, realm_name, params, binding=flows.BROWSER):
     response_mode, _ = _response_mode(params)  # where errors go back
     state = params.get("state", "")
     try:
+        if not pushed and (client.attributes or {}).get(PAR_REQUIRED) == "true":
+            raise InvalidRequest("Pushed Authorization Request is only allowed.")
         authz = parse_request(client_config, params, redirect_uri)
         client_policies.enforce(client_policies.AUTHORIZATION_REQUEST, realm_config, client_config,
-                                request=request, params=params, authz=authz)
+                                request=request, params=params, authz=authz, pushed=pushed,
+                                request_object=request_claims)
     except OAuthError as exc:
         events.emit(realm, "LOGIN_ERROR", client_id=client.client_id, ip_address=client_address(request),
                     error=exc.event_error, details={"redirect_uri": redirect_uri, "reason": exc.description})
@@ -452,6 +477,7 @@ def _complete(ctx, user_session):
             client=client, user_session=user_session, redirect_uri=data["redirect_uri"], scope=data["scope"],
             nonce=data["nonce"], code_challenge=data["code_challenge"],
             code_challenge_method=data["code_challenge_method"], resource=data.get("resource") or (),
+            dpop_jkt=data.get("dpop_jkt", ""),
         )
     params = {"code": code, "state": data["state"], "session_state": user_session.pk,
               **engine.kc_action_params(ctx.auth_session)}

@@ -3,11 +3,11 @@ the client signs with the algorithm of its ``ciba.backchannel.auth.request.signi
 attribute, verified with the client's keys (``jwks.string`` or ``jwks.url``). Its claims take the
 place of the form's parameters, as in Keycloak; each refusal is invalid_request with Keycloak's
 sentence. ``request_uri`` is not fetched."""
-import json
 import time
 
 from . import client_auth, jose
 from .errors import InvalidClient, InvalidRequest
+from .request_object import claim_text
 
 SIGNING_ALG = "ciba.backchannel.auth.request.signing.alg"
 LEEWAY = 10
@@ -22,12 +22,7 @@ class Params:
 
     def get(self, name, default=None):
         if name in self.claims and self.claims[name] is not None:
-            value = self.claims[name]
-            # Keycloak reads a claim as text: a value as is, anything else as its JSON.
-            if isinstance(value, bool):
-                return "true" if value else "false"
-            return value if isinstance(value, str) else (str(value) if isinstance(value, int | float)
-                                                          else json.dumps(value))
+            return claim_text(self.claims[name])
         return self.form.get(name, default)
 
     def getlist(self, name):

@@ -39,7 +39,7 @@ def s256_challenge(verifier):
 
 
 def issue_code(*, client, user_session, redirect_uri, scope="", nonce="", code_challenge="",
-               code_challenge_method="", resource=()) -> str:
+               code_challenge_method="", resource=(), dpop_jkt="") -> str:
     """A new random 256-bit code for this client, session and redirect URI; returns the code."""
     code = secrets.token_urlsafe(32)
     if code_challenge and not code_challenge_method:
@@ -55,13 +55,14 @@ def issue_code(*, client, user_session, redirect_uri, scope="", nonce="", code_c
         code_challenge=code_challenge or "",
         code_challenge_method=code_challenge_method if code_challenge else "",
         resource=" ".join(resource or ()),
+        dpop_jkt=dpop_jkt or "",
         expires_at=timezone.now() + timedelta(seconds=client.realm.access_code_lifespan),
     ))
     return code
 
 
 _COLUMNS = ("client_id", "user_session_id", "redirect_uri", "scope", "nonce", "code_challenge",
-            "code_challenge_method", "expires_at", "created", "resource")
+            "code_challenge_method", "expires_at", "created", "resource", "dpop_jkt")
 
 
 def _claim(digest):

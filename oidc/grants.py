@@ -211,6 +211,9 @@ def authorization_code(exchange):
     # Committed on its own: a failed exchange must still burn the code.
     row = redeem_code(client=client, code=params.get("code", ""), redirect_uri=params.get("redirect_uri", ""),
                       code_verifier=params.get("code_verifier", ""))
+    # RFC 9449 §10: a code bound to a DPoP key is redeemed only with a proof of that key.
+    if row.dpop_jkt and exchange.binding.cnf.get("jkt") != row.dpop_jkt:
+        raise InvalidGrant("DPoP proof public key thumbprint does not match dpop_jkt", event_error="invalid_code")
     exchange.session_id = row.user_session_id
     user_session = sessions.get_valid_session(exchange.realm, row.user_session_id)
     if user_session is None:

@@ -26,6 +26,9 @@ class AuthorizationCode(models.Model):
     # RFC 8707: the resource indicators of the authorization request, space-separated (no
     # resource holds a space); the token request may narrow them, never widen them.
     resource = models.TextField(blank=True, default="")
+    # RFC 9449 §10: the thumbprint of the DPoP key the authorization request bound the code to
+    # (``dpop_jkt``, or the proof at PAR); the token request must prove that key.
+    dpop_jkt = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         indexes = [models.Index(fields=["expires_at"])]
@@ -118,3 +121,23 @@ class ClientInitialAccess(models.Model):
     expiration = models.IntegerField(default=0)
     count = models.IntegerField(default=1)
     remaining_count = models.IntegerField(default=1)
+
+
+class PushedAuthorization(models.Model):
+    """A pushed authorization request (RFC 9126; Keycloak's PAR entry in its single-use store).
+    Only the SHA-256 digest of the random part of the ``request_uri`` handed out is kept. The row
+    holds the validated request's parameters (a request object's claims merged in, and the
+    ``dpop_jkt`` of a DPoP proof sent with the push) and the object's claims; the authorization
+    endpoint takes it once (a delete) for the client that pushed it, before ``expires_at`` (the
+    realm's ``parRequestUriLifespan``). In a table, not the cache: dev mode's cache is per
+    process, and the push and the redirect may reach different worker processes."""
+
+    digest = models.CharField(max_length=64, primary_key=True)
+    realm = models.ForeignKey(Realm, on_delete=models.CASCADE, related_name="+")
+    client = models.ForeignKey(Client, on_delete=models.CASCADE, related_name="+")
+    params = models.JSONField(default=dict)  # name -> list of values
+    request_object = models.JSONField(null=True, blank=True)  # the verified request object's claims
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["expires_at"])]

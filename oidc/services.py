@@ -15,7 +15,7 @@ from realms.models import ClientScope, ClientSession, User
 from realms.signin import loa
 from realms.sso import sessions
 
-from . import binding, client_policies, dpop, jose, tokens
+from . import binding, client_policies, dpop, jose, request_object, tokens
 from .authorize import RESPONSE_MODES, RESPONSE_TYPES
 from .client_auth import authenticate
 from .errors import InvalidRequest, InvalidToken, OAuthError, UnauthorizedClient
@@ -88,8 +88,16 @@ def discovery_document(realm, issuer):
         # Keycloak's: the levels of the built-in flows, then the names of the realm's ACR-to-LoA mapping.
         "acr_values_supported": ["0", "1", *[name for name in loa.acr_loa_map(realm) if name not in ("0", "1")]],
         "claims_parameter_supported": False,
-        "request_parameter_supported": False,
-        "request_uri_parameter_supported": False,
+        # RFC 9101 and RFC 9126 (oidc.request_object, oidc.par): objects by value, by a registered
+        # reference or pushed; which are required is per client.
+        "request_parameter_supported": True,
+        "request_uri_parameter_supported": True,
+        "require_request_uri_registration": True,
+        "request_object_signing_alg_values_supported": request_object.SIGNING_ALGS,
+        "request_object_encryption_alg_values_supported": list(request_object.ENCRYPTION_ALGS),
+        "request_object_encryption_enc_values_supported": list(request_object.ENCRYPTION_ENCS),
+        "pushed_authorization_request_endpoint": endpoint(issuer, "ext/par/request"),
+        "require_pushed_authorization_requests": False,
         "tls_client_certificate_bound_access_tokens": False,
         "dpop_signing_alg_values_supported": dpop.ALGORITHMS,
         **_optional_endpoints(issuer),

@@ -4,7 +4,7 @@ import re
 from django.urls import path
 
 from .registration import urls as registration
-from .views import authorize, ciba, device, discovery, logout, metadata, session_status, token, userinfo
+from .views import authorize, ciba, device, discovery, logout, metadata, par, session_status, token, userinfo
 
 OIDC = "protocol/openid-connect/"
 # The machine-to-machine ones (JSON; callers authenticate with their own credentials or a bearer
@@ -12,7 +12,7 @@ OIDC = "protocol/openid-connect/"
 # refusals there are OAuth JSON (realms.http.transport).
 PROTOCOL_ENDPOINTS = re.compile(
     r"^/realms/[^/]+/(?:protocol/openid-connect/(?:token|token/introspect|revoke|userinfo|certs|auth/device"
-    r"|ext/ciba/auth|ext/ciba/auth/callback)"
+    r"|ext/ciba/auth|ext/ciba/auth/callback|ext/par/request)"
     r"|\.well-known/(?:openid-configuration|oauth-authorization-server)"
     r"|clients-registrations/[^/]+(?:/[^/]+)?)$|^/realms/[^/]+$"
     r"|^/\.well-known/oauth-authorization-server/realms/[^/]+$")
@@ -26,6 +26,7 @@ urlpatterns = [
     path(OIDC + "token", token.token, name="oidc-token"),
     path(OIDC + "token/introspect", token.introspect, name="oidc-introspect"),
     path(OIDC + "revoke", token.revoke, name="oidc-revoke"),
+    path(OIDC + "ext/par/request", par.pushed_authorization_request, name="oidc-par"),
     path(OIDC + "userinfo", userinfo.userinfo, name="oidc-userinfo"),
     path(OIDC + "login-status-iframe.html", session_status.login_status_iframe, name="oidc-login-status-iframe"),
     path(OIDC + "login-status-iframe.html/init", session_status.login_status_iframe_init,

@@ -13,7 +13,7 @@ from ..representation.services import add_default_client_scopes
 from ..signin import engine
 from ..users.accounts import enable_service_account
 from .audit import admin_event, object_event
-from .base import ConsoleAdmin, RealmScopedInline, realm_owned_list_filter
+from .base import ConsoleAdmin, LinesField, RealmScopedInline, realm_owned_list_filter
 from .keyed import Key, KeyedJsonForm, keyed_form
 from .names import resolved, time_column
 from .sessions import sessions_table
@@ -79,10 +79,56 @@ CAPABILITY_SWITCHES = {
             help_text="The identity providers whose assertions this client may present; none: no assertion is "
                       "accepted."), omit_empty=True),
 }
+
+
+class _AnyAlg(Key):
+    """Keycloak's request object signature algorithm: its "any" is the empty choice."""
+
+    def from_json(self, value):
+        return "" if value == "any" else value
+
+
+def _choice(key, label, choices, help_text, kind=Key):
+    return kind("attributes", key, forms.ChoiceField(label=label, required=False, choices=choices,
+                                                     help_text=help_text), omit_empty=True)
+
+
+_SIGNING_ALGS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA",
+                 "HS256", "HS384", "HS512")
+# Keycloak's Advanced settings for pushed authorization requests (RFC 9126) and request objects (RFC 9101).
+REQUEST_SETTINGS = {
+    "par_required": _switch(
+        "require.pushed.authorization.requests", "Pushed authorization request required",
+        "Authorization requests of this client must be pushed first (RFC 9126); any other is refused."),
+    "request_object_required": _choice(
+        "request.object.required", "Request object required",
+        [("", "not required"), ("request or request_uri", "request or request_uri"),
+         ("request only", "request only"), ("request_uri only", "request_uri only")],
+        "Whether authorization requests must come as a request object, by value (request) or by reference "
+        "(request_uri, a pushed request's too)."),
+    "request_object_signature_alg": _choice(
+        "request.object.signature.alg", "Request object signature algorithm",
+        [("", "any"), ("none", "none (unsigned)"), *((alg, alg) for alg in _SIGNING_ALGS)],
+        "The one algorithm this client's request objects may be signed with; any: any asymmetric one with its "
+        "keys, or HS* with its secret. Unsigned objects only when none is chosen.", _AnyAlg),
+    "request_object_encryption_alg": _choice(
+        "request.object.encryption.alg", "Request object encryption algorithm",
+        [("", "not encrypted"), ("RSA-OAEP", "RSA-OAEP"), ("RSA-OAEP-256", "RSA-OAEP-256")],
+        "Set: request objects must be encrypted to the realm's encryption key with this algorithm."),
+    "request_object_encryption_enc": _choice(
+        "request.object.encryption.enc", "Request object content encryption algorithm",
+        [("", "not encrypted"), *((enc, enc) for enc in ("A128CBC-HS256", "A192CBC-HS384", "A256CBC-HS512",
+                                                          "A128GCM", "A192GCM", "A256GCM"))],
+        "Set: request objects must be encrypted with this content encryption algorithm."),
+    "request_uris": _Aliases("attributes", "request.uris", LinesField(
+        label="Valid request URIs", required=False,
+        help_text="The URLs a request_uri may name, one per line (wildcards as in redirect URIs); none: a "
+                  "request object is never fetched."), omit_empty=True),
+}
 # What only OpenID Connect clients have (the SAML section comes from saml.admin).
 OIDC_ONLY = {"public_client", "bearer_only", "client_authenticator_type", "standard_flow_enabled",
              "implicit_flow_enabled", "direct_access_grants_enabled", "service_accounts_enabled", "web_origins",
-             "secret_status", *CAPABILITY_SWITCHES}
+             "secret_status", *CAPABILITY_SWITCHES, *REQUEST_SETTINGS}
 
 
 def protocol_choices():
@@ -139,7 +185,7 @@ class ClientFormBase(KeyedJsonForm):
         return cleaned
 
 
-ClientForm = keyed_form("ClientForm", ClientFormBase, CAPABILITY_SWITCHES)
+ClientForm = keyed_form("ClientForm", ClientFormBase, {**CAPABILITY_SWITCHES, **REQUEST_SETTINGS})
 
 
 @admin.register(Client)
@@ -170,6 +216,8 @@ class ClientAdmin(ConsoleAdmin):
         ("Client secret", {"classes": ("tab-credentials",), "fields": ("secret_status",)}),
         ("Dedicated scope", {"classes": ("tab-client-scopes",), "fields": ("full_scope_allowed", "scope_roles")}),
         ("Sessions", {"classes": ("tab-sessions",), "fields": ("sessions",)}),
+        ("Pushed authorization and request objects", {"classes": ("tab-advanced",), "fields": (
+            *REQUEST_SETTINGS,)}),
         ("Advanced", {"classes": ("tab-advanced",), "fields": (
             "attributes", "authentication_flow_binding_overrides", "node_re_registration_timeout",
             "not_before", "surrogate_auth_required", "id", "created_at",

@@ -11,9 +11,10 @@ class OidcConfig(AppConfig):
         from realms.admin_api import resources
         from realms.admin_api.authentication import register_token_verifier
         from realms.http.transport import register_json_endpoints
+        from realms.representation.clients import register_attribute_check
         from realms.users.consents import register_consent_store
 
-        from . import admin_api, authorize, backchannel, consent, grants
+        from . import admin_api, authorize, backchannel, consent, grants, request_object
         from .admin_tokens import verify
         from .urls import PROTOCOL_ENDPOINTS
 
@@ -30,3 +31,4 @@ class OidcConfig(AppConfig):
         register_sign_in(authorize.account_sign_in_url)
         register_json_endpoints(PROTOCOL_ENDPOINTS)  # sslRequired refusals there are OAuth JSON
         resources.register(*admin_api.urlpatterns)
+        register_attribute_check("request objects and PAR", request_object.check_attributes)

@@ -51,7 +51,6 @@ from .realm_cache import get_realm
 
 PROTOCOL = "openid-connect"
 CLAIMS_NOTE = "claims"  # the client session note with the request's ``claims`` parameter
-PAR_REQUIRED = "require.pushed.authorization.requests"  # Keycloak's client attribute (ParConfig)
 RESPONSE_MODES = ("query", "fragment", "form_post", "query.jwt", "fragment.jwt", "form_post.jwt", "jwt")
 CODE, TOKEN, ID_TOKEN = "code", "token", "id_token"
 # Every response type Keycloak answers, by its set of parts; written in this canonical order.
@@ -334,7 +333,7 @@ def start_authorization(request, realm_name, params, binding=flows.BROWSER):
     response_mode, _ = _response_mode(params)  # where errors go back
     state = params.get("state", "")
     try:
-        if not pushed and (client.attributes or {}).get(PAR_REQUIRED) == "true":
+        if not pushed and (client.attributes or {}).get(request_object.PAR_REQUIRED) == "true":
             raise InvalidRequest("Pushed Authorization Request is only allowed.")
         authz = parse_request(client_config, params, redirect_uri)
         client_policies.enforce(client_policies.AUTHORIZATION_REQUEST, realm_config, client_config,

@@ -52,6 +52,7 @@ MEDIA_TYPE = "application/oauth-authz-req+jwt"
 URIS_DELIMITER = "##"  # Keycloak's delimiter of a multi-valued client attribute
 PUSHED_PREFIX = "urn:ietf:params:oauth:request_uri:"
 PAR_LIFESPAN = "parRequestUriLifespan"  # Keycloak's realm attribute (ParConfig), seconds
+PAR_REQUIRED = "require.pushed.authorization.requests"  # Keycloak's client attribute (ParConfig)
 DEFAULT_PAR_LIFESPAN = 60
 
 
@@ -70,6 +71,20 @@ def claim_text(value):
     if isinstance(value, str):
         return value
     return str(value) if isinstance(value, int | float) else json.dumps(value)
+
+
+def check_attributes(protocol, attributes):
+    """The refusal of a client's request object or PAR attribute this server cannot honour (an
+    import, the Admin API), or None."""
+    if protocol != "openid-connect":
+        return None
+    allowed = {REQUIRED: REQUIRED_VALUES, SIGNATURE_ALG: (ANY, *SIGNING_ALGS), ENCRYPTION_ALG: ENCRYPTION_ALGS,
+               ENCRYPTION_ENC: ENCRYPTION_ENCS, PAR_REQUIRED: ("true", "false")}
+    for name, values in allowed.items():
+        value = attributes.get(name)
+        if value not in (None, "") and value not in values:
+            return f"Unsupported value of {name}: {value!r}; one of: {', '.join(values)}"
+    return None
 
 
 def par_lifespan(realm):

@@ -1,5 +1,6 @@
 """Clients: fields, parsing, import and export."""
 from ..models import Client
+from ..registry import Registry
 from .authorization import parse_authorization, resolve_authorization
 from .fields import (
     RepresentationError,
@@ -57,11 +58,23 @@ _CLIENT_EXTRA = {
 }
 # Keys Keycloak computes from other data.
 _DERIVED = {"access"}
+# A protocol's checks of the client attributes it reads (name -> check(protocol, attributes) ->
+# the refusal's message or None), filled from its AppConfig.ready(): an import or the Admin API
+# refuses a value the protocol cannot honour instead of keeping a setting that does nothing.
+_attribute_checks = Registry("client attribute checks")
+
+
+def register_attribute_check(name, check):
+    _attribute_checks.add(name, check)
 
 
 def parse_client(c, path, p):
     values = p.take(c, path, spec_of(_CLIENT_FIELDS, _CLIENT_EXTRA), derived=_DERIVED,
                     required=("clientId",))
+    for check in _attribute_checks.by_key():
+        refusal = check(values.get("protocol") or "openid-connect", values.get("attributes") or {})
+        if refusal:
+            raise RepresentationError(f"{path}.attributes" if path else "attributes", refusal)
     return {
         "_path": path,
         "fields": model_fields(_CLIENT_FIELDS, values),

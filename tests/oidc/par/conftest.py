@@ -80,7 +80,10 @@ def request_object(key, *, alg="ES256", **claims):
 
 
 def sign_in(http, page):
-    """Fill the login form of ``page``: the redirect back to the client."""
+    """Fill the login form of ``page``: the redirect back to the client (at once, for a browser
+    signed in already)."""
+    if page.status_code == 302:
+        return page
     assert page.status_code == 200 and 'name="password"' in page.content.decode(), page.content[:400]
     return http.post(action_of(page), {"username": "bob", "password": PASSWORD})
 
@@ -91,6 +94,6 @@ def code_of(response):
     return query["code"][0]
 
 
-def redeem(http, code, **extra):
+def redeem(http, code, **headers):
     return http.post(TOKEN, {"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT,
-                             "client_id": "web-app", "client_secret": SECRET, "code_verifier": VERIFIER, **extra})
+                             "client_id": "web-app", "client_secret": SECRET, "code_verifier": VERIFIER}, **headers)

@@ -96,8 +96,6 @@ def test_unknown_realm_is_404(client):
     ({"response_type": ""}, "invalid_request"),
     ({"scope": "openid no-such-scope"}, "invalid_scope"),
     ({"response_mode": "web_message"}, "invalid_request"),
-    ({"request": "eyJhbGciOiJub25lIn0.e30."}, "request_not_supported"),
-    ({"request_uri": "https://app.example/req"}, "request_uri_not_supported"),
     ({"prompt": "none login"}, "invalid_request"),
     ({"max_age": "soon"}, "invalid_request"),
     ({"prompt": "none"}, "login_required"),

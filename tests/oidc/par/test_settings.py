@@ -131,3 +131,18 @@ def test_discovery_lists_what_is_served(client, realm):
     assert "ES256" in doc["request_object_signing_alg_values_supported"]
     assert "none" in doc["request_object_signing_alg_values_supported"]
     assert doc["request_object_encryption_alg_values_supported"] == ["RSA-OAEP", "RSA-OAEP-256"]
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("fresh_caches")
+def test_lifespan_realm_attribute_is_imported_exported_and_served():
+    from realms.representation import export_realm
+    realm = import_realm({"realm": "lifespan", "enabled": True, "attributes": {"parRequestUriLifespan": "90"},
+                          "clients": [{"clientId": "app", "secret": "app-secret-" + "x" * 20,
+                                       "redirectUris": ["https://app.example/cb"]}]}).realm
+    assert export_realm(realm)["attributes"]["parRequestUriLifespan"] == "90"
+    answer = HttpClient().post("/realms/lifespan/protocol/openid-connect/ext/par/request", {
+        "client_id": "app", "client_secret": "app-secret-" + "x" * 20, "response_type": "code",
+        "redirect_uri": "https://app.example/cb", "scope": "openid"})
+    assert answer.status_code == 201, answer.content
+    assert answer.json()["expires_in"] == 90

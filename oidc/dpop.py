@@ -42,7 +42,7 @@ TOKEN_TYPE = "DPoP"
 REQUIRE_DPOP = "dpop.bound.access.tokens"
 REQUIRE_NONCE = "dpop.nonce.required"
 
-# RFC 7638 §3.2: the members a thumbprint is computed over, per key type.
+# RFC 7638 §3.2: the members a thumbprint is computed over, per key type, in lexicographic order.
 _REQUIRED = {"EC": ("crv", "kty", "x", "y"), "RSA": ("e", "kty", "n"), "OKP": ("crv", "kty", "x")}
 _PRIVATE = ("d", "p", "q", "dp", "dq", "qi", "oth", "k")
 _PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
@@ -82,6 +82,7 @@ def with_nonce(request, response):
 
 # Proofs ----------------------------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=1024)  # the same few endpoint URLs, over and over
 def normalize_url(url):
     """RFC 9449 §4.3: scheme and host lower-cased, the default port dropped, percent-encoding
     normalised (RFC 3986 §6.2.2-6.2.3), query and fragment ignored; None when not an http(s) URL."""
@@ -103,12 +104,6 @@ def normalize_url(url):
     return f"{scheme}://{netloc}{_PERCENT.sub(unescape, parts.path) or '/'}"
 
 
-def thumbprint(members: dict) -> str:
-    """RFC 7638 SHA-256 thumbprint, base64url, of a public JWK's required members."""
-    canonical = json.dumps({name: members[name] for name in _REQUIRED[members["kty"]]}, separators=(",", ":"))
-    return jose.b64e(hashlib.sha256(canonical.encode()).digest())
-
-
 @functools.lru_cache(maxsize=4096)
 def _public_key(canonical):
     # A client proves with the same key over and over: parse it once per process.
@@ -124,12 +119,14 @@ def _key(header):
     required = _REQUIRED.get(found.get("kty"))
     if required is None or not all(isinstance(found.get(name), str) for name in required):
         raise InvalidDpopProof("Unsupported key type in DPoP header")
-    members = {name: found[name] for name in required}
+    # RFC 7638 §3: the required members in lexicographic order, no whitespace; its SHA-256 is the
+    # thumbprint, and it is also all a public key needs to be parsed.
+    canonical = json.dumps({name: found[name] for name in required}, separators=(",", ":"))
     try:
-        key = _public_key(json.dumps(members, sort_keys=True))
+        key = _public_key(canonical)
     except (jwk.InvalidJWKValue, ValueError, TypeError):
         raise InvalidDpopProof("Unsupported key type in DPoP header") from None
-    return key, thumbprint(members)
+    return key, jose.b64e(hashlib.sha256(canonical.encode()).digest())
 
 
 def proof_jkt(request, url, *, access_token=None, nonce_scope=None) -> str:

@@ -44,6 +44,7 @@ from django.core.handlers.wsgi import WSGIHandler  # noqa: E402
 from django.db import connection  # noqa: E402
 
 from bench.oidc.codeflow import CSRF, FORM, OPTIONS, signers  # noqa: E402
+from bench.oidc.dpop_load import Prover  # noqa: E402
 from bench.oidc.users import CLIENT, PASSKEY_REALM, PASSWORD, REALM, REDIRECT, SECRET, USER  # noqa: E402
 from bench.proc import cpu_seconds  # noqa: E402
 from oidc.realm_cache import get_realm  # noqa: E402
@@ -129,8 +130,8 @@ class WSGIAdapter(requests.adapters.BaseAdapter):
         pass
 
 
-def token(data, oidc=OIDC):
-    status, _, content = Browser().call("POST", f"{oidc}/token", data, {"Authorization": BASIC})
+def token(data, oidc=OIDC, headers=None):
+    status, _, content = Browser().call("POST", f"{oidc}/token", data, {"Authorization": BASIC, **(headers or {})})
     assert status == 200, content[:300]
     return content
 
@@ -183,10 +184,13 @@ def scenarios():
     roles = get_realm(REALM)
     for user in User.objects.filter(realm__name=REALM, username__startswith="bench-totp-"):
         roles.user_roles(user)
+    prover = Prover()  # DPoP: a fresh proof per request, made before the metered call
     return {
         "argon2id_verify": (lambda: check_password(PASSWORD, encoded), 0),
         "bare_django_view": (lambda: Browser().call("GET", f"{BASE}/bench/bare"), 1),
         "client_credentials": (lambda: token({"grant_type": "client_credentials"}), 1),
+        "client_credentials_dpop": (lambda: token({"grant_type": "client_credentials"},
+                                                  headers={"DPoP": prover.proof(f"{OIDC}/token")}), 1),
         "refresh_token": (lambda: token({"grant_type": "refresh_token", "refresh_token": refresh_token}), 1),
         "code_flow": (code_flow, 3),
         "code_flow_totp": (functools.partial(code_flow, "totp", signers("totp", BASE, 1)[0]), 4),

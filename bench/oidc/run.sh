@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # OpenID Connect benchmark: production mode (manage.py start = Granian, PostgreSQL, Redis), the
 # server pinned to core 0, the load generator to core 1, 50 concurrent clients.
-# Measures: a bare Django view, client-credentials grants, token exchanges, refresh grants, full authorization-code
+# Measures: a bare Django view, client-credentials grants (also DPoP-bound ones, with a Python load generator
+# that signs a proof per request), token exchanges, refresh grants, full authorization-code
 # flows (login form with Argon2id + code exchange; the same plus a TOTP code; a passkey alone),
 # the demo API (local validation over HTTP) and
 # in-process local token validation. Then, in the same run, the peer (django-oauth-toolkit) when
@@ -89,6 +90,16 @@ echo "machine: $(lscpu | awk -F: '/Model name/{gsub(/^ +/,"",$2); print $2}'), $
   "granian: $WORKERS worker(s) x $THREADS thread(s); load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 load bare_django_view "$SERVER" -m GET "$U/bench/bare"
 load client_credentials "$SERVER" -m POST -T $FORM -H "$BASIC" -d grant_type=client_credentials "$TOKEN"
+# DPoP-bound client-credentials grants (RFC 9449) beside unbound ones, both from
+# bench/oidc/dpop_load.py (one client code; a fresh ES256 proof per request, signed on the load
+# generator's core, its own key per thread): the ratio of the two CPU figures is the one to read.
+for kind in plain dpop; do
+  taskset -c 1 $PY bench/oidc/dpop_load.py "$U" 2 50 $kind >/dev/null  # warm-up
+  before=$(snapshot "$SERVER")
+  out=$(taskset -c 1 $PY bench/oidc/dpop_load.py "$U" "$DURATION" 50 $kind)
+  after=$(snapshot "$SERVER")
+  echo "client_credentials_$kind (dpop_load.py, 50 concurrent): $out | $(cpu_per request "$(echo "$out" | sed 's/requests=\([0-9]*\).*/\1/')" "$before" "$after")"
+done
 # Standard token exchange (RFC 8693) beside it: bench-app exchanges a user's access token (from a
 # live SSO session) that bench-front got; the same client authentication, one more token verified.
 XTOKEN=$U/realms/bench-exchange/protocol/openid-connect/token

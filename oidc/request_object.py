@@ -1,12 +1,13 @@
-"""Request objects (RFC 9101, OIDC Core §6): the authorization request as a JWT the client signs
-(and may encrypt to the realm), sent by value (``request``) or by reference (``request_uri``,
+"""Request objects (RFC 9101, OIDC Core §6): the authorization request as a JWT the client signs,
+sent by value (``request``) or by reference (``request_uri``,
 fetched from a URL the client registered in ``request.uris``).
 
 Keycloak's client attributes decide what is accepted: ``request.object.signature.alg`` (the one
 algorithm allowed; unset or ``any``: any asymmetric one, or HS* keyed with the client secret;
-``none`` only when it names ``none``), ``request.object.encryption.alg`` and ``.enc`` (when set,
-the object must be encrypted with them), ``request.object.required`` and ``request.uris``. The
+``none`` only when it names ``none``), ``request.object.required`` and ``request.uris``. The
 object's claims take the place of the query's parameters of the same name (Keycloak's merge).
+Encrypted objects (``request.object.encryption.alg``/``.enc``) wait for the realm's encryption
+keys: refused, and the attributes refused at import (docs/decisions/0078).
 Each refusal is ``invalid_request_object`` or ``invalid_request_uri`` (RFC 9101 §7).
 
 A pushed request (RFC 9126) is a reference too: ``urn:ietf:params:oauth:request_uri:<random>``,
@@ -22,10 +23,7 @@ from datetime import timedelta
 from django.core.cache import cache
 from django.http import QueryDict
 from django.utils import timezone
-from jwcrypto import jwe
-from jwcrypto.common import JWException
 
-from realms.data.keys import realm_keys
 from realms.http.outbound import OutboundError, fetch
 from realms.http.redirects import is_valid_redirect_uri
 
@@ -42,9 +40,6 @@ NOT_REQUIRED, REQUEST_OR_URI, REQUEST_ONLY, URI_ONLY = (
     "not required", "request or request_uri", "request only", "request_uri only")
 REQUIRED_VALUES = (NOT_REQUIRED, REQUEST_OR_URI, REQUEST_ONLY, URI_ONLY)
 ANY, NONE = "any", "none"
-# What the realm's encryption keys (RSA, ``rsa-enc-generated``) decrypt; RSA1_5 is refused (RFC 8725 §3.2).
-ENCRYPTION_ALGS = ("RSA-OAEP", "RSA-OAEP-256")
-ENCRYPTION_ENCS = ("A128CBC-HS256", "A192CBC-HS384", "A256CBC-HS512", "A128GCM", "A192GCM", "A256GCM")
 SIGNING_ALGS = sorted(jose.ASYMMETRIC | jose.SYMMETRIC) + [NONE]
 LEEWAY = 10
 JTI_TTL_WITHOUT_EXP = 3600
@@ -78,8 +73,10 @@ def check_attributes(protocol, attributes):
     import, the Admin API), or None."""
     if protocol != "openid-connect":
         return None
-    allowed = {REQUIRED: REQUIRED_VALUES, SIGNATURE_ALG: (ANY, *SIGNING_ALGS), ENCRYPTION_ALG: ENCRYPTION_ALGS,
-               ENCRYPTION_ENC: ENCRYPTION_ENCS, PAR_REQUIRED: ("true", "false")}
+    for name in (ENCRYPTION_ALG, ENCRYPTION_ENC):
+        if attributes.get(name):
+            return f"Unsupported value of {name}: encrypted request objects are not supported"
+    allowed = {REQUIRED: REQUIRED_VALUES, SIGNATURE_ALG: (ANY, *SIGNING_ALGS), PAR_REQUIRED: ("true", "false")}
     for name, values in allowed.items():
         value = attributes.get(name)
         if value not in (None, "") and value not in values:
@@ -169,15 +166,12 @@ def fetch_by_reference(client, request_uri):
 
 
 def verify(realm, client, issuer, token):
-    """The claims of the client's request object ``token`` once decrypted (if it is a JWE) and
-    verified; raises InvalidRequestObject."""
+    """The claims of the client's request object ``token`` once verified; raises InvalidRequestObject."""
     if not isinstance(token, str) or not token:
         raise InvalidRequestObject("Invalid request object")
     attrs = client.attributes or {}
     if token.count(".") == 4:
-        token = _decrypt(realm, attrs, token)
-    elif attrs.get(ENCRYPTION_ALG) or attrs.get(ENCRYPTION_ENC):
-        raise InvalidRequestObject("Request object not encrypted")
+        raise InvalidRequestObject("Encrypted request objects are not supported")
     try:
         header, claims, signing_input, signature = jose.parse(token)
     except jose.JoseError:
@@ -206,33 +200,6 @@ def verify(realm, client, issuer, token):
     _check_times(claims)
     _check_jti(realm, client, claims)
     return claims
-
-
-def _decrypt(realm, attrs, token):
-    """The nested JWS of a request object encrypted to one of the realm's encryption keys."""
-    try:
-        obj = jwe.JWE()
-        obj.deserialize(token)
-        header = obj.jose_header
-    except (JWException, ValueError, TypeError):
-        raise InvalidRequestObject("Invalid request object") from None
-    alg, enc = header.get("alg"), header.get("enc")
-    if attrs.get(ENCRYPTION_ALG) and alg != attrs[ENCRYPTION_ALG]:
-        raise InvalidRequestObject("Request object encrypted with different algorithm than client requested algorithm")
-    if attrs.get(ENCRYPTION_ENC) and enc != attrs[ENCRYPTION_ENC]:
-        raise InvalidRequestObject(
-            "Request object content encrypted with different algorithm than client requested algorithm")
-    if alg not in ENCRYPTION_ALGS or enc not in ENCRYPTION_ENCS:
-        raise InvalidRequestObject("Request object encryption algorithm not supported")
-    key = realm_keys(realm).decryption_key(header.get("kid"), alg)
-    if key is None:
-        raise InvalidRequestObject("No realm key to decrypt the request object")
-    obj.allowed_algs = [alg, enc]
-    try:
-        obj.decrypt(key)
-        return obj.payload.decode()
-    except (JWException, ValueError, UnicodeDecodeError):
-        raise InvalidRequestObject("Failed to decrypt the request object") from None
 
 
 def _verify_signature(client, header, alg, signing_input, signature):

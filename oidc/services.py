@@ -94,8 +94,6 @@ def discovery_document(realm, issuer):
         "request_uri_parameter_supported": True,
         "require_request_uri_registration": True,
         "request_object_signing_alg_values_supported": request_object.SIGNING_ALGS,
-        "request_object_encryption_alg_values_supported": list(request_object.ENCRYPTION_ALGS),
-        "request_object_encryption_enc_values_supported": list(request_object.ENCRYPTION_ENCS),
         "pushed_authorization_request_endpoint": endpoint(issuer, "ext/par/request"),
         "require_pushed_authorization_requests": False,
         "tls_client_certificate_bound_access_tokens": False,

@@ -111,15 +111,6 @@ REQUEST_SETTINGS = {
         [("", "any"), ("none", "none (unsigned)"), *((alg, alg) for alg in _SIGNING_ALGS)],
         "The one algorithm this client's request objects may be signed with; any: any asymmetric one with its "
         "keys, or HS* with its secret. Unsigned objects only when none is chosen.", _AnyAlg),
-    "request_object_encryption_alg": _choice(
-        "request.object.encryption.alg", "Request object encryption algorithm",
-        [("", "not encrypted"), ("RSA-OAEP", "RSA-OAEP"), ("RSA-OAEP-256", "RSA-OAEP-256")],
-        "Set: request objects must be encrypted to the realm's encryption key with this algorithm."),
-    "request_object_encryption_enc": _choice(
-        "request.object.encryption.enc", "Request object content encryption algorithm",
-        [("", "not encrypted"), *((enc, enc) for enc in ("A128CBC-HS256", "A192CBC-HS384", "A256CBC-HS512",
-                                                          "A128GCM", "A192GCM", "A256GCM"))],
-        "Set: request objects must be encrypted with this content encryption algorithm."),
     "request_uris": _Aliases("attributes", "request.uris", LinesField(
         label="Valid request URIs", required=False,
         help_text="The URLs a request_uri may name, one per line (wildcards as in redirect URIs); none: a "

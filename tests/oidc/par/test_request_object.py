@@ -136,6 +136,15 @@ def test_request_or_request_uri_accepts_either(client, web_app, bob, key):
     assert authorize_with(client, request=request_object(key)).status_code == 200
 
 
+def test_encrypted_request_object_is_refused(client, web_app, key):
+    from jwcrypto import jwe, jwk
+    recipient = jwk.JWK.generate(kty="RSA", size=2048)
+    token = jwe.JWE(request_object(key).encode(), protected={"alg": "RSA-OAEP", "enc": "A256GCM", "cty": "JWT"})
+    token.add_recipient(recipient)
+    assert pushed_error(client, token.serialize(compact=True)) == {
+        "error": "invalid_request_object", "error_description": "Encrypted request objects are not supported"}
+
+
 def test_request_and_request_uri_together_are_refused(client, web_app, key):
     page = authorize_with(client, request=request_object(key), request_uri="https://app.example/ro")
     assert page.status_code == 400

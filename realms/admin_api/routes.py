@@ -5,6 +5,7 @@ from django.urls import path
 
 from . import (
     attack_detection,
+    client_policies,
     client_scopes,
     clients,
     credentials,
@@ -65,6 +66,8 @@ urlpatterns = [
     path(f"{R}/attack-detection/brute-force/users", attack_detection.AllLoginFailures.as_view()),
     path(f"{R}/attack-detection/brute-force/users/<str:user_id>", attack_detection.UserLoginFailure.as_view()),
     path(f"{R}/keys", keys.Keys.as_view()),
+    path(f"{R}/client-policies/policies", client_policies.ClientPolicies.as_view()),
+    path(f"{R}/client-policies/profiles", client_policies.ClientProfiles.as_view()),
     path(f"{R}/logout-all", sessions.LogoutAll.as_view()),
     path(f"{R}/sessions/<str:session_id>", sessions.SessionDetail.as_view()),
     path(f"{R}/clients/<str:client_uuid>/user-sessions", sessions.ClientUserSessions.as_view()),

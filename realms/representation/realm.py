@@ -127,15 +127,19 @@ POLICY_PREFIXES = (("otpPolicy", "otp_policy"), ("otpSupportedApplications", "ot
 _DERIVED = {"keycloakVersion", "realm", "publicKey", "certificate", "adminPermissionsClient"}
 
 
-def _client_policies(value, path, p):
-    # No condition or executor is implemented yet: a realm whose policies would go unenforced is
-    # refused rather than imported with its clients unprotected. Empty sections lose nothing.
-    policies = as_list(as_dict(value, path).get("policies") or [], f"{path}.policies")
+def check_client_policies(value, path):
+    """No condition or executor is implemented yet: a policy would go unenforced, so it is refused
+    rather than its clients left unprotected (import and Admin API). An empty list loses nothing."""
+    policies = as_list(as_dict(value, path).get("policies") or [], at(path, "policies"))
     if policies:
-        raise RepresentationError(f"{path}.policies[0]", "client policies are not supported by this server: "
-                                                         "the realm is refused rather than imported unprotected")
-    p.unsupported(path)
+        raise RepresentationError(at(path, "policies[0]"), "client policies are not supported by this server: "
+                                                         "refused rather than leaving its clients unprotected")
     return value
+
+
+def _client_policies(value, path, p):
+    p.unsupported(path)
+    return check_client_policies(value, path)
 
 
 def _events_listeners(listeners, path):

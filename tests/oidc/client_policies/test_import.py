@@ -18,7 +18,7 @@ def test_realm_with_a_client_policy_is_refused():
     with pytest.raises(RepresentationError) as exc:
         import_realm({"realm": "cp-refused", "clientPolicies": FAPI2_POLICY})
     assert "clientPolicies.policies[0]" in str(exc.value)
-    assert "refused rather than imported unprotected" in str(exc.value)
+    assert "refused rather than leaving its clients unprotected" in str(exc.value)
     assert not Realm.objects.filter(name="cp-refused").exists()
 
 

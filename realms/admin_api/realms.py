@@ -16,7 +16,7 @@ from ..audit.admin_events import auth_details
 from ..models import Realm
 from ..representation import REALM_FIELDS, RepresentationError, import_realm
 from ..representation.fields import Parser, as_str, model_fields, spec_of
-from ..representation.realm import POLICY_PREFIXES, realm_settings_rep
+from ..representation.realm import POLICY_PREFIXES, check_client_policies, realm_settings_rep
 from . import errors
 from .query import check_fields, flag, location
 from .views import ApiView, RealmResource
@@ -91,7 +91,7 @@ class RealmDetail(RealmResource):
         table = {k: v for k, v in REALM_FIELDS.items() if k != "id"}
         try:
             values = parser.take({k: v for k, v in data.items() if k not in policies and k != "id"}, "",
-                                 {**spec_of(table), "realm": as_str})
+                                 {**spec_of(table), "realm": as_str, "clientPolicies": check_client_policies})
         except RepresentationError as exc:
             raise errors.Invalid(str(exc)) from None
         target = self.realm

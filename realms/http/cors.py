@@ -31,6 +31,7 @@ def add(request, response, origins, *, any_origin=False):
     if any_origin or (origins and ("*" in origins or origin in origins)):
         response["Access-Control-Allow-Origin"] = origin
         response["Access-Control-Allow-Credentials"] = "true"
-        response["Access-Control-Expose-Headers"] = "WWW-Authenticate"
+        # DPoP-Nonce (RFC 9449 §8): a browser client must read the server's nonce to retry with it.
+        response["Access-Control-Expose-Headers"] = "WWW-Authenticate, DPoP-Nonce"
     response["Vary"] = "Origin"
     return response

@@ -48,3 +48,12 @@ def test_roles(acme):  # noqa: F811
     assert viewer("put", "acme/client-policies/profiles", {"profiles": []}).status_code == 403
     nobody = realm_admin(acme, "nobody")
     assert nobody("get", "acme/client-policies/policies").status_code == 403
+
+
+def test_realm_update_with_a_policy_refused(master_api, acme):  # noqa: F811
+    """The realm's own PUT carries clientPolicies too: refused there as well, never dropped with 204."""
+    resp = master_api("put", "acme", {"clientPolicies": FAPI2_POLICY, "displayName": "changed"})
+    assert resp.status_code == 400
+    assert "client policies are not supported" in resp.json()["errorMessage"]
+    assert master_api("get", "acme").json().get("displayName") != "changed"
+    assert master_api("put", "acme", {"clientPolicies": {"policies": []}}).status_code == 204

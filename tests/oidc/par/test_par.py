@@ -138,6 +138,8 @@ def test_cors_headers_for_the_clients_web_origin(client, web_app):
                          HTTP_ORIGIN="https://app.example")
     assert answer.status_code == 201
     assert answer["Access-Control-Allow-Origin"] == "https://app.example"
+    # A browser client must be able to read a DPoP server nonce (RFC 9449 §8) and a challenge.
+    assert set(answer["Access-Control-Expose-Headers"].split(", ")) == {"WWW-Authenticate", "DPoP-Nonce"}
 
 
 def test_require_pushed_authorization_requests(client, web_app, bob):

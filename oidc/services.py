@@ -11,7 +11,7 @@ from django.core.cache import cache
 from realms import features
 from realms.audit.events import emit
 from realms.data.keys import realm_keys
-from realms.models import ClientScope, ClientSession, User
+from realms.models import ClientScope, ClientSession, RealmKey, User
 from realms.signin import loa
 from realms.sso import sessions
 
@@ -22,7 +22,7 @@ from .errors import InvalidRequest, InvalidToken, OAuthError, UnauthorizedClient
 from .grants import supported_grant_types
 
 AUTH_METHODS = ["client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt"]
-SIGNING_ALGS = ["RS256", "ES256", "EdDSA"]
+SIGNING_ALGS = [alg for alg, _ in RealmKey.ALGORITHMS]  # a realm signs with any of them (its fallback key)
 
 
 def endpoint(issuer, suffix):

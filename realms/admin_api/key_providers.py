@@ -3,7 +3,7 @@
 updated and deleted as kcadm and Terraform script key rotation. One key row is one component
 (``RealmKey``); the components resource (``federation.ldap.api``) hands these requests here.
 
-Providers: ``rsa-generated`` (RS256, ``keySize``), ``ecdsa-generated`` (ES256 on P-256),
+Providers: ``rsa-generated`` (``keySize``), ``ecdsa-generated`` (ES256 on P-256),
 ``eddsa-generated`` (Ed25519), ``rsa`` (a PEM key pair brought in) and ``hmac-generated`` (the
 HS512 secret of refresh tokens, ``secretSize`` in bytes; decision 0067). Config ``priority``,
 ``enabled`` and ``active`` decide which key signs (the active one with the highest priority) and
@@ -25,7 +25,7 @@ from rest_framework.response import Response
 from ..audit import admin_events
 from ..data import keys
 from ..models import RealmKey
-from ..representation.components import KEY_PROVIDER, load_cert, load_private
+from ..representation.components import EC_CURVES, KEY_PROVIDER, load_cert, load_private
 from ..representation.fields import RepresentationError
 from . import errors
 from .query import location
@@ -104,6 +104,10 @@ def _option(key, name, allowed):
         return _key_size(key)
     if name == "secretSize":
         return str(len(key.secret))
+    if name == "algorithm":  # a fallback key of the realm's default algorithm may be PS256, RS512...
+        return key.algorithm
+    if name == "ecdsaEllipticCurveKey":
+        return next(curve for curve, alg in EC_CURVES.items() if alg == key.algorithm)
     return allowed[0]
 
 

@@ -15,10 +15,13 @@ from ..models import Realm, RealmKey
 from . import crypto
 from .shared_cache import LocalCopies
 
-_KTY = {"RS256": ("RSA", {"size": 2048}), "ES256": ("EC", {"crv": "P-256"}), "EdDSA": ("OKP", {"crv": "Ed25519"})}
+_RSA = ("RSA", {"size": 2048})
+_KTY = {**dict.fromkeys(("RS256", "RS384", "RS512", "PS256", "PS384", "PS512"), _RSA),
+        "ES256": ("EC", {"crv": "P-256"}), "ES384": ("EC", {"crv": "P-384"}), "ES512": ("EC", {"crv": "P-521"}),
+        "EdDSA": ("OKP", {"crv": "Ed25519"})}
 # Keycloak's provider of a generated key of each algorithm (a KeyProvider component's providerId).
-GENERATED = {"RS256": "rsa-generated", "ES256": "ecdsa-generated", "EdDSA": "eddsa-generated",
-             RealmKey.HMAC: "hmac-generated"}
+GENERATED = {**{alg: {"RSA": "rsa-generated", "EC": "ecdsa-generated", "OKP": "eddsa-generated"}[kty]
+                for alg, (kty, _) in _KTY.items()}, RealmKey.HMAC: "hmac-generated"}
 HMAC_SECRET_SIZE = 64  # bytes: Keycloak 26's default for hmac-generated, as long as an HS512 signature
 
 

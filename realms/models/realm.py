@@ -172,7 +172,9 @@ class RealmKey(RealmOwned):
     passive keys only verify, so tokens signed before a rotation stay valid until they expire."""
 
     ACTIVE, PASSIVE, DISABLED = "active", "passive", "disabled"
-    ALGORITHMS = [("RS256", "RS256"), ("ES256", "ES256"), ("EdDSA", "EdDSA")]  # what tokens may be signed with
+    # What tokens may be signed with: Keycloak's asymmetric token algorithms.
+    ALGORITHMS = [(a, a) for a in ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512",
+                                   "EdDSA")]
     HMAC = "HS512"  # hmac-generated: the realm's secret for the tokens only it reads (refresh tokens)
 
     id = IdField()

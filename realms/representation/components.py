@@ -36,10 +36,14 @@ DEFAULT_POLICIES = [
     *((name, provider, sub, config) for sub in ("anonymous", "authenticated") for name, provider, config in _GENERIC),
 ]
 
+# providerId -> key family; the family's algorithm comes from the component's config (RSA's
+# ``algorithm``, the EC curve), as in Keycloak.
 _KEY_ALGORITHMS = {
     "rsa": "RS256", "rsa-generated": "RS256", "ecdsa-generated": "ES256", "ecdsa": "ES256",
     "eddsa-generated": "EdDSA",
 }
+RSA_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512")
+EC_CURVES = {"P-256": "ES256", "P-384": "ES384", "P-521": "ES512"}
 _CURVES = {"ES256": ("ecdsaEllipticCurveKey", "P-256"), "EdDSA": ("eddsaEllipticCurveKey", "Ed25519")}
 _PRIVATE_KEY_CONFIG = {"RS256": "privateKey", "ES256": "ecdsaPrivateKey", "EdDSA": "eddsaPrivateKey"}
 _KEY_TYPES = {"RS256": rsa.RSAPrivateKey, "ES256": ec.EllipticCurvePrivateKey, "EdDSA": ed25519.Ed25519PrivateKey}
@@ -100,23 +104,31 @@ def parse_components(components, p):
                        derived={"subType", "subComponents", "parentId"})
             config = {k: (x[0] if x else "") for k, x in v.get("config", {}).items()}
             cpath = f"{path}.config"
-            algorithm = _KEY_ALGORITHMS[provider_id]
-            if algorithm == "RS256" and (config.get("keyUse", "SIG").upper() != "SIG"
-                                         or config.get("algorithm", "RS256") != "RS256"):
-                p.unsupported(path, f"key {config.get('algorithm', 'RS256')}/{config.get('keyUse')} "
-                              "not supported (RS256 signing keys only), not imported")
-                continue
-            if algorithm in _CURVES:
-                curve_key, curve = _CURVES[algorithm]
+            family = _KEY_ALGORITHMS[provider_id]
+            algorithm = family
+            if family == "RS256":
+                algorithm = config.get("algorithm") or "RS256"
+                if config.get("keyUse", "SIG").upper() != "SIG" or algorithm not in RSA_ALGORITHMS:
+                    p.unsupported(path, f"key {algorithm}/{config.get('keyUse')} not supported "
+                                  f"({', '.join(RSA_ALGORITHMS)} signing keys only), not imported")
+                    continue
+            elif family == "ES256":
+                curve = config.get("ecdsaEllipticCurveKey") or "P-256"
+                if curve not in EC_CURVES:
+                    p.unsupported(path, f"curve {curve!r} not supported ({', '.join(EC_CURVES)}), not imported")
+                    continue
+                algorithm = EC_CURVES[curve]
+            else:
+                curve_key, curve = _CURVES[family]
                 if config.get(curve_key, curve) != curve:
                     p.unsupported(path, f"curve {config[curve_key]!r} not supported ({curve} only), not imported")
                     continue
-            private_text = config.get(_PRIVATE_KEY_CONFIG[algorithm])
+            private_text = config.get(_PRIVATE_KEY_CONFIG[family])
             key = {
                 "_path": path, "id": v.get("id"), "name": v.get("name") or provider_id, "algorithm": algorithm,
                 "provider_id": provider_id,
-                "private": (load_private(f"{cpath}.{_PRIVATE_KEY_CONFIG[algorithm]}", private_text,
-                                          _KEY_TYPES[algorithm]) if private_text else None),
+                "private": (load_private(f"{cpath}.{_PRIVATE_KEY_CONFIG[family]}", private_text,
+                                          _KEY_TYPES[family]) if private_text else None),
                 "certificate": (load_cert(f"{cpath}.certificate", config["certificate"])
                                 if config.get("certificate") else None),
                 "priority": as_int(config.get("priority", "0"), f"{cpath}.priority"),
@@ -174,15 +186,17 @@ def key_component(key, realm_name):
     private = serialization.load_pem_private_key(key.private_key_pem.encode(), password=None)
     pkcs8 = private.private_bytes(serialization.Encoding.DER, serialization.PrivateFormat.PKCS8,
                                   serialization.NoEncryption())
-    if key.algorithm == "RS256":
+    if key.algorithm in RSA_ALGORITHMS:
         provider = "rsa"
         cert = (x509.load_pem_x509_certificate(key.certificate_pem.encode()).public_bytes(serialization.Encoding.DER)
                 if key.certificate_pem else self_signed(private, realm_name))
-        config.update(privateKey=[_b64(pkcs8)], certificate=[_b64(cert)], algorithm=["RS256"], keyUse=["SIG"])
+        config.update(privateKey=[_b64(pkcs8)], certificate=[_b64(cert)], algorithm=[key.algorithm], keyUse=["SIG"])
     else:
-        provider = "ecdsa-generated" if key.algorithm == "ES256" else "eddsa-generated"
-        prefix = "ecdsa" if key.algorithm == "ES256" else "eddsa"
-        curve_key, curve = _CURVES[key.algorithm]
+        ecdsa = key.algorithm != "EdDSA"
+        provider = "ecdsa-generated" if ecdsa else "eddsa-generated"
+        prefix = "ecdsa" if ecdsa else "eddsa"
+        curve_key, curve = (("ecdsaEllipticCurveKey", next(c for c, a in EC_CURVES.items() if a == key.algorithm))
+                            if ecdsa else _CURVES["EdDSA"])
         config.update({f"{prefix}PrivateKey": [_b64(pkcs8)],
                        f"{prefix}PublicKey": [_b64(private.public_key().public_bytes(*_SPKI))],
                        curve_key: [curve]})

@@ -69,7 +69,7 @@ REALM_FIELDS = {
     "oauth2DeviceCodeLifespan": ("oauth2_device_code_lifespan", as_int),
     "oauth2DevicePollingInterval": ("oauth2_device_polling_interval", as_int),
     "notBefore": ("not_before", as_int),
-    "defaultSignatureAlgorithm": ("default_signature_algorithm", as_str),
+    "defaultSignatureAlgorithm": ("default_signature_algorithm", lambda v, path: _signature_algorithm(v, path)),
     "revokeRefreshToken": ("revoke_refresh_token", as_bool),
     "refreshTokenMaxReuse": ("refresh_token_max_reuse", as_int),
     "bruteForceProtected": ("brute_force_protected", as_bool),
@@ -125,6 +125,15 @@ POLICY_PREFIXES = (("otpPolicy", "otp_policy"), ("otpSupportedApplications", "ot
 
 # Keys Keycloak computes from other data (or that only describe the export itself).
 _DERIVED = {"keycloakVersion", "realm", "publicKey", "certificate", "adminPermissionsClient"}
+
+
+def _signature_algorithm(value, path):
+    """Refused here rather than answered with an error on every token request later."""
+    value = as_str(value, path)
+    allowed = [alg for alg, _ in RealmKey.ALGORITHMS]
+    if value not in allowed:
+        raise RepresentationError(path, f"signature algorithm {value!r} not supported (one of {', '.join(allowed)})")
+    return value
 
 
 def check_client_policies(value, path):

@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
 
 from realms.data.keys import realm_keys
+from realms.models import RealmKey
 from realms.signin.flows import SSO_AUTH
 from realms.sso import sessions
 
@@ -139,6 +140,34 @@ def _int_attr(client, key):
         return int(client.attributes.get(key) or 0)
     except (TypeError, ValueError):
         return 0
+
+
+# Client attributes saying how its tokens are signed or encrypted (Keycloak's names). A value this
+# server cannot serve is refused where the client is written (import, Admin API, registration),
+# never a 500 on every token request, nor a token in the clear for a client that asked for a JWE.
+SIGNING_ATTRIBUTES = ("access.token.signed.response.alg", "id.token.signed.response.alg",
+                      "authorization.signed.response.alg")
+UNSERVED_ATTRIBUTES = ("id.token.encrypted.response.alg", "id.token.encrypted.response.enc",
+                       "user.info.encrypted.response.alg", "user.info.encrypted.response.enc",
+                       "authorization.encrypted.response.alg", "authorization.encrypted.response.enc")
+USERINFO_SIGNING = "user.info.response.signature.alg"
+
+
+def check_attributes(protocol, attributes):
+    """The refusal of a client's token signing or encryption attribute, or None."""
+    if protocol != "openid-connect":
+        return None
+    allowed = [alg for alg, _ in RealmKey.ALGORITHMS]
+    for name in SIGNING_ATTRIBUTES:
+        value = attributes.get(name)
+        if value and value not in allowed:
+            return f"Unsupported value of {name}: {value!r}; one of: {', '.join(allowed)}"
+    for name in UNSERVED_ATTRIBUTES:
+        if attributes.get(name):
+            return f"Unsupported attribute {name}: encrypted tokens and responses are not supported"
+    if attributes.get(USERINFO_SIGNING) not in (None, "", "unsigned"):
+        return f"Unsupported value of {USERINFO_SIGNING}: signed userinfo responses are not supported"
+    return None
 
 
 def signer(realm, alg):

@@ -78,3 +78,25 @@ def test_an_algorithm_the_server_cannot_sign_with_is_refused_at_import(db, alg):
     with pytest.raises(RepresentationError, match="signature algorithm"):
         import_realm({"realm": name, "defaultSignatureAlgorithm": alg})
     assert not Realm.objects.filter(name=name).exists()
+
+
+@pytest.mark.parametrize("attributes, message", [
+    ({"access.token.signed.response.alg": "HS256"}, "Unsupported value of access.token.signed.response.alg"),
+    ({"id.token.signed.response.alg": "none"}, "Unsupported value of id.token.signed.response.alg"),
+    ({"authorization.signed.response.alg": "RS1"}, "Unsupported value of authorization.signed.response.alg"),
+    ({"id.token.encrypted.response.alg": "RSA-OAEP"}, "encrypted tokens and responses are not supported"),
+    ({"user.info.encrypted.response.enc": "A128GCM"}, "encrypted tokens and responses are not supported"),
+    ({"user.info.response.signature.alg": "RS256"}, "signed userinfo responses are not supported"),
+    ({"tls.client.certificate.bound.access.tokens": "true"}, "certificate-bound tokens"),
+])
+def test_a_client_asking_for_what_is_not_served_is_refused_at_import(db, attributes, message):
+    name = "a" + uuid.uuid4().hex[:10]
+    with pytest.raises(RepresentationError, match=message):
+        import_realm({"realm": name, "clients": [{"clientId": "app", "attributes": attributes}]})
+    assert not Realm.objects.filter(name=name).exists()
+
+
+def test_what_is_served_or_switched_off_imports(db):
+    realm = _realm("RS256", **{"tls.client.certificate.bound.access.tokens": "false",
+                               "user.info.response.signature.alg": "unsigned", "id.token.signed.response.alg": "EdDSA"})
+    assert realm.pk

@@ -117,6 +117,16 @@ def test_public_client_jwks_and_private_key_jwt(admin, acme):
     ({"redirect_uris": [REDIRECT], "logo_uri": "nope"}, "invalid_client_metadata", "Logo URL is not a valid URL"),
     ({"redirect_uris": [REDIRECT], "backchannel_token_delivery_mode": "push"}, "invalid_client_metadata",
      "Client metadata invalid"),
+    # Asked for and not served: refused, never a client given bearer or clear-text tokens it did not ask for.
+    ({"redirect_uris": [REDIRECT], "tls_client_certificate_bound_access_tokens": True}, "invalid_client_metadata",
+     "attributes: Unsupported value of tls.client.certificate.bound.access.tokens: certificate-bound tokens "
+     "(mutual TLS) are not supported"),
+    ({"redirect_uris": [REDIRECT], "id_token_encrypted_response_alg": "RSA-OAEP"}, "invalid_client_metadata",
+     "attributes: Unsupported attribute id.token.encrypted.response.alg: encrypted tokens and responses are not "
+     "supported"),
+    ({"redirect_uris": [REDIRECT], "id_token_signed_response_alg": "HS256"}, "invalid_client_metadata",
+     "attributes: Unsupported value of id.token.signed.response.alg: 'HS256'; one of: RS256, RS384, RS512, PS256, "
+     "PS384, PS512, ES256, ES384, ES512, EdDSA"),
 ])
 def test_invalid_metadata_is_refused_and_spends_nothing(admin, acme, body, error, description):
     iat = initial_token(admin, acme)

@@ -9,9 +9,9 @@ from jwcrypto import jwk
 
 from oidc import jose
 from oidc.codes import s256_challenge
-from realms.representation.services import create_realm
 from realms.users.accounts import create_user
 from tests.oidc.browser.conftest import PASSWORD, make_client
+from tests.realms.conftest import realm  # noqa: F401 (fixture: realm acme with events saved)
 from tests.realms.test_otp import action_of
 from tests.realms.test_signin import redirect_query
 
@@ -29,14 +29,6 @@ PARAMS = {"response_type": "code", "redirect_uri": REDIRECT, "scope": "openid", 
 @pytest.fixture(autouse=True)
 def _fresh_cache(fresh_caches):
     pass
-
-
-@pytest.fixture
-def realm(db):
-    realm = create_realm("acme")
-    realm.events_enabled = True
-    realm.save()
-    return realm
 
 
 @pytest.fixture

@@ -5,11 +5,15 @@ then applies migrations, creates the bootstrap admin, collects static files and 
 management server (health, metrics) runs in the main process on its own port.
 
 Granian (docs/decisions/0017-hardening.md) reads every connection's request head in its Rust
-event loop (408 and closed when not complete within ``IDP_HEADER_READ_TIMEOUT`` seconds), and
-``idp.buffered_wsgi`` reads the body in the worker's event loop (408 and closed when not complete
-within ``IDP_BODY_READ_TIMEOUT`` seconds) before Django's WSGI application gets one of the
-worker's ``--threads``: clients that send slowly cost a socket, not a thread."""
+event loop (closed when not complete within ``IDP_HEADER_READ_TIMEOUT`` seconds of the connection
+opening or of the previous answer, whether it sent some bytes or none), and ``idp.buffered_wsgi``
+reads the body in the worker's event loop (408 and closed when not complete within
+``IDP_BODY_READ_TIMEOUT`` seconds) before Django's WSGI application gets one of the worker's
+``--threads``: clients that send slowly cost a socket, not a thread. Each worker accepts as many
+connections as its file descriptors allow (``connection_cap``), so silent ones cannot fill a
+smaller quota before their timer closes them (decision 0086)."""
 import os
+import resource
 from functools import partial
 
 from django.conf import settings
@@ -18,6 +22,24 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
 from idp.config import ConfigError, check_production, env_number
+
+FD_RESERVE = 256  # descriptors a worker keeps for its database and Redis connections, logs and files
+
+
+def connection_cap():
+    """The open connections each worker accepts: its descriptor limit, first raised to the hard
+    limit as servers do, less ``FD_RESERVE``. Past it a worker stops accepting (new connections
+    wait in the kernel's listen queue) while those it has go on being served."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):  # an unlimited hard limit is above the kernel's nr_open
+            pass
+    if soft == resource.RLIM_INFINITY:
+        soft = 1 << 20
+    return max(soft - FD_RESERVE, 64)
 
 
 class Command(BaseCommand):
@@ -60,7 +82,7 @@ class Command(BaseCommand):
         connections.close_all()  # nothing open may be inherited by the worker processes
 
         from granian import Granian
-        from granian.constants import Interfaces
+        from granian.constants import HTTPModes, Interfaces
         from granian.http import HTTP1Settings
 
         from idp.buffered_wsgi import django_application
@@ -69,6 +91,9 @@ class Command(BaseCommand):
         server = Granian(
             "idp.wsgi:application", address=bind, port=http_port,  # named in the process title
             interface=Interfaces.ASGINL, websockets=False,  # plain HTTP requests only
+            # HTTP/1.1 only: in "auto" mode nothing times a connection before its first byte
+            # (the protocol is not known yet), and silent connections stay open for ever.
+            http=HTTPModes.http1, backpressure=connection_cap(),
             workers=workers or len(os.sched_getaffinity(0)),  # the cores this process may use
             respawn_failed_workers=True,
             http1_settings=HTTP1Settings(header_read_timeout=int(header_read_timeout * 1000)),

@@ -14,6 +14,7 @@ connections as its file descriptors allow (``connection_cap``), so silent ones c
 smaller quota before their timer closes them (decision 0086)."""
 import os
 import resource
+from contextlib import contextmanager
 from functools import partial
 
 from django.conf import settings
@@ -23,6 +24,8 @@ from django.db import connections
 
 from idp.config import ConfigError, check_production, env_number
 
+# The advisory lock nodes starting together take in turn: any fixed number no other code uses.
+STARTUP_LOCK_KEY = 0x1D9_57A27
 FD_RESERVE = 256  # descriptors a worker keeps for its database and Redis connections, logs and files
 
 
@@ -40,6 +43,24 @@ def connection_cap():
     if soft == resource.RLIM_INFINITY:
         soft = 1 << 20
     return max(soft - FD_RESERVE, 64)
+
+
+@contextmanager
+def startup_lock():
+    """Nodes started at the same moment on one PostgreSQL migrate and create the bootstrap admin
+    one after the other: the next finds the schema and the admin there (without it, two migrate
+    at once and the second dies creating the same admin). Held on a connection of its own, which
+    nothing in between can close; closing it releases the lock. SQLite serves one node only."""
+    if connections["default"].vendor != "postgresql":
+        yield
+        return
+    lock = connections.create_connection("default")
+    try:
+        with lock.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_lock(%s)", [STARTUP_LOCK_KEY])
+        yield
+    finally:
+        lock.close()
 
 
 class Command(BaseCommand):
@@ -71,11 +92,12 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         from realms.representation.bootstrap import NO_ADMIN_WARNING, admin_exists, ensure_bootstrap_admin
 
-        call_command("migrate", interactive=False, verbosity=0)
-        try:
-            ensure_bootstrap_admin()
-        except ValueError as exc:
-            raise CommandError(str(exc)) from None
+        with startup_lock():
+            call_command("migrate", interactive=False, verbosity=0)
+            try:
+                ensure_bootstrap_admin()
+            except ValueError as exc:
+                raise CommandError(str(exc)) from None
         if not admin_exists():
             self.stderr.write(NO_ADMIN_WARNING)
         call_command("collectstatic", interactive=False, verbosity=0)

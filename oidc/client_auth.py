@@ -152,44 +152,44 @@ def max_assertion_lifetime(client):
 # Client keys ----------------------------------------------------------------------------------
 
 @functools.lru_cache(maxsize=512)
-def _parse_jwks(text):
+def _parse_jwks(text, use="sig"):
     try:
         data = json.loads(text)
     except ValueError:
         return {}
-    return _keys_by_kid(data)
+    return _keys_by_kid(data, use)
 
 
-def _keys_by_kid(data):
+def _keys_by_kid(data, use="sig"):
     out = {}
     for i, entry in enumerate((data or {}).get("keys", []) if isinstance(data, dict) else []):
         try:
             key = jwk.JWK(**entry)
         except (jwk.InvalidJWKValue, TypeError, ValueError):
             continue
-        if entry.get("use", "sig") != "sig" or key.has_private:
+        if entry.get("use", "sig") != use or key.has_private:
             continue  # a private key in a published JWKS is a mistake; never use it
         out[entry.get("kid") or f"#{i}"] = key
     return out
 
 
 _jwks_lock = threading.Lock()
-_jwks_by_url = {}  # url -> (fetched at, {kid: JWK})
+_jwks_by_url = {}  # (url, use) -> (fetched at, {kid: JWK})
 
 
-def _fetch_keys(url, force=False):
+def _fetch_keys(url, force=False, use="sig"):
     now = time.monotonic()
-    entry = _jwks_by_url.get(url)
+    entry = _jwks_by_url.get((url, use))
     if entry is not None and (now - entry[0] < JWKS_TTL and not force or now - entry[0] < JWKS_REFETCH_MIN_INTERVAL):
         return entry[1]
     try:
-        keys = _keys_by_kid(fetch_json(url))
+        keys = _keys_by_kid(fetch_json(url), use)
     except OutboundError:
         if entry is not None:
             return entry[1]
         raise
     with _jwks_lock:
-        _jwks_by_url[url] = (now, keys)
+        _jwks_by_url[(url, use)] = (now, keys)
     return keys
 
 
@@ -211,11 +211,28 @@ def jwks_key(url, kid):
     return key
 
 
+def _uses_jwks_url(attrs):
+    return attrs.get("use.jwks.url", "false") == "true" or (attrs.get("jwks.url") and not attrs.get("jwks.string"))
+
+
+def client_encryption_keys(client):
+    """The client's public keys with ``use: enc`` (kid -> JWK), from its ``jwks.string`` or its
+    ``jwks.url`` (fetched and cached as its signing keys are): what its encrypted ID tokens and
+    userinfo are encrypted to. Empty when it has none or they cannot be fetched."""
+    attrs = client.attributes
+    if _uses_jwks_url(attrs):
+        try:
+            return _fetch_keys(attrs.get("jwks.url", ""), use="enc") if attrs.get("jwks.url") else {}
+        except OutboundError:
+            return {}
+    return _parse_jwks(attrs.get("jwks.string", ""), "enc")
+
+
 def client_key(client, kid):
     """The client's public key for ``kid`` (its ``jwks.string``, or its ``jwks.url`` fetched and
     cached), or InvalidClient: what verifies its assertions and its signed requests."""
     attrs = client.attributes
-    if attrs.get("use.jwks.url", "false") == "true" or (attrs.get("jwks.url") and not attrs.get("jwks.string")):
+    if _uses_jwks_url(attrs):
         url = attrs.get("jwks.url", "")
         if not url:
             raise InvalidClient("Client has no keys")

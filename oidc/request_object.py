@@ -6,8 +6,10 @@ Keycloak's client attributes decide what is accepted: ``request.object.signature
 algorithm allowed; unset or ``any``: any asymmetric one, or HS* keyed with the client secret;
 ``none`` only when it names ``none``), ``request.object.required`` and ``request.uris``. The
 object's claims take the place of the query's parameters of the same name (Keycloak's merge).
-Encrypted objects (``request.object.encryption.alg``/``.enc``) wait for the realm's encryption
-keys: refused, and the attributes refused at import (docs/decisions/0078).
+An object may be encrypted (a nested JWT, RFC 9101 §6.1) to one of the realm's
+``rsa-enc-generated`` keys in its JWKS (RSA-OAEP, RSA-OAEP-256); ``request.object.encryption.alg``
+and ``.enc``, when set, are the only ones accepted and the object must then be encrypted, as in
+Keycloak (decision 0084).
 Each refusal is ``invalid_request_object`` or ``invalid_request_uri`` (RFC 9101 §7).
 
 A pushed request (RFC 9126) is a reference too: ``urn:ietf:params:oauth:request_uri:<random>``,
@@ -24,6 +26,7 @@ from django.core.cache import cache
 from django.http import QueryDict
 from django.utils import timezone
 
+from realms.data.keys import realm_keys
 from realms.http.outbound import OutboundError, fetch
 from realms.http.redirects import is_valid_redirect_uri
 
@@ -73,10 +76,8 @@ def check_attributes(protocol, attributes):
     import, the Admin API), or None."""
     if protocol != "openid-connect":
         return None
-    for name in (ENCRYPTION_ALG, ENCRYPTION_ENC):
-        if attributes.get(name):
-            return f"Unsupported value of {name}: encrypted request objects are not supported"
-    allowed = {REQUIRED: REQUIRED_VALUES, SIGNATURE_ALG: (ANY, *SIGNING_ALGS), PAR_REQUIRED: ("true", "false")}
+    allowed = {REQUIRED: REQUIRED_VALUES, SIGNATURE_ALG: (ANY, *SIGNING_ALGS), PAR_REQUIRED: ("true", "false"),
+               ENCRYPTION_ALG: jose.JWE_DECRYPT_ALGS, ENCRYPTION_ENC: jose.JWE_ENCS}
     for name, values in allowed.items():
         value = attributes.get(name)
         if value not in (None, "") and value not in values:
@@ -165,13 +166,37 @@ def fetch_by_reference(client, request_uri):
         raise InvalidRequestUri("Request object could not be fetched from 'request_uri'") from None
 
 
+def _decrypted(realm, attrs, token):
+    """The signed object inside an encrypted one, decrypted with the realm's key its header names;
+    an object the client's ``request.object.encryption.*`` asks to be encrypted and is not, or is
+    with other algorithms, is refused."""
+    wanted_alg, wanted_enc = attrs.get(ENCRYPTION_ALG), attrs.get(ENCRYPTION_ENC)
+    if token.count(".") != 4:
+        if wanted_alg or wanted_enc:
+            raise InvalidRequestObject("Request object not encrypted")
+        return token
+    try:
+        header = jose.jwe_header(token)
+    except jose.JoseError:
+        raise InvalidRequestObject("Invalid request object") from None
+    if wanted_alg and header.get("alg") != wanted_alg or wanted_enc and header.get("enc") != wanted_enc:
+        raise InvalidRequestObject("Request object encrypted with different algorithm than client requested")
+    key = realm_keys(realm).decryption_key(header.get("kid"), header.get("alg"))
+    if key is None:
+        raise InvalidRequestObject("No realm key to decrypt the request object")
+    try:
+        return jose.decrypt(token, key)
+    except jose.JoseError:
+        raise InvalidRequestObject("Failed to decrypt the request object") from None
+
+
 def verify(realm, client, issuer, token):
-    """The claims of the client's request object ``token`` once verified; raises InvalidRequestObject."""
+    """The claims of the client's request object ``token`` once decrypted (when it is a JWE) and
+    verified; raises InvalidRequestObject."""
     if not isinstance(token, str) or not token:
         raise InvalidRequestObject("Invalid request object")
     attrs = client.attributes or {}
-    if token.count(".") == 4:
-        raise InvalidRequestObject("Encrypted request objects are not supported")
+    token = _decrypted(realm, attrs, token)
     try:
         header, claims, signing_input, signature = jose.parse(token)
     except jose.JoseError:

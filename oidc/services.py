@@ -72,7 +72,12 @@ def discovery_document(realm, issuer):
         "response_modes_supported": list(RESPONSE_MODES),
         "authorization_response_iss_parameter_supported": True,  # RFC 9207: every response carries iss
         "subject_types_supported": ["public"],
-        "id_token_signing_alg_values_supported": SIGNING_ALGS,
+        "id_token_signing_alg_values_supported": list(tokens.TOKEN_ALGS),
+        "id_token_encryption_alg_values_supported": list(jose.JWE_ALGS),
+        "id_token_encryption_enc_values_supported": list(jose.JWE_ENCS),
+        "userinfo_signing_alg_values_supported": [*tokens.TOKEN_ALGS, "none"],
+        "userinfo_encryption_alg_values_supported": list(jose.JWE_ALGS),
+        "userinfo_encryption_enc_values_supported": list(jose.JWE_ENCS),
         "token_endpoint_auth_methods_supported": AUTH_METHODS,
         "token_endpoint_auth_signing_alg_values_supported": auth_algs,
         "introspection_endpoint_auth_methods_supported": AUTH_METHODS,
@@ -94,12 +99,23 @@ def discovery_document(realm, issuer):
         "request_uri_parameter_supported": True,
         "require_request_uri_registration": True,
         "request_object_signing_alg_values_supported": request_object.SIGNING_ALGS,
+        **_request_object_encryption(realm),
         "pushed_authorization_request_endpoint": endpoint(issuer, "ext/par/request"),
         "require_pushed_authorization_requests": False,
         "tls_client_certificate_bound_access_tokens": False,
         "dpop_signing_alg_values_supported": dpop.ALGORITHMS,
         **_optional_endpoints(issuer),
     }
+
+
+def _request_object_encryption(realm):
+    """What a request object may be encrypted with: the algorithms of the realm's encryption keys
+    (none, nothing listed)."""
+    algs = sorted({alg for alg, _ in realm_keys(realm).decrypters.values()})
+    if not algs:
+        return {}
+    return {"request_object_encryption_alg_values_supported": algs,
+            "request_object_encryption_enc_values_supported": list(jose.JWE_ENCS)}
 
 
 def _optional_endpoints(issuer):
@@ -179,7 +195,8 @@ def _bearer(request, params):
 
 
 def userinfo(request, realm_config, issuer, params):
-    """(claims, client config) for the bearer access token; InvalidToken (401) otherwise."""
+    """(claims, client config, the signed or encrypted response or None: tokens.userinfo_jwt)
+    for the bearer access token; InvalidToken (401) otherwise."""
     token = _bearer(request, params)
     if not token:
         raise InvalidToken("Missing bearer token", event_error="user_not_found")
@@ -204,7 +221,8 @@ def userinfo(request, realm_config, issuer, params):
         user_session=user_session, roles=tokens.restricted_roles(config, realm_config.user_roles(user), scopes),
     )
     emit(realm, "USER_INFO_REQUEST", client_id=config.client_id, user_id=user.pk, session_id=claims.get("sid", ""))
-    return tokens.userinfo_claims(ctx), config
+    claims = tokens.userinfo_claims(ctx)
+    return claims, config, tokens.userinfo_jwt(ctx, claims)
 
 
 def introspect(request, realm_config, issuer, params, ip_address=""):

@@ -9,6 +9,7 @@ the realm revokes refresh tokens.
 """
 import functools
 import hashlib
+import json
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -22,8 +23,8 @@ from realms.models import RealmKey
 from realms.signin.flows import SSO_AUTH
 from realms.sso import sessions
 
-from . import jose
-from .errors import InvalidScope, OidcError, ServerError
+from . import client_auth, jose
+from .errors import InvalidClient, InvalidScope, OidcError, ServerError
 from .mappers import ACCESS, ID, INTROSPECTION, USERINFO, apply_mappers
 
 REFRESH_ALG = "HS512"
@@ -145,28 +146,40 @@ def _int_attr(client, key):
 # Client attributes saying how its tokens are signed or encrypted (Keycloak's names). A value this
 # server cannot serve is refused where the client is written (import, Admin API, registration),
 # never a 500 on every token request, nor a token in the clear for a client that asked for a JWE.
-SIGNING_ATTRIBUTES = ("access.token.signed.response.alg", "id.token.signed.response.alg",
-                      "authorization.signed.response.alg")
-UNSERVED_ATTRIBUTES = ("id.token.encrypted.response.alg", "id.token.encrypted.response.enc",
-                       "user.info.encrypted.response.alg", "user.info.encrypted.response.enc",
-                       "authorization.encrypted.response.alg", "authorization.encrypted.response.enc")
+ACCESS_SIGNING, ID_SIGNING = "access.token.signed.response.alg", "id.token.signed.response.alg"
+AUTHORIZATION_SIGNING = "authorization.signed.response.alg"
+SIGNING_ATTRIBUTES = (ACCESS_SIGNING, ID_SIGNING, AUTHORIZATION_SIGNING)
 USERINFO_SIGNING = "user.info.response.signature.alg"
+UNSIGNED = "unsigned"
+ID_ENCRYPTION = ("id.token.encrypted.response.alg", "id.token.encrypted.response.enc")
+USERINFO_ENCRYPTION = ("user.info.encrypted.response.alg", "user.info.encrypted.response.enc")
+UNSERVED_ATTRIBUTES = ("authorization.encrypted.response.alg", "authorization.encrypted.response.enc")
+# What each may name: any served algorithm; HS* (Keycloak's SecretSignatureProvider: the realm's
+# secret, so only this server can verify) for what this server reads back (access tokens at
+# userinfo and introspection) and, as in Keycloak, ID tokens and userinfo; never for the
+# authorization response, which only the client reads.
+ASYMMETRIC_ALGS = tuple(alg for alg, _ in RealmKey.ALGORITHMS)
+TOKEN_ALGS = (*ASYMMETRIC_ALGS, *RealmKey.HMAC_ALGORITHMS)
+_ALLOWED = {ACCESS_SIGNING: TOKEN_ALGS, ID_SIGNING: TOKEN_ALGS, AUTHORIZATION_SIGNING: ASYMMETRIC_ALGS,
+            USERINFO_SIGNING: (UNSIGNED, *TOKEN_ALGS),
+            ID_ENCRYPTION[0]: jose.JWE_ALGS, ID_ENCRYPTION[1]: jose.JWE_ENCS,
+            USERINFO_ENCRYPTION[0]: jose.JWE_ALGS, USERINFO_ENCRYPTION[1]: jose.JWE_ENCS}
 
 
 def check_attributes(protocol, attributes):
     """The refusal of a client's token signing or encryption attribute, or None."""
     if protocol != "openid-connect":
         return None
-    allowed = [alg for alg, _ in RealmKey.ALGORITHMS]
-    for name in SIGNING_ATTRIBUTES:
+    for name, allowed in _ALLOWED.items():
         value = attributes.get(name)
         if value and value not in allowed:
             return f"Unsupported value of {name}: {value!r}; one of: {', '.join(allowed)}"
+    for alg_name, enc_name in (ID_ENCRYPTION, USERINFO_ENCRYPTION):
+        if attributes.get(enc_name) and not attributes.get(alg_name):
+            return f"{enc_name} needs {alg_name}"
     for name in UNSERVED_ATTRIBUTES:
         if attributes.get(name):
-            return f"Unsupported attribute {name}: encrypted tokens and responses are not supported"
-    if attributes.get(USERINFO_SIGNING) not in (None, "", "unsigned"):
-        return f"Unsupported value of {USERINFO_SIGNING}: signed userinfo responses are not supported"
+            return f"Unsupported attribute {name}: encrypted authorization responses are not supported"
     return None
 
 
@@ -181,6 +194,27 @@ def signer(realm, alg):
 def _sign(realm, alg, claims, typ="JWT"):
     kid, key = signer(realm, alg)
     return jose.sign(claims, alg=alg, key=key, kid=kid, typ=typ)
+
+
+def encrypted(client, names, content, cty=""):
+    """``content`` as a JWE to the client's encryption key when its attributes ``names`` (alg,
+    enc) ask for one (enc defaults to A128CBC-HS256), else None. A client without a key for the
+    alg is refused with invalid_client, never sent its token in the clear (Keycloak: a 500)."""
+    alg = client.attributes.get(names[0])
+    if not alg:
+        return None
+    enc = client.attributes.get(names[1]) or jose.DEFAULT_ENC
+    key = next((k for k in client_auth.client_encryption_keys(client).values()
+                if k.get("kty") == jose.JWE_KEY_TYPES.get(alg) and k.get("alg") in (None, alg)), None)
+    if key is None:
+        raise InvalidClient(f"Client has no {alg} encryption key in its JWKS", status=400)
+    return jose.encrypt(content, alg=alg, enc=enc, key=key, cty=cty)
+
+
+def _signed_then_encrypted(ctx, alg, claims, names):
+    """A signed token, as a nested JWT (signed, then encrypted) when the client asks for a JWE."""
+    token = _sign(ctx.realm, alg, claims)
+    return encrypted(ctx.client, names, token, cty="JWT") or token
 
 
 def session_acr(client_session):
@@ -240,6 +274,18 @@ def userinfo_claims(ctx):
     return claims
 
 
+def userinfo_jwt(ctx, claims):
+    """The userinfo response as ``application/jwt`` when the client asks for it (Keycloak's
+    UserInfoEndpoint): signed with ``user.info.response.signature.alg`` (then ``iss`` and ``aud``
+    added), encrypted with ``user.info.encrypted.response.*`` (a nested JWT when also signed);
+    None for plain JSON."""
+    alg = ctx.client.attributes.get(USERINFO_SIGNING)
+    if alg and alg != UNSIGNED:
+        return _signed_then_encrypted(ctx, alg, {**claims, "iss": ctx.issuer, "aud": ctx.client.client_id},
+                                      USERINFO_ENCRYPTION)
+    return encrypted(ctx.client, USERINFO_ENCRYPTION, json.dumps(claims, separators=(",", ":")))
+
+
 def introspection_claims(ctx, token_claims):
     """Claims for an introspection answer: the token's own, with introspection mappers re-run."""
     claims = dict(token_claims)
@@ -263,15 +309,15 @@ def refresh_token(ctx, now):
 def _access_token(ctx, now, lifespan=None):
     """(signed access token, its claims)."""
     client = ctx.client
-    at_alg = client.attributes.get("access.token.signed.response.alg") or ctx.realm.default_signature_algorithm
+    at_alg = client.attributes.get(ACCESS_SIGNING) or ctx.realm.default_signature_algorithm
     at_claims = access_token_claims(ctx, now, lifespan)
     typ = "at+jwt" if client.attributes.get("access.token.header.type.rfc9068") == "true" else "JWT"
     return _sign(ctx.realm, at_alg, at_claims, typ), at_claims
 
 
 def _id_token(ctx, now, access_token, code=""):
-    alg = ctx.client.attributes.get("id.token.signed.response.alg") or ctx.realm.default_signature_algorithm
-    return _sign(ctx.realm, alg, id_token_claims(ctx, now, access_token, alg, code))
+    alg = ctx.client.attributes.get(ID_SIGNING) or ctx.realm.default_signature_algorithm
+    return _signed_then_encrypted(ctx, alg, id_token_claims(ctx, now, access_token, alg, code), ID_ENCRYPTION)
 
 
 def token_response(ctx, *, with_refresh=True):
@@ -352,6 +398,11 @@ def _verified(realm, keys, token):
             key = refresh_verifying_keys(realm, keys).get(kid)
             if key is None:
                 raise TokenError("unknown key")
+        elif alg in jose.SYMMETRIC:  # an access or ID token a client's HS256/HS384 signed
+            entry = keys.secrets.get(kid)
+            if entry is None or entry[0] != alg:
+                raise TokenError("unknown key")
+            key = entry[1]
         else:
             entry = keys.by_kid.get(kid)
             if entry is None or entry[0] != alg:

@@ -4,14 +4,17 @@ updated and deleted as kcadm and Terraform script key rotation. One key row is o
 (``RealmKey``); the components resource (``federation.ldap.api``) hands these requests here.
 
 Providers: ``rsa-generated`` (``keySize``), ``ecdsa-generated`` (ES256 on P-256),
-``eddsa-generated`` (Ed25519), ``rsa`` (a PEM key pair brought in) and ``hmac-generated`` (the
-HS512 secret of refresh tokens, ``secretSize`` in bytes; decision 0067). Config ``priority``,
+``eddsa-generated`` (Ed25519), ``rsa`` (a PEM key pair brought in), ``hmac-generated`` (an HS256,
+HS384 or HS512 secret, ``secretSize`` in bytes: HS512 signs refresh tokens, decision 0067; any of
+them a client's access or ID tokens, decision 0084), ``rsa-enc-generated`` (an RSA-OAEP or
+RSA-OAEP-256 key pair clients encrypt request objects to) and ``aes-generated`` (a secret Keycloak
+keeps for itself: stored so a realm export round-trips, used by nothing here). Config ``priority``,
 ``enabled`` and ``active`` decide which key signs (the active one with the highest priority) and
 which verify (every enabled one; the public ones in the JWKS); a change reaches every worker through
-the key cache (``data.keys``). Keys this server never uses (``aes-generated``, ``rsa-enc-generated``,
-an HMAC key for HS256 or HS384 ...) are refused rather than stored unread. No private part is ever
-answered: ``rsa``'s ``privateKey`` shows as ``**********`` and, sent back so, keeps the stored key;
-an HMAC secret is not in the representation at all, as in Keycloak."""
+the key cache (``data.keys``). RSA1_5 and an algorithm a provider does not have are refused rather
+than stored unread. No private part is ever answered: ``rsa``'s ``privateKey`` shows as
+``**********`` and, sent back so, keeps the stored key; a secret is not in the representation at
+all, as in Keycloak."""
 import base64
 
 from cryptography import x509
@@ -39,10 +42,14 @@ PROVIDERS = {
     "rsa": ("RS256", {"algorithm": ("Algorithm", ("RS256",))}),
     "ecdsa-generated": ("ES256", {"ecdsaEllipticCurveKey": ("Elliptic Curve", ("P-256",))}),
     "eddsa-generated": ("EdDSA", {"eddsaEllipticCurveKey": ("Elliptic Curve", ("Ed25519",))}),
-    # Keycloak also offers HS256 and HS384; only HS512 signs anything here (refresh tokens).
+    # HS512 by default (Keycloak's is HS256): the key a realm's refresh tokens need.
     "hmac-generated": (RealmKey.HMAC, {"secretSize": ("Secret size", SECRET_SIZES),
-                                       "algorithm": ("Algorithm", (RealmKey.HMAC,))}),
+                                       "algorithm": ("Algorithm", RealmKey.HMAC_ALGORITHMS)}),
+    "rsa-enc-generated": ("RSA-OAEP", {"keySize": ("Key size", KEY_SIZES),
+                                       "algorithm": ("Algorithm", RealmKey.ENCRYPTION_ALGORITHMS)}),
+    "aes-generated": (RealmKey.AES, {"secretSize": ("AES Key size", ("16", "24", "32"))}),
 }
+_DEFAULT_SECRET_SIZE = {RealmKey.AES: keys.AES_SECRET_SIZE}
 _STATUS = {"Priority": "priority", "Enabled": "enabled", "Active": "active"}
 
 
@@ -186,12 +193,12 @@ def _free_kid(material, key=None):
 def create(view, request, body):
     provider_id = body.get("providerId")
     if provider_id not in PROVIDERS:
-        raise errors.Invalid(f"Key provider {str(provider_id)[:64]!r} is not supported: this server signs with "
+        raise errors.Invalid(f"Key provider {str(provider_id)[:64]!r} is not supported: this server has "
                              f"{', '.join(PROVIDERS)} keys only")
     config = _config(body)
     priority, key_status, options = _settings(provider_id, config)
     name = _name(body, provider_id)
-    algorithm = PROVIDERS[provider_id][0]
+    algorithm = options.get("algorithm") or PROVIDERS[provider_id][0]
     with transaction.atomic():
         if provider_id == "rsa":
             material, certificate = _material(config)
@@ -201,7 +208,8 @@ def create(view, request, body):
         else:
             key = keys.generate_key(view.realm, algorithm, priority=priority, status=key_status, provider_name=name,
                                     key_size=int(options.get("keySize") or 2048),
-                                    secret_size=int(options.get("secretSize") or keys.HMAC_SECRET_SIZE))
+                                    secret_size=int(options.get("secretSize")
+                                                    or _DEFAULT_SECRET_SIZE.get(algorithm, keys.HMAC_SECRET_SIZE)))
         _event(view, "CREATE", key)
     return Response(status=status.HTTP_201_CREATED,
                     headers={"Location": location(request, f"{view.realm.name}/components/{key.pk}")})
@@ -222,6 +230,8 @@ def update(view, key, body):
         key.certificate_pem = ""
     elif options.get("secretSize") and options["secretSize"] != str(len(key.secret)):
         secret = keys.new_secret(int(options["secretSize"]))  # so does Keycloak, under a new kid
+    if options.get("algorithm"):  # the same secret or key pair serves each algorithm of its provider
+        key.algorithm = options["algorithm"]
     with transaction.atomic():
         if replacement is not None:
             _free_kid(replacement, key)

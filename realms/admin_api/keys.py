@@ -1,8 +1,9 @@
 """``GET /admin/realms/{realm}/keys`` (Keycloak's KeyResource, ``view-realm``): the realm's keys
 as KeysMetadataRepresentation, ``active`` (algorithm -> kid of the key that signs) and ``keys``
 (each key's kid, algorithm, type, status, public key and certificate in base64 DER, and its
-provider: the component id and priority it has in the realm export). No private part: an HMAC
-key (type ``OCT``) is listed, as in Keycloak, without any key material."""
+provider: the component id and priority it has in the realm export) and its ``use`` (``SIG``,
+``ENC`` for rsa-enc-generated and aes-generated). No private part: an HMAC or AES key (type
+``OCT``) is listed, as in Keycloak, without any key material."""
 import base64
 
 from cryptography import x509
@@ -12,7 +13,11 @@ from rest_framework.response import Response
 from ..models import RealmKey
 from .views import RealmResource
 
-_TYPE = {"RS256": "RSA", "ES256": "EC", "EdDSA": "OKP", RealmKey.HMAC: "OCT"}
+_TYPE = {"RS": "RSA", "PS": "RSA", "ES": "EC", "Ed": "OKP", "HS": "OCT", "RSA": "RSA", "AE": "OCT"}
+
+
+def _type(algorithm):
+    return _TYPE.get(algorithm[:3]) or _TYPE[algorithm[:2]]
 
 
 def _b64_der(pem_bytes):
@@ -21,8 +26,8 @@ def _b64_der(pem_bytes):
 
 def key_metadata_rep(key):
     rep = {"providerId": key.pk, "providerPriority": key.priority, "kid": key.kid, "status": key.status.upper(),
-           "type": _TYPE[key.algorithm], "algorithm": key.algorithm, "use": key.use.upper()}
-    if key.algorithm == RealmKey.HMAC:
+           "type": _type(key.algorithm), "algorithm": key.algorithm, "use": key.use.upper()}
+    if not key.public_key_pem:  # a secret
         return rep
     public = serialization.load_pem_public_key(key.public_key_pem.encode())
     rep["publicKey"] = _b64_der(public.public_bytes(serialization.Encoding.DER,

@@ -18,11 +18,20 @@ from .shared_cache import LocalCopies
 _RSA = ("RSA", {"size": 2048})
 _KTY = {**dict.fromkeys(("RS256", "RS384", "RS512", "PS256", "PS384", "PS512"), _RSA),
         "ES256": ("EC", {"crv": "P-256"}), "ES384": ("EC", {"crv": "P-384"}), "ES512": ("EC", {"crv": "P-521"}),
-        "EdDSA": ("OKP", {"crv": "Ed25519"})}
+        "EdDSA": ("OKP", {"crv": "Ed25519"}), **dict.fromkeys(RealmKey.ENCRYPTION_ALGORITHMS, _RSA)}
+SECRET_ALGORITHMS = (*RealmKey.HMAC_ALGORITHMS, RealmKey.AES)
 # Keycloak's provider of a generated key of each algorithm (a KeyProvider component's providerId).
 GENERATED = {**{alg: {"RSA": "rsa-generated", "EC": "ecdsa-generated", "OKP": "eddsa-generated"}[kty]
-                for alg, (kty, _) in _KTY.items()}, RealmKey.HMAC: "hmac-generated"}
+                for alg, (kty, _) in _KTY.items()},
+             **dict.fromkeys(RealmKey.ENCRYPTION_ALGORITHMS, "rsa-enc-generated"),
+             **dict.fromkeys(RealmKey.HMAC_ALGORITHMS, "hmac-generated"), RealmKey.AES: "aes-generated"}
 HMAC_SECRET_SIZE = 64  # bytes: Keycloak 26's default for hmac-generated, as long as an HS512 signature
+AES_SECRET_SIZE = 16  # bytes: Keycloak's default for aes-generated
+
+
+def use_of(algorithm):
+    """``enc`` for the keys others encrypt to (and AES), ``sig`` for the signing ones."""
+    return RealmKey.ENC if algorithm in (*RealmKey.ENCRYPTION_ALGORITHMS, RealmKey.AES) else RealmKey.SIG
 
 
 def new_key(algorithm, key_size=2048):
@@ -34,8 +43,8 @@ def new_key(algorithm, key_size=2048):
 def generate_key(realm, algorithm="RS256", priority=100, status=RealmKey.ACTIVE, provider_name=None, key_size=2048,
                  secret_size=HMAC_SECRET_SIZE):
     provider_id = GENERATED[algorithm]
-    if algorithm == RealmKey.HMAC:
-        row = RealmKey(realm=realm, algorithm=algorithm, priority=priority, status=status,
+    if algorithm in SECRET_ALGORITHMS:
+        row = RealmKey(realm=realm, algorithm=algorithm, priority=priority, status=status, use=use_of(algorithm),
                        provider_name=provider_name or provider_id, provider_id=provider_id)
         set_secret(row, new_secret(secret_size))
         row.save()
@@ -48,7 +57,7 @@ def store_key(realm, key, algorithm, priority=100, status=RealmKey.ACTIVE, provi
               provider_id="rsa"):
     """Persist a jwcrypto key."""
     row = RealmKey(realm=realm, algorithm=algorithm, priority=priority, status=status, provider_name=provider_name,
-                   provider_id=provider_id, certificate_pem=certificate_pem)
+                   provider_id=provider_id, certificate_pem=certificate_pem, use=use_of(algorithm))
     set_material(row, key, kid)
     row.save()
     return row
@@ -65,10 +74,11 @@ def new_secret(size=HMAC_SECRET_SIZE):
     return secrets.token_bytes(size)
 
 
-def set_secret(row, secret):
-    """Put an HMAC secret into ``row`` (not saved), encrypted at rest like a private key, under a
-    new kid (a random UUID, as Keycloak names a generated secret), since it is a new key."""
-    row.kid = str(uuid.uuid4())
+def set_secret(row, secret, kid=None):
+    """Put an HMAC or AES secret into ``row`` (not saved), encrypted at rest like a private key,
+    under ``kid`` (an import's), else a new one (a random UUID, as Keycloak names a generated
+    secret), since it is a new key."""
+    row.kid = kid or str(uuid.uuid4())
     row.private_key_encrypted = crypto.encrypt(base64.urlsafe_b64encode(secret).decode())
     row.public_key_pem = ""
 
@@ -88,8 +98,11 @@ def rotate_key(realm, algorithm=None):
 
 class LoadedKeys:
     """The usable keys of one realm: the signer per algorithm and every verifying key by kid;
-    apart, its HMAC secrets (``hmac_signer``, ``hmac_secrets``), which sign only what this server
-    alone reads and so are never in ``by_kid`` (the tokens others verify) nor in the JWKS.
+    apart, its HMAC secrets (``hmac_signer``, ``hmac_secrets``: HS512, refresh tokens;
+    ``secrets``: every HS algorithm), which sign only what this server alone reads and so are
+    never in ``by_kid`` (the tokens others verify) nor in the JWKS; and its encryption key pairs
+    (``decrypters``), whose public part the JWKS publishes with ``use: enc``. AES secrets are
+    Keycloak's internal keys: stored, never loaded.
 
     ``verified`` remembers tokens whose signature one of these keys verified ({token: payload}),
     for bearers that present the same token on every request: it goes with this object when a
@@ -102,18 +115,27 @@ class LoadedKeys:
         self.signers = {}
         self.by_kid = {}
         self.verified = {}
-        self.hmac_signer = None  # (kid, secret) of the active HMAC key with the highest priority
-        self.hmac_secrets = {}  # kid -> secret of every enabled HMAC key
+        self.hmac_signer = None  # (kid, secret) of the active HS512 key with the highest priority
+        self.hmac_secrets = {}  # kid -> secret of every enabled HS512 key
+        self.secrets = {}  # kid -> (algorithm, secret) of every enabled HMAC key
+        self.decrypters = {}  # kid -> (algorithm, jwk) of every enabled encryption key, highest priority first
         for row in rows:  # ordered by priority, highest first
-            if row.status == RealmKey.DISABLED:
+            if row.status == RealmKey.DISABLED or row.algorithm == RealmKey.AES:
                 continue
-            if row.algorithm == RealmKey.HMAC:
-                self.hmac_secrets[row.kid] = row.secret
-                if row.status == RealmKey.ACTIVE and self.hmac_signer is None:
-                    self.hmac_signer = (row.kid, row.secret)
+            if row.algorithm in RealmKey.HMAC_ALGORITHMS:
+                self.secrets[row.kid] = (row.algorithm, row.secret)
+                if row.status == RealmKey.ACTIVE:
+                    self.signers.setdefault(row.algorithm, (row.kid, row.secret))
+                if row.algorithm == RealmKey.HMAC:
+                    self.hmac_secrets[row.kid] = row.secret
+                    if row.status == RealmKey.ACTIVE and self.hmac_signer is None:
+                        self.hmac_signer = (row.kid, row.secret)
                 continue
             key = jwk.JWK.from_pem(row.private_key_pem.encode())
             key.update(kid=row.kid, alg=row.algorithm, use=row.use)
+            if row.use == RealmKey.ENC:
+                self.decrypters[row.kid] = (row.algorithm, key)
+                continue
             self.by_kid[row.kid] = (row.algorithm, key)
             if row.status == RealmKey.ACTIVE:
                 self.signers.setdefault(row.algorithm, (row.kid, key))
@@ -124,22 +146,35 @@ class LoadedKeys:
         self.verified[token] = payload
 
     def signer(self, algorithm):
-        """(kid, jwk) of the active key for ``algorithm`` with the highest priority. A realm left
-        without one (its keys deleted or disabled) gets, as in Keycloak, a generated fallback key
-        first, named ``fallback-<algorithm>`` with priority -100, so signing never stops. (HMAC keys
-        are not signers here: a realm without one signs with its derived key, ``oidc.tokens``.)"""
+        """(kid, key) of the active key for ``algorithm`` with the highest priority: a jwcrypto key,
+        or the secret (bytes) of an HS algorithm. A realm left without one (its keys deleted or
+        disabled) gets, as in Keycloak, a generated fallback key first, named
+        ``fallback-<algorithm>`` with priority -100, so signing never stops. (Refresh tokens are
+        signed by ``hmac_signer`` or, without one, the realm's derived key, ``oidc.tokens``.)"""
         found = self.signers.get(algorithm)
-        if found is None and algorithm in _KTY and self.realm_id is not None:
+        if found is None and self.realm_id is not None and (
+                algorithm in RealmKey.HMAC_ALGORITHMS or algorithm in _KTY and use_of(algorithm) == RealmKey.SIG):
             found = _fallback(self.realm_id, algorithm)
         return found
 
+    def decryption_key(self, kid, algorithm):
+        """The private jwk of the enabled encryption key ``kid`` for ``algorithm`` (without a kid:
+        the one of that algorithm with the highest priority), or None: what decrypts a JWE a client
+        encrypted to the realm's JWKS."""
+        if kid is not None:
+            found = self.decrypters.get(kid)
+            return found[1] if found is not None and found[0] == algorithm else None
+        return next((key for alg, key in self.decrypters.values() if alg == algorithm), None)
+
     def jwks(self):
-        """Public JWKS of active and passive keys, each with kid, alg and use."""
+        """Public JWKS of active and passive keys, each with kid, alg and use: the signing keys,
+        then the encryption keys (``use: enc``). Never a secret."""
         out = []
-        for kid, (alg, key) in self.by_kid.items():
-            public = key.export_public(as_dict=True)
-            public.update(kid=kid, alg=alg, use="sig")
-            out.append(public)
+        for use, keys in ((RealmKey.SIG, self.by_kid), (RealmKey.ENC, self.decrypters)):
+            for kid, (alg, key) in keys.items():
+                public = key.export_public(as_dict=True)
+                public.update(kid=kid, alg=alg, use=use)
+                out.append(public)
         return {"keys": out}
 
 

@@ -176,11 +176,21 @@ class RealmKey(RealmOwned):
     ALGORITHMS = [(a, a) for a in ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512",
                                    "EdDSA")]
     HMAC = "HS512"  # hmac-generated: the realm's secret for the tokens only it reads (refresh tokens)
+    # hmac-generated keys of every HS algorithm: a client's access, ID token or userinfo algorithm
+    # may name one (Keycloak's SecretSignatureProvider: signed with the realm's secret, never published).
+    HMAC_ALGORITHMS = ("HS256", "HS384", "HS512")
+    # rsa-enc-generated: key pairs the clients encrypt to (request objects), published with use enc.
+    # RSA1_5, which Keycloak also offers, is refused: decrypting it is a padding oracle.
+    ENCRYPTION_ALGORITHMS = ("RSA-OAEP", "RSA-OAEP-256")
+    AES = "AES"  # aes-generated: a secret Keycloak keeps for its own use; kept so an export round-trips
+    SIG, ENC = "sig", "enc"
 
     id = IdField()
     kid = models.CharField(max_length=64, unique=True)
-    algorithm = models.CharField(max_length=16, choices=[*ALGORITHMS, (HMAC, HMAC)], default="RS256")
-    use = models.CharField(max_length=8, default="sig")
+    algorithm = models.CharField(max_length=16, choices=[*ALGORITHMS, *((a, a) for a in HMAC_ALGORITHMS),
+                                                         *((a, a) for a in ENCRYPTION_ALGORITHMS), (AES, AES)],
+                                 default="RS256")
+    use = models.CharField(max_length=8, choices=[(SIG, SIG), (ENC, ENC)], default=SIG)
     status = models.CharField(
         max_length=16, choices=[(s, s) for s in (ACTIVE, PASSIVE, DISABLED)], default=ACTIVE
     )
@@ -189,8 +199,9 @@ class RealmKey(RealmOwned):
     public_key_pem = models.TextField(editable=False)
     certificate_pem = models.TextField(blank=True, editable=False)
     provider_name = models.CharField(max_length=255, default="rsa-generated")  # the component's name
-    # Keycloak's KeyProvider providerId: rsa-generated, ecdsa-generated, eddsa-generated, hmac-generated
-    # (generated here), rsa (a key pair brought in: PEM through the Admin API, an import's key material).
+    # Keycloak's KeyProvider providerId: rsa-generated, ecdsa-generated, eddsa-generated, hmac-generated,
+    # rsa-enc-generated, aes-generated (generated here), rsa (a key pair brought in: PEM through the
+    # Admin API, an import's key material).
     provider_id = models.CharField(max_length=64, default="rsa-generated")
     created = models.DateTimeField(default=timezone.now, editable=False)
 
@@ -206,5 +217,5 @@ class RealmKey(RealmOwned):
 
     @property
     def secret(self):
-        """An HMAC key's secret (bytes): sealed at rest in the private key's column, base64url."""
+        """An HMAC or AES key's secret (bytes): sealed at rest in the private key's column, base64url."""
         return base64.urlsafe_b64decode(crypto.decrypt(self.private_key_encrypted))

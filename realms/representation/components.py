@@ -1,5 +1,5 @@
 """Components: the realm's keys (Keycloak's KeyProvider components rsa, rsa-generated,
-ecdsa(-generated), eddsa-generated; hmac-generated exported, not yet imported) and the client
+ecdsa(-generated), eddsa-generated, rsa-enc-generated, hmac-generated, aes-generated) and the client
 registration policies (``Component`` rows, Keycloak's defaults when a representation has none);
 other component types are reported, not imported."""
 import base64
@@ -40,13 +40,17 @@ DEFAULT_POLICIES = [
 # ``algorithm``, the EC curve), as in Keycloak.
 _KEY_ALGORITHMS = {
     "rsa": "RS256", "rsa-generated": "RS256", "ecdsa-generated": "ES256", "ecdsa": "ES256",
-    "eddsa-generated": "EdDSA",
+    "eddsa-generated": "EdDSA", "rsa-enc-generated": "RSA-OAEP",
 }
+# Secrets (Keycloak's ``secret``, base64url, under its ``kid``): the provider's algorithms, the first its default.
+SECRET_PROVIDERS = {"hmac-generated": (RealmKey.HMAC, *RealmKey.HMAC_ALGORITHMS), "aes-generated": (RealmKey.AES,)}
 RSA_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512")
 EC_CURVES = {"P-256": "ES256", "P-384": "ES384", "P-521": "ES512"}
 _CURVES = {"ES256": ("ecdsaEllipticCurveKey", "P-256"), "EdDSA": ("eddsaEllipticCurveKey", "Ed25519")}
-_PRIVATE_KEY_CONFIG = {"RS256": "privateKey", "ES256": "ecdsaPrivateKey", "EdDSA": "eddsaPrivateKey"}
-_KEY_TYPES = {"RS256": rsa.RSAPrivateKey, "ES256": ec.EllipticCurvePrivateKey, "EdDSA": ed25519.Ed25519PrivateKey}
+_PRIVATE_KEY_CONFIG = {"RS256": "privateKey", "ES256": "ecdsaPrivateKey", "EdDSA": "eddsaPrivateKey",
+                       "RSA-OAEP": "privateKey"}
+_KEY_TYPES = {"RS256": rsa.RSAPrivateKey, "ES256": ec.EllipticCurvePrivateKey, "EdDSA": ed25519.Ed25519PrivateKey,
+              "RSA-OAEP": rsa.RSAPrivateKey}
 _SPKI = (serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
 
 
@@ -97,6 +101,11 @@ def parse_components(components, p):
                             "provider_id": provider_id, "sub_type": v.get("subType") or "",
                             "config": v.get("config", {})})
                 continue
+            if provider_type == KEY_PROVIDER and provider_id in SECRET_PROVIDERS:
+                key = _secret_key(comp, path, provider_id, p)
+                if key is not None:
+                    out.append(key)
+                continue
             if provider_type != KEY_PROVIDER or provider_id not in _KEY_ALGORITHMS:
                 p.unsupported(path, f"component {provider_id!r} ({provider_type}) not supported, not imported")
                 continue
@@ -112,6 +121,12 @@ def parse_components(components, p):
                     p.unsupported(path, f"key {algorithm}/{config.get('keyUse')} not supported "
                                   f"({', '.join(RSA_ALGORITHMS)} signing keys only), not imported")
                     continue
+            elif family == "RSA-OAEP":
+                algorithm = config.get("algorithm") or "RSA-OAEP"
+                if config.get("keyUse", "ENC").upper() != "ENC" or algorithm not in RealmKey.ENCRYPTION_ALGORITHMS:
+                    p.unsupported(path, f"key {algorithm}/{config.get('keyUse')} not supported "
+                                  f"({', '.join(RealmKey.ENCRYPTION_ALGORITHMS)} encryption keys only), not imported")
+                    continue
             elif family == "ES256":
                 curve = config.get("ecdsaEllipticCurveKey") or "P-256"
                 if curve not in EC_CURVES:
@@ -124,22 +139,53 @@ def parse_components(components, p):
                     p.unsupported(path, f"curve {config[curve_key]!r} not supported ({curve} only), not imported")
                     continue
             private_text = config.get(_PRIVATE_KEY_CONFIG[family])
-            key = {
+            out.append({
                 "_path": path, "id": v.get("id"), "name": v.get("name") or provider_id, "algorithm": algorithm,
                 "provider_id": provider_id,
                 "private": (load_private(f"{cpath}.{_PRIVATE_KEY_CONFIG[family]}", private_text,
                                           _KEY_TYPES[family]) if private_text else None),
                 "certificate": (load_cert(f"{cpath}.certificate", config["certificate"])
                                 if config.get("certificate") else None),
-                "priority": as_int(config.get("priority", "0"), f"{cpath}.priority"),
-                "status": RealmKey.ACTIVE,
-            }
-            if not as_bool(config.get("enabled", "true"), f"{cpath}.enabled"):
-                key["status"] = RealmKey.DISABLED
-            elif not as_bool(config.get("active", "true"), f"{cpath}.active"):
-                key["status"] = RealmKey.PASSIVE
-            out.append(key)
+                **_state(config, cpath),
+            })
     return out
+
+
+def _state(config, cpath):
+    """The ``priority`` and status (``enabled``, ``active``) of a key provider's config."""
+    status = RealmKey.ACTIVE
+    if not as_bool(config.get("enabled", "true"), f"{cpath}.enabled"):
+        status = RealmKey.DISABLED
+    elif not as_bool(config.get("active", "true"), f"{cpath}.active"):
+        status = RealmKey.PASSIVE
+    return {"priority": as_int(config.get("priority", "0"), f"{cpath}.priority"), "status": status}
+
+
+def _secret_key(comp, path, provider_id, p):
+    """An hmac-generated or aes-generated component: its secret kept under its kid, or generated
+    when it has none, as Keycloak does; an algorithm not served is reported, not imported."""
+    v = p.take(comp, path, {"id": as_str, "name": as_str, "providerId": as_str, "config": as_multi_map},
+               derived={"subType", "subComponents", "parentId"})
+    config = {k: (x[0] if x else "") for k, x in v.get("config", {}).items()}
+    cpath = f"{path}.config"
+    allowed = SECRET_PROVIDERS[provider_id]
+    algorithm = config.get("algorithm") or allowed[0]
+    if algorithm not in allowed:
+        p.unsupported(path, f"{provider_id} key {algorithm!r} not supported ({', '.join(allowed)}), not imported")
+        return None
+    secret = None
+    if config.get("secret"):
+        try:
+            secret = base64.urlsafe_b64decode(config["secret"] + "=" * (-len(config["secret"]) % 4))
+        except ValueError:
+            raise RepresentationError(f"{cpath}.secret", "expected a base64url secret") from None
+        if len(secret) < 16:
+            raise RepresentationError(f"{cpath}.secret", "a secret of at least 16 bytes is required")
+    size = (as_int(config["secretSize"], f"{cpath}.secretSize") if config.get("secretSize")
+            else keys.AES_SECRET_SIZE if algorithm == RealmKey.AES else keys.HMAC_SECRET_SIZE)
+    return {"_path": path, "id": v.get("id"), "name": v.get("name") or provider_id, "algorithm": algorithm,
+            "provider_id": provider_id, "secret": secret, "kid": config.get("kid") or None, "secret_size": size,
+            **_state(config, cpath)}
 
 
 def _keycloak_kid(public_key, salt=""):
@@ -177,20 +223,24 @@ def key_component(key, realm_name):
         "enabled": ["true" if key.status != RealmKey.DISABLED else "false"],
         "active": ["true" if key.status == RealmKey.ACTIVE else "false"],
     }
-    if key.algorithm == RealmKey.HMAC:  # as Keycloak exports it: the secret (base64url) and its kid
+    if key.algorithm in keys.SECRET_ALGORITHMS:  # as Keycloak exports it: the secret (base64url) and its kid
         secret = key.secret
         config.update(kid=[key.kid], secret=[base64.urlsafe_b64encode(secret).rstrip(b"=").decode()],
-                      secretSize=[str(len(secret))], algorithm=[key.algorithm])
-        return {"id": key.id, "name": key.provider_name, "providerId": key.provider_id, "subComponents": {},
-                "config": config}
+                      secretSize=[str(len(secret))])
+        if key.algorithm != RealmKey.AES:
+            config["algorithm"] = [key.algorithm]
+        return {"id": key.id, "name": key.provider_name, "providerId": keys.GENERATED[key.algorithm],
+                "subComponents": {}, "config": config}
     private = serialization.load_pem_private_key(key.private_key_pem.encode(), password=None)
     pkcs8 = private.private_bytes(serialization.Encoding.DER, serialization.PrivateFormat.PKCS8,
                                   serialization.NoEncryption())
-    if key.algorithm in RSA_ALGORITHMS:
-        provider = "rsa"
+    if key.algorithm in RSA_ALGORITHMS or key.algorithm in RealmKey.ENCRYPTION_ALGORITHMS:
+        encryption = key.algorithm in RealmKey.ENCRYPTION_ALGORITHMS
+        provider = "rsa-enc-generated" if encryption else "rsa"
         cert = (x509.load_pem_x509_certificate(key.certificate_pem.encode()).public_bytes(serialization.Encoding.DER)
                 if key.certificate_pem else self_signed(private, realm_name))
-        config.update(privateKey=[_b64(pkcs8)], certificate=[_b64(cert)], algorithm=[key.algorithm], keyUse=["SIG"])
+        config.update(privateKey=[_b64(pkcs8)], certificate=[_b64(cert)], algorithm=[key.algorithm],
+                      keyUse=["ENC" if encryption else "SIG"])
     else:
         ecdsa = key.algorithm != "EdDSA"
         provider = "ecdsa-generated" if ecdsa else "eddsa-generated"
@@ -221,10 +271,14 @@ class KeyApplier:
         for k in self.r["keys"]:
             if k.get("policy"):
                 continue
+            if "secret" in k:
+                self._add_secret(k)  # a secret signs no token others verify: the realm still needs a key pair
+                continue
+            signing = keys.use_of(k["algorithm"]) == RealmKey.SIG
             if k["private"] is None:  # a "generated" provider without material: generate, like Keycloak
                 keys.generate_key(self.realm, k["algorithm"], priority=k["priority"], status=k["status"],
                                   provider_name=k["name"])
-                stored += 1
+                stored += signing
                 continue
             if k["certificate"] is not None and (
                 k["certificate"].public_key().public_bytes(*_SPKI) != k["private"].public_key().public_bytes(*_SPKI)
@@ -246,6 +300,23 @@ class KeyApplier:
             if k["id"]:
                 new_pk = self.id_for(RealmKey, k["id"])
                 RealmKey.objects.filter(pk=row.pk).update(id=new_pk)
-            stored += 1
+            stored += signing
         if not stored:
             keys.generate_key(self.realm, "RS256")
+
+    def _add_secret(self, k):
+        if k["secret"] is None:
+            row = keys.generate_key(self.realm, k["algorithm"], priority=k["priority"], status=k["status"],
+                                    provider_name=k["name"], secret_size=k["secret_size"])
+        else:
+            kid = k["kid"]
+            if kid is not None and RealmKey.objects.filter(kid=kid).exists():
+                self.p.unsupported(k["_path"], f"key id {kid} is taken by another realm; stored under a new one")
+                kid = None
+            row = RealmKey(realm=self.realm, algorithm=k["algorithm"], priority=k["priority"], status=k["status"],
+                           use=keys.use_of(k["algorithm"]), provider_name=k["name"],
+                           provider_id=keys.GENERATED[k["algorithm"]])
+            keys.set_secret(row, k["secret"], kid)
+            row.save()
+        if k["id"]:
+            RealmKey.objects.filter(pk=row.pk).update(id=self.id_for(RealmKey, k["id"]))

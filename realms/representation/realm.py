@@ -330,7 +330,9 @@ def export_realm(realm):
     rep["defaultDefaultClientScopes"] = [x.client_scope.name for x in realm_links if x.default]
     rep["defaultOptionalClientScopes"] = [x.client_scope.name for x in realm_links if not x.default]
     rep["components"] = {
-        KEY_PROVIDER: [key_component(k, realm.name) for k in RealmKey.objects.filter(realm=realm)],
+        # An order an import keeps (the rows are created in it): an export of the copy is the same.
+        KEY_PROVIDER: [key_component(k, realm.name) for k in RealmKey.objects.filter(realm=realm).order_by(
+            "-priority", "provider_name", "algorithm", "created")],
         **user_storage_reps(realm),
         **policy_reps(realm),
     }

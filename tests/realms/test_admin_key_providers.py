@@ -130,9 +130,12 @@ def _pem_pair(common_name="brought"):
     (provider("x", "rsa", privateKey="not a key"), "Failed to decode private key"),
     (provider("x", "rsa", privateKey=_pem_pair()[0], certificate="bm90IGEgY2VydA=="), "Failed to decode certificate"),
     (provider("x", "hmac-generated", secretSize="48"), "'Secret size' should be 16, 24, 32, 64, 128, 256 or 512"),
-    (provider("x", "hmac-generated", algorithm="HS256"), "'Algorithm' should be HS512"),
-    (provider("x", "aes-generated"), "Key provider 'aes-generated' is not supported: this server signs with "
-                                     "rsa-generated, rsa, ecdsa-generated, eddsa-generated, hmac-generated keys only"),
+    (provider("x", "hmac-generated", algorithm="HS1"), "'Algorithm' should be HS256, HS384 or HS512"),
+    (provider("x", "rsa-enc-generated", algorithm="RSA1_5"), "'Algorithm' should be RSA-OAEP or RSA-OAEP-256"),
+    (provider("x", "aes-generated", secretSize="64"), "'AES Key size' should be 16, 24 or 32"),
+    (provider("x", "ecdh-generated"), "Key provider 'ecdh-generated' is not supported: this server has "
+                                      "rsa-generated, rsa, ecdsa-generated, eddsa-generated, hmac-generated, "
+                                      "rsa-enc-generated, aes-generated keys only"),
 ])
 def test_bad_config_is_refused_as_keycloak_and_changes_nothing(master_api, acme, body, message):
     before = set(RealmKey.objects.filter(realm=acme).values_list("kid", "status", "priority"))

@@ -74,16 +74,11 @@ def test_every_interop_file_imports(name):
             assert client.get_secret() == c["secret"]
     # Every realm can sign: with the file's key or a generated RS256 one.
     assert realm_keys(realm).signer("RS256") is not None
-    # What the model does not hold is reported by path, never dropped in silence.
-    for key in ("clientPolicies",):
-        if data.get(key):
-            assert f"{key}: not supported, not imported" in result.warnings
+    assert not [w for w in result.warnings if w.startswith(("clientPolicies", "clientProfiles"))]  # stored
     for key in ("authenticationFlows", "authenticatorConfig", "requiredActions"):
         assert not any(w.startswith(f"{key}: ") for w in result.warnings)  # imported (test_flows_stored.py)
-    for i, c in enumerate(data.get("clients", [])):  # applications' only: admin permissions are imported
-        if c.get("authorizationSettings") and c["clientId"] != "admin-permissions":
-            assert f"clients[{i}].authorizationSettings: not supported, not imported" in result.warnings
-    assert not [w for w in result.warnings if "clients[3].authorizationSettings" in w or "adminPermissions" in w]
+    # Authorization settings are imported, applications' (tests/authz) and admin permissions alike.
+    assert not [w for w in result.warnings if "authorizationSettings" in w or "adminPermissions" in w]
 
 
 def test_fgap_full_export_details():
@@ -474,14 +469,14 @@ def test_keycloak_kid_and_generated_provider_without_material():
 def test_unsupported_keys_are_listed_with_their_paths():
     result = import_realm({
         "realm": "partial",
-        "clients": [{"clientId": "app", "authorizationSettings": {"resources": []}, "access": {"view": True}}],
+        "clients": [{"clientId": "app", "access": {"view": True}, "unknownThing": 1}],
         "users": [{"username": "u", "totp": False}],
         "groups": [{"name": "g", "path": "/g", "subGroups": [{"name": "h", "path": "/g/h", "parentId": "x",
                                                                "unknownThing": 1}]}],
         "components": {"org.keycloak.storage.UserStorageProvider": [{"providerId": "acme-store", "name": "corp"}]},
     })
     assert result.warnings == [
-        "clients[0].authorizationSettings: not supported, not imported",
+        "clients[0].unknownThing: not supported, not imported",
         "groups[0].subGroups[0].unknownThing: not supported, not imported",
         'components["org.keycloak.storage.UserStorageProvider"][0]: user storage provider \'acme-store\' is not '
         "available on this server: stored, its users cannot sign in until it is",

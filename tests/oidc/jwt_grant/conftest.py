@@ -115,7 +115,7 @@ def jwks_server():
     server = JwksServer()
     yield server
     server.close()
-    client_auth._jwks_by_url.pop(server.url, None)
+    client_auth._jwks_by_url.pop((server.url, "sig"), None)
 
 
 @pytest.fixture

@@ -5,7 +5,9 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from jwcrypto import jwk
 
+from realms.data.keys import generate_key
 from realms.models import Event
 
 from .conftest import AUTH, REDIRECT, code_of, push, redeem, request_object, set_attributes, sign_in
@@ -136,13 +138,46 @@ def test_request_or_request_uri_accepts_either(client, web_app, bob, key):
     assert authorize_with(client, request=request_object(key)).status_code == 200
 
 
-def test_encrypted_request_object_is_refused(client, web_app, key):
-    from jwcrypto import jwe, jwk
+def _encrypted(key, realm, *, kid=None, alg="RSA-OAEP", enc="A256GCM"):
+    """A request object signed with the client's key, then encrypted to the realm's encryption key."""
+    from jwcrypto import jwe
+
+    from realms.data.keys import realm_keys
+    kid_, recipient = next(iter(realm_keys(realm).decrypters.items()))
+    public = jwk.JWK(**recipient[1].export_public(as_dict=True))
+    token = jwe.JWE(request_object(key).encode(), protected={"alg": alg, "enc": enc, "cty": "JWT", "kid": kid or kid_},
+                    algs=[alg, enc])
+    token.add_recipient(public)
+    return token.serialize(compact=True)
+
+
+def test_encrypted_request_object_to_the_realm_key_is_accepted(client, web_app, bob, key, realm):
+    generate_key(realm, "RSA-OAEP-256")
+    answer = push(client, request=_encrypted(key, realm, alg="RSA-OAEP-256", enc="A128CBC-HS256"))
+    assert answer.status_code == 201, answer.content
+    page = authorize_with(client, request=_encrypted(key, realm, alg="RSA-OAEP-256"))
+    assert "code=" in sign_in(client, page)["Location"]
+
+
+def test_encrypted_request_object_refusals(client, web_app, key, realm):
+    generate_key(realm, "RSA-OAEP")
+    assert pushed_error(client, _encrypted(key, realm, kid="unknown-kid")) == {
+        "error": "invalid_request_object", "error_description": "No realm key to decrypt the request object"}
+    set_attributes(web_app, **{"request.object.encryption.alg": "RSA-OAEP-256"})
+    assert pushed_error(client, _encrypted(key, realm))["error_description"] == (
+        "Request object encrypted with different algorithm than client requested")
+    assert pushed_error(client, request_object(key))["error_description"] == "Request object not encrypted"
+    set_attributes(web_app, **{"request.object.encryption.alg": "", "request.object.encryption.enc": ""})
+    assert push(client, request=_encrypted(key, realm)).status_code == 201
+
+
+def test_encrypted_request_object_without_realm_keys_is_refused(client, web_app, key, realm):
+    from jwcrypto import jwe
     recipient = jwk.JWK.generate(kty="RSA", size=2048)
     token = jwe.JWE(request_object(key).encode(), protected={"alg": "RSA-OAEP", "enc": "A256GCM", "cty": "JWT"})
     token.add_recipient(recipient)
     assert pushed_error(client, token.serialize(compact=True)) == {
-        "error": "invalid_request_object", "error_description": "Encrypted request objects are not supported"}
+        "error": "invalid_request_object", "error_description": "No realm key to decrypt the request object"}
 
 
 def test_request_and_request_uri_together_are_refused(client, web_app, key):

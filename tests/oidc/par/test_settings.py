@@ -6,6 +6,7 @@ import pytest
 from django.test import Client as HttpClient
 
 from oidc import request_object
+from realms.data.keys import generate_key
 from realms.models import Client
 from realms.representation import RepresentationError, import_realm
 from tests.oidc.dpop.conftest import Prover
@@ -96,7 +97,7 @@ def test_console_saves_the_attributes_the_endpoints_read(console, acme):  # noqa
 @pytest.mark.django_db
 @pytest.mark.parametrize(("name", "value"), [
     ("request.object.required", "always"), ("request.object.signature.alg", "HS1"),
-    ("request.object.encryption.alg", "RSA-OAEP"), ("request.object.encryption.enc", "A256GCM"),
+    ("request.object.encryption.alg", "RSA1_5"), ("request.object.encryption.enc", "A128KW"),
     ("require.pushed.authorization.requests", "yes"),
 ])
 def test_import_refuses_values_the_server_cannot_honour(name, value):
@@ -129,9 +130,13 @@ def test_discovery_lists_what_is_served(client, realm):
     assert doc["require_request_uri_registration"] is True
     assert "ES256" in doc["request_object_signing_alg_values_supported"]
     assert "none" in doc["request_object_signing_alg_values_supported"]
-    # Encrypted request objects are not served (no realm encryption keys yet): not listed.
+    # Encrypted request objects are served only with a realm encryption key: listed then.
     assert "request_object_encryption_alg_values_supported" not in doc
     assert "request_object_encryption_enc_values_supported" not in doc
+    generate_key(realm, "RSA-OAEP-256")
+    doc = client.get("/realms/acme/.well-known/openid-configuration").json()
+    assert doc["request_object_encryption_alg_values_supported"] == ["RSA-OAEP-256"]
+    assert "A256GCM" in doc["request_object_encryption_enc_values_supported"]
 
 
 @pytest.mark.django_db

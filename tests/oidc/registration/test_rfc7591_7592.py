@@ -121,12 +121,12 @@ def test_public_client_jwks_and_private_key_jwt(admin, acme):
     ({"redirect_uris": [REDIRECT], "tls_client_certificate_bound_access_tokens": True}, "invalid_client_metadata",
      "attributes: Unsupported value of tls.client.certificate.bound.access.tokens: certificate-bound tokens "
      "(mutual TLS) are not supported"),
-    ({"redirect_uris": [REDIRECT], "id_token_encrypted_response_alg": "RSA-OAEP"}, "invalid_client_metadata",
-     "attributes: Unsupported attribute id.token.encrypted.response.alg: encrypted tokens and responses are not "
-     "supported"),
-    ({"redirect_uris": [REDIRECT], "id_token_signed_response_alg": "HS256"}, "invalid_client_metadata",
-     "attributes: Unsupported value of id.token.signed.response.alg: 'HS256'; one of: RS256, RS384, RS512, PS256, "
-     "PS384, PS512, ES256, ES384, ES512, EdDSA"),
+    ({"redirect_uris": [REDIRECT], "id_token_encrypted_response_alg": "RSA1_5"}, "invalid_client_metadata",
+     "attributes: Unsupported value of id.token.encrypted.response.alg: 'RSA1_5'; one of: RSA-OAEP, RSA-OAEP-256, "
+     "ECDH-ES, ECDH-ES+A128KW, ECDH-ES+A192KW, ECDH-ES+A256KW"),
+    ({"redirect_uris": [REDIRECT], "id_token_signed_response_alg": "none"}, "invalid_client_metadata",
+     "attributes: Unsupported value of id.token.signed.response.alg: 'none'; one of: RS256, RS384, RS512, PS256, "
+     "PS384, PS512, ES256, ES384, ES512, EdDSA, HS256, HS384, HS512"),
 ])
 def test_invalid_metadata_is_refused_and_spends_nothing(admin, acme, body, error, description):
     iat = initial_token(admin, acme)

@@ -18,8 +18,10 @@ from ..http import messages, themes
 from ..http.messages import Message
 from ..http.web import client_address, realm_url
 from ..models import Client, Credential, Realm, User, UserSession, client_role_names, effective_roles
+from ..signin.required_actions import delete_account
 from ..sso import sessions, sso_cookie
 from ..users import consents, storage, user_profile
+from ..users.actions import action_enabled
 from . import ACCOUNT_CLIENT, api, profile, sign_in_url
 
 SECTIONS = (  # (url name, message key), in the console's order
@@ -147,7 +149,11 @@ def personal_info(request, ctx):
         if ctx.may_manage and user_profile.update_email_enabled(ctx.realm) else "",
         "supported_locales": list(ctx.realm.supported_locales or []) if ctx.realm.internationalization_enabled else [],
         "user_locale": locale[0] if isinstance(locale, list) else locale,
-        "locale_error": errors.get("locale"), "refused": refused}, status=400 if errors or refused else 200)
+        "locale_error": errors.get("locale"), "refused": refused,
+        # Keycloak's deleteAccountAllowed: the action enabled in the realm and the user's role.
+        "delete_account_url": ctx.action_url(delete_account.DeleteAccount.provider_id)
+        if action_enabled(ctx.realm, delete_account.DeleteAccount.provider_id) and delete_account.may_delete(ctx.user)
+        else ""}, status=400 if errors or refused else 200)
 
 
 @page("account-signing-in")

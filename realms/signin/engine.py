@@ -553,6 +553,9 @@ def advance(request, realm, client, auth_session, *, is_action=False, interactiv
     ctx = AuthContext(request, realm, client, auth_session, is_action=is_action)
     complete, fail = _protocols[auth_session.protocol]
     outcome = run(ctx)
+    if outcome.final:
+        auth_sessions.discard(auth_session)
+        return outcome.response
     if not interactive and outcome.kind != Outcome.SUCCESS:
         auth_sessions.discard(auth_session)
         return fail(ctx, "interaction_required" if auth_session.flow_done else "login_required")

@@ -321,6 +321,7 @@ class Outcome:
     response: object = None  # the page to show for CHALLENGE / FAILURE
     error: str = ""  # the event error (Keycloak's Errors)
     description: str = ""  # what a non-interactive binding (direct grant) answers the client
+    final: bool = False  # the sign-in ends on this page (the user is gone: a deleted account)
 
     @classmethod
     def success(cls):
@@ -337,6 +338,10 @@ class Outcome:
     @classmethod
     def failure(cls, error, response=None, description=""):
         return cls(cls.FAILURE, response, error, description)
+
+    @classmethod
+    def end(cls, response):
+        return cls(cls.CHALLENGE, response, final=True)
 
 
 class Authenticator:

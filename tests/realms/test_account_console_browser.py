@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 import pytest
 
 from realms.models import Client as ClientModel
-from realms.models import ClientScope, User, UserSession
+from realms.models import ClientScope, RequiredActionProvider, Role, User, UserSession
 from realms.representation.services import create_realm
 from realms.sso.sessions import create_user_session
 from realms.users.accounts import create_user
@@ -198,3 +198,27 @@ def test_registration_and_forgot_password_pages_pass_axe_on_a_phone(acme, base, 
     page.locator("#username").wait_for(timeout=10000)
     _no_horizontal_scroll(page)
     _no_serious_violations(page)
+
+
+def test_delete_the_account_from_the_console(acme, base, page):
+    action = RequiredActionProvider.objects.get(realm=acme, alias="delete_account")
+    action.enabled = True
+    action.save()
+    bob = User.objects.get(realm=acme, username="bob")
+    bob.roles.add(Role.objects.get(client__realm=acme, client__client_id="account", name="delete-account"))
+    _sign_in_to_console(page, base)
+    page.locator("#delete-account-start").click()
+    # A deletion asks for a sign-in made for it, then for confirmation, by the keyboard.
+    page.locator("#password").wait_for(timeout=10000)
+    page.locator("#username").fill("bob")
+    page.locator("#password").fill(PASSWORD)
+    page.keyboard.press("Enter")
+    page.locator("#kc-submit").wait_for(timeout=10000)
+    assert "This action is irreversible" in page.locator("main").inner_text()
+    _no_horizontal_scroll(page)
+    _no_serious_violations(page)
+    page.locator("#kc-submit").focus()
+    page.keyboard.press("Enter")
+    page.locator("#kc-info-text").wait_for(timeout=10000)
+    assert page.locator("#kc-info-text").inner_text() == "User deleted successfully"
+    assert not User.objects.filter(pk=bob.pk).exists()

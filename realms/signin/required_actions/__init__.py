@@ -2,6 +2,7 @@
 registers. Others (the WebAuthn ones ...) register the same way from the apps that implement
 them; until then a user who must do one cannot sign in (``realms.signin.flows``)."""
 from .configure_totp import ConfigureTotp
+from .delete_account import DeleteAccount
 from .delete_credential import DeleteCredential
 from .recovery_codes import ConfigureRecoveryCodes
 from .terms_and_conditions import TermsAndConditions
@@ -14,4 +15,4 @@ from .webauthn_register import WebAuthnRegister, WebAuthnRegisterPasswordless
 
 BUILTIN = (UpdatePassword, ConfigureTotp, ConfigureRecoveryCodes, UpdateProfile, TermsAndConditions,
            DeleteCredential, VerifyEmail, WebAuthnRegister, WebAuthnRegisterPasswordless, UpdateEmail,
-           UpdateUserLocale)
+           UpdateUserLocale, DeleteAccount)

@@ -2,7 +2,9 @@
 
 Access and ID tokens are JWTs signed with the realm's active key for the algorithm in effect
 (the realm's Default Signature Algorithm unless the client overrides it), so resource servers
-validate them locally against the JWKS. Refresh tokens are only ever read by this server, so, as
+validate them locally against the JWKS; a client may name an HS algorithm instead (the realm's
+secret: only this server verifies them) and have its ID tokens and userinfo encrypted to its own
+key (decision 0084). Refresh tokens are only ever read by this server, so, as
 in Keycloak, they are signed with a per-realm HMAC key (HS512): cheap to sign and verify and
 useless to anyone else. They carry the session id (``sid``); their ``jti`` is tracked only when
 the realm revokes refresh tokens.

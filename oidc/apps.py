@@ -14,7 +14,7 @@ class OidcConfig(AppConfig):
         from realms.representation.clients import register_attribute_check
         from realms.users.consents import register_consent_store
 
-        from . import admin_api, authorize, backchannel, consent, grants, mtls, request_object, tokens
+        from . import admin_api, authorize, backchannel, client_policies, consent, grants, mtls, request_object, tokens
         from .admin_tokens import verify
         from .urls import PROTOCOL_ENDPOINTS
 
@@ -34,3 +34,4 @@ class OidcConfig(AppConfig):
         register_attribute_check("request objects and PAR", request_object.check_attributes)
         register_attribute_check("token signing and encryption", tokens.check_attributes)
         register_attribute_check("mutual TLS", mtls.check_attributes)
+        client_policies.register()

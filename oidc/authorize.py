@@ -322,6 +322,7 @@ def start_authorization(request, realm_name, params, binding=flows.BROWSER):
     error. Raises an AuthorizationFailure, which the view answers with ``error_answer``."""
     realm_config = get_realm(realm_name)
     realm = realm_config.realm
+    front_channel = params
     try:
         client_config, redirect_uri, params, request_claims, pushed = _trusted_client(realm_config, params, request)
     except UntrustedRequest as exc:
@@ -338,7 +339,7 @@ def start_authorization(request, realm_name, params, binding=flows.BROWSER):
         authz = parse_request(client_config, params, redirect_uri)
         client_policies.enforce(client_policies.AUTHORIZATION_REQUEST, realm_config, client_config,
                                 request=request, params=params, authz=authz, pushed=pushed,
-                                request_object=request_claims)
+                                request_object=request_claims, front_channel=front_channel)
     except OAuthError as exc:
         events.emit(realm, "LOGIN_ERROR", client_id=client.client_id, ip_address=client_address(request),
                     error=exc.event_error, details={"redirect_uri": redirect_uri, "reason": exc.description})

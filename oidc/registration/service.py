@@ -24,6 +24,7 @@ from realms.representation.fields import Parser
 from realms.representation.services import add_default_client_scopes
 from realms.users.accounts import enable_service_account
 
+from .. import client_policies, tokens
 from ..errors import InvalidClientMetadata, InvalidRedirectUri
 from ..models import ClientInitialAccess
 from . import auth as auth_
@@ -108,6 +109,12 @@ def _mappers(client, parsed):
         ProtocolMapper.objects.create(client=client, **{k: v for k, v in m["fields"].items() if k != "id"})
 
 
+def _updater(auth):
+    """Who writes the client, as Keycloak's client-updater-context condition names it."""
+    return {auth_.INITIAL: "ByInitialAccessToken", auth_.REGISTRATION: "ByRegistrationAccessToken",
+            tokens.TYP_BEARER: "ByAuthenticatedUser"}.get(auth.typ, "ByAnonymous")
+
+
 def find(ctx, client_id):
     return Client.objects.filter(realm=ctx.realm, client_id=client_id).first()
 
@@ -127,6 +134,8 @@ def create(ctx, rep):
     elif client.confidential and client.client_authenticator_type in ("client-secret", "client-secret-jwt"):
         client.regenerate_secret()
     validate(client)
+    client_policies.on_client_write(client_policies.REGISTER, ctx.realm, client, updater=_updater(auth),
+                                    authenticator_given="clientAuthenticatorType" in rep)
     ctx.details["client_auth_method"] = client.client_authenticator_type
     try:
         with transaction.atomic():
@@ -190,6 +199,8 @@ def update(ctx, client_id, rep):
     elif client.confidential and not client.secret_digest:
         client.regenerate_secret()
     validate(client)
+    client_policies.on_client_write(client_policies.UPDATE, ctx.realm, client, updater=_updater(auth),
+                                    authenticator_given="clientAuthenticatorType" in rep)
     with transaction.atomic():
         token = None
         if auth.typ == auth_.REGISTRATION:

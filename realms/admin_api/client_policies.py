@@ -1,13 +1,13 @@
 """``/admin/realms/{realm}/client-policies/policies`` and ``/profiles`` (Keycloak's
 ClientPoliciesResource and ClientProfilesResource: ``view-realm`` to read, ``manage-realm`` to
-write, 400 ``{"errorMessage": ...}`` on a document it refuses). No condition or executor is
-implemented yet (decision 0081): a realm has no policy and no profile, no global profile is
-offered, and a document that names a policy or a profile is refused rather than ignored."""
+write, 400 ``{"errorMessage": ...}`` on a document it refuses: an unknown condition or executor,
+a policy naming no profile, a profile named like a global one). A PUT replaces the document."""
+from django.db import transaction
 from rest_framework import status
 from rest_framework.response import Response
 
 from ..representation import RepresentationError
-from ..representation.realm import check_client_policies
+from ..representation import client_policies as cp
 from . import errors
 from .views import RealmResource
 
@@ -16,34 +16,44 @@ def _flag(request, name):
     return request.query_params.get(name, "").lower() == "true"
 
 
-class ClientPolicies(RealmResource):
+class _Document(RealmResource):
     required_role = {"GET": "view-realm", "PUT": "manage-realm"}
 
+    def _save(self, attributes):
+        with transaction.atomic():
+            self.realm.attributes = attributes
+            self.realm.save(update_fields=["attributes"])
+
+
+class ClientPolicies(_Document):
     def get(self, request, realm):
-        rep = {"policies": []}
+        rep = cp.stored_policies(self.realm.attributes)
         if _flag(request, "include-global-policies"):
-            rep["globalPolicies"] = []
+            rep["globalPolicies"] = []  # Keycloak ships none
+        return Response(rep)
+
+    def put(self, request, realm):
+        profiles = cp.stored_profiles(self.realm.attributes)
+        try:
+            policies = cp.parse_policies(request.data, "", [p["name"] for p in profiles["profiles"]])
+        except RepresentationError as exc:
+            raise errors.Invalid(str(exc)) from None
+        self._save(cp.store(self.realm.attributes, policies=policies))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ClientProfiles(_Document):
+    def get(self, request, realm):
+        rep = cp.stored_profiles(self.realm.attributes)
+        if _flag(request, "include-global-profiles"):
+            rep["globalProfiles"] = cp.global_profiles()
         return Response(rep)
 
     def put(self, request, realm):
         try:
-            check_client_policies(request.data, "")
+            profiles = cp.parse_profiles(request.data)
+            cp.check_profiles_in_use(cp.stored_policies(self.realm.attributes), profiles)
         except RepresentationError as exc:
             raise errors.Invalid(str(exc)) from None
-        return Response(status=status.HTTP_204_NO_CONTENT)
-
-
-class ClientProfiles(RealmResource):
-    required_role = {"GET": "view-realm", "PUT": "manage-realm"}
-
-    def get(self, request, realm):
-        rep = {"profiles": []}
-        if _flag(request, "include-global-profiles"):
-            rep["globalProfiles"] = []
-        return Response(rep)
-
-    def put(self, request, realm):
-        # A profile only acts through a policy, and none can be stored: refused, never kept unused.
-        if not isinstance(request.data, dict) or request.data.get("profiles"):
-            raise errors.Invalid("client profiles are not supported by this server")
+        self._save(cp.store(self.realm.attributes, profiles=profiles))
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -10,6 +10,7 @@ from ..administration.admin_permissions import visible
 from ..audit import admin_events
 from ..models import Client, ClientScope, ClientScopeLink, ProtocolMapper
 from ..representation import RepresentationError
+from ..representation.client_policies import client_write_refusal
 from ..representation.clients import client_rep, parse_client
 from ..representation.fields import Parser
 from ..representation.services import add_default_client_scopes
@@ -35,6 +36,15 @@ def _parse(data, client_id=None):
         raise errors.Invalid(str(exc)) from None
     parsed["fields"].pop("id", None)
     return parsed
+
+
+def _check_policies(realm, client, data, *, created):
+    """The realm's client policies auto-configure the client or refuse it (Keycloak's 400
+    ``{"error": ..., "error_description": ...}`` of a ClientPolicyException)."""
+    refusal = client_write_refusal(realm, client, created=created,
+                                   authenticator_given="clientAuthenticatorType" in data)
+    if refusal:
+        raise errors.BadRequest(*refusal)
 
 
 def _link_scopes(client, names, default):
@@ -79,6 +89,7 @@ class Clients(RealmResource):
         elif client.confidential and client.client_authenticator_type in ("client-secret", "client-secret-jwt"):
             client.regenerate_secret()  # as Keycloak does for a confidential client without one
         check_fields(client)
+        _check_policies(self.realm, client, request.data, created=True)
         with transaction.atomic():
             client.save()
             for m in parsed["mappers"]:
@@ -115,6 +126,7 @@ class ClientDetail(RealmResource):
         elif client.confidential and not client.secret_digest:  # made confidential: it needs a secret
             client.regenerate_secret()
         check_fields(client)
+        _check_policies(self.realm, client, request.data, created=False)
         with transaction.atomic():
             client.save()
             if client.service_accounts_enabled:

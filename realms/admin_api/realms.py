@@ -14,9 +14,9 @@ from ..administration.admin_permissions import (
 from ..audit import admin_events
 from ..audit.admin_events import auth_details
 from ..models import Realm
-from ..representation import REALM_FIELDS, RepresentationError, import_realm
-from ..representation.fields import Parser, as_str, model_fields, spec_of
-from ..representation.realm import POLICY_PREFIXES, check_client_policies, realm_settings_rep
+from ..representation import REALM_FIELDS, RepresentationError, client_policies, import_realm
+from ..representation.fields import Parser, as_dict, as_str, model_fields, spec_of
+from ..representation.realm import POLICY_PREFIXES, realm_settings_rep
 from . import errors
 from .query import check_fields, flag, location
 from .views import ApiView, RealmResource
@@ -91,14 +91,19 @@ class RealmDetail(RealmResource):
         table = {k: v for k, v in REALM_FIELDS.items() if k != "id"}
         try:
             values = parser.take({k: v for k, v in data.items() if k not in policies and k != "id"}, "",
-                                 {**spec_of(table), "realm": as_str, "clientPolicies": check_client_policies})
+                                 {**spec_of(table), "realm": as_str, "clientPolicies": as_dict,
+                                  "clientProfiles": as_dict})
+            sections = client_policies.parse_sections(values, self.realm.attributes)
         except RepresentationError as exc:
             raise errors.Invalid(str(exc)) from None
         target = self.realm
         for name, value in model_fields(table, values).items():
             if name == "smtp_server" and value.get("password") == MASKED:  # the mask sent back unchanged
                 value = {**value, "password": target.smtp_server.get("password", "")}
+            if name == "attributes":
+                value = client_policies.with_reserved(value, target.attributes)
             setattr(target, name, value)
+        target.attributes = client_policies.store(target.attributes, *sections)
         for key, value in policies.items():
             field_name = next(f for p, f in POLICY_PREFIXES if key.startswith(p))
             getattr(target, field_name)[key] = value

@@ -2,12 +2,14 @@
 resource, and the export."""
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from ..administration.admin_permissions import PERMISSIONS_CLIENT
 from ..audit.events import EVENT_LISTENERS
 from ..credentials import password_policy
 from ..models import Client, ClientScope, Group, RealmKey, Role, User
 from ..signin.flows import CLIENTS_FLOW
 from .authentication import KEYS as AUTHENTICATION_KEYS
 from .authentication import authentication_reps, parse_authentication
+from .client_policies import parse_sections, plain_attributes, store, stored_policies, stored_profiles
 from .client_scopes import parse_scope, scope_rep
 from .clients import client_rep, parse_client
 from .components import KEY_PROVIDER, key_component, load_cert, load_private, parse_components, policy_reps
@@ -136,21 +138,6 @@ def _signature_algorithm(value, path):
     return value
 
 
-def check_client_policies(value, path):
-    """No condition or executor is implemented yet: a policy would go unenforced, so it is refused
-    rather than its clients left unprotected (import and Admin API). An empty list loses nothing."""
-    policies = as_list(as_dict(value, path).get("policies") or [], at(path, "policies"))
-    if policies:
-        raise RepresentationError(at(path, "policies[0]"), "client policies are not supported by this server: "
-                                                         "refused rather than leaving its clients unprotected")
-    return value
-
-
-def _client_policies(value, path, p):
-    p.unsupported(path)
-    return check_client_policies(value, path)
-
-
 def _events_listeners(listeners, path):
     unknown = [name for name in listeners if name not in EVENT_LISTENERS]
     if unknown:
@@ -199,11 +186,13 @@ def parse_realm(data, p):
         # A Keycloak export may name listeners of its own server: reported and left out here
         # (the Admin API refuses them).
         "eventsListeners": lambda v, path: _listeners_to_import(as_str_list(v, path), path, p),
-        "clientPolicies": lambda v, path: _client_policies(v, path, p),
+        "clientPolicies": as_dict, "clientProfiles": as_dict,
     })
     top = p.take(rest, "", spec, derived=_DERIVED - {"realm"}, required=("realm",))
     out = {"name": top["realm"], "settings": model_fields(REALM_FIELDS, top),
            "version": _major_version(data.get("keycloakVersion"))}
+    # Kept as Keycloak keeps them, in two realm attributes that no plain attribute may overwrite.
+    out["settings"]["attributes"] = store(plain_attributes(out["settings"].get("attributes")), *parse_sections(top))
     for _prefix, field_name in POLICY_PREFIXES:
         out["settings"].setdefault(field_name, {})
     for key, value in policies.items():
@@ -277,6 +266,10 @@ def realm_settings_rep(realm):
     # Unset optional values are left out, as Keycloak leaves out nulls (an empty email or
     # federationLink would mean something else to Keycloak).
     rep.update({k: v for k, v in json_fields(realm, REALM_FIELDS).items() if v not in ("", None)})
+    rep["attributes"] = plain_attributes(realm.attributes)
+    # Keycloak's realm GET carries them too (ClientPolicyManager.updateRealmRepresentationFromModel).
+    rep["clientPolicies"] = stored_policies(realm.attributes)
+    rep["clientProfiles"] = stored_profiles(realm.attributes)
     rep.update(realm.otp_policy)
     rep.update(realm.webauthn_policy)
     if realm.default_role_id:
@@ -321,7 +314,8 @@ def export_realm(realm):
             rep["clientScopeMappings"].setdefault(owner, []).append({key: name, "roles": names})
 
     rep["clients"] = [client_rep(c) for c in clients]
-    permissions_client = next((c for c in clients if c.authorization_settings), None)
+    permissions_client = next((c for c in clients if c.client_id == PERMISSIONS_CLIENT and c.authorization_settings),
+                              None)
     if permissions_client is not None:
         rep["adminPermissionsClient"] = {"id": permissions_client.id, "clientId": permissions_client.client_id}
 

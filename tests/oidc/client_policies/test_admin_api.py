@@ -1,43 +1,59 @@
-"""Admin API ``client-policies/policies`` and ``/profiles`` while no condition or executor is
-implemented (decision 0081): empty documents read and written, any policy or profile refused."""
+"""Admin API ``client-policies/policies`` and ``/profiles``: Keycloak's documents read and
+replaced, global profiles offered, refusals answered 400 ``{"errorMessage": ...}`` and nothing
+changed; the realm's own PUT carries both too and keeps them from plain attributes."""
 import pytest
 
 from tests.realms.test_admin_rest_api import PASSWORD, acme, master_api, realm_admin  # noqa: F401 (fixtures)
 
-from .test_import import FAPI2_POLICY
+from .test_import import FAPI2_POLICY, OWN_POLICY, OWN_PROFILES
 
 pytestmark = pytest.mark.django_db
 
 
-def test_read_empty_documents(master_api, acme):  # noqa: F811
+def test_read_empty_documents_and_global_profiles(master_api, acme):  # noqa: F811
     assert master_api("get", "acme/client-policies/policies").json() == {"policies": []}
     assert master_api("get", "acme/client-policies/policies", **{"include-global-policies": "true"}).json() == {
         "policies": [], "globalPolicies": []}
     assert master_api("get", "acme/client-policies/profiles").json() == {"profiles": []}
-    assert master_api("get", "acme/client-policies/profiles", **{"include-global-profiles": "true"}).json() == {
-        "profiles": [], "globalProfiles": []}
+    body = master_api("get", "acme/client-policies/profiles", **{"include-global-profiles": "true"}).json()
+    assert body["profiles"] == []
+    assert [p["name"] for p in body["globalProfiles"]] == [
+        "fapi-2-security-profile", "fapi-2-dpop-security-profile", "fapi-2-message-signing"]
 
 
-def test_empty_documents_accepted(master_api, acme):  # noqa: F811
-    assert master_api("put", "acme/client-policies/policies", {"policies": []}).status_code == 204
+def test_put_and_get(master_api, acme):  # noqa: F811
+    assert master_api("put", "acme/client-policies/profiles", OWN_PROFILES).status_code == 204
+    assert master_api("put", "acme/client-policies/policies", OWN_POLICY).status_code == 204
+    assert master_api("get", "acme/client-policies/profiles").json() == OWN_PROFILES
+    assert master_api("get", "acme/client-policies/policies").json() == OWN_POLICY
+    # A profile a policy uses cannot go away under it.
+    resp = master_api("put", "acme/client-policies/profiles", {"profiles": []})
+    assert resp.status_code == 400
+    assert resp.json() == {"errorMessage": "profiles: client profile 'pkce-only' is used by client policy "
+                                           "'public-pkce'"}
+    assert master_api("put", "acme/client-policies/policies", FAPI2_POLICY).status_code == 204
     assert master_api("put", "acme/client-policies/profiles", {"profiles": []}).status_code == 204
+    assert master_api("get", "acme/client-policies/policies").json()["policies"][0]["name"] == "fapi2"
 
 
-def test_policy_refused_never_ignored(master_api, acme):  # noqa: F811
-    resp = master_api("put", "acme/client-policies/policies", FAPI2_POLICY)
+def test_refusals_change_nothing(master_api, acme):  # noqa: F811
+    resp = master_api("put", "acme/client-policies/policies", {"policies": [
+        {"name": "p", "conditions": [{"condition": "no-such-condition"}], "profiles": []}]})
     assert resp.status_code == 400
-    assert resp.json() == {"errorMessage": "policies[0]: client policies are not supported by this server: "
-                                           "refused rather than leaving its clients unprotected"}
-    assert master_api("get", "acme/client-policies/policies").json() == {"policies": []}
-    resp = master_api("put", "acme/client-policies/policies", ["not an object"])
-    assert resp.status_code == 400
-
-
-def test_profile_refused_never_ignored(master_api, acme):  # noqa: F811
+    assert resp.json()["errorMessage"].startswith(
+        "policies[0].conditions[0].condition: unsupported condition 'no-such-condition' (this server has any-client,")
+    resp = master_api("put", "acme/client-policies/policies", {"policies": [{"name": "p", "profiles": ["nope"]}]})
+    assert resp.json() == {"errorMessage": "policies[0].profiles[0]: no client profile named 'nope'"}
     resp = master_api("put", "acme/client-policies/profiles", {"profiles": [
-        {"name": "p", "executors": [{"executor": "pkce-enforcer", "configuration": {"auto-configure": True}}]}]})
-    assert resp.status_code == 400
-    assert resp.json() == {"errorMessage": "client profiles are not supported by this server"}
+        {"name": "fapi-2-message-signing", "executors": []}]})
+    assert resp.json() == {"errorMessage": "profiles[0].name: client profile name 'fapi-2-message-signing' is "
+                                           "already used by a global profile"}
+    resp = master_api("put", "acme/client-policies/profiles", {"profiles": [
+        {"name": "p", "executors": [{"executor": "reject-ropc-grant"}]}]})
+    assert resp.status_code == 400 and "unsupported executor 'reject-ropc-grant'" in resp.json()["errorMessage"]
+    assert master_api("put", "acme/client-policies/policies", ["not an object"]).status_code == 400
+    assert master_api("get", "acme/client-policies/policies").json() == {"policies": []}
+    assert master_api("get", "acme/client-policies/profiles").json() == {"profiles": []}
 
 
 def test_roles(acme):  # noqa: F811
@@ -50,10 +66,16 @@ def test_roles(acme):  # noqa: F811
     assert nobody("get", "acme/client-policies/policies").status_code == 403
 
 
-def test_realm_update_with_a_policy_refused(master_api, acme):  # noqa: F811
-    """The realm's own PUT carries clientPolicies too: refused there as well, never dropped with 204."""
-    resp = master_api("put", "acme", {"clientPolicies": FAPI2_POLICY, "displayName": "changed"})
+def test_realm_update_carries_them(master_api, acme):  # noqa: F811
+    resp = master_api("put", "acme", {"clientPolicies": {"policies": [{"name": "p", "profiles": ["nope"]}]},
+                                      "displayName": "changed"})
     assert resp.status_code == 400
-    assert "client policies are not supported" in resp.json()["errorMessage"]
+    assert resp.json() == {"errorMessage": "clientPolicies.policies[0].profiles[0]: no client profile named 'nope'"}
     assert master_api("get", "acme").json().get("displayName") != "changed"
-    assert master_api("put", "acme", {"clientPolicies": {"policies": []}}).status_code == 204
+    assert master_api("put", "acme", {"clientProfiles": OWN_PROFILES, "clientPolicies": OWN_POLICY}).status_code == 204
+    assert master_api("get", "acme/client-policies/policies").json() == OWN_POLICY
+    # The realm's attributes written back as read never touch the stored documents.
+    attributes = master_api("get", "acme").json()["attributes"]
+    assert "client-policies.policies" not in attributes
+    assert master_api("put", "acme", {"attributes": {**attributes, "client-policies.policies": "{}"}}).status_code == 204
+    assert master_api("get", "acme/client-policies/policies").json() == OWN_POLICY

@@ -1,0 +1,137 @@
+"""Client policy conditions (Keycloak's provider ids and configuration keys). A condition answers
+True (the client is in), False (it is not) or None (it has no say at this event: Keycloak's
+ABSTAIN); ``is-negative-logic`` turns a True into a False and back."""
+import json
+
+from realms.representation import RepresentationError
+from realms.representation.fields import as_bool, at
+
+from .events import REGISTER, TOKEN_REQUEST, UPDATE
+
+NEGATIVE = "is-negative-logic"
+# Keycloak's ClientUpdateContextConditionFactory values: who writes the client.
+UPDATER_SOURCES = ("ByInitialAccessToken", "ByRegistrationAccessToken", "ByAuthenticatedUser", "ByAnonymous")
+ACCESS_TYPES = ("confidential", "public", "bearer-only")
+_WRITE = (REGISTER, UPDATE)
+
+
+def _strings(config, key, path, default=(), allowed=None):
+    value = config.get(key, list(default))
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise RepresentationError(at(path, f"configuration.{key}"), "expected a list of strings")
+    for v in value:
+        if allowed is not None and v not in allowed:
+            raise RepresentationError(at(path, f"configuration.{key}"),
+                                      f"unsupported value {v!r} (one of {', '.join(allowed)})")
+    return value
+
+
+def _check(keys):
+    def check(config, path):
+        unknown = sorted(set(config) - set(keys) - {NEGATIVE})
+        if unknown:
+            raise RepresentationError(at(path, f"configuration.{unknown[0]}"), "not a setting of this condition")
+        out = {key: parse(config, path) for key, parse in keys.items()}
+        if NEGATIVE in config:
+            out[NEGATIVE] = as_bool(config[NEGATIVE], at(path, f"configuration.{NEGATIVE}"))
+        return out
+    return check
+
+
+def _access_type(client):
+    if client.bearer_only:
+        return "bearer-only"
+    return "public" if client.public_client else "confidential"
+
+
+def _requested_scopes(ctx):
+    authz = ctx.get("authz")
+    scope = authz.scope if authz is not None else (ctx.get("params") or {}).get("scope", "")
+    return set((scope or "").split())
+
+
+def _client_attributes(config, path):
+    value = config.get("attributes", [])
+    if isinstance(value, str):  # Keycloak's admin console keeps the list as a JSON string
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise RepresentationError(at(path, "configuration.attributes"), "not JSON") from None
+    if not isinstance(value, list) or not all(isinstance(v, dict) and isinstance(v.get("key"), str)
+                                              and isinstance(v.get("value"), str) for v in value):
+        raise RepresentationError(at(path, "configuration.attributes"), 'expected [{"key": ..., "value": ...}]')
+    return [{"key": v["key"], "value": v["value"]} for v in value]
+
+
+def _scope_type(config, path):
+    value = config.get("type", "Default")
+    if value not in ("Default", "Optional"):
+        raise RepresentationError(at(path, "configuration.type"), "expected Default or Optional")
+    return value
+
+
+def any_client(config, event, client, ctx):
+    return True
+
+
+def access_type(config, event, client, ctx):
+    return _access_type(client) in config["type"]
+
+
+def client_roles(config, event, client, ctx):
+    if client.pk is None:
+        return False  # being registered: it has no role yet
+    return client.roles.filter(name__in=config["roles"]).exists()
+
+
+def client_scopes(config, event, client, ctx):
+    if event in _WRITE:
+        return None
+    wanted = set(config["scopes"])
+    client_config = ctx.get("client_config")
+    defaults = {s.name for s in client_config.default_scopes}
+    if config["type"] == "Default":
+        return bool(wanted & defaults)
+    return bool(wanted & set(client_config.optional_scopes) & _requested_scopes(ctx))
+
+
+def updater_context(config, event, client, ctx):
+    if event not in _WRITE:
+        return None
+    return ctx.get("updater") in config["update-client-source"]
+
+
+def client_attributes(config, event, client, ctx):
+    attributes = client.attributes or {}
+    return all(attributes.get(a["key"]) == a["value"] for a in config["attributes"])
+
+
+def grant_type(config, event, client, ctx):
+    if event != TOKEN_REQUEST:
+        return None
+    return (ctx.get("params") or {}).get("grant_type") in config["grant_types"]
+
+
+# provider id -> (check of the configuration, evaluation)
+CONDITIONS = {
+    "any-client": (_check({}), any_client),
+    "client-access-type": (_check({"type": lambda c, p: _strings(c, "type", p, ["confidential"], ACCESS_TYPES)}),
+                           access_type),
+    "client-roles": (_check({"roles": lambda c, p: _strings(c, "roles", p)}), client_roles),
+    "client-scopes": (_check({"scopes": lambda c, p: _strings(c, "scopes", p), "type": _scope_type}),
+                      client_scopes),
+    "client-updater-context": (_check({"update-client-source": lambda c, p: _strings(
+        c, "update-client-source", p, ["ByAuthenticatedUser"], UPDATER_SOURCES)}), updater_context),
+    "client-attributes": (_check({"attributes": _client_attributes}), client_attributes),
+    "grant-type": (_check({"grant_types": lambda c, p: _strings(c, "grant_types", p)}), grant_type),
+}
+
+
+def evaluate(condition, event, client, ctx):
+    config = condition["configuration"]
+    verdict = CONDITIONS[condition["condition"]][1](config, event, client, ctx)
+    if verdict is None or not config.get(NEGATIVE):
+        return verdict
+    return not verdict

@@ -4,3 +4,8 @@ from django.apps import AppConfig
 class IdpConfig(AppConfig):
     name = "idp"
     verbose_name = "Identity platform"
+
+    def ready(self):
+        from . import metrics
+
+        metrics.listen()  # user events counted as Keycloak's keycloak_user_events_total

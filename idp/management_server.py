@@ -1,15 +1,20 @@
-"""The management server: /health/live, /health/ready and /metrics on their own port (9000).
+"""The management server: /health/live, /health/started, /health/ready and /metrics on their own
+port (9000), Keycloak's: ``{"status": "UP"|"DOWN", "checks": [...]}``, 503 when DOWN.
 
 It runs as a small threaded HTTP server beside the public server, in the same process, so the
 public port never answers these paths (PublicPortGuardMiddleware turns them away there)."""
 import json
 import logging
 import socket
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from django.conf import settings
 from django.http import HttpResponseNotFound
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from idp.metrics import Exposition
 
 logger = logging.getLogger("idp.management")
 MANAGEMENT_PATHS = ("/health", "/metrics")
@@ -28,6 +33,24 @@ def database_ready():
         # Never keep a connection open in this thread: it lives in Granian's main process,
         # whose open sockets would otherwise be inherited by the workers it forks.
         connection.close()
+
+
+def redis_ready():
+    """(ok, detail) of the Redis the cache uses, or None without one (dev mode's local caches).
+    A client of its own, closed after one PING: nothing open here may be inherited by workers."""
+    cache = settings.CACHES["default"]
+    if not cache["BACKEND"].endswith("RedisCache"):
+        return None
+    import redis
+
+    client = redis.Redis.from_url(cache["LOCATION"], socket_connect_timeout=1, socket_timeout=1)
+    try:
+        client.ping()
+        return True, "UP"
+    except Exception as exc:  # any Redis failure means not ready
+        return False, exc.__class__.__name__
+    finally:
+        client.close()
 
 
 def http_ready(listener):
@@ -50,18 +73,23 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         path = self.path.split("?", 1)[0]
         if path == "/health/live":
-            self._json(200, '{"status":"UP"}')
+            self._health([])
+        elif path == "/health/started":
+            self._health([] if self.server.started.is_set() else [{"name": "started", "status": "DOWN"}])
         elif path in ("/health/ready", "/health"):
-            ok, detail = database_ready()
-            checks = [{"name": "database", "status": "UP"} if ok
-                      else {"name": "database", "status": "DOWN", "error": detail}]
-            if not http_ready(self.server.http_listener):
-                ok = False
+            checks = []
+            for name, result in (("database", database_ready()), ("redis", redis_ready())):
+                if result is not None:
+                    ok, detail = result
+                    checks.append({"name": name, "status": "UP"} if ok
+                                  else {"name": name, "status": "DOWN", "error": detail})
+            if not self.server.started.is_set():
+                checks.append({"name": "started", "status": "DOWN"})
+            elif not http_ready(self.server.http_listener):
                 checks.append({"name": "http", "status": "DOWN"})
-            self._json(200 if ok else 503, json.dumps({"status": "UP" if ok else "DOWN", "checks": checks},
-                                                      separators=(",", ":")))
+            self._health(checks)
         elif path == "/metrics":
-            payload = generate_latest()
+            payload = generate_latest(Exposition())
             self.send_response(200)
             self.send_header("Content-Type", CONTENT_TYPE_LATEST)
             self.send_header("Content-Length", str(len(payload)))
@@ -69,6 +97,11 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(payload)
         else:
             self._json(404, '{"error":"not_found"}')
+
+    def _health(self, checks):
+        up = all(check["status"] == "UP" for check in checks)
+        body = {"status": "UP" if up else "DOWN", "checks": checks}
+        self._json(200 if up else 503, json.dumps(body, separators=(",", ":")))
 
     def _json(self, status, body):
         data = body.encode()
@@ -82,12 +115,26 @@ class Handler(BaseHTTPRequestHandler):
         logger.debug(fmt, *args)
 
 
-def start_management_server(host, port, http_listener=None):
+class ManagementServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # A load balancer's health check reads the status line and resets the connection:
+        # routine, not an error with a traceback on stderr at every check.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        logger.exception("management server: request from %s failed", client_address[0])
+
+
+def start_management_server(host, port, http_listener=None, started=True):
     """Serve in a daemon thread; returns the server (call .shutdown() to stop). ``http_listener``
-    (host, port) is the public port that /health/ready also checks."""
-    server = ThreadingHTTPServer((host, port), Handler)
-    server.daemon_threads = True
+    (host, port) is the public port that /health/ready also checks; with ``started=False``
+    /health/started and /health/ready say DOWN until ``server.started.set()`` (start-up done)."""
+    server = ManagementServer((host, port), Handler)
     server.http_listener = http_listener
+    server.started = threading.Event()
+    if started:
+        server.started.set()
     threading.Thread(target=server.serve_forever, name="management-server", daemon=True).start()
     logger.info("management server on http://%s:%s (health, metrics)", host, port)
     return server

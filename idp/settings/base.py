@@ -34,7 +34,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    # First: a NUL in the path or input reaches no database look-up (the realm's sslRequired below).
+    "idp.metrics.RequestMetricsMiddleware",  # times every answer, the refusals below included
+    # Then: a NUL in the path or input reaches no database look-up (the realm's sslRequired below).
     "realms.http.input_guard.NulGuardMiddleware",
     "realms.http.transport.TransportSecurityMiddleware",  # HTTPS as trusted proxies tell; realm sslRequired
     "django.middleware.security.SecurityMiddleware",

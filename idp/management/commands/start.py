@@ -1,8 +1,9 @@
 """manage.py start: production mode under Granian.
 
 Checks configuration first and stops with one line naming a missing or unusable setting;
-then applies migrations, creates the bootstrap admin, collects static files and serves. The
-management server (health, metrics) runs in the main process on its own port.
+then applies migrations and creates the bootstrap admin (one node at a time on a shared
+PostgreSQL), collects static files and serves. The management server (health, metrics) runs in
+the main process on its own port from the start: /health/started says UP once all that is done.
 
 Granian (docs/decisions/0017-hardening.md) reads every connection's request head in its Rust
 event loop (closed when not complete within ``IDP_HEADER_READ_TIMEOUT`` seconds of the connection
@@ -90,8 +91,15 @@ class Command(BaseCommand):
             check_production(settings)
         except ConfigError as exc:
             raise CommandError(str(exc)) from None
+        from idp.management_server import start_management_server
+        from idp.metrics import use_multiprocess_dir
         from realms.representation.bootstrap import NO_ADMIN_WARNING, admin_exists, ensure_bootstrap_admin
 
+        # Before the workers fork, so that they keep their metrics where /metrics reads them; one
+        # directory per node (its management port) for nodes sharing a var directory.
+        use_multiprocess_dir(settings.VAR_DIR / "metrics" / str(management_port))
+        # Up from here, so that a node waiting for another's migrations is live but not started.
+        management = start_management_server(management_bind, management_port, (bind, http_port), started=False)
         with startup_lock():
             call_command("migrate", interactive=False, verbosity=0)
             try:
@@ -102,13 +110,13 @@ class Command(BaseCommand):
             self.stderr.write(NO_ADMIN_WARNING)
         call_command("collectstatic", interactive=False, verbosity=0)
         connections.close_all()  # nothing open may be inherited by the worker processes
+        management.started.set()
 
         from granian import Granian
         from granian.constants import HTTPModes, Interfaces
         from granian.http import HTTP1Settings
 
         from idp.buffered_wsgi import django_application
-        from idp.management_server import start_management_server
 
         server = Granian(
             "idp.wsgi:application", address=bind, port=http_port,  # named in the process title
@@ -124,7 +132,5 @@ class Command(BaseCommand):
             log_access=bool(os.environ.get("IDP_ACCESS_LOG")),
             working_dir=settings.BASE_DIR,
         )
-        server.on_startup(lambda: start_management_server(management_bind, management_port,
-                                                                 (bind, http_port)))
         # Each worker process builds the application with the pool size and body deadline.
         server.serve(target_loader=partial(django_application, threads, body_read_timeout), wrap_loader=False)

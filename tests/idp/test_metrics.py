@@ -1,0 +1,77 @@
+"""/metrics of a production node with two workers, read after real traffic: the figures of the
+workers that served the requests, summed across them (prometheus_client's multiprocess mode)."""
+import json
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import requests
+from prometheus_client.parser import text_string_to_metric_families
+
+from .test_modes import base_env, free_port, manage, production_database, stop, wait_for
+
+REALM = {
+    "realm": "metrics", "enabled": True,
+    "clients": [{"clientId": "svc", "publicClient": False, "secret": "svc-secret-1", "standardFlowEnabled": False,
+                 "serviceAccountsEnabled": True}],
+}
+GRANTS, FAILED = 20, 5
+
+
+def samples(text):
+    return [sample for family in text_string_to_metric_families(text) for sample in family.samples]
+
+
+def total(found, name, **labels):
+    return sum(s.value for s in found if s.name == name and all(s.labels.get(k) == v for k, v in labels.items()))
+
+
+def test_metrics_add_up_across_two_workers(production_database, tmp_path):
+    http, mgmt = free_port(), free_port()
+    env = base_env(
+        DJANGO_SETTINGS_MODULE="idp.settings.prod", IDP_HOSTNAME="127.0.0.1",
+        IDP_BASE_URL=f"http://127.0.0.1:{http}", IDP_SECRET_KEY="m" * 50,
+        IDP_DB_URL=production_database, IDP_REDIS_URL=os.environ["IDP_TEST_REDIS_URL"], IDP_VAR_DIR=str(tmp_path),
+    )
+    proc = manage("start", "--http-port", str(http), "--management-port", str(mgmt),
+                  "--bind", "127.0.0.1", "--workers", "2", env=env)
+    try:
+        wait_for(f"http://127.0.0.1:{mgmt}/health/ready", deadline_s=90, proc=proc)
+        (tmp_path / "realm.json").write_text(json.dumps(REALM))
+        imported = manage("import_realm", str(tmp_path / "realm.json"), env=env)
+        out, _ = imported.communicate(timeout=120)
+        assert imported.returncode == 0, out
+        token_url = f"http://127.0.0.1:{http}/realms/metrics/protocol/openid-connect/token"
+
+        def grant(secret):
+            # A connection of its own each: the two workers' listeners share them out.
+            return requests.post(token_url, data={"grant_type": "client_credentials"},
+                                 auth=("svc", secret), timeout=30).status_code
+
+        with ThreadPoolExecutor(8) as pool:
+            codes = list(pool.map(grant, ["svc-secret-1"] * GRANTS + ["wrong"] * FAILED))
+        assert codes == [200] * GRANTS + [401] * FAILED
+        found = samples(requests.get(f"http://127.0.0.1:{mgmt}/metrics", timeout=10).text)
+    finally:
+        stop(proc)
+    log = proc.stdout.read()
+    assert "Traceback" not in log, log
+
+    # Keycloak's user event metric: the sign-ins of the service account and their failures.
+    assert total(found, "keycloak_user_events_total", realm="metrics", client_id="svc", event="client_login",
+                 error="") == GRANTS
+    failed = [s for s in found if s.name == "keycloak_user_events_total" and s.labels["event"] == "client_login"
+              and s.labels["error"]]
+    assert sum(s.value for s in failed) == FAILED and {s.labels["realm"] for s in failed} == {"metrics"}
+    # Request durations by route and status, never by raw path.
+    assert total(found, "http_server_requests_seconds_count", method="POST", route="oidc-token", status="200") == GRANTS
+    assert total(found, "http_server_requests_seconds_count", method="POST", route="oidc-token", status="401") == FAILED
+    assert total(found, "http_server_requests_seconds_bucket", route="oidc-token", status="200", le="+Inf") == GRANTS
+    assert not any("/realms/" in value for s in found for value in s.labels.values())
+    # The process figures of both workers, beside those of the main process.
+    workers = {s.labels["pid"] for s in found if s.name == "idp_worker_process_cpu_seconds_total"}
+    assert len(workers) == 2 and str(proc.pid) not in workers
+    assert total(found, "idp_worker_process_resident_memory_bytes") > 0
+    assert any(s.name == "process_resident_memory_bytes" for s in found)
+    # Both workers served some of the traffic, and the counts above are their sum.
+    files = {path.stem.rsplit("_", 1)[1] for path in (tmp_path / "metrics" / str(mgmt)).glob("histogram_*.db")}
+    assert files == workers, (files, workers)

@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 from realms.representation import RepresentationError
 from realms.representation.fields import as_bool, at
 
-from .. import client_auth, jose
+from .. import client_auth, jose, mtls
 from ..errors import InvalidClient, InvalidClientMetadata, InvalidDpopProof, InvalidGrant, InvalidRequest
 from ..request_object import InvalidRequestObject
 from .events import (
@@ -195,6 +195,13 @@ class _BoundTokens(Executor):
 class HolderOfKeyEnforcer(_BoundTokens):
     provider_id = "holder-of-key-enforcer"
     attribute = MTLS_BOUND
+
+    def write(self, event, config, client, ctx):
+        super().write(event, config, client, ctx)
+        # Certificate-bound tokens are served only once mutual TLS is: never a setting kept unserved.
+        refusal = mtls.check_attributes(client.protocol, client.attributes)
+        if refusal:
+            raise InvalidClientMetadata(refusal)
 
     def run(self, event, config, client, ctx):
         if "x5t#S256" not in ctx["exchange"].binding.cnf:

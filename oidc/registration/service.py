@@ -119,8 +119,10 @@ def find(ctx, client_id):
     return Client.objects.filter(realm=ctx.realm, client_id=client_id).first()
 
 
-def create(ctx, rep):
-    """(client, its representation with secret and registration access token)."""
+def create(ctx, rep, authenticator_given=None):
+    """(client, its representation with secret and registration access token).
+    ``authenticator_given``: whether the request chose the client authenticator (a client policy
+    may choose it otherwise); by default, whether ``rep`` names one."""
     auth = auth_.read(ctx.request, ctx.realm_config, ctx.issuer)
     kind = auth_.require_create(auth)
     rep = {**rep, "clientId": rep.get("clientId") or str(uuid.uuid4())}
@@ -134,8 +136,10 @@ def create(ctx, rep):
     elif client.confidential and client.client_authenticator_type in ("client-secret", "client-secret-jwt"):
         client.regenerate_secret()
     validate(client)
+    if authenticator_given is None:
+        authenticator_given = "clientAuthenticatorType" in rep
     client_policies.on_client_write(client_policies.REGISTER, ctx.realm, client, updater=_updater(auth),
-                                    authenticator_given="clientAuthenticatorType" in rep)
+                                    authenticator_given=authenticator_given)
     ctx.details["client_auth_method"] = client.client_authenticator_type
     try:
         with transaction.atomic():

@@ -46,7 +46,8 @@ def _handle(ctx, provider, method, client_id):
         if provider == "openid-connect":
             if body.get("client_id") is not None:
                 raise service._metadata_error("Client Identifier included")
-            client, rep = service.create(ctx, converter.to_internal(body))
+            client, rep = service.create(ctx, converter.to_internal(body),
+                                         authenticator_given="token_endpoint_auth_method" in body)
             out = converter.to_external(rep, f"{base}/{client.client_id}", rep.get("registrationAccessToken"))
             out["client_id_issued_at"] = int(client.created.timestamp())
         else:

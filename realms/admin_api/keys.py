@@ -13,11 +13,12 @@ from rest_framework.response import Response
 from ..models import RealmKey
 from .views import RealmResource
 
-_TYPE = {"RS": "RSA", "PS": "RSA", "ES": "EC", "Ed": "OKP", "HS": "OCT", "RSA": "RSA", "AE": "OCT"}
-
 
 def _type(algorithm):
-    return _TYPE.get(algorithm[:3]) or _TYPE[algorithm[:2]]
+    """Keycloak's KeyType: OCT for a secret, else the key pair's family."""
+    if algorithm in (*RealmKey.HMAC_ALGORITHMS, RealmKey.AES):
+        return "OCT"
+    return {"ES": "EC", "Ed": "OKP"}.get(algorithm[:2], "RSA")
 
 
 def _b64_der(pem_bytes):

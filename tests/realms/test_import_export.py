@@ -105,12 +105,16 @@ def test_fgap_full_export_details():
         {"account": {"view-profile", "manage-account", "manage-account-links"},
          "realm-management": {"query-groups", "query-clients", "query-users"}},
     )
-    # The rsa-generated key pair is imported; rsa-enc, hmac and aes providers are reported.
-    key = RealmKey.objects.get(realm=realm)
+    # Every key provider is imported: the rsa-generated key pair, the rsa-enc one, the hmac and aes
+    # secrets under their kids.
+    key = RealmKey.objects.get(realm=realm, provider_id="rsa-generated")
     assert (key.algorithm, key.priority, key.status) == ("RS256", 100, "active")
     assert key.certificate_pem.startswith("-----BEGIN CERTIFICATE-----")
-    skipped = [w for w in result.warnings if w.startswith('components["org.keycloak.keys.KeyProvider"]')]
-    assert len(skipped) == 3 and any("'hmac-generated'" in w for w in skipped)
+    assert {(k.provider_id, k.algorithm, k.use) for k in RealmKey.objects.filter(realm=realm)} == {
+        ("rsa-generated", "RS256", "sig"), ("rsa-enc-generated", "RSA-OAEP", "enc"),
+        ("hmac-generated", "HS512", "sig"), ("aes-generated", "AES", "enc")}
+    assert RealmKey.objects.get(realm=realm, algorithm="AES").kid == "6a835ddf-5514-4bb8-a337-c6233f5cd1f4"
+    assert not [w for w in result.warnings if w.startswith('components["org.keycloak.keys.KeyProvider"]')]
     # Mappers of a file's client scopes come in as written.
     mapper = ProtocolMapper.objects.get(client_scope__realm=realm, client_scope__name="service_account",
                                         name="Client ID")
@@ -298,9 +302,10 @@ def test_builtins_missing_from_an_older_file_are_added():
 
 
 def _strip_ids(value):
-    """Ids change when the same file is imported twice beside itself; names carry the links."""
+    """Ids change when the same file is imported twice beside itself; names carry the links. (A
+    secret's kid too: a key id is the key's in one realm only.)"""
     if isinstance(value, dict):
-        return {k: _strip_ids(v) for k, v in value.items() if k not in ("id", "containerId", "parentId")}
+        return {k: _strip_ids(v) for k, v in value.items() if k not in ("id", "containerId", "parentId", "kid")}
     if isinstance(value, list):
         return [_strip_ids(v) for v in value]
     return value
@@ -451,7 +456,7 @@ def test_ec_and_eddsa_keys_and_key_status_round_trip():
 def test_keycloak_kid_and_generated_provider_without_material():
     data = load("quickstarts-kc9-full-export-realm-b.json")
     realm = import_realm(data).realm
-    key = RealmKey.objects.get(realm=realm)
+    key = RealmKey.objects.get(realm=realm, provider_id="rsa-generated")
     from cryptography.hazmat.primitives import serialization
 
     spki = serialization.load_pem_public_key(key.public_key_pem.encode()).public_bytes(

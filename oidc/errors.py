@@ -152,6 +152,17 @@ class SlowDown(OAuthError):
     error = "slow_down"
 
 
+class TooManyRequests(OAuthError):
+    """The realm's admission limit reached (``realms.http.admission``): RFC 6585's 429 with
+    ``Retry-After``; OAuth has no error code for it, so the HTTP one is used."""
+
+    error = "too_many_requests"
+    status = 429
+
+    def __init__(self, retry_after):
+        super().__init__("Too many requests, retry later", headers={"Retry-After": str(retry_after)})
+
+
 class ExpiredToken(OAuthError):
     """RFC 8628 §3.5 and CIBA §11: the device code or auth_req_id has expired."""
 

@@ -21,6 +21,7 @@ from django.db import transaction
 
 from realms import features
 from realms.audit.events import emit
+from realms.http import admission
 from realms.models import ClientSession, UserSession
 from realms.registry import Registry
 from realms.signin import engine, flows
@@ -36,6 +37,7 @@ from .errors import (
     InvalidScope,
     OAuthError,
     OidcError,
+    TooManyRequests,
     UnauthorizedClient,
     UnsupportedGrantType,
 )
@@ -106,10 +108,12 @@ def handle_token_request(request, exchange: Exchange) -> dict:
     exchange.details["grant_type"] = grant_type
     exchange.request = request
     try:
+        admitted(request, exchange.realm)
         exchange.client_config, exchange.auth_method = authenticate(
             request, exchange.realm_config, params,
             audiences=(exchange.issuer, token_endpoint_url(exchange.issuer)),
         )
+        admitted(request, exchange.realm, exchange.client_config.client_id)
         exchange.details["client_auth_method"] = exchange.auth_method
         exchange.binding = binding.token_request(request, exchange)
         client_policies.enforce(client_policies.TOKEN_REQUEST, exchange.realm_config, exchange.client_config,
@@ -121,6 +125,14 @@ def handle_token_request(request, exchange: Exchange) -> dict:
             emit_event(exchange, event_type + "_ERROR", error=exc.event_error)
         raise
     return body
+
+
+def admitted(request, realm, client_id=None):
+    """The realm's admission limits: every request by its address, then the authenticated client's."""
+    try:
+        admission.admit(request, realm, admission.TOKEN, client_id=client_id)
+    except admission.RateLimited as exc:
+        raise TooManyRequests(exc.retry_after) from None
 
 
 def emit_event(exchange, event_type, error=""):

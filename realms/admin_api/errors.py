@@ -100,6 +100,8 @@ def exception_handler(exc, context):
         return Response({"error": "unknown_error", "error_description": "For more on this error consult the server log."},
                         status=500)
     response = Response(_body(exc), status=exc.status_code)
+    if isinstance(exc, exceptions.Throttled) and exc.wait:
+        response["Retry-After"] = str(int(exc.wait))
     if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
         response.status_code = 401  # DRF turns a 401 without an authenticate header into 403
         response["WWW-Authenticate"] = "Bearer"

@@ -4,13 +4,15 @@ import re
 from rest_framework import exceptions
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.renderers import JSONRenderer
+from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
 from ..audit.admin_events import AuthDetails, auth_details
 from ..data import rows
+from ..http import admission
 from ..models import Client, ClientScope, Group, Realm, Role, User
 from . import errors
-from .authentication import BearerAuthentication
+from .authentication import BearerAuthentication, Caller
 from .parsers import JSONParser
 from .permissions import RealmRole
 
@@ -25,11 +27,34 @@ class JSONOnly(BaseContentNegotiation):
         return renderers[0], renderers[0].media_type
 
 
+class Admission(BaseThrottle):
+    """The admission limits of the realm that issued the caller's token (``realms.http.admission``):
+    its address, then its client. A caller without a valid token is refused before."""
+
+    retry_after = None
+
+    def allow_request(self, request, view):
+        caller = request.user
+        if not isinstance(caller, Caller):
+            return True
+        try:
+            admission.admit(request, caller.realm, admission.ADMIN)
+            admission.admit(request, caller.realm, admission.ADMIN, client_id=caller.client_id)
+        except admission.RateLimited as exc:
+            self.retry_after = exc.retry_after
+            return False
+        return True
+
+    def wait(self):
+        return self.retry_after
+
+
 class ApiView(APIView):
     """Bearer token, JSON in (depth-limited) and out, Keycloak's error shape."""
 
     authentication_classes = (BearerAuthentication,)
     permission_classes = ()
+    throttle_classes = (Admission,)
     parser_classes = (JSONParser,)
     renderer_classes = (JSONRenderer,)
     content_negotiation_class = JSONOnly

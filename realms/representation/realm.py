@@ -5,6 +5,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from ..administration.admin_permissions import PERMISSIONS_CLIENT
 from ..audit.events import EVENT_LISTENERS
 from ..credentials import password_policy
+from ..http import admission
 from ..models import Client, ClientScope, Group, RealmKey, Role, User
 from ..signin.flows import CLIENTS_FLOW
 from .authentication import KEYS as AUTHENTICATION_KEYS
@@ -118,7 +119,7 @@ REALM_FIELDS = {
     "browserSecurityHeaders": ("browser_security_headers", as_str_map),
     "smtpServer": ("smtp_server", as_str_map),
     "requiredCredentials": ("required_credentials", as_str_list),
-    "attributes": ("attributes", as_str_map),
+    "attributes": ("attributes", lambda v, p: _attributes(as_str_map(v, p), p)),
     "localizationTexts": ("localization_texts", as_dict),
 }
 # Policy groups stored as JSON with their representation keys.
@@ -127,6 +128,13 @@ POLICY_PREFIXES = (("otpPolicy", "otp_policy"), ("otpSupportedApplications", "ot
 
 # Keys Keycloak computes from other data (or that only describe the export itself).
 _DERIVED = {"keycloakVersion", "realm", "publicKey", "certificate", "adminPermissionsClient"}
+
+
+def _attributes(value, path):
+    refusal = admission.check_attributes(value)
+    if refusal:
+        raise RepresentationError(path, refusal)
+    return value
 
 
 def _signature_algorithm(value, path):

@@ -6,7 +6,7 @@ from django.views.decorators.http import require_http_methods
 
 from ..audit import events
 from ..data import realm_cache
-from ..http import action_tokens, themes
+from ..http import action_tokens, admission, themes
 from ..http.messages import Message
 from ..http.web import client_address
 from ..models import User
@@ -35,11 +35,26 @@ def _load(request, realm):
     return realm_obj, client, auth_session
 
 
+# What a form posted back is, for the realm's admission limits, and the event a refusal records.
+_ADMISSION = {flows.REGISTRATION: (admission.REGISTRATION, "REGISTER_ERROR"),
+              flows.RESET_CREDENTIALS: (admission.RESET, "RESET_PASSWORD_ERROR")}
+
+
 @require_http_methods(["GET", "POST"])
 def authenticate(request, realm):
     realm_obj, client, auth_session = _load(request, realm)
     if client is None:
         return auth_session
+    if request.method == "POST":  # what a person or a script submits: credentials, a new account
+        surface, event = _ADMISSION.get(auth_session.binding, (admission.LOGIN, "LOGIN_ERROR"))
+        try:
+            admission.admit(request, realm_obj, surface)
+        except admission.RateLimited as exc:
+            events.emit(realm_obj, event, client_id=client.client_id, ip_address=client_address(request),
+                        error=admission.ERROR)
+            page = _message(request, realm_obj, "tooManyRequestsMessage", status=429)
+            page["Retry-After"] = str(exc.retry_after)
+            return page
     return engine.advance(request, realm_obj, client, auth_session, is_action=request.method == "POST")
 
 

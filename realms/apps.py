@@ -18,6 +18,7 @@ class RealmsConfig(AppConfig):
         from .credentials.recovery_codes import RecoveryCodes
         from .credentials.webauthn import WebAuthn, WebAuthnPasswordless
         from .data import keys, realm_cache
+        from .representation import resource_server
         from .representation.services import ensure_master_realm
         from .signin import required_actions, steps
         from .signin.engine import register_login_actions
@@ -44,4 +45,5 @@ class RealmsConfig(AppConfig):
         sessions.connect_signals()
         realm_cache.connect_signals()
         admin_permissions.connect_signals()
+        resource_server.connect_signals()
         resources.register(*routes.urlpatterns)

@@ -181,8 +181,9 @@ REALMS_LAYERS = (
     ("sso",),  # SSO, client and authentication sessions
     ("users",),  # user storage, creation, profile, required-action definitions, organizations
     ("signin",),  # the flow engine, steps, required actions, brute force, levels of authentication
-    # admin permissions and flow rules, shared by the console and the API; identity brokering
-    ("administration", "brokering"),
+    # admin permissions and flow rules, shared by the console and the API; identity brokering;
+    # authorization services (resource servers' policies and their evaluation)
+    ("administration", "brokering", "authz"),
     ("representation",),  # realm import and export, realm creation, the bootstrap admin
     ("admin", "admin_api", "account", "scim"),  # the surfaces: console, Admin REST API, account, SCIM
     ("apps", "urls", "tasks", "management", "templatetags", "kcadm"),  # wiring, commands, the CLI

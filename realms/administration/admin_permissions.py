@@ -24,11 +24,11 @@ The lists of users, groups and clients hold what the admin may list (``visible``
 the list's query; docs/decisions/0043); so do the console's pickers and the subgroup counts
 (docs/decisions/0045).
 """
-import json
 from dataclasses import dataclass, field
 
 from django.db.models import Q
 
+from ..authz.policies import combine, config_list, evaluate
 from ..data import realm_cache
 from ..data.builtins import CLIENT_ROLES
 from ..models import Client, Group, Realm, Role, User
@@ -49,6 +49,8 @@ SCHEMA = {
     "Clients": ("map-roles-composite", "manage", "map-roles", "map-roles-client-scope", "view"),
     "Roles": ("map-role-client-scope", "map-role-composite", "map-role"),
 }
+# The policy types admin permissions apply (realms.authz.policies evaluates them).
+POLICY_TYPES = ("user", "group", "role", "client")
 # A user's scope that a permission on one of the user's groups grants through its member scope.
 MEMBER_SCOPES = {"view": "view-members", "manage": "manage-members", "impersonate": "impersonate-members"}
 # A client's role is also mapped through the client's scope (Keycloak's RolePermissionsV2 asks
@@ -305,11 +307,6 @@ def _settings(admin, realm):
     return admin._cache[key]
 
 
-def _config_list(policy, key):
-    value = (policy.get("config") or {}).get(key) or "[]"
-    return json.loads(value) if isinstance(value, str) else value
-
-
 def _permissions(settings):
     """The scope permissions, each as {resourceType, resources (names), scopes, policies, strategy}."""
     out = []
@@ -317,9 +314,9 @@ def _permissions(settings):
         if p.get("type") != "scope":
             continue
         kind = p["config"]["defaultResourceType"]
-        resources = [r for r in _config_list(p, "resources") if r != kind]
+        resources = [r for r in config_list(p, "resources") if r != kind]
         out.append({"name": p["name"], "resourceType": kind, "resources": resources,
-                    "scopes": _config_list(p, "scopes"), "policies": _config_list(p, "applyPolicies"),
+                    "scopes": config_list(p, "scopes"), "policies": config_list(p, "applyPolicies"),
                     "decisionStrategy": p.get("decisionStrategy", "UNANIMOUS")})
     return out
 
@@ -342,7 +339,7 @@ def _evaluate(admin, realm, settings, kind, scope, target):
     found = _applicable(_permissions(settings), kind, scope, target, groups)
     if not found:
         return False
-    return _combine(settings.get("decisionStrategy", "UNANIMOUS"), [_granted(admin, realm, settings, p) for p in found])
+    return combine(settings.get("decisionStrategy", "UNANIMOUS"), [_granted(admin, realm, settings, p) for p in found])
 
 
 def _granted(admin, realm, settings, permission):
@@ -351,94 +348,9 @@ def _granted(admin, realm, settings, permission):
     key = ("granted", realm.pk, permission["name"])
     if key not in admin._cache:
         policies = {p["name"]: p for p in settings.get("policies", [])}
-        admin._cache[key] = _combine(permission["decisionStrategy"],
-                                     [_policy(admin, realm, policies[n]) for n in permission["policies"]])
+        admin._cache[key] = combine(permission["decisionStrategy"],
+                                     [evaluate(admin, realm, policies[n], policies) for n in permission["policies"]])
     return admin._cache[key]
-
-
-def _combine(strategy, outcomes):
-    if not outcomes:
-        return False
-    if strategy == "AFFIRMATIVE":
-        return any(outcomes)
-    if strategy == "CONSENSUS":
-        return sum(outcomes) > len(outcomes) - sum(outcomes)
-    return all(outcomes)
-
-
-def _policy(admin, realm, policy):
-    granted = POLICY_TYPES[policy["type"]](admin, realm, policy)
-    return granted if policy.get("logic", "POSITIVE") == "POSITIVE" else not granted
-
-
-def _user_policy(admin, realm, policy):
-    wanted = set(_config_list(policy, "users"))
-    return admin.user.pk in wanted or admin.user.username in wanted
-
-
-def _group_policy(admin, realm, policy):
-    mine = admin.group_ids()
-    for entry in _config_list(policy, "groups"):
-        group = find_group(realm, entry)
-        if group is None:
-            continue
-        if group.pk in mine:
-            return True
-        if entry.get("extendChildren") and mine & _descendants(group):
-            return True
-    return False
-
-
-def _descendants(group):
-    found, frontier = set(), [group.pk]
-    while frontier:
-        frontier = list(Group.objects.filter(parent_id__in=frontier).values_list("pk", flat=True))
-        found.update(frontier)
-    return found
-
-
-def _role_policy(admin, realm, policy):
-    held = {r.pk for r in admin.roles()}
-    any_held = False
-    for entry in _config_list(policy, "roles"):
-        role = find_role(realm, entry.get("id", ""))
-        has = role is not None and role.pk in held
-        if entry.get("required") and not has:
-            return False
-        any_held = any_held or has
-    return any_held
-
-
-def _client_policy(admin, realm, policy):
-    wanted = set(_config_list(policy, "clients"))
-    client = Client.objects.filter(realm=realm, client_id=admin.client_id).values_list("pk", flat=True).first()
-    return admin.client_id in wanted or (client is not None and client in wanted)
-
-
-POLICY_TYPES = {"user": _user_policy, "group": _group_policy, "role": _role_policy, "client": _client_policy}
-
-
-def find_group(realm, entry):
-    """A group policy's entry: ``{"id": ...}`` or ``{"path": "/a/b"}``."""
-    if entry.get("id"):
-        return Group.objects.filter(realm=realm, pk=entry["id"]).first()
-    group = None
-    for name in [n for n in str(entry.get("path", "")).split("/") if n]:
-        group = Group.objects.filter(realm=realm, parent=group, name=name).first()
-        if group is None:
-            return None
-    return group
-
-
-def find_role(realm, ref):
-    """A role policy's role: its id, a realm role's name, or ``clientId/name`` (as exported)."""
-    role = Role.objects.filter(realm=realm, pk=ref).select_related("client").first()
-    if role is not None:
-        return role
-    client_id, sep, name = ref.rpartition("/")
-    if sep:
-        return Role.objects.filter(realm=realm, client__client_id=client_id, name=name).first()
-    return Role.objects.filter(realm=realm, client=None, name=ref).first()
 
 
 # --- delegated admins: the master realm's X-realm clients ------------------------------------

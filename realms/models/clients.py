@@ -81,8 +81,8 @@ class Client(RealmOwned):
     web_origins = models.JSONField(default=list, blank=True)
     attributes = models.JSONField(default=dict, blank=True)
     authentication_flow_binding_overrides = models.JSONField(default=dict, blank=True)
-    # Keycloak's authorizationSettings (ResourceServerRepresentation), held by the admin-permissions
-    # client only (realms.representation.authorization refuses any other).
+    # Keycloak's authorizationSettings (ResourceServerRepresentation): the admin-permissions
+    # client's fine-grained admin permissions, or an application's resource server (realms.authz).
     authorization_settings = models.JSONField(default=dict, blank=True, editable=False)
     node_re_registration_timeout = models.IntegerField(default=-1)
     not_before = models.IntegerField(default=0)

@@ -1,16 +1,19 @@
 """A client's ``authorizationSettings``: the fine-grained admin permissions of the realm's
 ``admin-permissions`` client (Keycloak 26.2's schema), checked at import and kept as given so
-that an export gives them back. An application's settings (authorization services, UMA) are
-reported as not imported, like any other feature not supported. What
+that an export gives them back; an application's resource server (``resource_server``
+checks and normalises it, ``realms.authz.evaluation`` decides by it). What
 ``realms.administration.admin_permissions`` cannot honour in the admin permissions (policy types
 other than user, group, role and client, resource types or scopes outside the schema, an
 enforcement mode other than ENFORCING) fails the import with its JSON path: a permission is never
-ignored."""
+ignored; so does what an application's evaluation cannot honour (``resource_server``)."""
 import json
 
-from ..administration.admin_permissions import PERMISSIONS_CLIENT, POLICY_TYPES, SCHEMA, find_group, find_role
+from ..administration.admin_permissions import PERMISSIONS_CLIENT, POLICY_TYPES, SCHEMA
+from ..authz.policies import find_group, find_role
 from ..models import Client, Group, User
 from .fields import RepresentationError, as_dict, as_list, at
+from .resource_server import check as check_resource_server
+from .resource_server import resolve as resolve_resource_server
 
 STRATEGIES = ("UNANIMOUS", "AFFIRMATIVE", "CONSENSUS")
 _SUBJECTS = {"user": "users", "group": "groups", "role": "roles", "client": "clients"}  # a policy's config key
@@ -38,11 +41,10 @@ def _json_list(config, key, path):
 
 
 def parse_authorization(settings, path, client_id, p):
-    """The settings of client ``client_id``, checked, unchanged; None for an application's
-    (authorization services for applications are another feature: reported, not imported)."""
+    """The settings of client ``client_id``, checked: the admin permissions unchanged, an
+    application's normalised."""
     if client_id != PERMISSIONS_CLIENT:
-        p.unsupported(path)
-        return None
+        return check_resource_server(settings, path)
     as_dict(settings, path)
     unknown = set(settings) - _INERT - {"policyEnforcementMode", "decisionStrategy", "resources", "policies"}
     if unknown:
@@ -99,11 +101,14 @@ def _check_permission(config, path, resource_names, policy_names):
             raise RepresentationError(at(path, "applyPolicies"), f"unknown policy {name!r}")
 
 
-def resolve_authorization(realm, settings, path, renamed):
+def resolve_authorization(realm, client, settings, path, renamed):
     """After the realm's objects are written: each permission's resources name objects of its
     type in ``realm`` (ids as the file gave them, mapped by ``renamed`` {(model, file id): id} when
-    the importer had to choose new ones), and each policy's groups and roles exist."""
+    the importer had to choose new ones), and each policy's groups and roles exist. An
+    application's: what its policies name exists (``resource_server.resolve``)."""
     settings = json.loads(json.dumps(settings))
+    if client.client_id != PERMISSIONS_CLIENT:
+        return resolve_resource_server(realm, settings, path)
     for resource in settings.get("resources", []):
         for model in _MODELS.values():
             if (model, resource["name"]) in renamed:

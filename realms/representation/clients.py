@@ -75,6 +75,7 @@ def parse_client(c, path, p):
         refusal = check(values.get("protocol") or "openid-connect", values.get("attributes") or {})
         if refusal:
             raise RepresentationError(f"{path}.attributes" if path else "attributes", refusal)
+    authorization = _authorization(values, path, p)
     return {
         "_path": path,
         "fields": model_fields(_CLIENT_FIELDS, values),
@@ -84,9 +85,23 @@ def parse_client(c, path, p):
         "default_scopes": values.get("defaultClientScopes"),
         "optional_scopes": values.get("optionalClientScopes"),
         "default_roles_old": values.get("defaultRoles", []),
-        "authorization": (parse_authorization(values["authorizationSettings"], f"{path}.authorizationSettings",
-                                              values["clientId"], p) if "authorizationSettings" in values else None),
+        "authorization": authorization,
     }
+
+
+def _authorization(values, path, p):
+    """The client's authorization settings; as Keycloak, a client with authorization services
+    and no settings is a resource server with none yet, and one with settings has them enabled
+    unless they are switched off (the Admin API's PUT of what its GET gave, switched off)."""
+    if values.get("authorizationServicesEnabled") is False:
+        return None
+    if "authorizationSettings" in values:
+        values["authorizationServicesEnabled"] = True
+        return parse_authorization(values["authorizationSettings"], f"{path}.authorizationSettings",
+                                   values["clientId"], p)
+    if values.get("authorizationServicesEnabled"):
+        return parse_authorization({}, f"{path}.authorizationSettings", values["clientId"], p)
+    return None
 
 
 def client_rep(c):
@@ -130,5 +145,5 @@ class ClientApplier:
     def add_authorization(self):
         """Last: the permissions name the realm's groups, users, clients and roles."""
         for client, settings, path in self.authorization:
-            client.authorization_settings = resolve_authorization(self.realm, settings, path, self.renamed)
+            client.authorization_settings = resolve_authorization(self.realm, client, settings, path, self.renamed)
             client.save(update_fields=["authorization_settings"])

@@ -296,16 +296,19 @@ def test_a_negative_policy_and_the_decision_strategies(fgap):
     assert not can(Admin(de_admin, "security-admin-console"), fgap, ("Users", "view"), de0)
 
 
-def test_an_applications_authorization_settings_are_reported_not_imported():
+def test_admin_permissions_under_another_client_are_an_applications_and_refused():
+    """An application's settings are a resource server's (tests/authz): the admin-permissions
+    schema is refused there rather than kept to mean nothing."""
     realm_cache.clear()
     data = copy.deepcopy(load(FGAP_FILE))
     i, client = next((i, c) for i, c in enumerate(data["clients"]) if c["clientId"] == "admin-permissions")
     client["clientId"] = "other-app"
     data["users"] = [u for u in data["users"] if u.get("serviceAccountClientId") != "admin-permissions"]
     data["roles"]["client"]["other-app"] = data["roles"]["client"].pop("admin-permissions")
-    result = import_realm(data)
-    assert f"clients[{i}].authorizationSettings: not supported, not imported" in result.warnings
-    assert Client.objects.get(realm=result.realm, client_id="other-app").authorization_settings == {}
+    with pytest.raises(RepresentationError, match=re.escape(
+            f"clients[{i}].authorizationSettings.authorizationSchema: the authorization schema is the "
+            "admin-permissions client's only")):
+        import_realm(data)
 
 
 @pytest.mark.parametrize("change, message", [

@@ -1,0 +1,196 @@
+"""Which permissions an identity holds on a resource server, as Keycloak 26 decides them
+(DefaultPolicyEvaluator and DecisionPermissionCollector).
+
+A request is a resource and the scopes asked for (all of the resource's when none). The
+permissions that apply to it are the resource permissions naming the resource or its type
+(``defaultResourceType``) and the scope permissions naming one of the scopes (for that resource,
+or for any resource when they name none). Each permission is granted when its policies, combined
+by its own decision strategy, grant (a permission without policies grants nothing). The
+resource server's decision strategy then combines the permissions, scope by scope:
+
+- UNANIMOUS: a scope any applying permission denies is not granted;
+- AFFIRMATIVE: a scope one applying permission grants is granted;
+- CONSENSUS: a scope is granted when more applying permissions grant it than deny it.
+
+The enforcement mode: ENFORCING denies what no permission covers, PERMISSIVE grants it,
+DISABLED grants everything. The owner of a user-managed resource is granted it all, and the
+users its owner shared it with (granted permission tickets) the scopes shared.
+"""
+from dataclasses import dataclass, field
+
+from ..data import realm_cache
+from .policies import combine, config_list, evaluate
+
+
+@dataclass(eq=False)
+class Identity:
+    """Who asks: a user (a client's service account for a client acting for itself), the client
+    acting, and the token's scopes and claims (the client-scope and regex policies read them)."""
+
+    user: object
+    client_id: str
+    scopes: frozenset = frozenset()
+    claims: dict = field(default_factory=dict)
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    def roles(self):
+        if "roles" not in self._cache:
+            self._cache["roles"] = realm_cache.effective_roles(self.user)
+        return self._cache["roles"]
+
+    def group_ids(self):
+        if "groups" not in self._cache:
+            self._cache["groups"] = set(self.user.groups.values_list("pk", flat=True))
+        return self._cache["groups"]
+
+
+class Server:
+    """A client's resource server settings, indexed for evaluation."""
+
+    def __init__(self, client, settings):
+        self.client = client
+        self.settings = settings
+        self.mode = settings.get("policyEnforcementMode", "ENFORCING")
+        self.strategy = settings.get("decisionStrategy", "UNANIMOUS")
+        self.resources = settings.get("resources", [])
+        self.by_id = {r["_id"]: r for r in self.resources}
+        self.scope_names = {s["name"] for s in settings.get("scopes", [])}
+        self.policies = {p["name"]: p for p in settings.get("policies", [])}
+        self.permissions = [p for p in settings.get("policies", []) if p["type"] in ("resource", "scope")]
+
+    def resource_scopes(self, resource):
+        return [s["name"] for s in resource.get("scopes", [])]
+
+    def find(self, ref, identity):
+        """The resources ``ref`` names (Keycloak's ``permission`` parameter): an id, else a name,
+        the identity's own resource first, then the resource server's."""
+        if ref in self.by_id:
+            return [self.by_id[ref]]
+        user_id = identity.user.pk if identity is not None else None
+        found = [r for r in self.resources if r["name"] == ref and r.get("owner", {}).get("id") == user_id]
+        return found + [r for r in self.resources if r["name"] == ref and "owner" not in r]
+
+    def with_scopes(self, scopes):
+        """The resources holding one of ``scopes``."""
+        return [r for r in self.resources if set(self.resource_scopes(r)) & set(scopes)]
+
+
+class Decider:
+    """The decisions of one identity on one resource server (policies decided once each)."""
+
+    def __init__(self, server, realm, identity, shared=None):
+        self.server, self.realm, self.identity = server, realm, identity
+        self.shared = shared or {}  # resource id -> scope names shared with the identity (tickets)
+        self._granted = {}
+
+    def granted(self, permission):
+        name = permission["name"]
+        if name not in self._granted:
+            names = config_list(permission, "applyPolicies")
+            outcomes = [evaluate(self.identity, self.realm, self.server.policies[n], self.server.policies) for n in names]
+            self._granted[name] = bool(outcomes) and combine(permission.get("decisionStrategy", "UNANIMOUS"), outcomes)
+        return self._granted[name]
+
+    def decide(self, resource, scopes):
+        """The scopes granted on ``resource`` (a set, possibly empty: the resource without scopes
+        is granted), or None when it is denied. ``scopes`` empty asks for all of them."""
+        server = self.server
+        asked = set(scopes) or set(server.resource_scopes(resource))
+        owner = resource.get("owner", {}).get("id")
+        if server.mode == "DISABLED" or (owner is not None and owner == self.identity.user.pk):
+            return asked
+        applying = self._applying(resource, asked)
+        shared = set(self.shared.get(resource["_id"], ())) if resource.get("ownerManagedAccess") else set()
+        if not applying:
+            if shared:
+                return shared & asked if scopes else shared
+            return asked if server.mode == "PERMISSIVE" else None
+        if server.strategy == "CONSENSUS":
+            granted = self._consensus(resource, asked, applying)
+        else:
+            granted = self._collect(resource, asked, applying)
+        if shared:
+            return (granted or set()) | (shared & asked if scopes else shared)
+        return granted
+
+    def _applying(self, resource, asked):
+        found = []
+        for p in self.server.permissions:
+            names = config_list(p, "resources")
+            if p["type"] == "resource":
+                typed = p["config"].get("defaultResourceType")
+                if resource["name"] in names or (typed and typed == resource.get("type")):
+                    found.append(p)
+            elif set(config_list(p, "scopes")) & asked and (not names or resource["name"] in names):
+                found.append(p)
+        return found
+
+    def _collect(self, resource, asked, applying):
+        """Keycloak's DecisionPermissionCollector for UNANIMOUS and AFFIRMATIVE."""
+        granted, denied, denied_typed = set(), set(), set()
+        resource_granted = any_deny = False
+        user_owned = "owner" in resource
+        for p in applying:
+            contains = resource["name"] in config_list(p, "resources")
+            scopes = set(config_list(p, "scopes"))
+            if self.granted(p):
+                granted |= (asked & scopes) if p["type"] == "scope" else asked
+                if contains and (p["type"] == "resource" or user_owned):
+                    resource_granted = True
+            else:
+                any_deny = True
+                if p["type"] == "resource":
+                    if contains or not resource_granted:
+                        (denied if contains else denied_typed).update(asked)
+                elif contains or not config_list(p, "resources"):
+                    denied |= scopes
+        if self.server.strategy == "AFFIRMATIVE":
+            denied -= granted
+        if resource_granted:
+            denied |= denied_typed - granted
+        if not denied:
+            denied = denied_typed
+        granted -= denied
+        if not resource_granted and not granted and asked:
+            return None
+        if any_deny and not granted:
+            return None
+        return granted
+
+    def _consensus(self, resource, asked, applying):
+        """Scope by scope (the resource itself when it has none): more applying permissions
+        grant it than deny it."""
+        votes = {}
+        for p in applying:
+            covered = asked & set(config_list(p, "scopes")) if p["type"] == "scope" else asked or {""}
+            for scope in covered:
+                yes, no = votes.get(scope, (0, 0))
+                votes[scope] = (yes + 1, no) if self.granted(p) else (yes, no + 1)
+        granted = {scope for scope, (yes, no) in votes.items() if yes > no}
+        if not granted:
+            return None
+        return granted - {""}
+
+
+def decide(server, realm, identity, requests, shared=None):
+    """The granted permissions of ``requests`` [(resource, scope names)], Keycloak's
+    ``authorization.permissions`` entries: ``{"rsid", "rsname", "scopes"}`` (``scopes`` left out
+    when empty), in the order asked."""
+    decider = Decider(server, realm, identity, shared)
+    out = []
+    for resource, scopes in requests:
+        granted = decider.decide(resource, scopes)
+        if granted is not None:
+            entry = {"rsid": resource["_id"], "rsname": resource["name"]}
+            if granted:
+                entry["scopes"] = sorted(granted)
+            out.append(entry)
+    return out
+
+
+def all_requests(server, identity, shared=None):
+    """Every resource the identity may be granted (Keycloak's evaluation of all permissions):
+    the resource server's, the identity's own and those shared with it."""
+    shared = shared or {}
+    return [(r, ()) for r in server.resources
+            if "owner" not in r or r["owner"].get("id") == identity.user.pk or r["_id"] in shared]

@@ -1,0 +1,316 @@
+"""A resource server's settings (Keycloak's ResourceServerRepresentation), checked and normalised.
+
+They are kept as one representation on the client (``Client.authorization_settings``), as
+Keycloak exports them: resources (``_id``, ``name``, ``type``, ``uris``, ``owner``,
+``ownerManagedAccess``, ``attributes``, ``scopes`` by name), scopes (``id``, ``name``), policies
+and permissions (``id``, ``name``, ``type``, ``logic``, ``decisionStrategy``, ``config`` naming
+resources, scopes and policies by name). Every policy type kept is one ``realms.authz.policies``
+evaluates; anything else is refused with its JSON path, never kept to do nothing.
+"""
+import uuid
+from datetime import datetime
+
+from django.db.models import Q
+
+from ..administration.admin_permissions import PERMISSIONS_CLIENT
+from ..authz.policies import (
+    LOGICS,
+    POLICY_TYPES,
+    STRATEGIES,
+    TIME_FORMAT,
+    TIME_RANGES,
+    config_list,
+    find_client_scope,
+    find_group,
+    find_role,
+)
+from ..models import Client, User
+from .fields import RepresentationError, as_dict, as_list, at
+
+ENFORCEMENT_MODES = ("ENFORCING", "PERMISSIVE", "DISABLED")
+PERMISSION_TYPES = ("resource", "scope")
+# Keycloak refuses JavaScript policies unless deployed as files (uploads are off by default).
+SCRIPT_REFUSAL = "Script upload is disabled"
+_SERVER_KEYS = {"id", "clientId", "name", "allowRemoteResourceManagement", "policyEnforcementMode",
+                "decisionStrategy", "resources", "scopes", "policies"}
+_RESOURCE_KEYS = {"_id", "id", "name", "displayName", "type", "uri", "uris", "icon_uri", "owner",
+                  "ownerManagedAccess", "attributes", "scopes"}
+_SCOPE_KEYS = {"id", "name", "displayName", "iconUri"}
+_POLICY_KEYS = {"id", "name", "description", "type", "logic", "decisionStrategy", "config", "owner"}
+# A policy type's config keys (their values checked where they are read), and the lists among them.
+_CONFIG = {
+    "user": {"users"}, "group": {"groups", "groupsClaim"}, "role": {"roles", "fetchRoles"},
+    "client": {"clients"}, "client-scope": {"clientScopes"},
+    "time": {"nbf", "noa", "dayMonth", "dayMonthEnd", "month", "monthEnd", "year", "yearEnd", "hour", "hourEnd",
+             "minute", "minuteEnd"},
+    "regex": {"targetClaim", "pattern", "targetContextAttributes"},
+    "aggregate": {"applyPolicies"},
+    "resource": {"resources", "applyPolicies", "defaultResourceType"},
+    "scope": {"resources", "scopes", "applyPolicies"},
+}
+
+
+def new_id():
+    return str(uuid.uuid4())
+
+
+def _choice(value, allowed, path):
+    if value not in allowed:
+        raise RepresentationError(path, f"{value!r} is not one of {', '.join(allowed)}")
+    return value
+
+
+def _strings(value, path):
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise RepresentationError(path, "expected a list of strings")
+    return value
+
+
+def _json_list(config, key, path):
+    try:
+        value = config_list({"config": config}, key)
+    except ValueError:
+        raise RepresentationError(at(path, key), "expected a JSON list") from None
+    if not isinstance(value, list):
+        raise RepresentationError(at(path, key), "expected a JSON list")
+    return value
+
+
+def check_resource(rep, path):
+    """A resource as stored: ``uri`` (Keycloak's older single URI) folded into ``uris``."""
+    as_dict(rep, path)
+    unknown = set(rep) - _RESOURCE_KEYS
+    if unknown:
+        raise RepresentationError(at(path, sorted(unknown)[0]), "not supported")
+    if not isinstance(rep.get("name"), str) or not rep["name"].strip():
+        raise RepresentationError(at(path, "name"), "required")
+    uris = _strings(rep.get("uris", []), at(path, "uris"))
+    if rep.get("uri"):
+        uris = [rep["uri"], *[u for u in uris if u != rep["uri"]]]
+    out = {"_id": rep.get("_id") or rep.get("id") or new_id(), "name": rep["name"], "uris": uris,
+           "ownerManagedAccess": bool(rep.get("ownerManagedAccess", False)),
+           "attributes": {k: _strings(v, at(at(path, "attributes"), k))
+                          for k, v in as_dict(rep.get("attributes") or {}, at(path, "attributes")).items()},
+           "scopes": []}
+    for key in ("displayName", "type", "icon_uri"):
+        if rep.get(key):
+            out[key] = str(rep[key])
+    for i, scope in enumerate(as_list(rep.get("scopes", []), at(path, "scopes"))):
+        name = scope.get("name") if isinstance(scope, dict) else scope
+        if not isinstance(name, str) or not name:
+            raise RepresentationError(f"{path}.scopes[{i}]", "expected a scope with a name")
+        out["scopes"].append({"name": name})
+    owner = rep.get("owner")
+    if isinstance(owner, dict) and (owner.get("id") or owner.get("name")):
+        out["owner"] = {k: owner[k] for k in ("id", "name") if owner.get(k)}
+    elif isinstance(owner, str) and owner:
+        out["owner"] = {"id": owner}
+    return out
+
+
+def check_scope(rep, path):
+    as_dict(rep, path)
+    unknown = set(rep) - _SCOPE_KEYS
+    if unknown:
+        raise RepresentationError(at(path, sorted(unknown)[0]), "not supported")
+    if not isinstance(rep.get("name"), str) or not rep["name"].strip():
+        raise RepresentationError(at(path, "name"), "required")
+    out = {"id": rep.get("id") or new_id(), "name": rep["name"]}
+    for key in ("displayName", "iconUri"):
+        if rep.get(key):
+            out[key] = str(rep[key])
+    return out
+
+
+def check_policy(rep, path):
+    """A policy or permission as stored; its names are checked against the others by ``check``."""
+    as_dict(rep, path)
+    kind = rep.get("type")
+    if kind == "js" or (isinstance(kind, str) and kind.startswith("script-")):
+        raise RepresentationError(at(path, "type"), SCRIPT_REFUSAL)
+    if kind not in POLICY_TYPES and kind not in PERMISSION_TYPES:
+        raise RepresentationError(at(path, "type"), f"policy type {kind!r} is not supported (role, group, user, client, "
+                                                    "client-scope, time, regex, aggregate, resource, scope)")
+    unknown = set(rep) - _POLICY_KEYS
+    if unknown:
+        raise RepresentationError(at(path, sorted(unknown)[0]), "not supported")
+    if not isinstance(rep.get("name"), str) or not rep["name"].strip():
+        raise RepresentationError(at(path, "name"), "required")
+    logic = _choice(rep.get("logic", "POSITIVE"), LOGICS, at(path, "logic"))
+    if kind in PERMISSION_TYPES and logic != "POSITIVE":
+        raise RepresentationError(at(path, "logic"), "a permission's decision comes from its policies: only POSITIVE")
+    config = {k: v for k, v in as_dict(rep.get("config") or {}, at(path, "config")).items()}
+    here = at(path, "config")
+    unknown = set(config) - _CONFIG[kind]
+    if unknown:
+        raise RepresentationError(at(here, sorted(unknown)[0]), f"not supported in a {kind} policy")
+    if kind == "group" and config.get("groupsClaim"):
+        raise RepresentationError(at(here, "groupsClaim"), "groups from a token claim are not supported")
+    if kind == "regex" and str(config.get("targetContextAttributes", "false")).lower() == "true":
+        raise RepresentationError(at(here, "targetContextAttributes"), "context attributes are not supported")
+    if kind == "time":
+        _check_time(config, here)
+    for key in ("users", "groups", "roles", "clients", "clientScopes", "applyPolicies", "resources", "scopes"):
+        if key in config:
+            _json_list(config, key, here)
+    out = {"id": rep.get("id") or new_id(), "name": rep["name"], "type": kind, "logic": logic,
+           "decisionStrategy": _choice(rep.get("decisionStrategy", "UNANIMOUS"), STRATEGIES,
+                                       at(path, "decisionStrategy")),
+           "config": config}
+    if rep.get("description"):
+        out["description"] = str(rep["description"])
+    return out
+
+
+def _check_time(config, path):
+    for key in ("nbf", "noa"):
+        if config.get(key):
+            try:
+                datetime.strptime(config[key], TIME_FORMAT)
+            except (TypeError, ValueError):
+                raise RepresentationError(at(path, key), "expected yyyy-MM-dd HH:mm:ss") from None
+    for start, _ in TIME_RANGES:
+        for key in (start, start + "End"):
+            if config.get(key) not in (None, ""):
+                try:
+                    int(config[key])
+                except (TypeError, ValueError):
+                    raise RepresentationError(at(path, key), "expected a number") from None
+
+
+def check(settings, path):
+    """The whole ResourceServerRepresentation of an application, normalised (ids given to what
+    has none, the scopes resources name added to the scopes); names must resolve."""
+    as_dict(settings, path)
+    unknown = set(settings) - _SERVER_KEYS
+    if unknown:
+        key = sorted(unknown)[0]
+        raise RepresentationError(at(path, key), "the authorization schema is the admin-permissions client's only"
+                                  if key == "authorizationSchema" else "not supported")
+    out = {"allowRemoteResourceManagement": bool(settings.get("allowRemoteResourceManagement", False)),
+           "policyEnforcementMode": _choice(settings.get("policyEnforcementMode", "ENFORCING"), ENFORCEMENT_MODES,
+                                            at(path, "policyEnforcementMode")),
+           "decisionStrategy": _choice(settings.get("decisionStrategy", "UNANIMOUS"), STRATEGIES,
+                                       at(path, "decisionStrategy"))}
+    out["scopes"] = [check_scope(s, f"{path}.scopes[{i}]")
+                     for i, s in enumerate(as_list(settings.get("scopes", []), at(path, "scopes")))]
+    out["resources"] = [check_resource(r, f"{path}.resources[{i}]")
+                        for i, r in enumerate(as_list(settings.get("resources", []), at(path, "resources")))]
+    out["policies"] = [check_policy(p, f"{path}.policies[{i}]")
+                       for i, p in enumerate(as_list(settings.get("policies", []), at(path, "policies")))]
+    scope_names = {s["name"] for s in out["scopes"]}
+    for resource in out["resources"]:
+        for scope in resource["scopes"]:
+            if scope["name"] not in scope_names:
+                scope_names.add(scope["name"])
+                out["scopes"].append({"id": new_id(), "name": scope["name"]})
+    _unique(out["scopes"], "name", f"{path}.scopes")
+    _unique([r for r in out["resources"] if "owner" not in r], "name", f"{path}.resources")
+    _unique(out["policies"], "name", f"{path}.policies")
+    check_references(out, path)
+    return out
+
+
+def _unique(items, key, path):
+    seen = set()
+    for item in items:
+        if item[key] in seen:
+            raise RepresentationError(path, f"{item[key]!r} is given twice")
+        seen.add(item[key])
+
+
+def check_references(settings, path):
+    """Each permission's resources, scopes and policies, and each aggregate's policies, name
+    ones of these settings; aggregates do not contain themselves."""
+    resources = {r["name"] for r in settings["resources"]}
+    scopes = {s["name"] for s in settings["scopes"]}
+    policies = {p["name"]: p for p in settings["policies"]}
+    for i, policy in enumerate(settings["policies"]):
+        here = f"{path}.policies[{i}].config"
+        config = policy["config"]
+        for key, known in (("resources", resources), ("scopes", scopes), ("applyPolicies", policies)):
+            for name in _json_list(config, key, here) if key in config else ():
+                if name not in known:
+                    raise RepresentationError(at(here, key), f"unknown {key[:-1] if key != 'applyPolicies' else 'policy'} "
+                                                             f"{name!r}")
+                if key == "applyPolicies" and policies[name]["type"] in PERMISSION_TYPES:
+                    raise RepresentationError(at(here, key), f"{name!r} is a permission, not a policy")
+        if policy["type"] == "scope" and not _json_list(config, "scopes", here):
+            raise RepresentationError(at(here, "scopes"), "a scope permission names at least one scope")
+        if policy["type"] == "resource" and bool(config.get("defaultResourceType")) == bool(
+                _json_list(config, "resources", here)):
+            raise RepresentationError(here, "a resource permission names either resources or a resource type")
+    for name, policy in policies.items():
+        _acyclic(policy, policies, [name], path)
+
+
+def _acyclic(policy, policies, trail, path):
+    if policy["type"] != "aggregate":
+        return
+    for name in config_list(policy, "applyPolicies"):
+        if name in trail:
+            raise RepresentationError(path, f"aggregate policy {trail[0]!r} contains itself")
+        _acyclic(policies[name], policies, [*trail, name], path)
+
+
+def resolve(realm, settings, path):
+    """After the realm's objects exist: the groups, roles, client scopes, users and clients that
+    policies name are the realm's (the policies keep the names or ids the file gave); resource
+    owners are users, given by id or name (the resource server's own resources have none)."""
+    for resource in settings["resources"]:
+        owner = resource.get("owner")
+        if owner is None:
+            continue
+        user = User.objects.filter(realm=realm, pk=owner.get("id", "")).first() or User.objects.filter(
+            realm=realm, username=owner.get("name", "")).first()
+        if user is None:
+            if Client.objects.filter(realm=realm).filter(
+                    Q(pk=owner.get("id", "")) | Q(client_id=owner.get("name", ""))).exists():
+                del resource["owner"]  # owned by the resource server itself
+                continue
+            raise RepresentationError(f"{path}.resources", f"unknown owner {owner.get('name') or owner.get('id')!r}")
+        resource["owner"] = {"id": user.pk, "name": user.username}
+    for i, policy in enumerate(settings["policies"]):
+        here = f"{path}.policies[{i}].config"
+        config = policy["config"]
+        kind = policy["type"]
+        if kind == "group":
+            for entry in _json_list(config, "groups", here):
+                if find_group(realm, entry) is None:
+                    raise RepresentationError(at(here, "groups"), f"unknown group {entry.get('path') or entry.get('id')!r}")
+        elif kind == "role":
+            for entry in _json_list(config, "roles", here):
+                if find_role(realm, entry.get("id", "")) is None:
+                    raise RepresentationError(at(here, "roles"), f"unknown role {entry.get('id')!r}")
+        elif kind == "client-scope":
+            for entry in _json_list(config, "clientScopes", here):
+                if find_client_scope(realm, entry.get("id", "")) is None:
+                    raise RepresentationError(at(here, "clientScopes"), f"unknown client scope {entry.get('id')!r}")
+        elif kind == "user":
+            for ref in _json_list(config, "users", here):
+                if not User.objects.filter(realm=realm).filter(Q(pk=ref) | Q(username=ref)).exists():
+                    raise RepresentationError(at(here, "users"), f"unknown user {ref!r}")
+        elif kind == "client":
+            for ref in _json_list(config, "clients", here):
+                if not Client.objects.filter(realm=realm).filter(Q(pk=ref) | Q(client_id=ref)).exists():
+                    raise RepresentationError(at(here, "clients"), f"unknown client {ref!r}")
+    return settings
+
+
+
+def _follow_switch(sender, instance, **kwargs):
+    """As Keycloak: a client whose authorization services are switched on (Admin API, console,
+    import) is a resource server, with nothing in it yet; switched off, its settings are removed.
+    The admin-permissions client's are the realm's fine-grained admin permissions, not switched."""
+    if instance.client_id == PERMISSIONS_CLIENT:
+        return
+    if instance.authorization_services_enabled and not instance.authorization_settings:
+        instance.authorization_settings = check({}, "authorizationSettings")
+    elif not instance.authorization_services_enabled:
+        instance.authorization_settings = {}
+
+
+def connect_signals():
+    from django.db.models.signals import pre_save
+
+    pre_save.connect(_follow_switch, sender=Client, dispatch_uid="authz-resource-server-switch")

@@ -30,7 +30,7 @@ def push(request, realm_config, issuer, form, holder):
     OAuthError to answer. ``holder["config"]`` gets the client once it is authenticated (CORS)."""
     realm = realm_config.realm
     try:
-        config, auth_method = authenticate(request, realm_config, form,
+        config, _ = authenticate(request, realm_config, form,
                                  audiences=(issuer, f"{issuer}/protocol/openid-connect/token", endpoint_url(issuer)))
         holder["config"] = config
         client = config.client
@@ -60,8 +60,7 @@ def push(request, realm_config, issuer, form, holder):
         except InvalidScope as exc:
             raise InvalidRequest(exc.description) from None
         client_policies.enforce(client_policies.PUSHED_AUTHORIZATION_REQUEST, realm_config, config,
-                                request=request, params=params, authz=authz, auth_method=auth_method,
-                                assertion=form.get("client_assertion"), request_object=claims)
+                                request=request, params=params, authz=authz)
         request_uri, expires_in = request_object.store_pushed(realm, client, params, claims)
     except OAuthError as exc:
         config = holder.get("config")

@@ -66,7 +66,7 @@ def _applies(conditions, event, client, ctx):
 def enforce(event, realm_config, client_config, **context):
     """Run the executors of every policy whose conditions match ``client_config`` for ``event``;
     an executor refuses by raising an OAuthError. ``context`` names what the event has
-    (``request``, ``params``, ``exchange``, ``authz``, ``auth_method``, ``assertion``...)."""
+    (``request``, ``params``, ``exchange``, ``authz``, ``pushed``, ``front_channel``...)."""
     compiled = realm_config.base.extension(_EXTENSION, lambda base: compile_policies(base.realm.attributes))
     if not compiled:
         return
@@ -82,7 +82,7 @@ def enforce(event, realm_config, client_config, **context):
 def on_client_write(event, realm, client, **context):
     """REGISTER or UPDATE of ``client`` (unsaved): the executors of the policies that apply
     auto-configure it or refuse it (an OAuthError, ``invalid_client_metadata``). ``context``:
-    ``updater`` (Keycloak's ByAuthenticatedUser...), ``authenticator_given``."""
+    ``updater`` (Keycloak's ByAuthenticatedUser...), ``authenticator_given``, ``by_admin_api``."""
     for conditions, executors in compile_policies(realm.attributes):
         if _applies(conditions, event, client, context):
             for executor, config in executors:
@@ -96,7 +96,7 @@ def admin_api_write(realm, client, *, created, authenticator_given):
         return None
     try:
         on_client_write(REGISTER if created else UPDATE, realm, client, updater="ByAuthenticatedUser",
-                        authenticator_given=authenticator_given)
+                        authenticator_given=authenticator_given, by_admin_api=True)
     except OAuthError as exc:
         return exc.error, exc.description
     return None

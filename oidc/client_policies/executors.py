@@ -2,44 +2,50 @@
 checks requests at the events it acts on (``run``: raises the OAuthError Keycloak answers) and the
 client being registered or updated (``write``: auto-configures it when asked to, else refuses a
 client that breaks its rule with ``invalid_client_metadata``)."""
-from urllib.parse import urlsplit
+import time
 
+from realms.http.web import realm_url
 from realms.representation import RepresentationError
 from realms.representation.fields import as_bool, at
 
 from .. import client_auth, jose, mtls
-from ..errors import InvalidClient, InvalidClientMetadata, InvalidDpopProof, InvalidGrant, InvalidRequest
-from ..request_object import InvalidRequestObject
-from .events import (
-    AUTHORIZATION_REQUEST,
-    PUSHED_AUTHORIZATION_REQUEST,
-    REGISTER,
-    TOKEN_INTROSPECT,
-    TOKEN_REQUEST,
-    TOKEN_REVOKE,
-)
+from ..errors import InvalidClient, InvalidClientMetadata, InvalidDpopProof, InvalidRequest, OAuthError
+from ..request_object import InvalidRequestObject, InvalidRequestUri
+from .events import AUTHORIZATION_REQUEST, REGISTER, TOKEN_INTROSPECT, TOKEN_REQUEST, TOKEN_REVOKE, USERINFO_REQUEST
 
-AUTHORIZATION = (AUTHORIZATION_REQUEST, PUSHED_AUTHORIZATION_REQUEST)
-CLIENT_AUTHENTICATED = (TOKEN_REQUEST, PUSHED_AUTHORIZATION_REQUEST, TOKEN_INTROSPECT, TOKEN_REVOKE)
+CLIENT_AUTHENTICATED = (TOKEN_REQUEST, TOKEN_INTROSPECT, TOKEN_REVOKE)
 AUTO = "auto-configure"
-# FAPI 2.0 Security Profile §5.4: the algorithms Keycloak's secure-signature-algorithm allows.
-FAPI_ALGORITHMS = ("PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
+# Keycloak's FapiConstant.ALLOWED_ALGORITHMS.
+FAPI_ALGORITHMS = ("PS256", "PS384", "PS512", "ES256", "ES384", "ES512")
 AUTHENTICATORS = (client_auth.SECRET, client_auth.SECRET_JWT, client_auth.PRIVATE_KEY_JWT, "client-x509")
-# What client_auth.authenticate reports -> Keycloak's client authenticator id.
-_METHOD_AUTHENTICATOR = {"client_secret_basic": client_auth.SECRET, "client_secret_post": client_auth.SECRET,
-                         "client_secret_jwt": client_auth.SECRET_JWT, "private_key_jwt": client_auth.PRIVATE_KEY_JWT,
-                         "tls_client_auth": "client-x509", "self_signed_tls_client_auth": "client-x509"}
 PKCE_METHOD = "pkce.code.challenge.method"
 DPOP_BOUND = "dpop.bound.access.tokens"
 MTLS_BOUND = "tls.client.certificate.bound.access.tokens"
-ACCESS_ALG, ID_ALG = "access.token.signed.response.alg", "id.token.signed.response.alg"
-# Signing algorithms a client may name, checked when set (Keycloak's SecureSigningAlgorithmExecutor).
-SIGNING_ATTRIBUTES = (ACCESS_ALG, ID_ALG, "user.info.response.signature.alg", "request.object.signature.alg",
-                      "token.endpoint.auth.signing.alg", "authorization.signed.response.alg")
+# What secure-signature-algorithm sets (when unset) or checks; the access token's only through the
+# Admin API (RFC 7591 names no metadata for it).
+SIGNING_ATTRIBUTES = ("user.info.response.signature.alg", "request.object.signature.alg",
+                      "id.token.signed.response.alg", "token.endpoint.auth.signing.alg")
+ADMIN_SIGNING_ATTRIBUTES = ("access.token.signed.response.alg",)
+# Authorization request parameters a request object must repeat (Keycloak's KNOWN_REQ_PARAMS).
+KNOWN_PARAMS = ("client_id", "response_type", "response_mode", "redirect_uri", "state", "scope", "login_hint",
+                "prompt", "nonce", "max_age", "ui_locales", "claims", "code_challenge", "code_challenge_method",
+                "acr_values", "dpop_jkt")
 
 
-def _metadata(name):
-    return InvalidClientMetadata(f"Invalid client metadata: {name}")
+class InvalidRegistration(OAuthError):
+    """Keycloak's Errors.INVALID_REGISTRATION, what consent-required and full-scope-disabled answer."""
+
+    error = "invalid_registration"
+
+
+class CodeVerifierMissing(OAuthError):
+    """Keycloak's Errors.CODE_VERIFIER_MISSING, pkce-enforcer's refusal at the token endpoint."""
+
+    error = "code_verifier_missing"
+
+
+def _metadata(what):
+    return InvalidClientMetadata(f"Invalid client metadata: {what}")
 
 
 def _flag(name, default=False):
@@ -66,12 +72,13 @@ def _list_of(name, allowed):
     return name, parse
 
 
-def _period(config, path):
-    value = config.get("available-period", "3600")
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise RepresentationError(at(path, "configuration.available-period"), "expected seconds") from None
+def _seconds(name, default):
+    def parse(config, path):
+        try:
+            return int(config.get(name, default))
+        except (TypeError, ValueError):
+            raise RepresentationError(at(path, f"configuration.{name}"), "expected seconds") from None
+    return name, parse
 
 
 class Executor:
@@ -114,87 +121,92 @@ class SecureClientAuthenticator(Executor):
                                       "not one of allowed-client-authenticators")
 
     def run(self, event, config, client, ctx):
-        used = _METHOD_AUTHENTICATOR.get(ctx.get("auth_method"))
-        if used is not None and used not in config["allowed-client-authenticators"]:
-            raise InvalidClient("Configured client authentication method not allowed for client")
+        if not client.public_client and client.client_authenticator_type not in config["allowed-client-authenticators"]:
+            raise InvalidRequest("Configured client authentication method not allowed for client")
 
     def write(self, event, config, client, ctx):
-        if client.public_client or client.bearer_only:
-            return
-        if client.client_authenticator_type in config["allowed-client-authenticators"]:
-            return
-        if event == REGISTER and not ctx.get("authenticator_given") and config["default-client-authenticator"]:
+        if config["default-client-authenticator"] and not ctx.get("authenticator_given"):
             client.client_authenticator_type = config["default-client-authenticator"]
-            return
-        raise _metadata("clientAuthenticatorType")
+        if client.public_client:
+            return  # the access type is another executor's (confidential-client)
+        if client.client_authenticator_type not in config["allowed-client-authenticators"]:
+            raise _metadata("token_endpoint_auth_method")
 
 
 class PkceEnforcer(Executor):
     provider_id = "pkce-enforcer"
     settings = (_flag(AUTO),)
-    events = (*AUTHORIZATION, TOKEN_REQUEST)
+    events = (AUTHORIZATION_REQUEST, TOKEN_REQUEST)
 
     def run(self, event, config, client, ctx):
+        params = ctx.get("params") or {}
         if event == TOKEN_REQUEST:
-            params = ctx.get("params") or {}
             if params.get("grant_type") == "authorization_code" and not params.get("code_verifier"):
-                raise InvalidGrant("PKCE code verifier not specified")
+                raise CodeVerifierMissing("PKCE code verifier not specified")
             return
-        authz = ctx["authz"]
-        if "code" not in authz.response_type.split():
-            return
-        if not authz.code_challenge:
+        method = params.get("code_challenge_method")
+        if not method:
             raise InvalidRequest("Missing parameter: code_challenge_method")
-        if authz.code_challenge_method != "S256":
-            raise InvalidRequest("Invalid parameter: code_challenge_method")
+        if method != "S256":
+            raise InvalidRequest("Invalid parameter: invalid code_challenge_method")
+        configured = (client.attributes or {}).get(PKCE_METHOD)
+        if configured and configured != method:
+            raise InvalidRequest("Invalid parameter: code challenge method is not configured one")
+        if not params.get("code_challenge"):
+            raise InvalidRequest("Missing parameter: code_challenge")
 
     def write(self, event, config, client, ctx):
         if config[AUTO]:
             client.attributes = {**(client.attributes or {}), PKCE_METHOD: "S256"}
-        elif (client.attributes or {}).get(PKCE_METHOD) != "S256":
-            raise _metadata("pkce.code.challenge.method")
+        if (client.attributes or {}).get(PKCE_METHOD) != "S256":
+            raise _metadata("code_challenge_method")
 
 
 class _ClientSwitch(Executor):
-    """A client setting the profile requires, set by ``auto-configure`` or else required."""
+    """A client setting the profile requires: set by ``auto-configure``, else required."""
 
     settings = (_flag(AUTO),)
     field = ""
     value = None
-    name = ""
+    refusal = ""
 
     def write(self, event, config, client, ctx):
         if config[AUTO]:
             setattr(client, self.field, self.value)
-        elif getattr(client, self.field) != self.value:
-            raise _metadata(self.name)
+        if getattr(client, self.field) != self.value:
+            raise InvalidRegistration(self.refusal)
 
 
 class ConsentRequired(_ClientSwitch):
     provider_id = "consent-required"
-    field, value, name = "consent_required", True, "consentRequired"
+    field, value, refusal = "consent_required", True, "Client is required to enable consentRequired"
 
 
 class FullScopeDisabled(_ClientSwitch):
     provider_id = "full-scope-disabled"
-    field, value, name = "full_scope_allowed", False, "fullScopeAllowed"
+    field, value, refusal = "full_scope_allowed", False, "Not permitted to enable fullScopeAllowed"
 
 
 class _BoundTokens(Executor):
     settings = (_flag(AUTO),)
-    events = (TOKEN_REQUEST,)
     attribute = ""
+    disabled = ""
 
     def write(self, event, config, client, ctx):
         if config[AUTO]:
             client.attributes = {**(client.attributes or {}), self.attribute: "true"}
-        elif (client.attributes or {}).get(self.attribute) != "true":
-            raise _metadata(self.attribute)
+        if (client.attributes or {}).get(self.attribute) != "true":
+            raise _metadata(self.disabled)
 
 
 class HolderOfKeyEnforcer(_BoundTokens):
     provider_id = "holder-of-key-enforcer"
-    attribute = MTLS_BOUND
+    events = (TOKEN_REQUEST,)
+    attribute, disabled = MTLS_BOUND, "MTLS token in disabled"
+
+    def run(self, event, config, client, ctx):
+        if "x5t#S256" not in ctx["exchange"].binding.cnf:
+            raise InvalidRequest("Client Certification missing for MTLS HoK Token Binding")
 
     def write(self, event, config, client, ctx):
         super().write(event, config, client, ctx)
@@ -203,17 +215,13 @@ class HolderOfKeyEnforcer(_BoundTokens):
         if refusal:
             raise InvalidClientMetadata(refusal)
 
-    def run(self, event, config, client, ctx):
-        if "x5t#S256" not in ctx["exchange"].binding.cnf:
-            raise InvalidGrant("Client Certification missing for MTLS HoK Token Binding")
-
 
 class DpopBindEnforcer(_BoundTokens):
     provider_id = "dpop-bind-enforcer"
     settings = (_flag(AUTO), _flag("enforce-authorization-code-binding-to-dpop"),
                 _flag("allow-only-refresh-token-binding"))
-    events = (*AUTHORIZATION, TOKEN_REQUEST)
-    attribute = DPOP_BOUND
+    events = (AUTHORIZATION_REQUEST, TOKEN_REQUEST, USERINFO_REQUEST)
+    attribute, disabled = DPOP_BOUND, "DPoP token in disabled"
 
     def check_together(self, config, path):
         if config["allow-only-refresh-token-binding"]:
@@ -221,42 +229,51 @@ class DpopBindEnforcer(_BoundTokens):
                                       "not supported by this server (access tokens are always bound)")
 
     def run(self, event, config, client, ctx):
-        if event in AUTHORIZATION:
+        if event == AUTHORIZATION_REQUEST:
             if config["enforce-authorization-code-binding-to-dpop"] and not (ctx.get("params") or {}).get("dpop_jkt"):
                 raise InvalidRequest("Missing parameter: dpop_jkt")
-            return
-        if "jkt" not in ctx["exchange"].binding.cnf:
+        elif "HTTP_DPOP" not in ctx["request"].META:
             raise InvalidDpopProof("DPoP proof is missing")
 
 
-def _https(uri):
-    try:
-        return urlsplit(uri).scheme == "https"
-    except ValueError:
-        return False
+def _multivalued(attributes, name):
+    return [v for v in (attributes.get(name) or "").split("##") if v]
 
 
 class SecureClientUris(Executor):
     provider_id = "secure-client-uris"
+    settings = (_flag("allow-http-on-localhost"),)
     events = (AUTHORIZATION_REQUEST,)
 
     def run(self, event, config, client, ctx):
-        if not _https(ctx["authz"].redirect_uri):
-            raise InvalidRequest("Invalid parameter: redirect_uri")
+        uri = ctx["authz"].redirect_uri
+        if not uri:
+            raise InvalidRequest("no redirect_uri specified.")
+        local = uri.startswith(("http://localhost", "http://127.0.0.1")) and config["allow-http-on-localhost"]
+        if "*" in uri or not (uri.startswith("https://") or local):
+            raise InvalidRequest("Invalid redirect_uri")
 
     def write(self, event, config, client, ctx):
-        for uri in client.redirect_uris or []:
-            if not _https(uri):
-                raise InvalidClientMetadata("Invalid client metadata: redirect_uris")
-        for name, value in (("rootUrl", client.root_url), ("baseUrl", client.base_url),
-                            ("jwks_uri", (client.attributes or {}).get("jwks.url"))):
-            if value and not value.startswith("/") and not _https(value):
-                raise _metadata(name)
+        attributes = client.attributes or {}
+        redirect_uris = list(client.redirect_uris or [])
+        post_logout = [u for u in _multivalued(attributes, "post.logout.redirect.uris") if u != "+"]
+        for name, uris in (("rootUrl", [client.root_url]), ("adminUrl", [client.admin_url]),
+                           ("baseUrl", [client.base_url]), ("logoutUrl", [attributes.get("backchannel.logout.url")]),
+                           ("frontChannelLogoutUrl", [attributes.get("frontchannel.logout.url")]),
+                           ("redirectUris", redirect_uris), ("jwksUri", [attributes.get("jwks.url")]),
+                           ("requestUris", _multivalued(attributes, "request.uris")),
+                           ("postLogoutUris", post_logout), ("logoUri", [attributes.get("logoUri")]),
+                           ("tosUri", [attributes.get("tosUri")]), ("policyUri", [attributes.get("policyUri")])):
+            for uri in uris:
+                if uri and (not uri.startswith("https://") or "*" in uri):
+                    raise InvalidClientMetadata(f"Invalid {name}")
+        if event == REGISTER and client.root_url and not redirect_uris:
+            client.redirect_uris = [client.root_url]  # rather than a wildcard made from it later
 
 
 class SecureSession(Executor):
     provider_id = "secure-session"
-    events = AUTHORIZATION
+    events = (AUTHORIZATION_REQUEST,)
 
     def run(self, event, config, client, ctx):
         authz = ctx["authz"]
@@ -277,38 +294,35 @@ class ConfidentialClient(Executor):
 
 
 class SecureParContent(Executor):
-    """The authorization request comes by PAR (FAPI 2.0 §5.3.2.2), and a parameter the front
-    channel repeats says what the pushed request said."""
+    """The authorization request names a pushed one, and the front channel adds no parameter the
+    push did not carry."""
 
     provider_id = "secure-par-content"
     events = (AUTHORIZATION_REQUEST,)
 
     def run(self, event, config, client, ctx):
+        front = ctx.get("front_channel") or {}
+        if not front.get("request_uri"):
+            raise InvalidRequest("request_uri not included.")
         if not ctx.get("pushed"):
-            raise InvalidRequest("Pushed Authorization Request is only allowed.")
-        pushed, front = ctx.get("params") or {}, ctx.get("front_channel") or {}
-        if any(pushed.get(k) != v for k, v in front.items() if k not in ("client_id", "request_uri")):
+            raise InvalidRequest("PAR request_uri not included.")
+        pushed = {*(ctx.get("params") or {}), *(ctx.get("request_object") or {})}
+        if any(name not in pushed and name != "request_uri" for name in front):
             raise InvalidRequest("PAR request did not include necessary parameters")
 
 
 class SecureSignatureAlgorithm(Executor):
     provider_id = "secure-signature-algorithm"
     settings = (_one_of("default-algorithm", FAPI_ALGORITHMS, "PS256"),)
-    events = (TOKEN_REQUEST,)
-
-    def run(self, event, config, client, ctx):
-        default = ctx["exchange"].realm.default_signature_algorithm
-        for name in (ACCESS_ALG, ID_ALG):
-            if ((client.attributes or {}).get(name) or default) not in FAPI_ALGORITHMS:
-                raise InvalidRequest("not allowed signature algorithm.")
 
     def write(self, event, config, client, ctx):
         attributes = dict(client.attributes or {})
-        for name in (ACCESS_ALG, ID_ALG):
-            attributes[name] = attributes.get(name) or config["default-algorithm"]
-        for name in SIGNING_ATTRIBUTES:
-            if attributes.get(name) and attributes[name] not in FAPI_ALGORITHMS:
-                raise _metadata(name)
+        names = SIGNING_ATTRIBUTES + (ADMIN_SIGNING_ATTRIBUTES if ctx.get("by_admin_api") else ())
+        for name in names:
+            if not attributes.get(name):
+                attributes[name] = config["default-algorithm"]
+            elif attributes[name] not in FAPI_ALGORITHMS:
+                raise InvalidRequest("not allowed signature algorithm.")
         client.attributes = attributes
 
 
@@ -318,38 +332,65 @@ class SecureSignatureAlgorithmSignedJwt(Executor):
     events = CLIENT_AUTHENTICATED
 
     def run(self, event, config, client, ctx):
-        assertion = ctx.get("assertion")
-        if not assertion:
-            if config["require-client-assertion"]:
-                raise InvalidClient("client assertion required")
+        assertion = (ctx.get("params") or {}).get("client_assertion")
+        if not assertion and not config["require-client-assertion"]:
             return
         try:
-            header = jose.parse(assertion)[0]
+            alg = jose.parse(assertion)[0].get("alg")
         except jose.JoseError:
-            raise InvalidClient("Invalid client assertion") from None
-        if header.get("alg") not in FAPI_ALGORITHMS:
-            raise InvalidClient("not allowed signature algorithm.")
+            raise InvalidRequest("not allowed input format.") from None
+        if alg not in FAPI_ALGORITHMS:
+            raise InvalidRequest("not allowed signature algorithm.")
 
 
 class SecureRequestObject(Executor):
     provider_id = "secure-request-object"
-    settings = (("available-period", _period), _flag("verify-nbf"), _flag("encryption-required"))
-    events = AUTHORIZATION
+    settings = (_seconds("available-period", 3600), _flag("verify-nbf"), _flag("encryption-required"),
+                _seconds("allowed-clock-skew", 15))
+    events = (AUTHORIZATION_REQUEST,)
 
     def check_together(self, config, path):
         if config["encryption-required"]:
             raise RepresentationError(at(path, "configuration.encryption-required"),
-                                      "not supported by this server (request objects are checked after decryption)")
+                                      "not supported by this server (whether a request object was encrypted "
+                                      "is not kept)")
 
     def run(self, event, config, client, ctx):
+        front = ctx.get("front_channel") or {}
+        if not front.get("request") and not front.get("request_uri"):
+            raise InvalidRequest("Missing parameter: 'request' or 'request_uri'")
         claims = ctx.get("request_object")
         if not claims:
-            raise InvalidRequest("Missing parameter: request")
-        for name in ("exp", "aud", *(("nbf",) if config["verify-nbf"] else ())):
-            if name not in claims:
-                raise InvalidRequestObject(f"Missing parameter in the 'request' object: {name}")
-        if config["verify-nbf"] and claims["exp"] - claims["nbf"] > config["available-period"]:
-            raise InvalidRequestObject("Request's available period is long")
+            raise InvalidRequest("Invalid parameter: : 'request' or 'request_uri'")
+        # A pushed request's object is refused as its request_uri (Keycloak's throwClientPolicyException).
+        refuse = InvalidRequestObject if not ctx.get("pushed") else InvalidRequestUri
+        if not front.get("scope") and not claims.get("scope"):
+            raise InvalidRequest("Parameter 'scope' missing in the request parameters or in 'request' object")
+        now, skew = int(time.time()), config["allowed-clock-skew"]
+        if not isinstance(claims.get("exp"), int):
+            raise refuse("Missing parameter in the 'request' object: exp")
+        if now > claims["exp"]:
+            raise refuse("Request Expired")
+        if config["verify-nbf"]:
+            if not isinstance(claims.get("nbf"), int):
+                raise refuse("Missing parameter in the 'request' object: nbf")
+            if now < claims["nbf"] - skew:
+                raise refuse("Request not yet being processed")
+            if claims["exp"] - claims["nbf"] > config["available-period"]:
+                raise refuse("Request's available period is long")
+        if isinstance(claims.get("iat"), int) and now < claims["iat"] - skew:
+            raise refuse("Request issued in the future")
+        aud = claims.get("aud")
+        if aud is None:
+            raise refuse("Missing parameter in the 'request' object: aud")
+        audiences = aud if isinstance(aud, list) else [aud]
+        if not audiences:
+            raise refuse("Missing parameter value in the 'request' object: aud")
+        if realm_url(ctx["request"], client.realm.name) not in audiences:
+            raise refuse("Invalid parameter in the 'request' object: aud")
+        if any(name in front and str(claims.get(name)) != front[name] for name in KNOWN_PARAMS):
+            raise InvalidRequest("Invalid parameter. Parameters in 'request' object not matching with request "
+                                 "parameters")
 
 
 EXECUTORS = {e.provider_id: e for e in (

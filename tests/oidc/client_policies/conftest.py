@@ -22,11 +22,13 @@ def _fresh_cache(fresh_caches):
 
 
 def put_policy(realm, profile, conditions=None, profiles=None):
-    """The realm's only policy: ``profile`` for the clients with the ``fapi`` client role."""
+    """The realm's only policy: ``profile`` (a name or a list of them) for the clients with the
+    ``fapi`` client role; ``profiles``: the realm's own profiles."""
     conditions = conditions or [{"condition": "client-roles", "configuration": {"roles": [FAPI_ROLE]}}]
     profiles_doc = stored.parse_profiles(profiles or {"profiles": []})
     policies = stored.parse_policies({"policies": [{"name": "p", "enabled": True, "conditions": conditions,
-                                                    "profiles": [profile]}]},
+                                                    "profiles": [profile] if isinstance(profile, str)
+                                                    else profile}]},
                                      profile_names=[p["name"] for p in profiles_doc["profiles"]])
     realm.attributes = stored.store(realm.attributes, policies, profiles_doc)
     realm.save()

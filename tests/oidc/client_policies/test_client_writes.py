@@ -20,21 +20,30 @@ def test_admin_api_create_is_auto_configured(master_api, acme):  # noqa: F811
     assert bank.consent_required and not bank.full_scope_allowed
     assert bank.attributes["pkce.code.challenge.method"] == "S256"
     assert bank.attributes["dpop.bound.access.tokens"] == "true"
-    assert bank.attributes["access.token.signed.response.alg"] == "PS256"
-    assert bank.attributes["id.token.signed.response.alg"] == "PS256"
+    for name in ("access.token.signed.response.alg", "id.token.signed.response.alg", "user.info.response.signature.alg",
+                 "request.object.signature.alg", "token.endpoint.auth.signing.alg"):
+        assert bank.attributes[name] == "PS256", name  # the profile's default algorithm
 
 
-@pytest.mark.parametrize(("body", "description"), [
-    ({"clientAuthenticatorType": "client-secret"}, "Invalid client metadata: clientAuthenticatorType"),
-    ({"redirectUris": ["http://bank.example/cb"]}, "Invalid client metadata: redirect_uris"),
-    ({"attributes": {"id.token.signed.response.alg": "RS256"}}, "Invalid client metadata: id.token.signed.response.alg"),
+@pytest.mark.parametrize(("body", "error", "description"), [
+    ({"clientAuthenticatorType": "client-secret"}, "invalid_client_metadata",
+     "Invalid client metadata: token_endpoint_auth_method"),
+    ({"redirectUris": ["http://bank.example/cb"]}, "invalid_client_metadata", "Invalid redirectUris"),
+    ({"rootUrl": "https://*.bank.example"}, "invalid_client_metadata", "Invalid rootUrl"),
+    ({"attributes": {"id.token.signed.response.alg": "RS256"}}, "invalid_request", "not allowed signature algorithm."),
+    ({"attributes": {"access.token.signed.response.alg": "EdDSA"}}, "invalid_request",
+     "not allowed signature algorithm."),
+    ({"consentRequired": False}, None, None),  # auto-configured: consent becomes required
 ])
-def test_admin_api_refusals(master_api, acme, body, description):  # noqa: F811
+def test_admin_api_refusals(master_api, acme, body, error, description):  # noqa: F811
     assert master_api("put", "acme/client-policies/policies", DPOP_POLICY).status_code == 204
     resp = master_api("post", "acme/clients", {"clientId": "bank", "redirectUris": ["https://bank.example/cb"],
                                                **body})
+    if error is None:
+        assert resp.status_code == 201
+        return
     assert resp.status_code == 400
-    assert resp.json() == {"error": "invalid_client_metadata", "error_description": description}
+    assert resp.json() == {"error": error, "error_description": description}
     assert not Client.objects.filter(realm__name="acme", client_id="bank").exists()
 
 
@@ -43,11 +52,16 @@ def test_admin_api_update_refused(master_api, acme):  # noqa: F811
                                                "clientAuthenticatorType": "client-secret"}).status_code == 201
     assert master_api("put", "acme/client-policies/policies", DPOP_POLICY).status_code == 204
     old = Client.objects.get(realm__name="acme", client_id="old")
-    resp = master_api("put", f"acme/clients/{old.pk}", {"clientId": "old", "description": "changed"})
+    resp = master_api("put", f"acme/clients/{old.pk}", {"clientId": "old", "description": "changed",
+                                                         "clientAuthenticatorType": "client-secret"})
     assert resp.json() == {"error": "invalid_client_metadata",
-                           "error_description": "Invalid client metadata: clientAuthenticatorType"}
+                           "error_description": "Invalid client metadata: token_endpoint_auth_method"}
     old.refresh_from_db()
-    assert old.description == ""
+    assert old.description == "" and old.client_authenticator_type == "client-secret"
+    # An update that does not name the authenticator gets the profile's default, as in Keycloak.
+    assert master_api("put", f"acme/clients/{old.pk}", {"clientId": "old"}).status_code == 204
+    old.refresh_from_db()
+    assert old.client_authenticator_type == "client-jwt" and old.consent_required
 
 
 def test_mutual_tls_profile_refused_while_mutual_tls_is_not_served(master_api, acme):  # noqa: F811
@@ -76,4 +90,4 @@ def test_dynamic_registration(master_api, acme):  # noqa: F811
                 bearer=initial_token(master_api, acme))
     assert resp.status_code == 400
     assert resp.json() == {"error": "invalid_client_metadata",
-                           "error_description": "Invalid client metadata: clientAuthenticatorType"}
+                           "error_description": "Invalid client metadata: token_endpoint_auth_method"}

@@ -5,7 +5,7 @@ import pytest
 
 from oidc import client_policies
 from oidc.client_policies.events import TOKEN_REQUEST
-from oidc.errors import InvalidClientMetadata, InvalidGrant
+from oidc.client_policies.executors import CodeVerifierMissing, InvalidRegistration
 from oidc.realm_cache import get_realm
 from realms.models import Client, ClientScope, ClientScopeLink
 from tests.oidc.browser.conftest import make_client
@@ -22,7 +22,7 @@ def applies(realm, client_id, conditions, params=CODE, event=TOKEN_REQUEST):
     realm_config = get_realm(realm.name)
     try:
         client_policies.enforce(event, realm_config, realm_config.client(client_id), params=params)
-    except InvalidGrant:
+    except CodeVerifierMissing:
         return True
     return False
 
@@ -87,7 +87,7 @@ def test_client_updater_context_at_registration(realm):
                                              "configuration": {"update-client-source": ["ByAnonymous"]}}],
                profiles={"profiles": [{"name": "strict", "executors": [{"executor": "consent-required"}]}]})
     client = Client(realm=realm, client_id="new", protocol="openid-connect")
-    with pytest.raises(InvalidClientMetadata, match="consentRequired"):
+    with pytest.raises(InvalidRegistration, match="Client is required to enable consentRequired"):
         client_policies.on_client_write(client_policies.REGISTER, realm, client, updater="ByAnonymous")
     client_policies.on_client_write(client_policies.REGISTER, realm, client, updater="ByAuthenticatedUser")
 

@@ -60,7 +60,7 @@ def push(request, realm_config, issuer, form, holder):
         except InvalidScope as exc:
             raise InvalidRequest(exc.description) from None
         client_policies.enforce(client_policies.PUSHED_AUTHORIZATION_REQUEST, realm_config, config,
-                                request=request, params=params, authz=authz)
+                                request=request, params=params, authz=authz, form=form)
         request_uri, expires_in = request_object.store_pushed(realm, client, params, claims)
     except OAuthError as exc:
         config = holder.get("config")

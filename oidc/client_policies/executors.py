@@ -2,6 +2,7 @@
 checks requests at the events it acts on (``run``: raises the OAuthError Keycloak answers) and the
 client being registered or updated (``write``: auto-configures it when asked to, else refuses a
 client that breaks its rule with ``invalid_client_metadata``)."""
+import json
 import time
 
 from realms.http.web import realm_url
@@ -11,7 +12,15 @@ from realms.representation.fields import as_bool, at
 from .. import client_auth, jose, mtls
 from ..errors import InvalidClient, InvalidClientMetadata, InvalidDpopProof, InvalidRequest, OAuthError
 from ..request_object import InvalidRequestObject, InvalidRequestUri
-from .events import AUTHORIZATION_REQUEST, REGISTER, TOKEN_INTROSPECT, TOKEN_REQUEST, TOKEN_REVOKE, USERINFO_REQUEST
+from .events import (
+    AUTHORIZATION_REQUEST,
+    PUSHED_AUTHORIZATION_REQUEST,
+    REGISTER,
+    TOKEN_INTROSPECT,
+    TOKEN_REQUEST,
+    TOKEN_REVOKE,
+    USERINFO_REQUEST,
+)
 
 CLIENT_AUTHENTICATED = (TOKEN_REQUEST, TOKEN_INTROSPECT, TOKEN_REVOKE)
 AUTO = "auto-configure"
@@ -393,8 +402,55 @@ class SecureRequestObject(Executor):
                                  "parameters")
 
 
+class RejectImplicitGrant(Executor):
+    provider_id = "reject-implicit-grant"
+    settings = (_flag(AUTO),)
+    events = (AUTHORIZATION_REQUEST, PUSHED_AUTHORIZATION_REQUEST)
+
+    def run(self, event, config, client, ctx):
+        response_type = ctx["authz"].response_type
+        if event == PUSHED_AUTHORIZATION_REQUEST:
+            if not response_type:
+                raise InvalidRequest("No response type.")
+            if response_type != "code":
+                raise InvalidRequest("Implicit/Hybrid flow is prohibited.")
+        elif {"token", "id_token"} & set(response_type.split()):
+            raise InvalidRequest("Implicit/Hybrid flow is prohibited.")
+
+    def write(self, event, config, client, ctx):
+        if config[AUTO]:
+            client.implicit_flow_enabled = False
+        if client.implicit_flow_enabled:
+            raise _metadata("implicit flow enabled")
+
+
+class SecureClientAuthenticationAssertion(Executor):
+    """A client assertion names this realm's issuer as its one audience (FAPI 2.0 §5.3.2.1)."""
+
+    provider_id = "secure-client-authentication-assertion"
+    events = (PUSHED_AUTHORIZATION_REQUEST, *CLIENT_AUTHENTICATED)
+
+    def run(self, event, config, client, ctx):
+        form = ctx["form"] if "form" in ctx else ctx.get("params") or {}
+        assertion = form.get("client_assertion")
+        if client.public_client or not assertion or form.get("client_assertion_type") != client_auth.ASSERTION_TYPE:
+            return
+        parts = assertion.split(".")
+        if not 2 <= len(parts) <= 3:
+            raise InvalidRequest("invalid client assertion format")
+        try:
+            claims = json.loads(jose.b64d(parts[1]))
+        except (ValueError, jose.JoseError):
+            raise InvalidRequest("invalid client assertion") from None
+        aud = claims.get("aud") if isinstance(claims, dict) else None
+        audiences = aud if isinstance(aud, list) else [aud] if aud is not None else []
+        if len(audiences) != 1 or audiences[0] != realm_url(ctx["request"], client.realm.name):
+            raise InvalidRequest("invalid audience in client assertion")
+
+
 EXECUTORS = {e.provider_id: e for e in (
     SecureClientAuthenticator(), PkceEnforcer(), ConsentRequired(), FullScopeDisabled(), HolderOfKeyEnforcer(),
     DpopBindEnforcer(), SecureClientUris(), SecureSession(), ConfidentialClient(), SecureParContent(),
-    SecureSignatureAlgorithm(), SecureSignatureAlgorithmSignedJwt(), SecureRequestObject(),
+    SecureSignatureAlgorithm(), SecureSignatureAlgorithmSignedJwt(), SecureRequestObject(), RejectImplicitGrant(),
+    SecureClientAuthenticationAssertion(),
 )}

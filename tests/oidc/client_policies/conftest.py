@@ -49,9 +49,9 @@ def fapi(realm, client_key):
     return client
 
 
-def assertion(key, client_id="fapi", alg="ES256"):
+def assertion(key, client_id="fapi", alg="ES256", aud=ISSUER):
     now = int(time.time())
-    return jose.sign({"iss": client_id, "sub": client_id, "aud": ISSUER, "iat": now, "exp": now + 60,
+    return jose.sign({"iss": client_id, "sub": client_id, "aud": aud, "iat": now, "exp": now + 60,
                       "jti": uuid.uuid4().hex}, alg=alg, key=key, kid=key.get("kid"))
 
 

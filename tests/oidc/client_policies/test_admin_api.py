@@ -18,7 +18,13 @@ def test_read_empty_documents_and_global_profiles(master_api, acme):  # noqa: F8
     body = master_api("get", "acme/client-policies/profiles", **{"include-global-profiles": "true"}).json()
     assert body["profiles"] == []
     assert [p["name"] for p in body["globalProfiles"]] == [
-        "fapi-2-security-profile", "fapi-2-dpop-security-profile", "fapi-2-message-signing"]
+        "fapi-1-baseline", "fapi-2-security-profile", "fapi-2-message-signing", "fapi-2-dpop-security-profile",
+        "fapi-2-dpop-message-signing"]
+    fapi2 = body["globalProfiles"][1]
+    assert [e["executor"] for e in fapi2["executors"]] == [
+        "confidential-client", "secure-client-authenticator", "secure-client-uris", "secure-signature-algorithm",
+        "secure-signature-algorithm-signed-jwt", "consent-required", "full-scope-disabled", "reject-implicit-grant",
+        "holder-of-key-enforcer", "pkce-enforcer", "secure-client-authentication-assertion", "secure-par-content"]
 
 
 def test_put_and_get(master_api, acme):  # noqa: F811

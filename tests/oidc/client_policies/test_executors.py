@@ -12,7 +12,7 @@ from tests.oidc.par.conftest import AUTH, ISSUER, PAR, REDIRECT, VERIFIER, sign_
 from tests.realms.test_signin import redirect_query
 
 from .conftest import credentials, put_policy
-from .test_fapi2 import DPOP_PROFILE, FAPI_PARAMS, redirected_error
+from .test_fapi2 import FAPI_PARAMS, redirected_error
 
 pytestmark = pytest.mark.django_db
 
@@ -33,7 +33,7 @@ def push_object(http, key, **claims):
 
 @pytest.fixture
 def message_signing(realm, fapi):
-    put_policy(realm, [DPOP_PROFILE, "fapi-2-message-signing"])
+    put_policy(realm, "fapi-2-dpop-message-signing")
 
 
 def test_signed_request_object_by_par_accepted(client, fapi, bob, client_key, message_signing):

@@ -1,8 +1,9 @@
 """The FAPI 2.0 rules as tests: a client under ``fapi-2-dpop-security-profile`` (or the mutual TLS
 ``fapi-2-security-profile``) is refused for each rule it breaks, with Keycloak's error at the
-event Keycloak refuses it, and signs in when it follows them all: PAR, PKCE S256, a nonce,
-``private_key_jwt`` signed with a FAPI algorithm, DPoP-bound tokens, https redirect URIs. (Its
-signing algorithms are checked where the client is written: test_client_writes.py.)"""
+event Keycloak refuses it, and signs in when it follows them all: PAR, PKCE S256, the code flow
+only, ``private_key_jwt`` signed with a FAPI algorithm for this issuer, DPoP-bound tokens, https
+redirect URIs. (Its signing algorithms are checked where the client is written:
+test_client_writes.py.)"""
 import pytest
 from jwcrypto import jwk
 
@@ -84,12 +85,22 @@ def test_front_channel_adds_a_parameter_the_push_did_not_carry(client, fapi, bob
     assert answer.status_code == 200
 
 
-@pytest.mark.parametrize(("params", "description"), [
-    ({"code_challenge": None, "code_challenge_method": None}, "Missing parameter: code_challenge_method"),
-    ({"nonce": None}, "Missing parameter: nonce"),
-])
-def test_no_pkce_or_no_nonce(client, fapi, bob, client_key, under_dpop_profile, params, description):
-    redirected_error(authorize(client, credentials(client_key), **params), description)
+def test_no_pkce(client, fapi, bob, client_key, under_dpop_profile):
+    answer = authorize(client, credentials(client_key), code_challenge=None, code_challenge_method=None)
+    redirected_error(answer, "Missing parameter: code_challenge_method")
+
+
+def test_hybrid_flow_refused_at_the_push(client, fapi, client_key, under_dpop_profile):
+    fapi.implicit_flow_enabled = True
+    fapi.save()
+    refused(client.post(PAR, {**credentials(client_key), **FAPI_PARAMS, "response_type": "code id_token"}),
+            "invalid_request", "Implicit/Hybrid flow is prohibited.")
+
+
+def test_client_assertion_for_another_audience(client, fapi, client_key, under_dpop_profile):
+    # Accepted by client authentication (the token endpoint is an audience it allows), not by FAPI 2.0.
+    creds = credentials(client_key, aud=TOKEN_URL)
+    refused(client.post(PAR, {**creds, **FAPI_PARAMS}), "invalid_request", "invalid audience in client assertion")
 
 
 def test_pkce_plain(client, fapi, bob, client_key, under_dpop_profile):

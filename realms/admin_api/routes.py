@@ -22,6 +22,7 @@ from . import (
     role_mappings,
     roles,
     sessions,
+    user_profile,
     users,
 )
 
@@ -32,6 +33,8 @@ urlpatterns = [
     path(f"{R}/partial-export", partial.PartialExport.as_view()),
     path(f"{R}/users", users.Users.as_view()),
     path(f"{R}/users/count", users.UserCount.as_view()),
+    path(f"{R}/users/profile", user_profile.UserProfile.as_view()),
+    path(f"{R}/users/profile/metadata", user_profile.UserProfileMetadata.as_view()),
     path(f"{R}/users/<str:user_id>", users.UserDetail.as_view()),
     path(f"{R}/users/<str:user_id>/reset-password", users.ResetPassword.as_view()),
     path(f"{R}/users/<str:user_id>/execute-actions-email", email.ExecuteActionsEmail.as_view()),

@@ -14,6 +14,8 @@ from jwcrypto import jwk
 
 from ..data import keys
 from ..models import Component, RealmKey
+from ..users.profile import config as upconfig
+from ..users.profile.validators import ConfigError
 from .fields import RepresentationError, as_bool, as_dict, as_int, as_list, as_multi_map, as_str
 from .user_storage import USER_STORAGE
 
@@ -92,8 +94,8 @@ def parse_components(components, p):
             path = f"{type_path}[{i}]"
             comp = as_dict(comp, path)
             provider_id = comp.get("providerId")
-            if provider_type == USER_STORAGE:
-                continue  # read by user_storage
+            if provider_type in (USER_STORAGE, upconfig.PROVIDER_TYPE):
+                continue  # read by user_storage and parse_user_profile
             if provider_type == REGISTRATION_POLICY:
                 v = p.take(comp, path, {"id": as_str, "name": as_str, "providerId": as_str, "subType": as_str,
                                         "config": as_multi_map}, derived={"subComponents", "parentId"})
@@ -149,6 +151,33 @@ def parse_components(components, p):
                 **_state(config, cpath),
             })
     return out
+
+
+def parse_user_profile(components, p):
+    """The realm's declarative user profile (``{"id", "config"}``) or None: its UPConfig checked
+    as the Admin API checks a PUT, so that a profile the server cannot honour is refused here too."""
+    entries = as_list(components.get(upconfig.PROVIDER_TYPE, []), f'components["{upconfig.PROVIDER_TYPE}"]')
+    if len(entries) > 1:
+        raise RepresentationError(f'components["{upconfig.PROVIDER_TYPE}"]', "only one user profile is allowed")
+    if not entries:
+        return None
+    path = f'components["{upconfig.PROVIDER_TYPE}"][0]'
+    v = p.take(as_dict(entries[0], path), path, {"id": as_str, "name": as_str, "providerId": as_str,
+                                                 "config": as_multi_map},
+               derived={"subType", "subComponents", "parentId"})
+    if v.get("providerId", upconfig.PROVIDER_ID) != upconfig.PROVIDER_ID:
+        raise RepresentationError(f"{path}.providerId", f"only {upconfig.PROVIDER_ID} is supported")
+    config = v.get("config", {})
+    unknown = set(config) - {upconfig.CONFIG_KEY}
+    if unknown:
+        raise RepresentationError(f"{path}.config", f"unknown option(s) {', '.join(sorted(unknown))}")
+    text = (config.get(upconfig.CONFIG_KEY) or [None])[0]
+    if text is None:  # Keycloak's default profile
+        return None
+    try:
+        return {"id": v.get("id"), "config": upconfig.parse(text)}
+    except ConfigError as exc:
+        raise RepresentationError(f"{path}.config.{upconfig.CONFIG_KEY}", str(exc)) from None
 
 
 def _state(config, cpath):

@@ -9,7 +9,8 @@ from django.db import transaction
 from ..administration.admin_permissions import ensure_delegated_client
 from ..audit import admin_events
 from ..credentials import webauthn
-from ..models import Realm, new_id
+from ..models import Component, Realm, new_id
+from ..users.profile import config as upconfig
 from .authentication import AuthenticationApplier
 from .client_scopes import ClientScopeApplier
 from .clients import ClientApplier
@@ -114,6 +115,8 @@ class _Applier(AuthenticationApplier, ClientScopeApplier, ProtocolMapperApplier,
         self.add_service_accounts()
         import_organizations(self.realm, r.get("organizations", ()))
         self.add_keys()
+        if r.get("user_profile"):
+            upconfig.store(self.realm, r["user_profile"]["config"], self.id_for(Component, r["user_profile"]["id"]))
         self.add_authorization()
         return self.realm
 

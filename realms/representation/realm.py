@@ -8,12 +8,21 @@ from ..credentials import password_policy
 from ..http import admission
 from ..models import Client, ClientScope, Group, RealmKey, Role, User
 from ..signin.flows import CLIENTS_FLOW
+from ..users.profile import config as upconfig
 from .authentication import KEYS as AUTHENTICATION_KEYS
 from .authentication import authentication_reps, parse_authentication
 from .client_policies import parse_sections, plain_attributes, store, stored_policies, stored_profiles
 from .client_scopes import parse_scope, scope_rep
 from .clients import client_rep, parse_client
-from .components import KEY_PROVIDER, key_component, load_cert, load_private, parse_components, policy_reps
+from .components import (
+    KEY_PROVIDER,
+    key_component,
+    load_cert,
+    load_private,
+    parse_components,
+    parse_user_profile,
+    policy_reps,
+)
 from .fields import (
     RepresentationError,
     as_bool,
@@ -234,6 +243,7 @@ def parse_realm(data, p):
     out["authentication"] = parse_authentication(top, p)
     out["keys"] = parse_components(top.get("components", {}), p)
     out["user_storage"] = parse_user_storage(top.get("components", {}), p)
+    out["user_profile"] = parse_user_profile(top.get("components", {}), p)
     if "privateKey" in top:
         out["keys"].append({
             "_path": "privateKey", "id": None, "name": "rsa", "algorithm": "RS256", "provider_id": "rsa",
@@ -337,6 +347,7 @@ def export_realm(realm):
             "-priority", "provider_name", "algorithm", "created")],
         **user_storage_reps(realm),
         **policy_reps(realm),
+        **upconfig.component_reps(realm),
     }
     rep.update(authentication_reps(realm))
     rep["identityProviders"], rep["identityProviderMappers"] = export_identity_providers(realm)

@@ -16,6 +16,8 @@ from ..credentials import password_policy
 from ..data import keys
 from ..http import email
 from ..models import AuthenticationFlow, Event, Realm, RealmDefaultClientScope, RealmKey, UserSession, has_realm_role
+from ..representation import RepresentationError
+from ..representation import client_policies as cp
 from ..representation.services import create_realm
 from ..signin import flows
 from ..sso import sessions
@@ -112,6 +114,16 @@ class RealmFormBase(KeyedJsonForm):
         choices=event_type_choices, required=False, label="Saved types",
         widget=admin.widgets.FilteredSelectMultiple("event types", is_stacked=False),
         help_text="None chosen: every type is saved.")
+    # Keycloak's Client policies tab, as its JSON editors: the documents of the Admin API's
+    # client-policies/profiles and /policies, checked the same way.
+    client_profiles = forms.JSONField(
+        required=False, label="Profiles", widget=forms.Textarea(attrs={"rows": 14, "cols": 100}),
+        help_text='{"profiles": [{"name": ..., "executors": [{"executor": ..., "configuration": {...}}]}]}; '
+                  "the global profiles (fapi-2-security-profile...) may be named by policies as they are.")
+    client_policies = forms.JSONField(
+        required=False, label="Policies", widget=forms.Textarea(attrs={"rows": 14, "cols": 100}),
+        help_text='{"policies": [{"name": ..., "enabled": true, "conditions": [{"condition": ..., '
+                  '"configuration": {...}}], "profiles": [...]}]}')
 
     class Meta:
         # Keycloak's console names, where the field name alone reads poorly; durations in seconds.
@@ -147,6 +159,12 @@ class RealmFormBase(KeyedJsonForm):
             # The admin shows help text as HTML: the model's "<realm>" would vanish as a tag.
             name = "<realm name>" if self.instance._state.adding else self.instance.name
             self.fields["scim_api_enabled"].help_text = escape(f"SCIM 2.0 provisioning below /realms/{name}/scim/v2.")
+        if "client_policies" in self.fields:
+            attributes = self.instance.attributes
+            self.initial["client_profiles"] = cp.stored_profiles(attributes)
+            self.initial["client_policies"] = cp.stored_policies(attributes)
+        if "attributes" in self.fields:  # the two holding the documents are edited above, not here
+            self.initial["attributes"] = cp.plain_attributes(self.instance.attributes)
         aliases = flow_aliases(self.instance)
         for name in FLOW_BINDINGS:
             if name in self.fields:
@@ -174,7 +192,30 @@ class RealmFormBase(KeyedJsonForm):
         for name in ("webauthn_signature_algorithms", "passwordless_signature_algorithms"):
             if name in self.fields and not cleaned.get(name) and name not in self.errors:
                 self.add_error(name, "Choose at least one signature algorithm.")
+        if "attributes" in cleaned:
+            attributes = cp.with_reserved(cleaned["attributes"], self.instance.attributes)
+            if "client_policies" in self.fields:
+                attributes = self._client_policies(cleaned, attributes)
+            cleaned["attributes"] = attributes
         return cleaned
+
+    def _client_policies(self, cleaned, attributes):
+        """The attributes with the two documents written in, or unchanged with the refusal on the
+        field that caused it."""
+        if "client_profiles" not in cleaned or "client_policies" not in cleaned:
+            return attributes  # not JSON: the field says so
+        try:
+            profiles = cp.parse_profiles(cleaned["client_profiles"] or {"profiles": []})
+        except RepresentationError as exc:
+            self.add_error("client_profiles", str(exc))
+            return attributes
+        try:
+            policies = cp.parse_policies(cleaned["client_policies"] or {"policies": []}, "",
+                                         [p["name"] for p in profiles["profiles"]])
+        except RepresentationError as exc:
+            self.add_error("client_policies", str(exc))
+            return attributes
+        return cp.store(attributes, policies, profiles)
 
     def clean_password_policy(self):
         value = self.cleaned_data["password_policy"]
@@ -211,8 +252,8 @@ class RealmAdmin(ConsoleAdmin):
     tabs = (("general", "General"), ("login", "Login"), ("email", "Email"), ("themes", "Themes"),
             ("keys", "Keys"), ("events", "Events"), ("localization", "Localization"),
             ("security", "Security defenses"), ("sessions", "Sessions"), ("tokens", "Tokens"),
-            ("authentication", "Authentication policies"), ("client-scopes", "Client scopes"),
-            ("advanced", "Advanced"))
+            ("authentication", "Authentication policies"), ("client-policies", "Client policies"),
+            ("client-scopes", "Client scopes"), ("advanced", "Advanced"))
 
     fieldsets = [
         _tab("general", "General", ("name", "display_name", "display_name_html", "enabled", "ssl_required",
@@ -263,6 +304,7 @@ class RealmAdmin(ConsoleAdmin):
             "browser_flow", "registration_flow", "direct_grant_flow", "reset_credentials_flow",
             "client_authentication_flow",
         )),
+        _tab("client-policies", "Client policies", ("client_profiles", "client_policies")),
         _tab("advanced", "Advanced", ("default_role", "attributes", "id", "created_at")),
     ]
 

@@ -4,8 +4,12 @@ import json
 import os
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 import requests
+from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
+
+from idp.metrics import Exposition
 
 from .test_modes import base_env, free_port, manage, production_database, stop, wait_for
 
@@ -75,3 +79,27 @@ def test_metrics_add_up_across_two_workers(production_database, tmp_path):
     # Both workers served some of the traffic, and the counts above are their sum.
     files = {path.stem.rsplit("_", 1)[1] for path in (tmp_path / "metrics" / str(mgmt)).glob("histogram_*.db")}
     assert files == workers, (files, workers)
+
+
+@pytest.mark.django_db
+def test_user_events_are_counted_as_keycloak_names_them(django_capture_on_commit_callbacks):
+    """One process (start_dev, this test): the same families from the metric objects themselves.
+    ``event`` is Keycloak's lower-case type without ``_error``; a client id the caller made up is
+    no label."""
+    from realms.audit.events import emit
+    from realms.representation.services import create_realm
+
+    realm = create_realm("counted")
+    with django_capture_on_commit_callbacks(execute=True):
+        emit(realm, "LOGIN_ERROR", client_id="app", error="invalid_user_credentials",
+             details={"identity_provider": "github"})
+        emit(realm, "CLIENT_LOGIN_ERROR", client_id="made-up-by-the-caller", error="client_not_found")
+        emit(realm, "CODE_TO_TOKEN", client_id="app")
+    found = samples(generate_latest(Exposition()).decode())
+    assert total(found, "keycloak_user_events_total", realm="counted", client_id="app", event="login",
+                 error="invalid_user_credentials", idp="github") == 1
+    assert total(found, "keycloak_user_events_total", realm="counted", client_id="", event="client_login",
+                 error="client_not_found") == 1
+    assert total(found, "keycloak_user_events_total", realm="counted", client_id="app", event="code_to_token",
+                 error="", idp="") == 1
+    assert not any("made-up" in value for s in found for value in s.labels.values())

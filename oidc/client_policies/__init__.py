@@ -13,6 +13,7 @@ from realms.representation import client_policies as stored
 from ..errors import OAuthError
 from .conditions import CONDITIONS, evaluate
 from .events import (  # noqa: F401 (the names the call sites use)
+    keycloak_event,
     AUTHORIZATION_REQUEST,
     PUSHED_AUTHORIZATION_REQUEST,
     REGISTER,
@@ -72,6 +73,7 @@ def enforce(event, realm_config, client_config, **context):
         return
     client = client_config.client
     context["client_config"] = client_config
+    event = keycloak_event(event, context.get("params"))
     for conditions, executors in compiled:
         if _applies(conditions, event, client, context):
             for executor, config in executors:

@@ -6,7 +6,7 @@ import json
 from realms.representation import RepresentationError
 from realms.representation.fields import as_bool, at
 
-from .events import REGISTER, TOKEN_REQUEST, UPDATE
+from .events import REGISTER, UPDATE
 
 NEGATIVE = "is-negative-logic"
 # Keycloak's ClientUpdateContextConditionFactory values: who writes the client.
@@ -109,8 +109,8 @@ def client_attributes(config, event, client, ctx):
 
 
 def grant_type(config, event, client, ctx):
-    if event != TOKEN_REQUEST:
-        return None
+    if ctx.get("exchange") is None:
+        return None  # not a token request
     return (ctx.get("params") or {}).get("grant_type") in config["grant_types"]
 
 

@@ -14,15 +14,19 @@ from ..errors import InvalidClient, InvalidClientMetadata, InvalidDpopProof, Inv
 from ..request_object import InvalidRequestObject, InvalidRequestUri
 from .events import (
     AUTHORIZATION_REQUEST,
+    BACKCHANNEL_TOKEN_REQUEST,
     PUSHED_AUTHORIZATION_REQUEST,
     REGISTER,
+    SERVICE_ACCOUNT_TOKEN_REQUEST,
     TOKEN_INTROSPECT,
+    TOKEN_REFRESH,
     TOKEN_REQUEST,
     TOKEN_REVOKE,
     USERINFO_REQUEST,
 )
 
-CLIENT_AUTHENTICATED = (TOKEN_REQUEST, TOKEN_INTROSPECT, TOKEN_REVOKE)
+# Keycloak's events of each executor (a token request's event is its grant's: events.py).
+CLIENT_AUTHENTICATED = (TOKEN_REQUEST, TOKEN_REFRESH, TOKEN_INTROSPECT, TOKEN_REVOKE)
 AUTO = "auto-configure"
 # Keycloak's FapiConstant.ALLOWED_ALGORITHMS.
 FAPI_ALGORITHMS = ("PS256", "PS384", "PS512", "ES256", "ES384", "ES512")
@@ -149,8 +153,8 @@ class PkceEnforcer(Executor):
 
     def run(self, event, config, client, ctx):
         params = ctx.get("params") or {}
-        if event == TOKEN_REQUEST:
-            if params.get("grant_type") == "authorization_code" and not params.get("code_verifier"):
+        if event == TOKEN_REQUEST:  # the authorization code's
+            if not params.get("code_verifier"):
                 raise CodeVerifierMissing("PKCE code verifier not specified")
             return
         method = params.get("code_challenge_method")
@@ -210,7 +214,7 @@ class _BoundTokens(Executor):
 
 class HolderOfKeyEnforcer(_BoundTokens):
     provider_id = "holder-of-key-enforcer"
-    events = (TOKEN_REQUEST,)
+    events = (TOKEN_REQUEST, SERVICE_ACCOUNT_TOKEN_REQUEST, BACKCHANNEL_TOKEN_REQUEST)
     attribute, disabled = MTLS_BOUND, "MTLS token in disabled"
 
     def run(self, event, config, client, ctx):
@@ -229,7 +233,7 @@ class DpopBindEnforcer(_BoundTokens):
     provider_id = "dpop-bind-enforcer"
     settings = (_flag(AUTO), _flag("enforce-authorization-code-binding-to-dpop"),
                 _flag("allow-only-refresh-token-binding"))
-    events = (AUTHORIZATION_REQUEST, TOKEN_REQUEST, USERINFO_REQUEST)
+    events = (AUTHORIZATION_REQUEST, TOKEN_REQUEST, TOKEN_REFRESH, BACKCHANNEL_TOKEN_REQUEST, USERINFO_REQUEST)
     attribute, disabled = DPOP_BOUND, "DPoP token in disabled"
 
     def check_together(self, config, path):
@@ -295,7 +299,7 @@ class SecureSession(Executor):
 
 class ConfidentialClient(Executor):
     provider_id = "confidential-client"
-    events = (AUTHORIZATION_REQUEST, TOKEN_REQUEST)
+    events = (AUTHORIZATION_REQUEST, TOKEN_REQUEST, SERVICE_ACCOUNT_TOKEN_REQUEST, BACKCHANNEL_TOKEN_REQUEST)
 
     def run(self, event, config, client, ctx):
         if client.public_client or client.bearer_only:

@@ -21,7 +21,8 @@ def applies(realm, client_id, conditions, params=CODE, event=TOKEN_REQUEST):
     put_policy(realm, "probe", conditions=conditions, profiles=PROBE)
     realm_config = get_realm(realm.name)
     try:
-        client_policies.enforce(event, realm_config, realm_config.client(client_id), params=params)
+        client_policies.enforce(event, realm_config, realm_config.client(client_id), params=params,
+                                exchange=object())  # what a token request has
     except CodeVerifierMissing:
         return True
     return False

@@ -8,7 +8,7 @@ import pytest
 
 from oidc import jose
 from oidc.codes import s256_challenge
-from tests.oidc.par.conftest import AUTH, ISSUER, PAR, REDIRECT, VERIFIER, sign_in
+from tests.oidc.par.conftest import AUTH, ISSUER, PAR, REDIRECT, TOKEN, VERIFIER, sign_in
 from tests.realms.test_signin import redirect_query
 
 from .conftest import credentials, put_policy
@@ -95,14 +95,47 @@ def test_dpop_bound_authorization_code_setting(client, realm, fapi, bob, client_
 
 def test_require_client_assertion_setting(client, realm, fapi, client_key):
     from tests.oidc.browser.conftest import make_client
-    svc = make_client(realm, "svc", service_accounts_enabled=True)
-    svc.roles.create(realm=realm, name="fapi")
+    app = make_client(realm, "app")
+    app.roles.create(realm=realm, name="fapi")
     put_policy(realm, "jwt", profiles={"profiles": [{"name": "jwt", "executors": [
         {"executor": "secure-signature-algorithm-signed-jwt", "configuration": {"require-client-assertion": True}}]}]})
-    answer = client.post("/realms/acme/protocol/openid-connect/token",
-                         {"grant_type": "client_credentials", "client_id": "svc", "client_secret": "secret-of-svc"})
+    answer = client.post(TOKEN, {"grant_type": "refresh_token", "refresh_token": "x", "client_id": "app",
+                                 "client_secret": "secret-of-app"})
     assert answer.status_code == 400
     assert answer.json() == {"error": "invalid_request", "error_description": "not allowed input format."}
+
+
+def with_service_account(client):
+    from realms.users.accounts import enable_service_account
+    client.service_accounts_enabled = True
+    client.save()
+    enable_service_account(client)
+
+
+def test_executors_act_at_keycloaks_events_only(client, realm, fapi, client_key):
+    """A client credentials grant is Keycloak's SERVICE_ACCOUNT_TOKEN_REQUEST: the holder-of-key
+    enforcer acts there, the DPoP one does not."""
+    with_service_account(fapi)
+    grant = {"grant_type": "client_credentials", **credentials(client_key)}
+    put_policy(realm, "fapi-2-dpop-security-profile")
+    answer = client.post(TOKEN, grant)
+    assert answer.status_code == 200, answer.content
+    put_policy(realm, "fapi-2-security-profile")
+    grant = {"grant_type": "client_credentials", **credentials(client_key)}
+    answer = client.post(TOKEN, grant)
+    assert answer.json() == {"error": "invalid_request",
+                             "error_description": "Client Certification missing for MTLS HoK Token Binding"}
+
+
+def test_dpop_at_userinfo(client, realm, fapi, client_key):
+    with_service_account(fapi)
+    token = client.post(TOKEN, {"grant_type": "client_credentials", "scope": "openid",
+                                **credentials(client_key)}).json()["access_token"]  # a bearer token
+    put_policy(realm, "dpop", profiles={"profiles": [{"name": "dpop", "executors": [
+        {"executor": "dpop-bind-enforcer"}]}]})
+    answer = client.get("/realms/acme/protocol/openid-connect/userinfo", HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert answer.status_code in (400, 401)
+    assert "DPoP proof is missing" in str(answer.content) + answer.get("WWW-Authenticate", "")
 
 
 def test_pkce_challenge_s256_accepted_without_client_setting(client, realm, fapi, bob, client_key):

@@ -13,7 +13,6 @@ from realms.representation import client_policies as stored
 from ..errors import OAuthError
 from .conditions import CONDITIONS, evaluate
 from .events import (  # noqa: F401 (the names the call sites use)
-    keycloak_event,
     AUTHORIZATION_REQUEST,
     PUSHED_AUTHORIZATION_REQUEST,
     REGISTER,
@@ -22,6 +21,7 @@ from .events import (  # noqa: F401 (the names the call sites use)
     TOKEN_REVOKE,
     UPDATE,
     USERINFO_REQUEST,
+    keycloak_event,
 )
 from .executors import EXECUTORS
 

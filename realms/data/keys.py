@@ -1,4 +1,5 @@
-"""Realm signing keys: generation, rotation, and the JWK views the protocols need.
+"""Realm keys (signing key pairs, HMAC secrets, encryption key pairs and AES secrets):
+generation, rotation, and the JWK views the protocols need.
 
 Loaded keys (parsed jwcrypto objects, not PEM) are kept per realm and process
 (``realms.data.shared_cache``), so signing and verifying on the token path never parse PEM or hit the

@@ -42,7 +42,7 @@ PROVIDERS = {
     "rsa": ("RS256", {"algorithm": ("Algorithm", ("RS256",))}),
     "ecdsa-generated": ("ES256", {"ecdsaEllipticCurveKey": ("Elliptic Curve", ("P-256",))}),
     "eddsa-generated": ("EdDSA", {"eddsaEllipticCurveKey": ("Elliptic Curve", ("Ed25519",))}),
-    # HS512 by default (Keycloak's is HS256): the key a realm's refresh tokens need.
+    # HS512 by default, as in Keycloak 26: the key a realm's refresh tokens need.
     "hmac-generated": (RealmKey.HMAC, {"secretSize": ("Secret size", SECRET_SIZES),
                                        "algorithm": ("Algorithm", RealmKey.HMAC_ALGORITHMS)}),
     "rsa-enc-generated": ("RSA-OAEP", {"keySize": ("Key size", KEY_SIZES),

@@ -10,14 +10,18 @@ from pathlib import Path
 
 from oidc import grants
 from realms.audit.events import USER_EVENT_TYPES
+from realms.signin import views as signin_views
 from webhooks import catalogue
 
 ROOT = Path(__file__).resolve().parents[2]
 APPS = ("realms", "oidc", "saml", "federation", "webhooks", "idp")
 
-# The one call whose type is computed: the token endpoint's event per grant, or its error.
+# The calls whose type is computed: the token endpoint's event per grant, or its error; the
+# sign-in page's refusal by the realm's admission limits, per form.
 COMPUTED = {("oidc/grants.py", "handle_token_request"):
-            {grant.event + suffix for grant in grants.GRANT_TYPES.values() for suffix in ("", "_ERROR")}}
+            {grant.event + suffix for grant in grants.GRANT_TYPES.values() for suffix in ("", "_ERROR")},
+            ("realms/signin/views.py", "authenticate"):
+            {event for _, event in signin_views._ADMISSION.values()} | {"LOGIN_ERROR"}}
 
 
 def _called_name(call):

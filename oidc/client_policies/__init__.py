@@ -27,6 +27,7 @@ from .executors import EXECUTORS
 
 _EXTENSION = "client-policies"
 
+
 def _global_profiles():
     """Keycloak's built-in profiles this server offers, their configurations filled in as a
     realm's are (every executor they name exists here, or this fails at start)."""

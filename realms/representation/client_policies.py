@@ -38,10 +38,10 @@ def global_profiles():
     return [_global_profiles[name] for name in _global_profiles]
 
 
-def _name(item, path, kind):
+def _name(item, path, missing):
     name = as_str(item.get("name") or "", at(path, "name"))
     if not name:
-        raise RepresentationError(at(path, "name"), f"client {kind} without a name")
+        raise RepresentationError(at(path, "name"), missing)
     return name
 
 
@@ -52,18 +52,19 @@ def _configuration(item, path):
 
 def parse_profiles(value, path=""):
     """``{"profiles": [...]}`` checked: names unique and not a global profile's, every executor one
-    this server runs with a configuration it accepts. Returns the normalized document."""
+    this server runs with a configuration it accepts (Keycloak's refusals, with what they are
+    about). Returns the normalized document."""
     profiles = as_list(as_dict(value, path).get("profiles") or [], at(path, "profiles"))
     out, seen = [], set()
     for i, profile in enumerate(profiles):
         p_path = at(path, f"profiles[{i}]")
         profile = as_dict(profile, p_path)
-        name = _name(profile, p_path, "profile")
+        name = _name(profile, p_path, "client profile without its name not allowed.")
         if name in seen:
-            raise RepresentationError(at(p_path, "name"), f"duplicated client profile name {name!r}")
+            raise RepresentationError(at(p_path, "name"), f"proposed client profile name duplicated: {name!r}")
         if name in _global_profiles:
-            raise RepresentationError(at(p_path, "name"),
-                                      f"client profile name {name!r} is already used by a global profile")
+            raise RepresentationError(at(p_path, "name"), "Proposed profile name duplicated as the name of some "
+                                                          f"global profile: {name!r}")
         seen.add(name)
         executors = []
         for j, executor in enumerate(as_list(profile.get("executors") or [], at(p_path, "executors"))):
@@ -72,8 +73,10 @@ def parse_profiles(value, path=""):
             provider = as_str(executor.get("executor") or "", at(e_path, "executor"))
             check = _executors.get(provider)
             if check is None:
-                raise RepresentationError(at(e_path, "executor"), f"unsupported executor {provider!r} (this server "
-                                                                  f"has {', '.join(sorted(_executors))})")
+                raise RepresentationError(at(e_path, "executor"), (
+                    "proposed client profile contains the executor, which does not have valid provider, or has "
+                    f"invalid configuration: {provider!r} is not an executor of this server (it has "
+                    f"{', '.join(sorted(_executors))})"))
             executors.append({"executor": provider, "configuration": check(_configuration(executor, e_path), e_path)})
         entry = {"name": name, "executors": executors}
         if profile.get("description"):
@@ -91,9 +94,9 @@ def parse_policies(value, path="", profile_names=()):
     for i, policy in enumerate(policies):
         p_path = at(path, f"policies[{i}]")
         policy = as_dict(policy, p_path)
-        name = _name(policy, p_path, "policy")
+        name = _name(policy, p_path, "proposed client policy name missing.")
         if name in seen:
-            raise RepresentationError(at(p_path, "name"), f"duplicated client policy name {name!r}")
+            raise RepresentationError(at(p_path, "name"), f"proposed client policy name duplicated: {name!r}")
         seen.add(name)
         conditions = []
         for j, condition in enumerate(as_list(policy.get("conditions") or [], at(p_path, "conditions"))):
@@ -102,15 +105,17 @@ def parse_policies(value, path="", profile_names=()):
             provider = as_str(condition.get("condition") or "", at(c_path, "condition"))
             check = _conditions.get(provider)
             if check is None:
-                raise RepresentationError(at(c_path, "condition"), f"unsupported condition {provider!r} (this "
-                                                                   f"server has {', '.join(sorted(_conditions))})")
+                raise RepresentationError(at(c_path, "condition"), (
+                    "the proposed client policy contains the condition with its invalid configuration: "
+                    f"{provider!r} is not a condition of this server (it has {', '.join(sorted(_conditions))})"))
             conditions.append({"condition": provider,
                                "configuration": check(_configuration(condition, c_path), c_path)})
         profiles = []
         for j, profile in enumerate(as_list(policy.get("profiles") or [], at(p_path, "profiles"))):
             profile = as_str(profile, at(p_path, f"profiles[{j}]"))
             if profile not in known:
-                raise RepresentationError(at(p_path, f"profiles[{j}]"), f"no client profile named {profile!r}")
+                raise RepresentationError(at(p_path, f"profiles[{j}]"),
+                                          f"referring not existing client profile not allowed: {profile!r}")
             profiles.append(profile)
         entry = {"name": name, "enabled": as_bool(policy.get("enabled", False), at(p_path, "enabled")),
                  "conditions": conditions, "profiles": profiles}

@@ -47,16 +47,17 @@ def test_refusals_change_nothing(master_api, acme):  # noqa: F811
         {"name": "p", "conditions": [{"condition": "no-such-condition"}], "profiles": []}]})
     assert resp.status_code == 400
     assert resp.json()["errorMessage"].startswith(
-        "policies[0].conditions[0].condition: unsupported condition 'no-such-condition' (this server has any-client,")
+        "policies[0].conditions[0].condition: the proposed client policy contains the condition with its invalid "
+        "configuration: 'no-such-condition' is not a condition of this server (it has any-client,")
     resp = master_api("put", "acme/client-policies/policies", {"policies": [{"name": "p", "profiles": ["nope"]}]})
-    assert resp.json() == {"errorMessage": "policies[0].profiles[0]: no client profile named 'nope'"}
+    assert resp.json() == {"errorMessage": "policies[0].profiles[0]: referring not existing client profile not allowed: 'nope'"}
     resp = master_api("put", "acme/client-policies/profiles", {"profiles": [
         {"name": "fapi-2-message-signing", "executors": []}]})
-    assert resp.json() == {"errorMessage": "profiles[0].name: client profile name 'fapi-2-message-signing' is "
-                                           "already used by a global profile"}
+    assert resp.json() == {"errorMessage": "profiles[0].name: Proposed profile name duplicated as the name of some "
+                                           "global profile: 'fapi-2-message-signing'"}
     resp = master_api("put", "acme/client-policies/profiles", {"profiles": [
         {"name": "p", "executors": [{"executor": "reject-ropc-grant"}]}]})
-    assert resp.status_code == 400 and "unsupported executor 'reject-ropc-grant'" in resp.json()["errorMessage"]
+    assert resp.status_code == 400 and "'reject-ropc-grant' is not an executor" in resp.json()["errorMessage"]
     assert master_api("put", "acme/client-policies/policies", ["not an object"]).status_code == 400
     assert master_api("get", "acme/client-policies/policies").json() == {"policies": []}
     assert master_api("get", "acme/client-policies/profiles").json() == {"profiles": []}
@@ -76,7 +77,8 @@ def test_realm_update_carries_them(master_api, acme):  # noqa: F811
     resp = master_api("put", "acme", {"clientPolicies": {"policies": [{"name": "p", "profiles": ["nope"]}]},
                                       "displayName": "changed"})
     assert resp.status_code == 400
-    assert resp.json() == {"errorMessage": "clientPolicies.policies[0].profiles[0]: no client profile named 'nope'"}
+    assert resp.json() == {"errorMessage": "clientPolicies.policies[0].profiles[0]: referring not existing client "
+                                           "profile not allowed: 'nope'"}
     assert master_api("get", "acme").json().get("displayName") != "changed"
     assert master_api("put", "acme", {"clientProfiles": OWN_PROFILES, "clientPolicies": OWN_POLICY}).status_code == 204
     assert master_api("get", "acme/client-policies/policies").json() == OWN_POLICY
@@ -85,3 +87,19 @@ def test_realm_update_carries_them(master_api, acme):  # noqa: F811
     assert "client-policies.policies" not in attributes
     assert master_api("put", "acme", {"attributes": {**attributes, "client-policies.policies": "{}"}}).status_code == 204
     assert master_api("get", "acme/client-policies/policies").json() == OWN_POLICY
+
+
+def test_a_policy_written_takes_effect_on_the_next_request(master_api, acme, client):  # noqa: F811
+    assert master_api("post", "acme/clients", {"clientId": "web", "redirectUris": ["https://web.example/cb"],
+                                               "publicClient": True}).status_code == 201
+    params = {"client_id": "web", "response_type": "code", "redirect_uri": "https://web.example/cb",
+              "code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM", "code_challenge_method": "S256"}
+    auth = "/realms/acme/protocol/openid-connect/auth"
+    assert client.get(auth, params).status_code == 200  # the realm's configuration cached
+    assert master_api("put", "acme/client-policies/profiles", {"profiles": [
+        {"name": "par", "executors": [{"executor": "secure-par-content"}]}]}).status_code == 204
+    assert master_api("put", "acme/client-policies/policies", {"policies": [
+        {"name": "all", "enabled": True, "conditions": [{"condition": "any-client"}], "profiles": ["par"]}]}
+    ).status_code == 204
+    answer = client.get(auth, params)
+    assert answer.status_code == 302 and "request_uri+not+included." in answer["Location"]

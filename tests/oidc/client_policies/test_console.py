@@ -31,11 +31,11 @@ def test_documents_saved_and_shown(console, acme):  # noqa: F811
 
 @pytest.mark.parametrize(("changes", "message"), [
     ({"client_policies": json.dumps({"policies": [{"name": "p", "conditions": [{"condition": "nope"}]}]})},
-     "policies[0].conditions[0].condition: unsupported condition &#x27;nope&#x27;"),
+     "&#x27;nope&#x27; is not a condition of this server"),
     ({"client_policies": json.dumps({"policies": [{"name": "p", "profiles": ["pkce-only"]}]})},
-     "policies[0].profiles[0]: no client profile named &#x27;pkce-only&#x27;"),
+     "referring not existing client profile not allowed: &#x27;pkce-only&#x27;"),
     ({"client_profiles": json.dumps({"profiles": [{"name": "fapi-2-security-profile"}]})},
-     "already used by a global profile"),
+     "Proposed profile name duplicated as the name of some global profile"),
     ({"client_profiles": "{not json"}, "Enter a valid JSON."),
 ])
 def test_invalid_post_shows_the_error_and_changes_nothing(console, acme, changes, message):  # noqa: F811

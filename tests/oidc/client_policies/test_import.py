@@ -52,13 +52,15 @@ def test_raw_attributes_do_not_smuggle_policies():
 
 @pytest.mark.parametrize(("section", "message"), [
     ({"clientPolicies": {"policies": [{"name": "p", "conditions": [{"condition": "client-updater-source-host"}]}]}},
-     "clientPolicies.policies[0].conditions[0].condition: unsupported condition 'client-updater-source-host'"),
+     "clientPolicies.policies[0].conditions[0].condition: the proposed client policy contains the condition with "
+     "its invalid configuration: 'client-updater-source-host' is not a condition"),
     ({"clientProfiles": {"profiles": [{"name": "p", "executors": [{"executor": "secure-ciba-session"}]}]}},
-     "clientProfiles.profiles[0].executors[0].executor: unsupported executor 'secure-ciba-session'"),
+     "clientProfiles.profiles[0].executors[0].executor: proposed client profile contains the executor, which does "
+     "not have valid provider, or has invalid configuration: 'secure-ciba-session' is not an executor"),
     ({"clientPolicies": {"policies": [{"name": "p", "profiles": ["missing"]}]}},
-     "clientPolicies.policies[0].profiles[0]: no client profile named 'missing'"),
+     "clientPolicies.policies[0].profiles[0]: referring not existing client profile not allowed: 'missing'"),
     ({"clientProfiles": {"profiles": [{"name": "fapi-2-security-profile"}]}},
-     "clientProfiles.profiles[0].name: client profile name 'fapi-2-security-profile' is already used by a global"),
+     "clientProfiles.profiles[0].name: Proposed profile name duplicated as the name of some global profile"),
     ({"clientProfiles": {"profiles": [{"name": "p", "executors": [
         {"executor": "pkce-enforcer", "configuration": {"auto-configure": True, "bogus": 1}}]}]}},
      "clientProfiles.profiles[0].executors[0].configuration.bogus: not a setting of this executor"),

@@ -42,6 +42,7 @@ def redis_cache(url):
 NUMBERS = {
     "IDP_HTTP_PORT": int, "IDP_MANAGEMENT_PORT": int, "IDP_WORKERS": int, "IDP_THREADS": int,
     "IDP_HEADER_READ_TIMEOUT": float, "IDP_BODY_READ_TIMEOUT": float, "IDP_HSTS_SECONDS": int,
+    "IDP_PURGE_INTERVAL": float, "IDP_SHUTDOWN_DELAY": float, "IDP_SHUTDOWN_TIMEOUT": int,
 }
 
 

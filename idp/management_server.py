@@ -83,6 +83,8 @@ class Handler(BaseHTTPRequestHandler):
                     ok, detail = result
                     checks.append({"name": name, "status": "UP"} if ok
                                   else {"name": name, "status": "DOWN", "error": detail})
+            if self.server.stopping.is_set():  # told to stop: out of the load balancer first
+                checks.append({"name": "shutdown", "status": "DOWN"})
             if not self.server.started.is_set():
                 checks.append({"name": "started", "status": "DOWN"})
             elif not http_ready(self.server.http_listener):
@@ -132,7 +134,7 @@ def start_management_server(host, port, http_listener=None, started=True):
     /health/started and /health/ready say DOWN until ``server.started.set()`` (start-up done)."""
     server = ManagementServer((host, port), Handler)
     server.http_listener = http_listener
-    server.started = threading.Event()
+    server.started, server.stopping = threading.Event(), threading.Event()
     if started:
         server.started.set()
     threading.Thread(target=server.serve_forever, name="management-server", daemon=True).start()

@@ -15,6 +15,7 @@ connections as its file descriptors allow (``connection_cap``), so silent ones c
 smaller quota before their timer closes them (decision 0086)."""
 import os
 import resource
+import threading
 from contextlib import contextmanager
 from functools import partial
 
@@ -82,9 +83,13 @@ class Command(BaseCommand):
         parser.add_argument("--body-read-timeout", type=float,
                             default=env_number("IDP_BODY_READ_TIMEOUT", 10.0),
                             help="seconds a client has to send a request body once its head is read (default 10)")
+        parser.add_argument("--shutdown-delay", type=float, default=env_number("IDP_SHUTDOWN_DELAY", 1.0),
+                            help="seconds readiness says DOWN before the node stops accepting (default 1)")
+        parser.add_argument("--shutdown-timeout", type=int, default=env_number("IDP_SHUTDOWN_TIMEOUT", 10),
+                            help="seconds requests in flight have to finish once it stops accepting (default 10)")
 
     def handle(self, *args, http_port, management_port, bind, management_bind, workers, threads,
-               header_read_timeout, body_read_timeout, **options):
+               header_read_timeout, body_read_timeout, shutdown_delay, shutdown_timeout, **options):
         if getattr(settings, "IDP_DEV_MODE", False):
             raise CommandError("start needs the production settings (DJANGO_SETTINGS_MODULE=idp.settings.prod)")
         try:
@@ -131,6 +136,18 @@ class Command(BaseCommand):
             # id_token_hint, login hints ...) and no referrer.
             log_access=bool(os.environ.get("IDP_ACCESS_LOG")),
             working_dir=settings.BASE_DIR,
+            workers_kill_timeout=shutdown_timeout,
         )
+        stop_now = server.signal_handler_interrupt
+
+        def stop_gracefully(*args):
+            """SIGTERM: readiness DOWN at once, so that the load balancer stops sending; after the
+            delay the workers stop accepting and finish what they have (a second signal: now)."""
+            if management.stopping.is_set():
+                return stop_now()
+            management.stopping.set()
+            threading.Timer(shutdown_delay, stop_now).start()
+
+        server.signal_handler_interrupt = stop_gracefully  # Granian installs it when it serves
         # Each worker process builds the application with the pool size and body deadline.
         server.serve(target_loader=partial(django_application, threads, body_read_timeout), wrap_loader=False)

@@ -6,13 +6,36 @@ import json
 from realms.representation import RepresentationError
 from realms.representation.fields import as_bool, at
 
-from .events import REGISTER, UPDATE
+from .events import (
+    AUTHORIZATION_REQUEST,
+    BACKCHANNEL_TOKEN_REQUEST,
+    DEVICE_TOKEN_REQUEST,
+    PUSHED_AUTHORIZATION_REQUEST,
+    REGISTER,
+    RESOURCE_OWNER_PASSWORD_CREDENTIALS_REQUEST,
+    SERVICE_ACCOUNT_TOKEN_REQUEST,
+    TOKEN_EXCHANGE_REQUEST,
+    TOKEN_REFRESH,
+    TOKEN_REQUEST,
+    UPDATE,
+)
 
 NEGATIVE = "is-negative-logic"
 # Keycloak's ClientUpdateContextConditionFactory values: who writes the client.
 UPDATER_SOURCES = ("ByInitialAccessToken", "ByRegistrationAccessToken", "ByAuthenticatedUser", "ByAnonymous")
 ACCESS_TYPES = ("confidential", "public", "bearer-only")
+SCOPE_TYPES = ("Default", "Optional", "Any")
 _WRITE = (REGISTER, UPDATE)
+# Where Keycloak's conditions have no say (they abstain): client-access-type at these...
+_ACCESS_TYPE_ABSTAINS = (PUSHED_AUTHORIZATION_REQUEST, BACKCHANNEL_TOKEN_REQUEST, DEVICE_TOKEN_REQUEST)
+# ... client-scopes outside these...
+_SCOPE_EVENTS = (AUTHORIZATION_REQUEST, TOKEN_REQUEST, SERVICE_ACCOUNT_TOKEN_REQUEST, BACKCHANNEL_TOKEN_REQUEST,
+                 TOKEN_EXCHANGE_REQUEST)
+# ... and grant-type outside these (the grant each names; the authorization request's: its flow's).
+_GRANT_OF_EVENT = {TOKEN_REFRESH: "refresh_token", RESOURCE_OWNER_PASSWORD_CREDENTIALS_REQUEST: "password",
+                   SERVICE_ACCOUNT_TOKEN_REQUEST: "client_credentials",
+                   TOKEN_EXCHANGE_REQUEST: "urn:ietf:params:oauth:grant-type:token-exchange",
+                   DEVICE_TOKEN_REQUEST: "urn:ietf:params:oauth:grant-type:device_code"}
 
 
 def _strings(config, key, path, default=(), allowed=None):
@@ -28,9 +51,9 @@ def _strings(config, key, path, default=(), allowed=None):
     return value
 
 
-def _check(keys):
+def _check(keys, aliases=()):
     def check(config, path):
-        unknown = sorted(set(config) - set(keys) - {NEGATIVE})
+        unknown = sorted(set(config) - set(keys) - set(aliases) - {NEGATIVE})
         if unknown:
             raise RepresentationError(at(path, f"configuration.{unknown[0]}"), "not a setting of this condition")
         out = {key: parse(config, path) for key, parse in keys.items()}
@@ -67,9 +90,14 @@ def _client_attributes(config, path):
 
 def _scope_type(config, path):
     value = config.get("type", "Default")
-    if value not in ("Default", "Optional"):
-        raise RepresentationError(at(path, "configuration.type"), "expected Default or Optional")
+    if value not in SCOPE_TYPES:
+        raise RepresentationError(at(path, "configuration.type"), f"expected one of {', '.join(SCOPE_TYPES)}")
     return value
+
+
+def _grant_types(config, path):
+    # Keycloak reads grantTypes, and grant_types as its alias.
+    return _strings(config, "grantTypes" if "grantTypes" in config else "grant_types", path)
 
 
 def any_client(config, event, client, ctx):
@@ -77,6 +105,8 @@ def any_client(config, event, client, ctx):
 
 
 def access_type(config, event, client, ctx):
+    if event in _ACCESS_TYPE_ABSTAINS:
+        return None
     return _access_type(client) in config["type"]
 
 
@@ -87,14 +117,13 @@ def client_roles(config, event, client, ctx):
 
 
 def client_scopes(config, event, client, ctx):
-    if event in _WRITE:
+    if event not in _SCOPE_EVENTS:
         return None
     wanted = set(config["scopes"])
-    client_config = ctx.get("client_config")
-    defaults = {s.name for s in client_config.default_scopes}
-    if config["type"] == "Default":
-        return bool(wanted & defaults)
-    return bool(wanted & set(client_config.optional_scopes) & _requested_scopes(ctx))
+    client_config = ctx["client_config"]
+    default = bool(wanted & {s.name for s in client_config.default_scopes})
+    optional = bool(wanted & set(client_config.optional_scopes) & _requested_scopes(ctx))
+    return {"Default": default, "Optional": optional, "Any": default or optional}[config["type"]]
 
 
 def updater_context(config, event, client, ctx):
@@ -109,23 +138,29 @@ def client_attributes(config, event, client, ctx):
 
 
 def grant_type(config, event, client, ctx):
-    if ctx.get("exchange") is None:
-        return None  # not a token request
-    return (ctx.get("params") or {}).get("grant_type") in config["grant_types"]
+    if event == AUTHORIZATION_REQUEST:
+        response_type = set(ctx["authz"].response_type.split())
+        grants = {"authorization_code"} if "code" in response_type else set()
+        if response_type & {"token", "id_token"}:
+            grants.add("implicit")
+        return bool(grants & set(config["grantTypes"]))
+    if event not in _GRANT_OF_EVENT:
+        return None
+    return _GRANT_OF_EVENT[event] in config["grantTypes"]
 
 
 # provider id -> (check of the configuration, evaluation)
 CONDITIONS = {
     "any-client": (_check({}), any_client),
-    "client-access-type": (_check({"type": lambda c, p: _strings(c, "type", p, ["confidential"], ACCESS_TYPES)}),
+    "client-access-type": (_check({"type": lambda c, p: _strings(c, "type", p, allowed=ACCESS_TYPES)}),
                            access_type),
     "client-roles": (_check({"roles": lambda c, p: _strings(c, "roles", p)}), client_roles),
     "client-scopes": (_check({"scopes": lambda c, p: _strings(c, "scopes", p), "type": _scope_type}),
                       client_scopes),
     "client-updater-context": (_check({"update-client-source": lambda c, p: _strings(
-        c, "update-client-source", p, ["ByAuthenticatedUser"], UPDATER_SOURCES)}), updater_context),
+        c, "update-client-source", p, allowed=UPDATER_SOURCES)}), updater_context),
     "client-attributes": (_check({"attributes": _client_attributes}), client_attributes),
-    "grant-type": (_check({"grant_types": lambda c, p: _strings(c, "grant_types", p)}), grant_type),
+    "grant-type": (_check({"grantTypes": _grant_types}, aliases=("grant_types",)), grant_type),
 }
 
 

@@ -6,6 +6,7 @@ import pytest
 from oidc import client_policies
 from oidc.client_policies.events import TOKEN_REQUEST
 from oidc.client_policies.executors import CodeVerifierMissing, InvalidRegistration
+from oidc.errors import InvalidClient
 from oidc.realm_cache import get_realm
 from realms.models import Client, ClientScope, ClientScopeLink
 from tests.oidc.browser.conftest import make_client
@@ -44,7 +45,7 @@ def test_any_client_and_negative_logic(realm, clients):
 def test_client_access_type(realm, clients):
     condition = [{"condition": "client-access-type", "configuration": {"type": ["public"]}}]
     assert applies(realm, "spa", condition) and not applies(realm, "web", condition)
-    assert applies(realm, "web", [{"condition": "client-access-type"}])  # Keycloak's default: confidential
+    assert not applies(realm, "web", [{"condition": "client-access-type"}])  # no type: none matches, as Keycloak
 
 
 def test_client_roles(realm, clients):
@@ -57,10 +58,25 @@ def test_client_attributes(realm, clients):
     assert applies(realm, "web", gold) and not applies(realm, "spa", gold)
 
 
-def test_grant_type_only_at_the_token_endpoint(realm, clients):
-    condition = [{"condition": "grant-type", "configuration": {"grant_types": ["authorization_code"]}}]
-    assert applies(realm, "web", condition)
-    assert not applies(realm, "web", [{"condition": "grant-type", "configuration": {"grant_types": ["password"]}}])
+def test_grant_type(realm, clients):
+    """Keycloak's grant-type condition: the grant of the event (client credentials here; the
+    authorization request's flow); it abstains at the code's own token request."""
+    def confidential_only(grant_types, params, key="grantTypes"):
+        put_policy(realm, "cc", conditions=[{"condition": "grant-type", "configuration": {key: grant_types}}],
+                   profiles={"profiles": [{"name": "cc", "executors": [{"executor": "confidential-client"}]}]})
+        realm_config = get_realm(realm.name)
+        try:
+            client_policies.enforce(TOKEN_REQUEST, realm_config, realm_config.client("spa"), params=params,
+                                    exchange=object())
+        except InvalidClient:
+            return True
+        return False
+
+    assert confidential_only(["client_credentials"], {"grant_type": "client_credentials"})
+    assert not confidential_only(["password"], {"grant_type": "client_credentials"})
+    assert confidential_only(["client_credentials"], {"grant_type": "client_credentials"}, key="grant_types")  # alias
+    assert not applies(realm, "web", [{"condition": "grant-type", "configuration": {"grantTypes": [
+        "authorization_code"]}}])  # abstains at the code's token request
 
 
 def test_client_scopes(realm, clients):
@@ -72,6 +88,8 @@ def test_client_scopes(realm, clients):
     assert not applies(realm, "web", optional, params={**CODE, "scope": "openid"})
     default = [{"condition": "client-scopes", "configuration": {"scopes": ["payments"]}}]
     assert not applies(realm, "web", default)  # an optional scope of web's, not a default one
+    any_type = [{"condition": "client-scopes", "configuration": {"scopes": ["payments"], "type": "Any"}}]
+    assert applies(realm, "web", any_type, params={**CODE, "scope": "payments"})
 
 
 def test_abstaining_conditions_do_not_apply_a_policy(realm, clients):

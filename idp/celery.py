@@ -19,13 +19,14 @@ app.autodiscover_tasks()
 def _periodic_tasks(sender, **kwargs):
     from django.conf import settings
 
+    from idp.config import env_number
     from webhooks import conf
 
-    sender.add_periodic_task(300.0, sender.signature("realms.purge_expired_sessions"), name="expired SSO sessions")
+    sender.add_periodic_task(env_number("IDP_PURGE_INTERVAL", 300.0), sender.signature("realms.purge"),
+                             name="purges")
     if "webhooks" in settings.INSTALLED_APPS:
         sender.add_periodic_task(conf.get("IDP_WEBHOOK_SWEEP_INTERVAL"), sender.signature("webhooks.sweep"),
                                  name="webhooks sweep")
-        sender.add_periodic_task(3600.0, sender.signature("webhooks.purge"), name="webhooks retention")
 
 
 @worker_ready.connect

@@ -9,6 +9,7 @@ class RealmsConfig(AppConfig):
     def ready(self):
         from django.db.models.signals import post_migrate
 
+        from . import purges
         from .admin_api import resources, routes
         from .administration import admin_permissions, console_auth
         from .brokering import broker, first_login, hardcoded_mappers, login_page, organization_steps
@@ -47,3 +48,4 @@ class RealmsConfig(AppConfig):
         admin_permissions.connect_signals()
         resource_server.connect_signals()
         resources.register(*routes.urlpatterns)
+        purges.register_own()

@@ -1,16 +1,17 @@
 """Periodic housekeeping of realm state (scheduled by idp/celery.py), e-mail, and the console's import and export jobs."""
 from celery import shared_task
 
+from . import purges
 from .admin.jobs import TASK as CONSOLE_JOB_TASK
 from .admin.jobs import run as run_job
 from .http import email
-from .sso import sessions
 
 
-@shared_task(name="realms.purge_expired_sessions", ignore_result=True)
-def purge_expired_sessions():
-    """Expired SSO sessions are ended lazily on use; this removes the ones never used again."""
-    return sessions.expired_sessions_purge()
+@shared_task(name="realms.purge", ignore_result=True)
+def purge():
+    """Every registered purge (``realms.purges``), each bounded in batch size and time: expired
+    sessions are ended lazily on use, this removes the ones never used again, and the rest."""
+    return purges.run()
 
 
 @shared_task(name=email.TASK, ignore_result=True, bind=True, max_retries=8)

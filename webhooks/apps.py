@@ -9,7 +9,7 @@ class WebhooksConfig(AppConfig):
     def ready(self):
         from realms.admin_api import resources
 
-        from . import delivery, dispatch, metrics, outbox, receiver, tasks
+        from . import delivery, dispatch, metrics, outbox, purges, receiver, tasks
         from .urls import urlpatterns
 
         metrics.register()
@@ -18,3 +18,4 @@ class WebhooksConfig(AppConfig):
         dispatch.register(dispatch.RECEIVED, receiver.process, tasks.process_received)
         dispatch.register_sweep(delivery.sweep)
         resources.register(*urlpatterns)
+        purges.register_all()

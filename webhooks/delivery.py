@@ -25,7 +25,7 @@ from django.utils import timezone
 from realms.http.outbound import HTTPError, TargetRefused, prepare, request
 
 from . import conf, dispatch, limits, notify, receiver, sender
-from .models import Delivery, DeliveryAttempt, Endpoint, EndpointSecret, EndpointTimers, Message, ReceivedEvent
+from .models import Delivery, DeliveryAttempt, Endpoint, EndpointSecret, EndpointTimers
 from .signing import InvalidSecret, Signer
 
 logger = logging.getLogger("idp.webhooks")
@@ -473,19 +473,6 @@ def sweep(now=None):
     pulled = sum(pump(endpoint_id, endpoints[endpoint_id])
                  for endpoint_id in limits.rewait(list(endpoints.items())))
     return len(ids) + pulled + receiver.sweep(now)
-
-
-def purge(now=None):
-    """Retention: drop log rows, finished deliveries and receiver records older than the limit."""
-    cutoff = (now or timezone.now()) - timedelta(days=conf.get("IDP_WEBHOOK_RETENTION_DAYS"))
-    counts = {
-        "attempts": DeliveryAttempt.objects.filter(started_at__lt=cutoff).delete()[1].get("webhooks.DeliveryAttempt", 0),
-        "messages": Message.objects.filter(created_at__lt=cutoff)
-        .exclude(deliveries__state__in=[Delivery.PENDING, Delivery.SENDING]).delete()[1].get("webhooks.Message", 0),
-        "received": ReceivedEvent.objects.filter(received_at__lt=cutoff)
-        .exclude(status=ReceivedEvent.QUEUED).delete()[1].get("webhooks.ReceivedEvent", 0),
-    }
-    return counts
 
 
 WORK = sender.Work(send=send, unsent=unsent, record=record, pump=pump, slot_limit=slot_limit)

@@ -23,11 +23,6 @@ def sweep():
     delivery.sweep()
 
 
-@shared_task(name="webhooks.purge", ignore_result=True)
-def purge():
-    delivery.purge()
-
-
 @worker_shutdown.connect(dispatch_uid="webhooks.sender.shutdown")
 def _finish_sends(**kwargs):
     # Warm shutdown: the sends in flight end (bounded by the timeout) and are recorded.

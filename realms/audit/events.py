@@ -19,6 +19,10 @@ logger = logging.getLogger("idp.events")
 LOGGING_LISTENER = "jboss-logging"
 EVENT_LISTENERS = (LOGGING_LISTENER,)
 
+# Keycloak keeps admin events apart from user events: this realm attribute, seconds, unset = keep
+# (user events: the realm's eventsExpiration). Expired events go in ``realms.purges``.
+ADMIN_EVENTS_EXPIRATION = "adminEventsExpiration"
+
 # Sent with event=<Event, saved or not>; receivers run inside the caller's transaction.
 realm_event = Signal()
 
@@ -34,7 +38,8 @@ def emit_many(realm, items):
     """``emit`` for each of ``items`` (its keyword arguments), the stored ones written together:
     a partial import records an admin event per resource, which may be 100,000 of them."""
     now = timezone.now()
-    expires_at = now + timedelta(seconds=realm.events_expiration) if realm.events_expiration else None
+    expires_at = {Event.USER: _expiry(now, realm.events_expiration),
+                  Event.ADMIN: _expiry(now, (realm.attributes or {}).get(ADMIN_EVENTS_EXPIRATION))}
     events, stored = [], []
     for item in items:
         kind, type = item.get("kind", Event.USER), item["type"]
@@ -47,7 +52,7 @@ def emit_many(realm, items):
         )
         save = realm.admin_events_enabled if kind == Event.ADMIN else realm.events_enabled
         if save and (kind == Event.ADMIN or not realm.enabled_event_types or type in realm.enabled_event_types):
-            event.expires_at = expires_at
+            event.expires_at = expires_at[kind]
             stored.append(event)
         events.append(event)
     if len(stored) == 1:
@@ -64,10 +69,12 @@ def emit_many(realm, items):
     return events
 
 
-def purge_expired(now=None):
-    """Delete stored events past their expiration; returns how many."""
-    deleted, _ = Event.objects.filter(expires_at__lte=now or timezone.now()).delete()
-    return deleted
+def _expiry(now, seconds):
+    try:
+        seconds = int(seconds or 0)
+    except (TypeError, ValueError):
+        return None
+    return now + timedelta(seconds=seconds) if seconds > 0 else None
 
 
 # Keycloak's user event types (its EventType enum), offered where a realm or a subscriber picks

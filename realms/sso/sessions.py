@@ -322,9 +322,10 @@ def frontchannel_logout_urls(request, user_session, exclude_client=None) -> list
     return urls
 
 
-def expired_sessions_purge(now=None) -> int:
-    """Delete every session past its idle or max timeout, in bulk; returns how many. Expiry is
-    not a sign-out, so no session_ended signal is sent (Keycloak does not propagate it either)."""
+def expired_sessions(now=None):
+    """Every session past its idle or max timeout (``realms.purges`` deletes them in batches; the
+    delete signal drops their cached copies). Expiry is not a sign-out, so no session_ended signal
+    is sent (Keycloak does not propagate it either)."""
     now = now or timezone.now()
 
     def older(field, seconds):
@@ -343,12 +344,7 @@ def expired_sessions_purge(now=None) -> int:
         if realm.offline_session_max_lifespan_enabled:
             offline |= older("started", realm.offline_session_max_lifespan)
         expired |= in_realm & Q(offline=True) & offline
-    ids = list(UserSession.objects.filter(expired).values_list("pk", flat=True))
-    for start in range(0, len(ids), 500):
-        chunk = ids[start:start + 500]
-        UserSession.objects.filter(pk__in=chunk).delete()
-        _cache_drop(*chunk)
-    return len(ids)
+    return UserSession.objects.filter(expired)
 
 
 # Cache invalidation on changes made elsewhere ------------------------------------------------

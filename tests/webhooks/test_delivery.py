@@ -8,6 +8,7 @@ import pytest
 import standardwebhooks
 from django.utils import timezone
 
+from realms import purges
 from realms.audit.events import emit
 from realms.models import Event
 from webhooks import conf, delivery, limits, services, signing
@@ -326,8 +327,8 @@ def test_retention(realm, endpoint, no_dispatch):
     delivery.attempt(d.pk)
     ReceivedEvent.objects.create(source="x", event_id="old", payload="{}", status=ReceivedEvent.DONE)
     later = timezone.now() + timedelta(days=conf.get("IDP_WEBHOOK_RETENTION_DAYS") + 1)
-    counts = delivery.purge(later)
-    assert counts["attempts"] == 1 and counts["messages"] == 1 and counts["received"] == 1
+    counts = purges.run(later)
+    assert counts["webhooks.attempts"] == 1 and counts["webhooks.messages"] == 1 and counts["webhooks.received"] == 1
     assert not Message.objects.exists()
 
 

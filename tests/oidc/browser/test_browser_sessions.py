@@ -205,16 +205,16 @@ def test_purge_deletes_only_expired(realm, user):
     offline = sessions.create_user_session(realm, user, offline=True)
     with _travel(3600):
         sessions.touch(fresh)
-        assert sessions.expired_sessions_purge() == 1
+        assert sessions.expired_sessions().delete()[1]["realms.UserSession"] == 1
     remaining = set(UserSession.objects.values_list("pk", flat=True))
     assert remaining == {fresh.pk, remembered.pk, offline.pk}
     assert old.pk not in remaining
 
 
 def test_purge_task_removes_expired_sessions(realm, user):
-    from realms.tasks import purge_expired_sessions
+    from realms.tasks import purge
 
     s = sessions.create_user_session(realm, user)
     with _travel(realm.sso_session_idle_timeout + 1):
-        assert purge_expired_sessions.apply().get() == 1
+        assert purge.apply().get()["realms.sessions"] == 1
     assert not UserSession.objects.filter(pk=s.pk).exists()

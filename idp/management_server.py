@@ -69,6 +69,8 @@ def http_ready(listener):
 
 class Handler(BaseHTTPRequestHandler):
     server_version = "idp-management"
+    # Each connection has a thread: one that sends nothing, or stops sending, lets it go after this.
+    timeout = 10
 
     def do_GET(self):
         path = self.path.split("?", 1)[0]

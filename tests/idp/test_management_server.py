@@ -24,3 +24,15 @@ def test_ready_waits_for_the_public_port():
             assert up.status_code == 200 and up.json()["status"] == "UP"
     finally:
         management.shutdown()
+
+
+def test_a_silent_connection_is_let_go(monkeypatch):
+    from idp.management_server import Handler
+
+    monkeypatch.setattr(Handler, "timeout", 0.5)
+    management = start_management_server("127.0.0.1", free_port())
+    try:
+        with socket.create_connection(management.server_address, timeout=5) as silent:
+            assert silent.recv(1) == b""  # closed by the server, not by this timeout
+    finally:
+        management.shutdown()

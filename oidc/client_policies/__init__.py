@@ -73,7 +73,7 @@ def enforce(event, realm_config, client_config, **context):
     if not compiled:
         return
     client = client_config.client
-    context["client_config"] = client_config
+    context["client_config"], context["realm_config"] = client_config, realm_config
     event = keycloak_event(event, context.get("params"))
     for conditions, executors in compiled:
         if _applies(conditions, event, client, context):

@@ -113,7 +113,11 @@ def access_type(config, event, client, ctx):
 def client_roles(config, event, client, ctx):
     if client.pk is None:
         return False  # being registered: it has no role yet
-    return client.roles.filter(name__in=config["roles"]).exists()
+    client_config = ctx.get("client_config")
+    if client_config is None:  # a client being written: read once, not cached
+        return client.roles.filter(name__in=config["roles"]).exists()
+    roles = ctx["realm_config"].base.roles_by_id()  # cached with the realm: no query per request
+    return any(roles[pk].name in config["roles"] for pk in client_config.own_role_ids if pk in roles)
 
 
 def client_scopes(config, event, client, ctx):

@@ -128,3 +128,14 @@ def test_policies_compiled_once_per_realm_configuration(realm, clients, monkeypa
     for _ in range(3):
         client_policies.enforce(TOKEN_REQUEST, realm_config, realm_config.client("web"), params=CODE)
     assert calls == [1]  # no policy: compiled to nothing once, then a lookup per request
+
+
+def test_a_request_under_a_policy_reads_nothing_from_the_database(realm, clients, django_assert_num_queries):
+    put_policy(realm, "probe", conditions=[{"condition": "client-roles", "configuration": {"roles": ["fapi"]}},
+                                           {"condition": "client-access-type", "configuration": {"type": ["confidential"]}}],
+               profiles={"profiles": [{"name": "probe", "executors": [{"executor": "confidential-client"}]}]})
+    realm_config = get_realm(realm.name)
+    web = realm_config.client("web")
+    client_policies.enforce(TOKEN_REQUEST, realm_config, web, params=CODE, exchange=object())  # warms the caches
+    with django_assert_num_queries(0):
+        client_policies.enforce(TOKEN_REQUEST, realm_config, web, params=CODE, exchange=object())

@@ -1,12 +1,14 @@
-"""The user profile as the account service shows and changes it (Keycloak's default user
-profile: ``username``, ``email``, ``firstName``, ``lastName``, and ``locale`` when the realm's
-internationalization is on). Errors carry Keycloak's message keys, so the console translates
+"""The user profile as the account service shows and changes it: the realm's declarative profile
+in Keycloak's ACCOUNT context (``realms.users.profile``: which attributes the user sees and
+edits, which are required, their validators), and ``locale`` when the realm's
+internationalization is on. Errors carry Keycloak's message keys, so the console translates
 them and a client written for Keycloak reads the same JSON."""
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
 from ..http import messages
 from ..models import User
+from ..users import profile as declarative
 from ..users.user_profile import update_email_enabled
 
 MAX_LENGTH = 255
@@ -21,37 +23,42 @@ def _readonly(realm, name):
     return False
 
 
-def metadata(realm):
-    """``userProfileMetadata``: each attribute with its display name (a message key), whether
-    it is required or read-only, and its validators."""
-    attrs = []
-    for name in _NAMES:
-        attr = {"name": name, "displayName": "${%s}" % name, "required": True, "readOnly": _readonly(realm, name),
-                "validators": {"length": {"max": MAX_LENGTH, **({"min": 3} if name == "username" else {})}},
-                "multivalued": False}
-        if name == "email":
-            attr["validators"]["email"] = {"ignore.empty.value": True}
-            attr["annotations"] = {"inputType": "html5-email"}
-        attrs.append(attr)
+def metadata(realm, prof=None):
+    """``userProfileMetadata``: each attribute the user sees with its display name (a message
+    key), whether it is required or read-only, its validators and annotations, and its group."""
+    meta = (prof or declarative.Profile(realm, declarative.ACCOUNT)).metadata()
+    for attr in meta["attributes"]:
+        if attr["name"] in _NAMES and _readonly(realm, attr["name"]):
+            attr["readOnly"], attr["required"] = True, False
+        if attr["name"] == "email":
+            attr.setdefault("annotations", {"inputType": "html5-email"})
     if realm.internationalization_enabled:
-        attrs.append({"name": "locale", "displayName": "${locale}", "required": False, "readOnly": False,
-                      "validators": {}, "multivalued": False})
-    return {"attributes": attrs, "groups": []}
+        meta["attributes"].append({"name": "locale", "displayName": "${locale}", "required": False,
+                                   "readOnly": False, "validators": {}, "multivalued": False})
+    return meta
 
 
 def representation(user, *, with_metadata=True):
     rep = {"id": user.pk, "username": user.username, "firstName": user.first_name, "lastName": user.last_name,
            "email": user.email, "emailVerified": user.email_verified}
+    prof = declarative.Profile(user.realm, declarative.ACCOUNT)
+    attributes = {k: v for k, v in prof.visible_attributes(user.attributes).items() if k != "locale"}
     locale = (user.attributes or {}).get("locale")
     if user.realm.internationalization_enabled and locale:
-        rep["attributes"] = {"locale": locale if isinstance(locale, list) else [locale]}
+        attributes["locale"] = locale if isinstance(locale, list) else [locale]
+    if attributes:
+        rep["attributes"] = attributes
     if with_metadata:
-        rep["userProfileMetadata"] = metadata(user.realm)
+        rep["userProfileMetadata"] = metadata(user.realm, prof)
     return rep
 
 
 def _error(field, key, *params):
     return {"field": field, "errorMessage": key, "params": ["${%s}" % field, *params]}
+
+
+def _message_error(field, message):
+    return {"field": field, "errorMessage": message.key, "params": [str(p) for p in message.args]}
 
 
 def _string(value):
@@ -63,7 +70,8 @@ def _string(value):
 def validate(user, data):
     """``(changes, errors)``: the model fields to set, or Keycloak's errors for each attribute."""
     realm = user.realm
-    changes, problems = {}, []
+    prof = declarative.Profile(realm, declarative.ACCOUNT)
+    changes, problems, final = {}, [], {}
     for name, field in _NAMES.items():
         current = getattr(user, field)
         value = _string(data.get(name, current if name == "username" else None))
@@ -79,14 +87,19 @@ def validate(user, data):
                 problems.append(_error(name, "updateReadOnlyAttributesRejectedMessage"))
             continue
         if not value:
-            problems.append(_error(name, "error-user-attribute-required"))
+            if name == "username" or (name in prof.by_name and prof.by_name[name].required):
+                problems.append(_error(name, "error-user-attribute-required"))
+            elif current:
+                changes[field] = ""
         elif len(value) > MAX_LENGTH or (name == "username" and len(value) < 3):
             problems.append(_error(name, "error-invalid-length", *(["3"] if name == "username" else []),
                                    str(MAX_LENGTH)))
         elif name == "email" and not _is_email(value):
             problems.append(_error(name, "invalidEmailMessage"))
-        elif value != current:
-            changes[field] = value
+        else:
+            final[name] = [value]
+            if value != current:
+                changes[field] = value
     if "email" in changes and not realm.duplicate_emails_allowed and User.objects.filter(
             realm=realm, email__iexact=changes["email"]).exclude(pk=user.pk).exists():
         problems.append(_error("email", "emailExistsMessage"))
@@ -94,6 +107,15 @@ def validate(user, data):
             pk=user.pk).exists():
         problems.append(_error("username", "usernameExistsMessage"))
     attributes = data.get("attributes") if isinstance(data.get("attributes"), dict) else {}
+    own = {k: v for k, v in declarative.as_lists(attributes).items() if k != "locale"}
+    reported = {p["field"] for p in problems}
+    custom = {a.name: own.get(a.name, list((user.attributes or {}).get(a.name, []))) for a in prof.custom()}
+    for name, message in prof.check({**final, **custom}, skip=reported | (set(_NAMES) - set(final))):
+        problems.append(_message_error(name, message))
+    merged, refused = prof.merge_attributes(user.attributes, own, remove_missing=False)
+    problems += [_error(name, "error-user-attribute-read-only") for name in refused]
+    if merged != {k: v for k, v in (user.attributes or {}).items() if v}:
+        changes["attributes"] = merged
     if realm.internationalization_enabled and "locale" in attributes:
         locale = _string(attributes["locale"])
         if locale and locale not in (realm.supported_locales or []):
@@ -118,7 +140,7 @@ def update(user, data):
         return problems
     locale = changes.pop("locale", None)
     if locale is not None:
-        attributes = dict(user.attributes or {})
+        attributes = dict(changes.get("attributes", user.attributes) or {})
         if locale:
             attributes["locale"] = [locale]
         else:

@@ -22,7 +22,7 @@ from ..representation.users import parse_user, user_fields_rep
 from ..sso import impersonation, sessions
 from ..users import storage
 from ..users.accounts import create_user
-from . import errors
+from . import errors, user_profile
 from .query import bounds, check_fields, flag, location, page
 from .reps import brief_user_rep, group_api_rep, group_reps
 from .views import RealmResource
@@ -143,6 +143,9 @@ class Users(RealmResource):
         fields.pop("id", None)
         fields.pop("federation_link_id", None)
         _check_unique(self.realm, fields)
+        refused = user_profile.check_user(self.realm, data, fields)
+        if refused is not None:
+            return refused
         groups = [_group_by_path(self.realm, path) for path in values["groups"]]
         username = fields.pop("username")
         _check(User(realm=self.realm, username=username, **fields))
@@ -261,7 +264,7 @@ class UserDetail(RealmResource):
     required_role = {"GET": "view-users", "PUT": "manage-users", "DELETE": "manage-users"}
 
     def get(self, request, realm, user_id):
-        return Response(user_fields_rep(user_of(self, user_id)))
+        return Response(user_profile.with_metadata(request, self.realm, user_fields_rep(user_of(self, user_id))))
 
     def put(self, request, realm, user_id):
         user = user_of(self, user_id)
@@ -273,6 +276,9 @@ class UserDetail(RealmResource):
         elif fields["username"] != user.username and not self.realm.edit_username_allowed:
             raise errors.Invalid("error-user-attribute-read-only")
         _check_unique(self.realm, fields, user)
+        refused = user_profile.check_user(self.realm, given, fields, user)
+        if refused is not None:
+            return refused
         for name, value in fields.items():
             setattr(user, name, value)
         _check(user)

@@ -3,7 +3,7 @@ as a form, every field checked; a changed address is no longer verified (and VER
 follows when the realm verifies addresses)."""
 from ...audit import events
 from ...errors import StoreRefused
-from ...users import user_profile
+from ...users import profile, user_profile
 from ..flows import Outcome, RequiredAction
 
 
@@ -12,17 +12,19 @@ class UpdateProfile(RequiredAction):
 
     def challenge(self, ctx, *, values=None, errors=None, refused=""):
         user = ctx.user
+        values = values if values is not None else user_profile.values(user)
         return ctx.render("login-update-profile.html", {
-            "values": values if values is not None else user_profile.values(user), "errors": errors or {},
-            "refused": refused,
+            "values": values, "errors": errors or {}, "refused": refused,
+            "profile": user_profile.form(ctx.realm, profile.UPDATE_PROFILE, values, errors or {},
+                                         profile.requested_scopes(ctx.auth_session)),
             "username_editable": user_profile.username_editable(ctx.realm, user),
             "email_editable": user_profile.email_editable(ctx.realm, user),
             "show_username": not ctx.realm.registration_email_as_username})
 
     def process(self, ctx):
         user = ctx.user
-        cleaned, errors = user_profile.validate(ctx.realm, user, ctx.params)
-        values = {name: ctx.params.get(name, "") for name, _ in user_profile.FIELDS}
+        cleaned, errors = user_profile.validate(ctx.realm, user, ctx.params, scopes=profile.requested_scopes(ctx.auth_session))
+        values = user_profile.submitted(ctx.realm, ctx.params)
         if errors:
             return Outcome.challenge(self.challenge(ctx, values=values, errors=errors))
         previous = user_profile.apply(user, cleaned)

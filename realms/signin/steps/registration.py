@@ -15,7 +15,7 @@ from ...credentials import password_policy
 from ...data import rows
 from ...http import action_tokens
 from ...models import User
-from ...users import accounts, organizations, user_profile
+from ...users import accounts, organizations, profile, user_profile
 from ..flows import DISABLED, Authenticator, Outcome
 from ..required_actions import terms_and_conditions
 
@@ -41,6 +41,8 @@ class RegistrationPage(Authenticator):
             values = {**(values or {}), "email": invited["email"]}
         return ctx.render("register.html", {
             "values": values or {}, "errors": errors or {}, "email_fixed": bool(invited),
+            "profile": user_profile.form(ctx.realm, profile.REGISTRATION, values or {}, errors or {},
+                                         profile.requested_scopes(ctx.auth_session)),
             "show_username": not ctx.realm.registration_email_as_username,
             "password": PASSWORD in actions, "terms": TERMS in actions,
         }, status=status)
@@ -68,7 +70,8 @@ class RegistrationPage(Authenticator):
         if invited:
             params = {**dict(params.items()), "email": invited["email"]}
         actions = enabled_actions(ctx.form_flow)
-        cleaned, errors = user_profile.validate(realm, None, params)
+        cleaned, errors = user_profile.validate(realm, None, params,
+                                                scopes=profile.requested_scopes(ctx.auth_session))
         password = params.get("password", "")
         candidate = User(realm=realm, **cleaned)  # what the password policy checks against
         if PASSWORD in actions:
@@ -89,7 +92,8 @@ class RegistrationPage(Authenticator):
             return self._invalid(ctx, params, errors)
         fields = {k: v for k, v in cleaned.items() if k != "username"}
         if TERMS in actions:  # accepted now: written with the new user's row
-            fields["attributes"] = {terms_and_conditions.ATTRIBUTE: [str(int(time.time()))]}
+            fields["attributes"] = {**fields.get("attributes", {}),
+                                    terms_and_conditions.ATTRIBUTE: [str(int(time.time()))]}
         try:
             with rows.batch():  # the new user's rows in one round trip, after the password's hash
                 # The password in the user's store: the directory's for a user created there (LDAP's
@@ -114,7 +118,7 @@ class RegistrationPage(Authenticator):
         return Outcome.success()
 
     def _invalid(self, ctx, params, errors):
-        values = {name: params.get(name, "") for name, _ in user_profile.FIELDS}
+        values = user_profile.submitted(ctx.realm, params)
         ctx.login_error("invalid_registration", username=values.get("username") or values.get("email", ""))
         return Outcome.challenge(self.page(ctx, values=values, errors=errors, status=400))
 

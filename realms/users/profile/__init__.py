@@ -110,10 +110,12 @@ class Profile:
                     break
         return errors
 
-    def merge_attributes(self, stored, given):
+    def merge_attributes(self, stored, given, remove_missing=True):
         """The user's ``attributes`` after a write of ``given`` ({name: [values]}): editable managed
         attributes replaced, read-only ones kept, unmanaged ones written only where the policy lets
-        this context edit them (and kept otherwise). Returns (attributes, names refused as read-only)."""
+        this context edit them (and kept otherwise); ``remove_missing``: ``given`` is the whole
+        set (the Admin API's representation with ``attributes``), so an editable attribute it
+        leaves out is removed. Returns (attributes, names refused as read-only)."""
         out = dict(stored or {})
         refused = []
         for name, values in given.items():
@@ -127,14 +129,20 @@ class Profile:
                     refused.append(name)
             elif name not in self.managed and self.unmanaged_editable:
                 out[name] = values
-        for attr in self.custom():  # an editable attribute left out of a full write is removed
-            if attr.editable and attr.name not in given:
-                out.pop(attr.name, None)
-        if self.unmanaged_editable:
-            for name in list(out):
-                if name not in self.managed and name not in given:
-                    out.pop(name)
+        if remove_missing:
+            for attr in self.custom():
+                if attr.editable and attr.name not in given:
+                    out.pop(attr.name, None)
+            if self.unmanaged_editable:
+                for name in list(out):
+                    if name not in self.managed and name not in given:
+                        out.pop(name)
         return {k: v for k, v in out.items() if v}, refused
+
+
+def requested_scopes(auth_session):
+    """The client scopes a sign-in asked for (its ``scope`` parameter), for the login pages' profile."""
+    return str((auth_session.client_data or {}).get("scope") or "").split() if auth_session is not None else []
 
 
 def as_lists(mapping):

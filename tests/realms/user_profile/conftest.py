@@ -5,7 +5,6 @@ import copy
 import pytest
 
 from realms.data import realm_cache
-from realms.representation.services import create_realm
 from realms.users.profile import config as upconfig
 from tests.realms.test_admin_rest_api import realm_admin
 
@@ -24,9 +23,10 @@ def profile_with(*attributes, **top):
 
 
 @pytest.fixture
-def acme(db):
-    realm_cache.clear()
-    return create_realm("acme")
+def acme(realm):
+    """The realm "acme" of tests/realms/conftest.py (with its client web-app and user bob)."""
+    realm_cache.clear()  # an "acme" of an earlier test (rolled back) may still be cached by name
+    return realm
 
 
 @pytest.fixture

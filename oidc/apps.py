@@ -12,9 +12,21 @@ class OidcConfig(AppConfig):
         from realms.admin_api.authentication import register_token_verifier
         from realms.http.transport import register_json_endpoints
         from realms.representation.clients import register_attribute_check
+        from realms.representation.protocol_mappers import register_mapper_check
         from realms.users.consents import register_consent_store
 
-        from . import admin_api, authorize, backchannel, client_policies, consent, grants, mtls, request_object, tokens
+        from . import (
+            admin_api,
+            authorize,
+            backchannel,
+            client_policies,
+            consent,
+            grants,
+            mappers,
+            mtls,
+            request_object,
+            tokens,
+        )
         from .admin_tokens import verify
         from .urls import PROTOCOL_ENDPOINTS
 
@@ -34,4 +46,5 @@ class OidcConfig(AppConfig):
         register_attribute_check("request objects and PAR", request_object.check_attributes)
         register_attribute_check("token signing and encryption", tokens.check_attributes)
         register_attribute_check("mutual TLS", mtls.check_attributes)
+        register_mapper_check("openid-connect", mappers.check_mapper)
         client_policies.register()

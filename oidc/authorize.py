@@ -47,10 +47,10 @@ from realms.sso import auth_sessions, sessions, sso_cookie
 from . import client_metadata, client_policies, codes, consent, jose, request_object, resource_indicators, tokens
 from .backchannel import ISSUER_NOTE
 from .errors import AccessDenied, InvalidRequest, OAuthError, OidcError, UnauthorizedClient
+from .mappers import CLAIMS_NOTE
 from .realm_cache import get_realm
 
 PROTOCOL = "openid-connect"
-CLAIMS_NOTE = "claims"  # the client session note with the request's ``claims`` parameter
 RESPONSE_MODES = ("query", "fragment", "form_post", "query.jwt", "fragment.jwt", "form_post.jwt", "jwt")
 CODE, TOKEN, ID_TOKEN = "code", "token", "id_token"
 # Every response type Keycloak answers, by its set of parts; written in this canonical order.

@@ -22,7 +22,7 @@ from realms.http import outbound
 from realms.http.web import realm_url
 from realms.sso import sessions
 
-from . import jose
+from . import jose, realm_cache
 
 logger = logging.getLogger("idp.logout")
 
@@ -78,8 +78,10 @@ def pending_notifications(user_session, client_sessions):
         if not issuer:
             logger.warning("back-channel logout of %s skipped: issuer unknown", client.client_id)
             continue
+        config = realm_cache.get_realm(realm.name).client(client.client_id)
+        subject = config.subject(user_session.user_id) if config is not None else user_session.user_id
         out.append((url, logout_token(realm, issuer=issuer, client_id=client.client_id,
-                                      user_id=user_session.user_id, sid=user_session.pk)))
+                                      user_id=subject, sid=user_session.pk)))
     return out
 
 

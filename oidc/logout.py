@@ -103,10 +103,12 @@ def parse_logout_request(request, realm_config, issuer, params) -> LogoutRequest
 
     user_session = sso_cookie.session_from_request(request, realm)
     if claims is not None:
+        # The hint names the user as its client knows them (a pairwise sub for some clients).
+        subject = config.subject if client is not None else str
         hinted_session = sessions.get_valid_session(realm, claims.get("sid", "")) if claims.get("sid") else None
-        if hinted_session is not None and hinted_session.user_id == claims.get("sub"):
+        if hinted_session is not None and subject(hinted_session.user_id) == claims.get("sub"):
             user_session = hinted_session
-        elif user_session is not None and user_session.user_id != claims.get("sub"):
+        elif user_session is not None and subject(user_session.user_id) != claims.get("sub"):
             user_session = None  # the hint names someone else: do not sign out this browser's user
     return LogoutRequest(
         client=client, user_session=user_session, post_logout_redirect_uri=redirect_uri,

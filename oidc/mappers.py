@@ -7,9 +7,14 @@ A mapper applies to a token type when its config says so: ``access.token.claim``
 register more types with ``register``.
 """
 import functools
+import hashlib
 import json
+import uuid
+from urllib.parse import urlsplit
 
+from realms.http import outbound
 from realms.registry import Registry
+from realms.sso import sessions
 from realms.users import organizations
 
 ACCESS, ID, USERINFO, INTROSPECTION = "access", "id", "userinfo", "introspection"
@@ -19,9 +24,12 @@ _CONFIG_KEY = {ACCESS: "access.token.claim", ID: "id.token.claim", USERINFO: "us
 REGISTRY = Registry("protocol mappers")
 
 
-def register(type_name, *, token_types=(ACCESS, ID, USERINFO, INTROSPECTION)):
+def register(type_name, *, token_types=(ACCESS, ID, USERINFO, INTROSPECTION), edits_roles=False):
+    """``edits_roles``: the mapper changes the roles in effect (``ctx.roles``) rather than writing a
+    claim, so it runs before every other mapper of the token, whatever its include-in-token
+    settings (Keycloak's HardcodedRole and RoleNameMapper priorities)."""
     def wrap(func):
-        REGISTRY.add(type_name, (func, frozenset(token_types)))
+        REGISTRY.add(type_name, (func, frozenset(token_types), edits_roles))
         return func
     return wrap
 
@@ -40,15 +48,19 @@ def applies(mapper_config, token_type):
 def compile_mappers(mappers, token_type):
     """The (function, config) pairs that write claims into ``token_type``, in order; computed
     once per client and scope combination, not per token."""
-    out = []
+    first, out = [], []
     for mapper in mappers:
         entry = REGISTRY.get(mapper.protocol_mapper)
         if entry is None:
-            continue  # a type this server does not implement contributes nothing, as in Keycloak
-        func, token_types = entry
-        if token_type in token_types and applies(mapper.config, token_type):
+            continue  # refused where mappers are written (check_mapper); rows from before that check
+        func, token_types, edits_roles = entry
+        if token_type not in token_types:
+            continue
+        if edits_roles:
+            first.append((func, mapper.config))
+        elif applies(mapper.config, token_type):
             out.append((func, mapper.config))
-    return out
+    return first + out
 
 
 def apply_mappers(compiled, claims, ctx):
@@ -264,7 +276,7 @@ def allowed_origins(config, claims, ctx):
 
 @register("oidc-sub-mapper", token_types=(ACCESS, INTROSPECTION))
 def sub(config, claims, ctx):
-    claims["sub"] = ctx.user.pk
+    claims["sub"] = ctx.subject
 
 
 @register("oidc-usersessionmodel-note-mapper")
@@ -312,3 +324,203 @@ def organization_membership(config, claims, ctx):
     value = {o.alias: {**({"id": o.pk} if with_id else {}), **((o.attributes or {}) if with_attributes else {})}
              for o in orgs}
     set_claim(claims, {**config, "jsonType.label": "JSON", "multivalued": "false"}, value)
+
+
+# Roles in effect -----------------------------------------------------------------------------------
+
+class _AddedRole:
+    """A role a mapper puts in effect, named as role claims name it (no row behind it)."""
+
+    __slots__ = ("id", "name", "client_id")
+
+    def __init__(self, client_id, name):
+        self.id, self.name, self.client_id = None, name, client_id
+
+
+def _parse_role(value):
+    """Keycloak's ``clientId.role`` notation (split at the last dot), or a realm role."""
+    client_id, dot, name = (value or "").rpartition(".")
+    return (client_id, name) if dot else (None, value or "")
+
+
+def _with_role(roles, client_id, name):
+    if any(r.client_id == client_id and r.name == name for r in roles):
+        return roles
+    return roles | {_AddedRole(client_id, name)}
+
+
+@register("oidc-hardcoded-role-mapper", token_types=(ACCESS,), edits_roles=True)
+def hardcoded_role(config, claims, ctx):
+    """The role named by ``role`` is in effect for the token, held or not."""
+    client_id, name = _parse_role(config.get("role"))
+    if name:
+        ctx.roles = _with_role(ctx.roles, client_id, name)
+
+
+@register("oidc-role-name-mapper", token_types=(ACCESS, USERINFO, INTROSPECTION), edits_roles=True)
+def role_name(config, claims, ctx):
+    """A held role ``role`` appears as ``new.role.name`` (``clientId.role`` moves it to that client)."""
+    client_id, name = _parse_role(config.get("role"))
+    new_client_id, new_name = _parse_role(config.get("new.role.name"))
+    held = {r for r in ctx.roles if r.client_id == client_id and r.name == name}
+    if held and new_name:
+        ctx.roles = _with_role(ctx.roles - held, new_client_id, new_name)
+
+
+# The nonce and the ``claims`` request parameter (OIDC Core §5.5) ---------------------------------
+
+@register("oidc-nonce-backwards-compatible-mapper", token_types=(ACCESS,))
+def nonce(config, claims, ctx):
+    """The authorization request's nonce in the access token too, as before Keycloak 25."""
+    if ctx.nonce:
+        claims["nonce"] = ctx.nonce
+
+
+CLAIMS_NOTE = "claims"  # the client session note with the authorization request's ``claims`` parameter
+
+
+def requested_claims(ctx, member):
+    """The ``claims`` parameter's ``id_token`` or ``userinfo`` member ({} when absent or unreadable)."""
+    client_session = ctx.client_session
+    if client_session is None and ctx.user_session is not None:  # userinfo reads it only for this
+        client_session = sessions.client_session_of(ctx.user_session, ctx.client)
+    notes = client_session.notes if client_session is not None else None
+    try:
+        parsed = json.loads((notes or {}).get(CLAIMS_NOTE) or "{}")
+    except ValueError:
+        return {}
+    found = parsed.get(member) if isinstance(parsed, dict) else None
+    return found if isinstance(found, dict) else {}
+
+
+def _essential(request):
+    return isinstance(request, dict) and request.get("essential") is True
+
+
+# Keycloak's ClaimsParameterTokenMapper: the standard claims it writes when essential, from where.
+_REQUESTABLE = {"given_name": "firstName", "family_name": "lastName", "preferred_username": "username",
+                "email": "email"}
+
+
+@register("oidc-claims-param-token-mapper", token_types=(ID, USERINFO))
+def claims_parameter(config, claims, ctx):
+    """Standard claims the ``claims`` parameter asks for as essential, in the ID token or userinfo
+    (the member matching the response): name, given_name, family_name, preferred_username, email."""
+    requested = requested_claims(ctx, "id_token" if claims.get("typ") == "ID" else "userinfo")
+    if _essential(requested.get("name")):
+        full_name(config, claims, ctx)
+    for claim, attribute in _REQUESTABLE.items():
+        if _essential(requested.get(claim)):
+            values = user_attribute_values(ctx.user, attribute)
+            if values:
+                claims[claim] = str(values[0])
+
+
+@register("oidc-claims-param-value-idtoken-mapper", token_types=(ID,))
+def claims_parameter_value(config, claims, ctx):
+    """The claim named ``claim.name`` in the ID token with the value the ``claims`` parameter gives
+    it, when requested as essential with a ``value`` (Keycloak's ClaimsParameterWithValueIdTokenMapper)."""
+    name = config.get("claim.name")
+    requested = requested_claims(ctx, "id_token").get(name) if name else None
+    if not _essential(requested) or requested.get("value") is None or isinstance(requested["value"], (dict, list)):
+        return
+    value = requested["value"]
+    set_claim(claims, {"claim.name": name}, str(value).lower() if isinstance(value, bool) else str(value))
+
+
+# Pairwise subjects (OIDC Core §8.1) ---------------------------------------------------------------
+
+PAIRWISE = "oidc-sha256-pairwise-sub-mapper"
+SECTOR_IDENTIFIER_URI, SALT = "sectorIdentifierUri", "pairwiseSubAlgorithmSalt"
+
+
+def pairwise_subject(sector_identifier, local_sub, salt):
+    """Keycloak's SHA256PairwiseSubMapper: SHA-256 over the UTF-8 bytes of the sector host, the
+    user id and the salt, then Java's ``UUID.nameUUIDFromBytes`` of that digest (an MD5 name-based
+    UUID, version 3), so a client migrated from Keycloak keeps its users' ``sub`` values."""
+    digest = hashlib.sha256(f"{sector_identifier}{local_sub}{salt}".encode()).digest()
+    return str(uuid.UUID(bytes=hashlib.md5(digest).digest(), version=3))  # noqa: S324 -- Keycloak's algorithm
+
+
+def _redirect_uris(root_url, redirect_uris):
+    """The client's redirect URIs, relative ones resolved against its root URL (dropped without one)."""
+    out = set()
+    for uri in redirect_uris or ():
+        if uri.startswith("/"):
+            uri = f"{root_url}{uri}" if root_url else ""
+        if uri.strip():
+            out.add(uri)
+    return out
+
+
+def sector_identifier(config, root_url, redirect_uris):
+    """The host the subjects of a client are computed for: the sector identifier URI's, else the
+    one host all redirect URIs share; None when neither exists."""
+    uri = config.get(SECTOR_IDENTIFIER_URI)
+    if uri:
+        return urlsplit(uri).hostname
+    hosts = {urlsplit(u).hostname for u in _redirect_uris(root_url, redirect_uris)}
+    return hosts.pop() if len(hosts) == 1 and None not in hosts else None
+
+
+def _listed(sector_redirects, uri):
+    """Keycloak's matching of a client redirect URI against the sector document's list: equal,
+    or a trailing ``*`` (without a query) matches as a prefix, the query of ``uri`` ignored."""
+    for entry in sector_redirects:
+        if entry.endswith("*") and "?" not in entry:
+            bare = uri.split("?", 1)[0]
+            prefix = entry[:-1]
+            if bare.startswith(prefix) or (prefix.endswith("/") and bare == prefix[:-1]):
+                return True
+        elif entry == uri:
+            return True
+    return False
+
+
+def check_pairwise(config, root_url, redirect_uris):
+    """The refusal of a pairwise mapper's configuration for a client, or None. The sector
+    identifier URI is fetched through the SSRF guard and must list every redirect URI; without
+    one, the redirect URIs must share one host."""
+    uri = config.get(SECTOR_IDENTIFIER_URI)
+    redirects = _redirect_uris(root_url, redirect_uris)
+    if not uri:
+        hosts = {urlsplit(u).hostname for u in redirects}
+        if not hosts or None in hosts:
+            return "Client redirect URIs must contain a valid host component."
+        if len(hosts) > 1:
+            return "Without a configured Sector Identifier URI, client redirect URIs must not contain multiple host components."
+        return None
+    parts = urlsplit(uri)
+    if not parts.scheme or not parts.hostname:
+        return "Invalid Sector Identifier URI."
+    try:
+        listed = outbound.fetch_json(uri)
+    except outbound.OutboundError as exc:
+        return f"Failed to get redirect URIs from the Sector Identifier URI: {exc}"
+    if not isinstance(listed, list) or not all(isinstance(u, str) for u in listed):
+        return "Failed to get redirect URIs from the Sector Identifier URI: not a JSON array of URIs"
+    if not all(_listed(listed, u) for u in redirects):
+        return "Client redirect URIs does not match redirect URIs fetched from the Sector Identifier URI."
+    return None
+
+
+@register(PAIRWISE, token_types=(ACCESS, INTROSPECTION))
+def pairwise(config, claims, ctx):
+    """The access token's ``sub``; ID token, userinfo and logout tokens take theirs from
+    ``ClientConfig.subject`` directly, so every token of the client names the user alike."""
+    claims["sub"] = ctx.subject
+
+
+def check_mapper(type_name, config, client):
+    """The refusal of an OIDC mapper about to be stored, or None: a type this server does not
+    implement (never stored, so never silently without effect), a pairwise mapper whose sector
+    the client's redirect URIs do not fit. Completes the config: a pairwise mapper without a salt
+    gets one, as in Keycloak. ``client``: the owning client, None for a client scope."""
+    if type_name not in REGISTRY:
+        return f"Unsupported protocol mapper type {type_name!r}"
+    if type_name == PAIRWISE:
+        if not (config.get(SALT) or "").strip():
+            config[SALT] = str(uuid.uuid4())
+        if client is not None:
+            return check_pairwise(config, client.root_url, client.redirect_uris)
+    return None

@@ -24,7 +24,7 @@ from realms.models import (
 )
 
 from . import client_metadata
-from .mappers import compile_mappers
+from .mappers import PAIRWISE, SALT, compile_mappers, pairwise_subject, sector_identifier
 
 PROTOCOL = "openid-connect"
 USER_ROLES_PER_REALM = 10000
@@ -71,6 +71,18 @@ class ClientConfig:
         self._mapper_chains = {}
         self._service_account = None
         self.web_origins = resolve_web_origins(client)
+        # A pairwise mapper of the client or of any of its scopes names the user in every token
+        # of the client: a subject that changed with the scopes asked for would break refresh,
+        # userinfo and logout hints.
+        self.pairwise = next((m.config for m in [*self.client_mappers, *mappers] if m.protocol_mapper == PAIRWISE),
+                             None)
+
+    def subject(self, user_id):
+        """The ``sub`` this client knows the user by: pairwise when it has such a mapper."""
+        if self.pairwise is None:
+            return user_id
+        sector = sector_identifier(self.pairwise, self.client.root_url, self.client.redirect_uris)
+        return pairwise_subject(sector or "", user_id, self.pairwise.get(SALT) or "")
 
     def allowed_role_ids(self, scopes):
         """Role ids the client may put in a token given the client scopes in effect (Keycloak's

@@ -122,6 +122,11 @@ class TokenContext:
         return self.user_session.pk if self.user_session is not None else None
 
     @property
+    def subject(self):
+        """The user's ``sub`` for this client (pairwise or the user id)."""
+        return self.client_config.subject(self.user.pk)
+
+    @property
     def scope(self):
         return scope_claim(self.scopes, self.openid)
 
@@ -253,7 +258,7 @@ def access_token_claims(ctx, now, lifespan=None):
 def id_token_claims(ctx, now, access_token, alg, code=""):
     claims = {"exp": now + (_int_attr(ctx.client, "access.token.lifespan") or ctx.realm.access_token_lifespan),
               "iat": now, "jti": str(uuid.uuid4()), "iss": ctx.issuer, "aud": ctx.client.client_id,
-              "sub": ctx.user.pk, "typ": TYP_ID, "azp": ctx.client.client_id}
+              "sub": ctx.subject, "typ": TYP_ID, "azp": ctx.client.client_id}
     if ctx.user_session is not None:
         claims["auth_time"] = int(ctx.user_session.auth_time.timestamp())
         claims["sid"] = ctx.sid
@@ -265,14 +270,14 @@ def id_token_claims(ctx, now, access_token, alg, code=""):
         claims["c_hash"] = jose.half_hash(code, alg)  # OIDC Core §3.3.2.11
     apply_mappers(ctx.client_config.mappers_for(ctx.scopes, ID), claims, ctx)
     claims["aud"] = claims["aud"] if claims.get("aud") else ctx.client.client_id
-    claims["sub"] = ctx.user.pk
+    claims["sub"] = ctx.subject
     return claims
 
 
 def userinfo_claims(ctx):
-    claims = {"sub": ctx.user.pk}
+    claims = {"sub": ctx.subject}
     apply_mappers(ctx.client_config.mappers_for(ctx.scopes, USERINFO), claims, ctx)
-    claims["sub"] = ctx.user.pk
+    claims["sub"] = ctx.subject
     return claims
 
 

@@ -21,6 +21,7 @@ from realms.models import Client, ClientScope, ClientScopeLink, ProtocolMapper
 from realms.representation import RepresentationError
 from realms.representation.clients import client_rep, parse_client
 from realms.representation.fields import Parser
+from realms.representation.protocol_mappers import check_mapper
 from realms.representation.services import add_default_client_scopes
 from realms.users.accounts import enable_service_account
 
@@ -106,7 +107,12 @@ def _link(client, names, default):
 
 def _mappers(client, parsed):
     for m in parsed["mappers"]:
-        ProtocolMapper.objects.create(client=client, **{k: v for k, v in m["fields"].items() if k != "id"})
+        mapper = ProtocolMapper(client=client, **{k: v for k, v in m["fields"].items() if k != "id"})
+        try:
+            check_mapper(mapper, "")
+        except RepresentationError as exc:
+            raise _metadata_error(str(exc)) from None
+        mapper.save()
 
 
 def _updater(auth):

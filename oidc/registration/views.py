@@ -15,7 +15,7 @@ from realms.http import cors
 
 from ..errors import NO_STORE, OAuthError, error_response
 from ..views.common import realm_context
-from . import converter, service
+from . import converter, pairwise, service
 
 PROVIDERS = ("default", "openid-connect")
 
@@ -46,9 +46,10 @@ def _handle(ctx, provider, method, client_id):
         if provider == "openid-connect":
             if body.get("client_id") is not None:
                 raise service._metadata_error("Client Identifier included")
-            client, rep = service.create(ctx, converter.to_internal(body),
+            client, rep = service.create(ctx, pairwise.for_new_client(body, converter.to_internal(body)),
                                          authenticator_given="token_endpoint_auth_method" in body)
             out = converter.to_external(rep, f"{base}/{client.client_id}", rep.get("registrationAccessToken"))
+            out = pairwise.describe(client, out)
             out["client_id_issued_at"] = int(client.created.timestamp())
         else:
             client, out = service.create(ctx, body)
@@ -56,14 +57,19 @@ def _handle(ctx, provider, method, client_id):
     if method == "GET":
         client, rep = service.read(ctx, client_id)
         if provider == "openid-connect":
-            rep = converter.to_external(rep, f"{base}/{client_id}", rep.get("registrationAccessToken"))
+            rep = pairwise.describe(client, converter.to_external(rep, f"{base}/{client_id}",
+                                                                  rep.get("registrationAccessToken")))
         return client_id, _json(rep)
     if method == "PUT":
         body = _body(ctx.request)
         rep = converter.to_internal(body) if provider == "openid-connect" else body
+        if provider == "openid-connect":
+            pairwise.check_update(body, rep)
         client, rep = service.update(ctx, client_id, rep)
         if provider == "openid-connect":
-            rep = converter.to_external(rep, f"{base}/{client_id}", rep.get("registrationAccessToken"))
+            pairwise.apply_update(client, body)
+            rep = pairwise.describe(client, converter.to_external(rep, f"{base}/{client_id}",
+                                                                  rep.get("registrationAccessToken")))
         return client_id, _json(rep)
     service.delete(ctx, client_id)
     return client_id, HttpResponse(status=204)

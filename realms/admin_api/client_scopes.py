@@ -14,6 +14,7 @@ from ..models import ClientScope, ClientScopeLink, ProtocolMapper, RealmDefaultC
 from ..representation import RepresentationError
 from ..representation.client_scopes import parse_scope, scope_rep
 from ..representation.fields import Parser
+from ..representation.protocol_mappers import check_mapper
 from . import errors
 from .clients import _client
 from .query import check_fields, location
@@ -68,7 +69,12 @@ class ClientScopes(RealmResource):
         with transaction.atomic():
             scope.save()
             for m in parsed["mappers"]:
-                ProtocolMapper.objects.create(client_scope=scope, **{k: v for k, v in m["fields"].items() if k != "id"})
+                mapper = ProtocolMapper(client_scope=scope, **{k: v for k, v in m["fields"].items() if k != "id"})
+                try:
+                    check_mapper(mapper, m["_path"])
+                except RepresentationError as exc:
+                    raise errors.Invalid(str(exc)) from None
+                mapper.save()
             admin_events.record(self.realm, "CREATE", "CLIENT_SCOPE", f"client-scopes/{scope.pk}",
                                 auth=self.auth_details(), representation=lambda: scope_rep(scope))
         return Response(status=status.HTTP_201_CREATED,

@@ -13,6 +13,7 @@ from ..representation import RepresentationError
 from ..representation.client_policies import client_write_refusal
 from ..representation.clients import client_rep, parse_client
 from ..representation.fields import Parser
+from ..representation.protocol_mappers import check_mapper
 from ..representation.services import add_default_client_scopes
 from ..representation.users import user_fields_rep
 from ..users.accounts import enable_service_account
@@ -93,7 +94,12 @@ class Clients(RealmResource):
         with transaction.atomic():
             client.save()
             for m in parsed["mappers"]:
-                ProtocolMapper.objects.create(client=client, **{k: v for k, v in m["fields"].items() if k != "id"})
+                mapper = ProtocolMapper(client=client, **{k: v for k, v in m["fields"].items() if k != "id"})
+                try:
+                    check_mapper(mapper, m["_path"])
+                except RepresentationError as exc:
+                    raise errors.Invalid(str(exc)) from None
+                mapper.save()
             if parsed["default_scopes"] is None and parsed["optional_scopes"] is None:
                 add_default_client_scopes(client)
             _link_scopes(client, parsed["default_scopes"] or [], True)

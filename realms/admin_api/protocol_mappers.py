@@ -10,7 +10,7 @@ from ..audit import admin_events
 from ..models import ProtocolMapper
 from ..representation import RepresentationError
 from ..representation.fields import Parser
-from ..representation.protocol_mappers import mapper_reps, parse_mapper
+from ..representation.protocol_mappers import check_mapper, mapper_reps, parse_mapper
 from . import errors
 from .client_scopes import client_scope
 from .clients import _client
@@ -20,6 +20,14 @@ from .views import RealmResource
 
 def _rep(mapper):
     return mapper_reps([mapper])[0]
+
+
+def _check(mapper):
+    """400 when the mapper's protocol refuses it (an unknown type, a pairwise sector that does not fit)."""
+    try:
+        check_mapper(mapper, "")
+    except RepresentationError as exc:
+        raise errors.Invalid(str(exc)) from None
 
 
 class _Mappers(RealmResource):
@@ -50,6 +58,7 @@ class _Mappers(RealmResource):
     def create(self, owner, owner_path, body):
         mapper = ProtocolMapper(**owner, **self.parse(body))
         check_fields(mapper, exclude=["client", "client_scope"])
+        _check(mapper)
         if ProtocolMapper.objects.filter(**owner, name=mapper.name).exists():
             raise errors.Conflict("Protocol mapper exists with same name")
         mapper.save()
@@ -105,6 +114,7 @@ class MapperDetail(_Mappers):
         for name, value in self.parse(request.data, mapper).items():
             setattr(mapper, name, value)
         check_fields(mapper, exclude=["client", "client_scope"])
+        _check(mapper)
         if ProtocolMapper.objects.filter(**owner, name=mapper.name).exclude(pk=mapper.pk).exists():
             raise errors.Conflict("Protocol mapper exists with same name")
         with transaction.atomic():

@@ -48,11 +48,14 @@ from .realm_cache import PROTOCOL
 class Grant:
     """A grant type: ``handler(exchange) -> body`` runs it once the client is authenticated;
     ``event`` is the user event of its success (``event + "_ERROR"`` of its failure); ``feature``
-    the server feature it needs, if any."""
+    the server feature it needs, if any; ``bearer(exchange, token) -> client config``, for a
+    grant that lets a client present an access token it was issued instead of authenticating
+    (Keycloak's UMA grant for public clients)."""
 
     handler: object
     event: str
     feature: str = ""
+    bearer: object = None
 
     def available(self):
         return not self.feature or features.enabled(self.feature)
@@ -61,8 +64,8 @@ class Grant:
 GRANT_TYPES = Registry("OAuth 2.0 grant types")
 
 
-def register_grant(grant_type, handler, event, feature=""):
-    GRANT_TYPES.add(grant_type, Grant(handler, event, feature))
+def register_grant(grant_type, handler, event, feature="", bearer=None):
+    GRANT_TYPES.add(grant_type, Grant(handler, event, feature, bearer))
 
 
 def supported_grant_types():
@@ -85,6 +88,7 @@ class Exchange:
     details: dict = field(default_factory=dict)
     request: object = None
     binding: object = field(default_factory=binding.Binding)  # what the issued tokens are bound to
+    bearer_subject: object = None  # what a grant's ``bearer`` learnt of the access token presented
 
     @property
     def realm(self):
@@ -109,10 +113,14 @@ def handle_token_request(request, exchange: Exchange) -> dict:
     exchange.request = request
     try:
         admitted(request, exchange.realm)
-        exchange.client_config, exchange.auth_method = authenticate(
-            request, exchange.realm_config, params,
-            audiences=(exchange.issuer, token_endpoint_url(exchange.issuer)),
-        )
+        header = request.META.get("HTTP_AUTHORIZATION", "")
+        if grant.bearer is not None and header[:7].lower() == "bearer ":
+            exchange.client_config, exchange.auth_method = grant.bearer(exchange, header[7:].strip()), "bearer"
+        else:
+            exchange.client_config, exchange.auth_method = authenticate(
+                request, exchange.realm_config, params,
+                audiences=(exchange.issuer, token_endpoint_url(exchange.issuer)),
+            )
         admitted(request, exchange.realm, exchange.client_config.client_id)
         exchange.details["client_auth_method"] = exchange.auth_method
         exchange.binding = binding.token_request(request, exchange)

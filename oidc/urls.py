@@ -4,7 +4,7 @@ import re
 from django.urls import path
 
 from .registration import urls as registration
-from .views import authorize, ciba, device, discovery, logout, metadata, par, session_status, token, userinfo
+from .views import authorize, ciba, device, discovery, logout, metadata, par, session_status, token, uma, userinfo
 
 OIDC = "protocol/openid-connect/"
 # The machine-to-machine ones (JSON; callers authenticate with their own credentials or a bearer
@@ -13,7 +13,8 @@ OIDC = "protocol/openid-connect/"
 PROTOCOL_ENDPOINTS = re.compile(
     r"^/realms/[^/]+/(?:protocol/openid-connect/(?:token|token/introspect|revoke|userinfo|certs|auth/device"
     r"|ext/ciba/auth|ext/ciba/auth/callback|ext/par/request)"
-    r"|\.well-known/(?:openid-configuration|oauth-authorization-server)"
+    r"|\.well-known/(?:openid-configuration|oauth-authorization-server|uma2-configuration)"
+    r"|authz/protection/(?:resource_set(?:/[^/]+)?|permission)"
     r"|clients-registrations/[^/]+(?:/[^/]+)?)$|^/realms/[^/]+$"
     r"|^/\.well-known/oauth-authorization-server/realms/[^/]+$")
 
@@ -33,6 +34,10 @@ urlpatterns = [
          name="oidc-login-status-iframe-init"),
     path(OIDC + "3p-cookies/step1.html", session_status.third_party_cookies_step1, name="oidc-3p-cookies-step1"),
     path(OIDC + "3p-cookies/step2.html", session_status.third_party_cookies_step2, name="oidc-3p-cookies-step2"),
+    path(".well-known/uma2-configuration", uma.uma2_configuration, name="uma2-configuration"),
+    path(uma.PROTECTION + "/resource_set", uma.resource_set, name="uma-resource-set"),
+    path(uma.PROTECTION + "/resource_set/<str:resource_id>", uma.resource_set_detail, name="uma-resource-set-detail"),
+    path(uma.PROTECTION + "/permission", uma.permission, name="uma-permission"),
     *device.urlpatterns,
     *ciba.urlpatterns,
     *metadata.urlpatterns,

@@ -13,7 +13,8 @@ def realm_context(request, realm_name):
 
 
 def json_no_store(body, status=200):
-    response = JsonResponse(body, status=status)
+    # A list too: the UMA grant's response_mode=permissions answers one, as Keycloak.
+    response = JsonResponse(body, status=status, safe=False)
     for name, value in NO_STORE.items():
         response[name] = value
     return response

@@ -14,8 +14,9 @@ from ..grants import Exchange, handle_token_request
 from .common import json_no_store, realm_context
 
 METHODS = ["POST", "OPTIONS"]
-# RFC 8693 §2.1 lets ``audience`` and ``resource`` repeat in a token-exchange request.
-REPEATABLE = frozenset({"audience", "resource"})
+# RFC 8693 §2.1 lets ``audience`` and ``resource`` repeat in a token-exchange request, Keycloak's
+# UMA grant ``permission``.
+REPEATABLE = frozenset({"audience", "resource", "permission"})
 
 
 def endpoint(view):

@@ -5,6 +5,7 @@ from django.urls import path
 
 from . import (
     attack_detection,
+    authz,
     client_policies,
     client_scopes,
     clients,
@@ -166,3 +167,4 @@ for container in (f"{R}/roles", f"{R}/clients/<str:client_uuid>/roles"):
         path(f"{container}/<str:role_name>/composites", roles.RoleComposites.as_view()),
         path(f"{container}/<str:role_name>/users", roles.RoleUsers.as_view()),
     ]
+urlpatterns += authz.urlpatterns_for(R)

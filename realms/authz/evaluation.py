@@ -25,17 +25,19 @@ from .policies import combine, config_list, evaluate
 @dataclass(eq=False)
 class Identity:
     """Who asks: a user (a client's service account for a client acting for itself), the client
-    acting, and the token's scopes and claims (the client-scope and regex policies read them)."""
+    acting, and the token's scopes and claims (the client-scope and regex policies read them);
+    ``extra_roles`` are counted as held (the Admin API's evaluation of "what if they had")."""
 
     user: object
     client_id: str
     scopes: frozenset = frozenset()
     claims: dict = field(default_factory=dict)
+    extra_roles: frozenset = frozenset()
     _cache: dict = field(default_factory=dict, repr=False)
 
     def roles(self):
         if "roles" not in self._cache:
-            self._cache["roles"] = realm_cache.effective_roles(self.user)
+            self._cache["roles"] = set(realm_cache.effective_roles(self.user)) | set(self.extra_roles)
         return self._cache["roles"]
 
     def group_ids(self):
@@ -99,7 +101,7 @@ class Decider:
         owner = resource.get("owner", {}).get("id")
         if server.mode == "DISABLED" or (owner is not None and owner == self.identity.user.pk):
             return asked
-        applying = self._applying(resource, asked)
+        applying = self.applying(resource, asked)
         shared = set(self.shared.get(resource["_id"], ())) if resource.get("ownerManagedAccess") else set()
         if not applying:
             if shared:
@@ -113,7 +115,7 @@ class Decider:
             return (granted or set()) | (shared & asked if scopes else shared)
         return granted
 
-    def _applying(self, resource, asked):
+    def applying(self, resource, asked):
         found = []
         for p in self.server.permissions:
             names = config_list(p, "resources")

@@ -7,9 +7,12 @@ and permissions (``id``, ``name``, ``type``, ``logic``, ``decisionStrategy``, ``
 resources, scopes and policies by name). Every policy type kept is one ``realms.authz.policies``
 evaluates; anything else is refused with its JSON path, never kept to do nothing.
 """
+import copy
+import json
 import uuid
 from datetime import datetime
 
+from django.db import transaction
 from django.db.models import Q
 
 from ..administration.admin_permissions import PERMISSIONS_CLIENT
@@ -24,10 +27,11 @@ from ..authz.policies import (
     find_group,
     find_role,
 )
-from ..models import Client, User
+from ..models import Client, Role, User
 from .fields import RepresentationError, as_dict, as_list, at
 
 ENFORCEMENT_MODES = ("ENFORCING", "PERMISSIVE", "DISABLED")
+UMA_PROTECTION = "uma_protection"  # the client role a resource server's PAT holds
 PERMISSION_TYPES = ("resource", "scope")
 # Keycloak refuses JavaScript policies unless deployed as files (uploads are off by default).
 SCRIPT_REFUSAL = "Script upload is disabled"
@@ -310,7 +314,128 @@ def _follow_switch(sender, instance, **kwargs):
         instance.authorization_settings = {}
 
 
+def _protection_role(sender, instance, created=False, **kwargs):
+    """Keycloak's ``uma_protection`` client role of a resource server, held by its service
+    account: what a PAT needs at the protection API. Not when the client row is new: its roles
+    (an import's) and its service account come after it, and bring it."""
+    if sender is Client and created:
+        return
+    client = instance if sender is Client else instance.service_account_client
+    if client is None or not client.authorization_services_enabled or client.client_id == PERMISSIONS_CLIENT:
+        return
+    role, _ = Role.objects.get_or_create(realm_id=client.realm_id, client=client, name=UMA_PROTECTION)
+    account = instance if sender is User else User.objects.filter(service_account_client=client).first()
+    if account is not None:
+        account.roles.add(role)
+
+
 def connect_signals():
-    from django.db.models.signals import pre_save
+    from django.db.models.signals import post_save, pre_save
 
     pre_save.connect(_follow_switch, sender=Client, dispatch_uid="authz-resource-server-switch")
+    post_save.connect(_protection_role, sender=Client, dispatch_uid="authz-uma-protection-client")
+    post_save.connect(_protection_role, sender=User, dispatch_uid="authz-uma-protection-account")
+
+
+# Editing a resource server (the protection API and the Admin API) ------------------------------
+
+class NameTaken(RepresentationError):
+    """A resource, scope or policy of that name exists (409 at both APIs, as Keycloak)."""
+
+
+def write(client, change):
+    """Apply ``change(settings)`` to the client's settings with its row locked; what it returns."""
+    with transaction.atomic():
+        locked = Client.objects.select_for_update().get(pk=client.pk)
+        settings = copy.deepcopy(locked.authorization_settings)
+        result = change(settings)
+        locked.authorization_settings = settings
+        locked.save(update_fields=["authorization_settings"])
+    client.authorization_settings = settings
+    return result
+
+
+def owner_of(client, resource):
+    return resource.get("owner") or {"id": client.pk, "name": client.client_id}
+
+
+def resource_rep(client, resource):
+    """A resource as Keycloak's APIs show it (``resource_scopes`` is UMA's name of its scopes)."""
+    return {**resource, "owner": owner_of(client, resource), "resource_scopes": resource["scopes"]}
+
+
+def resource_from_rep(client, body, existing=None):
+    """A resource from a ResourceRepresentation (replacing ``existing``: its id and owner kept).
+    ``owner`` is a user of the realm (id or username) or the resource server itself."""
+    if not isinstance(body, dict):
+        raise RepresentationError("", "expected a ResourceRepresentation")
+    given = body
+    body = {k: v for k, v in given.items() if k not in ("_id", "id", "owner", "resource_scopes")}
+    if "scopes" not in body and isinstance(given.get("resource_scopes"), list):
+        body["scopes"] = given["resource_scopes"]
+    resource = check_resource(body, "")
+    owner = existing.get("owner") if existing is not None else _owner(client, given.get("owner"))
+    if existing is not None:
+        resource["_id"] = existing["_id"]
+    if owner:
+        resource["owner"] = owner
+    return resource
+
+
+def _owner(client, owner):
+    ref = (owner.get("id") or owner.get("name")) if isinstance(owner, dict) else owner
+    if ref in (None, "", client.pk, client.client_id):
+        return None
+    user = User.objects.filter(realm=client.realm_id).filter(Q(pk=ref) | Q(username=ref)).first()
+    if user is None:
+        raise RepresentationError("owner", f"unknown owner {ref!r}")
+    return {"id": user.pk, "name": user.username}
+
+
+def store_resource(settings, resource):
+    """Add ``resource`` to ``settings`` or replace the one of its id; its new scopes join the
+    server's. Names are unique per owner."""
+    owner = resource.get("owner", {}).get("id")
+    if any(r["name"] == resource["name"] and r.get("owner", {}).get("id") == owner and r["_id"] != resource["_id"]
+           for r in settings["resources"]):
+        raise NameTaken("name", f"Resource with name [{resource['name']}] already exists.")
+    names = {s["name"] for s in settings["scopes"]}
+    settings["scopes"] += [{"id": new_id(), "name": s["name"]} for s in resource["scopes"] if s["name"] not in names]
+    if any(r["_id"] == resource["_id"] for r in settings["resources"]):
+        settings["resources"] = [resource if r["_id"] == resource["_id"] else r for r in settings["resources"]]
+    else:
+        settings["resources"].append(resource)
+
+
+def remove_resource(settings, resource_id):
+    """The resource goes, and with it the permissions' mentions of it (Keycloak's associations)."""
+    gone = next(r for r in settings["resources"] if r["_id"] == resource_id)
+    settings["resources"] = [r for r in settings["resources"] if r["_id"] != resource_id]
+    if not any(r["name"] == gone["name"] for r in settings["resources"]):
+        _forget(settings, "resources", gone["name"])
+
+
+def _forget(settings, key, name):
+    for policy in settings["policies"]:
+        names = config_list(policy, key) if key in policy["config"] else []
+        if name in names:
+            policy["config"][key] = json.dumps([n for n in names if n != name], separators=(",", ":"))
+
+
+def matching_resources(client, resources, query):
+    """The resources a query names (Keycloak's ``name`` (``exactName``), ``uri``, ``owner``,
+    ``type`` and ``scope`` filters)."""
+    def matches(resource):
+        name = query.get("name")
+        if name and (resource["name"] != name if query.get("exactName") == "true"
+                     else name.lower() not in resource["name"].lower()):
+            return False
+        if query.get("uri") and query["uri"] not in resource.get("uris", []):
+            return False
+        if query.get("type") and resource.get("type") != query["type"]:
+            return False
+        if query.get("scope") and query["scope"] not in [s["name"] for s in resource["scopes"]]:
+            return False
+        owner = owner_of(client, resource)
+        return not query.get("owner") or query["owner"] in (owner.get("id"), owner.get("name"))
+    return [r for r in resources if matches(r)]

@@ -1,0 +1,189 @@
+"""UMA 2.0 endpoints as Keycloak 26 serves them: ``/.well-known/uma2-configuration`` and the
+protection API under ``/authz/protection/``: ``resource_set`` (UMA resource registration: list,
+create, read, update, delete a resource server's resources) and ``permission`` (permission
+tickets, redeemed at the token endpoint with the UMA grant).
+
+The protection API authenticates with a PAT: an access token of the resource server (its
+client-credentials token), whose user holds the client's ``uma_protection`` role. Resources are
+written only where the resource server allows remote resource management
+(``allowRemoteResourceManagement``), as in Keycloak.
+"""
+import json
+
+from django.http import HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from realms.authz.evaluation import Server
+from realms.data import realm_cache
+from realms.http import cors
+from realms.representation import RepresentationError
+from realms.representation.resource_server import (
+    UMA_PROTECTION,
+    NameTaken,
+    matching_resources,
+    remove_resource,
+    resource_from_rep,
+    resource_rep,
+    store_resource,
+    write,
+)
+
+from .. import services, uma
+from ..errors import InvalidToken, OAuthError, error_response
+from .common import realm_context
+from .discovery import public_document
+
+# What Keycloak's uma2-configuration copies from the OpenID Provider Metadata.
+_FROM_DISCOVERY = ("issuer", "authorization_endpoint", "token_endpoint", "introspection_endpoint",
+                   "end_session_endpoint", "frontchannel_logout_session_supported", "frontchannel_logout_supported",
+                   "jwks_uri", "grant_types_supported", "response_types_supported", "response_modes_supported",
+                   "registration_endpoint", "token_endpoint_auth_methods_supported",
+                   "token_endpoint_auth_signing_alg_values_supported", "scopes_supported")
+PROTECTION = "authz/protection"
+
+
+@public_document
+def uma2_configuration(realm, issuer):
+    document = services.discovery_document(realm, issuer)
+    out = {k: document[k] for k in _FROM_DISCOVERY if k in document}
+    out["resource_registration_endpoint"] = f"{issuer}/{PROTECTION}/resource_set"
+    out["permission_endpoint"] = f"{issuer}/{PROTECTION}/permission"
+    return JsonResponse(out)
+
+
+class ProtectionError(OAuthError):
+    """Keycloak's ErrorResponseException of the protection API: ``{"error", "error_description"}``."""
+
+    def __init__(self, error, description, status):
+        super().__init__(description, status=status)
+        self.error = error
+
+
+def _json(body, status=200):
+    return JsonResponse(body, status=status, safe=False)
+
+
+def protection(methods):
+    """A protection API view: ``view(request, server, issuer, **kwargs)`` with the PAT's resource server."""
+    def decorate(view):
+        @csrf_exempt
+        def wrapper(request, realm, **kwargs):
+            if request.method == "OPTIONS":
+                return cors.preflight(request, HttpResponse(), methods)
+            if request.method not in methods:
+                return HttpResponse(status=405)
+            realm_config, issuer = realm_context(request, realm)
+            try:
+                return view(request, _resource_server(request, realm_config, issuer), issuer, **kwargs)
+            except OAuthError as exc:
+                return error_response(exc)
+        wrapper.__name__ = view.__name__
+        return wrapper
+    return decorate
+
+
+def _resource_server(request, realm_config, issuer):
+    header = request.META.get("HTTP_AUTHORIZATION", "")
+    token = header[7:].strip() if header[:7].lower() == "bearer " else ""
+    found = uma.access_token_subject(realm_config, issuer, token) if token else None
+    if found is None:
+        raise InvalidToken("Token verification failed")
+    claims, user, _ = found
+    config = realm_config.client(claims["azp"])
+    client = config.client
+    if not client.authorization_services_enabled:
+        raise ProtectionError("invalid_clientId", f"Client application with id [{client.pk}] is not registered as "
+                                                  "a resource server.", 403)
+    if not any(r.client_id == client.pk and r.name == UMA_PROTECTION for r in realm_cache.effective_roles(user)):
+        raise ProtectionError("invalid_scope", "Requires uma_protection scope.", 403)
+    return Server(client, client.authorization_settings)
+
+
+def _body(request):
+    try:
+        return json.loads(request.body or b"null")
+    except ValueError:
+        raise ProtectionError("invalid_request", "Invalid JSON body", 400) from None
+
+
+def _write(server, change):
+    """Apply ``change(settings)`` to the resource server's settings; 403 where it does not allow
+    remote resource management, 400 or 409 (a name taken) for what cannot be stored."""
+    if not server.settings.get("allowRemoteResourceManagement"):
+        raise ProtectionError("request_not_supported", "Remote Resource Management not enabled on resource server "
+                                                       f"[{server.client.pk}].", 403)
+    try:
+        return write(server.client, change)
+    except NameTaken as exc:
+        raise ProtectionError("conflict", exc.message, 409) from None
+
+
+def _resource(server, body, existing=None):
+    try:
+        return resource_from_rep(server.client, body, existing)
+    except RepresentationError as exc:
+        raise ProtectionError("invalid_request", str(exc), 400) from None
+
+
+# resource_set ----------------------------------------------------------------------------------
+
+def _page(request, items):
+    try:
+        first = max(int(request.GET.get("first", 0)), 0)
+        size = int(request.GET.get("max", -1))
+    except ValueError:
+        raise ProtectionError("invalid_request", "first and max are numbers", 400) from None
+    return items[first:] if size < 0 else items[first:first + size]
+
+
+@protection(["GET", "POST", "OPTIONS"])
+def resource_set(request, server, issuer):
+    if request.method == "POST":
+        resource = _resource(server, _body(request))
+        _write(server, lambda settings: store_resource(settings, resource))
+        return _json(resource_rep(server.client, resource), status=201)
+    found = _page(request, matching_resources(server.client, server.resources, request.GET))
+    if request.GET.get("deep") == "true":
+        return _json([resource_rep(server.client, r) for r in found])
+    return _json([r["_id"] for r in found])
+
+
+@protection(["GET", "PUT", "DELETE", "OPTIONS"])
+def resource_set_detail(request, server, issuer, resource_id):
+    existing = server.by_id.get(resource_id)
+    if existing is None:
+        raise ProtectionError("not_found", f"Resource with id [{resource_id}] not found", 404)
+    if request.method == "GET":
+        return _json(resource_rep(server.client, existing))
+    if request.method == "PUT":
+        resource = _resource(server, _body(request), existing)
+        _write(server, lambda settings: store_resource(settings, resource))
+    else:
+        _write(server, lambda settings: remove_resource(settings, resource_id))
+    return HttpResponse(status=204)
+
+
+# permission (tickets) --------------------------------------------------------------------------
+
+@protection(["POST", "OPTIONS"])
+def permission(request, server, issuer):
+    body = _body(request)
+    requested = body if isinstance(body, list) else [body]
+    if not requested or not all(isinstance(p, dict) for p in requested):
+        raise ProtectionError("invalid_request", "Invalid permission request", 400)
+    permissions, claims = [], {}
+    for entry in requested:
+        resource_id = entry.get("resource_id")
+        scopes = entry.get("resource_scopes") or []
+        if resource_id is not None and resource_id not in server.by_id:
+            raise ProtectionError("invalid_resource_id", f"Resource set with id [{resource_id}] does not exists in "
+                                                         "this server.", 400)
+        if not isinstance(scopes, list) or any(s not in server.scope_names for s in scopes):
+            raise ProtectionError("invalid_scope", f"Scope [{scopes}] is invalid", 400)
+        if resource_id is None and not scopes:
+            raise ProtectionError("invalid_resource_id", "Resource id or name not provided.", 400)
+        permissions.append({"resource_id": resource_id, "resource_scopes": scopes})
+        for name, values in (entry.get("claims") or {}).items():
+            claims.setdefault(str(name), []).extend(str(v) for v in (values if isinstance(values, list) else [values]))
+    ticket = uma.issue_ticket(server.client.realm, issuer, server.client.client_id, permissions, claims)
+    return _json({"ticket": ticket}, status=201)

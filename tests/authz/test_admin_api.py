@@ -1,0 +1,95 @@
+"""The Admin REST API's ``clients/{id}/authz/resource-server`` routes (realms.admin_api.authz):
+what is written there is what the UMA grant decides by; what cannot be evaluated is refused."""
+import pytest
+
+from realms.models import Client, Role, User
+from realms.representation import import_realm
+from tests.authz.test_uma import uma, user_token
+from tests.realms.test_admin_rest_api import realm_admin
+from tests.realms.test_import_export import load
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def setup(fresh_caches):
+    realm = import_realm(load("quickstarts-kc9-full-export-realm-b.json")).realm
+    client = Client.objects.get(realm=realm, client_id="realm-b-client")
+    api = realm_admin(realm, "authz-admin", "manage-authorization", "view-clients")
+    return realm, f"realm-b/clients/{client.pk}/authz/resource-server", api
+
+
+def test_settings_and_enforcement_mode(setup):
+    realm, base, api = setup
+    rep = api("get", base).json()
+    assert rep["policyEnforcementMode"] == "ENFORCING" and rep["decisionStrategy"] == "UNANIMOUS"
+    assert {r["name"] for r in api("get", f"{base}/settings").json()["resources"]} == {
+        "Default Resource", "Premium Resource"}
+    created = api("post", f"{base}/resource", {"name": "Loose"})
+    assert created.status_code == 201
+    jdoe = user_token("jdoe")
+    assert uma(jdoe, permission="Loose", response_mode="decision").status_code == 403
+    assert api("put", base, {**rep, "policyEnforcementMode": "PERMISSIVE"}).status_code == 204
+    assert uma(jdoe, permission="Loose", response_mode="decision").json() == {"result": True}
+    assert api("put", base, {**rep, "policyEnforcementMode": "LAX"}).status_code == 400
+
+
+def test_scopes_resources_policies_and_permissions(setup):
+    realm, base, api = setup
+    scope = api("post", f"{base}/scope", {"name": "doc:edit"}).json()
+    resource = api("post", f"{base}/resource", {"name": "Doc", "scopes": [{"name": "doc:edit"}]}).json()
+    premium = Role.objects.get(realm=realm, client=None, name="premium")
+    policy = api("post", f"{base}/policy/role", {"name": "Premium only", "roles": [{"id": premium.pk}]})
+    assert policy.status_code == 201, policy.content
+    permission = api("post", f"{base}/permission/scope", {
+        "name": "Edit docs", "resources": [resource["_id"]], "scopes": [scope["id"]], "policies": [policy.json()["id"]]})
+    assert permission.status_code == 201, permission.content
+    typed = api("get", f"{base}/permission/scope/{permission.json()['id']}").json()
+    assert typed["scopes"] == [scope["id"]] and typed["policies"] == [policy.json()["id"]]
+    assert [p["name"] for p in api("get", f"{base}/permission").json()] == [
+        "Default Permission", "Premium Permission", "Edit docs"]
+    assert uma(user_token("kolo"), permission="Doc#doc:edit", response_mode="decision").json() == {"result": True}
+    assert uma(user_token("jdoe"), permission="Doc#doc:edit", response_mode="decision").status_code == 403
+
+    evaluation = api("post", f"{base}/policy/evaluate", {
+        "userId": User.objects.get(realm=realm, username="jdoe").pk, "resources": [{"_id": resource["_id"]}]}).json()
+    assert evaluation["status"] == "DENY"
+    assert evaluation["results"][0]["policies"][0]["associatedPolicies"][0]["status"] == "DENY"
+    what_if = api("post", f"{base}/policy/evaluate", {
+        "userId": User.objects.get(realm=realm, username="jdoe").pk, "roleIds": [premium.pk],
+        "resources": [{"_id": resource["_id"]}]}).json()
+    assert what_if["status"] == "PERMIT" and what_if["results"][0]["allowedScopes"] == [{"name": "doc:edit"}]
+
+    # A renamed scope is renamed where it is used; a deleted policy leaves the permissions.
+    assert api("put", f"{base}/scope/{scope['id']}", {"name": "doc:write"}).status_code == 204
+    assert uma(user_token("kolo"), permission="Doc#doc:write", response_mode="decision").json() == {"result": True}
+    assert api("delete", f"{base}/policy/{policy.json()['id']}").status_code == 204
+    assert api("get", f"{base}/policy/{permission.json()['id']}").json()["config"]["applyPolicies"] == "[]"
+    assert api("delete", f"{base}/resource/{resource['_id']}").status_code == 204
+    assert api("get", f"{base}/resource/{resource['_id']}").status_code == 404
+
+
+@pytest.mark.parametrize(("kind", "body", "message"), [
+    ("js", {"name": "j", "code": "$evaluation.grant()"}, "Script upload is disabled"),
+    ("uma", {"name": "u"}, "policy type 'uma' is not supported"),
+    ("role", {"name": "r", "roles": [{"id": "nope"}]}, "unknown role 'nope'"),
+    ("aggregate", {"name": "a", "policies": ["nope"]}, "unknown policy 'nope'"),
+    ("group", {"name": "g", "groups": [], "groupsClaim": "groups"}, "groups from a token claim are not supported"),
+])
+def test_what_cannot_be_evaluated_is_refused(setup, kind, body, message):
+    realm, base, api = setup
+    resp = api("post", f"{base}/policy/{kind}", body)
+    assert resp.status_code == 400 and message in resp.json()["errorMessage"]
+
+
+def test_viewing_is_not_managing(setup):
+    realm, base, _ = setup
+    viewer = realm_admin(realm, "authz-viewer", "view-authorization")
+    assert viewer("get", f"{base}/resource").status_code == 200
+    assert viewer("post", f"{base}/resource", {"name": "x"}).status_code == 403
+
+
+def test_duplicate_names_conflict(setup):
+    realm, base, api = setup
+    assert api("post", f"{base}/resource", {"name": "Default Resource"}).status_code == 409
+    assert api("post", f"{base}/policy/user", {"name": "Default Policy", "users": []}).status_code == 409

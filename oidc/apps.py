@@ -37,6 +37,7 @@ class OidcConfig(AppConfig):
         from .device_verification import register as register_device; register_device()  # noqa: E702, I001 -- one line per grant
         from .jwt_grant import register as register_jwt_grant; register_jwt_grant()  # noqa: E702, I001 -- one line per grant
         from .token_exchange import register as register_token_exchange; register_token_exchange()  # noqa: E702, I001 -- one line per grant
+        from .uma import register as register_uma; register_uma()  # noqa: E702, I001 -- one line per grant
         backchannel.connect_signals()
         register_token_verifier(verify)
         register_consent_store(consent.user_consents, consent.revoke)

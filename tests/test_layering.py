@@ -178,7 +178,7 @@ REALMS_LAYERS = (
     ("http",),  # protocol-neutral helpers: issuer, redirects, outbound calls, messages, e-mail
     ("credentials",),  # credential types, hashers, the password policy
     ("audit",),  # user and admin events
-    ("sso",),  # SSO, client and authentication sessions
+    ("sso", "purges"),  # SSO, client and authentication sessions; the periodic purges
     ("users",),  # user storage, creation, profile, required-action definitions, organizations
     ("signin",),  # the flow engine, steps, required actions, brute force, levels of authentication
     # admin permissions and flow rules, shared by the console and the API; identity brokering;

@@ -24,6 +24,7 @@ class OidcConfig(AppConfig):
             grants,
             mappers,
             mtls,
+            purges,
             request_object,
             tokens,
         )
@@ -49,3 +50,4 @@ class OidcConfig(AppConfig):
         register_attribute_check("mutual TLS", mtls.check_attributes)
         register_mapper_check("openid-connect", mappers.check_mapper)
         client_policies.register()
+        purges.register_all()

@@ -3,8 +3,10 @@
 Methods (RFC 6749 §2.3, OIDC Core §9): ``client_secret_basic``, ``client_secret_post``,
 ``client_secret_jwt`` (HS256/384/512 keyed with the secret), ``private_key_jwt`` (the client's
 JWKS from the attribute ``jwks.string`` or fetched from ``jwks.url``), and ``none`` for public
-clients. Which one a confidential client must use follows its authenticator type, as in Keycloak
-(``client-secret``, ``client-secret-jwt``, ``client-jwt``). Any failure is 401 invalid_client.
+clients; ``tls_client_auth`` and ``self_signed_tls_client_auth`` (RFC 8705: the client certificate
+``oidc.mtls`` finds). Which one a confidential client must use follows its authenticator type, as in
+Keycloak (``client-secret``, ``client-secret-jwt``, ``client-jwt``, ``client-x509``; and
+``client-x509-self-signed``, which Keycloak lacks). Any failure is 401 invalid_client.
 Secrets are compared as SHA-256 digests in constant time (Client.check_secret): microseconds.
 """
 import base64
@@ -21,7 +23,7 @@ from jwcrypto import jwk
 
 from realms.http.outbound import OutboundError, fetch_json
 
-from . import jose
+from . import jose, mtls
 from .errors import InvalidClient
 
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
@@ -81,7 +83,43 @@ def authenticate(request, realm_config, params, *, audiences, allow_bearer_only=
             raise InvalidClient("Invalid client_assertion_type")
         _verify_assertion(realm_config, config, assertion, kind, audiences)
         return config, "client_secret_jwt" if kind == SECRET_JWT else "private_key_jwt"
+    # One method per request (RFC 6749 §2.3): a certificate client sending a secret is refused.
+    if kind in (mtls.TLS_CLIENT_AUTH, mtls.SELF_SIGNED) and not (basic or assertion or params.get("client_secret")):
+        return config, _verify_certificate(request, client, kind)
     raise InvalidClient(basic=basic is not None)
+
+
+def _verify_certificate(request, client, kind):
+    """RFC 8705 §2: the request's client certificate is the client's; its method's name."""
+    certificate = mtls.client_certificate(request)
+    if certificate is None:
+        raise InvalidClient("Client certificate missing")
+    if kind == mtls.TLS_CLIENT_AUTH:
+        if not mtls.subject_matches(client.attributes, certificate):
+            raise InvalidClient("Certificate subject DN does not match the client's")
+        return "tls_client_auth"
+    if not _registered_key(client, certificate):
+        raise InvalidClient("Certificate public key is not one the client registered")
+    return "self_signed_tls_client_auth"
+
+
+def _registered_key(client, certificate):
+    """RFC 8705 §2.2: the certificate's public key is one of the client's registered keys: its
+    JWKS (``jwks.string`` or ``jwks.url``, found as private_key_jwt finds them) or its
+    ``jwt.credential.certificate``. An unknown key fetches a ``jwks.url`` again once (rotation)."""
+    presented = jwk.JWK.from_pyca(certificate.public_key()).thumbprint()
+    registered = mtls.parse_certificate(client.attributes.get("jwt.credential.certificate") or "")
+    if registered is not None and jwk.JWK.from_pyca(registered.public_key()).thumbprint() == presented:
+        return True
+    attrs = client.attributes
+    if not _uses_jwks_url(attrs):
+        return any(key.thumbprint() == presented for key in _parse_jwks(attrs.get("jwks.string", "")).values())
+    url = attrs.get("jwks.url", "")
+    try:
+        return bool(url) and any(any(key.thumbprint() == presented for key in _fetch_keys(url, force=force).values())
+                                 for force in (False, True))
+    except OutboundError:
+        raise InvalidClient("Client keys unavailable") from None
 
 
 def _verify_assertion(realm_config, config, assertion, kind, audiences):

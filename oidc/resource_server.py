@@ -25,7 +25,10 @@ DPoP (RFC 9449 §7): a token bound to a key (``cnf.jkt``) is honoured only with 
 scheme and a proof of that key for this request (``htm``, ``htu``: the API's base URL as
 ``realms.http.web.base_url`` gives it plus the request's path, ``ath``, a ``jti`` used once: the
 API's Django cache remembers it, so several processes of one API need a shared cache); sent as
-Bearer it is refused with a ``WWW-Authenticate: DPoP`` challenge.
+Bearer it is refused with a ``WWW-Authenticate: DPoP`` challenge. A token bound to a client
+certificate (``cnf.x5t#S256``, RFC 8705 §3) is honoured only when the API's TLS terminating proxy
+passes that certificate (``IDP_CLIENT_CERT_HEADER`` from ``IDP_TRUSTED_PROXIES``, as ``oidc.mtls``
+reads it).
 ``require_bearer(..., dpop_nonce=True)`` also asks for this API's nonce in every proof (RFC 9449
 §9), named in a ``DPoP-Nonce`` header of every answer to a DPoP request. Plain bearer tokens take the same path as
 before, one dictionary look-up more.
@@ -46,7 +49,7 @@ from rest_framework import authentication, exceptions
 from realms.http import cors
 from realms.http.web import base_url
 
-from . import dpop, jose
+from . import dpop, jose, mtls
 from .errors import InsufficientScope, InvalidToken, OAuthError, error_response
 
 DEFAULT_ALGORITHMS = ("RS256", "ES256", "EdDSA", "PS256")
@@ -209,6 +212,7 @@ def validate_request(bearer_validator, request, *, dpop_nonce=False):
     if "cnf" in claims or request.META["HTTP_AUTHORIZATION"][:5].lower() == "dpop ":
         scope = f"api:{bearer_validator.issuer}\0{bearer_validator.audience}" if dpop_nonce else None
         dpop.check_presentation(request, token, claims, base_url(request) + request.path_info, nonce_scope=scope)
+        mtls.check_presentation(request, claims)
     return claims
 
 

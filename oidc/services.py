@@ -15,13 +15,18 @@ from realms.models import ClientScope, ClientSession, RealmKey, User
 from realms.signin import loa
 from realms.sso import sessions
 
-from . import binding, client_policies, dpop, jose, request_object, tokens
+from . import binding, client_policies, dpop, jose, mtls, request_object, tokens
 from .authorize import RESPONSE_MODES, RESPONSE_TYPES
 from .client_auth import authenticate
 from .errors import InvalidRequest, InvalidToken, OAuthError, UnauthorizedClient
 from .grants import supported_grant_types
 
 AUTH_METHODS = ["client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt"]
+MTLS_AUTH_METHODS = ["tls_client_auth", "self_signed_tls_client_auth"]  # once a proxy passes certificates
+# The endpoints a client authenticates at or presents a bound token to (Keycloak's list).
+MTLS_ENDPOINTS = ("token_endpoint", "revocation_endpoint", "introspection_endpoint", "device_authorization_endpoint",
+                  "registration_endpoint", "userinfo_endpoint", "pushed_authorization_request_endpoint",
+                  "backchannel_authentication_endpoint")
 SIGNING_ALGS = [alg for alg, _ in RealmKey.ALGORITHMS]  # a realm signs with any of them (its fallback key)
 
 
@@ -52,7 +57,8 @@ def discovery_document(realm, issuer):
     scopes = list(ClientScope.objects.filter(realm=realm, protocol="openid-connect")
                   .order_by("name").values_list("name", flat=True))
     auth_algs = sorted(jose.ASYMMETRIC | jose.SYMMETRIC)
-    return {
+    auth_methods = AUTH_METHODS + (MTLS_AUTH_METHODS if mtls.enabled() else [])
+    document = {
         "issuer": issuer,
         "authorization_endpoint": endpoint(issuer, "auth"),
         "token_endpoint": endpoint(issuer, "token"),
@@ -71,18 +77,18 @@ def discovery_document(realm, issuer):
         "response_types_supported": list(RESPONSE_TYPES.values()),
         "response_modes_supported": list(RESPONSE_MODES),
         "authorization_response_iss_parameter_supported": True,  # RFC 9207: every response carries iss
-        "subject_types_supported": ["public", "pairwise"],  # pairwise: oidc-sha256-pairwise-sub-mapper
+        "subject_types_supported": ["public"],
         "id_token_signing_alg_values_supported": list(tokens.TOKEN_ALGS),
         "id_token_encryption_alg_values_supported": list(jose.JWE_ALGS),
         "id_token_encryption_enc_values_supported": list(jose.JWE_ENCS),
         "userinfo_signing_alg_values_supported": [*tokens.TOKEN_ALGS, "none"],
         "userinfo_encryption_alg_values_supported": list(jose.JWE_ALGS),
         "userinfo_encryption_enc_values_supported": list(jose.JWE_ENCS),
-        "token_endpoint_auth_methods_supported": AUTH_METHODS,
+        "token_endpoint_auth_methods_supported": auth_methods,
         "token_endpoint_auth_signing_alg_values_supported": auth_algs,
-        "introspection_endpoint_auth_methods_supported": AUTH_METHODS,
+        "introspection_endpoint_auth_methods_supported": auth_methods,
         "introspection_endpoint_auth_signing_alg_values_supported": auth_algs,
-        "revocation_endpoint_auth_methods_supported": AUTH_METHODS,
+        "revocation_endpoint_auth_methods_supported": auth_methods,
         "revocation_endpoint_auth_signing_alg_values_supported": auth_algs,
         "authorization_signing_alg_values_supported": SIGNING_ALGS,
         "code_challenge_methods_supported": ["plain", "S256"],
@@ -92,9 +98,7 @@ def discovery_document(realm, issuer):
                              "at_hash", "c_hash"],
         # Keycloak's: the levels of the built-in flows, then the names of the realm's ACR-to-LoA mapping.
         "acr_values_supported": ["0", "1", *[name for name in loa.acr_loa_map(realm) if name not in ("0", "1")]],
-        # Honoured as Keycloak does: an essential acr, and standard claims through the client's
-        # oidc-claims-param-token-mapper / oidc-claims-param-value-idtoken-mapper.
-        "claims_parameter_supported": True,
+        "claims_parameter_supported": False,
         # RFC 9101 and RFC 9126 (oidc.request_object, oidc.par): objects by value, by a registered
         # reference or pushed; which are required is per client.
         "request_parameter_supported": True,
@@ -104,10 +108,13 @@ def discovery_document(realm, issuer):
         **_request_object_encryption(realm),
         "pushed_authorization_request_endpoint": endpoint(issuer, "ext/par/request"),
         "require_pushed_authorization_requests": False,
-        "tls_client_certificate_bound_access_tokens": False,
+        "tls_client_certificate_bound_access_tokens": mtls.enabled(),
         "dpop_signing_alg_values_supported": dpop.ALGORITHMS,
         **_optional_endpoints(issuer),
     }
+    if mtls.enabled():  # RFC 8705 §5: the same URLs (the proxy in front asks for certificates)
+        document["mtls_endpoint_aliases"] = {name: document[name] for name in MTLS_ENDPOINTS if name in document}
+    return document
 
 
 def _request_object_encryption(realm):
@@ -169,7 +176,7 @@ def live_subject(realm_config, claims, *, check_revoked=False, fresh_user=False,
         return None
     if sid:
         user_session = sessions.get_valid_session(realm_config.realm, sid, found.get(session_key))
-        if user_session is None or config.subject(user_session.user_id) != claims.get("sub"):
+        if user_session is None or user_session.user_id != claims.get("sub"):
             return None
         if fresh_user:
             user = sessions.user_with_client_session(user_session, config.client)
@@ -180,20 +187,11 @@ def live_subject(realm_config, claims, *, check_revoked=False, fresh_user=False,
             user = user_session.user
     else:
         user_session = None
-        user = _sessionless_user(realm_config, config, claims.get("sub"))
+        user = User.objects.filter(pk=claims.get("sub"), realm=realm_config.realm).first()
     if user is None or not user.enabled:
         return None
     user.realm = realm_config.realm
     return user, user_session, config
-
-
-def _sessionless_user(realm_config, config, sub):
-    """The user a token without a session names: a pairwise ``sub`` cannot be reversed, and such
-    tokens are the client's service account's."""
-    if config.pairwise is None:
-        return User.objects.filter(pk=sub, realm=realm_config.realm).first()
-    found = config.service_account()
-    return found[0] if found and config.subject(found[0].pk) == sub else None
 
 
 def _bearer(request, params):

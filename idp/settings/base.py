@@ -116,6 +116,10 @@ IDP_BASE_URL = os.environ.get("IDP_BASE_URL", "")
 # Addresses or networks of the reverse proxies in front of the service (comma-separated); only
 # their X-Forwarded-For is believed (realms.http.web.client_address). Empty: the TCP peer is the client.
 IDP_TRUSTED_PROXIES = [p for p in os.environ.get("IDP_TRUSTED_PROXIES", "").split(",") if p.strip()]
+# The request header in which the TLS terminating proxy passes the client certificate (mutual TLS,
+# oidc.mtls), e.g. ssl-client-cert (nginx $ssl_client_escaped_cert) or x-forwarded-client-cert
+# (Envoy); believed from IDP_TRUSTED_PROXIES only. Empty: no client certificates.
+IDP_CLIENT_CERT_HEADER = os.environ.get("IDP_CLIENT_CERT_HEADER", "").strip()
 IDP_MANAGEMENT_PORT = env_number("IDP_MANAGEMENT_PORT", 9000)
 IDP_BOOTSTRAP_ADMIN_USERNAME = os.environ.get("IDP_BOOTSTRAP_ADMIN_USERNAME", "")
 IDP_BOOTSTRAP_ADMIN_PASSWORD = os.environ.get("IDP_BOOTSTRAP_ADMIN_PASSWORD", "")

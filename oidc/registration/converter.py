@@ -21,9 +21,11 @@ KNOWN_GRANTS = {"authorization_code", "implicit", "refresh_token", "password", "
 # token_endpoint_auth_method -> Keycloak's client authenticator; back: the first method Keycloak names.
 AUTH_METHODS = {"client_secret_basic": "client-secret", "client_secret_post": "client-secret",
                 "client_secret_jwt": "client-secret-jwt", "private_key_jwt": "client-jwt",
-                "tls_client_auth": "client-x509", "none": "none"}
+                "tls_client_auth": "client-x509", "self_signed_tls_client_auth": "client-x509-self-signed",
+                "none": "none"}
 AUTH_METHOD_OF = {"client-secret": "client_secret_basic", "client-secret-jwt": "client_secret_jwt",
-                  "client-jwt": "private_key_jwt", "client-x509": "tls_client_auth", "none": "none"}
+                  "client-jwt": "private_key_jwt", "client-x509": "tls_client_auth",
+                  "client-x509-self-signed": "self_signed_tls_client_auth", "none": "none"}
 # Metadata kept as one client attribute each (OIDCAdvancedConfigWrapper's names).
 STRING_ATTRIBUTES = {
     "logo_uri": "logoUri", "policy_uri": "policyUri", "tos_uri": "tosUri",
@@ -40,7 +42,7 @@ STRING_ATTRIBUTES = {
     "authorization_signed_response_alg": "authorization.signed.response.alg",
     "authorization_encrypted_response_alg": "authorization.encrypted.response.alg",
     "authorization_encrypted_response_enc": "authorization.encrypted.response.enc",
-    "tls_client_auth_subject_dn": "tls.client.auth.subject.dn",
+    "tls_client_auth_subject_dn": "x509.subjectdn",  # Keycloak's X509ClientAuthenticator.ATTR_SUBJECT_DN
     "backchannel_logout_uri": "backchannel.logout.url",
     "frontchannel_logout_uri": "frontchannel.logout.url",
     "backchannel_token_delivery_mode": "ciba.backchannel.token.delivery.mode",
@@ -140,12 +142,17 @@ def to_internal(meta):
     elif jwks_uri is not None:
         attrs.update({"use.jwks.url": "true", "jwks.url": jwks_uri})
         key_set = True
-    if method == "private_key_jwt" and not key_set:
+    if method in ("private_key_jwt", "self_signed_tls_client_auth") and not key_set:
         raise _invalid()  # "Didn't find key of supported keyType for use sig"
     for name, attribute in STRING_ATTRIBUTES.items():
         value = _str(meta, name)
         if value is not None:
             attrs[attribute] = value
+    if "x509.subjectdn" in attrs:
+        # RFC 8705 §2.1.2: the DN itself, never a pattern (Keycloak's DescriptionConverter too).
+        attrs["x509.allow.regex.pattern.comparison"] = "false"
+    elif method == "tls_client_auth":
+        raise _invalid()  # a client no certificate could ever authenticate
     for name, attribute in LIST_ATTRIBUTES.items():
         value = _list(meta, name)
         if value is not None:

@@ -48,6 +48,13 @@ def _is_trusted(address, networks):
     return any(ip in net for net in networks)
 
 
+def from_trusted_proxy(request) -> bool:
+    """Whether the TCP peer is one of ``IDP_TRUSTED_PROXIES``: only then are the headers a proxy
+    sets (forwarded address and scheme, client certificate) believed."""
+    networks = trusted_proxies()
+    return bool(networks) and _is_trusted(request.META.get("REMOTE_ADDR", ""), networks)
+
+
 def client_address(request) -> str:
     peer = request.META.get("REMOTE_ADDR", "")
     networks = trusted_proxies()
@@ -81,8 +88,7 @@ def is_secure(request) -> bool:
     from anyone else is ignored: a plain-HTTP client cannot claim HTTPS."""
     if request.META.get("wsgi.url_scheme") == "https":
         return True
-    networks = trusted_proxies()
-    if not networks or not _is_trusted(request.META.get("REMOTE_ADDR", ""), networks):
+    if not from_trusted_proxy(request):
         return False
     # The nearest proxy (ours, trusted) has the last word when several appended to the header.
     proto = request.META.get("HTTP_X_FORWARDED_PROTO", "").split(",")[-1].strip().lower()

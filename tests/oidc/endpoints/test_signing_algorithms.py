@@ -103,7 +103,6 @@ def test_an_algorithm_the_server_cannot_sign_with_is_refused_at_import(db, alg):
     ({"user.info.encrypted.response.enc": "A128GCM"}, "user.info.encrypted.response.enc needs"),
     ({"user.info.response.signature.alg": "none"}, "Unsupported value of user.info.response.signature.alg"),
     ({"authorization.encrypted.response.alg": "RSA-OAEP"}, "encrypted authorization responses are not supported"),
-    ({"tls.client.certificate.bound.access.tokens": "true"}, "certificate-bound tokens"),
 ])
 def test_a_client_asking_for_what_is_not_served_is_refused_at_import(db, attributes, message):
     name = "a" + uuid.uuid4().hex[:10]

@@ -117,10 +117,11 @@ def test_public_client_jwks_and_private_key_jwt(admin, acme):
     ({"redirect_uris": [REDIRECT], "logo_uri": "nope"}, "invalid_client_metadata", "Logo URL is not a valid URL"),
     ({"redirect_uris": [REDIRECT], "backchannel_token_delivery_mode": "push"}, "invalid_client_metadata",
      "Client metadata invalid"),
+    ({"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "tls_client_auth"}, "invalid_client_metadata",
+     "Client metadata invalid"),
+    ({"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "self_signed_tls_client_auth"},
+     "invalid_client_metadata", "Client metadata invalid"),
     # Asked for and not served: refused, never a client given bearer or clear-text tokens it did not ask for.
-    ({"redirect_uris": [REDIRECT], "tls_client_certificate_bound_access_tokens": True}, "invalid_client_metadata",
-     "attributes: Unsupported value of tls.client.certificate.bound.access.tokens: certificate-bound tokens "
-     "(mutual TLS) are not supported"),
     ({"redirect_uris": [REDIRECT], "id_token_encrypted_response_alg": "RSA1_5"}, "invalid_client_metadata",
      "attributes: Unsupported value of id.token.encrypted.response.alg: 'RSA1_5'; one of: RSA-OAEP, RSA-OAEP-256, "
      "ECDH-ES, ECDH-ES+A128KW, ECDH-ES+A192KW, ECDH-ES+A256KW"),

@@ -64,13 +64,13 @@ def test_admin_api_update_refused(master_api, acme):  # noqa: F811
     assert old.client_authenticator_type == "client-jwt" and old.consent_required
 
 
-def test_mutual_tls_profile_refused_while_mutual_tls_is_not_served(master_api, acme):  # noqa: F811
+def test_mutual_tls_profile_binds_tokens_to_client_certificates(master_api, acme):  # noqa: F811
     policy = {"policies": [{**DPOP_POLICY["policies"][0], "profiles": ["fapi-2-security-profile"]}]}
     assert master_api("put", "acme/client-policies/policies", policy).status_code == 204
     resp = master_api("post", "acme/clients", {"clientId": "bank", "redirectUris": ["https://bank.example/cb"]})
-    assert resp.status_code == 400
-    assert resp.json()["error"] == "invalid_client_metadata"
-    assert "tls.client.certificate.bound.access.tokens" in resp.json()["error_description"]
+    assert resp.status_code == 201, resp.content
+    bank = Client.objects.get(realm=acme, client_id="bank")
+    assert bank.attributes["tls.client.certificate.bound.access.tokens"] == "true"
 
 
 def test_dynamic_registration(master_api, acme):  # noqa: F811

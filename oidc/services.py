@@ -77,7 +77,7 @@ def discovery_document(realm, issuer):
         "response_types_supported": list(RESPONSE_TYPES.values()),
         "response_modes_supported": list(RESPONSE_MODES),
         "authorization_response_iss_parameter_supported": True,  # RFC 9207: every response carries iss
-        "subject_types_supported": ["public"],
+        "subject_types_supported": ["public", "pairwise"],  # pairwise: oidc-sha256-pairwise-sub-mapper
         "id_token_signing_alg_values_supported": list(tokens.TOKEN_ALGS),
         "id_token_encryption_alg_values_supported": list(jose.JWE_ALGS),
         "id_token_encryption_enc_values_supported": list(jose.JWE_ENCS),
@@ -98,7 +98,9 @@ def discovery_document(realm, issuer):
                              "at_hash", "c_hash"],
         # Keycloak's: the levels of the built-in flows, then the names of the realm's ACR-to-LoA mapping.
         "acr_values_supported": ["0", "1", *[name for name in loa.acr_loa_map(realm) if name not in ("0", "1")]],
-        "claims_parameter_supported": False,
+        # Honoured as Keycloak does: an essential acr, and standard claims through the client's
+        # oidc-claims-param-token-mapper / oidc-claims-param-value-idtoken-mapper.
+        "claims_parameter_supported": True,
         # RFC 9101 and RFC 9126 (oidc.request_object, oidc.par): objects by value, by a registered
         # reference or pushed; which are required is per client.
         "request_parameter_supported": True,
@@ -176,7 +178,7 @@ def live_subject(realm_config, claims, *, check_revoked=False, fresh_user=False,
         return None
     if sid:
         user_session = sessions.get_valid_session(realm_config.realm, sid, found.get(session_key))
-        if user_session is None or user_session.user_id != claims.get("sub"):
+        if user_session is None or config.subject(user_session.user_id) != claims.get("sub"):
             return None
         if fresh_user:
             user = sessions.user_with_client_session(user_session, config.client)
@@ -187,11 +189,20 @@ def live_subject(realm_config, claims, *, check_revoked=False, fresh_user=False,
             user = user_session.user
     else:
         user_session = None
-        user = User.objects.filter(pk=claims.get("sub"), realm=realm_config.realm).first()
+        user = _sessionless_user(realm_config, config, claims.get("sub"))
     if user is None or not user.enabled:
         return None
     user.realm = realm_config.realm
     return user, user_session, config
+
+
+def _sessionless_user(realm_config, config, sub):
+    """The user a token without a session names: a pairwise ``sub`` cannot be reversed, and such
+    tokens are the client's service account's."""
+    if config.pairwise is None:
+        return User.objects.filter(pk=sub, realm=realm_config.realm).first()
+    found = config.service_account()
+    return found[0] if found and config.subject(found[0].pk) == sub else None
 
 
 def _bearer(request, params):

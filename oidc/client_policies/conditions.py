@@ -138,7 +138,8 @@ def updater_context(config, event, client, ctx):
 
 def client_attributes(config, event, client, ctx):
     attributes = client.attributes or {}
-    return all(attributes.get(a["key"]) == a["value"] for a in config["attributes"])
+    wanted = config["attributes"]  # none configured matches no client, as in Keycloak
+    return bool(wanted) and all(attributes.get(a["key"]) == a["value"] for a in wanted)
 
 
 def grant_type(config, event, client, ctx):

@@ -56,6 +56,7 @@ def test_client_roles(realm, clients):
 def test_client_attributes(realm, clients):
     gold = [{"condition": "client-attributes", "configuration": {"attributes": '[{"key": "tier", "value": "gold"}]'}}]
     assert applies(realm, "web", gold) and not applies(realm, "spa", gold)
+    assert not applies(realm, "web", [{"condition": "client-attributes", "configuration": {"attributes": "[]"}}])
 
 
 def test_grant_type(realm, clients):

@@ -150,3 +150,31 @@ def test_authentication_events_name_the_method(http, realm, proxied, tls_cert, s
     from realms.models import Event
     methods = [e.details.get("client_auth_method") for e in Event.objects.filter(realm=realm, type="CLIENT_LOGIN")]
     assert sorted(methods) == ["self_signed_tls_client_auth", "tls_client_auth"], json.dumps(methods)
+
+
+def test_self_signed_by_keys_at_the_jwks_url(http, realm, proxied, self_cert, outbound_loopback, monkeypatch):
+    """A ``jwks.url`` is fetched and cached as for private_key_jwt; a key rotated in since is
+    found by fetching it again once (here without private_key_jwt's minimum interval between fetches)."""
+    from oidc import client_auth
+    from tests.servers import Receiver
+
+    rotated = Pki.self_signed("CN=self-app")
+    jwks = Receiver()
+    jwks.script = [(200, {"Content-Type": "application/json"}, json.dumps({"keys": [self_cert.jwk]}).encode()),
+                   (200, {"Content-Type": "application/json"},
+                    json.dumps({"keys": [self_cert.jwk, rotated.jwk]}).encode())]
+    try:
+        client = Client.objects.get(realm=realm, client_id="self-app")
+        client.attributes = {"use.jwks.url": "true", "jwks.url": jwks.url("/jwks")}
+        client.save()
+        realm_cache.clear()
+        client_auth._jwks_by_url.clear()
+        monkeypatch.setattr(client_auth, "JWKS_REFETCH_MIN_INTERVAL", 0)
+        assert client_credentials(http, realm, "self-app", self_cert).status_code == 200
+        assert client_credentials(http, realm, "self-app", rotated).status_code == 200
+        assert len(jwks.requests) == 2
+        jwks.default = (200, {"Content-Type": "application/json"}, json.dumps({"keys": [rotated.jwk]}).encode())
+        refused(client_credentials(http, realm, "self-app", Pki.self_signed("CN=stranger")))
+    finally:
+        jwks.close()
+        client_auth._jwks_by_url.clear()

@@ -8,7 +8,9 @@ import uuid
 import pytest
 from jwcrypto import jwe, jwk, jwt
 
+from oidc import client_auth
 from realms.representation import import_realm
+from tests.oidc.jwt_grant.conftest import JwksServer
 
 from .conftest import SECRET, basic, token_url, url
 
@@ -122,3 +124,31 @@ def test_discovery_lists_what_is_served(db, http):
         assert "RSA1_5" not in doc[f"{prefix}_encryption_alg_values_supported"]
         assert {"RSA-OAEP", "RSA-OAEP-256", "ECDH-ES"} <= set(doc[f"{prefix}_encryption_alg_values_supported"])
         assert {"A128GCM", "A256GCM", "A128CBC-HS256"} <= set(doc[f"{prefix}_encryption_enc_values_supported"])
+
+
+@pytest.fixture
+def client_jwks():
+    """The client's JWKS served on loopback: its keys as ``keys``, fetched through the SSRF-safe client."""
+    server = JwksServer()
+    yield server
+    server.close()
+    client_auth._jwks_by_url.pop((server.url, "enc"), None)
+
+
+def test_the_key_comes_from_the_client_jwks_url(db, http, outbound_loopback, client_jwks):
+    key = jwk.JWK.generate(kty="RSA", size=2048, kid="from-url", use="enc")
+    client_jwks.keys = [key]
+    realm = _realm({"id.token.encrypted.response.alg": "RSA-OAEP", "use.jwks.url": "true", "jwks.url": client_jwks.url})
+    body = _password_grant(http, realm).json()
+    header, _ = _decrypt(body["id_token"], key)
+    assert header["kid"] == "from-url"
+    _password_grant(http, realm)
+    assert client_jwks.hits == 1  # cached, as the client's signing keys are
+
+
+def test_a_jwks_url_the_outbound_rules_refuse_is_never_used(db, http, client_jwks):
+    client_jwks.keys = [jwk.JWK.generate(kty="RSA", size=2048, kid="from-url", use="enc")]
+    realm = _realm({"id.token.encrypted.response.alg": "RSA-OAEP", "use.jwks.url": "true", "jwks.url": client_jwks.url})
+    answer = _password_grant(http, realm)
+    assert (answer.status_code, answer.json()["error"]) == (400, "invalid_client")
+    assert client_jwks.hits == 0  # loopback: refused before any request

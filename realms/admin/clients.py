@@ -9,6 +9,7 @@ from django.utils.html import format_html_join
 from django.utils.safestring import mark_safe
 
 from ..models import Client, ClientScopeLink, IdentityProvider, ProtocolMapper, Role, UserSession
+from ..representation.client_policies import client_write_refusal
 from ..representation.services import add_default_client_scopes
 from ..signin import engine
 from ..users.accounts import enable_service_account
@@ -22,7 +23,8 @@ OIDC = "openid-connect"
 PROTOCOL_NAMES = {OIDC: "OpenID Connect", "saml": "SAML"}
 # Keycloak's client authenticators that the token endpoint checks (oidc.client_auth).
 CLIENT_AUTHENTICATORS = [("client-secret", "Client Id and Secret"), ("client-jwt", "Signed JWT"),
-                         ("client-secret-jwt", "Signed JWT with client secret")]
+                         ("client-secret-jwt", "Signed JWT with client secret"), ("client-x509", "X509 Certificate"),
+                         ("client-x509-self-signed", "Self-signed X509 certificate")]
 
 class _Switch(Key):
     """A client attribute switched by a checkbox: "true" when ticked; unticked, "false" where the
@@ -116,10 +118,22 @@ REQUEST_SETTINGS = {
         help_text="The URLs a request_uri may name, one per line (wildcards as in redirect URIs); none: a "
                   "request object is never fetched."), omit_empty=True),
 }
+# Keycloak's X509 Certificate authenticator setting (Credentials) and certificate-bound tokens (Advanced).
+MUTUAL_TLS = {
+    "x509_subject_dn": Key("attributes", "x509.subjectdn", forms.CharField(
+        label="Subject DN", required=False,
+        help_text="X509 Certificate authenticator: the subject DN of the client's certificate, a regular "
+                  "expression unless x509.allow.regex.pattern.comparison is false (then exactly, RFC 2253)."),
+        omit_empty=True),
+    "tls_bound_access_tokens": _switch(
+        "tls.client.certificate.bound.access.tokens", "OAuth 2.0 Mutual TLS Certificate Bound Access Tokens Enabled",
+        "Access and refresh tokens are bound to the client certificate of the token request (RFC 8705); every "
+        "later use of them needs that certificate."),
+}
 # What only OpenID Connect clients have (the SAML section comes from saml.admin).
 OIDC_ONLY = {"public_client", "bearer_only", "client_authenticator_type", "standard_flow_enabled",
              "implicit_flow_enabled", "direct_access_grants_enabled", "service_accounts_enabled", "web_origins",
-             "secret_status", *CAPABILITY_SWITCHES, *REQUEST_SETTINGS}
+             "secret_status", *CAPABILITY_SWITCHES, *REQUEST_SETTINGS, *MUTUAL_TLS}
 
 
 def protocol_choices():
@@ -175,8 +189,18 @@ class ClientFormBase(KeyedJsonForm):
             raise ValidationError("A client is either public or bearer-only, not both.")
         return cleaned
 
+    def _post_clean(self):
+        # The realm's client policies auto-configure the client or refuse it, as at the Admin API.
+        super()._post_clean()
+        if self.errors or self.instance.realm_id is None:
+            return
+        refusal = client_write_refusal(self.instance.realm, self.instance, created=self.instance._state.adding,
+                                       authenticator_given="client_authenticator_type" in self.fields)
+        if refusal:
+            self.add_error(None, f"{refusal[1]} ({refusal[0]})")
 
-ClientForm = keyed_form("ClientForm", ClientFormBase, {**CAPABILITY_SWITCHES, **REQUEST_SETTINGS})
+
+ClientForm = keyed_form("ClientForm", ClientFormBase, {**CAPABILITY_SWITCHES, **REQUEST_SETTINGS, **MUTUAL_TLS})
 
 
 @admin.register(Client)
@@ -204,11 +228,12 @@ class ClientAdmin(ConsoleAdmin):
             *CAPABILITY_SWITCHES,
         )}),
         ("Login settings", {"classes": ("tab-settings",), "fields": ("consent_required", "frontchannel_logout")}),
-        ("Client secret", {"classes": ("tab-credentials",), "fields": ("secret_status",)}),
+        ("Client secret", {"classes": ("tab-credentials",), "fields": ("secret_status", "x509_subject_dn")}),
         ("Dedicated scope", {"classes": ("tab-client-scopes",), "fields": ("full_scope_allowed", "scope_roles")}),
         ("Sessions", {"classes": ("tab-sessions",), "fields": ("sessions",)}),
         ("Pushed authorization and request objects", {"classes": ("tab-advanced",), "fields": (
             *REQUEST_SETTINGS,)}),
+        ("Mutual TLS", {"classes": ("tab-advanced",), "fields": ("tls_bound_access_tokens",)}),
         ("Advanced", {"classes": ("tab-advanced",), "fields": (
             "attributes", "authentication_flow_binding_overrides", "node_re_registration_timeout",
             "not_before", "surrogate_auth_required", "id", "created_at",

@@ -56,3 +56,24 @@ def test_plain_attributes_cannot_overwrite_the_documents(console, acme):  # noqa
     assert acme.display_name == "kept"
     assert cp.stored_policies(acme.attributes) == OWN_POLICY
     assert acme.attributes["frontendUrl"] == "https://x.example"
+
+
+def test_client_written_in_the_console_is_under_the_policies(console, acme):  # noqa: F811
+    from realms.models import Client
+
+    acme.attributes = cp.store({}, cp.parse_policies({"policies": [{
+        "name": "fapi", "enabled": True, "conditions": [{"condition": "any-client"}],
+        "profiles": ["fapi-2-dpop-security-profile"]}]}), None)
+    acme.save()
+    console.get(f"/admin/master/console/realms/client/?realm__id__exact={acme.pk}")
+    add = "/admin/master/console/realms/client/add/"
+    response = submit(console, add, "client_form", {"client_id": "bank", "redirect_uris": "https://bank.example/cb"})
+    assert any("Invalid client metadata: token_endpoint_auth_method (invalid_client_metadata)" in e
+               for e in errors_of(response)), errors_of(response)
+    assert not Client.objects.filter(realm=acme, client_id="bank").exists()
+    response = submit(console, add, "client_form", {"client_id": "bank", "redirect_uris": "https://bank.example/cb",
+                                                    "client_authenticator_type": "client-jwt"})
+    assert not errors_of(response), errors_of(response)
+    bank = Client.objects.get(realm=acme, client_id="bank")
+    assert bank.consent_required and not bank.full_scope_allowed  # auto-configured by the profile
+    assert bank.attributes["dpop.bound.access.tokens"] == "true"

@@ -9,16 +9,19 @@ through the ORM, so cascades and the signals that drop cached copies still happe
 
 Action tokens have nothing to purge: a used token's id is kept in the shared cache only until
 the token expires (``realms.http.action_tokens``)."""
+import logging
 import time
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from .models import Client, Event, RealmKey, UserSession
 from .registry import Registry
 from .sso import sessions
+
+logger = logging.getLogger(__name__)
 
 # name -> expired(now): a QuerySet of the rows to delete. Apps add theirs from AppConfig.ready().
 _purges = Registry("purges")
@@ -36,7 +39,14 @@ def run(now=None, batch=None, seconds=None):
     now = now or timezone.now()
     batch = batch if batch is not None else getattr(settings, "IDP_PURGE_BATCH", DEFAULT_BATCH)
     seconds = seconds if seconds is not None else getattr(settings, "IDP_PURGE_SECONDS", DEFAULT_SECONDS)
-    return {name: delete_bounded(_purges[name](now), batch, seconds) for name in sorted(_purges)}
+    counts = {}
+    for name in sorted(_purges):
+        try:
+            counts[name] = delete_bounded(_purges[name](now), batch, seconds)
+        except DatabaseError:
+            # One purge's failure (a lock timeout, a dropped connection) must not stop the others.
+            logger.exception("purge %s failed; it is tried again at the next run", name)
+    return counts
 
 
 def delete_bounded(queryset, batch, seconds):
@@ -46,7 +56,9 @@ def delete_bounded(queryset, batch, seconds):
     model, deleted = queryset.model, 0
     label = model._meta.label
     while True:
-        ids = list(queryset.order_by("pk").values_list("pk", flat=True)[:batch])
+        # No ORDER BY: the first ``batch`` matches, found through the filter's index, not a sort
+        # of every expired row (Event sorts by time by default).
+        ids = list(queryset.order_by().values_list("pk", flat=True)[:batch])
         if not ids:
             return deleted
         with transaction.atomic():

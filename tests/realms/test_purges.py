@@ -86,6 +86,18 @@ def test_expired_sessions_go_live_ones_stay_and_their_cached_copies_are_dropped(
     assert purges.run(timezone.now() + timedelta(days=31))["realms.sessions"] == 2
 
 
+def test_a_purge_that_fails_does_not_stop_the_others(realm, monkeypatch):
+    from django.db import OperationalError
+
+    def broken(now):
+        raise OperationalError("lock timeout")
+
+    monkeypatch.setitem(purges._purges, "realms.aaa", broken)
+    _events(realm, 2, expires_at=timezone.now() - DAY)
+    counts = purges.run()
+    assert "realms.aaa" not in counts and counts["realms.events"] == 2
+
+
 def test_the_beat_task_runs_every_registered_purge(realm):
     _events(realm, 2, expires_at=timezone.now() - DAY)
     counts = purge.apply().get()

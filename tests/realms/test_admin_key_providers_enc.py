@@ -106,3 +106,23 @@ def test_an_import_reports_keys_not_served(component, warning):
     result = import_realm({"realm": "keys-bad", "components": {KEY_PROVIDER: [{"name": "k", **component}]}})
     assert any(warning in w for w in result.warnings), result.warnings
     assert not RealmKey.objects.filter(realm=result.realm, provider_name="k").exists()
+
+
+@pytest.mark.parametrize("attributes, message", [
+    ({"id.token.encrypted.response.alg": "RSA1_5"}, "Unsupported value of id.token.encrypted.response.alg"),
+    ({"user.info.encrypted.response.alg": "RSA-OAEP", "user.info.encrypted.response.enc": "A128KW"},
+     "Unsupported value of user.info.encrypted.response.enc"),
+    ({"user.info.response.signature.alg": "none"}, "Unsupported value of user.info.response.signature.alg"),
+    ({"request.object.encryption.alg": "RSA1_5"}, "Unsupported value of request.object.encryption.alg"),
+])
+def test_admin_api_refuses_a_client_asking_for_what_is_not_served(master_api, acme, attributes, message):
+    resp = master_api("post", "acme/clients", {"clientId": "enc-app", "attributes": attributes})
+    assert resp.status_code == 400 and message in resp.json()["errorMessage"]
+
+
+def test_admin_api_accepts_a_client_asking_for_what_is_served(master_api, acme):
+    resp = master_api("post", "acme/clients", {"clientId": "enc-app", "attributes": {
+        "id.token.encrypted.response.alg": "RSA-OAEP-256", "id.token.encrypted.response.enc": "A256GCM",
+        "user.info.response.signature.alg": "HS512", "access.token.signed.response.alg": "HS256",
+        "request.object.encryption.alg": "RSA-OAEP", "request.object.encryption.enc": "A128CBC-HS256"}})
+    assert resp.status_code == 201, resp.content

@@ -8,7 +8,6 @@ from django.db import transaction
 from rest_framework import status
 from rest_framework.response import Response
 
-from ..http.messages import Message
 from ..users import profile, user_profile
 from ..users.profile import config as upconfig
 from ..users.profile.validators import ConfigError
@@ -45,30 +44,18 @@ def _field_error(name, message):
 
 
 def check_user(realm, data, fields, user=None):
-    """A user representation written through the Admin API checked against the profile (the
-    USER_API context): the errors answered as Keycloak answers them (400, one error as
-    ``{"field", "errorMessage", "params"}``, several under ``errors``), or None. When the
-    representation has ``attributes``, ``fields["attributes"]`` becomes the user's attributes as
-    the profile lets an administrator write them (the rest kept, unmanaged ones as the policy says)."""
-    prof = profile.Profile(realm, profile.USER_API)
-    final = {name: [fields[attr] if attr in fields else getattr(user, attr, "") or ""]
-             for name, attr in user_profile.FIELDS}
-    stored = dict(user.attributes or {}) if user is not None else {}
+    """A user representation written through the Admin API checked against the profile: the
+    errors answered as Keycloak answers them (400, one error as ``{"field", "errorMessage",
+    "params"}``, several under ``errors``), or None; with ``attributes`` in the representation,
+    ``fields["attributes"]`` becomes what the profile lets an administrator write."""
     given = profile.as_lists(data.get("attributes")) if isinstance(data.get("attributes"), dict) else None
-    problems = []
-    if given is not None:
-        fields["attributes"], refused = prof.merge_attributes(stored, given)
-        problems += [_field_error(name, Message("error-user-attribute-read-only", prof.by_name[name].display_name))
-                     for name in refused]
-    values = {**final, **(fields.get("attributes", stored))}
-    # A value the representation does not change is not checked again (a user stored before the
-    # profile changed stays editable), except that a required attribute must be there.
-    changed = {name for name, attr in user_profile.FIELDS if attr in fields} | set(given or ())
-    unchanged = {a.name for a in prof.attributes if a.name not in changed and not a.required}
-    problems += [_field_error(name, message) for name, message in prof.check(values, skip=unchanged)]
+    attributes, problems = user_profile.check_admin_write(realm, fields, given, user)
+    if attributes is not None:
+        fields["attributes"] = attributes
     if not problems:
         return None
-    return Response(problems[0] if len(problems) == 1 else {"errors": problems}, status=status.HTTP_400_BAD_REQUEST)
+    body = [_field_error(name, message) for name, message in problems]
+    return Response(body[0] if len(body) == 1 else {"errors": body}, status=status.HTTP_400_BAD_REQUEST)
 
 
 def with_metadata(request, realm, rep):

@@ -31,7 +31,7 @@ from ..models import Credential, FederatedIdentity, User
 from ..signin import engine, passwords
 from ..signin.flows import REQUIRED, Authenticator, Outcome, register_authenticator
 from ..signin.views import original_session
-from ..users import accounts, storage, user_profile
+from ..users import accounts, profile, storage, user_profile
 from ..users.actions import register_required_action
 from . import broker, context, linking
 from .linking import VERIFY_LINK, clear_verified, mark_verified, take_verified
@@ -42,6 +42,7 @@ logger = logging.getLogger("idp.broker")
 ENFORCE_UPDATE_PROFILE = "ENFORCE_UPDATE_PROFILE"
 EMAIL_CHANGED = "UPDATE_PROFILE_EMAIL_CHANGED"
 USERNAME_CHANGED = "UPDATE_PROFILE_USERNAME_CHANGED"
+PROFILE_ATTRIBUTES = "profile_attributes"  # in the identity's context: the review's answers
 REGISTERED_NEW_USER, OVERRIDE_LINK = broker.REGISTERED_NEW_USER, broker.OVERRIDE_LINK
 # The attribute the existing account shares with the identity: [name, value] (the rest of
 # Keycloak's ExistingUserInfo; its id is context.EXISTING_USER).
@@ -141,7 +142,7 @@ def _review_errors(realm, identity, data):
     """The profile's errors for ``data``; a username or e-mail another account has is no error
     while it is the provider's own (Keycloak's validators compare with the identity's value):
     the steps after the review decide what an existing account means."""
-    cleaned, errors = user_profile.validate(realm, None, data)
+    cleaned, errors = user_profile.validate(realm, None, data, profile.IDP_REVIEW)
     submitted = {name: (data.get(name) or "").strip().lower() for name in ("username", "email")}
     for name, key in (("username", "usernameExistsMessage"), ("email", "emailExistsMessage")):
         if errors.get(name) == key and submitted[name] == (_values(identity)[name] or "").lower():
@@ -169,6 +170,8 @@ class ReviewProfile(BrokerStep):
     def page(self, ctx, values, errors=None, status=200):
         return ctx.render("login-update-profile.html", {
             "values": values, "errors": errors or {}, "username_editable": True, "email_editable": True,
+            "profile": user_profile.form(ctx.realm, profile.IDP_REVIEW, values, errors or {},
+                                         profile.requested_scopes(ctx.auth_session)),
             "show_username": not ctx.realm.registration_email_as_username})
 
     def _required(self, ctx, identity):
@@ -183,7 +186,7 @@ class ReviewProfile(BrokerStep):
         return Outcome.success()
 
     def answer(self, ctx, idp, identity):
-        values = {name: ctx.params.get(name, "") for name, _ in user_profile.FIELDS}
+        values = user_profile.submitted(ctx.realm, ctx.params)
         cleaned, errors = _review_errors(ctx.realm, identity, ctx.params)
         if errors:
             return Outcome.challenge(self.page(ctx, values, errors))
@@ -200,6 +203,7 @@ class ReviewProfile(BrokerStep):
             notes[USERNAME_CHANGED] = "true"
         identity.username, identity.email = cleaned["username"], cleaned["email"]
         identity.first_name, identity.last_name = cleaned["first_name"], cleaned["last_name"]
+        identity.context[PROFILE_ATTRIBUTES] = cleaned.get("attributes", {})  # the profile's own, for the new user
         context.keep(ctx.auth_session, idp, identity)
         notes[ENFORCE_UPDATE_PROFILE] = "true"  # shown again if the person comes back to it
         return Outcome.success()
@@ -277,7 +281,7 @@ class CreateUserIfUnique(BrokerStep):
         if found is None:
             user = accounts.create_user(
                 realm, username, email=identity.email.lower(), first_name=identity.first_name,
-                last_name=identity.last_name,
+                last_name=identity.last_name, attributes=identity.context.get(PROFILE_ATTRIBUTES, {}),
                 email_verified=bool(identity.email and identity.email_verified and notes.get(EMAIL_CHANGED) != "true"),
                 required_actions=["UPDATE_PASSWORD"] if ctx.config.get(REQUIRE_PASSWORD_UPDATE) == "true" else [])
             ctx.set_user(user)

@@ -13,8 +13,9 @@ from ..audit import admin_events
 from ..credentials import password_policy
 from ..data import rows
 from ..data.user_queries import listed_count
+from ..http import messages
 from ..models import Group, User
-from ..users import storage
+from ..users import storage, user_profile
 from ..users.accounts import create_user
 from .errors import ScimError
 from .filters import Field
@@ -52,6 +53,20 @@ def _with_external_id(attributes, doc):
     else:
         attributes.pop("externalId", None)
     return attributes
+
+
+_SCIM_NAMES = {"username": "userName", "email": "emails.value", "firstName": "name.givenName",
+               "lastName": "name.familyName"}
+
+
+def _check_profile(realm, fields, user):
+    """The realm's user profile as an administrator writes it (``users.user_profile``): a value
+    its validators refuse, or an attribute it requires that SCIM does not carry, is a 400."""
+    _, problems = user_profile.check_admin_write(realm, fields, None, user)
+    if problems:
+        detail = "; ".join(f"{_SCIM_NAMES.get(name, name)}: "
+                           f"{messages.text(realm, messages.FALLBACK_LOCALE, m.key, *m.args)}" for name, m in problems)
+        raise ScimError(400, detail, "invalidValue")
 
 
 def version(doc):
@@ -136,6 +151,7 @@ class UserResource:
             raise ScimError(409, "User exists with same email", "uniqueness")
         fields = {"username": username, "first_name": _text(_get(name, "givenName"), "name.givenName"),
                   "last_name": _text(_get(name, "familyName"), "name.familyName"), "email": email}
+        _check_profile(realm, fields, user)
         try:
             with rows.batch():  # a new user's rows in one round trip, after the password's hash
                 created = user is None

@@ -10,6 +10,7 @@ from the declarative profile (``realms.users.profile``)."""
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 
+from ..http.messages import Message
 from ..models import User
 from . import profile
 from .actions import action_enabled
@@ -149,6 +150,33 @@ def validate(realm, user, data, context=None, scopes=()):
 def _required(prof, name):
     attr = prof.by_name.get(name)
     return attr is not None and attr.required
+
+
+def check_admin_write(realm, fields, given, user=None):
+    """An administrator's write (the Admin API, SCIM) checked against the profile: ``fields`` the
+    model fields it sets, ``given`` the attributes it sends ({name: [values]}, None when it sends
+    none), ``user`` None for a creation. Returns (the user's attributes to store, or None when
+    ``given`` is None; errors ``[(attribute, Message)]``). A value the write does not change is not
+    checked again (a user stored before the profile changed stays editable), except that a
+    required attribute must be there."""
+    prof = profile.Profile(realm, profile.USER_API)
+    stored = dict(user.attributes or {}) if user is not None else {}
+    final = {name: [fields[attr] if attr in fields else getattr(user, attr, "") or ""] for name, attr in FIELDS}
+    attributes, problems = None, []
+    if given is not None:
+        attributes, refused = prof.merge_attributes(stored, given)
+        problems += [(name, Message("error-user-attribute-read-only", prof.by_name[name].display_name))
+                     for name in refused]
+    changed = {name for name, attr in FIELDS if attr in fields} | set(given or ())
+    unchanged = {a.name for a in prof.attributes if a.name not in changed and not a.required}
+    problems += prof.check({**final, **(attributes if attributes is not None else stored)}, skip=unchanged)
+    return attributes, problems
+
+
+def incomplete(realm, user, scopes=()):
+    """Whether ``user`` as stored does not satisfy the realm's profile (a required attribute
+    missing, a value its validators refuse): what VERIFY_PROFILE asks the user to complete."""
+    return bool(validate(realm, user, values(user), profile.UPDATE_PROFILE, scopes)[1])
 
 
 def check_email(realm, user, email, required=True):

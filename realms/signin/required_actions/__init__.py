@@ -11,8 +11,9 @@ from .update_password import UpdatePassword
 from .update_profile import UpdateProfile
 from .update_user_locale import UpdateUserLocale
 from .verify_email import VerifyEmail
+from .verify_profile import VerifyProfile
 from .webauthn_register import WebAuthnRegister, WebAuthnRegisterPasswordless
 
 BUILTIN = (UpdatePassword, ConfigureTotp, ConfigureRecoveryCodes, UpdateProfile, TermsAndConditions,
            DeleteCredential, VerifyEmail, WebAuthnRegister, WebAuthnRegisterPasswordless, UpdateEmail,
-           UpdateUserLocale, DeleteAccount)
+           UpdateUserLocale, DeleteAccount, VerifyProfile)

@@ -34,7 +34,7 @@ class UpdateProfile(RequiredAction):
             user.save()
         except StoreRefused as exc:  # the user's directory refused the change: nothing was saved
             return Outcome.challenge(self.challenge(ctx, values=values, refused=exc.detail))
-        details = {"context": "UPDATE_PROFILE"}
+        details = {"context": self.provider_id}
         if previous is not None:
             events.emit(ctx.realm, "UPDATE_EMAIL", client_id=ctx.client.client_id, user_id=user.pk,
                         ip_address=ctx.ip_address, details={"previous_email": previous, "updated_email": user.email})

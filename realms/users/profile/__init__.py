@@ -93,7 +93,7 @@ class Profile:
         will be), the attributes in ``skip`` already reported."""
         errors = []
         for attr in self.attributes:
-            if attr.name in skip:
+            if attr.name in skip or not attr.editable:  # a value this context cannot change is not its to refuse
                 continue
             given = [v for v in values.get(attr.name, []) if v not in (None, "")]
             if attr.required and not given:

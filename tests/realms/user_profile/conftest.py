@@ -30,7 +30,8 @@ def acme(realm):
 
 
 @pytest.fixture
-def profiled(acme):
+def profiled(acme, admin):
+    # after the administrator's sign-in: VERIFY_PROFILE would stop it (no department), as in Keycloak
     upconfig.store(acme, profile_with(DEPARTMENT))
     return acme
 

@@ -141,3 +141,29 @@ def test_admin_only_attribute_is_hidden_from_the_user_and_read_only_there(acme, 
     assert call(access, "post", "", {**body, "attributes": {"department": ["Sales"]}}).status_code == 204
     bob.refresh_from_db()
     assert bob.attributes == {"badge": ["7"], "clearance": ["top"], "department": ["Sales"]}
+
+
+def test_a_user_missing_a_required_attribute_is_sent_through_verify_profile(profiled, web_app, bob):
+    http = HttpClient()
+    page = sign_in(http)  # bob has no department (nor names): the profile asks for them
+    assert 'id="kc-update-profile-form"' in html(page)
+    assert re.search(r'id="input-error-department"[^>]*>Please specify this field.<', html(page))
+    bob.refresh_from_db()
+    assert bob.required_actions == ["VERIFY_PROFILE"]
+    form = {"username": "bob", "email": "bob@example.com", "firstName": "Bob", "lastName": "B"}
+    resp = http.post(form_action(page), {**form, "department": "ops"})
+    assert re.search(r'id="input-error-department"[^>]*>Invalid value.<', html(resp))
+    done = http.post(form_action(page), {**form, "department": "Ops"})
+    assert redirect_query(done)["code"]
+    bob.refresh_from_db()
+    assert bob.required_actions == [] and bob.attributes == {"department": ["Ops"]}
+    assert redirect_query(sign_in(HttpClient()))["code"]  # complete now: not asked again
+
+
+def test_verify_profile_asked_of_a_complete_user_is_done_at_once(profiled, web_app, bob):
+    bob.first_name, bob.last_name, bob.attributes = "Bob", "B", {"department": ["Ops"]}
+    bob.save()
+    must(bob, "VERIFY_PROFILE")
+    assert redirect_query(sign_in(HttpClient()))["code"]
+    bob.refresh_from_db()
+    assert bob.required_actions == []

@@ -1,7 +1,8 @@
 """Client profile executors (Keycloak's provider ids, configuration keys and refusals). Each one
 checks requests at the events it acts on (``run``: raises the OAuthError Keycloak answers) and the
 client being registered or updated (``write``: auto-configures it when asked to, else refuses a
-client that breaks its rule with ``invalid_client_metadata``)."""
+client that breaks its rule with Keycloak's error, mostly ``invalid_client_metadata``). A
+configuration key an executor does not have is refused where the profile is written."""
 import json
 import time
 
@@ -61,8 +62,8 @@ def _metadata(what):
     return InvalidClientMetadata(f"Invalid client metadata: {what}")
 
 
-def _flag(name, default=False):
-    return name, lambda c, p: as_bool(c.get(name, default), at(p, f"configuration.{name}"))
+def _flag(name):
+    return name, lambda c, p: as_bool(c.get(name, False), at(p, f"configuration.{name}"))
 
 
 def _one_of(name, allowed, default=None):

@@ -8,7 +8,8 @@ registers from its ``AppConfig.ready()``:
 - ``register_sign_in(url_for)``: ``url_for(request, realm, redirect_uri, **params)``, the URL
   that signs a browser in with the realm's ``account`` client and comes back to
   ``redirect_uri`` (extra ``params`` such as ``kc_locale`` are passed on)."""
-ACCOUNT_CLIENT = "account"  # Keycloak's Constants.ACCOUNT_MANAGEMENT_CLIENT_ID
+from ..data.builtins import ACCOUNT_CLIENT  # noqa: F401 (the surfaces import it from here)
+
 ACCOUNT_CONSOLE_CLIENT = "account-console"
 
 

@@ -7,6 +7,7 @@ from rest_framework import status
 from rest_framework.response import Response
 
 from ..audit import admin_events
+from ..data.builtins import ACCOUNT_CLIENT
 from ..http import action_tokens, email, messages
 from ..http.redirects import is_valid_redirect_uri
 from ..models import Client
@@ -16,8 +17,6 @@ from . import errors
 from .realms import MASKED
 from .users import user_of
 from .views import RealmResource
-
-ACCOUNT_CLIENT = "account"
 
 
 class ServerError(errors.Invalid):

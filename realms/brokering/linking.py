@@ -15,6 +15,7 @@ import hashlib
 from django.core.cache import cache
 
 from ..audit import events
+from ..data.builtins import ACCOUNT_CLIENT
 from ..errors import RealmsError
 from ..http import action_tokens, messages, themes
 from ..http.messages import Message
@@ -30,7 +31,6 @@ PROVIDER_ID = "idp_link"
 LINKING = "kc_action_linking_identity_provider"
 # The provider's answer "the person refused" (Keycloak's cancelled()): the action is cancelled.
 CANCELLED_AT_PROVIDER = "accessDeniedWhenIdpAuth"
-ACCOUNT_CLIENT = "account"
 LINK_ROLES = {"manage-account", "manage-account-links"}
 SHOW_IN_ACCOUNT_CONSOLE = "showInAccountConsole"  # ALWAYS (the default), WHEN_LINKED or NEVER
 ALWAYS, WHEN_LINKED = "ALWAYS", "WHEN_LINKED"

@@ -7,6 +7,8 @@ Keycloak's own, because the token code reads them from the database.
 """
 import copy
 
+ACCOUNT_CLIENT = "account"  # Keycloak's Constants.ACCOUNT_MANAGEMENT_CLIENT_ID
+
 OIDC = "openid-connect"
 SAML = "saml"
 

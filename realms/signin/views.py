@@ -6,6 +6,7 @@ from django.views.decorators.http import require_http_methods
 
 from ..audit import events
 from ..data import realm_cache
+from ..data.builtins import ACCOUNT_CLIENT
 from ..http import action_tokens, admission, themes
 from ..http.messages import Message
 from ..http.web import client_address
@@ -17,7 +18,6 @@ from .required_actions import update_email
 from .steps.reset_credentials import EMAIL_VERIFIED_NOTE
 
 EXPIRED = Message("expiredActionMessage")
-ACCOUNT_CLIENT = "account"
 _NOT_ALLOWED = {"registration_allowed": "registrationNotAllowedMessage",
                 "reset_password_allowed": "resetCredentialNotAllowedMessage"}
 

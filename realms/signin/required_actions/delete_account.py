@@ -5,8 +5,8 @@ for it with ``kc_action=delete_account``, or an admin sets it on a user. Only a 
 page saying so (there is no one left to sign in)."""
 from django.db import transaction
 
-from ...account import ACCOUNT_CLIENT
 from ...audit import events
+from ...data.builtins import ACCOUNT_CLIENT
 from ...errors import StoreRefused
 from ...models import client_role_names, effective_roles
 from ...users import storage

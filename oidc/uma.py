@@ -14,7 +14,9 @@ parameters (``resource#scope,scope``, a resource by id or name, ``#scope`` for e
 the scope) of the resource server ``audience``, plus ``scope`` (more scopes for each), plus the
 permissions of a previous RPT (``rpt``, then every one must still be granted); none asks for
 every resource. ``response_permissions_limit`` caps the resources evaluated,
-``response_include_resource_name=false`` leaves ``rsname`` out.
+``response_include_resource_name=false`` leaves ``rsname`` out. What owners shared with the
+identity (granted permission tickets) counts; ``submit_request=true`` turns a denial of their
+user-managed resources into requests awaiting them (403 ``request_submitted``).
 
 The answer: ``response_mode=decision`` ``{"result": true}``, ``response_mode=permissions`` the
 list of permissions, else an RPT: an access token of the identity with
@@ -27,6 +29,7 @@ import json
 import time
 import uuid
 
+from realms.authz import tickets
 from realms.authz.evaluation import Identity, Server, all_requests, decide
 from realms.sso import sessions
 
@@ -173,7 +176,7 @@ def _asked(params, ticket):
     return out
 
 
-def _requests(server, identity, asked, extra_scopes, limit):
+def _requests(server, identity, asked, extra_scopes, limit, shared):
     """The resources and scopes to decide, merged per resource, in the order asked."""
     merged = {}
     for ref, scopes in asked:
@@ -182,7 +185,7 @@ def _requests(server, identity, asked, extra_scopes, limit):
         if wanted and not known:
             raise InvalidScope(f"One of the given scopes {_java_set(scopes)} is invalid")
         if ref is not None:
-            found = server.find(ref, identity)
+            found = server.find(ref, identity, shared)
             if not found:
                 raise InvalidResource(f"Resource with id [{ref}] does not exist.")
         else:
@@ -212,8 +215,6 @@ def uma_ticket(exchange):
     mode = params.get("response_mode")
     if mode not in (None, "", "decision", "permissions"):
         raise InvalidRequest("Invalid response_mode")
-    if params.get("submit_request", "false").lower() == "true":
-        raise InvalidRequest("submit_request is not supported: permission requests are not kept")
     if params.get("permission_resource_format", "id") != "id":
         raise InvalidRequest("permission_resource_format uri is not supported")
     claims, user, user_session = _subject(exchange)
@@ -230,17 +231,26 @@ def uma_ticket(exchange):
         limit = int(limit) if limit not in (None, "") else None
     except ValueError:
         raise InvalidRequest("Invalid response_permissions_limit") from None
+    # Sharing counts on user-managed resources only: no query for a server without any.
+    managed = any(r.get("ownerManagedAccess") for r in server.resources)
+    shared = tickets.shared_with(server.client, user) if managed else {}
     asked = _asked(params, ticket)
-    requests = _requests(server, identity, asked, params.get("scope", "").split() if asked else [], limit)
+    requests = _requests(server, identity, asked, params.get("scope", "").split() if asked else [], limit, shared)
     previous = _previous_rpt(exchange, server, params["rpt"]) if params.get("rpt") else []
     if not asked and not previous:
-        requests = all_requests(server, identity)[:limit]
+        requests = all_requests(server, identity, shared)[:limit]
     known = {r["_id"] for r, _ in requests}
     granted = decide(server, exchange.realm, identity,
-                     requests + [(r, s) for r, s in previous if r["_id"] not in known])
+                     requests + [(r, s) for r, s in previous if r["_id"] not in known], shared)
     if previous and _missing(granted, requests):
         granted = []  # with an RPT, every permission asked must be granted
     if not granted:
+        if params.get("submit_request", "false").lower() == "true":
+            # Keycloak's permission requests: the owners of the user-managed resources asked for
+            # see them (the protection API's permission/ticket) and may grant them.
+            for resource, scopes in requests:
+                tickets.request(server.client, resource, user, scopes)
+            raise AccessDenied("request_submitted")
         raise AccessDenied("not_authorized")
     for permission in granted:
         if pushed:

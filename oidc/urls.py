@@ -14,7 +14,7 @@ PROTOCOL_ENDPOINTS = re.compile(
     r"^/realms/[^/]+/(?:protocol/openid-connect/(?:token|token/introspect|revoke|userinfo|certs|auth/device"
     r"|ext/ciba/auth|ext/ciba/auth/callback|ext/par/request)"
     r"|\.well-known/(?:openid-configuration|oauth-authorization-server|uma2-configuration)"
-    r"|authz/protection/(?:resource_set(?:/[^/]+)?|permission)"
+    r"|authz/protection/(?:resource_set(?:/[^/]+)?|permission(?:/ticket(?:/[^/]+)?)?)"
     r"|clients-registrations/[^/]+(?:/[^/]+)?)$|^/realms/[^/]+$"
     r"|^/\.well-known/oauth-authorization-server/realms/[^/]+$")
 
@@ -38,6 +38,9 @@ urlpatterns = [
     path(uma.PROTECTION + "/resource_set", uma.resource_set, name="uma-resource-set"),
     path(uma.PROTECTION + "/resource_set/<str:resource_id>", uma.resource_set_detail, name="uma-resource-set-detail"),
     path(uma.PROTECTION + "/permission", uma.permission, name="uma-permission"),
+    path(uma.PROTECTION + "/permission/ticket", uma.permission_ticket, name="uma-permission-ticket"),
+    path(uma.PROTECTION + "/permission/ticket/<str:ticket_id>", uma.permission_ticket_detail,
+         name="uma-permission-ticket-detail"),
     *device.urlpatterns,
     *ciba.urlpatterns,
     *metadata.urlpatterns,

@@ -1,7 +1,9 @@
 """UMA 2.0 endpoints as Keycloak 26 serves them: ``/.well-known/uma2-configuration`` and the
 protection API under ``/authz/protection/``: ``resource_set`` (UMA resource registration: list,
-create, read, update, delete a resource server's resources) and ``permission`` (permission
-tickets, redeemed at the token endpoint with the UMA grant).
+create, read, update, delete a resource server's resources), ``permission`` (permission
+tickets, redeemed at the token endpoint with the UMA grant) and ``permission/ticket`` (what the
+owners of user-managed resources shared, and the requests awaiting them: list, create, grant,
+delete).
 
 The protection API authenticates with a PAT: an access token of the resource server (its
 client-credentials token), whose user holds the client's ``uma_protection`` role. Resources are
@@ -10,12 +12,16 @@ written only where the resource server allows remote resource management
 """
 import json
 
+from django.db.models import Q
 from django.http import HttpResponse, JsonResponse
+from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
+from realms.authz import tickets
 from realms.authz.evaluation import Server
 from realms.data import realm_cache
 from realms.http import cors
+from realms.models import PermissionTicket, User
 from realms.representation import RepresentationError
 from realms.representation.resource_server import (
     UMA_PROTECTION,
@@ -160,6 +166,7 @@ def resource_set_detail(request, server, issuer, resource_id):
         _write(server, lambda settings: store_resource(settings, resource))
     else:
         _write(server, lambda settings: remove_resource(settings, resource_id))
+        tickets.forget(server.client, resource_id)
     return HttpResponse(status=204)
 
 
@@ -187,3 +194,83 @@ def permission(request, server, issuer):
             claims.setdefault(str(name), []).extend(str(v) for v in (values if isinstance(values, list) else [values]))
     ticket = uma.issue_ticket(server.client.realm, issuer, server.client.client_id, permissions, claims)
     return _json({"ticket": ticket}, status=201)
+
+
+# permission/ticket (what owners share) ---------------------------------------------------------
+
+def ticket_rep(server, ticket, names=False):
+    scope_ids = {s["name"]: s["id"] for s in server.settings["scopes"]}
+    rep = {"id": ticket.pk, "owner": ticket.owner_id, "resource": ticket.resource_id,
+           "requester": ticket.requester_id, "granted": ticket.granted_at is not None}
+    if ticket.scope:
+        rep["scope"] = scope_ids.get(ticket.scope, ticket.scope)
+    if names:
+        resource = server.by_id.get(ticket.resource_id, {})
+        rep.update(ownerName=ticket.owner.username, requesterName=ticket.requester.username,
+                   resourceName=resource.get("name"))
+        if ticket.scope:
+            rep["scopeName"] = ticket.scope
+    return rep
+
+
+def _scope_name(server, body):
+    """A ticket's scope by id (``scope``) or name (``scopeName``); empty for the whole resource."""
+    ref = body.get("scopeName") or body.get("scope") or ""
+    by_id = {s["id"]: s["name"] for s in server.settings["scopes"]}
+    name = by_id.get(ref, ref)
+    if name and name not in server.scope_names:
+        raise ProtectionError("invalid_scope", f"Scope [{ref}] is invalid", 400)
+    return name
+
+
+@protection(["GET", "POST", "PUT", "OPTIONS"])
+def permission_ticket(request, server, issuer):
+    if request.method == "GET":
+        return _json(_page(request, [ticket_rep(server, t, request.GET.get("returnNames") == "true")
+                                     for t in _tickets(server, request.GET)]))
+    body = _body(request)
+    if not isinstance(body, dict):
+        raise ProtectionError("invalid_request", "Expected a PermissionTicketRepresentation", 400)
+    if request.method == "PUT":
+        ticket = PermissionTicket.objects.filter(client=server.client, pk=body.get("id")).first()
+        if ticket is None:
+            raise ProtectionError("invalid_ticket", "Ticket not found", 400)
+        ticket.granted_at = timezone.now() if body.get("granted") else None
+        ticket.save(update_fields=["granted_at"])
+        return HttpResponse(status=204)
+    resource = server.by_id.get(body.get("resource"))
+    if resource is None:
+        raise ProtectionError("invalid_resource_id", f"Resource set with id [{body.get('resource')}] does not exists "
+                                                     "in this server.", 400)
+    if "owner" not in resource:
+        raise ProtectionError("invalid_permission", "Only resources owned by users can be shared", 400)
+    ref = body.get("requester") or body.get("requesterName") or ""
+    requester = User.objects.filter(realm=server.client.realm_id).filter(Q(pk=ref) | Q(username=ref)).first()
+    if requester is None:
+        raise ProtectionError("invalid_permission", "Requester does not exists in this server as user.", 400)
+    scope = _scope_name(server, body)
+    ticket, _ = PermissionTicket.objects.update_or_create(
+        client=server.client, resource_id=resource["_id"], scope=scope, requester=requester,
+        defaults={"realm_id": server.client.realm_id, "owner_id": resource["owner"]["id"],
+                  "granted_at": timezone.now() if body.get("granted") else None})
+    return _json(ticket_rep(server, ticket), status=201)
+
+
+@protection(["DELETE", "OPTIONS"])
+def permission_ticket_detail(request, server, issuer, ticket_id):
+    deleted, _ = PermissionTicket.objects.filter(client=server.client, pk=ticket_id).delete()
+    if not deleted:
+        raise ProtectionError("not_found", "Ticket not found", 404)
+    return HttpResponse(status=204)
+
+
+def _tickets(server, query):
+    found = PermissionTicket.objects.filter(client=server.client).select_related("owner", "requester")
+    for key, column in (("resourceId", "resource_id"), ("owner", "owner_id"), ("requester", "requester_id")):
+        if query.get(key):
+            found = found.filter(**{column: query[key]})
+    if query.get("scopeId"):
+        found = found.filter(scope=_scope_name(server, {"scope": query["scopeId"]}))
+    if query.get("granted") in ("true", "false"):
+        found = found.filter(granted_at__isnull=query["granted"] == "false")
+    return list(found.order_by("created_at", "id"))

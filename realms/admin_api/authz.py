@@ -18,6 +18,7 @@ from rest_framework import status
 from rest_framework.response import Response
 
 from ..audit import admin_events
+from ..authz import tickets
 from ..authz.evaluation import Decider, Identity, Server
 from ..authz.policies import config_list, evaluate
 from ..models import Client, Role, User
@@ -173,6 +174,7 @@ class ResourceDetail(AuthzResource):
         self.existing(server)
         self.change(server, lambda s: remove_resource(s, resource_id), "AUTHORIZATION_RESOURCE",
                     f"/resource/{resource_id}", operation="DELETE")
+        tickets.forget(server.client, resource_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -249,9 +251,10 @@ class ScopeDetail(AuthzResource):
 
     def delete(self, request, realm, client_uuid, scope_id):
         server = self.server()
-        self.existing(server)
+        name = self.existing(server)["name"]
         self.change(server, lambda s: _remove_scope(s, scope_id), "AUTHORIZATION_SCOPE", f"/scope/{scope_id}",
                     operation="DELETE")
+        tickets.forget(server.client, scope=name)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -421,7 +424,7 @@ class Evaluate(AuthzResource):
         roles = frozenset(Role.objects.filter(realm=self.realm, pk__in=body.get("roleIds") or []))
         identity = Identity(user, client.client_id if client else server.client.client_id, extra_roles=roles)
         asked = body.get("resources") or [{"_id": r["_id"]} for r in server.resources]
-        decider = Decider(server, self.realm, identity)
+        decider = Decider(server, self.realm, identity, tickets.shared_with(server.client, user))
         results = []
         for item in asked:
             resource = server.by_id.get(item.get("_id")) or next(

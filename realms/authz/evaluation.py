@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from ..data import realm_cache
 from .policies import combine, config_list, evaluate
+from .tickets import WHOLE
 
 
 @dataclass(eq=False)
@@ -63,14 +64,15 @@ class Server:
     def resource_scopes(self, resource):
         return [s["name"] for s in resource.get("scopes", [])]
 
-    def find(self, ref, identity):
+    def find(self, ref, identity, shared=()):
         """The resources ``ref`` names (Keycloak's ``permission`` parameter): an id, else a name,
-        the identity's own resource first, then the resource server's."""
+        the identity's own resource first, then those shared with it (``shared``: resource ids),
+        then the resource server's."""
         if ref in self.by_id:
             return [self.by_id[ref]]
-        user_id = identity.user.pk if identity is not None else None
-        found = [r for r in self.resources if r["name"] == ref and r.get("owner", {}).get("id") == user_id]
-        return found + [r for r in self.resources if r["name"] == ref and "owner" not in r]
+        named = [r for r in self.resources if r["name"] == ref]
+        own = [r for r in named if "owner" in r and r["owner"].get("id") == identity.user.pk]
+        return own + [r for r in named if r["_id"] in shared and r not in own] + [r for r in named if "owner" not in r]
 
     def with_scopes(self, scopes):
         """The resources holding one of ``scopes``."""
@@ -102,18 +104,28 @@ class Decider:
         if server.mode == "DISABLED" or (owner is not None and owner == self.identity.user.pk):
             return asked
         applying = self.applying(resource, asked)
-        shared = set(self.shared.get(resource["_id"], ())) if resource.get("ownerManagedAccess") else set()
+        shared = self._shared(resource, asked)
         if not applying:
-            if shared:
-                return shared & asked if scopes else shared
+            if shared is not None:
+                return shared
             return asked if server.mode == "PERMISSIVE" else None
         if server.strategy == "CONSENSUS":
             granted = self._consensus(resource, asked, applying)
         else:
             granted = self._collect(resource, asked, applying)
-        if shared:
-            return (granted or set()) | (shared & asked if scopes else shared)
+        if shared is not None:
+            return (granted or set()) | shared
         return granted
+
+    def _shared(self, resource, asked):
+        """The scopes asked that the owner of a user-managed resource shared with the identity
+        (all of them for a ticket of the whole resource); None when nothing was shared."""
+        tickets = self.shared.get(resource["_id"]) if resource.get("ownerManagedAccess") else None
+        if not tickets:
+            return None
+        scopes = set(self.server.resource_scopes(resource))
+        held = (scopes if WHOLE in tickets else set(tickets)) & asked
+        return None if scopes and not held else held
 
     def applying(self, resource, asked):
         found = []
@@ -192,7 +204,7 @@ def decide(server, realm, identity, requests, shared=None):
 
 def all_requests(server, identity, shared=None):
     """Every resource the identity may be granted (Keycloak's evaluation of all permissions):
-    the resource server's, the identity's own and those shared with it."""
+    the resource server's, the identity's own and those shared with it (resource ids)."""
     shared = shared or {}
     return [(r, ()) for r in server.resources
             if "owner" not in r or r["owner"].get("id") == identity.user.pk or r["_id"] in shared]

@@ -12,6 +12,7 @@ import json
 import re
 from datetime import UTC, datetime
 
+from ..data import realm_cache
 from ..models import Client, ClientScope, Group, Role
 
 STRATEGIES = ("UNANIMOUS", "AFFIRMATIVE", "CONSENSUS")
@@ -52,21 +53,36 @@ def _user(identity, realm, policy, policies):
 
 def _group(identity, realm, policy, policies):
     mine = identity.group_ids()
+    tree = realm_cache.stored(realm, "authz-groups", _groups)
     for entry in config_list(policy, "groups"):
-        group = find_group(realm, entry)
-        if group is None:
-            continue
-        if group.pk in mine:
+        group_id = entry.get("id") or tree["paths"].get("/" + "/".join(n for n in str(entry.get("path", "")).split("/")
+                                                                         if n))
+        if group_id in mine:
             return True
-        if entry.get("extendChildren") and mine & _descendants(group):
+        if group_id is not None and entry.get("extendChildren") and mine & _descendants(tree["children"], group_id):
             return True
     return False
 
 
-def _descendants(group):
-    found, frontier = set(), [group.pk]
+def _groups(realm):
+    """The realm's groups, read once per realm configuration: {"paths": {path: id}, "children":
+    {id: [child ids]}}."""
+    rows = {pk: (parent, name) for pk, parent, name in Group.objects.filter(realm=realm).values_list(
+        "pk", "parent_id", "name")}
+    children = {}
+    for pk, (parent, _) in rows.items():
+        children.setdefault(parent, []).append(pk)
+
+    def path(pk):
+        parent, name = rows[pk]
+        return (path(parent) if parent in rows else "") + "/" + name
+    return {"paths": {path(pk): pk for pk in rows}, "children": children}
+
+
+def _descendants(children, group_id):
+    found, frontier = set(), [group_id]
     while frontier:
-        frontier = list(Group.objects.filter(parent_id__in=frontier).values_list("pk", flat=True))
+        frontier = [child for pk in frontier for child in children.get(pk, ())]
         found.update(frontier)
     return found
 
@@ -83,18 +99,19 @@ def _held(entries, has):
 
 
 def _role(identity, realm, policy, policies):
-    held = {r.pk for r in identity.roles()}
-
-    def has(ref):
-        role = find_role(realm, ref)
-        return role is not None and role.pk in held
-    return _held(config_list(policy, "roles"), has)
+    """The roles held, by id, by a realm role's name or as ``clientId/name`` (the export's
+    references), from the identity's roles: no query."""
+    held = set()
+    for role in identity.roles():
+        held.update((role.pk, role.name if role.client_id is None else f"{role.client.client_id}/{role.name}"))
+    return _held(config_list(policy, "roles"), lambda ref: ref in held)
 
 
 def _client(identity, realm, policy, policies):
     wanted = set(config_list(policy, "clients"))
-    client = Client.objects.filter(realm=realm, client_id=identity.client_id).values_list("pk", flat=True).first()
-    return identity.client_id in wanted or (client is not None and client in wanted)
+    ids = realm_cache.stored(realm, "authz-client-ids", lambda r: dict(
+        Client.objects.filter(realm=r).values_list("client_id", "pk")))
+    return identity.client_id in wanted or ids.get(identity.client_id) in wanted
 
 
 def _client_scope(identity, realm, policy, policies):

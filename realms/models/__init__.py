@@ -4,6 +4,7 @@ Every name (username, clientId, role name, scope name, group name among siblings
 within its realm, never globally. Primary keys are strings so that Keycloak's ids survive an
 import and an export unchanged, which keeps cross-references (role ``containerId``, group
 ``parentId``) intact."""
+from .authz import PermissionTicket
 from .brokering import FederatedIdentity, IdentityProvider, IdentityProviderMapper, OrganizationIdentityProvider
 from .clients import Client, ClientScope, ClientScopeLink, ProtocolMapper, RealmDefaultClientScope
 from .fields import IdentityProviderConfigField, IdField, SmtpServerField, new_id
@@ -31,6 +32,7 @@ from .users import (
 
 # The models and the role graph, where Django looks for the models and migrations name their fields.
 __all__ = [
+    "PermissionTicket",
     "FederatedIdentity",
     "IdentityProvider",
     "IdentityProviderMapper",

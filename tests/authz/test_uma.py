@@ -122,8 +122,6 @@ def test_a_client_asking_for_itself_is_its_service_account(realm_b):
     ({"ticket": "not-a-ticket"}, (403, "invalid_ticket", "Ticket verification failed")),
     ({"claim_token": "e30", "claim_token_format": "urn:x"}, (400, "invalid_request",
                                                              "Claim token format [urn:x] not supported")),
-    ({"submit_request": "true"}, (400, "invalid_request",
-                                  "submit_request is not supported: permission requests are not kept")),
 ])
 def test_grant_errors(realm_b, params, expected):
     assert error(uma(user_token("jdoe"), **params)) == expected
@@ -195,3 +193,37 @@ def test_remote_resource_management_off_refuses_writes(realm_b):
     assert protection("get", "/resource_set", token).status_code == 200
     refused = protection("post", "/resource_set", token, {"name": "x"})
     assert refused.status_code == 403 and refused.json()["error"] == "request_not_supported"
+
+
+def test_owners_share_their_resources_through_permission_tickets(realm_b):
+    token = pat()
+    album = protection("post", "/resource_set", token, {
+        "name": "Holidays", "resource_scopes": ["album:view", "album:delete"], "owner": "jdoe",
+        "ownerManagedAccess": True}).json()
+    kolo = user_token("kolo")
+    asked = {"permission": f"{album['_id']}#album:view", "response_mode": "decision"}
+    assert error(uma(kolo, **asked)) == (403, "access_denied", "not_authorized")
+    # By name, another user's resource is found only once it is shared with the one asking.
+    assert error(uma(kolo, permission="Holidays"))[:2] == (400, "invalid_resource")
+    assert uma(user_token("jdoe"), **asked).json() == {"result": True}  # the owner
+    # kolo asks; jdoe sees the request and grants it.
+    assert error(uma(kolo, submit_request="true", permission=f"{album['_id']}#album:view")) == (
+        403, "access_denied", "request_submitted")
+    kolo_id = User.objects.get(realm=realm_b, username="kolo").pk
+    pending = protection("get", "/permission/ticket", token, requester=kolo_id, returnNames="true").json()
+    assert [(t["resourceName"], t["scopeName"], t["granted"]) for t in pending] == [("Holidays", "album:view", False)]
+    assert protection("put", "/permission/ticket", token, {**pending[0], "granted": True}).status_code == 204
+    assert uma(kolo, **asked).json() == {"result": True}
+    assert uma(kolo, permission="Holidays", response_mode="permissions").json() == [
+        {"rsid": album["_id"], "rsname": "Holidays", "scopes": ["album:view"]}]
+    assert error(uma(kolo, permission="Holidays#album:delete", response_mode="decision"))[2] == "not_authorized"
+    # Shared for the whole resource by the resource server; then taken back.
+    whole = protection("post", "/permission/ticket", token, {"resource": album["_id"], "requesterName": "kolo",
+                                                              "granted": True})
+    assert whole.status_code == 201
+    assert uma(kolo, permission="Holidays#album:delete", response_mode="decision").json() == {"result": True}
+    for ticket in protection("get", "/permission/ticket", token, resourceId=album["_id"]).json():
+        assert protection("delete", f"/permission/ticket/{ticket['id']}", token).status_code == 204
+    assert error(uma(kolo, **asked))[2] == "not_authorized"
+    refused = protection("post", "/permission/ticket", token, {"resource": album["_id"], "requester": "nobody"})
+    assert refused.status_code == 400

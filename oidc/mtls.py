@@ -145,12 +145,15 @@ def subject_matches(attributes, certificate):
     if not expected.strip():
         return False
     subject = _dn(certificate.subject)
-    if attributes.get(ALLOW_REGEX, "true") != "false":
-        # Keycloak matches the DN as Java prints it (", " between RDNs); RFC 2253 has none.
-        pattern = _pattern(expected)
-        return bool(pattern.fullmatch(subject) or pattern.fullmatch(
-            ", ".join(rdn.rfc4514_string(_NAMED_OIDS) for rdn in reversed(certificate.subject.rdns))))
-    return hmac.compare_digest(_expected_dn(expected), subject)
+    try:
+        if attributes.get(ALLOW_REGEX, "true") != "false":
+            # Keycloak matches the DN as Java prints it (", " between RDNs); RFC 2253 has none.
+            pattern = _pattern(expected)
+            return bool(pattern.fullmatch(subject) or pattern.fullmatch(
+                ", ".join(rdn.rfc4514_string(_NAMED_OIDS) for rdn in reversed(certificate.subject.rdns))))
+        return hmac.compare_digest(_expected_dn(expected), subject)
+    except (re.error, ValueError):  # stored before writes were checked: matches nothing
+        return False
 
 
 def check_attributes(protocol, attributes):

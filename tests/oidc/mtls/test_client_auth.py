@@ -73,6 +73,15 @@ def test_exact_comparison_is_no_pattern(http, realm, proxied, pki):
     refused(client_credentials(http, realm, "tls-app", pki.issue("CN=tls-app-x,O=Example Org,C=DE")))
 
 
+@pytest.mark.parametrize("attributes", [{"x509.subjectdn": "CN=(unclosed"},
+                                        {"x509.subjectdn": "not a dn", "x509.allow.regex.pattern.comparison": "false"}])
+def test_a_subject_stored_unchecked_matches_nothing(http, realm, proxied, tls_cert, attributes):
+    """A value written before writes were checked (straight to the database) is a refusal, never a 500."""
+    Client.objects.filter(realm=realm, client_id="tls-app").update(attributes=attributes)
+    realm_cache.clear()
+    refused(client_credentials(http, realm, "tls-app", tls_cert), "Certificate subject DN does not match the client's")
+
+
 @pytest.mark.parametrize("dn, ok", [
     ("CN=regex-app-7,O=Example Org", True),
     ("CN=regex-app-42,O=Example Org,C=DE", True),

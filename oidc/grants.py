@@ -293,7 +293,7 @@ def refresh_token(exchange):
     exchange.user_id, exchange.session_id = claims.get("sub", ""), claims.get("sid", "")
     user_session = sessions.get_valid_session(realm, claims.get("sid"))
     if (user_session is None or user_session.offline != (typ == tokens.TYP_OFFLINE)
-            or user_session.user_id != claims.get("sub")):
+            or exchange.client_config.subject(user_session.user_id) != claims.get("sub")):
         raise InvalidGrant("Session not active" if typ == tokens.TYP_REFRESH else "Offline session not active",
                            event_error="invalid_token")
     user = user_session.user

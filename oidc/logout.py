@@ -214,7 +214,7 @@ def logout_by_refresh_token(request, realm_config, issuer, params, ip_address, f
         raise
     user_session = sessions.get_valid_session(realm, claims.get("sid", ""))
     if (user_session is None or user_session.offline != (typ == tokens.TYP_OFFLINE)
-            or user_session.user_id != claims.get("sub")):
+            or config.subject(user_session.user_id) != claims.get("sub")):
         return  # already ended: nothing left to sign out (Keycloak answers 204 as well)
     with transaction.atomic():
         sessions.end_session(user_session, reason=sessions.REASON_LOGOUT)

@@ -305,7 +305,7 @@ def refresh_token(ctx, now):
     offline = ctx.user_session.offline
     exp = int(sessions.client_session_expiry(ctx.client_session).timestamp())
     claims = {"exp": exp, "iat": now, "jti": str(uuid.uuid4()), "iss": ctx.issuer, "aud": ctx.issuer,
-              "sub": ctx.user.pk, "typ": TYP_OFFLINE if offline else TYP_REFRESH,
+              "sub": ctx.subject, "typ": TYP_OFFLINE if offline else TYP_REFRESH,
               "azp": ctx.client.client_id, "sid": ctx.sid, "scope": ctx.scope, **ctx.refresh_extra_claims}
     if ctx.refresh_cnf:
         claims["cnf"] = ctx.refresh_cnf

@@ -95,10 +95,7 @@ class Clients(RealmResource):
             client.save()
             for m in parsed["mappers"]:
                 mapper = ProtocolMapper(client=client, **{k: v for k, v in m["fields"].items() if k != "id"})
-                try:
-                    check_mapper(mapper, m["_path"])
-                except RepresentationError as exc:
-                    raise errors.Invalid(str(exc)) from None
+                _check_mapper(mapper, m["_path"])
                 mapper.save()
             if parsed["default_scopes"] is None and parsed["optional_scopes"] is None:
                 add_default_client_scopes(client)
@@ -110,6 +107,13 @@ class Clients(RealmResource):
                                 representation=lambda: _public_rep(client))
         return Response(status=status.HTTP_201_CREATED,
                         headers={"Location": location(request, f"{self.realm.name}/clients/{client.pk}")})
+
+
+def _check_mapper(mapper, path):
+    try:
+        check_mapper(mapper, path)
+    except RepresentationError as exc:
+        raise errors.Invalid(str(exc)) from None
 
 
 class ClientDetail(RealmResource):
@@ -125,6 +129,7 @@ class ClientDetail(RealmResource):
         if fields["client_id"] != client.client_id and Client.objects.filter(
                 realm=self.realm, client_id=fields["client_id"]).exists():
             raise errors.Conflict(f"Client {fields['client_id']} already exists")
+        uris = (client.root_url, client.redirect_uris)
         for name, value in fields.items():
             setattr(client, name, value)
         if parsed["secret"]:
@@ -132,6 +137,9 @@ class ClientDetail(RealmResource):
         elif client.confidential and not client.secret_digest:  # made confidential: it needs a secret
             client.regenerate_secret()
         check_fields(client)
+        if (client.root_url, client.redirect_uris) != uris:
+            for mapper in client.protocol_mappers.all():  # a pairwise mapper's sector must still fit
+                _check_mapper(mapper, "")
         _check_policies(self.realm, client, request.data, created=False)
         with transaction.atomic():
             client.save()

@@ -6,10 +6,10 @@ import uuid
 import pytest
 from django.test import RequestFactory
 
-from oidc import logout, realm_cache
+from oidc import backchannel, logout, realm_cache
 from oidc.mappers import PAIRWISE, pairwise_subject
 from oidc.tokens import decode
-from realms.models import ProtocolMapper
+from realms.models import ClientSession, ProtocolMapper, UserSession
 from realms.representation import RepresentationError, import_realm
 from tests.oidc.endpoints.conftest import SECRET, basic, client_of, code_for, exchange, refresh, url
 
@@ -65,12 +65,20 @@ def test_every_token_and_userinfo_name_the_user_alike(http, realm, alice):
 
 def test_refresh_keeps_working_and_the_subject(http, realm, alice):
     _pairwise(realm)
-    body, _ = _tokens(http, realm, alice)
+    body, user_session = _tokens(http, realm, alice)
+    expected = keycloak_sub("app.example", alice.pk, SALT)
+    assert _claims(realm, body["refresh_token"])["sub"] == expected
+    introspected = http.post(url(realm, "token/introspect"), {"token": body["refresh_token"]},
+                             HTTP_AUTHORIZATION=basic("app", SECRET)).json()
+    assert introspected["active"] is True and introspected["sub"] == expected
     again = refresh(http, realm, body["refresh_token"])
     assert again.status_code == 200, again.content
-    assert _claims(realm, again.json()["access_token"])["sub"] == keycloak_sub("app.example", alice.pk, SALT)
+    assert _claims(realm, again.json()["access_token"])["sub"] == expected
     info = http.get(url(realm, "userinfo"), HTTP_AUTHORIZATION=f"Bearer {again.json()['access_token']}")
     assert info.status_code == 200
+    out = http.post(url(realm, "logout"), {"refresh_token": again.json()["refresh_token"], "client_id": "app",
+                                           "client_secret": SECRET})
+    assert out.status_code == 204 and not UserSession.objects.filter(pk=user_session.pk).exists()
 
 
 def test_logout_id_token_hint_finds_the_session(http, realm, alice):
@@ -150,3 +158,17 @@ def test_sector_identifier_uri_goes_through_the_ssrf_guard(settings):
     settings.IDP_OUTBOUND_ALLOWED_NETWORKS = []
     with pytest.raises(RepresentationError, match="Failed to get redirect URIs"):
         _import("pw6", {"sectorIdentifierUri": "http://127.0.0.1:9/sector.json"})
+
+
+def test_back_channel_logout_token_names_the_pairwise_subject(http, realm, alice):
+    _pairwise(realm)
+    app = client_of(realm, "app")
+    app.attributes = {**app.attributes, "backchannel.logout.url": "https://app.example/bcl"}
+    app.save()
+    _, user_session = _tokens(http, realm, alice)
+    client_sessions = list(ClientSession.objects.select_related("client").filter(user_session=user_session))
+    for client_session in client_sessions:
+        client_session.notes = {**(client_session.notes or {}), "iss": f"http://testserver/realms/{realm.name}"}
+    [(target, token)] = backchannel.pending_notifications(user_session, client_sessions)
+    assert target == "https://app.example/bcl"
+    assert _claims(realm, token)["sub"] == keycloak_sub("app.example", alice.pk, SALT)

@@ -82,3 +82,7 @@ def test_admin_api_pairwise_mapper_is_checked_and_salted(master_api, acme):
     client.save()
     mapper_id = created_id(master_api("post", base, pairwise))
     assert master_api("get", f"{base}/{mapper_id}").json()["config"]["pairwiseSubAlgorithmSalt"]
+    resp = master_api("put", f"acme/clients/{client_id}", {"clientId": "rp", "redirectUris": ["https://a.example/cb",
+                                                                                           "https://c.example/cb"]})
+    assert resp.status_code == 400 and "multiple host" in resp.json()["errorMessage"]
+    assert Client.objects.get(pk=client_id).redirect_uris == ["https://a.example/cb"]

@@ -125,8 +125,7 @@ def handle_token_request(request, exchange: Exchange) -> dict:
         exchange.details["client_auth_method"] = exchange.auth_method
         exchange.binding = binding.token_request(request, exchange)
         client_policies.enforce(client_policies.TOKEN_REQUEST, exchange.realm_config, exchange.client_config,
-                                request=request, params=params, exchange=exchange, auth_method=exchange.auth_method,
-                                assertion=params.get("client_assertion"))
+                                request=request, params=params, exchange=exchange)
         body = grant.handler(exchange)
     except OAuthError as exc:
         if exc.record_event:

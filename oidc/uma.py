@@ -29,6 +29,7 @@ import json
 import time
 import uuid
 
+from realms.administration.admin_permissions import PERMISSIONS_CLIENT
 from realms.authz import tickets
 from realms.authz.evaluation import Identity, Server, all_requests, decide
 from realms.sso import sessions
@@ -160,7 +161,9 @@ def _resource_server(exchange, client_id):
     if config is None:
         raise InvalidRequest("Unknown resource server id.")
     client = config.client
-    if not client.authorization_services_enabled:
+    # The admin-permissions client's settings are fine-grained admin permissions, not a resource
+    # server applications ask (realms.administration.admin_permissions decides them).
+    if not client.authorization_services_enabled or client.client_id == PERMISSIONS_CLIENT:
         raise InvalidRequest("Client does not support permissions")
     return Server(client, client.authorization_settings)
 

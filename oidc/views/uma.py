@@ -17,6 +17,7 @@ from django.http import HttpResponse, JsonResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
+from realms.administration.admin_permissions import PERMISSIONS_CLIENT
 from realms.authz import tickets
 from realms.authz.evaluation import Server
 from realms.data import realm_cache
@@ -97,7 +98,7 @@ def _resource_server(request, realm_config, issuer):
     claims, user, _ = found
     config = realm_config.client(claims["azp"])
     client = config.client
-    if not client.authorization_services_enabled:
+    if not client.authorization_services_enabled or client.client_id == PERMISSIONS_CLIENT:
         raise ProtectionError("invalid_clientId", f"Client application with id [{client.pk}] is not registered as "
                                                   "a resource server.", 403)
     if not any(r.client_id == client.pk and r.name == UMA_PROTECTION for r in realm_cache.effective_roles(user)):

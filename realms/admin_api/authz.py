@@ -17,6 +17,7 @@ from django.urls import path
 from rest_framework import status
 from rest_framework.response import Response
 
+from ..administration.admin_permissions import PERMISSIONS_CLIENT
 from ..audit import admin_events
 from ..authz import tickets
 from ..authz.evaluation import Decider, Identity, Server
@@ -64,6 +65,11 @@ class AuthzResource(RealmResource):
             raise errors.NotFound("Could not find client")
         if not client.authorization_services_enabled:
             raise errors.NotFound("HTTP 404 Not Found")
+        if client.client_id == PERMISSIONS_CLIENT:
+            # Its settings follow the admin-permissions schema (resource types, not resources):
+            # written here they would be checked as an application's. Import sets them.
+            raise errors.Invalid("The admin-permissions client's permissions are set by realm import; "
+                                 "these routes do not manage them yet")
         return Server(client, client.authorization_settings)
 
     def change(self, server, change, kind, path, representation=None, operation="UPDATE"):

@@ -4,6 +4,7 @@ import pytest
 
 from realms.models import Client, Role, User
 from realms.representation import import_realm
+from realms.users.accounts import enable_service_account
 from tests.authz.test_uma import uma, user_token
 from tests.realms.test_admin_rest_api import realm_admin
 from tests.realms.test_import_export import load
@@ -93,3 +94,23 @@ def test_duplicate_names_conflict(setup):
     realm, base, api = setup
     assert api("post", f"{base}/resource", {"name": "Default Resource"}).status_code == 409
     assert api("post", f"{base}/policy/user", {"name": "Default Policy", "users": []}).status_code == 409
+
+
+def test_admin_permissions_are_not_an_applications_resource_server(fresh_caches):
+    """The fgap export's admin-permissions client keeps the admin-permissions schema: the
+    application routes and the UMA grant refuse it rather than treat it as a resource server."""
+    from django.test import Client as HttpClient
+
+    realm = import_realm(load("keycloak-fgap-realm-kc26-full-export.json")).realm
+    client = Client.objects.get(realm=realm, client_id="admin-permissions")
+    api = realm_admin(realm, "authz-admin", "manage-authorization")
+    resp = api("get", f"{realm.name}/clients/{client.pk}/authz/resource-server/resource")
+    assert resp.status_code == 400 and "set by realm import" in resp.json()["errorMessage"]
+    asker = Client(realm=realm, client_id="asker", public_client=False, service_accounts_enabled=True)
+    asker.set_secret("asker-secret")
+    asker.save()
+    enable_service_account(asker)
+    resp = HttpClient().post(f"/realms/{realm.name}/protocol/openid-connect/token", {
+        "grant_type": "urn:ietf:params:oauth:grant-type:uma-ticket", "audience": "admin-permissions",
+        "client_id": "asker", "client_secret": "asker-secret"})
+    assert (resp.status_code, resp.json()["error_description"]) == (400, "Client does not support permissions")

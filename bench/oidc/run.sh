@@ -2,7 +2,7 @@
 # OpenID Connect benchmark: production mode (manage.py start = Granian, PostgreSQL, Redis), the
 # server pinned to core 0, the load generator to core 1, 50 concurrent clients.
 # Measures: a bare Django view, client-credentials grants (also DPoP-bound ones, with a Python load generator
-# that signs a proof per request), token exchanges, refresh grants, full authorization-code
+# that signs a proof per request), token exchanges, UMA decisions, refresh grants, full authorization-code
 # flows (login form with Argon2id + code exchange; the same plus a TOTP code; a passkey alone),
 # the demo API (local validation over HTTP) and
 # in-process local token validation. Then, in the same run, the peer (django-oauth-toolkit) when
@@ -43,6 +43,7 @@ PY=.venv/bin/python
 $PY manage.py migrate -v0
 $PY bench/oidc/setup_realm.py >/dev/null
 $PY bench/oidc/setup_exchange.py >/dev/null
+$PY bench/oidc/setup_uma.py >/dev/null
 taskset -c 0 $PY manage.py start --bind 127.0.0.1 --http-port "$PORT" --management-port "$MPORT" \
   --management-bind 127.0.0.1 --workers "$WORKERS" --threads "$THREADS" >/dev/null 2>&1 & SERVER=$!
 U=http://127.0.0.1:$PORT
@@ -107,6 +108,13 @@ ST=$(curl -fs -u "bench-front:$SECRET" -d grant_type=password -d username=bench-
   "$XTOKEN" | $PY -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')
 load token_exchange "$SERVER" -m POST -T $FORM -H "$BASIC" -d "grant_type=urn:ietf:params:oauth:grant-type:token-exchange&subject_token_type=urn:ietf:params:oauth:token-type:access_token&subject_token=$ST" "$XTOKEN"
 load client_credentials_x "$SERVER" -m POST -T $FORM -H "$BASIC" -d grant_type=client_credentials "$XTOKEN"
+# A UMA decision (response_mode=decision, one permission of five policies) for a user's bearer
+# token, and client-credentials grants in the same realm right after.
+UTOKEN=$U/realms/bench-uma/protocol/openid-connect/token
+UT=$(curl -fs -u "bench-app:$SECRET" -d grant_type=password -d username=bench-user -d password=bench-password-1 \
+  "$UTOKEN" | $PY -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')
+load uma_decision "$SERVER" -m POST -T $FORM -H "Authorization: Bearer $UT" -d "grant_type=urn:ietf:params:oauth:grant-type:uma-ticket&audience=bench-app&permission=Doc%23read&response_mode=decision" "$UTOKEN"
+load client_credentials_uma "$SERVER" -m POST -T $FORM -H "$BASIC" -d grant_type=client_credentials "$UTOKEN"
 RT=$(curl -fs -u "bench-app:$SECRET" -d grant_type=password -d username=bench-user -d password=bench-password-1 \
   -d scope=openid "$TOKEN" | $PY -c 'import json,sys; print(json.load(sys.stdin)["refresh_token"])')
 load refresh_token "$SERVER" -m POST -T $FORM -H "$BASIC" -d "grant_type=refresh_token&refresh_token=$RT" "$TOKEN"

@@ -21,6 +21,7 @@ from ..models import Client, Credential, Realm, User, UserSession, client_role_n
 from ..signin.required_actions import delete_account
 from ..sso import sessions, sso_cookie
 from ..users import consents, storage, user_profile
+from ..users import profile as declarative
 from ..users.actions import action_enabled
 from . import ACCOUNT_CLIENT, api, profile, sign_in_url
 
@@ -119,9 +120,13 @@ def personal_info(request, ctx):
     errors, values, refused = {}, {}, ""
     if request.method == "POST":
         _forbidden_unless_manage(ctx)
-        values = {name: request.POST.get(name, "") for name in ("username", "email", "firstName", "lastName")}
-        data = {**values, "attributes": {"locale": request.POST.get("locale", "")}} if "locale" in request.POST \
-            else values
+        values = user_profile.submitted(ctx.realm, request.POST)
+        # every attribute of the profile the user edits here, an empty multi-select included
+        own = {a.name: request.POST.getlist(a.name) for a in declarative.Profile(ctx.realm, declarative.ACCOUNT).custom()
+               if a.editable}
+        data = {**{k: values[k] for k in ("username", "email", "firstName", "lastName")},
+                "attributes": {**own, **({"locale": request.POST.get("locale", "")} if "locale" in request.POST
+                                         else {})}}
         try:
             problems = profile.update(ctx.user, data)
         except StoreRefused as exc:  # the user's directory refused the change: nothing was saved
@@ -129,21 +134,23 @@ def personal_info(request, ctx):
         if not problems and not refused:
             ctx.event("UPDATE_PROFILE", details={"context": "ACCOUNT_OLD"})
             return ctx.done("accountUpdatedMessage")
-        errors = {p["field"]: Message(p["errorMessage"], *p["params"][1:]) for p in problems}
+        errors = {p["field"]: Message(p["errorMessage"], *p["params"]) for p in problems}
     rep = profile.representation(ctx.user)
     fields = []
     for attr in rep["userProfileMetadata"]["attributes"]:
         name = attr["name"]
-        if name == "locale":
-            continue
+        if name not in ("username", "email", "firstName", "lastName"):
+            continue  # the locale below, the profile's own attributes from profile-attributes.html
         fields.append({"name": name, "label": name, "value": values.get(name, rep.get(name, "")),
-                       "readonly": attr["readOnly"], "error": errors.get(name),
+                       "readonly": attr["readOnly"], "required": attr["required"], "error": errors.get(name),
                        "type": "email" if name == "email" else "text",
                        "autocomplete": {"email": "email", "firstName": "given-name", "lastName": "family-name",
                                         "username": "username"}[name]})
     locale = ((ctx.user.attributes or {}).get("locale") or [""])
+    shown = {**rep.get("attributes", {}), **{k: v for k, v in values.items() if k not in rep}}
     return ctx.render("personal-info.html", {
         "fields": fields,
+        "profile": user_profile.form(ctx.realm, declarative.ACCOUNT, shown, errors),
         # Keycloak's console: with UPDATE_EMAIL on, the address is read-only and changed by that action.
         "update_email_url": ctx.action_url(user_profile.UPDATE_EMAIL)
         if ctx.may_manage and user_profile.update_email_enabled(ctx.realm) else "",

@@ -30,6 +30,8 @@ def metadata(realm, prof=None):
     for attr in meta["attributes"]:
         if attr["name"] in _NAMES and _readonly(realm, attr["name"]):
             attr["readOnly"], attr["required"] = True, False
+        elif attr["name"] == "username":  # a user always has one
+            attr["required"] = True
         if attr["name"] == "email":
             attr.setdefault("annotations", {"inputType": "html5-email"})
     if realm.internationalization_enabled:

@@ -167,3 +167,20 @@ def test_verify_profile_asked_of_a_complete_user_is_done_at_once(profiled, web_a
     assert redirect_query(sign_in(HttpClient()))["code"]
     bob.refresh_from_db()
     assert bob.required_actions == []
+
+
+def test_the_account_console_shows_and_checks_the_profiles_attributes(profiled, web_app, bob):
+    bob.first_name, bob.last_name, bob.attributes = "Bob", "B", {"department": ["Ops"]}
+    bob.save()
+    http = HttpClient()
+    redirect_query(sign_in(http))
+    text = html(http.get("/realms/acme/account/"))
+    assert re.search(r'<legend>Work</legend>', text) and 'value="Ops"' in text
+    form = {"username": "bob", "email": "bob@example.com", "firstName": "Bob", "lastName": "B"}
+    resp = http.post("/realms/acme/account/", {**form, "department": "o"})
+    assert resp.status_code == 400
+    assert re.search(r'id="input-error-department"[^>]*>Length must be between 2 and 20.<', html(resp))
+    assert 'value="o"' in html(resp)
+    http.post("/realms/acme/account/", {**form, "department": "Research"})
+    bob.refresh_from_db()
+    assert bob.attributes == {"department": ["Research"]}

@@ -58,12 +58,23 @@ def check_user(realm, data, fields, user=None):
     return Response(body[0] if len(body) == 1 else {"errors": body}, status=status.HTTP_400_BAD_REQUEST)
 
 
-def with_metadata(request, realm, rep):
-    """The user representation, with ``userProfileMetadata`` when asked, its attributes those the
-    profile shows an administrator."""
+def shown(realm):
+    """``keep(rep)``: a user representation with only the attributes the profile shows an
+    administrator (unmanaged ones as ``unmanagedAttributePolicy`` says)."""
     prof = profile.Profile(realm, profile.USER_API)
-    if "attributes" in rep:
-        rep["attributes"] = prof.visible_attributes(rep["attributes"])
+
+    def keep(rep):
+        if "attributes" in rep:
+            rep["attributes"] = prof.visible_attributes(rep["attributes"])
+        return rep
+    keep.profile = prof
+    return keep
+
+
+def with_metadata(request, realm, rep):
+    """The user representation as ``shown``, with ``userProfileMetadata`` when asked."""
+    keep = shown(realm)
+    rep = keep(rep)
     if request.query_params.get("userProfileMetadata", "").lower() == "true":
-        rep["userProfileMetadata"] = prof.metadata()
+        rep["userProfileMetadata"] = keep.profile.metadata()
     return rep

@@ -130,7 +130,8 @@ class Users(RealmResource):
         users = User.objects.filter(realm=self.realm, username__in=_page_of_usernames(request, self.realm, found, whole))
         users = users.select_related("service_account_client")
         rep = brief_user_rep if flag(request, "briefRepresentation", False) else user_fields_rep
-        return Response([rep(u) for u in users])
+        keep = user_profile.shown(self.realm)
+        return Response([keep(rep(u)) for u in users])
 
     def post(self, request, realm):
         data = dict(request.data) if isinstance(request.data, dict) else {}

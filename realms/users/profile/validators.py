@@ -187,14 +187,15 @@ class Uri(Validator):
     def parse(self, config, where):
         _str_list(config, "allowedSchemes", where)
         _bool(config, "allowFragment", where, True)
-        _bool(config, "requireValidUrl", where, False)
+        _bool(config, "requireValidUrl", where, True)
 
     def check_value(self, value, config):
         try:
             parts = urlsplit(value)
         except ValueError:
             return ("error-invalid-uri", ())
-        if " " in value or (not parts.scheme and _bool(config, "requireValidUrl", "", False)):
+        # Keycloak requires a URL (a scheme) unless requireValidUrl is false
+        if " " in value or (not parts.scheme and _bool(config, "requireValidUrl", "", True)):
             return ("error-invalid-uri", ())
         schemes = _str_list(config, "allowedSchemes", "")
         if schemes and parts.scheme not in schemes:

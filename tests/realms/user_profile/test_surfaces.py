@@ -113,6 +113,8 @@ def test_unmanaged_attributes_follow_the_policy(acme, admin):
     assert erin.attributes == {"shoe": ["42"]}  # an administrator may only look at it
     upconfig.store(acme, profile_with(DEPARTMENT))
     assert "shoe" not in admin("get", f"acme/users/{erin.pk}").json().get("attributes", {})
+    listed = admin("get", "acme/users", username="erin", exact="true").json()
+    assert [u["username"] for u in listed] == ["erin"] and "shoe" not in listed[0].get("attributes", {})
 
 
 def test_admin_only_attribute_is_hidden_from_the_user_and_read_only_there(acme, bob):

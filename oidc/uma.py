@@ -227,8 +227,11 @@ def uma_ticket(exchange):
     ticket = _ticket(exchange, params["ticket"]) if params.get("ticket") else None
     pushed = {**_pushed_claims(params), **((ticket or {}).get("claims") or {})}
     server = _resource_server(exchange, ticket["azp"] if ticket is not None else params.get("audience"))
+    # The user's roles from the token endpoint's per-user cache (dropped when the realm changes).
+    roles_by_id = exchange.realm_config.base.roles_by_id()
+    held = frozenset(roles_by_id[r.id] for r in exchange.realm_config.user_roles(user) if r.id in roles_by_id)
     identity = Identity(user, claims.get("azp", exchange.client_config.client_id),
-                        frozenset(str(claims.get("scope", "")).split()), claims)
+                        frozenset(str(claims.get("scope", "")).split()), claims, held_roles=held)
     limit = params.get("response_permissions_limit")
     try:
         limit = int(limit) if limit not in (None, "") else None

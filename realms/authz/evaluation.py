@@ -27,18 +27,22 @@ from .tickets import WHOLE
 class Identity:
     """Who asks: a user (a client's service account for a client acting for itself), the client
     acting, and the token's scopes and claims (the client-scope and regex policies read them);
-    ``extra_roles`` are counted as held (the Admin API's evaluation of "what if they had")."""
+    ``extra_roles`` are counted as held (the Admin API's evaluation of "what if they had");
+    ``held_roles``, when the caller knows the user's effective roles already (a protocol's cache),
+    spares reading them."""
 
     user: object
     client_id: str
     scopes: frozenset = frozenset()
     claims: dict = field(default_factory=dict)
     extra_roles: frozenset = frozenset()
+    held_roles: frozenset | None = None
     _cache: dict = field(default_factory=dict, repr=False)
 
     def roles(self):
         if "roles" not in self._cache:
-            self._cache["roles"] = set(realm_cache.effective_roles(self.user)) | set(self.extra_roles)
+            held = self.held_roles if self.held_roles is not None else realm_cache.effective_roles(self.user)
+            self._cache["roles"] = set(held) | set(self.extra_roles)
         return self._cache["roles"]
 
     def group_ids(self):

@@ -224,7 +224,7 @@ class HolderOfKeyEnforcer(_BoundTokens):
 
     def write(self, event, config, client, ctx):
         super().write(event, config, client, ctx)
-        # Certificate-bound tokens are served only once mutual TLS is: never a setting kept unserved.
+        # The binding's own checks (a value mutual TLS cannot serve is refused, never kept).
         refusal = mtls.check_attributes(client.protocol, client.attributes)
         if refusal:
             raise InvalidClientMetadata(refusal)

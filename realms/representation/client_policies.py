@@ -66,23 +66,29 @@ def parse_profiles(value, path=""):
             raise RepresentationError(at(p_path, "name"), "Proposed profile name duplicated as the name of some "
                                                           f"global profile: {name!r}")
         seen.add(name)
-        executors = []
-        for j, executor in enumerate(as_list(profile.get("executors") or [], at(p_path, "executors"))):
-            e_path = at(p_path, f"executors[{j}]")
-            executor = as_dict(executor, e_path)
-            provider = as_str(executor.get("executor") or "", at(e_path, "executor"))
-            check = _executors.get(provider)
-            if check is None:
-                raise RepresentationError(at(e_path, "executor"), (
-                    "proposed client profile contains the executor, which does not have valid provider, or has "
-                    f"invalid configuration: {provider!r} is not an executor of this server (it has "
-                    f"{', '.join(sorted(_executors))})"))
-            executors.append({"executor": provider, "configuration": check(_configuration(executor, e_path), e_path)})
+        executors = _components(profile, p_path, "executor", _executors, (
+            "proposed client profile contains the executor, which does not have valid provider, or has "
+            "invalid configuration: {!r} is not an executor of this server (it has {})"))
         entry = {"name": name, "executors": executors}
         if profile.get("description"):
             entry["description"] = as_str(profile["description"], at(p_path, "description"))
         out.append(entry)
     return {"profiles": out}
+
+
+def _components(owner, path, kind, registry, refusal):
+    """The ``<kind>s`` of a profile or policy: each names a provider of ``registry`` (else refused
+    with ``refusal``), whose check parses its configuration."""
+    out = []
+    for j, item in enumerate(as_list(owner.get(kind + "s") or [], at(path, kind + "s"))):
+        item_path = at(path, f"{kind}s[{j}]")
+        item = as_dict(item, item_path)
+        provider = as_str(item.get(kind) or "", at(item_path, kind))
+        check = registry.get(provider)
+        if check is None:
+            raise RepresentationError(at(item_path, kind), refusal.format(provider, ", ".join(sorted(registry))))
+        out.append({kind: provider, "configuration": check(_configuration(item, item_path), item_path)})
+    return out
 
 
 def parse_policies(value, path="", profile_names=()):
@@ -98,18 +104,9 @@ def parse_policies(value, path="", profile_names=()):
         if name in seen:
             raise RepresentationError(at(p_path, "name"), f"proposed client policy name duplicated: {name!r}")
         seen.add(name)
-        conditions = []
-        for j, condition in enumerate(as_list(policy.get("conditions") or [], at(p_path, "conditions"))):
-            c_path = at(p_path, f"conditions[{j}]")
-            condition = as_dict(condition, c_path)
-            provider = as_str(condition.get("condition") or "", at(c_path, "condition"))
-            check = _conditions.get(provider)
-            if check is None:
-                raise RepresentationError(at(c_path, "condition"), (
-                    "the proposed client policy contains the condition with its invalid configuration: "
-                    f"{provider!r} is not a condition of this server (it has {', '.join(sorted(_conditions))})"))
-            conditions.append({"condition": provider,
-                               "configuration": check(_configuration(condition, c_path), c_path)})
+        conditions = _components(policy, p_path, "condition", _conditions, (
+            "the proposed client policy contains the condition with its invalid configuration: "
+            "{!r} is not a condition of this server (it has {})"))
         profiles = []
         for j, profile in enumerate(as_list(policy.get("profiles") or [], at(p_path, "profiles"))):
             profile = as_str(profile, at(p_path, f"profiles[{j}]"))

@@ -138,18 +138,18 @@ def test_import_refuses_redirect_uris_on_several_hosts_without_a_sector():
 
 @pytest.mark.django_db
 def test_sector_identifier_listing_every_redirect_uri(sector):
-    sector.document = ["https://a.example/cb", "https://b.example/*"]
-    realm = _import("pw4", {"sectorIdentifierUri": sector.url}, ("https://a.example/cb", "https://b.example/x?y=1"))
-    assert sector.calls == 1
+    url = sector.serve("/sector.json", ["https://a.example/cb", "https://b.example/*"])
+    realm = _import("pw4", {"sectorIdentifierUri": url}, ("https://a.example/cb", "https://b.example/x?y=1"))
+    assert sector.hits["/sector.json"] == 1
     config = realm_cache.get_realm(realm.name).client("rp")
     assert config.subject("u-1") == keycloak_sub("127.0.0.1", "u-1", config.pairwise["pairwiseSubAlgorithmSalt"])
 
 
 @pytest.mark.django_db
 def test_sector_identifier_not_listing_a_redirect_uri_is_refused(sector):
-    sector.document = ["https://a.example/cb"]
+    url = sector.serve("/sector.json", ["https://a.example/cb"])
     with pytest.raises(RepresentationError, match="does not match"):
-        _import("pw5", {"sectorIdentifierUri": sector.url}, ("https://a.example/cb", "https://b.example/cb"))
+        _import("pw5", {"sectorIdentifierUri": url}, ("https://a.example/cb", "https://b.example/cb"))
 
 
 @pytest.mark.django_db

@@ -37,14 +37,14 @@ def test_pairwise_registration_refused_for_redirect_uris_on_two_hosts(master_api
 
 
 def test_sector_identifier_uri_listing_the_redirect_uris(master_api, acme, sector):
-    sector.document = ["https://a.example/cb", "https://b.example/cb"]
+    url = sector.serve("/sector.json", ["https://a.example/cb", "https://b.example/cb"])
     resp = _register(master_api, acme, {"redirect_uris": ["https://a.example/cb", "https://b.example/cb"],
-                                        "subject_type": "pairwise", "sector_identifier_uri": sector.url})
+                                        "subject_type": "pairwise", "sector_identifier_uri": url})
     assert resp.status_code == 201, resp.content
-    assert resp.json()["sector_identifier_uri"] == sector.url
-    sector.document = ["https://a.example/cb"]
+    assert resp.json()["sector_identifier_uri"] == url
+    sector.serve("/sector.json", ["https://a.example/cb"])
     resp = _register(master_api, acme, {"redirect_uris": ["https://a.example/cb", "https://b.example/cb"],
-                                        "subject_type": "pairwise", "sector_identifier_uri": sector.url})
+                                        "subject_type": "pairwise", "sector_identifier_uri": url})
     assert resp.status_code == 400 and "does not match" in resp.json()["error_description"]
 
 

@@ -72,6 +72,9 @@ def admit(request, realm, surface, *, client_id=None):
     """Count this request against the realm's limits for ``surface``: by its address, or, when
     ``client_id`` is given (a client that has just authenticated), by that client. Raises
     RateLimited when over."""
+    limit = _limit(realm, surface, PER_CLIENT if client_id is not None else PER_ADDRESS)
+    if not limit:  # most realms: nothing to work out on the token path
+        return
     if client_id is not None:
         kind, who = PER_CLIENT, client_id
     else:
@@ -79,9 +82,6 @@ def admit(request, realm, surface, *, client_id=None):
         kind, who = PER_ADDRESS, client_address(request)
         if networks and who == peer and _is_trusted(peer, networks):
             return  # the proxy's own request
-    limit = _limit(realm, surface, kind)
-    if not limit:
-        return
     now = time.time()
     window = int(now // WINDOW)
     digest = hashlib.sha256(who.encode()).hexdigest()[:32]  # addresses and ids of any length

@@ -60,3 +60,32 @@ def test_readiness_goes_down_first_and_the_request_in_flight_is_finished(product
             proc.wait()
     out = proc.stdout.read()
     assert "Traceback" not in out, out
+
+
+def test_a_request_still_unfinished_after_the_shutdown_timeout_is_cut(production_database, tmp_path):
+    http, mgmt = free_port(), free_port()
+    env = base_env(
+        DJANGO_SETTINGS_MODULE="idp.settings.prod", IDP_HOSTNAME="localhost",
+        IDP_BASE_URL=f"http://localhost:{http}", IDP_SECRET_KEY="g" * 50,
+        IDP_DB_URL=production_database, IDP_REDIS_URL=os.environ["IDP_TEST_REDIS_URL"],
+        IDP_VAR_DIR=str(tmp_path), IDP_SHUTDOWN_DELAY="0.5", IDP_SHUTDOWN_TIMEOUT="2",
+        IDP_BODY_READ_TIMEOUT="60",  # the body's own deadline is not what ends it here
+    )
+    proc = manage("start", "--http-port", str(http), "--management-port", str(mgmt),
+                  "--bind", "127.0.0.1", "--workers", "1", env=env)
+    try:
+        wait_for(f"http://127.0.0.1:{mgmt}/health/ready", deadline_s=90, proc=proc)
+        stuck = socket.create_connection(("127.0.0.1", http), timeout=30)
+        stuck.sendall(b"POST /realms/master/protocol/openid-connect/token HTTP/1.1\r\nHost: localhost\r\n"
+                      b"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\nx")
+        time.sleep(0.3)
+        told = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(20)
+        # The delay, then the timeout: the worker that still held the request was stopped.
+        assert time.monotonic() - told < 0.5 + 2 + 3
+        assert stuck.recv(1) == b""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -12,7 +12,7 @@ from realms.users.accounts import enable_service_account
 from tests.oidc.browser.conftest import PASSWORD
 from tests.oidc.endpoints.conftest import basic
 
-from .test_reset_and_registration import AUTH, PARAMS, form_action, html, register_page
+from .test_reset_and_registration import AUTH, PARAMS, form_action, html, link, register_page
 
 pytestmark = pytest.mark.django_db
 TOKEN = "/realms/acme/protocol/openid-connect/token"
@@ -115,3 +115,20 @@ def test_a_bad_limit_is_refused_at_import_and_in_the_admin_api(realm, admin_api)
         assert answer.status_code == 400 and message in answer.json()["errorMessage"], answer.content
     assert not Realm.objects.filter(name="limited").exists()
     assert not any(k.startswith("rateLimit.") for k in Realm.objects.get(name="acme").attributes)
+
+
+def test_reset_credentials_posts_by_address(realm, web_app, bob):
+    realm.reset_password_allowed = True
+    limit(realm, resetCredentials__perAddress=1)
+    http = HttpClient()
+    form = http.get(link(http.get(AUTH, PARAMS), "kc-forgot-password"))
+    assert http.post(form_action(form), {"username": "nobody@example.com"}).status_code == 200
+    refused = http.post(form_action(form), {"username": "bob@example.com"})
+    assert refused.status_code == 429 and "Too many attempts from your network." in html(refused)
+    assert Event.objects.filter(realm=realm, type="RESET_PASSWORD_ERROR", error="too_many_requests").exists()
+
+
+def test_admin_api_by_address(realm, admin_api):
+    limit(Realm.objects.get(name="master"), admin__perAddress=1)
+    assert admin_api("get", "acme").status_code == 200
+    assert admin_api("get", "acme").status_code == 429

@@ -16,6 +16,7 @@ from realms.admin_api.openapi import OpenApi
 from realms.admin_api.realms import Realms
 from realms.admin_api.serverinfo import ServerInfo
 from realms.urls import broker_urlpatterns
+from webhooks import portal as webhook_portal
 
 urlpatterns = [
     path("", views.welcome, name="welcome"),
@@ -40,6 +41,8 @@ urlpatterns = [
     path("realms/<str:realm>/scim/v2/", include("realms.scim.urls")),
     path("realms/<str:realm>/account/", include("realms.account.urls")),
     path("realms/<str:realm>/account", account_root),
+    path("realms/<str:realm>/webhooks/portal/<str:token>/", webhook_portal.overview),
+    path("realms/<str:realm>/webhooks/portal/<str:token>/events/<str:message_id>", webhook_portal.event),
     path("realms/<str:realm>/", include("oidc.urls")),
     path("demo/api/whoami", oidc_demo.whoami, name="demo-whoami"),
     path("demo/", oidc_demo.sign_in, name="demo-sign-in"),

@@ -2,7 +2,7 @@
 (registered with ``realms.admin_api.resources`` from ``WebhooksConfig.ready()``)."""
 from django.urls import path
 
-from . import views
+from . import portal, views
 
 urlpatterns = [
     path("<str:realm>/webhooks", views.Endpoints.as_view(), name="webhooks-list"),
@@ -11,4 +11,5 @@ urlpatterns = [
     path("<str:realm>/webhooks/<str:endpoint_id>/test", views.TestEvent.as_view()),
     path("<str:realm>/webhooks/<str:endpoint_id>/deliveries", views.Deliveries.as_view()),
     path("<str:realm>/webhooks/<str:endpoint_id>/redeliver", views.Redeliver.as_view()),
+    path("<str:realm>/webhooks/<str:endpoint_id>/portal-link", portal.PortalLink.as_view()),
 ]

@@ -1,0 +1,219 @@
+"""The consumer portal (webhooks/portal.py): a signed, expiring link to one endpoint's page, issued by
+the Admin REST API; what its holder can do there, each change an admin event; and every link that
+must open nothing (altered, expired, another realm's, a deleted endpoint's)."""
+import json
+import re
+from datetime import timedelta
+from html import unescape
+
+import pytest
+import standardwebhooks
+import time_machine
+from django.core import signing
+from django.test import Client
+from django.utils import timezone
+
+from realms.models import Event, Realm
+from webhooks import delivery, portal, services
+from webhooks.models import Delivery, Endpoint, Message
+
+from .test_rest import tokens  # noqa: F401 (a fixture)
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("loopback_allowed")]
+
+
+@pytest.fixture
+def endpoint(realm, receiver_server):
+    created, secret = services.create_endpoint(realm, receiver_server.url(), ["user.*"], description="CRM sync")
+    created.first_secret = secret
+    return created
+
+
+@pytest.fixture
+def sent(monkeypatch):
+    """The delivery ids handed to the workers (a worker is started by the tests that need one)."""
+    ids = []
+    monkeypatch.setattr("webhooks.dispatch.deliveries", lambda batch: ids.extend(batch))
+    return ids
+
+
+def _link(tokens, endpoint, body=None):  # noqa: F811
+    resp = Client(HTTP_AUTHORIZATION=f"Bearer {tokens['admin']}").post(
+        f"/admin/realms/wh-realm/webhooks/{endpoint.pk}/portal-link", data=json.dumps(body or {}),
+        content_type="application/json")
+    assert resp.status_code == 200, resp.content
+    return resp.json()
+
+
+def _admin_events(endpoint, operation):
+    return Event.objects.filter(kind=Event.ADMIN, resource_path=f"webhooks/{endpoint.pk}", type=operation)
+
+
+def _path(url):
+    return re.sub(r"^https?://[^/]+", "", url)
+
+
+def _csrf(html):
+    return unescape(re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1))
+
+
+@pytest.fixture
+def opened(tokens, endpoint):  # noqa: F811
+    """A browser (Django's client, CSRF enforced) on the endpoint's portal page."""
+    link = _link(tokens, endpoint)
+    http = Client(enforce_csrf_checks=True)
+    page = http.get(_path(link["url"]))
+    assert page.status_code == 200
+    http.path = _path(link["url"])
+    http.csrf = _csrf(page.content.decode())
+    return http
+
+
+def _post(http, path=None, **data):
+    return http.post(path or http.path, {"csrfmiddlewaretoken": http.csrf, **data})
+
+
+def test_a_link_is_issued_by_the_admin_api_and_opens_the_endpoint_page(tokens, endpoint):  # noqa: F811
+    link = _link(tokens, endpoint, {"expiresIn": 3600})
+    assert re.fullmatch(r"http://testserver/realms/wh-realm/webhooks/portal/[^/]+/", link["url"])
+    expires = timezone.datetime.fromisoformat(link["expiresAt"].replace("Z", "+00:00"))
+    assert abs((expires - timezone.now()).total_seconds() - 3600) < 5
+    resp = Client().get(_path(link["url"]))
+    html = resp.content.decode()
+    assert resp.status_code == 200 and endpoint.url in html and "CRM sync" in html
+    assert "This link works until" in html and "Active" in html
+    assert resp["Referrer-Policy"] == "no-referrer" and "no-store" in resp["Cache-Control"]
+    assert not re.search(r"\bwebhookPortal\w+", html)  # every text is a text, never a key
+    # Issuing a link is itself on the record.
+    event = _admin_events(endpoint, "ACTION").get()
+    assert event.details["action"] == "portal-link" and event.client_id == "admin-cli"
+
+
+@pytest.mark.parametrize("body,needle", [({"expiresIn": 10}, "expiresIn"), ({"expiresIn": 10**9}, "expiresIn"),
+                                         ({"expiresIn": "1h"}, "expiresIn"), ([1], "JSON object")])
+def test_a_link_with_a_bad_lifetime_is_refused(tokens, endpoint, body, needle):  # noqa: F811
+    resp = Client(HTTP_AUTHORIZATION=f"Bearer {tokens['admin']}").post(
+        f"/admin/realms/wh-realm/webhooks/{endpoint.pk}/portal-link", data=json.dumps(body),
+        content_type="application/json")
+    assert resp.status_code == 400 and needle in resp.json()["errorMessage"]
+
+
+def test_issuing_a_link_needs_manage_events(tokens, endpoint):  # noqa: F811
+    resp = Client(HTTP_AUTHORIZATION=f"Bearer {tokens['plain']}").post(
+        f"/admin/realms/wh-realm/webhooks/{endpoint.pk}/portal-link", content_type="application/json")
+    assert resp.status_code == 403
+    assert Client().post(f"/admin/realms/wh-realm/webhooks/{endpoint.pk}/portal-link").status_code == 401
+
+
+def test_an_altered_expired_foreign_or_orphaned_link_opens_nothing(tokens, endpoint, realm):  # noqa: F811
+    path = _path(_link(tokens, endpoint, {"expiresIn": 600})["url"])
+    token = path.split("/")[-2]
+    claims = signing.loads(token, salt=portal.SALT)
+    longer = signing.dumps({**claims, "x": claims["x"] + 10**6}, salt="another salt")  # not our signature
+    other = Endpoint.objects.create(realm=Realm.objects.create(name="other-realm"), url=endpoint.url)
+    refused = {
+        "altered": path.replace(token, token[:-2] + ("AA" if token[-2:] != "AA" else "BB")),
+        "re-signed elsewhere": path.replace(token, longer),
+        "another realm": path.replace("/wh-realm/", "/other-realm/"),
+        "another endpoint": path.replace(token, signing.dumps({**claims, "e": other.pk}, salt=portal.SALT)),
+    }
+    for what, bad in refused.items():
+        resp = Client().get(bad)
+        assert resp.status_code == 403, what
+        assert "This link is not valid" in resp.content.decode() and endpoint.url not in resp.content.decode(), what
+    with time_machine.travel(timezone.now() + timedelta(seconds=601)):
+        resp = Client().get(path)
+    assert resp.status_code == 403 and "This link has expired" in resp.content.decode()
+    assert Client().get(path).status_code == 200
+    services.delete_endpoint(endpoint)
+    assert Client().get(path).status_code == 403
+
+
+def test_pause_resume_and_event_types(opened, endpoint):
+    resp = _post(opened, action="pause")
+    assert resp.status_code == 302 and resp["Location"].endswith("?done=webhookPortalPaused")
+    endpoint.refresh_from_db()
+    assert endpoint.enabled is False
+    page = opened.get(resp["Location"]).content.decode()
+    assert "Deliveries are paused" in page and "Paused" in page and 'id="resume"' in page
+    _post(opened, action="resume")
+    endpoint.refresh_from_db()
+    assert endpoint.enabled is True
+    _post(opened, action="event-types", event_types=["client.*", "user.created"])
+    endpoint.refresh_from_db()
+    assert endpoint.event_types == ["client.*", "user.created"]
+    resp = _post(opened, action="event-types", event_types=["nope.never"])
+    assert resp.status_code == 400 and "unknown event type" in resp.content.decode()
+    endpoint.refresh_from_db()
+    assert endpoint.event_types == ["client.*", "user.created"]
+    _post(opened, action="event-types", event_types=["*"])
+    endpoint.refresh_from_db()
+    assert endpoint.event_types == []  # every event
+    events = list(_admin_events(endpoint, "UPDATE"))
+    assert len(events) == 4 and {e.client_id for e in events} == {portal.CLIENT}
+
+
+def test_forms_need_the_csrf_token(opened, endpoint):
+    resp = opened.post(opened.path, {"action": "pause"})
+    assert resp.status_code == 403
+    endpoint.refresh_from_db()
+    assert endpoint.enabled is True
+
+
+def test_rotating_shows_the_new_secret_once_and_it_signs(opened, endpoint, sent, receiver_server,
+                                                         django_capture_on_commit_callbacks):
+    resp = _post(opened, action="rotate", overlap="now")
+    html = resp.content.decode()
+    assert resp.status_code == 200 and "The signing secret was rotated" in html
+    new_secret = unescape(re.search(r'id="new-secret"[^>]*value="([^"]+)"', html).group(1))
+    assert new_secret.startswith("whsec_") and new_secret != endpoint.first_secret
+    assert new_secret not in opened.get(opened.path).content.decode()  # shown once
+    with django_capture_on_commit_callbacks(execute=True):
+        _post(opened, action="test")
+    delivery.attempt(sent[-1])
+    received = receiver_server.requests[-1]
+    assert standardwebhooks.Webhook(new_secret).verify(received["body"], received["headers"])["type"] == "webhook.test"
+    # "Now" (after a leak): the old secret signs nothing any more.
+    with pytest.raises(standardwebhooks.webhooks.WebhookVerificationError):
+        standardwebhooks.Webhook(endpoint.first_secret).verify(received["body"], received["headers"])
+
+
+def test_test_event_log_and_redelivery(opened, endpoint, sent, receiver_server, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        resp = _post(opened, action="test")
+    assert resp["Location"].endswith("?done=webhookPortalTestSent")
+    delivery.attempt(sent[-1])
+    body = receiver_server.requests[-1]["body"]
+    assert standardwebhooks.Webhook(endpoint.first_secret).verify(
+        body, receiver_server.requests[-1]["headers"])["type"] == "webhook.test"
+    message = Message.objects.get(type="webhook.test")
+    page = opened.get(opened.path).content.decode()
+    assert f"events/{message.pk}" in page and "Delivered" in page
+    assert "Delivered" in opened.get(opened.path + "?state=delivered").content.decode()
+    assert "No deliveries yet" in opened.get(opened.path + "?state=failed").content.decode()
+    detail = opened.get(f"{opened.path}events/{message.pk}")
+    html = detail.content.decode()
+    assert detail.status_code == 200 and message.pk in html and "Attempt 1" in html and "200" in html
+    assert unescape(html).count('"endpointId"') == 1  # the request body as sent, laid out
+    with django_capture_on_commit_callbacks(execute=True):
+        resp = _post(opened, f"{opened.path}events/{message.pk}")
+    assert resp.status_code == 302 and Delivery.objects.get(message=message).state == Delivery.PENDING
+    assert "queued to be sent again" in opened.get(resp["Location"]).content.decode()
+    # A range: both times needed, then every event in it again.
+    assert _post(opened, action="redeliver-range", since="", until="").status_code == 400
+    now = timezone.now()
+    Delivery.objects.filter(message=message).update(state=Delivery.DELIVERED)
+    resp = _post(opened, action="redeliver-range", since=(now - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%S"),
+                 until=(now + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%S"))
+    assert resp.status_code == 302 and resp["Location"].endswith("done=webhookPortalRedelivered&n=1")
+    assert "Events queued again: 1" in opened.get(resp["Location"]).content.decode()
+    actions = [e.details["action"] for e in _admin_events(endpoint, "ACTION") if e.client_id == portal.CLIENT]
+    assert sorted(actions) == ["redeliver", "redeliver", "test"]
+
+
+def test_an_event_of_another_endpoint_is_not_shown(opened, realm, receiver_server, sent,
+                                                  django_capture_on_commit_callbacks):
+    other, _ = services.create_endpoint(realm, receiver_server.url())
+    with django_capture_on_commit_callbacks(execute=True):
+        message = services.send_test_event(other)
+    assert opened.get(f"{opened.path}events/{message.pk}").status_code == 404

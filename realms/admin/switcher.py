@@ -8,6 +8,10 @@ from ..models import Realm, RealmOwned
 
 REALM_PARAM = "realm__id__exact"
 SESSION_KEY = "admin_console_realm_id"
+# Keycloak 26's realm selector offers ten realms at a time (and a search); the header and the
+# list filters here offer as many, so that no page grows with the number of realms. The realm
+# list (searched, paginated) reaches the others.
+SWITCHER_SIZE = 10
 
 
 def current_realm(request):
@@ -38,6 +42,18 @@ def set_current_realm(request, realm):
         request.session[SESSION_KEY] = realm.pk
 
 
+def switcher_realms(request, current):
+    """What the header's switcher and a list's realm filter offer: the first ``SWITCHER_SIZE``
+    realms by name the admin may work in, and the current one."""
+    if request.user.is_superuser:
+        realms = list(Realm.objects.only("id", "name").order_by("name")[:SWITCHER_SIZE])
+    else:
+        realms = administered_realms(console_admin(request))[:SWITCHER_SIZE]
+    if current is not None and current not in realms:
+        realms.append(current)
+    return realms
+
+
 def realm_of(obj):
     if isinstance(obj, Realm):
         return obj
@@ -55,9 +71,7 @@ class RealmFilter(admin.SimpleListFilter):
         self.current = current_realm(request)
 
     def lookups(self, request, model_admin):
-        realms = (Realm.objects.only("id", "name") if request.user.is_superuser
-                  else administered_realms(console_admin(request)))
-        return [(r.pk, r.name) for r in realms]
+        return [(r.pk, r.name) for r in switcher_realms(request, current_realm(request))]
 
     def value(self):
         # current_realm has read the requested realm, and kept it only if the admin may work there.

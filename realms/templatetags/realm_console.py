@@ -5,7 +5,7 @@ from django import template
 from django.urls import NoReverseMatch, reverse
 
 from ..admin import current_realm, names, navigation
-from ..models import Realm
+from ..admin.switcher import SWITCHER_SIZE, switcher_realms
 
 register = template.Library()
 
@@ -19,9 +19,12 @@ def realm_switcher(context):
         back = reverse(f"admin:{opts.app_label}_{opts.model_name}_changelist") if opts else request.path
     except NoReverseMatch:
         back = request.path
+    current = current_realm(request)
+    realms = switcher_realms(request, current)
     return {
-        "realms": Realm.objects.only("id", "name"),
-        "current": current_realm(request),
+        "realms": realms,
+        "more": len(realms) >= SWITCHER_SIZE,  # then the realm list reaches the others
+        "current": current,
         "next": back,
         "csrf_token": context.get("csrf_token"),
     }

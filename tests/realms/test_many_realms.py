@@ -1,0 +1,73 @@
+"""A thousand realms: the console's realm list, its header switcher and the realm filter of every
+list cost a constant number of queries and show a bounded page of realms, whatever the number of
+realms (Keycloak's console became unusable at 1,000: keycloak#31956)."""
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from realms.admin.switcher import SWITCHER_SIZE
+from realms.models import Realm, Role, User
+
+pytestmark = pytest.mark.django_db
+
+CONSOLE = "/admin/master/console/realms"
+
+
+@pytest.fixture
+def master():
+    return Realm.objects.get_or_create(name="master")[0]
+
+
+@pytest.fixture
+def console(client, master):
+    admin = User.objects.create(realm=master, username="root")
+    admin.roles.add(Role.objects.get_or_create(realm=master, client=None, name="admin")[0])
+    client.force_login(admin)
+    return client
+
+
+def add_realms(count, start=0):
+    Realm.objects.bulk_create(Realm(name=f"r{i:04d}") for i in range(start, start + count))
+
+
+def switcher(page):
+    """The options of the header's realm switcher."""
+    start = page.index('<select id="realm-switcher-select"')
+    return page[start:page.index("</select>", start)].count("<option")
+
+
+def queries(console, path):
+    with CaptureQueriesContext(connection) as captured:
+        response = console.get(path)
+    assert response.status_code == 200
+    return len(captured), response.content.decode()
+
+
+@pytest.mark.parametrize("path", [f"{CONSOLE}/realm/", f"{CONSOLE}/client/", f"{CONSOLE}/realm/?q=r02"])
+def test_console_pages_cost_the_same_with_many_realms(console, path):
+    add_realms(3)
+    console.get(path)  # the first view of a page loads what a process keeps
+    few, _ = queries(console, path)
+    add_realms(300, start=3)
+    many, page = queries(console, path)
+    assert many == few
+    # The header's switcher offers a page of realms (master and the first by name), not 303.
+    assert switcher(page) == SWITCHER_SIZE
+    assert "All realms</a>" in page
+
+
+def test_the_switcher_and_the_filter_offer_the_current_realm_beyond_the_first_page(console):
+    add_realms(300)
+    late = Realm.objects.get(name="r0299")
+    _, page = queries(console, f"{CONSOLE}/client/?realm__id__exact={late.pk}")
+    assert f'<option value="{late.pk}" selected>r0299</option>' in page
+    assert switcher(page) == SWITCHER_SIZE + 1
+    assert "r0200" not in page  # neither the switcher nor the realm filter lists every realm
+    _, page = queries(console, f"{CONSOLE}/realm/?q=r0200")  # the realm list searches them all
+    assert "r0200" in page
+
+
+def test_a_few_realms_are_all_offered(console):
+    add_realms(3)
+    _, page = queries(console, f"{CONSOLE}/client/")
+    assert switcher(page) == 4 and "All realms</a>" not in page

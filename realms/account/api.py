@@ -13,9 +13,10 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 
 from ..admin_api import errors
-from ..admin_api.reps import group_reps
+from ..admin_api.reps import brief_user_rep, group_reps
 from ..admin_api.views import ApiView
 from ..audit import events
+from ..authz import sharing
 from ..brokering import linking
 from ..credentials import credential_types
 from ..errors import ReadOnlyUser
@@ -404,3 +405,152 @@ class SupportedLocales(AccountResource):
 
     def get(self, request, realm):
         return Response(list(self.realm.supported_locales or []))
+
+
+# User-managed access (Keycloak's account ResourcesService and ResourceService) ------------------
+
+def resource_rep(client, resource, scopes=None):
+    """Keycloak's account Resource: the resource, its scopes (``scopes`` given: those granted or
+    asked instead) and the resource server as ``client``."""
+    rep = {"_id": resource["_id"], "name": resource["name"], "uris": resource.get("uris", []),
+           "scopes": [{"name": s["name"]} for s in resource["scopes"]] if scopes is None else [{"name": s} for s in scopes],
+           "client": {"clientId": client.client_id, "name": client.name or None, "baseUrl": client.base_url or None}}
+    for key in ("displayName", "icon_uri"):
+        if resource.get(key):
+            rep[key] = resource[key]
+    return rep
+
+
+def permission_reps(by_user):
+    """Keycloak's account Permission: who, and the scopes."""
+    return [{"username": u.username, "firstName": u.first_name or None, "lastName": u.last_name or None,
+             "email": u.email or None, "scopes": scopes} for u, scopes in by_user.items()]
+
+
+def _paged(request, items):
+    """Keycloak's queryResponse: with both ``first`` and ``max``, that page and Link headers."""
+    first, most = _count(request, "first"), _count(request, "max")
+    if first is None or most is None:
+        return Response(items)
+    page, more = items[first:first + most], len(items) > first + most
+    links = []
+    url = request._request.build_absolute_uri(request.path)
+    if more:
+        links.append(f'<{url}?first={first + most}&max={most}>; rel="next"')
+    if first > 0:
+        links.append(f'<{url}?first={max(first - most, 0)}&max={most}>; rel="prev"')
+    response = Response(page)
+    if links:
+        response["Link"] = ", ".join(links)
+    return response
+
+
+class Resources(AccountResource):
+    """The user's own resources (``name`` filters)."""
+
+    required_role = (MANAGE_ACCOUNT,)
+
+    def get(self, request, realm):
+        owned = sharing.owned(self.realm, self.user, request.query_params.get("name"))
+        return _paged(request, [resource_rep(c, r) for c, r in owned])
+
+
+class SharedWithMe(AccountResource):
+    """The resources others shared with the user, each with the scopes granted."""
+
+    required_role = (MANAGE_ACCOUNT,)
+
+    def get(self, request, realm):
+        shared = sharing.shared_with_me(self.realm, self.user, request.query_params.get("name"))
+        return _paged(request, [resource_rep(c, r, scopes) for c, r, scopes in shared])
+
+
+class SharedWithOthers(AccountResource):
+    """The user's resources shared with others, each with its ``permissions``."""
+
+    required_role = (MANAGE_ACCOUNT,)
+
+    def get(self, request, realm):
+        out = []
+        for client, resource in sharing.owned(self.realm, self.user):
+            granted = sharing.granted(client, resource, self.user)
+            if granted:
+                out.append({**resource_rep(client, resource, []), "permissions": permission_reps(granted)})
+        return _paged(request, out)
+
+
+class PendingRequests(AccountResource):
+    """What the user asked others for and awaits: one entry per scope asked, as Keycloak's."""
+
+    required_role = (MANAGE_ACCOUNT,)
+
+    def get(self, request, realm):
+        out = []
+        for client, resource, scopes in sharing.pending(self.realm, self.user):
+            out += [resource_rep(client, resource, [s]) for s in scopes] or [resource_rep(client, resource, [])]
+        return Response(out)
+
+
+class OwnedResource(AccountResource):
+    """A resource of the user's: 404 ``resource_not_found``, another's 400 ``invalid_resource``."""
+
+    required_role = (MANAGE_ACCOUNT,)
+
+    def owned(self, resource_id):
+        client, resource = sharing.find(self.realm, resource_id)
+        if resource is None:
+            raise errors.NotFound("resource_not_found")
+        if resource.get("owner", {}).get("id") != self.user.pk:
+            raise errors.BadRequest("invalid_resource")
+        return client, resource
+
+
+class ResourceDetail(OwnedResource):
+    def get(self, request, realm, resource_id):
+        return Response(resource_rep(*self.owned(resource_id)))
+
+
+class ResourcePermissions(OwnedResource):
+    """GET whom the resource is shared with; PUT Keycloak's list of ``{username, scopes}``: each
+    user then holds exactly those scopes (``[]``: nothing)."""
+
+    def get(self, request, realm, resource_id):
+        client, resource = self.owned(resource_id)
+        return Response(permission_reps(sharing.granted(client, resource, self.user)))
+
+    def put(self, request, realm, resource_id):
+        client, resource = self.owned(resource_id)
+        body = request.data
+        if not isinstance(body, list) or not body or not all(
+                isinstance(p, dict) and isinstance(p.get("scopes", []), list) for p in body):
+            raise errors.BadRequest("invalid_permissions")
+        with transaction.atomic():
+            for permission in body:
+                try:
+                    requester = sharing.find_user(self.realm, permission.get("username"))
+                    sharing.share(client, resource, self.user, requester, permission.get("scopes") or [])
+                except sharing.UnknownUser as exc:
+                    raise errors.NotFound(str(exc)) from None
+                except sharing.Refused as exc:
+                    raise errors.BadRequest(exc.code, exc.detail) from None
+        return Response(status=204)
+
+
+class ResourcePermissionRequests(OwnedResource):
+    """The requests awaiting the owner on this resource."""
+
+    def get(self, request, realm, resource_id):
+        client, resource = self.owned(resource_id)
+        return Response(permission_reps(sharing.requests(client, resource, self.user)))
+
+
+class ResourceUser(OwnedResource):
+    """The user a username or e-mail names (the share dialog's check), 204 when none."""
+
+    def get(self, request, realm, resource_id):
+        self.owned(resource_id)
+        try:
+            user = sharing.find_user(self.realm, request.query_params.get("value"))
+        except sharing.UnknownUser:
+            return Response(status=204)
+        return Response(brief_user_rep(user))

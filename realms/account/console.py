@@ -11,6 +11,7 @@ from django.http import Http404, HttpResponseRedirect
 from django.views.decorators.csrf import csrf_protect
 
 from ..audit import events
+from ..authz import sharing
 from ..brokering import linking
 from ..credentials import credential_types, password_policy
 from ..errors import StoreRefused
@@ -33,11 +34,13 @@ SECTIONS = (  # (url name, message key), in the console's order
     ("account-applications", "applications"),
     ("account-groups", "groups"),
     ("account-organizations", "organizations"),
+    ("account-resources", "myResources"),
 )
 _PATHS = {"account": "", "account-signing-in": "account-security/signing-in",
           "account-device-activity": "account-security/device-activity",
           "account-linked-accounts": "account-security/linked-accounts", "account-applications": "applications",
-          "account-groups": "groups", "account-organizations": "organizations"}
+          "account-groups": "groups", "account-organizations": "organizations",
+          "account-resources": "resources"}
 
 
 def _url(realm, name):
@@ -107,7 +110,7 @@ class Console:
 
 
 _NOTICES = {"accountUpdatedMessage", "accountPasswordUpdatedMessage", "sessionsSignedOut", "consentRevoked",
-            "credentialRemoved", "unLinkSuccess"}
+            "credentialRemoved", "unLinkSuccess", "shareSuccess", "unShareSuccess"}
 
 
 def _forbidden_unless_manage(ctx):
@@ -289,3 +292,56 @@ def groups(request, ctx):
 def organizations(request, ctx):
     reps = api.Organizations.list_for(ctx.realm, ctx.user)
     return ctx.render("organizations.html", {"organizations": reps})
+
+
+@page("account-resources")
+def resources(request, ctx):
+    """Keycloak's "My resources" (user-managed access): the user's resources, whom each is shared
+    with (revoked with a post), the requests awaiting them (accepted or denied), sharing with a
+    user by username or e-mail; and the resources others shared with the user."""
+    error = None
+    if request.method == "POST":
+        _forbidden_unless_manage(ctx)
+        error = _change_share(request, ctx)
+        if error is None:
+            return ctx.done("unShareSuccess" if request.POST.get("action") in ("revoke", "deny") else "shareSuccess")
+    mine = [{"client": c, "resource": r, "id": r["_id"], "scopes": [s["name"] for s in r["scopes"]],
+             "shared": sharing.granted(c, r, ctx.user), "requests": sharing.requests(c, r, ctx.user)}
+            for c, r in sharing.owned(ctx.realm, ctx.user)]
+    return ctx.render("resources.html", {
+        "mine": mine, "error": error, "error_resource": request.POST.get("resource", ""),
+        "shared_with_me": [{"client": c, "resource": r, "id": r["_id"], "scopes": scopes}
+                           for c, r, scopes in sharing.shared_with_me(ctx.realm, ctx.user)],
+        "pending": sharing.pending(ctx.realm, ctx.user)}, status=400 if error else 200)
+
+
+def _change_share(request, ctx):
+    """One change the owner posts: ``share`` (a username or e-mail and the scopes chosen),
+    ``revoke`` (everything shared with a user), ``approve`` or ``deny`` (a user's request).
+    Answers the error message, or None when done."""
+    client, resource = sharing.find(ctx.realm, request.POST.get("resource", ""))
+    if resource is None or resource.get("owner", {}).get("id") != ctx.user.pk:
+        raise Http404("no such resource")
+    action = request.POST.get("action")
+    try:
+        other = sharing.find_user(ctx.realm, request.POST.get("user", "").strip())
+        if action == "share":
+            scopes = request.POST.getlist("scope")
+            if not scopes:
+                return Message("selectScopes")
+            # What was shared before stays: the form adds scopes.
+            scopes += sharing.granted(client, resource, ctx.user).get(other, [])
+            sharing.share(client, resource, ctx.user, other, list(dict.fromkeys(scopes)))
+        elif action == "revoke":
+            sharing.share(client, resource, ctx.user, other, [])
+        elif action == "approve":
+            sharing.approve(client, resource, ctx.user, other)
+        elif action == "deny":
+            sharing.deny(client, resource, ctx.user, other)
+        else:
+            raise Http404("no such action")
+    except sharing.UnknownUser:
+        return Message("userNotFound", request.POST.get("user", "").strip())
+    except sharing.Refused:
+        return Message("shareRefused")
+    return None

@@ -9,7 +9,7 @@ the ``webhook-portal`` client.
 The link is ``/realms/<realm>/webhooks/portal/<token>/``: ``token`` is Django's signature (the
 deployment's secret key, HMAC-SHA256) over the endpoint's id and the link's expiry, checked on
 every request. A link that is altered, expired, of another realm or of a deleted endpoint opens
-nothing. The token is in the path, so the pages send no referrer and are never cached."""
+nothing. The token is in the path, so the pages send no referrer to other sites and are never cached."""
 import json
 from datetime import UTC, datetime, timedelta
 
@@ -24,7 +24,7 @@ from realms.admin_api.errors import Invalid, NotFound
 from realms.admin_api.views import RealmResource
 from realms.audit.admin_events import AuthDetails
 from realms.http import messages, themes
-from realms.http.web import client_address, realm_url
+from realms.http.web import base_url, client_address
 from realms.models import Realm
 
 from . import catalogue, services
@@ -53,7 +53,8 @@ def issue_link(request, endpoint, expires_in=DEFAULT_LINK_SECONDS, who=None):
     expires_at = timezone.now().replace(microsecond=0) + timedelta(seconds=expires_in)
     token = signing.dumps({"e": endpoint.pk, "x": int(expires_at.timestamp())}, salt=SALT)
     _audit(endpoint, who, action="portal-link", expiresAt=_iso(expires_at))
-    return f"{realm_url(request, endpoint.realm.name)}/webhooks/portal/{token}/", expires_at
+    # Relative when the base URL is unknown (no request, no IDP_BASE_URL: a command in dev mode).
+    return f"{base_url(request)}/realms/{endpoint.realm.name}/webhooks/portal/{token}/", expires_at
 
 
 def open_link(realm_name, token):
@@ -108,7 +109,9 @@ class PortalLink(RealmResource):
 
 def _render(request, realm, page, context, status=200):
     response = themes.render(request, realm, page, context, status=status)
-    response["Referrer-Policy"] = "no-referrer"  # the link is a credential: never sent on
+    # The link is a credential: never sent to another site. Not "no-referrer": under it the
+    # browser sends "Origin: null" with the page's own forms, which the CSRF check refuses.
+    response["Referrer-Policy"] = "same-origin"
     return response
 
 

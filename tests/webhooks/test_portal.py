@@ -82,7 +82,7 @@ def test_a_link_is_issued_by_the_admin_api_and_opens_the_endpoint_page(tokens, e
     html = resp.content.decode()
     assert resp.status_code == 200 and endpoint.url in html and "CRM sync" in html
     assert "This link works until" in html and "Active" in html
-    assert resp["Referrer-Policy"] == "no-referrer" and "no-store" in resp["Cache-Control"]
+    assert resp["Referrer-Policy"] == "same-origin" and "no-store" in resp["Cache-Control"]
     assert not re.search(r"\bwebhookPortal\w+", html)  # every text is a text, never a key
     # Issuing a link is itself on the record.
     event = _admin_events(endpoint, "ACTION").get()

@@ -12,19 +12,35 @@ class ConfigError(IdpError):
 
 
 def database_from_url(url):
-    """postgres://user:pass@host:port/name?sslmode=... -> a DATABASES entry (psycopg 3)."""
+    """postgres://user:pass@host:port/name?sslmode=... -> a DATABASES entry (psycopg 3). Several
+    hosts (``host1:port1,host2:port2``) become libpq's lists: with ``target_session_attrs=read-write``
+    a node connects to whichever is the primary, so it finds a promoted standby by itself."""
     if not url:
         return {"ENGINE": "idp.postgresql", "NAME": ""}
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # an unreadable [IPv6] address
+        raise ConfigError(f"IDP_DB_URL: {exc}") from None
     if parts.scheme not in ("postgres", "postgresql"):
         raise ConfigError(f"IDP_DB_URL: unsupported scheme {parts.scheme!r}, expected postgresql://")
+    hosts, ports = [], []
+    for item in parts.netloc.rpartition("@")[2].split(","):
+        if item.startswith("["):  # [IPv6]:port
+            host, _, port = item[1:].partition("]")
+            port = port.removeprefix(":")
+        else:
+            host, _, port = item.partition(":")
+        if port and not port.isdigit():
+            raise ConfigError(f"IDP_DB_URL: port {port!r} is not a number")
+        hosts.append(host)
+        ports.append(port)
     return {
         "ENGINE": "idp.postgresql",  # Django's, its health check without a round trip
         "NAME": unquote(parts.path.lstrip("/")),
         "USER": unquote(parts.username or ""),
         "PASSWORD": unquote(parts.password or ""),
-        "HOST": parts.hostname or "",
-        "PORT": str(parts.port or ""),
+        "HOST": ",".join(hosts),
+        "PORT": ",".join(ports) if any(ports) else "",
         "OPTIONS": dict(parse_qsl(parts.query)),
         "CONN_MAX_AGE": 300,
         "CONN_HEALTH_CHECKS": True,

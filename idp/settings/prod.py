@@ -22,6 +22,13 @@ CACHES = {
     "default": redis_cache(os.environ.get("IDP_REDIS_URL", "")),
     "generations": redis_cache(os.environ.get("IDP_REDIS_URL", "")),  # realms.data.shared_cache
 }
+# Keycloak's multi-cluster v2 (server feature ``stateless``): sites with a Redis each on one
+# synchronously replicated PostgreSQL; what every node must see is cached in the database, on a
+# connection of its own (idp.db_cache, decision 0094). Redis keeps each site's Celery queue.
+if "stateless" in {n.strip() for n in IDP_FEATURES.split(",")} - {n.strip() for n in IDP_FEATURES_DISABLED.split(",")}:  # noqa: F405
+    DATABASES["cache"] = dict(DATABASES["default"])
+    CACHES["default"] = CACHES["generations"] = {
+        "BACKEND": "idp.db_cache.DatabaseCache", "LOCATION": "idp_cache", "OPTIONS": {"DATABASE": "cache"}}
 
 _after_security = MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1  # noqa: F405
 MIDDLEWARE = [*MIDDLEWARE[:_after_security], "whitenoise.middleware.WhiteNoiseMiddleware",  # noqa: F405

@@ -106,6 +106,8 @@ class Command(BaseCommand):
         # Up from here, so that a node waiting for another's migrations is live but not started.
         management = start_management_server(management_bind, management_port, (bind, http_port), started=False)
         with startup_lock():
+            # First: migrations already drop cached copies (feature stateless: in that table).
+            call_command("createcachetable", verbosity=0)
             call_command("migrate", interactive=False, verbosity=0)
             try:
                 ensure_bootstrap_admin()

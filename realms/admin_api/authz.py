@@ -11,19 +11,27 @@ scopes and policies by id or name) and are kept as the export's (``config``, nam
 write is checked as an import is (``realms.representation.resource_server``): what cannot be
 evaluated is refused with 400, never stored.
 """
+import copy
 import json
 
 from django.urls import path
 from rest_framework import status
 from rest_framework.response import Response
 
-from ..administration.admin_permissions import PERMISSIONS_CLIENT
+from ..administration.admin_permissions import MODEL_OF, PERMISSIONS_CLIENT, SCHEMA, explain
 from ..audit import admin_events
 from ..authz import tickets
 from ..authz.evaluation import Decider, Identity, Server
 from ..authz.policies import config_list, evaluate
 from ..models import Client, Role, User
 from ..representation import RepresentationError
+from ..representation.authorization import (
+    NOT_SUPPORTED,
+    TYPE_REFUSED,
+    admin_permission,
+    check_admin_permissions,
+    schema_settings,
+)
 from ..representation.resource_server import (
     ENFORCEMENT_MODES,
     PERMISSION_TYPES,
@@ -59,6 +67,8 @@ class AuthzResource(RealmResource):
     required_role = {"GET": "view-authorization", "POST": "manage-authorization", "PUT": "manage-authorization",
                      "DELETE": "manage-authorization"}
 
+    schema = False  # the admin-permissions client: its settings follow the admin-permissions schema
+
     def server(self):
         client = Client.objects.filter(realm=self.realm, pk=self.kwargs["client_uuid"]).first()
         if client is None:
@@ -66,13 +76,28 @@ class AuthzResource(RealmResource):
         if not client.authorization_services_enabled:
             raise errors.NotFound("HTTP 404 Not Found")
         if client.client_id == PERMISSIONS_CLIENT:
-            # Its settings follow the admin-permissions schema (resource types, not resources):
-            # written here they would be checked as an application's. Import sets them.
-            raise errors.Invalid("The admin-permissions client's permissions are set by realm import; "
-                                 "these routes do not manage them yet")
+            self.schema, self.server_client = True, client
+            return Server(client, schema_settings(client, copy.deepcopy(client.authorization_settings)))
         return Server(client, client.authorization_settings)
 
+    def typed(self, settings, kind, body, existing=None):
+        """A policy in the export's shape from Keycloak's typed representation of ``kind``; on the
+        admin-permissions client, a scope permission names a resource type and its objects."""
+        if self.schema and kind == "resource":
+            raise errors.Invalid(TYPE_REFUSED)
+        if self.schema and kind == "scope":
+            return admin_permission(self.realm, settings, body, existing)
+        return typed_to_stored(settings, kind, body, existing)
+
+    def refuse_on_schema(self):
+        """Keycloak's throwExceptionIfAdminPermissionClient: the admin-permissions client's
+        resources and scopes are the schema's (and the objects its permissions name)."""
+        if self.schema:
+            raise errors.Invalid(NOT_SUPPORTED)
+
     def change(self, server, change, kind, path, representation=None, operation="UPDATE"):
+        if self.schema:
+            change = self._schema_change(change)
         try:
             result = write(server.client, change)
         except NameTaken as exc:
@@ -82,6 +107,20 @@ class AuthzResource(RealmResource):
         admin_events.record(self.realm, operation, kind, f"clients/{server.client.pk}/authz/resource-server{path}",
                             auth=self.auth_details(), representation=representation)
         return result
+
+    def _schema_change(self, change):
+        """A change of the admin-permissions client: on the schema's resources and scopes, the
+        resources of objects no permission names any more removed (Keycloak's
+        removeOrphanResources), checked as an import of them would be. The Admin API's decisions
+        read the settings at each request, so it takes effect at once."""
+        def schema_change(settings):
+            schema_settings(self.server_client, settings)
+            result = change(settings)
+            named = {n for p in settings["policies"] if p["type"] == "scope" for n in config_list(p, "resources")}
+            settings["resources"] = [r for r in settings["resources"] if r["name"] in SCHEMA or r["name"] in named]
+            check_admin_permissions(self.realm, self.server_client, settings)
+            return result
+        return schema_change
 
 
 def _body(request):
@@ -145,6 +184,7 @@ class Resources(AuthzResource):
 
     def post(self, request, realm, client_uuid):
         server = self.server()
+        self.refuse_on_schema()
         try:
             resource = resource_from_rep(server.client, _body(request))
         except RepresentationError as exc:
@@ -167,6 +207,7 @@ class ResourceDetail(AuthzResource):
 
     def put(self, request, realm, client_uuid, resource_id):
         server = self.server()
+        self.refuse_on_schema()
         try:
             resource = resource_from_rep(server.client, _body(request), self.existing(server))
         except RepresentationError as exc:
@@ -177,6 +218,7 @@ class ResourceDetail(AuthzResource):
 
     def delete(self, request, realm, client_uuid, resource_id):
         server = self.server()
+        self.refuse_on_schema()
         self.existing(server)
         self.change(server, lambda s: remove_resource(s, resource_id), "AUTHORIZATION_RESOURCE",
                     f"/resource/{resource_id}", operation="DELETE")
@@ -226,6 +268,7 @@ class Scopes(AuthzResource):
 
     def post(self, request, realm, client_uuid):
         server = self.server()
+        self.refuse_on_schema()
         try:
             scope = check_scope({**_body(request), "id": new_id()}, "")
         except RepresentationError as exc:
@@ -247,6 +290,7 @@ class ScopeDetail(AuthzResource):
 
     def put(self, request, realm, client_uuid, scope_id):
         server = self.server()
+        self.refuse_on_schema()
         self.existing(server)
         try:
             scope = check_scope({**_body(request), "id": scope_id}, "")
@@ -257,6 +301,7 @@ class ScopeDetail(AuthzResource):
 
     def delete(self, request, realm, client_uuid, scope_id):
         server = self.server()
+        self.refuse_on_schema()
         name = self.existing(server)["name"]
         self.change(server, lambda s: _remove_scope(s, scope_id), "AUTHORIZATION_SCOPE", f"/scope/{scope_id}",
                     operation="DELETE")
@@ -293,8 +338,9 @@ def typed_to_stored(settings, kind, body, existing=None):
     return check_policy(rep, "")
 
 
-def stored_to_typed(settings, policy):
-    """Keycloak's typed representation of a stored policy (other objects by id)."""
+def stored_to_typed(settings, policy, schema=False):
+    """Keycloak's typed representation of a stored policy (other objects by id; the objects an
+    admin permission names by their own ids, none for all of its type)."""
     out = {k: policy[k] for k in ("id", "name", "type", "logic", "decisionStrategy", "description") if k in policy}
     config = policy["config"]
     for field, key in _LISTS.items():
@@ -307,6 +353,8 @@ def stored_to_typed(settings, policy):
         if key in config:
             by_name = {item["name"]: item[id_key] for item in settings[where]}
             out[field] = [by_name.get(name, name) for name in config_list(policy, key)]
+    if schema and policy["type"] == "scope":
+        out["resources"] = [n for n in config_list(policy, "resources") if n != config["defaultResourceType"]]
     return out
 
 
@@ -339,15 +387,24 @@ def _remove_policy(settings, policy_id):
 
 class Policies(AuthzResource):
     """``policy`` (every policy and permission) and ``permission`` (permissions only): the export's
-    representation, filtered by ``name`` and ``type``."""
+    representation, filtered by ``name``, ``type`` and, as Keycloak's permission search, by
+    ``resourceType``, ``resource`` (a resource's id or name; an admin permission's object id) and
+    ``scope`` (id or name)."""
 
     permissions_only = False
 
     def get(self, request, realm, client_uuid):
-        name, kind = request.query_params.get("name", "").lower(), request.query_params.get("type")
-        found = [p for p in self.server().settings["policies"]
+        server, query = self.server(), request.query_params
+        name, kind = query.get("name", "").lower(), query.get("type")
+        scopes = {s["id"]: s["name"] for s in server.settings["scopes"]}
+        resource = server.by_id.get(query.get("resource"), {}).get("name", query.get("resource"))
+        scope = scopes.get(query.get("scope"), query.get("scope"))
+        found = [p for p in server.settings["policies"]
                  if (p["type"] in PERMISSION_TYPES or not self.permissions_only)
-                 and name in p["name"].lower() and (not kind or p["type"] == kind)]
+                 and name in p["name"].lower() and (not kind or p["type"] == kind)
+                 and (not query.get("resourceType") or p["config"].get("defaultResourceType") == query["resourceType"])
+                 and (not resource or resource in config_list(p, "resources"))
+                 and (not scope or scope in config_list(p, "scopes"))]
         return Response(_page(request, found))
 
 
@@ -368,7 +425,7 @@ class PolicyById(AuthzResource):
     def get(self, request, realm, client_uuid, policy_id, kind=None):
         server = self.server()
         policy = self.existing(server)
-        return Response(stored_to_typed(server.settings, policy) if kind else policy)
+        return Response(stored_to_typed(server.settings, policy, self.schema) if kind else policy)
 
     def put(self, request, realm, client_uuid, policy_id, kind=None):
         server = self.server()
@@ -376,7 +433,7 @@ class PolicyById(AuthzResource):
         body = _body(request)
 
         def change(settings):
-            policy = typed_to_stored(settings, kind or existing["type"], body, existing)
+            policy = self.typed(settings, kind or existing["type"], body, existing)
             _store_policy(self.realm, settings, policy)
         self.change(server, change, "AUTHORIZATION_POLICY", f"/policy/{policy_id}", body)
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -404,10 +461,10 @@ class PolicyOrType(PolicyById):
         created = {}
 
         def change(settings):
-            created["policy"] = typed_to_stored(settings, kind, body)
+            created["policy"] = self.typed(settings, kind, body)
             _store_policy(self.realm, settings, created["policy"])
         self.change(server, change, "AUTHORIZATION_POLICY", f"/policy/{kind}", body, "CREATE")
-        return Response(stored_to_typed(server.client.authorization_settings, created["policy"]),
+        return Response(stored_to_typed(server.client.authorization_settings, created["policy"], self.schema),
                         status=status.HTTP_201_CREATED)
 
 
@@ -429,6 +486,8 @@ class Evaluate(AuthzResource):
         client = Client.objects.filter(realm=self.realm, pk=body.get("clientId")).first()
         roles = frozenset(Role.objects.filter(realm=self.realm, pk__in=body.get("roleIds") or []))
         identity = Identity(user, client.client_id if client else server.client.client_id, extra_roles=roles)
+        if self.schema:
+            return Response(self._admin_permissions(server, identity, body))
         asked = body.get("resources") or [{"_id": r["_id"]} for r in server.resources]
         decider = Decider(server, self.realm, identity, tickets.shared_with(server.client, user))
         results = []
@@ -449,6 +508,39 @@ class Evaluate(AuthzResource):
             })
         permit = any(r["status"] == "PERMIT" for r in results)
         return Response({"status": "PERMIT" if permit else "DENY", "results": results, "entitlements": False})
+
+    def _admin_permissions(self, server, identity, body):
+        """The admin-permissions client's evaluation: for each object of ``resourceType`` asked
+        (``resources`` by id; none: the type as a whole), the scopes the permissions grant the
+        user (their roles not counted, as Keycloak's evaluation of the permissions) and each
+        permission that applied."""
+        kind = body.get("resourceType")
+        if kind not in SCHEMA:
+            raise errors.Invalid("Resource type not provided.")
+        model = MODEL_OF[kind]
+        targets = [None]
+        if body.get("resources"):
+            refs = [r.get("_id") or r.get("name") if isinstance(r, dict) else r for r in body["resources"]]
+            targets = list(model.objects.filter(realm=self.realm, pk__in=refs))
+            if len(targets) != len(set(refs)):
+                raise errors.Invalid(f"Resource {next(r for r in refs if r not in {t.pk for t in targets})} not found")
+        decider = Decider(server, self.realm, identity)
+        results = []
+        for target in targets:
+            decisions = explain(identity, self.realm, kind, target)
+            applied = sorted({name for _, names in decisions.values() for name in names})
+            asked = [s["name"] if isinstance(s, dict) else s for s in body.get("scopes") or []] or list(SCHEMA[kind])
+            if set(asked) - set(SCHEMA[kind]):
+                raise errors.Invalid(f"Scope {sorted(set(asked) - set(SCHEMA[kind]))[0]} was not found for resource "
+                                     f"type {kind}.")
+            allowed = [s for s in asked if decisions[s][0]]
+            results.append({
+                "resource": {"_id": target.pk if target else kind, "name": target.pk if target else kind},
+                "scopes": [{"name": s} for s in asked], "status": "PERMIT" if allowed else "DENY",
+                "allowedScopes": [{"name": s} for s in allowed],
+                "policies": [self._policy_result(server, decider, identity, server.policies[n]) for n in applied]})
+        permit = any(r["status"] == "PERMIT" for r in results)
+        return {"status": "PERMIT" if permit else "DENY", "results": results, "entitlements": False}
 
     def _policy_result(self, server, decider, identity, permission):
         associated = []

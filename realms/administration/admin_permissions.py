@@ -342,6 +342,22 @@ def _evaluate(admin, realm, settings, kind, scope, target):
     return combine(settings.get("decisionStrategy", "UNANIMOUS"), [_granted(admin, realm, settings, p) for p in found])
 
 
+def explain(admin, realm, kind, target=None):
+    """{scope of ``kind``: (granted, names of the permissions that applied)} on ``target`` (every
+    object of the type when None), by the permissions alone: the Admin API's policy evaluation
+    of the admin-permissions client (``admin`` may be any identity with ``roles()``)."""
+    settings = _settings(admin, realm)
+    if settings is None:
+        return {scope: (False, []) for scope in SCHEMA[kind]}
+    groups = set(target.groups.values_list("pk", flat=True)) if kind == "Users" and target is not None else set()
+    out = {}
+    for scope in SCHEMA[kind]:
+        found = _applicable(_permissions(settings), kind, scope, target, groups)
+        granted = combine(settings.get("decisionStrategy", "UNANIMOUS"), [_granted(admin, realm, settings, p) for p in found])
+        out[scope] = (granted, [p["name"] for p in found])
+    return out
+
+
 def _granted(admin, realm, settings, permission):
     """The permission's decision for ``admin``: its policies combined by its strategy (once per
     request: a list decides many objects by the same permissions)."""

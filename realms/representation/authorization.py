@@ -7,10 +7,13 @@ other than user, group, role and client, resource types or scopes outside the sc
 enforcement mode other than ENFORCING) fails the import with its JSON path: a permission is never
 ignored; so does what an application's evaluation cannot honour (``resource_server``)."""
 import json
+import uuid
+
+from django.db.models import Q
 
 from ..administration.admin_permissions import PERMISSIONS_CLIENT, POLICY_TYPES, SCHEMA
 from ..authz.policies import find_group, find_role
-from ..models import Client, Group, User
+from ..models import Client, Group, Role, User
 from .fields import RepresentationError, as_dict, as_list, at
 from .resource_server import check as check_resource_server
 from .resource_server import resolve as resolve_resource_server
@@ -139,3 +142,101 @@ def resolve_authorization(realm, client, settings, path, renamed):
                 if find_role(realm, entry.get("id", "")) is None:
                     raise RepresentationError(at(here, "roles"), f"unknown role {entry.get('id')!r}")
     return settings
+
+
+# Managing the admin-permissions client through the Admin API (Keycloak's AdminPermissionsSchema)
+
+# Keycloak's ModelValidationException messages for the admin-permissions client.
+NOT_SUPPORTED = "Not supported for this client."
+TYPE_REFUSED = "Policy type not supported by feature admin-fine-grained-authz:v2"
+_LOOKUPS = {"Users": (User, "username"), "Clients": (Client, "client_id"), "Groups": (Group, None),
+            "Roles": (Role, None)}
+
+
+def schema_settings(client, settings):
+    """In place: what Keycloak's AdminPermissionsSchema.init gives the client (every scope of the
+    schema, a resource per resource type), and ids for the resources, scopes and policies an
+    import kept without one, derived from the client and the name so that every read agrees until
+    a write keeps them."""
+    settings.setdefault("policies", [])
+    scopes = settings.setdefault("scopes", [])
+    for name in sorted({s for kind in SCHEMA for s in SCHEMA[kind]} - {s.get("name") for s in scopes}):
+        scopes.append({"name": name})
+    resources = settings.setdefault("resources", [])
+    held = {r.get("name") for r in resources}
+    resources += [{"name": kind, "type": kind, "ownerManagedAccess": False, "attributes": {}, "uris": [],
+                   "scopes": [{"name": s} for s in SCHEMA[kind]]} for kind in SCHEMA if kind not in held]
+    for key, id_key in (("resources", "_id"), ("scopes", "id"), ("policies", "id")):
+        for item in settings[key]:
+            item.setdefault(id_key, str(uuid.uuid5(uuid.NAMESPACE_URL, f"{client.pk}/{key}/{item['name']}")))
+    return settings
+
+
+def admin_permission(realm, settings, body, existing=None):
+    """A scope permission of the admin-permissions client from Keycloak's
+    ScopePermissionRepresentation (``resourceType``; ``resources``: objects of that type by id, a
+    user also by username, a client by clientId, none for all of them; ``scopes`` and
+    ``policies`` by id or name), in the export's shape. The resource of each object named is
+    added to ``settings``, as Keycloak's getOrCreateResource."""
+    kind = body.get("resourceType")
+    if kind not in SCHEMA:
+        raise RepresentationError("", "Resource type not provided.")
+    if not body.get("scopes"):
+        raise RepresentationError("", "Scopes not provided.")
+    by_ref = {ref: s["name"] for s in settings["scopes"] for ref in (s["id"], s["name"])}
+    scopes = []
+    for ref in _strings(body["scopes"]):
+        if ref not in by_ref:
+            raise RepresentationError("", f"Scope [{ref}] does not exist.")
+        if by_ref[ref] not in SCHEMA[kind]:
+            raise RepresentationError("", f"Scope {by_ref[ref]} was not found for resource type {kind}.")
+        scopes.append(by_ref[ref])
+    objects = [_object_id(realm, kind, ref) for ref in _strings(body.get("resources") or [])]
+    held = {r["name"] for r in settings["resources"]}
+    for pk in objects:
+        if pk not in held:
+            held.add(pk)
+            settings["resources"].append({"_id": str(uuid.uuid4()), "name": pk, "ownerManagedAccess": False,
+                                          "attributes": {}, "uris": [], "scopes": [{"name": s} for s in SCHEMA[kind]]})
+    policies = {ref: p["name"] for p in settings["policies"] if p["type"] != "scope" for ref in (p["id"], p["name"])}
+    applied = []
+    for ref in _strings(body.get("policies") or []):
+        if ref not in policies:
+            raise RepresentationError("", f"Policy with id [{ref}] not found")
+        applied.append(policies[ref])
+    strategy = _strategy(body.get("decisionStrategy", "UNANIMOUS"), "decisionStrategy")
+    if body.get("logic", "POSITIVE") != "POSITIVE":
+        raise RepresentationError("logic", "a permission's decision comes from its policies: only POSITIVE")
+    if not isinstance(body.get("name"), str) or not body["name"].strip():
+        raise RepresentationError("name", "required")
+    dump = lambda value: json.dumps(value, separators=(",", ":"))  # noqa: E731
+    rep = {"id": existing["id"] if existing else str(uuid.uuid4()), "name": body["name"], "type": "scope",
+           "logic": "POSITIVE", "decisionStrategy": strategy,
+           "config": {"defaultResourceType": kind, "resources": dump(objects or [kind]), "scopes": dump(scopes),
+                      "applyPolicies": dump(applied)}}
+    if body.get("description"):
+        rep["description"] = str(body["description"])
+    return rep
+
+
+def _strings(value):
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise RepresentationError("", "expected a list of ids")
+    return value
+
+
+def _object_id(realm, kind, ref):
+    model, alternate = _LOOKUPS[kind]
+    where = Q(pk=ref) | Q(**{alternate: ref}) if alternate else Q(pk=ref)
+    found = model.objects.filter(where, realm=realm).values_list("pk", flat=True).first()
+    if found is None:
+        # Keycloak maps an id it cannot resolve to the resource type (every object): refused here.
+        raise RepresentationError("", f"Could not map resource object with type [{kind}] and id [{ref}]")
+    return found
+
+
+def check_admin_permissions(realm, client, settings):
+    """The admin-permissions client's settings after an Admin API change: what an import of them
+    would accept (the schema's types and scopes, its policy types, the objects named exist)."""
+    parse_authorization(settings, "", PERMISSIONS_CLIENT, None)
+    resolve_authorization(realm, client, settings, "", {})

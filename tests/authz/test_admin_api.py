@@ -98,14 +98,15 @@ def test_duplicate_names_conflict(setup):
 
 def test_admin_permissions_are_not_an_applications_resource_server(fresh_caches):
     """The fgap export's admin-permissions client keeps the admin-permissions schema: the
-    application routes and the UMA grant refuse it rather than treat it as a resource server."""
+    routes serve it under that schema (tests/authz/test_admin_permissions_api.py), the UMA grant
+    refuses it rather than treat it as a resource server."""
     from django.test import Client as HttpClient
 
     realm = import_realm(load("keycloak-fgap-realm-kc26-full-export.json")).realm
     client = Client.objects.get(realm=realm, client_id="admin-permissions")
     api = realm_admin(realm, "authz-admin", "manage-authorization")
-    resp = api("get", f"{realm.name}/clients/{client.pk}/authz/resource-server/resource")
-    assert resp.status_code == 400 and "set by realm import" in resp.json()["errorMessage"]
+    resp = api("post", f"{realm.name}/clients/{client.pk}/authz/resource-server/resource", {"name": "Loose"})
+    assert resp.status_code == 400 and resp.json() == {"errorMessage": "Not supported for this client."}
     asker = Client(realm=realm, client_id="asker", public_client=False, service_accounts_enabled=True)
     asker.set_secret("asker-secret")
     asker.save()

@@ -69,9 +69,9 @@ def access_token_subject(realm_config, issuer, token, *, id_token=False):
     except tokens.TokenError:
         return None
     typs = (tokens.TYP_BEARER, tokens.TYP_ID) if id_token else (tokens.TYP_BEARER,)
-    if claims.get("typ") not in typs or services.is_revoked(claims):
+    if claims.get("typ") not in typs:
         return None
-    live = services.live_subject(realm_config, claims)
+    live = services.live_subject(realm_config, claims, check_revoked=True)  # the mark read with the session
     if live is None:
         return None
     user, user_session, _ = live

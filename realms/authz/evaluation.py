@@ -22,6 +22,8 @@ from ..data import realm_cache
 from .policies import combine, config_list, evaluate
 from .tickets import WHOLE
 
+GROUPS_PER_REALM = 10000  # users whose groups a process remembers per realm
+
 
 @dataclass(eq=False)
 class Identity:
@@ -46,8 +48,18 @@ class Identity:
         return self._cache["roles"]
 
     def group_ids(self):
+        """The user's groups, remembered per realm configuration: a membership change drops the
+        realm's configuration in every process (``realms.data.realm_cache``), and these with it,
+        as the token endpoint's cached roles of a user; a decision then costs no query for them."""
         if "groups" not in self._cache:
-            self._cache["groups"] = set(self.user.groups.values_list("pk", flat=True))
+            memo = realm_cache.stored(self.user.realm, "authz-user-groups", lambda realm: {})
+            groups = memo.get(self.user.pk)
+            if groups is None:
+                groups = frozenset(self.user.groups.values_list("pk", flat=True))
+                if len(memo) >= GROUPS_PER_REALM:
+                    memo.clear()  # rare: read again as asked
+                memo[self.user.pk] = groups
+            self._cache["groups"] = groups
         return self._cache["groups"]
 
 

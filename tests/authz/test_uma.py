@@ -7,7 +7,7 @@ import json
 import pytest
 from django.test import Client as HttpClient
 
-from realms.models import Client, Role, User
+from realms.models import Client, Group, Role, User
 from realms.representation import import_realm
 from tests.realms.test_import_export import load
 
@@ -227,3 +227,31 @@ def test_owners_share_their_resources_through_permission_tickets(realm_b):
     assert error(uma(kolo, **asked))[2] == "not_authorized"
     refused = protection("post", "/permission/ticket", token, {"resource": album["_id"], "requester": "nobody"})
     assert refused.status_code == 400
+
+
+def test_a_group_joined_or_left_and_a_revoked_token_count_at_once(realm_b):
+    """The user's groups are remembered per realm configuration (no query per decision): a
+    membership change drops them; a revoked bearer token is refused."""
+    staff = Group.objects.create(realm=realm_b, name="staff")
+    client = Client.objects.get(realm=realm_b, client_id="realm-b-client")
+    settings = client.authorization_settings
+    settings["resources"].append({"_id": "staff-only", "name": "Staff Resource", "uris": [], "scopes": [],
+                                  "ownerManagedAccess": False, "attributes": {}})
+    settings["policies"] += [
+        {"id": "staff", "name": "Staff", "type": "group", "logic": "POSITIVE", "decisionStrategy": "UNANIMOUS",
+         "config": {"groups": '[{"path":"/staff"}]'}},
+        {"id": "staff-permission", "name": "Staff Permission", "type": "resource", "logic": "POSITIVE",
+         "decisionStrategy": "UNANIMOUS", "config": {"resources": '["Staff Resource"]', "applyPolicies": '["Staff"]'}}]
+    client.save()
+    jdoe, token = User.objects.get(realm=realm_b, username="jdoe"), user_token("jdoe")
+    assert uma(token, permission="Staff Resource", response_mode="decision").status_code == 403
+    jdoe.groups.add(staff)
+    assert uma(token, permission="Staff Resource", response_mode="decision").json() == {"result": True}
+    jdoe.groups.remove(staff)
+    assert uma(token, permission="Staff Resource", response_mode="decision").status_code == 403
+    assert uma(token, permission="Default Resource", response_mode="decision").json() == {"result": True}
+    revoked = HttpClient().post(f"/realms/{REALM}/protocol/openid-connect/revoke", {
+        "token": token, "client_id": "realm-b-client", "client_secret": SECRET})
+    assert revoked.status_code == 200
+    assert error(uma(token, permission="Default Resource", response_mode="decision")) == (
+        401, "invalid_grant", "Invalid bearer token")

@@ -8,6 +8,9 @@ from django.core.cache import caches
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from realms.models import Client, Group
+from realms.representation.resource_server import check
+
 from .conftest import SECRET, basic, code_for, exchange, refresh, url
 
 # Every Django cache method that is one round trip to Redis in production.
@@ -79,10 +82,41 @@ EXPECTED = {
     "refresh_token": (1, 1),  # the client session; the SSO session from the cache
     "userinfo": (1, 2),  # the client session; the SSO session and the revocation marks
     "introspection": (1, 1),  # the client session; the SSO session and the revocation marks at once
+    # A UMA decision (five policies: role, group, user, client, time): the bearer token's client
+    # session; the SSO session. The user's roles and groups are cached per realm configuration.
+    "uma_decision": (1, 1),
 }
 
 
+def _resource_server(realm, alice):
+    """``app`` protects ``Doc`` (scope ``read``) by one permission of five policies, all evaluated
+    (UNANIMOUS): bench/oidc/setup_uma.py's."""
+    staff = Group.objects.create(realm=realm, name="staff")
+    alice.groups.add(staff)
+    app = Client.objects.get(realm=realm, client_id="app")
+    app.authorization_services_enabled = True
+    app.authorization_settings = check({
+        "resources": [{"name": "Doc", "scopes": [{"name": "read"}]}],
+        "policies": [
+            {"name": "readers", "type": "role", "config": {"roles": '[{"id":"reader"}]'}},
+            {"name": "staff", "type": "group", "config": {"groups": '[{"path":"/staff"}]'}},
+            {"name": "alice", "type": "user", "config": {"users": '["alice"]'}},
+            {"name": "the app", "type": "client", "config": {"clients": '["app"]'}},
+            {"name": "this century", "type": "time", "config": {"year": "2000", "yearEnd": "2099"}},
+            {"name": "read docs", "type": "scope", "config": {
+                "resources": '["Doc"]', "scopes": '["read"]',
+                "applyPolicies": '["readers","staff","alice","the app","this century"]'}}]}, "")
+    app.save()
+
+
+def _decision(http, realm, access):
+    return http.post(url(realm, "token"), {"grant_type": "urn:ietf:params:oauth:grant-type:uma-ticket",
+                                           "audience": "app", "permission": "Doc#read", "response_mode": "decision"},
+                     HTTP_AUTHORIZATION=f"Bearer {access}")
+
+
 def test_queries_and_cache_calls_per_request_type(http, realm, alice, measure):
+    _resource_server(realm, alice)
     auth = _warm(http, realm, alice)
     found = {}
     with measure() as cost:
@@ -105,6 +139,10 @@ def test_queries_and_cache_calls_per_request_type(http, realm, alice, measure):
     with measure() as cost:
         assert http.post(url(realm, "token/introspect"), {"token": access}, **auth).status_code == 200
     found["introspection"] = cost
+    assert _decision(http, realm, access).json() == {"result": True}
+    with measure() as cost:
+        assert _decision(http, realm, access).json() == {"result": True}
+    found["uma_decision"] = cost
     counts = {name: cost.counts for name, cost in found.items()}
     detail = {name: (cost.queries, cost.cache_calls) for name, cost in found.items()}
     assert counts == EXPECTED, detail

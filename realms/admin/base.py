@@ -12,6 +12,7 @@ from ..administration.admin_permissions import (
     LIST_SCOPES,
     TYPE_OF,
     administered_realms,
+    administers_some_realm,
     can,
     console_admin,
     visible,
@@ -31,7 +32,7 @@ def console_access(request):
     """Every console page: an enabled user, still signed in to their realm, who administers some
     realm (what they may do there each page asks ``can``)."""
     return (request.user.is_active and console_auth.session_alive(request)
-            and bool(administered_realms(console_admin(request))))
+            and administers_some_realm(console_admin(request)))
 
 
 admin.site.has_permission = console_access

@@ -31,7 +31,7 @@ from django.db.models import Q
 from ..authz.policies import combine, config_list, evaluate
 from ..data import realm_cache
 from ..data.builtins import CLIENT_ROLES
-from ..models import Client, Group, Realm, Role, User
+from ..models import Client, Group, Realm, Role, User, has_realm_role
 
 ADMIN_ROLE = "admin"  # the master realm's role that administers every realm
 REALM_MANAGEMENT = "realm-management"
@@ -141,9 +141,9 @@ class Admin:
 def management_roles(admin, realm) -> frozenset:
     """The realm-management roles ``admin`` holds in ``realm`` (composites expanded)."""
     user = admin.user
-    roles = admin.roles()
-    if user.realm.is_master and any(r.client_id is None and r.name == ADMIN_ROLE for r in roles):
+    if user.realm.is_master and _master_admin(admin):
         return MANAGEMENT_ROLES
+    roles = admin.roles()
     if user.realm_id == realm.pk:
         client_id = REALM_MANAGEMENT
     elif user.realm.is_master:
@@ -155,6 +155,14 @@ def management_roles(admin, realm) -> frozenset:
         return frozenset()
     names = {r.name for r in roles if r.client_id is not None and r.client.client_id == client_id}
     return MANAGEMENT_ROLES if REALM_ADMIN in names else frozenset(names)
+
+
+def _master_admin(admin):
+    # Asked for every realm a console page looks at, once per Admin, by a query that answers yes
+    # or no: a master admin holds roles of every realm (thousands with many realms).
+    if "master-admin" not in admin._cache:
+        admin._cache["master-admin"] = has_realm_role(admin.user, ADMIN_ROLE)
+    return admin._cache["master-admin"]
 
 
 def administers(admin, realm) -> bool:
@@ -422,12 +430,22 @@ def connect_signals():
 
 # --- the console -------------------------------------------------------------------------------
 
+def administers_some_realm(admin) -> bool:
+    """Whether ``admin`` may use the console at all (a master admin without reading every realm)."""
+    return (admin.user.realm.is_master and _master_admin(admin)) or bool(administered_realms(admin))
+
+
 def administered_realms(admin):
     """The realms ``admin`` may administer: their own (a realm's users), or for master users the
-    realms whose ``X-realm`` roles (or ``admin``) they hold."""
-    if not admin.user.realm.is_master:
-        return [admin.user.realm] if administers(admin, admin.user.realm) else []
-    return [realm for realm in Realm.objects.order_by("name") if administers(admin, realm)]
+    realms whose ``X-realm`` roles (or ``admin``) they hold. Read once per Admin: a console page
+    asks for every module it shows."""
+    if "administered" not in admin._cache:
+        if not admin.user.realm.is_master:
+            found = [admin.user.realm] if administers(admin, admin.user.realm) else []
+        else:
+            found = [realm for realm in Realm.objects.order_by("name") if administers(admin, realm)]
+        admin._cache["administered"] = found
+    return admin._cache["administered"]
 
 
 def console_admin(request):

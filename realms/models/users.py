@@ -288,4 +288,11 @@ def client_role_names(roles):
 
 
 def has_realm_role(user, name):
-    return any(r.client_id is None and r.name == name for r in effective_roles(user))
+    """Whether the user holds the realm role ``name`` (directly, by a group or a composite): one
+    query answering yes or no. A master admin holds every realm's management roles (about twenty
+    a realm), too many rows to build on every console page for one question."""
+    sql = (f"{_effective_role_ids_sql()} WHERE id IN (SELECT id FROM {connection.ops.quote_name(Role._meta.db_table)} "
+           "WHERE realm_id = %s AND client_id IS NULL AND name = %s)")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [user.pk, user.pk, user.realm_id, name])
+        return cursor.fetchone() is not None

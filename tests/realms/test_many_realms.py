@@ -71,3 +71,32 @@ def test_a_few_realms_are_all_offered(console):
     add_realms(3)
     _, page = queries(console, f"{CONSOLE}/client/")
     assert switcher(page) == 4 and "All realms</a>" not in page
+
+
+def test_the_realm_list_shows_ten_realms_a_page_and_counts_them_all(console):
+    add_realms(300)
+    _, page = queries(console, f"{CONSOLE}/realm/")
+    assert page.count('class="field-name"') == 10 and "301 realms" in page
+    _, page = queries(console, f"{CONSOLE}/realm/?p=31")  # the last page: r0299
+    assert page.count('class="field-name"') == 1 and ">r0299<" in page
+
+
+def test_has_realm_role_follows_groups_and_composites_within_the_users_realm(master):
+    from realms.models import Client, Group, has_realm_role
+
+    other = Realm.objects.create(name="other")
+    user = User.objects.create(realm=master, username="someone")
+    assert not has_realm_role(user, "admin")
+    user.roles.add(Role.objects.create(realm=other, name="admin"),  # another realm's role of that name
+                   Role.objects.create(realm=master, client=Client.objects.create(realm=master, client_id="app"),
+                                       name="admin"))  # a client's
+    assert not has_realm_role(user, "admin")
+    admin = Role.objects.get_or_create(realm=master, client=None, name="admin")[0]
+    composite = Role.objects.create(realm=master, name="operators")
+    composite.composites.add(admin)
+    group = Group.objects.create(realm=master, name="ops")
+    group.roles.add(composite)
+    user.groups.add(group)
+    assert has_realm_role(user, "admin") and has_realm_role(user, "operators")
+    user.groups.remove(group)
+    assert not has_realm_role(user, "admin")

@@ -14,6 +14,8 @@ from ..representation.services import add_default_client_scopes
 from ..signin import engine
 from ..users.accounts import enable_service_account
 from .audit import admin_event, object_event
+from .authz import tab_links
+from .authz import urls as authz_urls
 from .base import ConsoleAdmin, LinesField, RealmScopedInline, realm_owned_list_filter
 from .keyed import Key, KeyedJsonForm, keyed_form
 from .names import resolved, time_column
@@ -133,7 +135,7 @@ MUTUAL_TLS = {
 # What only OpenID Connect clients have (the SAML section comes from saml.admin).
 OIDC_ONLY = {"public_client", "bearer_only", "client_authenticator_type", "standard_flow_enabled",
              "implicit_flow_enabled", "direct_access_grants_enabled", "service_accounts_enabled", "web_origins",
-             "secret_status", *CAPABILITY_SWITCHES, *REQUEST_SETTINGS, *MUTUAL_TLS}
+             "secret_status", "authorization_services_enabled", *CAPABILITY_SWITCHES, *REQUEST_SETTINGS, *MUTUAL_TLS}
 
 
 def protocol_choices():
@@ -212,11 +214,12 @@ class ClientAdmin(ConsoleAdmin):
     actions = ["regenerate_client_secret"]
     filter_horizontal = ("scope_roles",)
     line_list_fields = ("redirect_uris", "web_origins")
-    readonly_fields = ("id", "secret_status", "created_at", "sessions")
+    readonly_fields = ("id", "secret_status", "created_at", "sessions", "authorization")
     created_at = time_column("created", "Created")
     inlines = [ClientScopeLinkInline, ClientProtocolMapperInline, ClientRoleInline]
     tabs = (("settings", "Settings"), ("keys", "Keys"), ("credentials", "Credentials"), ("roles", "Roles"),
-            ("client-scopes", "Client scopes"), ("sessions", "Sessions"), ("advanced", "Advanced"))
+            ("client-scopes", "Client scopes"), ("authorization", "Authorization"), ("sessions", "Sessions"),
+            ("advanced", "Advanced"))
     fieldsets = [
         ("General settings", {"classes": ("tab-settings",), "fields": (
             "realm", "client_id", "name", "description", "enabled", "always_display_in_console", "protocol")}),
@@ -225,11 +228,12 @@ class ClientAdmin(ConsoleAdmin):
         ("Capability config", {"classes": ("tab-settings",), "fields": (
             "public_client", "bearer_only", "client_authenticator_type", "standard_flow_enabled",
             "implicit_flow_enabled", "direct_access_grants_enabled", "service_accounts_enabled",
-            *CAPABILITY_SWITCHES,
+            "authorization_services_enabled", *CAPABILITY_SWITCHES,
         )}),
         ("Login settings", {"classes": ("tab-settings",), "fields": ("consent_required", "frontchannel_logout")}),
         ("Client secret", {"classes": ("tab-credentials",), "fields": ("secret_status", "x509_subject_dn")}),
         ("Dedicated scope", {"classes": ("tab-client-scopes",), "fields": ("full_scope_allowed", "scope_roles")}),
+        ("Authorization", {"classes": ("tab-authorization",), "fields": ("authorization",)}),
         ("Sessions", {"classes": ("tab-sessions",), "fields": ("sessions",)}),
         ("Pushed authorization and request objects", {"classes": ("tab-advanced",), "fields": (
             *REQUEST_SETTINGS,)}),
@@ -274,6 +278,8 @@ class ClientAdmin(ConsoleAdmin):
         """A SAML client's page (a new one's too) leaves out what only OpenID Connect clients have;
         a new client's page has no sessions or secret yet."""
         leave_out = {"sessions", "id", "created_at"} if obj is None else set()
+        if obj is None or tab_links(obj) is None:  # Keycloak shows the tab while authorization is on
+            leave_out.add("authorization")
         if self.chosen_protocol(request, obj) != OIDC:
             leave_out |= OIDC_ONLY
         fieldsets = [(name, {**options, "fields": tuple(f for f in options["fields"] if f not in leave_out)})
@@ -283,6 +289,13 @@ class ClientAdmin(ConsoleAdmin):
     @admin.display(description="Sessions")
     def sessions(self, obj):
         return sessions_table(UserSession.objects.filter(client_sessions__client=obj).distinct())
+
+    @admin.display(description="Authorization")
+    def authorization(self, obj):
+        return format_html_join(" ", '<a class="button" href="{}">{}</a>', tab_links(obj) or ())
+
+    def get_urls(self):
+        return [*authz_urls(self), *super().get_urls()]
 
     @admin.display(description="Client secret")
     def secret_status(self, obj):

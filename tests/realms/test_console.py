@@ -141,7 +141,7 @@ def test_controls_for_what_does_not_exist_are_not_shown(console, acme, alice):
     assert 'name="organizations_enabled"' in page  # organizations exist (docs/decisions/0037)
     client = Client.objects.get(realm=acme, client_id="account")
     page = console.get(reverse("admin:realms_client_change", args=[client.pk])).content.decode()
-    assert 'name="authorization_services_enabled"' not in page
+    assert 'name="authorization_services_enabled"' in page  # Authorization Services exist (decision 0092)
 
 
 # --- Clients -----------------------------------------------------------------------------------

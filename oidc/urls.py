@@ -41,6 +41,8 @@ urlpatterns = [
     path(uma.PROTECTION + "/permission/ticket", uma.permission_ticket, name="uma-permission-ticket"),
     path(uma.PROTECTION + "/permission/ticket/<str:ticket_id>", uma.permission_ticket_detail,
          name="uma-permission-ticket-detail"),
+    path(uma.PROTECTION + "/uma-policy", uma.uma_policies, name="uma-policies"),
+    path(uma.PROTECTION + "/uma-policy/<str:object_id>", uma.uma_policy, name="uma-policy"),
     *device.urlpatterns,
     *ciba.urlpatterns,
     *metadata.urlpatterns,

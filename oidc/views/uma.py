@@ -25,13 +25,17 @@ from realms.http import cors
 from realms.models import PermissionTicket, User
 from realms.representation import RepresentationError
 from realms.representation.resource_server import (
+    UMA,
     UMA_PROTECTION,
     NameTaken,
     matching_resources,
     remove_resource,
+    remove_uma_policy,
     resource_from_rep,
     resource_rep,
     store_resource,
+    uma_policy_from_rep,
+    uma_policy_rep,
     write,
 )
 
@@ -55,6 +59,7 @@ def uma2_configuration(realm, issuer):
     out = {k: document[k] for k in _FROM_DISCOVERY if k in document}
     out["resource_registration_endpoint"] = f"{issuer}/{PROTECTION}/resource_set"
     out["permission_endpoint"] = f"{issuer}/{PROTECTION}/permission"
+    out["policy_endpoint"] = f"{issuer}/{PROTECTION}/uma-policy"
     return JsonResponse(out)
 
 
@@ -70,8 +75,10 @@ def _json(body, status=200):
     return JsonResponse(body, status=status, safe=False)
 
 
-def protection(methods):
-    """A protection API view: ``view(request, server, issuer, **kwargs)`` with the PAT's resource server."""
+def protection(methods, pat=True):
+    """A protection API view: ``view(request, server, issuer, **kwargs)`` with the PAT's resource
+    server; ``pat=False``: a user's own access token to the resource server will do (Keycloak's
+    uma-policy), and the view is ``view(request, server, issuer, user, **kwargs)``."""
     def decorate(view):
         @csrf_exempt
         def wrapper(request, realm, **kwargs):
@@ -81,7 +88,8 @@ def protection(methods):
                 return HttpResponse(status=405)
             realm_config, issuer = realm_context(request, realm)
             try:
-                return view(request, _resource_server(request, realm_config, issuer), issuer, **kwargs)
+                server, user = _resource_server(request, realm_config, issuer, pat)
+                return view(request, server, issuer, **kwargs) if pat else view(request, server, issuer, user, **kwargs)
             except OAuthError as exc:
                 return error_response(exc)
         wrapper.__name__ = view.__name__
@@ -89,7 +97,7 @@ def protection(methods):
     return decorate
 
 
-def _resource_server(request, realm_config, issuer):
+def _resource_server(request, realm_config, issuer, pat):
     header = request.META.get("HTTP_AUTHORIZATION", "")
     token = header[7:].strip() if header[:7].lower() == "bearer " else ""
     found = uma.access_token_subject(realm_config, issuer, token) if token else None
@@ -101,9 +109,9 @@ def _resource_server(request, realm_config, issuer):
     if not client.authorization_services_enabled or client.client_id == PERMISSIONS_CLIENT:
         raise ProtectionError("invalid_clientId", f"Client application with id [{client.pk}] is not registered as "
                                                   "a resource server.", 403)
-    if not any(r.client_id == client.pk and r.name == UMA_PROTECTION for r in realm_cache.effective_roles(user)):
+    if pat and not any(r.client_id == client.pk and r.name == UMA_PROTECTION for r in realm_cache.effective_roles(user)):
         raise ProtectionError("invalid_scope", "Requires uma_protection scope.", 403)
-    return Server(client, client.authorization_settings)
+    return Server(client, client.authorization_settings), user
 
 
 def _body(request):
@@ -262,6 +270,67 @@ def permission_ticket_detail(request, server, issuer, ticket_id):
     deleted, _ = PermissionTicket.objects.filter(client=server.client, pk=ticket_id).delete()
     if not deleted:
         raise ProtectionError("not_found", "Ticket not found", 404)
+    return HttpResponse(status=204)
+
+
+# uma-policy (what owners grant by policy) --------------------------------------------------------
+
+def _owned(server, user, resource_id):
+    """Keycloak's checkRequest: a user-managed resource of the caller, remote management on."""
+    resource = server.by_id.get(resource_id)
+    if resource is None:
+        raise ProtectionError("invalid_request", f"Resource [{resource_id}] cannot be found", 400)
+    if resource.get("owner", {}).get("id") != user.pk:
+        raise ProtectionError("invalid_request", f"Only resource owner can access policies for resource [{resource_id}]",
+                              400)
+    if not resource.get("ownerManagedAccess"):
+        raise ProtectionError("invalid_request", "Only resources with owner managed accessed can have policies", 400)
+    if not server.settings.get("allowRemoteResourceManagement"):
+        raise ProtectionError("request_not_supported", "Remote Resource Management not enabled on resource server "
+                                                       f"[{server.client.pk}]", 403)
+    return resource
+
+
+def _uma_write(server, user, resource, body, existing=None):
+    def change(settings):
+        return uma_policy_from_rep(server.client.realm, settings, resource, user.pk, body, existing)
+    try:
+        return _write(server, change)
+    except RepresentationError as exc:
+        raise ProtectionError("invalid_request", str(exc), 400) from None
+
+
+@protection(["GET", "OPTIONS"], pat=False)
+def uma_policies(request, server, issuer, user):
+    """The caller's user-managed permissions, filtered by ``name``, ``resource`` (id), ``scope``."""
+    query = request.GET
+    found = [p for p in server.settings["policies"] if p["type"] == UMA and p.get("owner") == user.pk
+             and (not query.get("name") or query["name"].lower() in p["name"].lower())
+             and (not query.get("resource") or query["resource"] in p["config"]["resources"])
+             and (not query.get("scope") or query["scope"] in uma_policy_rep(server.settings, p)["scopes"])]
+    return _json([uma_policy_rep(server.settings, p) for p in _page(request, found)])
+
+
+@protection(["POST", "GET", "PUT", "DELETE", "OPTIONS"], pat=False)
+def uma_policy(request, server, issuer, user, object_id):
+    """POST ``{resource id}`` creates a permission on the caller's resource; GET, PUT and DELETE
+    ``{policy id}`` read, replace and remove one of theirs."""
+    if request.method == "POST":
+        body = _body(request)
+        if isinstance(body, dict) and body.get("id") is not None:
+            raise ProtectionError("invalid_request", "Newly created uma policies should not have an id", 400)
+        policy = _uma_write(server, user, _owned(server, user, object_id), body)
+        return _json(uma_policy_rep(server.client.authorization_settings, policy))
+    existing = next((p for p in server.settings["policies"] if p["id"] == object_id and p["type"] == UMA), None)
+    if existing is None:
+        raise ProtectionError("invalid_request", f"Policy with [{object_id}] does not exist", 404)
+    resource = _owned(server, user, json.loads(existing["config"]["resources"])[0])
+    if request.method == "GET":
+        return _json(uma_policy_rep(server.settings, existing))
+    if request.method == "PUT":
+        _uma_write(server, user, resource, _body(request), existing)
+        return HttpResponse(status=201)  # as Keycloak's PolicyResourceService.update
+    _write(server, lambda settings: remove_uma_policy(settings, object_id))
     return HttpResponse(status=204)
 
 

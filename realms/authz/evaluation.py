@@ -75,7 +75,7 @@ class Server:
         self.by_id = {r["_id"]: r for r in self.resources}
         self.scope_names = {s["name"] for s in settings.get("scopes", [])}
         self.policies = {p["name"]: p for p in settings.get("policies", [])}
-        self.permissions = [p for p in settings.get("policies", []) if p["type"] in ("resource", "scope")]
+        self.permissions = [p for p in settings.get("policies", []) if p["type"] in ("resource", "scope", "uma")]
 
     def resource_scopes(self, resource):
         return [s["name"] for s in resource.get("scopes", [])]
@@ -147,7 +147,10 @@ class Decider:
         found = []
         for p in self.server.permissions:
             names = config_list(p, "resources")
-            if p["type"] == "resource":
+            if p["type"] == "uma":
+                if resource["_id"] in names and (set(config_list(p, "scopes")) & asked or not resource["scopes"]):
+                    found.append(p)
+            elif p["type"] == "resource":
                 typed = p["config"].get("defaultResourceType")
                 if resource["name"] in names or (typed and typed == resource.get("type")):
                     found.append(p)
@@ -161,15 +164,16 @@ class Decider:
         resource_granted = any_deny = False
         user_owned = "owner" in resource
         for p in applying:
-            contains = resource["name"] in config_list(p, "resources")
+            kind = _kind(p)
+            contains = resource["name" if p["type"] != "uma" else "_id"] in config_list(p, "resources")
             scopes = set(config_list(p, "scopes"))
             if self.granted(p):
-                granted |= (asked & scopes) if p["type"] == "scope" else asked
-                if contains and (p["type"] == "resource" or user_owned):
+                granted |= (asked & scopes) if kind == "scope" else asked
+                if contains and (kind == "resource" or user_owned):
                     resource_granted = True
             else:
                 any_deny = True
-                if p["type"] == "resource":
+                if kind == "resource":
                     if contains or not resource_granted:
                         (denied if contains else denied_typed).update(asked)
                 elif contains or not config_list(p, "resources"):
@@ -192,7 +196,7 @@ class Decider:
         grant it than deny it."""
         votes = {}
         for p in applying:
-            covered = asked & set(config_list(p, "scopes")) if p["type"] == "scope" else asked or {""}
+            covered = asked & set(config_list(p, "scopes")) if _kind(p) == "scope" else asked or {""}
             for scope in covered:
                 yes, no = votes.get(scope, (0, 0))
                 votes[scope] = (yes + 1, no) if self.granted(p) else (yes, no + 1)
@@ -200,6 +204,14 @@ class Decider:
         if not granted:
             return None
         return granted - {""}
+
+
+def _kind(permission):
+    """A user-managed (``uma``) permission decides as a scope permission of its resource, or as a
+    resource permission when the resource has no scopes (Keycloak's UMA policy)."""
+    if permission["type"] == "uma":
+        return "scope" if config_list(permission, "scopes") else "resource"
+    return permission["type"]
 
 
 def decide(server, realm, identity, requests, shared=None):

@@ -33,6 +33,7 @@ from .fields import RepresentationError, as_dict, as_list, at
 ENFORCEMENT_MODES = ("ENFORCING", "PERMISSIVE", "DISABLED")
 UMA_PROTECTION = "uma_protection"  # the client role a resource server's PAT holds
 PERMISSION_TYPES = ("resource", "scope")
+UMA = "uma"  # a user-managed permission (Keycloak's UMA policy): an owner's on one of their resources
 # Keycloak refuses JavaScript policies unless deployed as files (uploads are off by default).
 SCRIPT_REFUSAL = "Script upload is disabled"
 _SERVER_KEYS = {"id", "clientId", "name", "allowRemoteResourceManagement", "policyEnforcementMode",
@@ -51,6 +52,7 @@ _CONFIG = {
     "aggregate": {"applyPolicies"},
     "resource": {"resources", "applyPolicies", "defaultResourceType"},
     "scope": {"resources", "scopes", "applyPolicies"},
+    UMA: {"resources", "scopes", "applyPolicies"},  # resources by id: names are unique per owner only
 }
 
 
@@ -132,7 +134,10 @@ def check_policy(rep, path):
     kind = rep.get("type")
     if kind == "js" or (isinstance(kind, str) and kind.startswith("script-")):
         raise RepresentationError(at(path, "type"), SCRIPT_REFUSAL)
-    if kind not in POLICY_TYPES and kind not in PERMISSION_TYPES:
+    if kind == UMA and not rep.get("owner"):
+        raise RepresentationError(at(path, "type"), "policy type 'uma' is not supported here: a user-managed permission "
+                                                    "is its owner's, made at the protection API's uma-policy")
+    if kind not in POLICY_TYPES and kind not in PERMISSION_TYPES and kind != UMA:
         raise RepresentationError(at(path, "type"), f"policy type {kind!r} is not supported (role, group, user, client, "
                                                     "client-scope, time, regex, aggregate, resource, scope)")
     unknown = set(rep) - _POLICY_KEYS
@@ -141,7 +146,7 @@ def check_policy(rep, path):
     if not isinstance(rep.get("name"), str) or not rep["name"].strip():
         raise RepresentationError(at(path, "name"), "required")
     logic = _choice(rep.get("logic", "POSITIVE"), LOGICS, at(path, "logic"))
-    if kind in PERMISSION_TYPES and logic != "POSITIVE":
+    if (kind in PERMISSION_TYPES or kind == UMA) and logic != "POSITIVE":
         raise RepresentationError(at(path, "logic"), "a permission's decision comes from its policies: only POSITIVE")
     config = {k: v for k, v in as_dict(rep.get("config") or {}, at(path, "config")).items()}
     here = at(path, "config")
@@ -163,6 +168,8 @@ def check_policy(rep, path):
            "config": config}
     if rep.get("description"):
         out["description"] = str(rep["description"])
+    if rep.get("owner"):
+        out["owner"] = str(rep["owner"])  # a user-managed permission's and its policies'
     return out
 
 
@@ -227,17 +234,19 @@ def check_references(settings, path):
     """Each permission's resources, scopes and policies, and each aggregate's policies, name
     ones of these settings; aggregates do not contain themselves."""
     resources = {r["name"] for r in settings["resources"]}
+    resource_ids = {r["_id"] for r in settings["resources"]}
     scopes = {s["name"] for s in settings["scopes"]}
     policies = {p["name"]: p for p in settings["policies"]}
     for i, policy in enumerate(settings["policies"]):
         here = f"{path}.policies[{i}].config"
         config = policy["config"]
-        for key, known in (("resources", resources), ("scopes", scopes), ("applyPolicies", policies)):
+        named = resource_ids if policy["type"] == UMA else resources
+        for key, known in (("resources", named), ("scopes", scopes), ("applyPolicies", policies)):
             for name in _json_list(config, key, here) if key in config else ():
                 if name not in known:
                     raise RepresentationError(at(here, key), f"unknown {key[:-1] if key != 'applyPolicies' else 'policy'} "
                                                              f"{name!r}")
-                if key == "applyPolicies" and policies[name]["type"] in PERMISSION_TYPES:
+                if key == "applyPolicies" and policies[name]["type"] in (*PERMISSION_TYPES, UMA):
                     raise RepresentationError(at(here, key), f"{name!r} is a permission, not a policy")
         if policy["type"] == "scope" and not _json_list(config, "scopes", here):
             raise RepresentationError(at(here, "scopes"), "a scope permission names at least one scope")
@@ -408,11 +417,14 @@ def store_resource(settings, resource):
 
 
 def remove_resource(settings, resource_id):
-    """The resource goes, and with it the permissions' mentions of it (Keycloak's associations)."""
+    """The resource goes, and with it the permissions' mentions of it (Keycloak's associations)
+    and its owner's user-managed permissions."""
     gone = next(r for r in settings["resources"] if r["_id"] == resource_id)
     settings["resources"] = [r for r in settings["resources"] if r["_id"] != resource_id]
     if not any(r["name"] == gone["name"] for r in settings["resources"]):
         _forget(settings, "resources", gone["name"])
+    for policy in [p for p in settings["policies"] if p["type"] == UMA and resource_id in config_list(p, "resources")]:
+        remove_uma_policy(settings, policy["id"])
 
 
 def _forget(settings, key, name):
@@ -439,3 +451,75 @@ def matching_resources(client, resources, query):
         owner = owner_of(client, resource)
         return not query.get("owner") or query["owner"] in (owner.get("id"), owner.get("name"))
     return [r for r in resources if matches(r)]
+
+
+# User-managed permissions (the protection API's uma-policy, Keycloak's UserManagedPermissionService)
+
+# Keycloak's UmaPermissionRepresentation: its subject lists and the policy each becomes (the
+# policy's config key and how one entry is kept).
+_UMA_SUBJECTS = {"roles": ("role", "roles", lambda ref: {"id": ref, "required": False}),
+                 "groups": ("group", "groups", lambda path: {"path": path, "extendChildren": False}),
+                 "clients": ("client", "clients", str), "users": ("user", "users", str)}
+
+
+def uma_policy_from_rep(realm, settings, resource, owner_id, body, existing=None):
+    """A user-managed permission of ``owner_id`` on ``resource`` from Keycloak's
+    UmaPermissionRepresentation (``roles`` by name or ``clientId/name``, ``groups`` by path,
+    ``clients`` by clientId, ``users`` by username; ``scopes`` of the resource, all of them when
+    none): a ``uma`` permission applying one policy per kind of subject, each owned by the user
+    (Keycloak's UMAPolicyProviderFactory), stored into ``settings``; what it returns."""
+    if not isinstance(body, dict):
+        raise RepresentationError("", "Failed to parse representation")
+    if body.get("condition"):
+        raise RepresentationError("condition", SCRIPT_REFUSAL)
+    held = [s["name"] for s in resource["scopes"]]
+    scopes = _strings(body.get("scopes") or held, "scopes")
+    if not set(scopes) <= set(held):
+        raise RepresentationError("", f"Some of the scopes [{', '.join(scopes)}] are not valid for resource "
+                                      f"[{resource['_id']}]")
+    if existing is not None:
+        remove_uma_policy(settings, existing["id"])
+    applied = []
+    for field, (kind, key, entry) in _UMA_SUBJECTS.items():
+        refs = _strings(body.get(field) or [], field)
+        if refs:
+            name = new_id()
+            applied.append(name)
+            settings["policies"].append(check_policy({
+                "name": name, "type": kind, "owner": owner_id,
+                "config": {key: json.dumps([entry(ref) for ref in refs], separators=(",", ":"))}}, ""))
+    policy = check_policy({
+        "id": existing["id"] if existing else new_id(), "name": body.get("name"), "type": UMA, "owner": owner_id,
+        "description": body.get("description"), "decisionStrategy": body.get("decisionStrategy", "UNANIMOUS"),
+        "config": {"resources": json.dumps([resource["_id"]]), "scopes": json.dumps(scopes),
+                   "applyPolicies": json.dumps(applied)}}, "")
+    if any(p["name"] == policy["name"] for p in settings["policies"]):
+        raise NameTaken("name", f"Policy with name [{policy['name']}] already exists")
+    settings["policies"].append(policy)
+    try:
+        check_references(settings, "")
+        resolve(realm, settings, "")
+    except RepresentationError as exc:
+        raise RepresentationError("", exc.message) from None  # a path into the settings means nothing to the caller
+    return policy
+
+
+def uma_policy_rep(settings, policy):
+    """Keycloak's UmaPermissionRepresentation of a stored user-managed permission."""
+    out = {k: policy[k] for k in ("id", "name", "description", "type", "logic", "decisionStrategy", "owner")
+           if k in policy}
+    out["scopes"] = config_list(policy, "scopes")
+    by_name = {p["name"]: p for p in settings["policies"]}
+    for field, (kind, key, _) in _UMA_SUBJECTS.items():
+        for name in config_list(policy, "applyPolicies"):
+            if by_name[name]["type"] == kind:
+                entries = config_list(by_name[name], key)
+                out[field] = [e.get("id") or e.get("path") if isinstance(e, dict) else e for e in entries]
+    return out
+
+
+def remove_uma_policy(settings, policy_id):
+    """A user-managed permission goes with the policies it applies (Keycloak's onRemove)."""
+    gone = next(p for p in settings["policies"] if p["id"] == policy_id)
+    applied = set(config_list(gone, "applyPolicies"))
+    settings["policies"] = [p for p in settings["policies"] if p["id"] != policy_id and p["name"] not in applied]

@@ -11,7 +11,9 @@ permission's ``claims``.
 
 What is asked: a permission ticket (``ticket``, from the protection API), or ``permission``
 parameters (``resource#scope,scope``, a resource by id or name, ``#scope`` for every resource with
-the scope) of the resource server ``audience``, plus ``scope`` (more scopes for each), plus the
+the scope) of the resource server ``audience`` (with ``permission_resource_format=uri``, a resource by one of
+its URIs, or with ``permission_resource_matching_uri=true`` by the server's best matching URI
+pattern), plus ``scope`` (more scopes for each), plus the
 permissions of a previous RPT (``rpt``, then every one must still be granted); none asks for
 every resource. ``response_permissions_limit`` caps the resources evaluated,
 ``response_include_resource_name=false`` leaves ``rsname`` out. What owners shared with the
@@ -179,6 +181,22 @@ def _asked(params, ticket):
     return out
 
 
+def _by_uri(server, asked, matching):
+    """``permission`` parameters naming resources by URI (Keycloak's addPermissionsByUri), as ids."""
+    out = []
+    for uri, scopes in asked:
+        if uri is None:
+            if not scopes:
+                raise InvalidRequest("You must provide the uri")
+            out.append((None, scopes))
+            continue
+        found = server.by_uri(uri, matching)
+        if not found:
+            raise InvalidResource(f"Resource with uri [{uri}] does not exist.")
+        out += [(resource["_id"], scopes) for resource in found]
+    return out
+
+
 def _requests(server, identity, asked, extra_scopes, limit, shared):
     """The resources and scopes to decide, merged per resource, in the order asked."""
     merged = {}
@@ -218,8 +236,9 @@ def uma_ticket(exchange):
     mode = params.get("response_mode")
     if mode not in (None, "", "decision", "permissions"):
         raise InvalidRequest("Invalid response_mode")
-    if params.get("permission_resource_format", "id") != "id":
-        raise InvalidRequest("permission_resource_format uri is not supported")
+    resource_format = params.get("permission_resource_format") or "id"
+    if resource_format not in ("id", "uri"):
+        raise InvalidRequest("Invalid permission_resource_format")
     claims, user, user_session = _subject(exchange)
     exchange.user_id = user.pk
     if user_session is not None:
@@ -241,6 +260,9 @@ def uma_ticket(exchange):
     managed = any(r.get("ownerManagedAccess") for r in server.resources)
     shared = tickets.shared_with(server.client, user) if managed else {}
     asked = _asked(params, ticket)
+    if resource_format == "uri" and ticket is None:
+        matching = params.get("permission_resource_matching_uri", "false").lower() == "true"
+        asked = _by_uri(server, asked, matching)
     requests = _requests(server, identity, asked, params.get("scope", "").split() if asked else [], limit, shared)
     previous = _previous_rpt(exchange, server, params["rpt"]) if params.get("rpt") else []
     if not asked and not previous:

@@ -16,6 +16,7 @@ The enforcement mode: ENFORCING denies what no permission covers, PERMISSIVE gra
 DISABLED grants everything. The owner of a user-managed resource is granted it all, and the
 users its owner shared it with (granted permission tickets) the scopes shared.
 """
+import re
 from dataclasses import dataclass, field
 
 from ..data import realm_cache
@@ -89,6 +90,17 @@ class Server:
         named = [r for r in self.resources if r["name"] == ref]
         own = [r for r in named if "owner" in r and r["owner"].get("id") == identity.user.pk]
         return own + [r for r in named if r["_id"] in shared and r not in own] + [r for r in named if "owner" not in r]
+
+    def by_uri(self, uri, matching=False):
+        """The resources with ``uri`` among their URIs (Keycloak's ``permission_resource_format=uri``);
+        none and ``matching``: the resource server's own resource whose URI pattern best matches
+        it (``permission_resource_matching_uri``, Keycloak's PathMatcher)."""
+        exact = [r for r in self.resources if uri in r.get("uris", ())]
+        if exact or not matching:
+            return exact
+        best = max(((rank, r) for r in self.resources if "owner" not in r for pattern in r.get("uris", ())
+                    if (rank := path_match(pattern, uri)) is not None), key=lambda found: found[0], default=None)
+        return [best[1]] if best else []
 
     def with_scopes(self, scopes):
         """The resources holding one of ``scopes``."""
@@ -204,6 +216,24 @@ class Decider:
         if not granted:
             return None
         return granted - {""}
+
+
+def path_match(pattern, path):
+    """How well a resource's URI pattern matches ``path`` (a higher tuple is better), or None:
+    a template (``/albums/{id}``, a segment each, maybe ending in ``/*``), then the longest
+    ``/prefix/*``, then a suffix (``*.html``), then ``/*`` (anything), as the policy enforcer's
+    PathMatcher ranks them; an equal URI is found before."""
+    if "{" in pattern:
+        head, wild = (pattern[:-2], True) if pattern.endswith("/*") else (pattern, False)
+        regex = "".join("[^/]+" if part.startswith("{") else re.escape(part)
+                        for part in re.split(r"(\{[^}/]*\})", head)) + ("(/.*)?" if wild else "")
+        return (3, len(pattern)) if re.fullmatch(regex, path) else None
+    if pattern.endswith("/*") and pattern != "/*":
+        prefix = pattern[:-2]
+        return (2, len(prefix)) if path == prefix or path.startswith(prefix + "/") else None
+    if pattern.startswith("*."):
+        return (1, len(pattern)) if path.endswith(pattern[1:]) else None
+    return (0, 0) if pattern == "/*" else None
 
 
 def _kind(permission):

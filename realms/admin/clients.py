@@ -13,6 +13,7 @@ from ..representation.client_policies import client_write_refusal
 from ..representation.services import add_default_client_scopes
 from ..signin import engine
 from ..users.accounts import enable_service_account
+from .admin_permissions_page import urls as admin_permissions_urls
 from .audit import admin_event, object_event
 from .authz import tab_links
 from .authz import urls as authz_urls
@@ -295,7 +296,8 @@ class ClientAdmin(ConsoleAdmin):
         return format_html_join(" ", '<a class="button" href="{}">{}</a>', tab_links(obj) or ())
 
     def get_urls(self):
-        return [*authz_urls(self), *super().get_urls()]
+        # The realm's Permissions page edits the admin-permissions client: it lives among the clients' pages.
+        return [*admin_permissions_urls(self), *authz_urls(self), *super().get_urls()]
 
     @admin.display(description="Client secret")
     def secret_status(self, obj):

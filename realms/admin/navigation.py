@@ -9,6 +9,7 @@ from django.contrib import admin
 from django.http import HttpResponseRedirect
 from django.urls import reverse
 
+from .admin_permissions_page import navigation_entry as admin_permissions_entry
 from .switcher import current_realm
 
 # Section -> entries: (model as "app_label.model_name", or "app_label.*" for every page of an
@@ -84,6 +85,8 @@ def app_list(request, app_label=None):
                     continue
                 placed.add(key)
                 models.append(_entry(request, key, page, label, query))
+        if section == "Manage":  # Keycloak's "Permissions", while the realm's admin permissions are on
+            models.append(admin_permissions_entry(request))
         if section == OTHERS:
             models += [pages[k] for k in sorted(pages) if k not in placed]
         models = [m for m in models if m]

@@ -258,7 +258,7 @@ class RealmAdmin(ConsoleAdmin):
 
     fieldsets = [
         _tab("general", "General", ("name", "display_name", "display_name_html", "enabled", "ssl_required",
-                                    "organizations_enabled")),
+                                    "organizations_enabled", "admin_permissions_enabled")),
         _tab("login", "Login screen customization and email settings", (
             "registration_allowed", "registration_email_as_username", "remember_me", "verify_email",
             "login_with_email_allowed", "duplicate_emails_allowed", "reset_password_allowed",

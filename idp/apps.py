@@ -6,6 +6,7 @@ class IdpConfig(AppConfig):
     verbose_name = "Identity platform"
 
     def ready(self):
-        from . import metrics
+        from . import metrics, tracing
 
         metrics.listen()  # user events counted as Keycloak's keycloak_user_events_total
+        tracing.setup()

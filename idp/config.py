@@ -59,6 +59,7 @@ NUMBERS = {
     "IDP_HTTP_PORT": int, "IDP_MANAGEMENT_PORT": int, "IDP_WORKERS": int, "IDP_THREADS": int,
     "IDP_HEADER_READ_TIMEOUT": float, "IDP_BODY_READ_TIMEOUT": float, "IDP_HSTS_SECONDS": int,
     "IDP_PURGE_INTERVAL": float, "IDP_SHUTDOWN_DELAY": float, "IDP_SHUTDOWN_TIMEOUT": int,
+    "IDP_TRACING_SAMPLER_RATIO": float,
 }
 
 
@@ -111,10 +112,31 @@ def _setting_problems():
             ipaddress.ip_network(entry, strict=False)
         except ValueError:
             found.append(f"IDP_TRUSTED_PROXIES: {entry!r} is not an address or network")
+    found += _observability_problems()
     for name in ("IDP_FEATURES", "IDP_FEATURES_DISABLED"):
         unknown = sorted({n.strip() for n in os.environ.get(name, "").split(",") if n.strip()} - set(FEATURES))
         if unknown:
             found.append(f"{name}: unknown feature {', '.join(unknown)} (known: {', '.join(sorted(FEATURES))})")
+    return found
+
+
+def _observability_problems():
+    """Tracing and log settings (idp/tracing.py, idp/logs.py): Keycloak's values, nothing else."""
+    import os
+
+    found = []
+    enabled = os.environ.get("IDP_TRACING_ENABLED", "").strip().lower()
+    if enabled not in ("", "true", "false"):
+        found.append(f"IDP_TRACING_ENABLED: {enabled!r} is not true or false")
+    endpoint = os.environ.get("IDP_TRACING_ENDPOINT", "").strip()
+    if endpoint and (urlsplit(endpoint).scheme not in ("http", "https") or not urlsplit(endpoint).hostname):
+        found.append(f"IDP_TRACING_ENDPOINT: {endpoint!r} is not an http:// or https:// URL (OTLP over HTTP)")
+    ratio = env_number("IDP_TRACING_SAMPLER_RATIO", 1.0)
+    if not 0.0 <= ratio <= 1.0:
+        found.append(f"IDP_TRACING_SAMPLER_RATIO: {ratio} is not between 0 and 1")
+    output = os.environ.get("IDP_LOG_CONSOLE_OUTPUT", "").strip().lower()
+    if output not in ("", "default", "json"):
+        found.append(f"IDP_LOG_CONSOLE_OUTPUT: {output!r} is not default or json")
     return found
 
 

@@ -35,6 +35,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "idp.metrics.RequestMetricsMiddleware",  # times every answer, the refusals below included
+    "idp.tracing.TracingMiddleware",  # a span per request (removes itself unless IDP_TRACING_ENABLED)
+    "idp.logs.RequestContextMiddleware",  # request id for JSON logs (removes itself otherwise)
     # Then: a NUL in the path or input reaches no database look-up (the realm's sslRequired below).
     "realms.http.input_guard.NulGuardMiddleware",
     "realms.http.transport.TransportSecurityMiddleware",  # HTTPS as trusted proxies tell; realm sslRequired
@@ -134,13 +136,23 @@ IDP_FEATURES_DISABLED = os.environ.get("IDP_FEATURES_DISABLED", "")
 # POSTs each backchannel authentication request to. Unset: CIBA requests answer 503.
 IDP_CIBA_HTTP_AUTH_CHANNEL_URI = os.environ.get("IDP_CIBA_HTTP_AUTH_CHANNEL_URI", "")
 
+# OpenTelemetry traces (idp/tracing.py), as Keycloak's tracing-enabled, tracing-endpoint (OTLP over
+# HTTP; unset: the standard OTEL_EXPORTER_OTLP_* variables) and tracing-sampler-ratio.
+IDP_TRACING_ENABLED = os.environ.get("IDP_TRACING_ENABLED", "false").strip().lower() == "true"
+IDP_TRACING_ENDPOINT = os.environ.get("IDP_TRACING_ENDPOINT", "").strip()
+IDP_TRACING_SAMPLER_RATIO = env_number("IDP_TRACING_SAMPLER_RATIO", 1.0)
+# Keycloak's log-console-output: default (plain lines) or json (one object a line, idp/logs.py).
+IDP_LOG_CONSOLE_OUTPUT = os.environ.get("IDP_LOG_CONSOLE_OUTPUT", "default").strip().lower()
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+                   "json": {"()": "idp.logs.JsonFormatter"}},
     # Query strings carry id_token_hint, login hints and codes: logged with their values redacted.
     "filters": {"redact_query": {"()": "idp.logs.RedactQueryFilter"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "handlers": {"console": {"class": "logging.StreamHandler",
+                             "formatter": "json" if IDP_LOG_CONSOLE_OUTPUT == "json" else "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("IDP_LOG_LEVEL", "INFO")},
     "loggers": {"django.request": {"level": "ERROR"}, "django.server": {"filters": ["redact_query"]},
                 # fido2 logs every ceremony at INFO; ours (idp.webauthn) logs the refusals.

@@ -10,22 +10,26 @@ pulled. Every endpoint is its own queue (its pending rows) with its own concurre
 slow or dead endpoint holds at most ``max_concurrency`` requests and never the healthy lane's
 threads for long. See docs/decisions/0008-webhook-delivery.md.
 """
+import base64
 import email.utils
 import logging
 import random
+import secrets
 import time
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
+from opentelemetry import trace
 
 from realms.http.outbound import HTTPError, TargetRefused, prepare, request
 
 from . import conf, dispatch, limits, notify, receiver, sender
-from .models import Delivery, DeliveryAttempt, Endpoint, EndpointSecret, EndpointTimers
+from .models import Delivery, DeliveryAttempt, Endpoint, EndpointSecret, EndpointTimers, new_message_id
 from .signing import InvalidSecret, Signer
 
 logger = logging.getLogger("idp.webhooks")
@@ -314,8 +318,47 @@ def call(method, target, body, headers, timeout=None):
                    body_limit=conf.get("IDP_WEBHOOK_RESPONSE_BODY_LIMIT"))
 
 
+def message_id():
+    """A new message's id. With tracing on, it carries the context of the span that wrote the
+    event after 12 random bytes (the outbox has no column for it), so every attempt of every
+    delivery, however late and whichever worker sends it, joins that trace (``send``)."""
+    span = trace.get_current_span().get_span_context() if settings.IDP_TRACING_ENABLED else None
+    if span is None or not span.trace_flags.sampled:
+        return new_message_id()
+    raw = secrets.token_bytes(12) + span.trace_id.to_bytes(16, "big") + span.span_id.to_bytes(8, "big")
+    return "msg_" + base64.urlsafe_b64encode(raw).decode()
+
+
+def _traced_parent(message_id):
+    """The context ``message_id`` carries (None for an untraced message's random id)."""
+    if len(message_id) != TRACED_ID_LENGTH:
+        return None
+    raw = base64.urlsafe_b64decode(message_id[4:])
+    return trace.set_span_in_context(trace.NonRecordingSpan(trace.SpanContext(
+        int.from_bytes(raw[12:28], "big"), int.from_bytes(raw[28:], "big"), is_remote=True,
+        trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED))))
+
+
+TRACED_ID_LENGTH = len("msg_") + 48  # 36 bytes in base64; random ids are 24 characters
+
+
 def send(job):
     """Sign with a fresh timestamp and POST once; never raises for the receiver's failures."""
+    if not settings.IDP_TRACING_ENABLED:
+        return _send(job)
+    with trace.get_tracer("idp.webhooks").start_as_current_span(
+            "webhook delivery", context=_traced_parent(job.message_id), kind=trace.SpanKind.PRODUCER,
+            attributes={"webhook.message_id": job.message_id, "webhook.endpoint_id": job.endpoint.id,
+                        "webhook.attempt": job.attempts + 1}) as span:
+        result = _send(job)
+        if result.status is not None:
+            span.set_attribute("http.response.status_code", result.status)
+        if not result.success:
+            span.set_status(trace.Status(trace.StatusCode.ERROR, result.error or None))
+        return result
+
+
+def _send(job):
     started = timezone.now()
     t0 = time.monotonic()
     status, error, body, retry_after, no_answer = None, "", b"", None, False

@@ -56,7 +56,7 @@ def publish(realm, event_type, data, *, endpoints, occurred_at=None, source_even
     now = timezone.now()
     message = Message.objects.create(
         realm=realm, type=event_type, payload=payload_bytes(event_type, occurred_at or now, data).decode(),
-        created_at=now, source_event_id=source_event_id,
+        created_at=now, source_event_id=source_event_id, id=delivery.message_id(),  # traced: the trace's context
     )
     deliveries = Delivery.objects.bulk_create([
         Delivery(message=message, endpoint=e, next_attempt_at=now, dispatched_at=now, created_at=now)

@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 
 import urllib3
 from django.conf import settings
+from opentelemetry import propagate, trace
 from urllib3.exceptions import HTTPError
 
 from ..errors import RealmsError
@@ -189,6 +190,19 @@ def _host_header(target):
 
 
 def _exchange(pool, method, target, body, headers, timeout, connect_timeout, body_limit):
+    if not settings.IDP_TRACING_ENABLED:
+        return _call(pool, method, target, body, headers, timeout, connect_timeout, body_limit)
+    # Traced (idp.tracing): a client span per call, its context passed on as W3C traceparent.
+    with trace.get_tracer("idp.outbound").start_as_current_span(method, kind=trace.SpanKind.CLIENT, attributes={
+            "http.request.method": method, "server.address": target.host, "server.port": target.port}) as span:
+        headers = {**(headers or {})}
+        propagate.inject(headers)
+        resp = _call(pool, method, target, body, headers, timeout, connect_timeout, body_limit)
+        span.set_attribute("http.response.status_code", resp.status)
+        return resp
+
+
+def _call(pool, method, target, body, headers, timeout, connect_timeout, body_limit):
     started = time.monotonic()
     deadline = started + timeout
     hdrs = {"Host": _host_header(target), "User-Agent": USER_AGENT, **(headers or {})}

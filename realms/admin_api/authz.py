@@ -40,6 +40,7 @@ from ..representation.resource_server import (
     check_references,
     check_scope,
     matching_resources,
+    merge,
     new_id,
     remove_resource,
     resolve,
@@ -172,6 +173,17 @@ class Settings(AuthzResource):
     def get(self, request, realm, client_uuid):
         server = self.server()
         return Response({**_server_rep(server), **server.settings})
+
+
+class Import(AuthzResource):
+    """``import``: a ResourceServerRepresentation merged into the resource server by name."""
+
+    def post(self, request, realm, client_uuid):
+        server, body = self.server(), _body(request)
+        self.refuse_on_schema()
+        self.change(server, lambda settings: merge(self.realm, settings, body), "AUTHORIZATION_RESOURCE_SERVER",
+                    "/import", body)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 # resources --------------------------------------------------------------------------------------
@@ -562,6 +574,7 @@ def urlpatterns_for(prefix):
     return [
         path(base, ResourceServer.as_view()),
         path(f"{base}/settings", Settings.as_view()),
+        path(f"{base}/import", Import.as_view()),
         path(f"{base}/resource", Resources.as_view()),
         path(f"{base}/resource/<str:resource_id>", ResourceDetail.as_view()),
         path(f"{base}/scope", Scopes.as_view()),

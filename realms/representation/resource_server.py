@@ -427,6 +427,28 @@ def remove_resource(settings, resource_id):
         remove_uma_policy(settings, policy["id"])
 
 
+def merge(realm, settings, incoming):
+    """Keycloak's import of a ResourceServerRepresentation into a resource server (the Admin
+    API's ``resource-server/import``): its enforcement mode, decision strategy and remote
+    management replace these; its scopes (by name), resources (by name and owner) and policies
+    (by name) replace those of the same name, keeping their ids, or are added; nothing is
+    removed."""
+    given = resolve(realm, check(incoming, "authorizationSettings"), "authorizationSettings")
+    for key in ("policyEnforcementMode", "decisionStrategy", "allowRemoteResourceManagement"):
+        settings[key] = given[key]
+    for key, id_key, same in (("scopes", "id", lambda i: i["name"]),
+                              ("resources", "_id", lambda i: (i["name"], i.get("owner", {}).get("id"))),
+                              ("policies", "id", lambda i: i["name"])):
+        held = {same(item): item for item in settings[key]}
+        for item in given[key]:
+            if same(item) in held:
+                item[id_key] = held[same(item)][id_key]
+                settings[key] = [item if same(old) == same(item) else old for old in settings[key]]
+            else:
+                settings[key].append(item)
+    check_references(settings, "authorizationSettings")
+
+
 def _forget(settings, key, name):
     for policy in settings["policies"]:
         names = config_list(policy, key) if key in policy["config"] else []

@@ -115,3 +115,31 @@ def test_admin_permissions_are_not_an_applications_resource_server(fresh_caches)
         "grant_type": "urn:ietf:params:oauth:grant-type:uma-ticket", "audience": "admin-permissions",
         "client_id": "asker", "client_secret": "asker-secret"})
     assert (resp.status_code, resp.json()["error_description"]) == (400, "Client does not support permissions")
+
+
+def test_import_merges_a_resource_server_by_name(setup):
+    """``resource-server/import`` as Keycloak's importSettings: what is named again replaces what
+    holds the name (keeping its id), what is new is added, nothing is removed."""
+    realm, base, api = setup
+    before = api("get", f"{base}/settings").json()
+    premium_id = next(p["id"] for p in before["policies"] if p["name"] == "Premium Policy")
+    jdoe = user_token("jdoe")
+    assert uma(jdoe, permission="Premium Resource", response_mode="decision").status_code == 403
+    given = {"policyEnforcementMode": "ENFORCING", "decisionStrategy": "AFFIRMATIVE",
+             "resources": [{"name": "Imported", "type": "urn:realm-b-client:resources:premium"}],
+             "policies": [{"name": "Premium Policy", "type": "role", "config": {"roles": '[{"id":"user"}]'}}]}
+    assert api("post", f"{base}/import", given).status_code == 204
+    after = api("get", f"{base}/settings").json()
+    assert after["decisionStrategy"] == "AFFIRMATIVE"
+    assert {r["name"] for r in after["resources"]} == {"Default Resource", "Premium Resource", "Imported"}
+    assert next(p for p in after["policies"] if p["name"] == "Premium Policy")["id"] == premium_id
+    assert len(after["policies"]) == len(before["policies"])
+    # the replaced policy now lets any user in
+    assert uma(jdoe, permission="Premium Resource", response_mode="decision").json() == {"result": True}
+    assert uma(jdoe, permission="Imported", response_mode="decision").json() == {"result": True}
+    refused = api("post", f"{base}/import", {"policies": [{"name": "js", "type": "js", "config": {}}]})
+    assert refused.status_code == 400 and "Script upload is disabled" in refused.json()["errorMessage"]
+    unknown = api("post", f"{base}/import", {"policies": [{"name": "p", "type": "scope", "config": {
+        "scopes": '["nope"]', "applyPolicies": "[]"}}]})
+    assert unknown.status_code == 400 and "unknown scope 'nope'" in unknown.json()["errorMessage"]
+    assert api("get", f"{base}/settings").json() == after  # a refused import changes nothing

@@ -111,6 +111,7 @@ def test_resources_scopes_and_other_types_are_not_for_this_client(fgap):
     not_supported = {"errorMessage": "Not supported for this client."}
     assert api("post", f"{base}/resource", {"name": "Loose"}).json() == not_supported
     assert api("post", f"{base}/scope", {"name": "fly"}).json() == not_supported
+    assert api("post", f"{base}/import", {"resources": [{"name": "Loose"}]}).json() == not_supported
     scope = api("get", f"{base}/scope").json()[0]
     assert api("delete", f"{base}/scope/{scope['id']}").json() == not_supported
     resource = api("get", f"{base}/resource").json()[0]

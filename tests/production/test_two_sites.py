@@ -5,11 +5,16 @@ primary's site is lost (its PostgreSQL, its node, its Redis) and the standby is 
 other site carries on with every committed session, revocation and user change
 (docs/operations/two-sites.md)."""
 import base64
+import html
 import json
+import re
 import time
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import requests
+
+from tests.oidc.dpop.conftest import Prover
 
 from .conftest import ProductionNode
 
@@ -21,6 +26,7 @@ REALM = "shop"
 SECRET = "app-secret-" + "s" * 24
 PASSWORD = "pass-word-1234"
 USERS = ("ann", "bob", "carl", "dora", "erin")
+CALLBACK = "http://app.test/cb"
 
 
 class Site:
@@ -28,8 +34,8 @@ class Site:
         self.node = node
         self.oidc = f"{node.base}/realms/{REALM}/protocol/openid-connect"
 
-    def post(self, path, data):
-        return requests.post(self.oidc + path, data=data, headers={"Host": HOST}, timeout=10)
+    def post(self, path, data, **headers):
+        return requests.post(self.oidc + path, data=data, headers={"Host": HOST, **headers}, timeout=10)
 
     def token(self, client_id="app", **data):
         return self.post("/token", {"client_id": client_id, "client_secret": SECRET, **data})
@@ -95,7 +101,7 @@ def sites(pg_primary_with_standby, redis_servers, tmp_path_factory):
             "realm": REALM, "enabled": True, "sslRequired": "none", "bruteForceProtected": True,
             "failureFactor": 2, "waitIncrementSeconds": 60,
             "clients": [{"clientId": cid, "secret": SECRET, "directAccessGrantsEnabled": True,
-                         "serviceAccountsEnabled": True} for cid in ("app", "other")],
+                         "serviceAccountsEnabled": True, "redirectUris": [CALLBACK]} for cid in ("app", "other")],
             "users": [{"username": name, "enabled": True, "email": f"{name}@example.org", "emailVerified": True,
                        "firstName": name.title(), "lastName": "Lee",
                        "credentials": [{"type": "password", "value": PASSWORD}]} for name in USERS],
@@ -151,6 +157,30 @@ def test_what_one_site_does_the_other_honours_within_a_second(sites):
     for _ in range(2):
         assert a.token(grant_type="password", username="carl", password="wrong").status_code in (400, 401)
     within_a_second(lambda: b.token(grant_type="password", username="carl", password=PASSWORD).status_code != 200)
+
+    # A sign-in begun on one site (its authentication session) is finished on the other.
+    page = requests.get(a.oidc + "/auth", headers={"Host": HOST}, timeout=10, params={
+        "client_id": "app", "redirect_uri": CALLBACK, "response_type": "code", "scope": "openid"})
+    assert page.status_code == 200, page.text
+    form_tag = re.search(r'<form[^>]*id="kc-form-login"[^>]*>', page.text)[0]
+    form = html.unescape(re.search(r'action="([^"]+)"', form_tag)[1])
+    hidden = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', page.text))
+    path = urlsplit(form)._replace(scheme="", netloc="").geturl()
+    signed_in = requests.post(b.node.base + path, allow_redirects=False, timeout=10,
+                              data={**hidden, "username": "ann", "password": PASSWORD},
+                              headers={"Host": HOST, "Cookie": "; ".join(f"{c.name}={c.value}" for c in page.cookies)})
+    assert signed_in.status_code == 302 and signed_in.headers["Location"].startswith(CALLBACK), signed_in.text
+    code = parse_qs(urlsplit(signed_in.headers["Location"]).query)["code"][0]
+    assert a.token(grant_type="authorization_code", code=code, redirect_uri=CALLBACK).status_code == 200
+
+    # A DPoP proof used on one site is refused on the other (its jti is marked in the database).
+    proof = Prover().proof("POST", f"{PUBLIC}/realms/{REALM}/protocol/openid-connect/token")
+    bound = a.post("/token", {"client_id": "app", "client_secret": SECRET, "grant_type": "client_credentials"},
+                   DPoP=proof)
+    assert bound.status_code == 200 and bound.json()["token_type"] == "DPoP", bound.text
+    replayed = b.post("/token", {"client_id": "app", "client_secret": SECRET, "grant_type": "client_credentials"},
+                      DPoP=proof)
+    assert replayed.status_code == 400 and replayed.json()["error"] == "invalid_dpop_proof", replayed.text
 
     # None of it went through a Redis the two sites share: they have none.
     assert a.node.env["IDP_REDIS_URL"] != b.node.env["IDP_REDIS_URL"]

@@ -283,6 +283,10 @@ def resolve(realm, settings, path):
                 continue
             raise RepresentationError(f"{path}.resources", f"unknown owner {owner.get('name') or owner.get('id')!r}")
         resource["owner"] = {"id": user.pk, "name": user.username}
+    owners = {p["owner"] for p in settings["policies"] if p.get("owner")}
+    missing = owners - set(User.objects.filter(realm=realm, pk__in=owners).values_list("pk", flat=True))
+    if missing:
+        raise RepresentationError(f"{path}.policies", f"unknown owner {sorted(missing)[0]!r}")
     for i, policy in enumerate(settings["policies"]):
         here = f"{path}.policies[{i}].config"
         config = policy["config"]

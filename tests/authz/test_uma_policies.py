@@ -1,10 +1,14 @@
 """User-managed permissions (the protection API's ``uma-policy``, Keycloak's
 UserManagedPermissionService): the owner of a user-managed resource grants it by policy with
 their own access token, and the UMA grant decides by it at once."""
+import copy
+
 import pytest
 from django.test import Client as HttpClient
 
 from realms.models import Client
+from realms.representation import RepresentationError, export_realm
+from realms.representation.resource_server import check, resolve
 from tests.authz.test_uma import PROTECTION, REALM, error, pat, protection, realm_b, uma, user_token  # noqa: F401
 
 pytestmark = pytest.mark.django_db
@@ -55,6 +59,21 @@ def test_the_owner_grants_by_policy_and_it_decides_at_once(album):
     assert decision(jdoe, f"{album}#album:view").status_code == 403
     settings = Client.objects.get(realm__name=REALM, client_id="realm-b-client").authorization_settings
     assert [p["name"] for p in settings["policies"] if p.get("owner")] == []  # its own policies went with it
+
+
+def test_an_export_carries_them_and_an_import_takes_them_back(album):
+    assert policy("post", f"/{album}", user_token("kolo"), {"name": "jdoe views", "users": ["jdoe"]}).status_code == 200
+    client = Client.objects.get(realm__name=REALM, client_id="realm-b-client")
+    exported = next(c for c in export_realm(client.realm)["clients"] if c["clientId"] == "realm-b-client")
+    given = copy.deepcopy(exported["authorizationSettings"])
+    taken = resolve(client.realm, check(given, "authorizationSettings"), "authorizationSettings")
+    assert [p["name"] for p in taken["policies"] if p["type"] == "uma"] == ["jdoe views"]
+    next(p for p in given["policies"] if p["type"] == "uma")["owner"] = "nobody"
+    with pytest.raises(RepresentationError, match="unknown owner 'nobody'"):
+        resolve(client.realm, check(given, "authorizationSettings"), "authorizationSettings")
+    del next(p for p in given["policies"] if p["type"] == "uma")["owner"]
+    with pytest.raises(RepresentationError, match="policy type 'uma' is not supported here"):
+        check(given, "authorizationSettings")
 
 
 def test_deleting_the_resource_deletes_its_policies(album):

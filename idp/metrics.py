@@ -30,6 +30,17 @@ HTTP_REQUESTS = Histogram(
 USER_EVENTS = Counter(
     "keycloak_user_events", "Keycloak user events", ["realm", "client_id", "event", "error", "idp"], registry=None)
 
+# Keycloak's (Agroal's) connection figure, by Django's alias as its datasource name ("default").
+DB_CONNECTIONS = Counter("agroal_creation_count", "Connections opened to the database.", ["datasource"],
+                         registry=None)
+DB_QUERIES = Histogram("idp_db_query_seconds", "Database statements by datasource (Django's alias).",
+                       ["datasource"], registry=None,
+                       buckets=(.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, float("inf")))
+# The per-process copies of realms.data.shared_cache: a hit is a lookup served from this process.
+LOCAL_CACHE = Counter("idp_local_cache_lookups", "Lookups of per-process copies, by cache and result (hit, miss).",
+                      ["cache", "result"], registry=None)
+SERVED_HERE = (HTTP_REQUESTS, USER_EVENTS, DB_CONNECTIONS, DB_QUERIES, LOCAL_CACHE)
+
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 UNMATCHED = "UNMATCHED"  # no URL pattern: the raw path is never a label (unbounded, may carry secrets)
 
@@ -72,10 +83,34 @@ def on_realm_event(sender, event, **kwargs):
     transaction.on_commit(lambda: USER_EVENTS.labels(*labels).inc())
 
 
+def _on_connection(sender, connection, **kwargs):
+    DB_CONNECTIONS.labels(connection.alias).inc()
+    # Sent at every (re)connection of the same wrapper object: one timer is enough.
+    if _timed not in connection.execute_wrappers:
+        connection.execute_wrappers.insert(0, _timed)
+
+
+def _timed(execute, sql, params, many, context):
+    started = time.perf_counter()
+    try:
+        return execute(sql, params, many, context)
+    finally:
+        DB_QUERIES.labels(context["connection"].alias).observe(time.perf_counter() - started)
+
+
+def _count_local_copy(namespace, hit):
+    LOCAL_CACHE.labels(namespace, "hit" if hit else "miss").inc()
+
+
 def listen():
+    from django.db.backends.signals import connection_created
+
     from realms.audit.events import realm_event
+    from realms.data import shared_cache
 
     realm_event.connect(on_realm_event, dispatch_uid="idp.metrics")
+    connection_created.connect(_on_connection, dispatch_uid="idp.metrics")
+    shared_cache.count = _count_local_copy
 
 
 def _worker_pids():
@@ -109,5 +144,5 @@ class Exposition:
             yield from MultiProcessCollector(None).collect()
             yield from _worker_processes()
         else:
-            yield from HTTP_REQUESTS.collect()
-            yield from USER_EVENTS.collect()
+            for metric in SERVED_HERE:
+                yield from metric.collect()

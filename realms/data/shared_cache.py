@@ -22,6 +22,10 @@ def _shared():
     return caches[GENERATIONS]
 
 
+def count(namespace, hit):
+    """Told of every lookup, a copy used or not (idp.metrics counts them: set in IdpConfig.ready)."""
+
+
 class LocalCopies:
     """``get(key)`` returns this process's copy of ``load(key)``, reloaded when the key's shared
     generation has moved; ``invalidate(key)`` is called on every change of what ``load`` reads."""
@@ -40,10 +44,13 @@ class LocalCopies:
         now = time.monotonic()
         if entry is not None:
             if now - entry[2] < self.check_seconds:
+                count(self.namespace, True)
                 return entry[0]
             if _shared().get(self.generation_key(key), 0) == entry[1]:
                 entry[2] = now
+                count(self.namespace, True)
                 return entry[0]
+        count(self.namespace, False)
         # The generation is read before the rows: a change committed meanwhile moves it again,
         # so the next check reloads.
         generation = _shared().get(self.generation_key(key), 0)

@@ -19,6 +19,7 @@ autocommit, as Redis would: a mark written in a request is kept even when the re
 transaction rolls back, and is seen by other nodes at once.
 """
 import base64
+import hashlib
 import pickle
 import re
 from datetime import UTC, datetime
@@ -32,6 +33,7 @@ from django.utils import timezone
 NEVER = datetime(9999, 12, 31, tzinfo=UTC)
 PURGE_EVERY = 1000  # writes of a process between two deletions of expired rows
 PURGE_BATCH = 1000  # expired rows deleted at most each time
+MAX_KEY = 250  # the key column holds 255 characters; a longer key (a foreign jti) is kept as its digest
 _NUMBER = re.compile(r"-?\d+\Z")  # a pickle in base64 starts with "g", never a digit
 
 
@@ -50,6 +52,10 @@ class DatabaseCache(BaseDatabaseCache):
         super().__init__(table, params)
         self._alias = params.get("OPTIONS", {}).get("DATABASE", "default")
         self._writes = count(1)
+
+    def make_key(self, key, version=None):
+        made = super().make_key(key, version)
+        return made if len(made) <= MAX_KEY else "sha256:" + hashlib.sha256(made.encode()).hexdigest()
 
     def _expiry(self, timeout):
         at = self.get_backend_timeout(timeout)  # seconds since the epoch, None for never

@@ -61,6 +61,13 @@ def test_cache_api_round_trips(db_backend):
 
 
 @pytest.mark.postgresql
+def test_keys_longer_than_the_column_are_kept_by_digest(db_backend):
+    long_key, other = "idp:broker-logout-jti:" + "j" * 1000, "idp:broker-logout-jti:" + "j" * 999 + "k"
+    assert db_backend.add(long_key, 1, 60) and not db_backend.add(long_key, 1, 60)
+    assert db_backend.get(long_key) == 1 and db_backend.get(other) is None
+
+
+@pytest.mark.postgresql
 def test_expired_rows_count_as_absent_and_are_replaced_then_purged(db_backend):
     cache = db_backend
     cache.set("gone", 1, 0)  # a zero timeout: expired at once

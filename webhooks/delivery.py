@@ -28,7 +28,7 @@ from opentelemetry import trace
 
 from realms.http.outbound import HTTPError, TargetRefused, prepare, request
 
-from . import conf, dispatch, limits, notify, receiver, sender
+from . import conf, dispatch, limits, metrics, notify, receiver, sender
 from .models import Delivery, DeliveryAttempt, Endpoint, EndpointSecret, EndpointTimers, new_message_id
 from .signing import InvalidSecret, Signer
 
@@ -416,6 +416,12 @@ def record(results):
     if retries:
         sending.bulk_update(retries, ["state", "attempts", "step", "next_attempt_at", "dispatched_at",
                                       "last_status", "last_error", "lease_until"], batch_size=200)
+    try:
+        metrics.attempts_recorded({"retry": len(retries), **{
+            outcome: sum(len(ids) for (state, _, _), ids in finished.items() if state == delivery_state)
+            for outcome, delivery_state in (("delivered", Delivery.DELIVERED), ("failed", Delivery.FAILED))}})
+    except Exception:  # Redis away: the counts of this flush are lost, never its results
+        logger.warning("webhooks: could not count %d delivery attempts", len(results))
     by_endpoint = defaultdict(list)
     for r in results:
         by_endpoint[r.job.endpoint.id].append(r)

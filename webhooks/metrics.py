@@ -1,8 +1,10 @@
-"""Prometheus metrics of the webhook receiver (served by the management server's /metrics).
+"""Prometheus metrics of the webhook sender and receiver (served by the management server's /metrics).
 
-/metrics is served by Granian's main process while requests are handled by its workers, so
-nothing here lives in a process's memory: signature failures are counted in the shared cache
-(Redis in production), and the age of the oldest queued received event and the number of
+/metrics is served by Granian's main process while requests are handled by its workers and
+deliveries sent by the Celery workers (other processes, often other machines), so nothing here
+lives in a process's memory: delivery outcomes and signature failures are counted in the shared
+cache (Redis in production), and the sender's queue (deliveries pending and sending, how late
+the most overdue one is), the age of the oldest queued received event and the number of
 dead-lettered ones are read from the database; all of it when /metrics is scraped."""
 import logging
 import time
@@ -18,18 +20,31 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 logger = logging.getLogger("idp.webhooks.receiver")
 
 FAILURES_KEY = "webhooks:receiver:signature-failures:{}"
+OUTCOMES_KEY = "webhooks:sender:attempts:{}"
+# An attempt's outcome: its delivery delivered, to be tried again, or failed for good.
+OUTCOMES = ("delivered", "retry", "failed")
 
 # Names of receivers and verify_webhook views, registered when their modules are imported.
 receivers = set()
 
 
-def signature_failure(name):
-    key = FAILURES_KEY.format(name)
+def _count(key, n=1):
     cache.add(key, 0, timeout=None)
     try:
-        cache.incr(key)
+        cache.incr(key, n)
     except ValueError:  # evicted between add and incr
-        cache.set(key, 1, timeout=None)
+        cache.set(key, n, timeout=None)
+
+
+def signature_failure(name):
+    _count(FAILURES_KEY.format(name))
+
+
+def attempts_recorded(outcomes):
+    """``outcomes``: attempts of a flush of results by outcome; one cache call per outcome seen."""
+    for outcome, n in outcomes.items():
+        if n:
+            _count(OUTCOMES_KEY.format(outcome), n)
 
 
 def _families():
@@ -76,6 +91,44 @@ class ReceiverQueueCollector:
         yield failures
 
 
+def _sender_families():
+    return (GaugeMetricFamily("idp_webhook_sender_queue_depth", "Deliveries waiting (pending) or in flight (sending).",
+                              labels=["state"]),
+            GaugeMetricFamily("idp_webhook_sender_lag_seconds", "How long past its time the most overdue pending "
+                              "delivery is (0 when none is due)."),
+            CounterMetricFamily("idp_webhook_delivery_attempts", "Delivery attempts by outcome: delivered, retry "
+                                "(failed, tried again later), failed (for good).", labels=["outcome"]))
+
+
+class SenderQueueCollector:
+    def describe(self):
+        return _sender_families()
+
+    def collect(self):
+        from .models import Delivery
+
+        depth, lag, attempts = _sender_families()
+        try:
+            counts = cache.get_many([OUTCOMES_KEY.format(o) for o in OUTCOMES])
+            for outcome in OUTCOMES:
+                attempts.add_metric([outcome], counts.get(OUTCOMES_KEY.format(outcome), 0))
+            # Each state has its partial index: both counts and the minimum are read from them.
+            by_state = dict(Delivery.objects.filter(state__in=(Delivery.PENDING, Delivery.SENDING)).order_by()
+                            .values_list("state").annotate(n=Count("id")))
+            for state in (Delivery.PENDING, Delivery.SENDING):
+                depth.add_metric([state], by_state.get(state, 0))
+            due = Delivery.objects.filter(state=Delivery.PENDING).aggregate(first=Min("next_attempt_at"))["first"]
+            lag.add_metric([], max(0.0, time.time() - due.timestamp()) if due else 0.0)
+        except Exception:  # the cache or the database is down: the other metrics are still served
+            logger.exception("webhooks: sender metrics unavailable")
+        finally:
+            if not connection.in_atomic_block:
+                connection.close()
+        yield depth
+        yield lag
+        yield attempts
+
+
 _registered = False
 
 
@@ -83,4 +136,5 @@ def register():
     global _registered
     if not _registered:
         REGISTRY.register(ReceiverQueueCollector())
+        REGISTRY.register(SenderQueueCollector())
         _registered = True

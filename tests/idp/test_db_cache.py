@@ -3,6 +3,8 @@ cache API unchanged, ``add`` and ``incr`` exact when nodes race, expired rows re
 and its writes independent of the request's transaction (its own connection, as Redis was); the
 production settings choose it only with the feature on; libpq's host lists in IDP_DB_URL."""
 import importlib
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -12,6 +14,7 @@ from django.db import connections, transaction
 
 from idp import db_cache
 from idp.config import ConfigError, _setting_problems, database_from_url
+from tests.idp.test_modes import ROOT, base_env
 
 TABLE = "idp_test_cache"
 
@@ -179,3 +182,12 @@ def test_database_url_keeps_the_options_and_names_a_bad_port(monkeypatch):
         database_from_url("postgresql://idp@db1:5432,db2:x/idp")
     monkeypatch.setenv("IDP_DB_URL", "postgresql://idp@db1:5432,db2:x/idp")
     assert "IDP_DB_URL: port 'x' is not a number" in _setting_problems()
+
+
+def test_dev_mode_refuses_the_feature_with_one_line(tmp_path):
+    done = subprocess.run([sys.executable, "manage.py", "start_dev"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60, env=base_env(DJANGO_SETTINGS_MODULE="idp.settings.dev",
+                                                   IDP_VAR_DIR=str(tmp_path), IDP_FEATURES="stateless"))
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "CommandError: IDP_FEATURES: stateless (several sites on one database) needs production mode (manage.py start)")

@@ -34,6 +34,10 @@ class Command(BaseCommand):
     def handle(self, *args, http_port, management_port, bind, **options):
         if not getattr(settings, "IDP_DEV_MODE", False):
             raise CommandError("start_dev needs the dev settings (DJANGO_SETTINGS_MODULE=idp.settings.dev)")
+        from realms import features
+
+        if features.enabled("stateless"):  # its database cache is PostgreSQL's; one process shares nothing
+            raise CommandError("IDP_FEATURES: stateless (several sites on one database) needs production mode (manage.py start)")
         from realms.representation.bootstrap import (
             DEMO_CLIENT,
             NO_ADMIN_WARNING,

@@ -7,8 +7,8 @@ On, spans leave by OTLP over HTTP (protobuf) for ``IDP_TRACING_ENDPOINT`` (Keycl
 ``OTEL_SERVICE_NAME`` (default ``idp``) and ``OTEL_RESOURCE_ATTRIBUTES``. The spans:
 
 - one per request (``TracingMiddleware``), a W3C ``traceparent`` of the caller continued;
-- one per database query (``query_span``, a wrapper of every connection opened), the statement
-  without its parameters;
+- one per database query in a trace (``query_span``, a wrapper of every connection opened), the
+  statement without its parameters;
 - one per outbound call (``realms.http.outbound``), which passes ``traceparent`` on;
 - one per Celery task, in the trace that queued it (context in the message headers);
 - one per webhook delivery attempt, in the trace of the change that wrote the event
@@ -96,12 +96,19 @@ class TracingMiddleware:
             return response
 
 
+# The hooks below are connected only with tracing on; they read the switch again so that a
+# process that turns it off (a test) is left as one that never had it.
 def _trace_connection(sender, connection, **kwargs):
-    connection.execute_wrappers.append(query_span)
+    # Sent at every (re)connection of the same wrapper object: once is enough.
+    if settings.IDP_TRACING_ENABLED and query_span not in connection.execute_wrappers:
+        connection.execute_wrappers.append(query_span)
 
 
 def query_span(execute, sql, params, many, ctx):
-    """A client span per query: the statement's text, never its parameters."""
+    """A client span per query in a trace (a request, a task, a delivery): the statement's text,
+    never its parameters. Queries outside one (health checks, start-up) would each be a trace."""
+    if not trace.get_current_span().get_span_context().is_valid:
+        return execute(sql, params, many, ctx)
     connection = ctx["connection"]
     operation = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else "QUERY"
     with tracer().start_as_current_span(operation, kind=SpanKind.CLIENT, attributes={
@@ -115,7 +122,7 @@ _task_spans = {}  # task id -> (span, context token)
 
 
 def _inject_task_headers(headers=None, **kwargs):
-    if headers is not None:
+    if settings.IDP_TRACING_ENABLED and headers is not None:
         propagate.inject(headers)
 
 
@@ -131,6 +138,8 @@ class _RequestGetter:
 
 
 def _task_started(task_id=None, task=None, **kwargs):
+    if not settings.IDP_TRACING_ENABLED:
+        return
     parent = propagate.extract(task.request, getter=_RequestGetter())
     span = tracer().start_span(f"run {task.name}", context=parent, kind=SpanKind.CONSUMER,
                                attributes={"messaging.system": "celery", "celery.task_name": task.name})

@@ -3,10 +3,14 @@ an unexpected error, themed for people and JSON where a program is asking (Keycl
 bodies on the Admin API and the protocol endpoints that answer JSON)."""
 import logging
 import re
+import sys
 
 from django.conf import settings
+from django.db import InterfaceError, OperationalError
 from django.http import JsonResponse
 from django.views.decorators.http import require_GET
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from realms.http import messages, themes
 from realms.models import Realm
@@ -42,8 +46,19 @@ def not_found(request, exception=None):
     return _page(request, "pageNotFound", 404)
 
 
+# The database or Redis out of reach: an outage, not a fault in the request. Nothing that needs
+# them is done without them (docs/operations/faults.md): the answer is 503 with Retry-After.
+OUTAGES = (OperationalError, InterfaceError, RedisConnectionError, RedisTimeoutError)
+
+
 def server_error(request):
-    # The traceback is in the log (Django logs it before calling this); the answer tells nothing.
+    # The traceback is in the log (Django logs it when this returns); the answer tells nothing.
+    if isinstance(sys.exc_info()[1], OUTAGES):  # called inside Django's except block
+        answer = (JsonResponse({"error": "temporarily_unavailable",
+                                "error_description": "For more on this error consult the server log."}, status=503)
+                  if wants_json(request) else _page(request, "internalServerError", 503))
+        answer["Retry-After"] = "5"
+        return answer
     if wants_json(request):
         return JsonResponse({"error": "unknown_error",
                              "error_description": "For more on this error consult the server log."}, status=500)

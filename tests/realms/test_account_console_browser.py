@@ -210,7 +210,7 @@ def test_delete_the_account_from_the_console(acme, base, page):
     page.locator("#delete-account-start").click()
     # A deletion asks for a sign-in made for it, then for confirmation, by the keyboard.
     page.locator("#password").wait_for(timeout=10000)
-    page.locator("#username").fill("bob")
+    assert page.locator("#kc-attempted-username").inner_text() == "bob"  # the user fixed, as Keycloak's
     page.locator("#password").fill(PASSWORD)
     page.keyboard.press("Enter")
     page.locator("#kc-submit").wait_for(timeout=10000)

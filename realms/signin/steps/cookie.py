@@ -3,6 +3,8 @@ from ...sso import sso_cookie
 from .. import loa
 from ..flows import SSO_AUTH, Authenticator, Outcome
 
+REAUTHENTICATION = "FORCED_REAUTHENTICATION"  # Keycloak's note: the user is known, their proof asked again
+
 
 class CookieAuthenticator(Authenticator):
     """An existing SSO session (cookie ``SERVICE_IDENTITY``) signs the user in without a form,
@@ -14,10 +16,16 @@ class CookieAuthenticator(Authenticator):
     display_name = "Cookie"
 
     def authenticate(self, ctx):
-        if ctx.auth_session.force_login:
-            return Outcome.attempted()
         user_session = sso_cookie.session_from_request(ctx.request, ctx.realm)
         if user_session is None:
+            return Outcome.attempted()
+        if ctx.auth_session.force_login:
+            # Keycloak's re-authentication: the session's user is the one to prove themselves
+            # again, shown fixed on the login form. After "Restart login" (the note kept, the
+            # user cleared) the form asks for any user, who then replaces the session.
+            if REAUTHENTICATION not in ctx.auth_session.notes:
+                ctx.set_user(user_session.user)
+                ctx.auth_session.notes[REAUTHENTICATION] = "true"
             return Outcome.attempted()
         ctx.set_user(user_session.user)
         ctx.user_session = user_session

@@ -5,6 +5,7 @@ from ...models import Credential
 from ...users import storage
 from .. import passwords
 from ..flows import Authenticator, Outcome
+from .cookie import REAUTHENTICATION
 from .webauthn import is_webauthn_answer, passkey_action, passkey_context, passkeys_enabled
 
 GENERIC_LOGIN_ERROR = Message("invalidUserMessage")
@@ -22,14 +23,21 @@ class UsernamePasswordForm(Authenticator):
         # As Keycloak's optional reference category: the form takes passkeys when they are enabled.
         return {self.reference_category, *([Credential.WEBAUTHN_PASSWORDLESS] if passkeys_enabled(realm) else [])}
 
+    def reauthenticating(self, ctx):
+        """The user a re-authentication asks again (Keycloak's USERNAME_HIDDEN), or None."""
+        return ctx.user if ctx.auth_session.notes.get(REAUTHENTICATION) else None
+
     def page(self, ctx, *, username="", error="", passkey_error="", status=200):
+        known = self.reauthenticating(ctx)
         return ctx.render("login.html", {
-            "username": username, "error": error, "passkey_error": passkey_error,
+            "username": known.username if known else username, "username_hidden": known is not None,
+            "error": error, "passkey_error": passkey_error,
             "remember_me_allowed": ctx.realm.remember_me,
             "username_label": "usernameOrEmail" if ctx.realm.login_with_email_allowed else "username",
             # Keycloak's "Forgot Password?" and "Register" links, shown when the realm allows them.
             "reset_url": ctx.login_actions_url("reset-credentials") if ctx.realm.reset_password_allowed else "",
-            "registration_url": ctx.login_actions_url("registration") if ctx.realm.registration_allowed else "",
+            "registration_url": ctx.login_actions_url("registration")
+            if ctx.realm.registration_allowed and known is None else "",
             **passkey_context(ctx),
         }, status=status)
 
@@ -43,7 +51,9 @@ class UsernamePasswordForm(Authenticator):
             if error:
                 return Outcome.failure("invalid_user_credentials", self.page(ctx, passkey_error=error))
             return Outcome.success()
-        username = ctx.params.get("username", "").strip()
+        known = self.reauthenticating(ctx)
+        # Re-authenticating, the password is the known user's, whatever username a form posts.
+        username = known.username if known else ctx.params.get("username", "").strip()
         result = passwords.check_password(ctx.realm, username, ctx.params.get("password", ""),
                                        ip_address=ctx.ip_address)
         if not result.ok:

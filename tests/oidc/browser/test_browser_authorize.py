@@ -344,7 +344,11 @@ def test_other_user_signing_in_ends_the_previous_session(client, realm, client_a
     create_user(realm, "carol", password="carol's password")
     _sign_in(client, _params())
     bob_session = UserSession.objects.get(user=user_with_password)
-    _sign_in(client, _params(prompt="login"), "carol", "carol's password")
+    # The re-authentication page shows bob fixed; "Restart login" lets another user sign in.
+    page = client.get(AUTH, _params(prompt="login")).content.decode()
+    assert '<span id="kc-attempted-username">bob</span>' in page
+    restart = re.search(r'id="reset-login" href="([^"]+)"', page).group(1).replace("&amp;", "&")
+    client.post(_action(client.get(restart)), {"username": "carol", "password": "carol's password"})
     assert not UserSession.objects.filter(pk=bob_session.pk).exists()
     assert UserSession.objects.get().user.username == "carol"
 

@@ -3,12 +3,16 @@ console works in one realm at a time), the delivery log, and redelivery of one e
 time range (filter the events by date, select them, run the action)."""
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, JsonResponse
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
 
 from realms.admin import ConsoleAdmin, RealmFilter
 from realms.admin.names import time_column
 from realms.audit.admin_events import console_auth
 
-from . import catalogue, delivery, services
+from . import catalogue, delivery, payloads, schemas, services
 from .models import Delivery, DeliveryAttempt, Endpoint, Message
 
 
@@ -26,11 +30,15 @@ class EndpointForm(forms.ModelForm):
         choices=lambda: [(t, t) for t in ["*", *sorted({t.split(".", 1)[0] + ".*" for t in catalogue.all_types()}),
                                           *catalogue.all_types(), services.TEST_EVENT_TYPE]],
         required=False, help_text="None chosen or *: every event; resource.*: every event of that resource.")
+    payload_version = forms.ChoiceField(
+        label="Payload version", required=False,
+        choices=lambda: [("", "Latest (fat) / none (thin)"), *((v, v) for v in sorted(catalogue.VERSIONS))],
+        help_text="Fat payloads only: the shape of the object they carry; an endpoint keeps its version.")
 
     class Meta:
         model = Endpoint
         fields = ["realm", "url", "description", "event_types", "enabled", "rate_limit", "max_concurrency",
-                  "ownership_handshake"]
+                  "ownership_handshake", "payload", "payload_version", "envelope"]
 
     def clean_url(self):
         try:
@@ -44,8 +52,19 @@ class EndpointForm(forms.ModelForm):
         except services.WebhookError as exc:
             raise forms.ValidationError(str(exc)) from None
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name in ("payload", "envelope"):  # left out: the defaults, as in the REST API
+            self.fields[name].required = False
+
     def clean(self):
         data = super().clean()
+        try:
+            data["payload"], data["payload_version"], data["envelope"] = services.payload_settings(
+                data.get("payload") or payloads.THIN, data.get("payload_version"),
+                data.get("envelope") or payloads.STANDARD)
+        except services.WebhookError as exc:
+            raise forms.ValidationError({"payload_version": str(exc)}) from None
         url, old = data.get("url"), self.instance
         if url and data.get("ownership_handshake") and (
                 old._state.adding or url != old.url or not old.ownership_handshake):
@@ -66,7 +85,8 @@ class EndpointAdmin(ConsoleAdmin):
     list_display = ("url", "description", "enabled", "disabled_reason", "created")
     list_filter = (RealmFilter, "enabled")
     search_fields = ("url", "description")
-    readonly_fields = ("disabled_reason", "failing", "throttled", "slowed", "handshake", "public_keys", "created")
+    readonly_fields = ("disabled_reason", "failing", "throttled", "slowed", "handshake", "public_keys", "created",
+                       "schemas")
     # Times as the console shows every time (realms.admin.names.when), not in Django's format.
     created = time_column("created_at", "Created")
     failing = time_column("failing_since", "Failing since")
@@ -82,6 +102,42 @@ class EndpointAdmin(ConsoleAdmin):
     def public_keys(self, obj):
         return ", ".join(s.public_key for s in obj.active_secrets() if s.public_key) or "-"
 
+    @admin.display(description="Event-type schemas")
+    def schemas(self, obj):
+        """Links to the JSON Schemas of the types this endpoint names, in its payload kind and
+        version, and to the AsyncAPI document of every type."""
+        named = [t for t in obj.event_types if t in catalogue.emitted_types()] if obj.pk else []
+        query = f"?kind={obj.payload}&version={obj.payload_version}&envelope={obj.envelope}"
+        links = format_html_join(", ", '<a href="{}">{}</a>', (
+            (reverse("admin:webhooks_endpoint_schema", args=[t]) + query, t) for t in named))
+        asyncapi = format_html('<a href="{}">AsyncAPI document</a>', reverse("admin:webhooks_endpoint_asyncapi"))
+        return format_html("{}{}{}", links, " · " if named else "", asyncapi)
+
+    def get_urls(self):
+        view = self.admin_site.admin_view
+        return [
+            path("asyncapi.json", view(self.asyncapi_view), name="webhooks_endpoint_asyncapi"),
+            path("event-types/<str:event_type>/schema.json", view(self.schema_view), name="webhooks_endpoint_schema"),
+            *super().get_urls(),
+        ]
+
+    def asyncapi_view(self, request):
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        return JsonResponse(schemas.asyncapi())
+
+    def schema_view(self, request, event_type):
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        if event_type not in catalogue.emitted_types():
+            raise Http404("No such event type.")
+        try:
+            kind, version, envelope = services.payload_settings(
+                request.GET.get("kind", "thin"), request.GET.get("version"), request.GET.get("envelope", "standard"))
+        except services.WebhookError as exc:
+            return JsonResponse({"errorMessage": str(exc)}, status=400)
+        return JsonResponse(schemas.body_schema(event_type, kind, version, envelope))
+
     def save_model(self, request, obj, form, change):
         data = form.cleaned_data
         if change:
@@ -93,7 +149,8 @@ class EndpointAdmin(ConsoleAdmin):
         created, secret = services.create_endpoint(
             obj.realm, data["url"], data["event_types"], description=data["description"], enabled=data["enabled"],
             rate_limit=data["rate_limit"], max_concurrency=data["max_concurrency"],
-            ownership_handshake=data["ownership_handshake"], who=console_auth(request))
+            ownership_handshake=data["ownership_handshake"], payload=data["payload"],
+            payload_version=data["payload_version"], envelope=data["envelope"], who=console_auth(request))
         obj.pk = created.pk
         obj._state.adding = False
         obj.refresh_from_db()

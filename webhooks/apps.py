@@ -9,10 +9,11 @@ class WebhooksConfig(AppConfig):
     def ready(self):
         from realms.admin_api import resources
 
-        from . import delivery, dispatch, metrics, outbox, purges, receiver, tasks
+        from . import catalogue, delivery, dispatch, metrics, outbox, purges, receiver, snapshots, tasks
         from .urls import urlpatterns
 
         metrics.register()
+        catalogue.register_version(snapshots.V1)
         outbox.connect_signals()
         dispatch.register(dispatch.DELIVERIES, delivery.process, tasks.deliver)
         dispatch.register(dispatch.RECEIVED, receiver.process, tasks.process_received)

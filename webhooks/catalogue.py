@@ -4,7 +4,17 @@ User events (Keycloak's LOGIN, CODE_TO_TOKEN ...) become ``auth.<event in lower 
 events become ``<resource>.<action>`` from the resource type and the operation. Realm events not
 listed here produce no webhook. docs/webhooks.md is the reader's copy of these tables; a test
 keeps the two in step.
+
+Fat payloads carry the event's object as the Admin REST API represents it. What each payload
+version carries per resource is a ``PayloadVersion`` in ``VERSIONS`` (v1 registered from
+``WebhooksConfig.ready``, ``webhooks.snapshots``); an endpoint keeps its version, so a new one is
+added beside the old ones and never changes what an endpoint on an older version receives. The
+JSON Schemas and the AsyncAPI document are generated from here (``webhooks.schemas``).
 """
+from dataclasses import dataclass, field
+
+from realms.registry import Registry
+
 USER_EVENTS = [
     "LOGIN", "LOGIN_ERROR", "LOGOUT", "LOGOUT_ERROR",
     "CODE_TO_TOKEN", "CODE_TO_TOKEN_ERROR",
@@ -102,3 +112,68 @@ def payload_data(event, realm_name):
         if event.details:
             data["details"] = event.details
     return data
+
+
+TEST_EVENT_TYPE = "webhook.test"
+
+
+@dataclass(frozen=True)
+class ObjectKind:
+    """One object a fat payload carries: its Admin API name, how to find it for an event (None
+    when it no longer exists), how the Admin API represents it (secrets taken out) and the JSON
+    Schema of that representation (fields may be added within a version, never changed)."""
+
+    name: str
+    load: object
+    represent: object
+    schema: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PayloadVersion:
+    """``objects``: webhook resource (the type's part before the dot; ``auth`` for user events)
+    -> the ObjectKind its fat payloads carry. A resource not listed carries none."""
+
+    name: str
+    description: str
+    objects: dict
+
+
+VERSIONS = Registry("webhook payload versions")
+
+
+def register_version(version):
+    VERSIONS.add(version.name, version)
+
+
+def latest_version():
+    return max(VERSIONS, key=lambda name: int(name.lstrip("v")))
+
+
+def object_kind(event_type, version):
+    return VERSIONS[version].objects.get(event_type.split(".", 1)[0])
+
+
+def snapshot(event, version):
+    """The representation a fat payload of ``version`` carries for the realm Event ``event``, or
+    None (no object for its type, a deleted one, a test event)."""
+    if event is None:
+        return None
+    kind = object_kind(webhook_type(event), version)
+    if kind is None or (event.kind == "admin" and event.type == "DELETE"):
+        return None
+    obj = kind.load(event)
+    return None if obj is None else kind.represent(obj)
+
+
+def emitted_types():
+    """Every type a message can have: the catalogue's and the test event."""
+    return [*all_types(), TEST_EVENT_TYPE]
+
+
+def version_catalogue():
+    """What each payload version contains, as the API answers it."""
+    latest = latest_version()
+    return [{"version": v.name, "latest": v.name == latest, "description": v.description,
+             "representations": {resource: kind.name for resource, kind in sorted(v.objects.items())}}
+            for v in VERSIONS.by_key()]

@@ -29,6 +29,7 @@ _DEFAULTS = {
     "IDP_WEBHOOK_MAX_RETRY_AFTER": 86400,  # a Retry-After longer than a day is capped
     "IDP_WEBHOOK_THROTTLE_SECONDS": 30,  # first slow-down after 429/502/504; doubles up to 1 h
     "IDP_WEBHOOK_DISABLE_AFTER": 5 * 86400,  # consecutive failure this long disables an endpoint
+    "IDP_WEBHOOK_PAYLOAD_LIMIT": 20480,  # bytes of a fat body; a larger snapshot is sent thin (spec: < 20 KB)
     "IDP_WEBHOOK_RESPONSE_BODY_LIMIT": 1024,  # bytes of a response body kept in the log
     "IDP_WEBHOOK_RETENTION_DAYS": 30,  # delivery log, delivered messages, receiver records
     "IDP_WEBHOOK_SWEEP_INTERVAL": 5.0,  # seconds between outbox sweeps (retries, lost tasks)

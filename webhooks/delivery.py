@@ -28,7 +28,7 @@ from opentelemetry import trace
 
 from realms.http.outbound import HTTPError, TargetRefused, prepare, request
 
-from . import conf, dispatch, limits, metrics, notify, receiver, sender
+from . import conf, dispatch, limits, metrics, notify, payloads, receiver, sender
 from .models import Delivery, DeliveryAttempt, Endpoint, EndpointSecret, EndpointTimers, new_message_id
 from .signing import InvalidSecret, Signer
 
@@ -72,6 +72,7 @@ class Job:
     signer_error: str = ""
     slot: str = ""
     slow: bool = False  # sent by the slow lane
+    format: str = ""  # webhooks.payloads: the body's kind, version and envelope
 
 
 @dataclass
@@ -91,7 +92,8 @@ class Result:
 
 
 _CLAIM_FIELDS = (
-    "pk", "message_id", "attempts", "step", "message__payload", "endpoint_id", "endpoint__realm_id",
+    "pk", "message_id", "attempts", "step", "message__payload", "message__bodies", "format", "endpoint_id",
+    "endpoint__realm_id",
     "endpoint__url", "endpoint__enabled", "endpoint__max_concurrency", "endpoint__rate_limit",
     "endpoint__failing_since", "endpoint__throttled_until", "endpoint__throttle_step", "endpoint__slow_until",
     "endpoint__updated_at",
@@ -118,9 +120,10 @@ def _claim(ids, now):
         if len(rows) < len(locked):
             Delivery.objects.filter(pk__in=[r[2] for r in locked if r[1] > now]).update(dispatched_at=None)
     endpoints, jobs = {}, []
-    for pk, message_id, attempts, step, payload, endpoint_id, *ep in rows:
+    for pk, message_id, attempts, step, payload, bodies, fmt, endpoint_id, *ep in rows:
         state = endpoints.get(endpoint_id) or endpoints.setdefault(endpoint_id, EndpointState(endpoint_id, *ep))
-        jobs.append(Job(pk, message_id, payload.encode(), attempts, step, state, None))
+        jobs.append(Job(pk, message_id, payloads.body_of(payload, bodies, fmt).encode(), attempts, step, state, None,
+                        format=fmt))
     for job in jobs:
         try:
             job.signer = _signer(job.endpoint, now)
@@ -367,7 +370,7 @@ def _send(job):
             raise InvalidSecret(job.signer_error)
         target = prepare(job.endpoint.url)
         resp = call("POST", target, job.payload,
-                    {"Content-Type": "application/json", **job.signer.headers(job.message_id, job.payload)})
+                    {**payloads.headers(job.format), **job.signer.headers(job.message_id, job.payload)})
         status, body = resp.status, resp.body
         retry_after = retry_after_seconds(resp.headers.get("Retry-After") or resp.headers.get("retry-after"))
     except TargetRefused as exc:

@@ -10,6 +10,8 @@ from django.utils import timezone
 from realms.data import crypto
 from realms.models import IdField, Realm
 
+from .payloads import format_of
+
 
 def new_message_id():
     # Standard Webhooks ids look like msg_<random>; no "." so that id.timestamp.body stays unambiguous.
@@ -53,6 +55,15 @@ class Endpoint(EndpointTimers, models.Model):
         default=False, help_text="Before delivering, the URL must answer an OPTIONS request with "
                                  "WebHook-Allowed-Origin (checked when the URL is saved).")
     handshake_at = models.DateTimeField(null=True, blank=True, help_text="When the URL last agreed to be called.")
+    payload = models.CharField(
+        max_length=8, choices=[("thin", "thin: type and ids"), ("fat", "fat: a snapshot of the object")],
+        default="thin", help_text="What each event carries (docs/webhooks.md, Payloads).")
+    payload_version = models.CharField(
+        max_length=16, blank=True, help_text="Version of the fat payload's shape (empty for thin payloads).")
+    envelope = models.CharField(
+        max_length=16, choices=[("standard", "standard: type, timestamp, data"),
+                                ("cloudevents", "CloudEvents 1.0, structured JSON")],
+        default="standard")
 
     class Meta:
         ordering = ["realm", "created_at"]
@@ -70,6 +81,11 @@ class Endpoint(EndpointTimers, models.Model):
             if pattern.endswith(".*") and event_type.startswith(pattern[:-1]):
                 return True
         return False
+
+    @property
+    def payload_format(self):
+        """The ``Delivery.format`` of this endpoint's next deliveries (``webhooks.payloads``)."""
+        return format_of(self.payload, self.payload_version, self.envelope)
 
     def active_secrets(self, now=None):
         now = now or timezone.now()
@@ -106,7 +122,8 @@ class EndpointSecret(models.Model):
 
 class Message(models.Model):
     """The outbox: one webhook event, written in the transaction of the change it reports.
-    ``payload`` is the exact body sent on every attempt."""
+    ``payload`` is the exact body sent on every attempt to a thin, standard endpoint; ``bodies``
+    (JSON: format -> body) the exact bodies of the other formats its deliveries use, if any."""
 
     id = models.CharField(max_length=64, primary_key=True, default=new_message_id, editable=False)
     # Indexed by (realm, -created_at) below. Every index here, and more so on the two tables
@@ -115,6 +132,7 @@ class Message(models.Model):
     realm = models.ForeignKey(Realm, on_delete=models.CASCADE, related_name="webhook_messages", db_index=False)
     type = models.CharField(max_length=128)
     payload = models.TextField()
+    bodies = models.TextField(blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     source_event_id = models.CharField(max_length=64, blank=True, help_text="Id of the realm event.")
 
@@ -136,6 +154,9 @@ class Delivery(models.Model):
     message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="deliveries", db_index=False)
     endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="deliveries", db_index=False)
     state = models.CharField(max_length=10, choices=STATES, default=PENDING)
+    # Fixed when the event is written, so every attempt sends the same bytes: "" is the message's
+    # ``payload``, anything else a key of its ``bodies`` (webhooks.payloads.format_of).
+    format = models.CharField(max_length=32, blank=True)
     attempts = models.PositiveIntegerField(default=0, help_text="Attempts made, all rounds together.")
     step = models.PositiveSmallIntegerField(default=0, help_text="Position in the retry schedule.")
     next_attempt_at = models.DateTimeField(default=timezone.now)

@@ -11,9 +11,10 @@ from django.utils import timezone
 
 from realms.audit.events import realm_event
 from realms.data.shared_cache import LocalCopies
+from realms.http.action_tokens import issuer
 from realms.models import Event
 
-from . import catalogue, delivery
+from . import catalogue, delivery, payloads
 from .models import Delivery, Endpoint, Message
 
 # Every realm event comes here (each token grant), yet most realms have no webhook endpoint:
@@ -32,11 +33,12 @@ def on_realm_event(sender, event, **kwargs):
     if event_type is None or not _has_enabled_endpoints.get(event.realm_id):
         return
     endpoints = [e for e in Endpoint.objects.filter(realm_id=event.realm_id, enabled=True)
-                 .only("id", "event_types", "slow_until", "throttled_until", "max_concurrency")
+                 .only("id", "event_types", "slow_until", "throttled_until", "max_concurrency", "payload",
+                       "payload_version", "envelope")
                  if e.subscribes_to(event_type)]
     if endpoints:
         publish(event.realm, event_type, catalogue.payload_data(event, event.realm.name),
-                endpoints=endpoints, occurred_at=event.time, source_event_id=event.id)
+                endpoints=endpoints, occurred_at=event.time, source_event_id=event.id, event=event)
 
 
 def connect_signals():
@@ -46,20 +48,24 @@ def connect_signals():
     realm_event.connect(on_realm_event, sender=Event, dispatch_uid="webhooks.outbox")
 
 
-def payload_bytes(event_type, occurred_at, data):
-    body = {"type": event_type, "timestamp": occurred_at.isoformat().replace("+00:00", "Z"), "data": data}
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def publish(realm, event_type, data, *, endpoints, occurred_at=None, source_event_id=""):
-    """Write one message and a delivery per endpoint in the current transaction; returns it."""
+def publish(realm, event_type, data, *, endpoints, occurred_at=None, source_event_id="", event=None):
+    """Write one message and a delivery per endpoint in the current transaction; returns it.
+    The bodies of formats other than thin and standard are rendered only when an endpoint uses
+    one, and a fat one's snapshot of ``event``'s object taken once per payload version."""
     now = timezone.now()
+    occurred_at = occurred_at or now
+    message_id = delivery.message_id()  # traced: the trace's context
+    bodies = payloads.bodies(
+        {e.payload_format for e in endpoints}, message_id=message_id, source=issuer(realm), event_type=event_type,
+        occurred_at=occurred_at, data=data, snapshot=lambda version: catalogue.snapshot(event, version))
     message = Message.objects.create(
-        realm=realm, type=event_type, payload=payload_bytes(event_type, occurred_at or now, data).decode(),
-        created_at=now, source_event_id=source_event_id, id=delivery.message_id(),  # traced: the trace's context
+        realm=realm, type=event_type, payload=payloads.thin_body(event_type, occurred_at, data),
+        bodies=json.dumps(bodies, ensure_ascii=False) if bodies else "",
+        created_at=now, source_event_id=source_event_id, id=message_id,
     )
     deliveries = Delivery.objects.bulk_create([
-        Delivery(message=message, endpoint=e, next_attempt_at=now, dispatched_at=now, created_at=now)
+        Delivery(message=message, endpoint=e, format=e.payload_format, next_attempt_at=now, dispatched_at=now,
+                 created_at=now)
         for e in endpoints
     ])
     # robust: a broker or Redis that is away must not fail the committed change; the sweeper

@@ -27,7 +27,7 @@ from realms.http import messages, themes
 from realms.http.web import base_url, client_address
 from realms.models import Realm
 
-from . import catalogue, services
+from . import catalogue, payloads, services
 from .models import Delivery, DeliveryAttempt, Endpoint, Message
 
 SALT = "webhooks.portal"
@@ -252,17 +252,19 @@ def event(request, endpoint, expires_at, who, base, message_id):
         return HttpResponseRedirect(f"{base}events/{message.pk}?done=webhookPortalRedeliveryQueued")
     if request.method != "GET":
         raise Http404
+    sent = Delivery.objects.filter(endpoint=endpoint, message=message).first()
+    body = payloads.body_of(message.payload, message.bodies, sent.format)
     try:
-        body = json.dumps(json.loads(message.payload), indent=2, ensure_ascii=False)
+        body = json.dumps(json.loads(body), indent=2, ensure_ascii=False)
     except ValueError:
-        body = message.payload
+        pass
     attempts = DeliveryAttempt.objects.filter(endpoint=endpoint, message_id=message.pk).order_by("number", "id")
     return _render(request, realm, "webhook-portal-event.html", {
         "endpoint": endpoint, "base": base, "expires": when(expires_at, realm), "message": message,
         "created": when(message.created_at, realm), "body": body,
         "notice": _text(request, realm, "webhookPortalRedeliveryQueued")
         if request.GET.get("done") == "webhookPortalRedeliveryQueued" else None,
-        "delivery": Delivery.objects.filter(endpoint=endpoint, message=message).first(),
+        "delivery": sent,
         "attempts": [{"number": a.number, "started": when(a.started_at, realm), "status": a.status or "",
                       "success": a.success, "duration_ms": a.duration_ms, "response": a.response_body,
                       "error": a.error} for a in attempts],

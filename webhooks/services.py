@@ -4,6 +4,7 @@ raising ``WebhookError`` (turned into a 400 in one place) for input it refuses.
 Every change is an admin event (``WEBHOOK_ENDPOINT``: CREATE, UPDATE, DELETE, ACTION for a
 rotation) through ``realms.audit.admin_events.record``; that resource type has no webhook type in the
 catalogue, so a change to a webhook endpoint never becomes a webhook (no loop)."""
+import json
 import socket
 from datetime import timedelta
 from urllib.parse import urlsplit
@@ -15,7 +16,7 @@ from realms.audit.admin_events import record
 from realms.http.outbound import HTTPError, TargetRefused, check_url, prepare
 from realms.http.web import base_url
 
-from . import catalogue, conf, delivery
+from . import catalogue, conf, delivery, payloads
 from .errors import WebhooksError
 from .models import Delivery, Endpoint, EndpointSecret, Message
 from .notify import RESOURCE_TYPE
@@ -23,7 +24,7 @@ from .outbox import publish
 from .signing import InvalidSecret, decode_secret, generate_key_pair, generate_secret
 
 DEFAULT_ROTATION_OVERLAP = 24 * 3600
-TEST_EVENT_TYPE = "webhook.test"
+TEST_EVENT_TYPE = catalogue.TEST_EVENT_TYPE
 
 
 class WebhookError(WebhooksError, ValueError):
@@ -49,6 +50,24 @@ def validate_event_types(types):
         if t != "*" and t not in known and t not in prefixes:
             raise WebhookError(f"unknown event type {t!r}")
     return list(types)
+
+
+def payload_settings(kind, version, envelope):
+    """The stored (payload, payload_version, envelope) of an endpoint: a fat payload without a
+    version gets the latest one, pinned so a later version never changes what it receives; a
+    version on a thin payload would do nothing, so it is refused."""
+    if kind not in payloads.KINDS:
+        raise WebhookError("payload is thin or fat")
+    if envelope not in payloads.ENVELOPES:
+        raise WebhookError("envelope is standard or cloudevents")
+    if kind == payloads.THIN:
+        if version:
+            raise WebhookError("payloadVersion applies to fat payloads only")
+        return kind, "", envelope
+    version = version or catalogue.latest_version()
+    if not isinstance(version, str) or version not in catalogue.VERSIONS:
+        raise WebhookError(f"unknown payloadVersion {version!r} (known: {', '.join(sorted(catalogue.VERSIONS))})")
+    return kind, version, envelope
 
 
 def _add_secret(endpoint, kind, secret=None, now=None):
@@ -102,12 +121,14 @@ def check_ownership(url):
 
 
 def create_endpoint(realm, url, event_types=(), description="", enabled=True, secret=None,
-                    signature="v1", rate_limit=0, max_concurrency=None, ownership_handshake=False, who=None):
+                    signature="v1", rate_limit=0, max_concurrency=None, ownership_handshake=False,
+                    payload=payloads.THIN, payload_version=None, envelope=payloads.STANDARD, who=None):
     """Returns (endpoint, secret): the ``whsec_`` secret, or the ``whpk_`` key for ``v1a``,
     shown to the caller once. With ``ownership_handshake`` the URL must agree first."""
     if signature not in ("v1", "v1a"):
         raise WebhookError("signature is v1 or v1a")
     validate_url(url)
+    payload, payload_version, envelope = payload_settings(payload, payload_version, envelope)
     _check_plain_fields(enabled=enabled, ownership_handshake=ownership_handshake, description=description)
     if ownership_handshake:
         check_ownership(url)  # before the transaction: no lock is held during the call
@@ -118,6 +139,7 @@ def create_endpoint(realm, url, event_types=(), description="", enabled=True, se
             max_concurrency=_positive(conf.get("IDP_WEBHOOK_DEFAULT_CONCURRENCY") if max_concurrency is None
                                       else max_concurrency, "maxConcurrency"),
             ownership_handshake=ownership_handshake, handshake_at=timezone.now() if ownership_handshake else None,
+            payload=payload, payload_version=payload_version, envelope=envelope,
         )
         shown = _add_secret(endpoint, EndpointSecret.ED25519 if signature == "v1a" else EndpointSecret.HMAC, secret)
         _admin_event(endpoint, "CREATE", who)
@@ -146,7 +168,8 @@ def _check_plain_fields(**fields):
 
 
 FIELDS = {"url": "url", "eventTypes": "event_types", "description": "description", "enabled": "enabled",
-          "rateLimit": "rate_limit", "maxConcurrency": "max_concurrency", "ownershipHandshake": "ownership_handshake"}
+          "rateLimit": "rate_limit", "maxConcurrency": "max_concurrency", "ownershipHandshake": "ownership_handshake",
+          "payload": "payload", "payloadVersion": "payload_version", "envelope": "envelope"}
 
 
 def update_endpoint(endpoint, who=None, **changes):
@@ -161,6 +184,12 @@ def update_endpoint(endpoint, who=None, **changes):
     if "max_concurrency" in changes:
         _positive(changes["max_concurrency"], "maxConcurrency")
     _check_plain_fields(**changes)
+    if {"payload", "payload_version", "envelope"} & set(changes):
+        kind = changes.get("payload", endpoint.payload)
+        # A version given, or the current one while staying fat; none when turning thin.
+        version = changes.get("payload_version", endpoint.payload_version if kind == endpoint.payload else None)
+        changes["payload"], changes["payload_version"], changes["envelope"] = payload_settings(
+            kind, version, changes.get("envelope", endpoint.envelope))
     wants_handshake = changes.get("ownership_handshake", endpoint.ownership_handshake)
     if wants_handshake and (changes.get("url", endpoint.url) != endpoint.url or not endpoint.ownership_handshake):
         check_ownership(changes.get("url", endpoint.url))
@@ -214,13 +243,16 @@ def send_test_event(endpoint):
 
 
 def redeliver_event(endpoint, message_id):
-    """Redeliver one event to this endpoint (a new delivery if it never had one)."""
+    """Redeliver one event to this endpoint (a new delivery if it never had one: in the
+    endpoint's format if the event was rendered in it, else thin)."""
     message = Message.objects.filter(pk=message_id, realm_id=endpoint.realm_id).first()
     if message is None:
         raise WebhookError("unknown event id")
+    fmt = endpoint.payload_format
     with transaction.atomic():
-        Delivery.objects.get_or_create(message=message, endpoint=endpoint,
-                                       defaults={"next_attempt_at": timezone.now()})
+        Delivery.objects.get_or_create(message=message, endpoint=endpoint, defaults={
+            "next_attempt_at": timezone.now(),
+            "format": fmt if fmt and fmt in json.loads(message.bodies or "{}") else ""})
         return delivery.redeliver(Delivery.objects.filter(message=message, endpoint=endpoint))
 
 

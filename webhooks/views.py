@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from realms.admin_api.errors import Invalid, NotFound
 from realms.admin_api.views import RealmResource
 
-from . import services
+from . import catalogue, schemas, services
 from .models import DeliveryAttempt, Endpoint, EndpointSecret
 from .services import WebhookError
 
@@ -51,6 +51,9 @@ def representation(endpoint):
         "disabledReason": endpoint.disabled_reason,
         "ownershipHandshake": endpoint.ownership_handshake,
         "handshakeAt": endpoint.handshake_at.isoformat().replace("+00:00", "Z") if endpoint.handshake_at else None,
+        "payload": endpoint.payload,
+        "payloadVersion": endpoint.payload_version or None,
+        "envelope": endpoint.envelope,
     }
 
 
@@ -161,3 +164,34 @@ class Redeliver(WebhookResource):
         else:
             raise WebhookError("give eventId, or since and until")
         return Response({"count": count}, status=202)
+
+
+class EventTypes(WebhookResource):
+    """The catalogue: every event type, what each payload version carries for it, and the
+    payload versions (as Svix lists event types with their schemas)."""
+
+    required_role = {"GET": READ}
+
+    def get(self, request, **kwargs):
+        return Response({"payloadVersions": catalogue.version_catalogue(), "eventTypes": schemas.event_types()})
+
+
+class EventTypeSchema(WebhookResource):
+    """The JSON Schema of one event type's body: ``kind`` thin (default) or fat, ``version``
+    (fat only; default the latest), ``envelope`` standard (default) or cloudevents."""
+
+    required_role = {"GET": READ}
+
+    def get(self, request, event_type, **kwargs):
+        if event_type not in catalogue.emitted_types():
+            raise NotFound("Event type not found.")
+        kind, version, envelope = services.payload_settings(
+            request.GET.get("kind", "thin"), request.GET.get("version"), request.GET.get("envelope", "standard"))
+        return Response(schemas.body_schema(event_type, kind, version, envelope))
+
+
+class AsyncApi(WebhookResource):
+    required_role = {"GET": READ}
+
+    def get(self, request, **kwargs):
+        return Response(schemas.asyncapi())

@@ -1,0 +1,96 @@
+"""The bodies of one message, one per format its deliveries use, rendered once when the event is
+written (so every attempt sends the same bytes and the signature covers them).
+
+A format is the pair of two endpoint settings: the payload kind (``thin``: type and ids;
+``fat``: plus the object's representation of a payload version) and the envelope
+(``standard``: ``type``, ``timestamp``, ``data``; ``cloudevents``: CloudEvents 1.0 in structured
+JSON mode). The format of thin, standard deliveries is "" and its body the message's ``payload``,
+the bytes every endpoint received before payloads were chosen. Others are keys such as
+``thin+ce``, ``fat.v1`` or ``fat.v1+ce``.
+"""
+import json
+
+from . import conf
+
+THIN, FAT = "thin", "fat"
+STANDARD, CLOUDEVENTS = "standard", "cloudevents"
+KINDS, ENVELOPES = (THIN, FAT), (STANDARD, CLOUDEVENTS)
+_CE = "+ce"
+PAYLOAD_VERSION_HEADER = "webhook-payload-version"
+JSON, CLOUDEVENTS_JSON = "application/json", "application/cloudevents+json"
+
+
+def format_of(kind, version, envelope):
+    base = f"{FAT}.{version}" if kind == FAT else THIN
+    name = base + (_CE if envelope == CLOUDEVENTS else "")
+    return "" if name == THIN else name
+
+
+def parse_format(fmt):
+    """(kind, version or "", envelope) of a format."""
+    base, ce = (fmt[:-len(_CE)], True) if fmt.endswith(_CE) else (fmt or THIN, False)
+    kind, _, version = base.partition(".")
+    return kind, version, CLOUDEVENTS if ce else STANDARD
+
+
+def _dumps(value):
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _timestamp(when):
+    return when.isoformat().replace("+00:00", "Z")
+
+
+def thin_body(event_type, occurred_at, data):
+    return _dumps({"type": event_type, "timestamp": _timestamp(occurred_at), "data": data})
+
+
+def _descriptor(kind, version, truncated):
+    """What a versioned body says of itself: its kind, version and whether it was cut to thin."""
+    return {"payload": kind, "payloadVersion": version, **({"truncated": True} if truncated else {})}
+
+
+def _standard(event_type, occurred_at, data, descriptor):
+    return _dumps({"type": event_type, "timestamp": _timestamp(occurred_at), **descriptor, "data": data})
+
+
+def _cloudevent(message_id, source, event_type, occurred_at, data, descriptor):
+    # CloudEvents extension attributes are lower-case letters and digits only.
+    extensions = {k.lower(): v for k, v in descriptor.items()}
+    return _dumps({"specversion": "1.0", "id": message_id, "source": source, "type": event_type,
+                   "time": _timestamp(occurred_at), "datacontenttype": JSON, **extensions, "data": data})
+
+
+def bodies(formats, *, message_id, source, event_type, occurred_at, data, snapshot):
+    """{format: body} for ``formats`` (the default "" excluded). ``snapshot(version)`` gives the
+    representation of the object for that version (None: none); it is called once per version.
+    A fat body over ``IDP_WEBHOOK_PAYLOAD_LIMIT`` bytes is sent thin, flagged ``truncated``."""
+    out, fat_data = {}, {}
+    for fmt in sorted(formats - {""}):
+        kind, version, envelope = parse_format(fmt)
+        if kind == FAT and version not in fat_data:
+            fat = {**data, "representation": snapshot(version)}
+            size = len(_standard(event_type, occurred_at, fat, _descriptor(FAT, version, False)).encode())
+            fat_data[version] = fat if size <= conf.get("IDP_WEBHOOK_PAYLOAD_LIMIT") else None
+        if kind == FAT:
+            body_data = fat_data[version] or data
+            descriptor = _descriptor(FAT if fat_data[version] else THIN, version, fat_data[version] is None)
+        else:
+            body_data, descriptor = data, {}
+        out[fmt] = (_cloudevent(message_id, source, event_type, occurred_at, body_data, descriptor)
+                    if envelope == CLOUDEVENTS else _standard(event_type, occurred_at, body_data, descriptor))
+    return out
+
+
+def body_of(payload, stored_bodies, fmt):
+    """The exact body of a delivery of ``fmt`` from its message's ``payload`` and ``bodies``."""
+    return payload if not fmt else json.loads(stored_bodies)[fmt]
+
+
+def headers(fmt):
+    """The headers a delivery of ``fmt`` carries beside the Standard Webhooks ones."""
+    kind, version, envelope = parse_format(fmt)
+    out = {"Content-Type": CLOUDEVENTS_JSON if envelope == CLOUDEVENTS else JSON}
+    if kind == FAT:
+        out[PAYLOAD_VERSION_HEADER] = version
+    return out

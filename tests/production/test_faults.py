@@ -1,20 +1,47 @@
 """Faults behind HAProxy (issue 34 point 7; docs/operations/faults.md): a node killed under load
 costs at most the requests it was serving and no session; PostgreSQL and Redis restarted under
 the nodes are recovered from by the nodes themselves, with no restart."""
+import json
 import time
 
 import pytest
 import requests
+from django.db import OperationalError
+from redis.exceptions import ConnectionError as RedisConnectionError
 
+from idp.views import server_error
 from tests.production.cluster import PASSWORD, REALM, SECRET, Load, cluster_fixture
 
-pytestmark = pytest.mark.postgresql
 CONCURRENCY = 4
 
 
 @pytest.fixture(scope="module")
 def cluster():
     yield from cluster_fixture()
+
+
+@pytest.mark.parametrize("outage", [RedisConnectionError("Error 111 connecting to 127.0.0.1:6379."),
+                                    OperationalError("connection refused")])
+def test_an_outage_is_answered_503_to_retry_and_a_bug_stays_a_500(rf, outage):
+    token = rf.post(f"/realms/{REALM}/protocol/openid-connect/token")
+    try:
+        raise outage
+    except Exception:  # Django calls the handler inside its except block
+        answer = server_error(token)
+    assert answer.status_code == 503 and answer["Retry-After"] == "5"
+    assert json.loads(answer.content) == {"error": "temporarily_unavailable",
+                                          "error_description": "For more on this error consult the server log."}
+    try:
+        raise outage
+    except Exception:
+        page = server_error(rf.get(f"/realms/{REALM}/account/", HTTP_ACCEPT_LANGUAGE="en"))
+    assert page.status_code == 503 and "An internal server error has occurred" in page.content.decode()
+    assert "Error 111" not in page.content.decode() and "refused" not in answer.content.decode()
+    try:
+        raise KeyError("a bug")
+    except Exception:
+        bug = server_error(token)
+    assert bug.status_code == 500 and "Retry-After" not in bug
 
 
 def client_credentials(cluster):
@@ -38,6 +65,7 @@ def first_success_after(cluster, moment, deadline_s=30):
     return time.monotonic() - moment
 
 
+@pytest.mark.postgresql
 def test_a_node_killed_under_load_costs_at_most_the_requests_in_flight_and_no_session(cluster):
     a, b = cluster.nodes
     sessions = [cluster.sign_in() for _ in range(4)]
@@ -57,6 +85,7 @@ def test_a_node_killed_under_load_costs_at_most_the_requests_in_flight_and_no_se
     cluster.wait_status("UP", a)
 
 
+@pytest.mark.postgresql
 def test_nodes_recover_by_themselves_within_five_seconds_of_postgresql_s_return(cluster):
     before = pids(cluster)
     session = cluster.sign_in()
@@ -92,6 +121,7 @@ def assert_closed(answer):
     assert answer.json()["error"] == "temporarily_unavailable"
 
 
+@pytest.mark.postgresql
 def test_redis_down_closes_the_service_and_is_recovered_from_without_restart(cluster):
     before = pids(cluster)
     session = cluster.sign_in()

@@ -1,8 +1,10 @@
 """``/admin/realms/{realm}/clients/{id}/authz/resource-server/...`` (Keycloak's
-ResourceServerService, ResourceSetService, ScopeService, PolicyService, PolicyEvaluationService):
-a resource server's settings, resources, scopes, policies and permissions, and the policy
-evaluation the console's Evaluate tab runs. Reading needs ``view-authorization``, writing
-``manage-authorization`` (each implied by ``manage-authorization``, as Keycloak's roles).
+ResourceServerService, ResourceSetService, ScopeService, PolicyService, PolicyResourceService):
+a resource server's settings (and their import), resources, scopes, policies and permissions,
+what each policy is tied to; the policy evaluation is ``authz_evaluation``'s. Reading needs
+``view-authorization``, writing ``manage-authorization`` (each implied by
+``manage-authorization``, as Keycloak's roles). On the admin-permissions client, the
+admin-permissions schema's rules (``authz_base``, docs/decisions/0093).
 
 Policies come in Keycloak's typed representations (``policy/{type}``, ``permission/resource``,
 ``permission/scope``: ``roles``, ``users``, ``groups``, ``clients``, ``clientScopes``,
@@ -11,26 +13,18 @@ scopes and policies by id or name) and are kept as the export's (``config``, nam
 write is checked as an import is (``realms.representation.resource_server``): what cannot be
 evaluated is refused with 400, never stored.
 """
-import copy
 import json
 
 from django.urls import path
 from rest_framework import status
 from rest_framework.response import Response
 
-from ..administration.admin_permissions import MODEL_OF, PERMISSIONS_CLIENT, SCHEMA, explain
-from ..audit import admin_events
 from ..authz import tickets
-from ..authz.evaluation import Decider, Identity, Server
-from ..authz.policies import config_list, evaluate
-from ..models import Client, Role, User
+from ..authz.policies import config_list
 from ..representation import RepresentationError
 from ..representation.authorization import (
-    NOT_SUPPORTED,
     TYPE_REFUSED,
     admin_permission,
-    check_admin_permissions,
-    schema_settings,
 )
 from ..representation.resource_server import (
     ENFORCEMENT_MODES,
@@ -47,12 +41,11 @@ from ..representation.resource_server import (
     resource_from_rep,
     resource_rep,
     store_resource,
-    write,
 )
 from . import errors
-from .views import RealmResource
+from .authz_base import BASE, AuthzResource, _body, _page
+from .authz_evaluation import Evaluate
 
-BASE = "clients/<str:client_uuid>/authz/resource-server"
 # Keycloak's typed policy fields and the config keys they are kept in.
 _LISTS = {"roles": "roles", "users": "users", "groups": "groups", "clients": "clients", "clientScopes": "clientScopes"}
 _TIME = {"notBefore": "nbf", "notOnOrAfter": "noa", **{k: k for k in (
@@ -62,78 +55,6 @@ _PLAIN = {"targetClaim": "targetClaim", "pattern": "pattern", "targetContextAttr
 # Typed fields naming other objects of the resource server: field -> (config key, settings list, id key).
 _NAMED = {"policies": ("applyPolicies", "policies", "id"), "resources": ("resources", "resources", "_id"),
           "scopes": ("scopes", "scopes", "id")}
-
-
-class AuthzResource(RealmResource):
-    required_role = {"GET": "view-authorization", "POST": "manage-authorization", "PUT": "manage-authorization",
-                     "DELETE": "manage-authorization"}
-
-    schema = False  # the admin-permissions client: its settings follow the admin-permissions schema
-
-    def server(self):
-        client = Client.objects.filter(realm=self.realm, pk=self.kwargs["client_uuid"]).first()
-        if client is None:
-            raise errors.NotFound("Could not find client")
-        if not client.authorization_services_enabled:
-            raise errors.NotFound("HTTP 404 Not Found")
-        if client.client_id == PERMISSIONS_CLIENT:
-            self.schema, self.server_client = True, client
-            return Server(client, schema_settings(client, copy.deepcopy(client.authorization_settings)))
-        return Server(client, client.authorization_settings)
-
-    def typed(self, settings, kind, body, existing=None):
-        """A policy in the export's shape from Keycloak's typed representation of ``kind``; on the
-        admin-permissions client, a scope permission names a resource type and its objects."""
-        if self.schema and kind == "resource":
-            raise errors.Invalid(TYPE_REFUSED)
-        if self.schema and kind == "scope":
-            return admin_permission(self.realm, settings, body, existing)
-        return typed_to_stored(settings, kind, body, existing)
-
-    def refuse_on_schema(self):
-        """Keycloak's throwExceptionIfAdminPermissionClient: the admin-permissions client's
-        resources and scopes are the schema's (and the objects its permissions name)."""
-        if self.schema:
-            raise errors.Invalid(NOT_SUPPORTED)
-
-    def change(self, server, change, kind, path, representation=None, operation="UPDATE"):
-        if self.schema:
-            change = self._schema_change(change)
-        try:
-            result = write(server.client, change)
-        except NameTaken as exc:
-            raise errors.Conflict(exc.message) from None
-        except RepresentationError as exc:
-            raise errors.Invalid(str(exc)) from None
-        admin_events.record(self.realm, operation, kind, f"clients/{server.client.pk}/authz/resource-server{path}",
-                            auth=self.auth_details(), representation=representation)
-        return result
-
-    def _schema_change(self, change):
-        """A change of the admin-permissions client: on the schema's resources and scopes, the
-        resources of objects no permission names any more removed (Keycloak's
-        removeOrphanResources), checked as an import of them would be. The Admin API's decisions
-        read the settings at each request, so it takes effect at once."""
-        def schema_change(settings):
-            schema_settings(self.server_client, settings)
-            result = change(settings)
-            named = {n for p in settings["policies"] if p["type"] == "scope" for n in config_list(p, "resources")}
-            settings["resources"] = [r for r in settings["resources"] if r["name"] in SCHEMA or r["name"] in named]
-            check_admin_permissions(self.realm, self.server_client, settings)
-            return result
-        return schema_change
-
-
-def _body(request):
-    if not isinstance(request.data, dict):
-        raise errors.Invalid("Expected a JSON object")
-    return request.data
-
-
-def _page(request, items):
-    first = int(request.query_params.get("first") or 0)
-    size = int(request.query_params.get("max") or -1)
-    return items[first:] if size < 0 else items[first:first + size]
 
 
 # resource server --------------------------------------------------------------------------------
@@ -428,6 +349,15 @@ class PolicySearch(AuthzResource):
 
 
 class PolicyById(AuthzResource):
+    def typed(self, settings, kind, body, existing=None):
+        """A policy in the export's shape from Keycloak's typed representation of ``kind``; on the
+        admin-permissions client, a scope permission names a resource type and its objects."""
+        if self.schema and kind == "resource":
+            raise errors.Invalid(TYPE_REFUSED)
+        if self.schema and kind == "scope":
+            return admin_permission(self.realm, settings, body, existing)
+        return typed_to_stored(settings, kind, body, existing)
+
     def existing(self, server):
         found = next((p for p in server.settings["policies"] if p["id"] == self.kwargs["policy_id"]), None)
         if found is None:
@@ -480,98 +410,41 @@ class PolicyOrType(PolicyById):
                         status=status.HTTP_201_CREATED)
 
 
-# evaluation -------------------------------------------------------------------------------------
+# what a policy is tied to (Keycloak's PolicyResourceService) ---------------------------------------
 
-class Evaluate(AuthzResource):
-    """Keycloak's PolicyEvaluationService: the decision for ``userId`` (with ``roleIds`` added) on
-    ``resources`` (by ``_id`` or name, their ``scopes``; none: every resource), each permission
-    that applied and its policies."""
+class PolicyAssociation(PolicyById):
+    """``policy/{id}/associatedPolicies`` (the policies it applies), ``dependentPolicies`` (the
+    permissions and aggregates applying it), ``resources`` and ``scopes`` (a permission's)."""
 
-    required_role = {"POST": "view-authorization"}
+    part = None
 
-    def post(self, request, realm, client_uuid):
-        server, body = self.server(), _body(request)
-        user = User.objects.filter(realm=self.realm, pk=body.get("userId")).first() or User.objects.filter(
-            realm=self.realm, username=body.get("userId") or "").first()
-        if user is None:
-            raise errors.Invalid("User not found")
-        client = Client.objects.filter(realm=self.realm, pk=body.get("clientId")).first()
-        roles = frozenset(Role.objects.filter(realm=self.realm, pk__in=body.get("roleIds") or []))
-        identity = Identity(user, client.client_id if client else server.client.client_id, extra_roles=roles)
-        if self.schema:
-            return Response(self._admin_permissions(server, identity, body))
-        asked = body.get("resources") or [{"_id": r["_id"]} for r in server.resources]
-        decider = Decider(server, self.realm, identity, tickets.shared_with(server.client, user))
-        results = []
-        for item in asked:
-            resource = server.by_id.get(item.get("_id")) or next(
-                (r for r in server.resources if r["name"] == item.get("name")), None)
-            if resource is None:
-                raise errors.Invalid(f"Resource {item.get('_id') or item.get('name')} not found")
-            scopes = [s["name"] if isinstance(s, dict) else s for s in item.get("scopes") or []]
-            granted = decider.decide(resource, scopes)
-            applying = decider.applying(resource, set(scopes) or set(server.resource_scopes(resource)))
-            results.append({
-                "resource": {"_id": resource["_id"], "name": resource["name"]},
-                "scopes": [{"name": s} for s in scopes or server.resource_scopes(resource)],
-                "status": "PERMIT" if granted is not None else "DENY",
-                "allowedScopes": [{"name": s} for s in sorted(granted or ())],
-                "policies": [self._policy_result(server, decider, identity, p) for p in applying],
-            })
-        permit = any(r["status"] == "PERMIT" for r in results)
-        return Response({"status": "PERMIT" if permit else "DENY", "results": results, "entitlements": False})
-
-    def _admin_permissions(self, server, identity, body):
-        """The admin-permissions client's evaluation: for each object of ``resourceType`` asked
-        (``resources`` by id; none: the type as a whole), the scopes the permissions grant the
-        user (their roles not counted, as Keycloak's evaluation of the permissions) and each
-        permission that applied."""
-        kind = body.get("resourceType")
-        if kind not in SCHEMA:
-            raise errors.Invalid("Resource type not provided.")
-        model = MODEL_OF[kind]
-        targets = [None]
-        if body.get("resources"):
-            refs = [r.get("_id") or r.get("name") if isinstance(r, dict) else r for r in body["resources"]]
-            targets = list(model.objects.filter(realm=self.realm, pk__in=refs))
-            if len(targets) != len(set(refs)):
-                raise errors.Invalid(f"Resource {next(r for r in refs if r not in {t.pk for t in targets})} not found")
-        decider = Decider(server, self.realm, identity)
-        results = []
-        for target in targets:
-            decisions = explain(identity, self.realm, kind, target)
-            applied = sorted({name for _, names in decisions.values() for name in names})
-            asked = [s["name"] if isinstance(s, dict) else s for s in body.get("scopes") or []] or list(SCHEMA[kind])
-            if set(asked) - set(SCHEMA[kind]):
-                raise errors.Invalid(f"Scope {sorted(set(asked) - set(SCHEMA[kind]))[0]} was not found for resource "
-                                     f"type {kind}.")
-            allowed = [s for s in asked if decisions[s][0]]
-            results.append({
-                "resource": {"_id": target.pk if target else kind, "name": target.pk if target else kind},
-                "scopes": [{"name": s} for s in asked], "status": "PERMIT" if allowed else "DENY",
-                "allowedScopes": [{"name": s} for s in allowed],
-                "policies": [self._policy_result(server, decider, identity, server.policies[n]) for n in applied]})
-        permit = any(r["status"] == "PERMIT" for r in results)
-        return {"status": "PERMIT" if permit else "DENY", "results": results, "entitlements": False}
-
-    def _policy_result(self, server, decider, identity, permission):
-        associated = []
-        for name in config_list(permission, "applyPolicies"):
-            policy = server.policies[name]
-            outcome = evaluate(identity, self.realm, policy, server.policies)
-            associated.append({"policy": {"id": policy["id"], "name": name, "type": policy["type"]},
-                               "status": "PERMIT" if outcome else "DENY"})
-        return {"policy": {"id": permission["id"], "name": permission["name"], "type": permission["type"],
-                           "decisionStrategy": permission.get("decisionStrategy", "UNANIMOUS")},
-                "status": "PERMIT" if decider.granted(permission) else "DENY",
-                "scopes": config_list(permission, "scopes"), "associatedPolicies": associated}
+    def get(self, request, realm, client_uuid, policy_id):
+        server = self.server()
+        policy = self.existing(server)
+        brief = lambda p: {k: p[k] for k in ("id", "name", "type", "description", "logic", "decisionStrategy")  # noqa: E731
+                           if k in p}
+        if self.part == "associatedPolicies":
+            return Response([brief(server.policies[n]) for n in config_list(policy, "applyPolicies")])
+        if self.part == "dependentPolicies":
+            return Response([brief(p) for p in server.settings["policies"]
+                             if policy["name"] in config_list(p, "applyPolicies")])
+        if self.part == "scopes":
+            names = config_list(policy, "scopes")
+            return Response([s for s in server.settings["scopes"] if s["name"] in names])
+        named = config_list(policy, "resources")
+        key = "_id" if policy["type"] == "uma" else "name"
+        return Response([{"_id": r["_id"], "name": r["name"]} for r in server.resources if r[key] in named])
 
 
 # routes -----------------------------------------------------------------------------------------
 
 def urlpatterns_for(prefix):
     base = f"{prefix}/{BASE}"
+    associations = [path(f"{base}/{kind}/<str:policy_id>/{part}", PolicyAssociation.as_view(part=part))
+                    for kind in ("policy", "permission")
+                    for part in ("associatedPolicies", "dependentPolicies", "resources", "scopes")]
     return [
+        *associations,
         path(base, ResourceServer.as_view()),
         path(f"{base}/settings", Settings.as_view()),
         path(f"{base}/import", Import.as_view()),

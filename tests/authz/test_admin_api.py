@@ -143,3 +143,24 @@ def test_import_merges_a_resource_server_by_name(setup):
         "scopes": '["nope"]', "applyPolicies": "[]"}}]})
     assert unknown.status_code == 400 and "unknown scope 'nope'" in unknown.json()["errorMessage"]
     assert api("get", f"{base}/settings").json() == after  # a refused import changes nothing
+
+
+def test_what_a_policy_is_tied_to(setup):
+    """Keycloak's ``policy/{id}/associatedPolicies``, ``dependentPolicies``, ``resources`` and
+    ``scopes`` (admin-client's getAssociatedPolicies ...)."""
+    realm, base, api = setup
+    policies = {p["name"]: p for p in api("get", f"{base}/policy").json()}
+    permission, policy = policies["Premium Permission"], policies["Premium Policy"]
+    associated = api("get", f"{base}/policy/{permission['id']}/associatedPolicies").json()
+    assert [(p["id"], p["name"], p["type"]) for p in associated] == [(policy["id"], "Premium Policy", "role")]
+    assert [p["name"] for p in api("get", f"{base}/policy/{policy['id']}/dependentPolicies").json()] == [
+        "Premium Permission"]
+    assert api("get", f"{base}/permission/{permission['id']}/resources").json() == []  # by resource type
+    scope = api("post", f"{base}/scope", {"name": "doc:edit"}).json()
+    resource = api("post", f"{base}/resource", {"name": "Doc", "scopes": [{"name": "doc:edit"}]}).json()
+    created = api("post", f"{base}/permission/scope", {
+        "name": "Edit docs", "resources": [resource["_id"]], "scopes": [scope["id"]], "policies": [policy["id"]]}).json()
+    assert api("get", f"{base}/permission/{created['id']}/resources").json() == [
+        {"_id": resource["_id"], "name": "Doc"}]
+    assert api("get", f"{base}/permission/{created['id']}/scopes").json() == [scope]
+    assert api("get", f"{base}/policy/nope/scopes").status_code == 404

@@ -14,16 +14,19 @@ _USER_DATA = {"realm": _STR, "eventId": _STR, "eventType": _STR, "clientId": _ST
 _TEST_DATA = {"realm": _STR, "endpointId": _STR}
 
 
-def _thin_data(event_type):
+def _family(event_type):
+    """Which thin ``data`` an event type has: a test event's, a user event's or an admin event's."""
     if event_type == catalogue.TEST_EVENT_TYPE:
-        return _TEST_DATA, list(_TEST_DATA)
-    if event_type.startswith("auth."):
-        return _USER_DATA, ["realm", "eventId", "eventType"]
-    return _ADMIN_DATA, list(_ADMIN_DATA)
+        return "test"
+    return "user_event" if event_type.startswith("auth.") else "admin_event"
+
+
+_THIN_DATA = {"test": (_TEST_DATA, list(_TEST_DATA)), "user_event": (_USER_DATA, ["realm", "eventId", "eventType"]),
+              "admin_event": (_ADMIN_DATA, list(_ADMIN_DATA))}
 
 
 def _data_schema(event_type, kind, version):
-    properties, required = _thin_data(event_type)
+    properties, required = _THIN_DATA[_family(event_type)]
     schema = {"type": "object", "required": required, "properties": dict(properties), "additionalProperties": True}
     if kind == payloads.FAT:
         obj = catalogue.object_kind(event_type, version)
@@ -39,18 +42,21 @@ def _descriptor(version):
             "truncated": {"const": True}}
 
 
-def body_schema(event_type, kind=payloads.THIN, version="", envelope=payloads.STANDARD):
+def body_schema(event_type, kind=payloads.THIN, version="", envelope=payloads.STANDARD, types=None):
+    """The schema of ``event_type``'s bodies; with ``types`` (types whose bodies have the same
+    ``data``, ``event_type`` one of them), of any of those types' bodies."""
     data = _data_schema(event_type, kind, version)
     descriptor = _descriptor(version) if kind == payloads.FAT else {}
-    title = f"{event_type} ({kind}{' ' + version if version else ''}, {envelope})"
+    type_schema = {"enum": types} if types else {"const": event_type}
+    title = f"{', '.join(types) if types else event_type} ({kind}{' ' + version if version else ''}, {envelope})"
     if envelope == payloads.CLOUDEVENTS:
         properties = {"specversion": {"const": "1.0"}, "id": _STR, "source": {"type": "string", "format": "uri-reference"},
-                      "type": {"const": event_type}, "time": {"type": "string", "format": "date-time"},
+                      "type": type_schema, "time": {"type": "string", "format": "date-time"},
                       "datacontenttype": {"const": payloads.JSON},
                       **{k.lower(): v for k, v in descriptor.items()}, "data": data}
         required = ["specversion", "id", "source", "type", "time", "datacontenttype", "data"]
     else:
-        properties = {"type": {"const": event_type}, "timestamp": {"type": "string", "format": "date-time"},
+        properties = {"type": type_schema, "timestamp": {"type": "string", "format": "date-time"},
                       **descriptor, "data": data}
         required = ["type", "timestamp", "data"]
     if descriptor:
@@ -86,32 +92,41 @@ def _description(event_type):
     return f"Keycloak admin event: {action} on a {resource.replace('_', ' ')}."
 
 
-def _message_name(event_type, kind, version, envelope):
-    return "_".join(p for p in (event_type.replace(".", "_"), kind, version, envelope) if p)
+def _groups(kind, version):
+    """Event types whose bodies of this kind and version have the same ``data``, by message name."""
+    groups = {}
+    for event_type in catalogue.emitted_types():
+        obj = catalogue.object_kind(event_type, version) if kind == payloads.FAT else None
+        key = "_".join(p for p in (_family(event_type), obj.name if obj else "", kind, version) if p)
+        groups.setdefault(key, []).append(event_type)
+    return groups
 
 
 def asyncapi():
-    """AsyncAPI 3.0: a channel per event type, the sender's ``send`` operation on it, a message
-    per payload kind, version and envelope with its JSON Schema and headers."""
+    """AsyncAPI 3.0: a channel per event type and the sender's ``send`` operation on it; a
+    message per payload kind, version and envelope and group of types with the same ``data``,
+    with its JSON Schema and headers."""
     headers = {"type": "object", "required": ["webhook-id", "webhook-timestamp", "webhook-signature"],
                "properties": {"webhook-id": _STR, "webhook-timestamp": _STR, "webhook-signature": _STR,
                               payloads.PAYLOAD_VERSION_HEADER: _STR}}
-    channels, operations, messages = {}, {}, {}
-    for event_type in catalogue.emitted_types():
-        key = event_type.replace(".", "_")
-        refs = {}
-        for kind, version, envelope in _variants():
-            name = _message_name(event_type, kind, version, envelope)
-            fmt = payloads.format_of(kind, version, envelope)
+    messages, refs = {}, {t: {} for t in catalogue.emitted_types()}
+    for kind, version, envelope in _variants():
+        for group, types in _groups(kind, version).items():
+            name = f"{group}_{envelope}"
+            schema = body_schema(types[0], kind, version, envelope, types=types)
             messages[name] = {
-                "name": name, "title": body_schema(event_type, kind, version, envelope)["title"],
-                "contentType": payloads.headers(fmt)["Content-Type"], "headers": headers,
-                "payload": {"schemaFormat": "application/schema+json;version=draft-2020-12",
-                            "schema": body_schema(event_type, kind, version, envelope)}}
-            refs[name] = {"$ref": f"#/components/messages/{name}"}
-        channels[key] = {"address": event_type, "description": _description(event_type), "messages": refs}
+                "name": name, "title": schema["title"],
+                "contentType": payloads.headers(payloads.format_of(kind, version, envelope))["Content-Type"],
+                "headers": headers,
+                "payload": {"schemaFormat": "application/schema+json;version=draft-2020-12", "schema": schema}}
+            for event_type in types:
+                refs[event_type][name] = {"$ref": f"#/components/messages/{name}"}
+    channels, operations = {}, {}
+    for event_type, messages_of in refs.items():
+        key = event_type.replace(".", "_")
+        channels[key] = {"address": event_type, "description": _description(event_type), "messages": messages_of}
         operations[f"send_{key}"] = {"action": "send", "channel": {"$ref": f"#/channels/{key}"},
-                                     "messages": [{"$ref": f"#/channels/{key}/messages/{m}"} for m in refs]}
+                                     "messages": [{"$ref": f"#/channels/{key}/messages/{m}"} for m in messages_of]}
     return {
         "asyncapi": "3.0.0",
         "info": {"title": "Identity provider webhooks", "version": catalogue.latest_version(),

@@ -16,6 +16,7 @@ from django.db import transaction
 from django.db.models import Q
 
 from ..administration.admin_permissions import PERMISSIONS_CLIENT
+from ..authz.evaluation import path_match
 from ..authz.policies import (
     LOGICS,
     POLICY_TYPES,
@@ -462,7 +463,17 @@ def _forget(settings, key, name):
 
 def matching_resources(client, resources, query):
     """The resources a query names (Keycloak's ``name`` (``exactName``), ``uri``, ``owner``,
-    ``type`` and ``scope`` filters)."""
+    ``type`` and ``scope`` filters); with ``matchingUri=true`` and no resource of that URI, the
+    one whose URI pattern matches it best (``realms.authz.evaluation.path_match``)."""
+    found = _matching(client, resources, query)
+    if found or not query.get("uri") or query.get("matchingUri") != "true":
+        return found
+    ranked = [(rank, r) for r in _matching(client, resources, {k: v for k, v in query.items() if k != "uri"})
+              for pattern in r.get("uris", ()) if (rank := path_match(pattern, query["uri"])) is not None]
+    return [max(ranked, key=lambda found: found[0])[1]] if ranked else []
+
+
+def _matching(client, resources, query):
     def matches(resource):
         name = query.get("name")
         if name and (resource["name"] != name if query.get("exactName") == "true"

@@ -35,6 +35,14 @@ def test_resources_by_uri_exact_and_matching(realm_b):  # noqa: F811
         "Premium Resource"]
 
 
+def test_the_protection_api_finds_resources_by_matching_uri(realm_b):  # noqa: F811
+    token = pat()
+    exact = protection("get", "/resource_set", token, uri="/realm-b/premium/*").json()
+    assert len(exact) == 1
+    assert protection("get", "/resource_set", token, uri="/realm-b/premium/album").json() == []
+    assert protection("get", "/resource_set", token, uri="/realm-b/premium/album", matchingUri="true").json() == exact
+
+
 @pytest.mark.parametrize("params, expected", [
     ({"permission": "", "permission_resource_format": "uri"}, (400, "invalid_request", "You must provide the uri")),
     ({"permission": "/x", "permission_resource_format": "name"},

@@ -57,13 +57,13 @@ class Endpoint(EndpointTimers, models.Model):
     handshake_at = models.DateTimeField(null=True, blank=True, help_text="When the URL last agreed to be called.")
     payload = models.CharField(
         max_length=8, choices=[("thin", "thin: type and ids"), ("fat", "fat: a snapshot of the object")],
-        default="thin", help_text="What each event carries (docs/webhooks.md, Payloads).")
+        default="thin", db_default="thin", help_text="What each event carries (docs/webhooks.md, Payloads).")
     payload_version = models.CharField(
-        max_length=16, blank=True, help_text="Version of the fat payload's shape (empty for thin payloads).")
+        max_length=16, blank=True, default="", db_default="", help_text="Version of the fat payload's shape (empty for thin payloads).")
     envelope = models.CharField(
         max_length=16, choices=[("standard", "standard: type, timestamp, data"),
                                 ("cloudevents", "CloudEvents 1.0, structured JSON")],
-        default="standard")
+        default="standard", db_default="standard")
 
     class Meta:
         ordering = ["realm", "created_at"]
@@ -132,7 +132,7 @@ class Message(models.Model):
     realm = models.ForeignKey(Realm, on_delete=models.CASCADE, related_name="webhook_messages", db_index=False)
     type = models.CharField(max_length=128)
     payload = models.TextField()
-    bodies = models.TextField(blank=True)
+    bodies = models.TextField(blank=True, default="", db_default="")
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     source_event_id = models.CharField(max_length=64, blank=True, help_text="Id of the realm event.")
 
@@ -156,7 +156,7 @@ class Delivery(models.Model):
     state = models.CharField(max_length=10, choices=STATES, default=PENDING)
     # Fixed when the event is written, so every attempt sends the same bytes: "" is the message's
     # ``payload``, anything else a key of its ``bodies`` (webhooks.payloads.format_of).
-    format = models.CharField(max_length=32, blank=True)
+    format = models.CharField(max_length=32, blank=True, default="", db_default="")
     attempts = models.PositiveIntegerField(default=0, help_text="Attempts made, all rounds together.")
     step = models.PositiveSmallIntegerField(default=0, help_text="Position in the retry schedule.")
     next_attempt_at = models.DateTimeField(default=timezone.now)

@@ -7,6 +7,7 @@ from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 
 from idp import views
+from idp.lb_check import lb_check
 from oidc import demo as oidc_demo
 from oidc.views import metadata as oauth_metadata
 from oidc.views.discovery import realm_info
@@ -20,6 +21,7 @@ from webhooks import portal as webhook_portal
 
 urlpatterns = [
     path("", views.welcome, name="welcome"),
+    path("lb-check", lb_check),  # Keycloak's, with the feature stateless (docs/operations/two-sites.md)
     # One trailing slash is the same route, as on every Admin API route (realms.admin_api.resources).
     re_path(r"^admin/realms/?$", Realms.as_view()),
     path("admin/realms/", include("realms.admin_api.urls")),

@@ -1,7 +1,8 @@
 """The database cache of the feature ``stateless`` (idp.db_cache) on the test PostgreSQL: Django's
 cache API unchanged, ``add`` and ``incr`` exact when nodes race, expired rows replaced and purged,
 and its writes independent of the request's transaction (its own connection, as Redis was); the
-production settings choose it only with the feature on; libpq's host lists in IDP_DB_URL."""
+production settings choose it only with the feature on, dev mode refuses it, and ``/lb-check``
+answers only with it; libpq's host lists in IDP_DB_URL."""
 import importlib
 import subprocess
 import sys
@@ -191,3 +192,12 @@ def test_dev_mode_refuses_the_feature_with_one_line(tmp_path):
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines()[-1] == (
         "CommandError: IDP_FEATURES: stateless (several sites on one database) needs production mode (manage.py start)")
+
+
+@pytest.mark.django_db
+def test_lb_check_answers_up_only_with_the_feature(client, settings):
+    settings.IDP_FEATURES = ""
+    assert client.get("/lb-check").status_code == 404
+    settings.IDP_FEATURES = "stateless"
+    answer = client.get("/lb-check")
+    assert (answer.status_code, answer.content, answer["Content-Type"]) == (200, b"UP", "text/plain; charset=utf-8")

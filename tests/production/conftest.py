@@ -134,7 +134,7 @@ class ProductionNode:
         self.base = f"http://127.0.0.1:{self.http}"
         self.env = base_env(DJANGO_SETTINGS_MODULE="idp.settings.prod", IDP_VAR_DIR=str(var_dir), **env)
 
-    def start(self, deadline_s=120):
+    def start(self, deadline_s=240):  # migrations on a fresh database are slow on a busy machine
         self.var_dir.mkdir(exist_ok=True)
         with open(self.var_dir / "node.log", "ab") as log:
             self.proc = subprocess.Popen(

@@ -182,6 +182,11 @@ def test_what_one_site_does_the_other_honours_within_a_second(sites):
                       DPoP=proof)
     assert replayed.status_code == 400 and replayed.json()["error"] == "invalid_dpop_proof", replayed.text
 
+    # The global load balancer's probe, on each site's public port.
+    for site in (a, b):
+        probe = requests.get(site.node.base + "/lb-check", headers={"Host": HOST}, timeout=10)
+        assert (probe.status_code, probe.text) == (200, "UP")
+
     # None of it went through a Redis the two sites share: they have none.
     assert a.node.env["IDP_REDIS_URL"] != b.node.env["IDP_REDIS_URL"]
     assert primary.query("SELECT sync_state FROM pg_stat_replication") == [("sync",)]

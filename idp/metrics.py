@@ -53,6 +53,9 @@ def use_multiprocess_dir(path):
     os.environ[MULTIPROCESS_DIR] = str(path)
     # prometheus_client picks its value class when first imported, which Django's start-up did.
     values.ValueClass = values.MultiProcessValue()
+    # Values made before (the configuration check's connection) would stay in this memory.
+    for metric in SERVED_HERE:
+        metric.clear()
 
 
 class RequestMetricsMiddleware:

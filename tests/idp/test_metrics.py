@@ -2,6 +2,7 @@
 workers that served the requests, summed across them (prometheus_client's multiprocess mode)."""
 import json
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -10,8 +11,10 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from idp.metrics import Exposition
+from tests.servers import Receiver
 
 from .test_modes import base_env, free_port, manage, production_database, stop, wait_for
+from .test_tracing import spans_of
 
 REALM = {
     "realm": "metrics", "enabled": True,
@@ -30,11 +33,14 @@ def total(found, name, **labels):
 
 
 def test_metrics_add_up_across_two_workers(production_database, tmp_path):
+    """Traced too: the spans of the workers' requests reach an OTLP/HTTP receiver."""
     http, mgmt = free_port(), free_port()
+    collector = Receiver("127.0.0.1")
     env = base_env(
         DJANGO_SETTINGS_MODULE="idp.settings.prod", IDP_HOSTNAME="127.0.0.1",
         IDP_BASE_URL=f"http://127.0.0.1:{http}", IDP_SECRET_KEY="m" * 50,
         IDP_DB_URL=production_database, IDP_REDIS_URL=os.environ["IDP_TEST_REDIS_URL"], IDP_VAR_DIR=str(tmp_path),
+        IDP_TRACING_ENABLED="true", IDP_TRACING_ENDPOINT=collector.url(""), OTEL_BSP_SCHEDULE_DELAY="100",
     )
     proc = manage("start", "--http-port", str(http), "--management-port", str(mgmt),
                   "--bind", "127.0.0.1", "--workers", "2", env=env)
@@ -55,8 +61,13 @@ def test_metrics_add_up_across_two_workers(production_database, tmp_path):
             codes = list(pool.map(grant, ["svc-secret-1"] * GRANTS + ["wrong"] * FAILED))
         assert codes == [200] * GRANTS + [401] * FAILED
         found = samples(requests.get(f"http://127.0.0.1:{mgmt}/metrics", timeout=10).text)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and len(token_spans(collector)) < GRANTS + FAILED:
+            time.sleep(0.2)
+        spans = spans_of(collector)
     finally:
         stop(proc)
+        collector.close()
     log = proc.stdout.read()
     assert "Traceback" not in log, log
 
@@ -78,7 +89,32 @@ def test_metrics_add_up_across_two_workers(production_database, tmp_path):
     assert any(s.name == "process_resident_memory_bytes" for s in found)
     # Both workers served some of the traffic, and the counts above are their sum.
     files = {path.stem.rsplit("_", 1)[1] for path in (tmp_path / "metrics" / str(mgmt)).glob("histogram_*.db")}
-    assert files == workers, (files, workers)
+    # (The main process's own: the statements of its start-up, migrations included.)
+    assert workers <= files <= workers | {str(proc.pid)}, (files, workers)
+    # The database: connections the workers opened (Keycloak's Agroal name) and every statement timed.
+    assert total(found, "agroal_creation_count_total", datasource="default") >= 2
+    assert total(found, "idp_db_query_seconds_count", datasource="default") >= GRANTS + FAILED
+    assert total(found, "idp_db_query_seconds_bucket", datasource="default", le="+Inf") == total(
+        found, "idp_db_query_seconds_count", datasource="default")
+    # The per-process copies: the first look-up of each worker missed, most of the rest hit.
+    assert total(found, "idp_local_cache_lookups_total", result="miss") >= 2
+    assert total(found, "idp_local_cache_lookups_total", result="hit") > total(
+        found, "idp_local_cache_lookups_total", result="miss")
+    # The webhook sender's queue and outcomes are on the same page (nothing queued here).
+    assert total(found, "idp_webhook_sender_queue_depth", state="pending") == 0
+    assert {s.labels["outcome"] for s in found if s.name == "idp_webhook_delivery_attempts_total"} == {
+        "delivered", "retry", "failed"}
+
+    # Every request a span, sent by the worker that served it, its queries its children.
+    served = token_spans(collector)
+    assert sorted(s["attributes"]["http.response.status_code"] for s in served) == [200] * GRANTS + [401] * FAILED
+    assert {s["service"] for s in served} == {"idp"} and len({s["trace"] for s in served}) == GRANTS + FAILED
+    ids = {s["id"] for s in served}
+    assert any(s["parent"] in ids and "db.query.text" in s["attributes"] for s in spans)
+
+
+def token_spans(collector):
+    return [s for s in spans_of(collector) if s["name"] == "POST /realms/<str:realm>/protocol/openid-connect/token"]
 
 
 @pytest.mark.django_db

@@ -11,7 +11,7 @@ import uuid
 
 from django.db.models import Q
 
-from ..administration.admin_permissions import PERMISSIONS_CLIENT, POLICY_TYPES, SCHEMA
+from ..administration.admin_permissions import MODEL_OF, PERMISSIONS_CLIENT, POLICY_TYPES, SCHEMA
 from ..authz.policies import find_group, find_role
 from ..models import Client, Group, Role, User
 from .fields import RepresentationError, as_dict, as_list, at
@@ -169,7 +169,31 @@ def schema_settings(client, settings):
     for key, id_key in (("resources", "_id"), ("scopes", "id"), ("policies", "id")):
         for item in settings[key]:
             item.setdefault(id_key, str(uuid.uuid5(uuid.NAMESPACE_URL, f"{client.pk}/{key}/{item['name']}")))
+    _forget_removed(client, settings)
     return settings
+
+
+def _forget_removed(client, settings):
+    """Keycloak's removeResourceObject, when the settings are next read: a user, group, client or
+    role removed since leaves the permissions naming it, and a permission that named only removed
+    objects goes (left empty it would name every object of its type); their resources go."""
+    permissions = [p for p in settings["policies"] if p["type"] == "scope"]
+    gone = set()
+    for kind, model in MODEL_OF.items():
+        named = {n for p in permissions if p["config"].get("defaultResourceType") == kind
+                 for n in _json_list(p["config"], "resources", "") if n != kind}
+        if named:
+            gone |= named - set(model.objects.filter(realm_id=client.realm_id, pk__in=named).values_list("pk", flat=True))
+    if not gone:
+        return
+    for p in permissions:
+        names = _json_list(p["config"], "resources", "")
+        if set(names) & gone:
+            kept = [n for n in names if n not in gone]
+            p["config"]["resources"] = json.dumps(kept, separators=(",", ":"))
+            if not kept:
+                settings["policies"].remove(p)
+    settings["resources"] = [r for r in settings["resources"] if r["name"] not in gone]
 
 
 def admin_permission(realm, settings, body, existing=None):

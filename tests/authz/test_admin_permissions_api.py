@@ -127,3 +127,29 @@ def test_resources_scopes_and_other_types_are_not_for_this_client(fgap):
     viewer = realm_admin(realm, "authz-viewer", "view-authorization")
     assert viewer("get", f"{base}/permission").status_code == 200
     assert viewer("post", f"{base}/policy/user", {"name": "x", "users": []}).status_code == 403
+
+
+def test_a_removed_object_leaves_the_permissions_naming_it(fgap):
+    """Keycloak's removeResourceObject: a permission loses a removed user, and goes when the user
+    was all it named (empty, it would name every user)."""
+    realm, base, api, helper = fgap
+    de0, uk0 = (User.objects.get(realm=realm, username=n) for n in ("de-dua-0", "uk-dua-0"))
+    api("post", f"{base}/policy/user", {"name": "The helper", "users": [helper.pk]})
+    both = api("post", f"{base}/permission/scope", {"name": "Both", "resourceType": "Users", "scopes": ["view"],
+                                                     "resources": [de0.pk, uk0.pk], "policies": ["The helper"]}).json()
+    only = api("post", f"{base}/permission/scope", {"name": "Only DE", "resourceType": "Users", "scopes": ["view"],
+                                                     "resources": [de0.pk], "policies": ["The helper"]}).json()
+    helper_api = Api(token("fgap", "at-user-0"))
+    assert helper_api("get", f"fgap/users/{uk0.pk}").status_code == 200
+    de0.delete()
+    assert api("get", f"{base}/permission/scope/{both['id']}").json()["resources"] == [uk0.pk]
+    assert api("get", f"{base}/permission/scope/{only['id']}").status_code == 404
+    assert "Only DE" not in {p["name"] for p in api("get", f"{base}/permission").json()}
+    # writing goes on: the next change keeps the settings without the removed user
+    assert api("post", f"{base}/permission/scope", {"name": "Later", "resourceType": "Clients", "scopes": ["view"],
+                                                    "policies": ["The helper"]}).status_code == 201
+    stored = Client.objects.get(realm=realm, client_id="admin-permissions").authorization_settings
+    assert {p["name"] for p in stored["policies"]} >= {"Both", "Later"} and "Only DE" not in {
+        p["name"] for p in stored["policies"]}
+    assert de0.pk not in {r["name"] for r in stored["resources"]}
+    assert helper_api("get", f"fgap/users/{uk0.pk}").status_code == 200

@@ -139,3 +139,39 @@ def test_user_events_are_counted_as_keycloak_names_them(django_capture_on_commit
     assert total(found, "keycloak_user_events_total", realm="counted", client_id="app", event="code_to_token",
                  error="", idp="") == 1
     assert not any("made-up" in value for s in found for value in s.labels.values())
+
+
+@pytest.mark.django_db
+def test_webhook_delivery_outcomes_and_queue(outbound_loopback, monkeypatch, fresh_caches):
+    """Attempts against a real receiver counted by outcome, the queue read at the scrape."""
+    from django.utils import timezone
+
+    from realms.representation.services import create_realm
+    from webhooks import delivery, services
+    from webhooks.models import Delivery
+    from webhooks.outbox import publish
+
+    def attempts(outcome):
+        return total(samples(generate_latest(Exposition()).decode()), "idp_webhook_delivery_attempts_total",
+                     outcome=outcome)
+
+    before = {o: attempts(o) for o in ("delivered", "retry", "failed")}
+    monkeypatch.setattr("webhooks.dispatch.deliveries", lambda ids: None)
+    receiver = Receiver("127.0.0.1")
+    try:
+        endpoint, _ = services.create_endpoint(create_realm("hooked"), receiver.url(), ["auth.login"])
+        receiver.script = [(500, {}, b"boom")]
+        d = Delivery.objects.get(message=publish(endpoint.realm, "auth.login", {"userId": "u"}, endpoints=[endpoint]))
+        found = samples(generate_latest(Exposition()).decode())
+        assert total(found, "idp_webhook_sender_queue_depth", state="pending") == 1
+        assert 0 <= total(found, "idp_webhook_sender_lag_seconds") < 60
+        delivery.attempt(d.pk)
+        assert attempts("retry") == before["retry"] + 1 and attempts("delivered") == before["delivered"]
+        Delivery.objects.filter(pk=d.pk).update(next_attempt_at=timezone.now())
+        delivery.attempt(d.pk)
+    finally:
+        receiver.close()
+    found = samples(generate_latest(Exposition()).decode())
+    assert total(found, "idp_webhook_delivery_attempts_total", outcome="delivered") == before["delivered"] + 1
+    assert total(found, "idp_webhook_delivery_attempts_total", outcome="failed") == before["failed"]
+    assert total(found, "idp_webhook_sender_queue_depth", state="pending") == 0

@@ -2,8 +2,10 @@
 workers that served the requests, summed across them (prometheus_client's multiprocess mode)."""
 import json
 import os
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 import requests
@@ -105,12 +107,38 @@ def test_metrics_add_up_across_two_workers(production_database, tmp_path):
     assert {s.labels["outcome"] for s in found if s.name == "idp_webhook_delivery_attempts_total"} == {
         "delivered", "retry", "failed"}
 
+    # The Grafana dashboard queries nothing this node does not export.
+    missing = dashboard_metrics() - {s.name for s in found}
+    assert not missing, missing
+
     # Every request a span, sent by the worker that served it, its queries its children.
     served = token_spans(collector)
     assert sorted(s["attributes"]["http.response.status_code"] for s in served) == [200] * GRANTS + [401] * FAILED
     assert {s["service"] for s in served} == {"idp"} and len({s["trace"] for s in served}) == GRANTS + FAILED
     ids = {s["id"] for s in served}
     assert any(s["parent"] in ids and "db.query.text" in s["attributes"] for s in spans)
+
+
+DASHBOARD = Path(__file__).resolve().parents[2] / "docs" / "observability" / "grafana-dashboard.json"
+PROMQL_WORDS = {"by", "without"}  # functions are told by their parenthesis
+
+
+def dashboard_metrics():
+    """The series names the dashboard's queries read (label matchers, groupings and ranges removed)."""
+    names = set()
+    for panel in json.loads(DASHBOARD.read_text())["panels"]:
+        for target in panel.get("targets", []):
+            expr = re.sub(r"\{[^}]*\}|\[[^]]*\]|by \([^)]*\)", " ", target["expr"])
+            names.update(m.group() for m in re.finditer(r"[a-zA-Z_:][a-zA-Z0-9_:]*", expr)
+                         if m.group() not in PROMQL_WORDS and not expr[m.end():].lstrip().startswith("("))
+    return names
+
+
+def test_the_dashboard_s_names_are_read_from_its_queries():
+    names = dashboard_metrics()
+    assert {"http_server_requests_seconds_bucket", "keycloak_user_events_total", "idp_db_query_seconds_sum",
+            "agroal_creation_count_total", "idp_webhook_sender_lag_seconds"} <= names
+    assert not names & {"realm", "route", "datasource", "rate", "sum", "$__rate_interval"}
 
 
 def token_spans(collector):

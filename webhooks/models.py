@@ -59,7 +59,8 @@ class Endpoint(EndpointTimers, models.Model):
         max_length=8, choices=[("thin", "thin: type and ids"), ("fat", "fat: a snapshot of the object")],
         default="thin", db_default="thin", help_text="What each event carries (docs/webhooks.md, Payloads).")
     payload_version = models.CharField(
-        max_length=16, blank=True, default="", db_default="", help_text="Version of the fat payload's shape (empty for thin payloads).")
+        max_length=16, blank=True, default="", db_default="",
+        help_text="Version of the fat payload's shape (empty for thin payloads).")
     envelope = models.CharField(
         max_length=16, choices=[("standard", "standard: type, timestamp, data"),
                                 ("cloudevents", "CloudEvents 1.0, structured JSON")],

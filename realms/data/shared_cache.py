@@ -5,10 +5,10 @@ changes. Each process keeps its own copy per key (a realm's parsed signing keys,
 configuration, whether it has webhook endpoints). A change bumps that key's generation in the
 ``generations`` Django cache, which every process of a deployment shares (Redis in production;
 the database with the feature ``stateless``, so that every site sees it; a directory of files in
-the var directory in dev mode, so that ``manage.py`` commands reach the running server too): the changing process drops its copy at once, and every
-other process compares its copy's generation with the shared one at most once per
-``CHECK_SECONDS``, so a change is seen everywhere within about a second for one cache read per
-key and second, not per request."""
+the var directory in dev mode, so that ``manage.py`` commands reach the running server too):
+the changing process drops its copy at once, and every other process compares its copy's
+generation with the shared one at most once per ``CHECK_SECONDS``, so a change is seen
+everywhere within about a second for one cache read per key and second, not per request."""
 import time
 
 from django.core.cache import caches

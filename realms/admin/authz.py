@@ -31,7 +31,7 @@ from ..audit import admin_events
 from ..audit.admin_events import console_auth
 from ..authz import tickets
 from ..authz.evaluation import Decider, Identity, Server
-from ..authz.policies import STRATEGIES, config_list, evaluate
+from ..authz.policies import STRATEGIES, config_list, evaluate, find_group
 from ..models import Client, Role, User
 from ..representation import RepresentationError
 from ..representation.resource_server import (
@@ -138,6 +138,36 @@ def _policy_body(data):
     return {**body, **typed.get(kind, dict)()}
 
 
+def _group_path(realm, entry):
+    group, names = find_group(realm, entry), []
+    while group is not None:
+        names.insert(0, group.name)
+        group = group.parent
+    return "/" + "/".join(names)
+
+
+def initial(realm, kind, item):
+    """The form's values of an existing resource, scope, policy or permission (``?edit=``)."""
+    if kind == "resources":
+        return {**item, "scopes": [s["name"] for s in item["scopes"]]}
+    if kind == "scopes":
+        return item
+    config = item["config"]
+    out = {k: item.get(k, "") for k in ("type", "name", "description", "logic", "decisionStrategy")}
+    if kind == "permissions":
+        return {**out, "resourceType": config.get("defaultResourceType", ""), "resources": config_list(item, "resources"),
+                "scopes": config_list(item, "scopes"), "policies": config_list(item, "applyPolicies")}
+    values = {"role": lambda: [e["id"] for e in config_list(item, "roles")],
+              "group": lambda: [_group_path(realm, e) for e in config_list(item, "groups")],
+              "client-scope": lambda: [e["id"] for e in config_list(item, "clientScopes")],
+              "user": lambda: config_list(item, "users"), "client": lambda: config_list(item, "clients"),
+              "aggregate": lambda: config_list(item, "applyPolicies")}.get(item["type"], list)()
+    time = {"notBefore": config.get("nbf", ""), "notOnOrAfter": config.get("noa", ""),
+            "hour": config.get("hour"), "hourEnd": config.get("hourEnd")}
+    return {**out, "values": values, **time, "targetClaim": config.get("targetClaim", ""),
+            "pattern": config.get("pattern", "")}
+
+
 class Page:
     """One request to the tab: the client, its resource server and what the admin may do."""
 
@@ -174,18 +204,24 @@ def _apply(page, data, post):
                                                   "allowRemoteResourceManagement")})
         page.change(change, "AUTHORIZATION_RESOURCE_SERVER", "", representation=data)
         return "The authorization settings were saved."
+    if action.startswith("delete-"):
+        return _delete(page, action, post.get("id", ""))
+    # An id posted with the form: the object it names is changed in place (renames follow).
+    existing = _existing(page, action, post.get("id", ""))
+    operation, done = ("UPDATE", "saved") if existing else ("CREATE", "created")
     if action == "add-resource":
         resource = resource_from_rep(page.client, {**{k: v for k, v in data.items() if v not in ("", [])},
-                                                   "ownerManagedAccess": data["ownerManagedAccess"]})
+                                                   "ownerManagedAccess": data["ownerManagedAccess"]}, existing)
         page.change(lambda s: store_resource(s, resource), "AUTHORIZATION_RESOURCE", f"/resource/{resource['_id']}",
-                    "CREATE", resource)
-        return f"Resource {resource['name']} created."
+                    operation, resource)
+        return f"Resource {resource['name']} {done}."
     if action == "add-scope":
-        scope = check_scope({**{k: v for k, v in data.items() if v}, "id": new_id()}, "")
-        page.change(lambda s: _store_scope(s, scope), "AUTHORIZATION_SCOPE", f"/scope/{scope['id']}", "CREATE", scope)
-        return f"Authorization scope {scope['name']} created."
+        scope = check_scope({**{k: v for k, v in data.items() if v}, "id": existing["id"] if existing else new_id()}, "")
+        page.change(lambda s: _store_scope(s, scope), "AUTHORIZATION_SCOPE", f"/scope/{scope['id']}", operation, scope)
+        return f"Authorization scope {scope['name']} {done}."
     if action in ("add-policy", "add-permission"):
-        body = _policy_body(data) if action == "add-policy" else {
+        kind = existing["type"] if existing else data["type"]  # a policy keeps its type, as Keycloak's
+        body = _policy_body({**data, "type": kind}) if action == "add-policy" else {
             k: data[k] for k in ("name", "description", "decisionStrategy", "resources", "scopes", "policies")
             if data[k] or k in ("resources", "policies")}
         if action == "add-permission" and data["resourceType"]:
@@ -193,11 +229,27 @@ def _apply(page, data, post):
         created = {}
 
         def change(settings):
-            created["policy"] = typed_to_stored(settings, data["type"], body)
+            created["policy"] = typed_to_stored(settings, kind, body, existing)
             _store_policy(page.client.realm, settings, created["policy"])
-        page.change(change, "AUTHORIZATION_POLICY", f"/policy/{data['type']}", "CREATE", body)
-        return f"{'Policy' if action == 'add-policy' else 'Permission'} {created['policy']['name']} created."
-    return _delete(page, action, post.get("id", ""))
+        page.change(change, "AUTHORIZATION_POLICY", f"/policy/{existing['id'] if existing else kind}", operation, body)
+        return f"{'Policy' if action == 'add-policy' else 'Permission'} {created['policy']['name']} {done}."
+    raise Http404("Nothing to do.")
+
+
+def _existing(page, action, item_id):
+    """The object an edit names (None: a new one), or 404."""
+    if not item_id:
+        return None
+    settings = page.server.settings
+    found = {"add-resource": page.server.by_id.get(item_id),
+             "add-scope": next((s for s in settings["scopes"] if s["id"] == item_id), None),
+             "add-policy": next((p for p in settings["policies"] if p["id"] == item_id
+                                 and p["type"] not in PERMISSION_TYPES), None),
+             "add-permission": next((p for p in settings["policies"] if p["id"] == item_id
+                                     and p["type"] in PERMISSION_TYPES), None)}.get(action)
+    if found is None:
+        raise Http404("Nothing to edit.")
+    return found
 
 
 def _delete(page, action, item_id):
@@ -217,6 +269,8 @@ def _delete(page, action, item_id):
     raise Http404("Nothing to do.")
 
 
+_EDITS = {"resources": "add-resource", "scopes": "add-scope", "policies": "add-policy",
+          "permissions": "add-permission"}  # the sub-tab's form, which also edits (``?edit=<id>``)
 _FORMS = {"settings": SettingsForm, "add-resource": ResourceForm, "add-scope": ScopeForm, "add-policy": PolicyForm,
           "add-permission": PermissionForm, "evaluate": EvaluateForm}
 
@@ -277,8 +331,16 @@ def view(model_admin, request, object_id, tab):
                 model_admin.message_user(request, done, messages.SUCCESS)
                 return HttpResponseRedirect(here)
 
+    editing = _existing(page, _EDITS[tab], request.GET["edit"]) if tab in _EDITS and request.GET.get("edit") else None
+    editing_id = request.POST.get("id", "") if bound is not None else (editing or {}).get("id") or (
+        editing or {}).get("_id", "")
+
     def form(action, form_class, **extra):
-        return bound if bound is not None and request.POST.get("action") == action else form_class(**extra)
+        if bound is not None and request.POST.get("action") == action:
+            return bound
+        if editing is not None and action == _EDITS.get(tab):
+            extra["initial"] = initial(page.client.realm, tab, editing)
+        return form_class(**extra)
     settings = page.server.settings
     context = {
         **model_admin.admin_site.each_context(request), "opts": model_admin.opts, "original": page.client,
@@ -296,7 +358,7 @@ def view(model_admin, request, object_id, tab):
         "permissions": [{**p, "names": config_list(p, "resources") or [p["config"].get("defaultResourceType", "")],
                          "scope_names": config_list(p, "scopes"), "applied": config_list(p, "applyPolicies")}
                         for p in settings["policies"] if p["type"] in PERMISSION_TYPES],
-        "export": json.dumps(export, indent=2),
+        "export": json.dumps(export, indent=2), "editing_id": editing_id,
     }
     return TemplateResponse(request, "admin/console/authz/page.html", context, status=status)
 

@@ -171,3 +171,40 @@ def test_the_authorization_switch_makes_a_resource_server(setup):
     app.refresh_from_db()
     assert app.authorization_services_enabled and app.authorization_settings["policyEnforcementMode"] == "ENFORCING"
     assert browser.get(tab(app, "settings")).status_code == 200
+
+
+def test_edit_in_place_a_scope_a_policy_and_a_resource(setup):
+    realm, client, browser = setup
+    settings = lambda: Client.objects.get(pk=client.pk).authorization_settings  # noqa: E731
+    assert browser.post(tab(client, "scopes"), {"action": "add-scope", "name": "doc:edit"}).status_code == 302
+    assert browser.post(tab(client, "resources"), {"action": "add-resource", "name": "Doc", "scopes": "doc:edit"}
+                        ).status_code == 302
+    assert browser.post(tab(client, "permissions"), {"action": "add-permission", "type": "scope", "name": "Edit docs",
+                                                     "resources": "Doc", "scopes": "doc:edit",
+                                                     "policies": "Premium Policy", "decisionStrategy": "UNANIMOUS"}
+                        ).status_code == 302
+    assert uma(user_token("jdoe"), permission="Doc#doc:edit", response_mode="decision").status_code == 403
+    # The policy's form, filled from the policy; saved with another role, jdoe (role user) is granted.
+    policy = next(p for p in settings()["policies"] if p["name"] == "Premium Policy")
+    page = text(browser.get(tab(client, "policies") + f"?edit={policy['id']}"))
+    assert "Edit policy" in page and f'name="id" value="{policy["id"]}"' in page and "\npremium</textarea>" in page
+    saved = browser.post(tab(client, "policies"), {"action": "add-policy", "id": policy["id"], "type": "js",
+                                                   "name": "Premium Policy", "values": "user", "logic": "POSITIVE",
+                                                   "decisionStrategy": "UNANIMOUS"})
+    assert saved.status_code == 302
+    edited = next(p for p in settings()["policies"] if p["id"] == policy["id"])
+    assert edited["type"] == "role" and json.loads(edited["config"]["roles"])[0]["id"] == "user"
+    assert uma(user_token("jdoe"), permission="Doc#doc:edit", response_mode="decision").json() == {"result": True}
+    # A scope renamed: the resource and the permission follow.
+    scope = next(s for s in settings()["scopes"] if s["name"] == "doc:edit")
+    assert browser.post(tab(client, "scopes"), {"action": "add-scope", "id": scope["id"], "name": "doc:write"}
+                        ).status_code == 302
+    doc = next(r for r in settings()["resources"] if r["name"] == "Doc")
+    assert doc["scopes"] == [{"name": "doc:write"}]
+    permission = next(p for p in settings()["policies"] if p["name"] == "Edit docs")
+    assert json.loads(permission["config"]["scopes"]) == ["doc:write"]
+    # The resource's URIs changed, its id kept.
+    assert browser.post(tab(client, "resources"), {"action": "add-resource", "id": doc["_id"], "name": "Doc",
+                                                   "scopes": "doc:write", "uris": "/docs/*"}).status_code == 302
+    assert next(r for r in settings()["resources"] if r["_id"] == doc["_id"])["uris"] == ["/docs/*"]
+    assert browser.get(tab(client, "scopes") + "?edit=nope").status_code == 404

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Builds the image localhost/idp:latest with podman from Debian packages alone.
+# Usage: deploy/build.sh [rootfs cache directory]   (run as root; needs debootstrap, podman, runc)
+# The debootstrap root file system (about 5 minutes to make) is kept in the cache directory and
+# reused while it exists; delete it to take Debian's updates.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cache=${1:-${XDG_CACHE_HOME:-$HOME/.cache}/idp-rootfs}
+mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
+if [ ! -f "$cache/rootfs/etc/debian_version" ]; then
+  rm -rf "$cache/rootfs"; mkdir -p "$cache"
+  debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates,libldap-2.5-0,libsasl2-2 \
+    bookworm "$cache/rootfs" "${mirror:-http://deb.debian.org/debian}"
+fi
+# runc, not crun: crun refuses hosts with cgroups in hybrid mode (v1 controllers beside v2).
+podman=(podman --runtime runc ${PODMAN_STORAGE:+--storage-driver "$PODMAN_STORAGE"})
+tar -C "$cache/rootfs" -c . | "${podman[@]}" import - localhost/idp-base:bookworm >/dev/null
+"${podman[@]}" build --network host --ignorefile deploy/containerignore -f deploy/Containerfile -t localhost/idp:latest .

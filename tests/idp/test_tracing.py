@@ -198,6 +198,36 @@ def test_tracing_off_calls_no_tracer(collector, settings, outbound_loopback, mon
         receiver.close()
 
 
+@pytest.mark.django_db
+def test_a_celery_task_runs_in_the_trace_that_queued_it(collector, settings, tmp_path):
+    """A real worker (``celery -A idp worker``) configured by the environment: the task's span
+    continues the trace of the span that queued it (``traceparent`` in the message headers), and
+    the task's statements are its children."""
+    from idp.celery import app
+    from tests.webhooks.workers import start_worker, stop, wait_until
+
+    settings.IDP_TRACING_ENABLED = True
+    proc = start_worker(connection.settings_dict["NAME"], tmp_path, beat=False, concurrency=1, extra_env={
+        "IDP_TRACING_ENABLED": "true", "IDP_TRACING_ENDPOINT": collector.url(""), "OTEL_BSP_SCHEDULE_DELAY": "100",
+        "OTEL_SERVICE_NAME": "worker"})
+    try:
+        with tracing.tracer().start_as_current_span("queue it") as parent:
+            app.send_task("webhooks.sweep")
+        ctx = parent.get_span_context()
+
+        def task_spans():
+            return [s for s in spans_of(collector) if s["name"] == "run webhooks.sweep"
+                    and s["trace"] == f"{ctx.trace_id:032x}"]
+
+        assert wait_until(task_spans, timeout=60), open(proc.log_path).read()
+        [task] = task_spans()
+        assert task["parent"] == f"{ctx.span_id:016x}" and task["service"] == "worker"
+        assert wait_until(lambda: any(s["parent"] == task["id"] and "db.query.text" in s["attributes"]
+                                      for s in spans_of(collector)), timeout=10)
+    finally:
+        stop(proc)
+
+
 def test_the_sampler_ratio_is_taken(collector):
     """Ratio 0 samples no new trace, ratio 1 every one (``IDP_TRACING_SAMPLER_RATIO``)."""
     for ratio, expected in ((0.0, 0), (1.0, 1)):

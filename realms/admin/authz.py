@@ -123,14 +123,19 @@ class EvaluateForm(forms.Form):
         self.fields["resources"].choices = [(r["_id"], r["name"]) for r in server.resources]
 
 
-def _policy_body(data):
-    """Keycloak's typed policy representation from the policy form."""
+def _policy_body(data, existing=None):
+    """Keycloak's typed policy representation from the policy form; an entry of the policy edited
+    keeps its ``required`` flag (the form does not offer it)."""
     kind, values = data["type"], data["values"]
     body = {k: data[k] for k in ("name", "description", "logic") if data[k]}
-    typed = {"role": lambda: {"roles": [{"id": v, "required": False} for v in values]},
+
+    def required(key):
+        held = {e["id"]: e.get("required", False) for e in config_list(existing, key)} if existing else {}
+        return [{"id": v, "required": held.get(v, False)} for v in values]
+    typed = {"role": lambda: {"roles": required("roles")},
              "user": lambda: {"users": values}, "group": lambda: {"groups": [{"path": v} for v in values]},
              "client": lambda: {"clients": values},
-             "client-scope": lambda: {"clientScopes": [{"id": v, "required": False} for v in values]},
+             "client-scope": lambda: {"clientScopes": required("clientScopes")},
              "aggregate": lambda: {"policies": values, "decisionStrategy": data["decisionStrategy"]},
              "time": lambda: {k: data[k] for k in ("notBefore", "notOnOrAfter", "hour", "hourEnd")
                               if data[k] not in (None, "")},
@@ -221,7 +226,7 @@ def _apply(page, data, post):
         return f"Authorization scope {scope['name']} {done}."
     if action in ("add-policy", "add-permission"):
         kind = existing["type"] if existing else data["type"]  # a policy keeps its type, as Keycloak's
-        body = _policy_body({**data, "type": kind}) if action == "add-policy" else {
+        body = _policy_body({**data, "type": kind}, existing) if action == "add-policy" else {
             k: data[k] for k in ("name", "description", "decisionStrategy", "resources", "scopes", "policies")
             if data[k] or k in ("resources", "policies")}
         if action == "add-permission" and data["resourceType"]:

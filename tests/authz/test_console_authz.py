@@ -2,6 +2,7 @@
 the sub-tabs write through the Admin API's functions, so what the console saves is what the API
 reads and the UMA grant decides by; Evaluate answers as the API's policy/evaluate; JavaScript
 policies are refused with Keycloak's message; only admins with the authorization roles see it."""
+import copy
 import json
 import re
 
@@ -208,3 +209,22 @@ def test_edit_in_place_a_scope_a_policy_and_a_resource(setup):
                                                    "scopes": "doc:write", "uris": "/docs/*"}).status_code == 302
     assert next(r for r in settings()["resources"] if r["_id"] == doc["_id"])["uris"] == ["/docs/*"]
     assert browser.get(tab(client, "scopes") + "?edit=nope").status_code == 404
+
+
+def test_editing_a_role_policy_keeps_a_required_role(setup):
+    realm, client, browser = setup
+    settings = lambda: Client.objects.get(pk=client.pk).authorization_settings  # noqa: E731
+    assert browser.post(tab(client, "policies"), {"action": "add-policy", "type": "role", "name": "Both",
+                                                  "values": "user", "logic": "POSITIVE",
+                                                  "decisionStrategy": "UNANIMOUS"}).status_code == 302
+    policy = next(p for p in settings()["policies"] if p["name"] == "Both")
+    stored = copy.deepcopy(settings())
+    next(p for p in stored["policies"] if p["id"] == policy["id"])["config"]["roles"] = json.dumps(
+        [{"id": "user", "required": True}])
+    Client.objects.filter(pk=client.pk).update(authorization_settings=stored)
+    assert browser.post(tab(client, "policies"), {"action": "add-policy", "id": policy["id"], "type": "role",
+                                                  "name": "Both", "values": "user\npremium", "logic": "POSITIVE",
+                                                  "decisionStrategy": "UNANIMOUS"}).status_code == 302
+    edited = next(p for p in settings()["policies"] if p["id"] == policy["id"])
+    assert json.loads(edited["config"]["roles"]) == [{"id": "user", "required": True},
+                                                     {"id": "premium", "required": False}]

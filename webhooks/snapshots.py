@@ -17,7 +17,8 @@ from .catalogue import ObjectKind, PayloadVersion
 # Keys whose values are secrets wherever they appear (client secrets and their rotated copies,
 # the SMTP password, registration access tokens, key material, credentials).
 _SECRET_WORDS = ("secret", "password", "credential", "privatekey", "registrationaccesstoken")
-_NOT_SECRET = {"passwordpolicy"}
+# Settings named after secrets that hold none: a policy, a flow's alias, the credential types asked for.
+_NOT_SECRET = {"passwordpolicy", "resetcredentialsflow", "requiredcredentials"}
 
 
 def without_secrets(value):

@@ -107,7 +107,10 @@ def test_fat_payloads_never_carry_secrets(realm, no_dispatch):
     assert set(bodies) == {"client.updated", "user.updated", "realm.updated"}
     client_rep = json.loads(bodies["client.updated"])["data"]["representation"]
     assert client_rep["clientId"] == "crm" and "secret" not in client_rep
-    assert json.loads(bodies["realm.updated"])["data"]["representation"]["smtpServer"] == {"host": "smtp.example.org"}
+    realm_rep = json.loads(bodies["realm.updated"])["data"]["representation"]
+    assert realm_rep["smtpServer"] == {"host": "smtp.example.org"}
+    # Named after secrets, holding none: kept.
+    assert realm_rep["resetCredentialsFlow"] == "reset credentials" and "requiredCredentials" in realm_rep
     assert "credentials" not in json.loads(bodies["user.updated"])["data"]["representation"]
     everything = "".join(bodies.values())
     for secret in ("client-secret-value-123", "old-rotated-secret-value", "smtp-password-value", "Password-value-9!",

@@ -15,4 +15,5 @@ fi
 # runc, not crun: crun refuses hosts with cgroups in hybrid mode (v1 controllers beside v2).
 podman=(podman --runtime runc ${PODMAN_STORAGE:+--storage-driver "$PODMAN_STORAGE"})
 tar -C "$cache/rootfs" -c . | "${podman[@]}" import - localhost/idp-base:bookworm >/dev/null
-"${podman[@]}" build --network host --ignorefile deploy/containerignore -f deploy/Containerfile -t localhost/idp:latest .
+# The build's steps fetch from PyPI trusting the host's certificates (not kept in the image).
+"${podman[@]}" build --network host -v /etc/ssl/certs/ca-certificates.crt:/etc/ssl/certs/ca-certificates.crt:ro --ignorefile deploy/containerignore -f deploy/Containerfile -t localhost/idp:latest .

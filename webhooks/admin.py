@@ -110,16 +110,25 @@ class EndpointAdmin(ConsoleAdmin):
         query = f"?kind={obj.payload}&version={obj.payload_version}&envelope={obj.envelope}"
         links = format_html_join(", ", '<a href="{}">{}</a>', (
             (reverse("admin:webhooks_endpoint_schema", args=[t]) + query, t) for t in named))
-        asyncapi = format_html('<a href="{}">AsyncAPI document</a>', reverse("admin:webhooks_endpoint_asyncapi"))
-        return format_html("{}{}{}", links, " · " if named else "", asyncapi)
+        catalogue_links = format_html(
+            '<a href="{}">Event types and payload versions</a> · <a href="{}">AsyncAPI document</a>',
+            reverse("admin:webhooks_endpoint_event_types"), reverse("admin:webhooks_endpoint_asyncapi"))
+        return format_html("{}{}{}", links, " · " if named else "", catalogue_links)
 
     def get_urls(self):
         view = self.admin_site.admin_view
         return [
+            path("event-types.json", view(self.event_types_view), name="webhooks_endpoint_event_types"),
             path("asyncapi.json", view(self.asyncapi_view), name="webhooks_endpoint_asyncapi"),
             path("event-types/<str:event_type>/schema.json", view(self.schema_view), name="webhooks_endpoint_schema"),
             *super().get_urls(),
         ]
+
+    def event_types_view(self, request):
+        """What the Admin API's ``webhooks/event-types`` answers."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        return JsonResponse({"payloadVersions": catalogue.version_catalogue(), "eventTypes": schemas.event_types()})
 
     def asyncapi_view(self, request):
         if not self.has_view_permission(request):

@@ -184,3 +184,6 @@ def test_console_links_and_serves_the_schemas(realm, console):  # noqa: F811
     assert schema.status_code == 200 and schema.json() == schemas.body_schema("user.updated", "fat", "v1")
     assert admin_client.get("/admin/master/console/webhooks/endpoint/event-types/no.such/schema.json").status_code == 404
     assert admin_client.get("/admin/master/console/webhooks/endpoint/asyncapi.json").json() == schemas.asyncapi()
+    assert "/admin/master/console/webhooks/endpoint/event-types.json" in text
+    listing = admin_client.get("/admin/master/console/webhooks/endpoint/event-types.json").json()
+    assert listing["payloadVersions"] == catalogue.version_catalogue() and listing["eventTypes"] == schemas.event_types()

@@ -2,7 +2,7 @@
 its own Redis, both on a PostgreSQL primary with a synchronous standby. What a node of one site
 does, the other site's node honours within a second, through the database alone; and when the
 primary's site is lost (its PostgreSQL, its node, its Redis) and the standby is promoted, the
-other site carries on with every committed session, revocation and user change
+other site carries on with every committed session, revocation, user change and lockout
 (docs/operations/two-sites.md)."""
 import base64
 import html
@@ -25,7 +25,7 @@ PUBLIC = f"https://{HOST}"  # the global load balancer's address: one issuer for
 REALM = "shop"
 SECRET = "app-secret-" + "s" * 24
 PASSWORD = "pass-word-1234"
-USERS = ("ann", "bob", "carl", "dora", "erin")
+USERS = ("ann", "bob", "carl", "dora", "erin", "fay")
 CALLBACK = "http://app.test/cb"
 
 
@@ -197,6 +197,8 @@ def test_the_other_site_carries_on_when_the_primary_site_is_lost(sites):
     dora = a.sign_in("dora")
     revoked = a.sign_in("ann")["access_token"]
     assert a.post("/revoke", {"client_id": "app", "client_secret": SECRET, "token": revoked}).status_code == 200
+    for _ in range(2):  # fay locked out (failureFactor 2)
+        assert a.token(grant_type="password", username="fay", password="wrong").status_code in (400, 401)
     erin = a.sign_in("erin")
     a.disable_user("erin")  # the last thing site 1 committed
 
@@ -218,6 +220,8 @@ def test_the_other_site_carries_on_when_the_primary_site_is_lost(sites):
     assert b.token(grant_type="refresh_token", refresh_token=erin["refresh_token"]).status_code == 400
     refused = b.token(grant_type="password", username="erin", password=PASSWORD)
     assert refused.status_code == 400 and refused.json()["error_description"] == "Account disabled"
+    locked = b.token(grant_type="password", username="fay", password=PASSWORD)
+    assert locked.status_code in (400, 401) and locked.json()["error"] == "invalid_grant", locked.text
     # And site 2 writes: a new sign-in and its refresh on the promoted standby.
     fresh = b.sign_in("dora")
     assert b.token(grant_type="refresh_token", refresh_token=fresh["refresh_token"]).status_code == 200

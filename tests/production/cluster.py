@@ -59,7 +59,10 @@ class Redis(RedisServer):
 
 
 class Node(ProductionNode):
-    name = ""
+    @property
+    def name(self):
+        """HAProxy's name for it (its var directory's)."""
+        return self.var_dir.name
 
     def stop(self):
         """SIGTERM, as an orchestrator stops a node: graceful (readiness down, delay, drain)."""
@@ -115,8 +118,6 @@ class Cluster:
             IDP_ACCESS_LOG="1", IDP_TRUSTED_PROXIES="127.0.0.1", IDP_SHUTDOWN_DELAY=str(SHUTDOWN_DELAY),
         )
         self.nodes = [Node(self.root / name, **env) for name in ("node1", "node2")]
-        for node, name in zip(self.nodes, ("node1", "node2")):
-            node.name = name
         self.stats = self.root / "haproxy.sock"
         self.haproxy = None
 

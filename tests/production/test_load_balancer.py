@@ -96,3 +96,21 @@ def test_the_nodes_believe_the_address_haproxy_saw_not_a_header_the_client_sent(
                          timeout=10, data={"client_id": "app", "client_secret": SECRET, "grant_type": "password",
                                            "username": "ann", "password": PASSWORD}).status_code == 200
     assert newest_login_address() == "203.0.113.9"
+
+
+def test_the_nodes_believe_the_scheme_haproxy_saw_not_a_header_the_client_sent(cluster):
+    realm_id = f"/{REALM}"
+    assert cluster.admin("put", realm_id, {"sslRequired": "all"}).status_code == 204
+    try:
+        spoofed = {"X-Forwarded-Proto": "https"}
+        data = {"client_id": "app", "client_secret": SECRET, "grant_type": "client_credentials"}
+        # Plain HTTP to HAProxy: it says "http" whatever the client claimed, and the realm refuses.
+        through = requests.post(f"{cluster.oidc}/token", headers=spoofed, data=data, timeout=10)
+        assert through.status_code == 403 and through.json()["error_description"] == "HTTPS required", through.text
+        # From its trusted proxy, a node believes the header: HAProxy's setting it is what matters.
+        node = cluster.nodes[0]
+        direct = requests.post(f"{node.base}/realms/{REALM}/protocol/openid-connect/token", headers=spoofed,
+                               data=data, timeout=10)
+        assert direct.status_code == 200, direct.text
+    finally:
+        assert cluster.admin("put", realm_id, {"sslRequired": "none"}).status_code == 204

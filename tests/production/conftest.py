@@ -135,12 +135,19 @@ class ProductionNode:
         self.env = base_env(DJANGO_SETTINGS_MODULE="idp.settings.prod", IDP_VAR_DIR=str(var_dir), **env)
 
     def start(self, deadline_s=240):  # migrations on a fresh database are slow on a busy machine
+        self.launch()
+        self.wait_ready(deadline_s)
+
+    def launch(self):
+        """Start the process without waiting (nodes launched together take the migrations in turn)."""
         self.var_dir.mkdir(exist_ok=True)
         with open(self.var_dir / "node.log", "ab") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-u", "manage.py", "start", "--http-port", str(self.http), "--management-port",
                  str(self.mgmt), "--bind", "127.0.0.1", "--workers", "1"],
                 cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+
+    def wait_ready(self, deadline_s=240):
         try:
             wait_for(f"http://127.0.0.1:{self.mgmt}/health/ready", deadline_s=deadline_s, proc=self.proc)
         except BaseException:

@@ -91,8 +91,10 @@ def sites(pg_primary_with_standby, redis_servers, tmp_path_factory):
                             IDP_DB_URL=f"postgresql://idp@127.0.0.1:{primary.port},127.0.0.1:{standby.port}/postgres"
                                        "?target_session_attrs=read-write&connect_timeout=2"))
     try:
-        a.node.start()
-        b.node.start()
+        a.node.launch()
+        b.node.launch()  # it waits for site 1's migrations (the start-up lock), then serves
+        a.node.wait_ready()
+        b.node.wait_ready()
         created = requests.post(f"{a.node.base}/admin/realms", timeout=30, headers={
             "Host": HOST, "Authorization": "Bearer " + requests.post(
                 f"{a.node.base}/realms/master/protocol/openid-connect/token", headers={"Host": HOST}, timeout=10,

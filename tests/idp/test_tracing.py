@@ -2,6 +2,7 @@
 protobuf decoded with opentelemetry-proto. A request continues its caller's trace and its queries
 are its children; a webhook event's every delivery attempt is a span of the trace of the request
 that wrote it; with tracing off, no tracer is called at all."""
+import functools
 import gzip
 import os
 import subprocess
@@ -56,18 +57,20 @@ def spans_of(receiver):
     return found
 
 
-@pytest.fixture(scope="module")
-def collector():
-    """The process's tracer provider, exporting to a loopback receiver (one per process: the
-    OpenTelemetry API takes its provider once)."""
+@functools.cache
+def _process_collector():
     receiver = Receiver("127.0.0.1")
-    provider = tracing.provider(endpoint=receiver.url(""), ratio=1.0)
-    trace.set_tracer_provider(provider)
+    receiver.provider = tracing.provider(endpoint=receiver.url(""), ratio=1.0)
+    trace.set_tracer_provider(receiver.provider)
     tracing.install_hooks()
-    receiver.provider = provider
-    yield receiver
-    provider.shutdown()
-    receiver.close()
+    return receiver
+
+
+@pytest.fixture
+def collector():
+    """The process's tracer provider, exporting to a loopback receiver: one for the whole run, by
+    every module that uses it (the OpenTelemetry API takes its provider once)."""
+    return _process_collector()
 
 
 @pytest.fixture

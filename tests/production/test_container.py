@@ -66,14 +66,19 @@ def test_the_image_runs_as_a_user_configured_by_environment(image, production_da
     env = {"IDP_HOSTNAME": "127.0.0.1", "IDP_BASE_URL": f"http://127.0.0.1:{http}", "IDP_SECRET_KEY": "c" * 50,
            "IDP_DB_URL": production_database, "IDP_REDIS_URL": os.environ["IDP_TEST_REDIS_URL"],
            "IDP_HTTP_PORT": str(http), "IDP_MANAGEMENT_PORT": str(mgmt), "IDP_BIND": "127.0.0.1",
+           "IDP_MANAGEMENT_BIND": "127.0.0.1",  # the image's 0.0.0.0 would be every address of this host
            "IDP_WORKERS": "1", "IDP_BOOTSTRAP_ADMIN_USERNAME": "root", "IDP_BOOTSTRAP_ADMIN_PASSWORD": "root-pass-1"}
     started = subprocess.run([*PODMAN, "run", "-d", *LIMITS, "--name", name, "--network", "host",
                               *[a for k, v in env.items() for a in ("-e", f"{k}={v}")], image],
                              capture_output=True, text=True, timeout=120)
     assert started.returncode == 0, started.stderr
     try:
-        ready = wait_for(f"http://127.0.0.1:{mgmt}/health/ready", deadline_s=180)
-        assert ready.status_code == 200, subprocess.run([*PODMAN, "logs", name], capture_output=True, text=True).stdout
+        try:
+            ready = wait_for(f"http://127.0.0.1:{mgmt}/health/ready", deadline_s=180)
+        except AssertionError:
+            logs = subprocess.run([*PODMAN, "logs", name], capture_output=True, text=True, timeout=60)
+            raise AssertionError("not ready:\n" + (logs.stdout + logs.stderr)[-4000:]) from None
+        assert ready.status_code == 200, ready.text
         token = requests.post(f"http://127.0.0.1:{http}/realms/master/protocol/openid-connect/token", timeout=30,
                               data={"grant_type": "password", "client_id": "admin-cli", "username": "root",
                                     "password": "root-pass-1"})

@@ -25,12 +25,19 @@ def client(transactional_db):
     return Client.objects.get(realm=realm, client_id="realm-b-client")
 
 
+def open_tab(page, label, slug):
+    """A sub-tab's link, followed until its page has loaded."""
+    page.get_by_role("link", name=label, exact=True).click()
+    page.wait_for_url(f"**/authorization/{slug}/")
+    page.wait_for_load_state()
+
+
 def test_create_a_policy_and_evaluate_by_the_keyboard_on_a_phone(live_server, client, phone):
     page, statuses = phone
     base = live_server.url
     sign_in_to_console(page, base, "root", PASSWORD, next_path=f"{CONSOLE}realms/client/{client.pk}/change/")
     page.get_by_role("tab", name="Authorization").click()
-    page.get_by_role("link", name="Authorization scopes").click()
+    open_tab(page, "Authorization scopes", "scopes")
     problems = reads_well(page)
 
     page.locator("#authz-add-scope #id_name").focus()
@@ -39,7 +46,7 @@ def test_create_a_policy_and_evaluate_by_the_keyboard_on_a_phone(live_server, cl
     page.locator('#authz-scopes tr[data-name="doc:edit"]').wait_for()
     problems += reads_well(page)
 
-    page.get_by_role("link", name="Policies").click()
+    open_tab(page, "Policies", "policies")
     page.locator("#authz-add-policy #id_type").select_option("role")
     page.locator("#authz-add-policy #id_name").focus()
     type_and_tab(page, [("name", "Premium users"), ("description", "Holders of premium")])
@@ -54,7 +61,7 @@ def test_create_a_policy_and_evaluate_by_the_keyboard_on_a_phone(live_server, cl
     page.locator("#authz-add-policy #id_name").press("Enter")
     assert page.locator("#authz-error").inner_text() == "Script upload is disabled"
 
-    page.get_by_role("link", name="Evaluate").click()
+    open_tab(page, "Evaluate", "evaluate")
     page.locator("#authz-evaluate #id_user").fill("kolo")
     page.locator("#authz-evaluate #id_user").press("Enter")
     row = page.locator('#authz-results tr[data-name="Premium Resource"]')
@@ -66,7 +73,7 @@ def test_create_a_policy_and_evaluate_by_the_keyboard_on_a_phone(live_server, cl
     problems += reads_well(page)
 
     for name in ("Settings", "Resources", "Permissions", "Export"):
-        page.get_by_role("link", name=name, exact=True).click()
+        open_tab(page, name, name.lower())
         problems += reads_well(page)
     assert problems == []
     assert not [s for s in statuses if s[0] >= 500]

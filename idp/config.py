@@ -34,6 +34,10 @@ def database_from_url(url):
             raise ConfigError(f"IDP_DB_URL: port {port!r} is not a number")
         hosts.append(host)
         ports.append(port)
+    options = dict(parse_qsl(parts.query))
+    if len(hosts) > 1 and options.get("target_session_attrs") not in ("read-write", "primary"):
+        raise ConfigError("IDP_DB_URL: several hosts need ?target_session_attrs=read-write, or a node may connect to a "
+                          "read-only standby")
     return {
         "ENGINE": "idp.postgresql",  # Django's, its health check without a round trip
         "NAME": unquote(parts.path.lstrip("/")),
@@ -41,7 +45,7 @@ def database_from_url(url):
         "PASSWORD": unquote(parts.password or ""),
         "HOST": ",".join(hosts),
         "PORT": ",".join(ports) if any(ports) else "",
-        "OPTIONS": dict(parse_qsl(parts.query)),
+        "OPTIONS": options,
         "CONN_MAX_AGE": 300,
         "CONN_HEALTH_CHECKS": True,
     }

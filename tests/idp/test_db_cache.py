@@ -155,9 +155,9 @@ def _prod_caches(monkeypatch, **env):
 @pytest.mark.parametrize("features, disabled, in_database", [
     ("stateless", "", True), ("ciba, stateless", "", True), ("", "", False), ("stateless", "stateless", False)])
 def test_production_caches_in_the_database_only_with_the_feature(monkeypatch, features, disabled, in_database):
-    cache_settings, databases = _prod_caches(monkeypatch, IDP_FEATURES=features, IDP_FEATURES_DISABLED=disabled,
-                                             IDP_REDIS_URL="redis://127.0.0.1:1/0",
-                                             IDP_DB_URL="postgresql://idp@db1:5432,db2:5433/idp")
+    cache_settings, databases = _prod_caches(
+        monkeypatch, IDP_FEATURES=features, IDP_FEATURES_DISABLED=disabled, IDP_REDIS_URL="redis://127.0.0.1:1/0",
+        IDP_DB_URL="postgresql://idp@db1:5432,db2:5433/idp?target_session_attrs=read-write")
     backends = {cache_settings[alias]["BACKEND"] for alias in ("default", "generations")}
     assert backends == ({"idp.db_cache.DatabaseCache"} if in_database else {"idp.cache.RedisCache"})
     assert ("cache" in databases) is in_database
@@ -167,7 +167,7 @@ def test_production_caches_in_the_database_only_with_the_feature(monkeypatch, fe
 
 @pytest.mark.parametrize("url, host, port", [
     ("postgresql://idp@db1:5432,db2:5433/idp?target_session_attrs=read-write", "db1,db2", "5432,5433"),
-    ("postgresql://idp@db1,db2:5433/idp", "db1,db2", ",5433"),
+    ("postgresql://idp@db1,db2:5433/idp?target_session_attrs=primary", "db1,db2", ",5433"),
     ("postgresql://idp@[::1]:5432/idp", "::1", "5432"),
     ("postgresql://idp@db/idp", "db", ""),
 ])
@@ -183,6 +183,13 @@ def test_database_url_keeps_the_options_and_names_a_bad_port(monkeypatch):
         database_from_url("postgresql://idp@db1:5432,db2:x/idp")
     monkeypatch.setenv("IDP_DB_URL", "postgresql://idp@db1:5432,db2:x/idp")
     assert "IDP_DB_URL: port 'x' is not a number" in _setting_problems()
+
+
+@pytest.mark.parametrize("query", ["", "?target_session_attrs=any", "?sslmode=require"])
+def test_several_database_hosts_need_the_primary_asked_for(monkeypatch, query):
+    monkeypatch.setenv("IDP_DB_URL", f"postgresql://idp@db1:5432,db2:5432/idp{query}")
+    assert ("IDP_DB_URL: several hosts need ?target_session_attrs=read-write, or a node may connect to a read-only "
+            "standby") in _setting_problems()
 
 
 def test_dev_mode_refuses_the_feature_with_one_line(tmp_path):

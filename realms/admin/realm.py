@@ -21,6 +21,7 @@ from ..representation import client_policies as cp
 from ..representation.services import create_realm
 from ..signin import flows
 from ..sso import sessions
+from .admin_permissions_page import permissions_client
 from .audit import admin_event, object_event
 from .base import ConsoleAdmin, RealmScopedInline, adopt
 from .keyed import KeyedJsonForm, keyed_form
@@ -379,6 +380,11 @@ class RealmAdmin(ConsoleAdmin):
         if not request.user.is_superuser:
             grant_delegated_admin(request.user, obj)  # a realm's creator administers it
         set_current_realm(request, obj)
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        if form.instance.admin_permissions_enabled:  # as Keycloak, the switch makes the admin-permissions client
+            permissions_client(form.instance)
 
     @admin.action(description="Rotate signing key (new key active with a higher priority, old key passive)")
     def rotate_signing_key(self, request, queryset):

@@ -38,10 +38,12 @@ def test_the_switch_lists_the_page_and_a_permission_made_there_takes_effect(setu
            {"admin_permissions_enabled": "on"})
     acme.refresh_from_db()
     assert acme.admin_permissions_enabled
+    # As Keycloak, switching it on makes the admin-permissions client (the schema's types and scopes).
+    made = Client.objects.get(realm=acme, client_id="admin-permissions")
+    assert {r["name"] for r in made.authorization_settings["resources"]} == {"Users", "Groups", "Clients", "Roles"}
     assert f'href="{PAGE}"' in browser.get("/admin/master/console/").content.decode()
     page = browser.get(PAGE)
     assert page.status_code == 200 and "No permissions" in page.content.decode()
-    assert Client.objects.filter(realm=acme, client_id="admin-permissions").exists()
 
     assert not can(Admin(helper), acme, ("Users", "view"), alice)
     made = browser.post(PAGE, {"action": "add-policy", "type": "user", "name": "The helper", "values": "helper",

@@ -9,10 +9,10 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
 from realms.admin import ConsoleAdmin, RealmFilter
-from realms.admin.names import time_column
+from realms.admin.names import time_column, when
 from realms.audit.admin_events import console_auth
 
-from . import catalogue, delivery, payloads, schemas, services
+from . import catalogue, delivery, payloads, portal, schemas, services
 from .models import Delivery, DeliveryAttempt, Endpoint, Message
 
 
@@ -93,7 +93,7 @@ class EndpointAdmin(ConsoleAdmin):
     throttled = time_column("throttled_until", "Throttled until")
     slowed = time_column("slow_until", "Slow until")
     handshake = time_column("handshake_at", "Handshake")
-    actions = ["send_test_event", "rotate_secret", "rotate_secret_now", "enable"]
+    actions = ["send_test_event", "rotate_secret", "rotate_secret_now", "enable", "portal_link", "revoke_portal_links"]
 
     def change_event(self, request, operation, obj):
         pass  # recorded by the service functions
@@ -190,6 +190,19 @@ class EndpointAdmin(ConsoleAdmin):
     @admin.action(description="Rotate secret now (after a leak: old one stops at once)")
     def rotate_secret_now(self, request, queryset):
         self._rotate(request, queryset, 0)
+
+    @admin.action(description="Create a consumer portal link (valid 7 days)")
+    def portal_link(self, request, queryset):
+        for endpoint in queryset:
+            url, expires_at = portal.issue_link(request, endpoint, who=console_auth(request))
+            messages.warning(request, f"Consumer portal link of {endpoint.url}, valid until "
+                                      f"{when(expires_at, endpoint.realm)} (whoever holds it manages the endpoint): {url}")
+
+    @admin.action(description="Revoke every consumer portal link")
+    def revoke_portal_links(self, request, queryset):
+        for endpoint in queryset:
+            portal.revoke_links(endpoint, who=console_auth(request))
+            self.message_user(request, f"Consumer portal links of {endpoint.url} revoked.")
 
     @admin.action(description="Enable (clears the failure state)")
     def enable(self, request, queryset):

@@ -65,6 +65,8 @@ class Endpoint(EndpointTimers, models.Model):
         max_length=16, choices=[("standard", "standard: type, timestamp, data"),
                                 ("cloudevents", "CloudEvents 1.0, structured JSON")],
         default="standard", db_default="standard")
+    portal_links_not_before = models.DateTimeField(
+        null=True, blank=True, help_text="Consumer portal links issued before this open nothing (revoked).")
 
     class Meta:
         ordering = ["realm", "created_at"]

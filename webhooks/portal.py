@@ -51,7 +51,9 @@ def issue_link(request, endpoint, expires_in=DEFAULT_LINK_SECONDS, who=None):
     if not isinstance(expires_in, int) or isinstance(expires_in, bool) or not 60 <= expires_in <= MAX_LINK_SECONDS:
         raise services.WebhookError(f"expiresIn is a number of seconds from 60 to {MAX_LINK_SECONDS}")
     expires_at = timezone.now().replace(microsecond=0) + timedelta(seconds=expires_in)
-    token = signing.dumps({"e": endpoint.pk, "x": int(expires_at.timestamp())}, salt=SALT)
+    # "i": when it was issued, for revocation (``revoke_links``); whole seconds, as the expiry.
+    issued = int(timezone.now().timestamp())
+    token = signing.dumps({"e": endpoint.pk, "x": int(expires_at.timestamp()), "i": issued}, salt=SALT)
     _audit(endpoint, who, action="portal-link", expiresAt=_iso(expires_at))
     # Relative when the base URL is unknown (no request, no IDP_BASE_URL: a command in dev mode).
     return f"{base_url(request)}/realms/{endpoint.realm.name}/webhooks/portal/{token}/", expires_at
@@ -61,7 +63,7 @@ def open_link(realm_name, token):
     """(endpoint, expires_at) the link opens, or LinkRefused."""
     try:
         claims = signing.loads(token, salt=SALT)
-        endpoint_id, expiry = claims["e"], int(claims["x"])
+        endpoint_id, expiry, issued = claims["e"], int(claims["x"]), int(claims["i"])
     except (signing.BadSignature, KeyError, TypeError, ValueError):
         raise LinkRefused("webhookPortalLinkInvalid", 403) from None
     expires_at = datetime.fromtimestamp(expiry, tz=UTC)
@@ -70,7 +72,18 @@ def open_link(realm_name, token):
     endpoint = Endpoint.objects.select_related("realm").filter(pk=endpoint_id, realm__name=realm_name).first()
     if endpoint is None:  # deleted since, or a link of another realm's endpoint
         raise LinkRefused("webhookPortalLinkInvalid", 403)
+    revoked = endpoint.portal_links_not_before
+    if revoked is not None and issued < int(revoked.timestamp()):
+        raise LinkRefused("webhookPortalLinkRevoked", 403)
     return endpoint, expires_at
+
+
+def revoke_links(endpoint, who=None):
+    """Every link issued so far opens nothing any more (a link issued from the next second on works).
+    Svix's "expire all"; an admin event of its own."""
+    endpoint.portal_links_not_before = timezone.now().replace(microsecond=0) + timedelta(seconds=1)
+    endpoint.save(update_fields=["portal_links_not_before", "updated_at"])
+    _audit(endpoint, who, action="portal-links-revoked")
 
 
 def _audit(endpoint, who, **details):
@@ -84,20 +97,28 @@ def _iso(value):
 
 class PortalLink(RealmResource):
     """``POST /admin/realms/<realm>/webhooks/<id>/portal-link`` (``{"expiresIn": seconds}``,
-    optional): ``{"url", "expiresAt"}``. Managing the endpoint's events is what a link lets its
-    holder do, so issuing one needs what changing the endpoint needs."""
+    optional): ``{"url", "expiresAt"}``; ``DELETE``: every link issued so far revoked. Managing the
+    endpoint's events is what a link lets its holder do, so both need what changing it needs."""
 
-    required_role = {"POST": "manage-events"}
+    required_role = {"POST": "manage-events", "DELETE": "manage-events"}
 
     def handle_exception(self, exc):
         if isinstance(exc, services.WebhookError):
             exc = Invalid(str(exc))
         return super().handle_exception(exc)
 
-    def post(self, request, endpoint_id, **kwargs):
+    def endpoint(self, endpoint_id):
         endpoint = Endpoint.objects.filter(realm=self.realm, pk=endpoint_id).select_related("realm").first()
         if endpoint is None:
             raise NotFound("Webhook not found.")
+        return endpoint
+
+    def delete(self, request, endpoint_id, **kwargs):
+        revoke_links(self.endpoint(endpoint_id), who=self.auth_details())
+        return Response(status=204)
+
+    def post(self, request, endpoint_id, **kwargs):
+        endpoint = self.endpoint(endpoint_id)
         body = request.data if request.data else {}
         if not isinstance(body, dict):
             raise services.WebhookError("the body is a JSON object")

@@ -217,3 +217,43 @@ def test_an_event_of_another_endpoint_is_not_shown(opened, realm, receiver_serve
     with django_capture_on_commit_callbacks(execute=True):
         message = services.send_test_event(other)
     assert opened.get(f"{opened.path}events/{message.pk}").status_code == 404
+
+
+def test_revoking_closes_every_link_issued_before(tokens, endpoint):  # noqa: F811
+    old = _path(_link(tokens, endpoint)["url"])
+    assert Client().get(old).status_code == 200
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {tokens['admin']}")
+    with time_machine.travel(timezone.now(), tick=False):
+        assert api.delete(f"/admin/realms/wh-realm/webhooks/{endpoint.pk}/portal-link").status_code == 204
+        resp = Client().get(old)
+        assert resp.status_code == 403 and "This link was withdrawn" in resp.content.decode()
+        # A link issued in the same second is withdrawn too; one from the next second on works.
+        same_second = _path(_link(tokens, endpoint)["url"])
+        assert Client().get(same_second).status_code == 403
+    with time_machine.travel(timezone.now() + timedelta(seconds=2)):
+        assert Client().get(_path(_link(tokens, endpoint)["url"])).status_code == 200
+        assert Client().get(old).status_code == 403
+    assert _admin_events(endpoint, "ACTION").filter(details__action="portal-links-revoked").count() == 1
+    plain = Client(HTTP_AUTHORIZATION=f"Bearer {tokens['plain']}")
+    assert plain.delete(f"/admin/realms/wh-realm/webhooks/{endpoint.pk}/portal-link").status_code == 403
+
+
+def test_the_console_issues_and_revokes_links(realm, endpoint):
+    from realms.models import Role, User
+
+    master = Realm.objects.get(name="master")
+    admin = User.objects.create(realm=master, username="portal-console-admin")
+    admin.roles.add(Role.objects.get(realm=master, client=None, name="admin"))
+    console = Client()
+    console.force_login(admin)
+    console.get(f"/admin/master/console/webhooks/endpoint/?realm__id__exact={realm.pk}")
+    resp = console.post("/admin/master/console/webhooks/endpoint/",
+                        {"action": "portal_link", "_selected_action": [endpoint.pk]}, follow=True)
+    shown = [str(m) for m in resp.context["messages"] if "/webhooks/portal/" in str(m)]
+    assert len(shown) == 1 and "valid until" in shown[0]
+    link = _path(re.search(r"(https?://\S+/)$", shown[0]).group(1))
+    assert Client().get(link).status_code == 200
+    console.post("/admin/master/console/webhooks/endpoint/",
+                 {"action": "revoke_portal_links", "_selected_action": [endpoint.pk]})
+    assert Client().get(link).status_code == 403
+    assert {e.details["action"] for e in _admin_events(endpoint, "ACTION")} == {"portal-link", "portal-links-revoked"}

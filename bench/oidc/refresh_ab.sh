@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The refresh grant of this tree against OLD_TREE's (a git worktree of an older commit, same
+# schema), on one database, in one window: ROUNDS rounds, each loading this tree's server and
+# then the old one with client-credentials grants (the peer) and refresh grants, 50 concurrent
+# clients, the server pinned to core 0 and hey to core 1 (as run.sh). CPU per request counted for
+# the server, PostgreSQL and Redis; on a shared machine read the ratios within a round.
+# Usage: OLD_TREE=path bench/oidc/refresh_ab.sh   (env: DURATION=10 ROUNDS=2 WORKERS=1 THREADS=4)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+: "${OLD_TREE:?OLD_TREE: a worktree of the commit to compare with}"
+DURATION=${DURATION:-10}
+ROUNDS=${ROUNDS:-2}
+WORKERS=${WORKERS:-1}
+THREADS=${THREADS:-4}
+command -v hey >/dev/null || apt-get install -y -qq hey >/dev/null
+# shellcheck source=scripts/services.sh
+source scripts/services.sh
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+SERVER=""
+cleanup() { [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; wait 2>/dev/null; services_stop; }
+trap cleanup EXIT
+services_start >/dev/null
+HZ=$(getconf CLK_TCK)
+PG_PID=$(head -n1 "$SERVICES_DIR/pg/data/postmaster.pid")
+REDIS_PID=$(cat "$SERVICES_DIR/redis.pid")
+PORT=$(_free_port); MPORT=$(_free_port)
+export PYTHONPATH=$PWD DJANGO_SETTINGS_MODULE=bench.oidc.settings IDP_DB_URL=$IDP_TEST_DB_URL \
+  IDP_REDIS_URL=$IDP_TEST_REDIS_URL IDP_HOSTNAME=127.0.0.1 IDP_BASE_URL=http://127.0.0.1:$PORT \
+  IDP_SECRET_KEY=$(python3 -c 'import secrets; print(secrets.token_urlsafe(50))')
+PY=$PWD/.venv/bin/python
+$PY manage.py migrate -v0
+$PY bench/oidc/setup_realm.py >/dev/null
+U=http://127.0.0.1:$PORT
+SECRET=bench-secret-0123456789abcdefghijklmnop
+BASIC="Authorization: Basic $(printf 'bench-app:%s' $SECRET | base64 -w0)"
+TOKEN=$U/realms/bench/protocol/openid-connect/token
+FORM=application/x-www-form-urlencoded
+
+echo "machine: $(lscpu | awk -F: '/Model name/{gsub(/^ +/,"",$2); print $2}'), $(nproc) cores; $($PY -V);" \
+  "$(date -u +%FT%TZ); granian: $WORKERS worker(s) x $THREADS thread(s); load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+for round in $(seq "$ROUNDS"); do
+  for tree in "$PWD" "$OLD_TREE"; do
+    echo "round $round, server of $(git -C "$tree" log -1 --format='%h' HEAD) ($([ "$tree" = "$PWD" ] && echo this tree || echo OLD_TREE)):"
+    start_server "$tree" "$PORT" "$MPORT"
+    for _ in $(seq 120); do curl -fs "$U/bench/bare" >/dev/null 2>&1 && break; sleep 0.5; done
+    # The benchmark's own sign-in (password grant, scope openid): the refresh token presented.
+    RT=$(curl -fs -u "bench-app:$SECRET" -d grant_type=password -d username=bench-user -d password=bench-password-1 \
+      -d scope=openid "$TOKEN" | $PY -c 'import json,sys; print(json.load(sys.stdin)["refresh_token"])')
+    load client_credentials -m POST -T $FORM -H "$BASIC" -d grant_type=client_credentials "$TOKEN"
+    load refresh_token -m POST -T $FORM -H "$BASIC" -d "grant_type=refresh_token&refresh_token=$RT" "$TOKEN"
+    stop_server
+  done
+done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Many realms: the same server with 1 realm and with 1,000 (each a confidential client with a
+# service account and a user, bench/realms/setup.py), in one run on one database: first 1 realm
+# is created and measured, then the other 999, and measured again. Production mode (manage.py
+# start = Granian, PostgreSQL, Redis), the server pinned to core 0, the load generator to core 1.
+#
+# Per realm count: start time (launch to the first token answered), memory per worker (RSS of
+# each Granian worker after a warm-up that asks a token in every realm), client-credentials
+# throughput and CPU per request (server, PostgreSQL and Redis, from /proc) in the first realm
+# and in the last one, and the console's realm list (/admin/master/console/realms/realm/, as the
+# master admin) with its header switcher: median and p99 of serial requests.
+# OLD_TREE=path (a git worktree of an older commit, same schema): its server is measured the same
+# way right after this tree's, on the same database, with the same realms.
+# Usage: bench/realms/run.sh   (env: DURATION=10 WORKERS=1 THREADS=4 COUNTS="1 1000" OLD_TREE=)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+DURATION=${DURATION:-10}
+WORKERS=${WORKERS:-1}
+THREADS=${THREADS:-4}
+COUNTS=${COUNTS:-"1 1000"}
+command -v hey >/dev/null || apt-get install -y -qq hey >/dev/null
+scripts/setup.sh test >/dev/null
+# shellcheck source=scripts/services.sh
+source scripts/services.sh
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+SERVER=""
+cleanup() { [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; wait 2>/dev/null; services_stop; }
+trap cleanup EXIT
+services_start >/dev/null
+HZ=$(getconf CLK_TCK)
+PG_PID=$(head -n1 "$SERVICES_DIR/pg/data/postmaster.pid")
+REDIS_PID=$(cat "$SERVICES_DIR/redis.pid")
+PORT=$(_free_port); MPORT=$(_free_port)
+export PYTHONPATH=$PWD DJANGO_SETTINGS_MODULE=idp.settings.prod IDP_DB_URL=$IDP_TEST_DB_URL \
+  IDP_REDIS_URL=$IDP_TEST_REDIS_URL IDP_HOSTNAME=127.0.0.1 IDP_BASE_URL=http://127.0.0.1:$PORT \
+  IDP_SECRET_KEY=$(python3 -c 'import secrets; print(secrets.token_urlsafe(50))')
+PY=$PWD/.venv/bin/python
+$PY manage.py migrate -v0
+U=http://127.0.0.1:$PORT
+BASIC="Authorization: Basic $(printf 'app:%s' bench-secret-0123456789abcdefghijklmnop | base64 -w0)"
+FORM=application/x-www-form-urlencoded
+token_url() { printf '%s/realms/realm-%04d/protocol/openid-connect/token' "$U" "$1"; }
+
+measure() {  # measure TREE COUNT: start, memory, tokens and the realm list of TREE's server
+  started=$(date +%s.%N)
+  start_server "$1" "$PORT" "$MPORT"
+  until curl -fs -o /dev/null -H "$BASIC" -d grant_type=client_credentials "$(token_url 0)"; do sleep 0.05; done
+  echo "  start (launch to the first token): $(awk -v s="$started" -v e="$(date +%s.%N)" 'BEGIN {printf "%.2f", e - s}') s"
+  # Warm-up: a token in every realm, then the console's realm list.
+  for n in $(seq 0 $(($2 - 1))); do printf 'url = "%s"\noutput = "/dev/null"\n' "$(token_url "$n")"; done | \
+    taskset -c 1 curl -fs -K - -H "$BASIC" -d grant_type=client_credentials
+  taskset -c 1 hey -n 20 -c 1 -H "Cookie: $COOKIE" "$U/admin/master/console/realms/realm/" >/dev/null
+  rss=""
+  for pid in $(pgrep -P "$SERVER"); do rss="$rss $(awk '/^VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$pid/status")"; done
+  echo "  RSS per worker after warm-up (MiB):$rss"
+  load "client_credentials_first" -m POST -T $FORM -H "$BASIC" -d grant_type=client_credentials "$(token_url 0)"
+  load "client_credentials_last" -m POST -T $FORM -H "$BASIC" -d grant_type=client_credentials "$(token_url $(($2 - 1)))"
+  out=$(taskset -c 1 hey -n 200 -c 1 -H "Cookie: $COOKIE" "$U/admin/master/console/realms/realm/")
+  echo "$out" | awk '/ 50%/ {p50=$3*1000} / 99%/ {p99=$3*1000} /^  \[[0-9]+\]/ {c=c $1 $2 " "}
+    END {printf "  console realm list (200 serial GETs): p50 %.1f ms  p99 %.1f ms  status %s\n", p50, p99, c}'
+  stop_server
+}
+
+echo "machine: $(lscpu | awk -F: '/Model name/{gsub(/^ +/,"",$2); print $2}'), $(nproc) cores; $($PY -V);" \
+  "$(date -u +%FT%TZ); granian: $WORKERS worker(s) x $THREADS thread(s); load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+for count in $COUNTS; do
+  started=$(date +%s.%N)
+  COOKIE=$($PY bench/realms/setup.py "$count" | tail -n1)
+  echo "$count realm(s): created in $(awk -v s="$started" -v e="$(date +%s.%N)" 'BEGIN {printf "%.1f", e - s}') s"
+  for tree in "$PWD" ${OLD_TREE:+"$OLD_TREE"}; do
+    echo " server of $(git -C "$tree" log -1 --format='%h %cs' HEAD) ($([ "$tree" = "$PWD" ] && echo this tree || echo OLD_TREE)):"
+    measure "$tree" "$count"
+  done
+done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

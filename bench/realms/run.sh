@@ -8,7 +8,7 @@
 # each Granian worker after a warm-up that asks a token in every realm), client-credentials
 # throughput and CPU per request (server, PostgreSQL and Redis, from /proc) in the first realm
 # and in the last one, and the console's realm list (/admin/master/console/realms/realm/, as the
-# master admin) with its header switcher: median and p99 of serial requests.
+# master admin) with its header switcher: median and p99 of serial requests, CPU per request.
 # OLD_TREE=path (a git worktree of an older commit, same schema): its server is measured the same
 # way right after this tree's, on the same database, with the same realms.
 # Usage: bench/realms/run.sh   (env: DURATION=10 WORKERS=1 THREADS=4 COUNTS="1 1000" OLD_TREE=)
@@ -56,9 +56,13 @@ measure() {  # measure TREE COUNT: start, memory, tokens and the realm list of T
   echo "  RSS per worker after warm-up (MiB):$rss"
   load "client_credentials_first" -m POST -T $FORM -H "$BASIC" -d grant_type=client_credentials "$(token_url 0)"
   load "client_credentials_last" -m POST -T $FORM -H "$BASIC" -d grant_type=client_credentials "$(token_url $(($2 - 1)))"
+  # Serial requests wait for a core on a busy machine: the CPU per request is the figure to read.
+  before=$(snapshot)
   out=$(taskset -c 1 hey -n 200 -c 1 -H "Cookie: $COOKIE" "$U/admin/master/console/realms/realm/")
+  after=$(snapshot)
   echo "$out" | awk '/ 50%/ {p50=$3*1000} / 99%/ {p99=$3*1000} /^  \[[0-9]+\]/ {c=c $1 $2 " "}
-    END {printf "  console realm list (200 serial GETs): p50 %.1f ms  p99 %.1f ms  status %s\n", p50, p99, c}'
+    END {printf "  console realm list (200 serial GETs): p50 %.1f ms  p99 %.1f ms  status %s| ", p50, p99, c}'
+  cpu_per 200 "$before" "$after"; echo
   stop_server
 }
 

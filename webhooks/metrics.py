@@ -29,11 +29,12 @@ receivers = set()
 
 
 def _count(key, n=1):
-    cache.add(key, 0, timeout=None)
+    """One round trip while the key exists (every count but the first)."""
     try:
         cache.incr(key, n)
-    except ValueError:  # evicted between add and incr
-        cache.set(key, n, timeout=None)
+    except ValueError:  # first count, or evicted: start it, unless another process just did
+        if not cache.add(key, n, timeout=None):
+            cache.incr(key, n)
 
 
 def signature_failure(name):
@@ -41,7 +42,8 @@ def signature_failure(name):
 
 
 def attempts_recorded(outcomes):
-    """``outcomes``: attempts of a flush of results by outcome; one cache call per outcome seen."""
+    """``outcomes``: attempts of a flush of results by outcome; one cache call per outcome seen
+    (held by tests/webhooks/test_cost_model.py)."""
     for outcome, n in outcomes.items():
         if n:
             _count(OUTCOMES_KEY.format(outcome), n)

@@ -96,8 +96,8 @@ def _apply(request, realm, client, action, data, post):
     if action == "add-permission":
         body = {k: v for k, v in data.items() if v not in ("", [])}
 
-        def change(settings):
-            settings["policies"].append(admin_permission(realm, settings, body))
+        def change(settings):  # the Admin API's way: a taken name refused, references checked
+            _store_policy(realm, settings, admin_permission(realm, settings, body))
         _change(request, realm, client, change, "AUTHORIZATION_POLICY", "/permission/scope", "CREATE", body)
         return f"Permission {data['name']} created."
     if action == "add-policy":

@@ -63,6 +63,9 @@ def test_the_switch_lists_the_page_and_a_permission_made_there_takes_effect(setu
     assert [p["name"] for p in listed] == ["Helper views users"]
     assert Api(token("acme", "helper"))("get", "acme/users").status_code == 200
 
+    again = browser.post(PAGE, {"action": "add-permission", "name": "Helper views users", "resourceType": "Groups",
+                                "scopes": ["view"], "policies": ["The helper"], "decisionStrategy": "UNANIMOUS"})
+    assert again.status_code == 400 and "Policy with name [Helper views users] already exists" in again.content.decode()
     permission = next(p for p in Client.objects.get(pk=client.pk).authorization_settings["policies"]
                       if p["name"] == "Helper views users")
     assert browser.post(PAGE, {"action": "delete", "id": permission["id"]}).status_code == 302

@@ -18,7 +18,7 @@ from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from ..admin_api.authz import _remove_policy, _store_policy, typed_to_stored
+from ..admin_api.authz import remove_policy, store_policy, typed_to_stored
 from ..administration.admin_permissions import PERMISSIONS_CLIENT, POLICY_TYPES, SCHEMA, can, console_admin
 from ..audit import admin_events
 from ..audit.admin_events import console_auth
@@ -97,19 +97,19 @@ def _apply(request, realm, client, action, data, post):
         body = {k: v for k, v in data.items() if v not in ("", [])}
 
         def change(settings):  # the Admin API's way: a taken name refused, references checked
-            _store_policy(realm, settings, admin_permission(realm, settings, body))
+            store_policy(realm, settings, admin_permission(realm, settings, body))
         _change(request, realm, client, change, "AUTHORIZATION_POLICY", "/permission/scope", "CREATE", body)
         return f"Permission {data['name']} created."
     if action == "add-policy":
         body = _typed(data)
-        _change(request, realm, client, lambda s: _store_policy(realm, s, typed_to_stored(s, data["type"], body)),
+        _change(request, realm, client, lambda s: store_policy(realm, s, typed_to_stored(s, data["type"], body)),
                 "AUTHORIZATION_POLICY", f"/policy/{data['type']}", "CREATE", body)
         return f"Policy {data['name']} created."
     if action == "delete":
         settings = schema_settings(client, copy.deepcopy(client.authorization_settings))
         if not any(p["id"] == post.get("id") for p in settings["policies"]):
             raise Http404("No such permission or policy.")
-        _change(request, realm, client, lambda s: _remove_policy(s, post["id"]), "AUTHORIZATION_POLICY",
+        _change(request, realm, client, lambda s: remove_policy(s, post["id"]), "AUTHORIZATION_POLICY",
                 f"/policy/{post['id']}", "DELETE")
         return "Deleted."
     raise Http404("No such action.")

@@ -19,11 +19,11 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from ..admin_api.authz import (
-    _remove_policy,
-    _remove_scope,
-    _server_rep,
-    _store_policy,
-    _store_scope,
+    remove_policy,
+    remove_scope,
+    server_rep,
+    store_policy,
+    store_scope,
     typed_to_stored,
 )
 from ..administration.admin_permissions import PERMISSIONS_CLIENT, can, console_admin
@@ -222,7 +222,7 @@ def _apply(page, data, post):
         return f"Resource {resource['name']} {done}."
     if action == "add-scope":
         scope = check_scope({**{k: v for k, v in data.items() if v}, "id": existing["id"] if existing else new_id()}, "")
-        page.change(lambda s: _store_scope(s, scope), "AUTHORIZATION_SCOPE", f"/scope/{scope['id']}", operation, scope)
+        page.change(lambda s: store_scope(s, scope), "AUTHORIZATION_SCOPE", f"/scope/{scope['id']}", operation, scope)
         return f"Authorization scope {scope['name']} {done}."
     if action in ("add-policy", "add-permission"):
         kind = existing["type"] if existing else data["type"]  # a policy keeps its type, as Keycloak's
@@ -235,7 +235,7 @@ def _apply(page, data, post):
 
         def change(settings):
             created["policy"] = typed_to_stored(settings, kind, body, existing)
-            _store_policy(page.client.realm, settings, created["policy"])
+            store_policy(page.client.realm, settings, created["policy"])
         page.change(change, "AUTHORIZATION_POLICY", f"/policy/{existing['id'] if existing else kind}", operation, body)
         return f"{'Policy' if action == 'add-policy' else 'Permission'} {created['policy']['name']} {done}."
     raise Http404("Nothing to do.")
@@ -265,11 +265,11 @@ def _delete(page, action, item_id):
         return "The resource was deleted."
     scope = next((s for s in settings["scopes"] if s["id"] == item_id), None)
     if action == "delete-scope" and scope is not None:
-        page.change(lambda s: _remove_scope(s, item_id), "AUTHORIZATION_SCOPE", f"/scope/{item_id}", "DELETE")
+        page.change(lambda s: remove_scope(s, item_id), "AUTHORIZATION_SCOPE", f"/scope/{item_id}", "DELETE")
         tickets.forget(page.client, scope=scope["name"])
         return "The authorization scope was deleted."
     if action == "delete-policy" and any(p["id"] == item_id for p in settings["policies"]):
-        page.change(lambda s: _remove_policy(s, item_id), "AUTHORIZATION_POLICY", f"/policy/{item_id}", "DELETE")
+        page.change(lambda s: remove_policy(s, item_id), "AUTHORIZATION_POLICY", f"/policy/{item_id}", "DELETE")
         return "The policy was deleted."
     raise Http404("Nothing to do.")
 
@@ -308,7 +308,7 @@ def view(model_admin, request, object_id, tab):
         raise Http404("No such tab.")
     page = Page(model_admin, request, object_id)
     here = reverse("admin:realms_client_authorization", args=[page.client.pk, tab])
-    export = {**_server_rep(page.server), **page.server.settings}
+    export = {**server_rep(page.server), **page.server.settings}
     if tab == "export" and request.GET.get("download"):
         response = HttpResponse(json.dumps(export, indent=2), content_type="application/json")
         response["Content-Disposition"] = f'attachment; filename="{page.client.client_id}-authz-config.json"'

@@ -59,7 +59,7 @@ _NAMED = {"policies": ("applyPolicies", "policies", "id"), "resources": ("resour
 
 # resource server --------------------------------------------------------------------------------
 
-def _server_rep(server):
+def server_rep(server):
     s = server.settings
     return {"id": server.client.pk, "clientId": server.client.client_id, "name": server.client.client_id,
             "allowRemoteResourceManagement": s.get("allowRemoteResourceManagement", False),
@@ -69,7 +69,7 @@ def _server_rep(server):
 
 class ResourceServer(AuthzResource):
     def get(self, request, realm, client_uuid):
-        return Response(_server_rep(self.server()))
+        return Response(server_rep(self.server()))
 
     def put(self, request, realm, client_uuid):
         body, server = _body(request), self.server()
@@ -93,7 +93,7 @@ class Settings(AuthzResource):
 
     def get(self, request, realm, client_uuid):
         server = self.server()
-        return Response({**_server_rep(server), **server.settings})
+        return Response({**server_rep(server), **server.settings})
 
 
 class Import(AuthzResource):
@@ -161,7 +161,7 @@ class ResourceDetail(AuthzResource):
 
 # scopes -----------------------------------------------------------------------------------------
 
-def _store_scope(settings, scope):
+def store_scope(settings, scope):
     if any(s["name"] == scope["name"] and s["id"] != scope["id"] for s in settings["scopes"]):
         raise NameTaken("name", f"Scope with name [{scope['name']}] already exists.")
     old = next((s for s in settings["scopes"] if s["id"] == scope["id"]), None)
@@ -183,7 +183,7 @@ def _rename(settings, old, new):
                                                     separators=(",", ":"))
 
 
-def _remove_scope(settings, scope_id):
+def remove_scope(settings, scope_id):
     gone = next(s for s in settings["scopes"] if s["id"] == scope_id)
     settings["scopes"] = [s for s in settings["scopes"] if s["id"] != scope_id]
     for resource in settings["resources"]:
@@ -206,7 +206,7 @@ class Scopes(AuthzResource):
             scope = check_scope({**_body(request), "id": new_id()}, "")
         except RepresentationError as exc:
             raise errors.Invalid(str(exc)) from None
-        self.change(server, lambda s: _store_scope(s, scope), "AUTHORIZATION_SCOPE", f"/scope/{scope['id']}", scope,
+        self.change(server, lambda s: store_scope(s, scope), "AUTHORIZATION_SCOPE", f"/scope/{scope['id']}", scope,
                     "CREATE")
         return Response(scope, status=status.HTTP_201_CREATED)
 
@@ -229,14 +229,14 @@ class ScopeDetail(AuthzResource):
             scope = check_scope({**_body(request), "id": scope_id}, "")
         except RepresentationError as exc:
             raise errors.Invalid(str(exc)) from None
-        self.change(server, lambda s: _store_scope(s, scope), "AUTHORIZATION_SCOPE", f"/scope/{scope_id}", scope)
+        self.change(server, lambda s: store_scope(s, scope), "AUTHORIZATION_SCOPE", f"/scope/{scope_id}", scope)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     def delete(self, request, realm, client_uuid, scope_id):
         server = self.server()
         self.refuse_on_schema()
         name = self.existing(server)["name"]
-        self.change(server, lambda s: _remove_scope(s, scope_id), "AUTHORIZATION_SCOPE", f"/scope/{scope_id}",
+        self.change(server, lambda s: remove_scope(s, scope_id), "AUTHORIZATION_SCOPE", f"/scope/{scope_id}",
                     operation="DELETE")
         tickets.forget(server.client, scope=name)
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -291,7 +291,7 @@ def stored_to_typed(settings, policy, schema=False):
     return out
 
 
-def _store_policy(realm, settings, policy):
+def store_policy(realm, settings, policy):
     if any(p["name"] == policy["name"] and p["id"] != policy["id"] for p in settings["policies"]):
         raise NameTaken("name", f"Policy with name [{policy['name']}] already exists")
     old = next((p for p in settings["policies"] if p["id"] == policy["id"]), None)
@@ -309,7 +309,7 @@ def _store_policy(realm, settings, policy):
     resolve(realm, settings, "")
 
 
-def _remove_policy(settings, policy_id):
+def remove_policy(settings, policy_id):
     gone = next(p for p in settings["policies"] if p["id"] == policy_id)
     settings["policies"] = [p for p in settings["policies"] if p["id"] != policy_id]
     for p in settings["policies"]:
@@ -376,14 +376,14 @@ class PolicyById(AuthzResource):
 
         def change(settings):
             policy = self.typed(settings, kind or existing["type"], body, existing)
-            _store_policy(self.realm, settings, policy)
+            store_policy(self.realm, settings, policy)
         self.change(server, change, "AUTHORIZATION_POLICY", f"/policy/{policy_id}", body)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     def delete(self, request, realm, client_uuid, policy_id, kind=None):
         server = self.server()
         self.existing(server)
-        self.change(server, lambda s: _remove_policy(s, policy_id), "AUTHORIZATION_POLICY", f"/policy/{policy_id}",
+        self.change(server, lambda s: remove_policy(s, policy_id), "AUTHORIZATION_POLICY", f"/policy/{policy_id}",
                     operation="DELETE")
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -404,7 +404,7 @@ class PolicyOrType(PolicyById):
 
         def change(settings):
             created["policy"] = self.typed(settings, kind, body)
-            _store_policy(self.realm, settings, created["policy"])
+            store_policy(self.realm, settings, created["policy"])
         self.change(server, change, "AUTHORIZATION_POLICY", f"/policy/{kind}", body, "CREATE")
         return Response(stored_to_typed(server.client.authorization_settings, created["policy"], self.schema),
                         status=status.HTTP_201_CREATED)

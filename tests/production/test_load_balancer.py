@@ -100,10 +100,22 @@ def test_the_nodes_believe_the_address_haproxy_saw_not_a_header_the_client_sent(
 
 def test_the_nodes_believe_the_scheme_haproxy_saw_not_a_header_the_client_sent(cluster):
     realm_id = f"/{REALM}"
+    data = {"client_id": "app", "client_secret": SECRET, "grant_type": "client_credentials"}
+
+    def seen_by_both(status):
+        """Until each node answers plain HTTP with ``status`` (a realm change reaches every node
+        within a second)."""
+        deadline = time.monotonic() + 3
+        for node in cluster.nodes:
+            url = f"{node.base}/realms/{REALM}/protocol/openid-connect/token"
+            while requests.post(url, data=data, timeout=10).status_code != status:
+                assert time.monotonic() < deadline, f"{node.name} did not see the change"
+                time.sleep(0.05)
+
     assert cluster.admin("put", realm_id, {"sslRequired": "all"}).status_code == 204
     try:
+        seen_by_both(403)
         spoofed = {"X-Forwarded-Proto": "https"}
-        data = {"client_id": "app", "client_secret": SECRET, "grant_type": "client_credentials"}
         # Plain HTTP to HAProxy: it says "http" whatever the client claimed, and the realm refuses.
         through = requests.post(f"{cluster.oidc}/token", headers=spoofed, data=data, timeout=10)
         assert through.status_code == 403 and through.json()["error_description"] == "HTTPS required", through.text
@@ -114,3 +126,4 @@ def test_the_nodes_believe_the_scheme_haproxy_saw_not_a_header_the_client_sent(c
         assert direct.status_code == 200, direct.text
     finally:
         assert cluster.admin("put", realm_id, {"sslRequired": "none"}).status_code == 204
+        seen_by_both(200)

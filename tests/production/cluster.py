@@ -71,33 +71,6 @@ class Node(ProductionNode):
             assert self.proc.wait(SHUTDOWN_DELAY + 15) == 0, self.log()[-2000:]
         self.proc = None
 
-    def processes(self):
-        """The node's main process and the workers it forked (read from /proc)."""
-        children = {}
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                ppid = int(stat.read_text().rpartition(")")[2].split()[1])  # after the state
-            except (OSError, ValueError, IndexError):
-                continue
-            children.setdefault(ppid, []).append(int(stat.parent.name))
-        found, todo = [], [self.proc.pid]
-        while todo:
-            found.append(todo.pop())
-            todo.extend(children.get(found[-1], []))
-        return found
-
-    def kill(self):
-        """SIGKILL to the main process and its workers at once: a lost machine finishes nothing
-        (killing the main process alone would leave its workers serving)."""
-        if self.proc is not None and self.proc.poll() is None:
-            for pid in self.processes():
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            self.proc.wait()
-        self.proc = None
-
     def served(self, path):
         """How many requests for ``path`` this node's access log has (Granian's, one line each)."""
         return sum(1 for line in self.log().splitlines() if f" {path} " in line)

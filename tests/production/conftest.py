@@ -5,6 +5,7 @@ one per site, and production nodes (``manage.py start``) with their log in a fil
 import glob
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -156,9 +157,29 @@ class ProductionNode:
     def log(self):
         return (self.var_dir / "node.log").read_text(errors="replace")
 
+    def processes(self):
+        """The node's main process and the workers it forked (read from /proc)."""
+        children = {}
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                ppid = int(stat.read_text().rpartition(")")[2].split()[1])  # after the state
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(stat.parent.name))
+        found, todo = [], [self.proc.pid]
+        while todo:
+            found.append(todo.pop())
+            todo.extend(children.get(found[-1], []))
+        return found
+
     def kill(self):
-        """SIGKILL: a lost machine finishes nothing."""
+        """SIGKILL to the main process and its workers at once: a lost machine finishes nothing
+        (killing the main process alone would leave its workers serving)."""
         if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
+            for pid in self.processes():
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
             self.proc.wait()
         self.proc = None

@@ -25,7 +25,12 @@ from ..audit.admin_events import console_auth
 from ..authz.policies import STRATEGIES, config_list
 from ..models import Client
 from ..representation import RepresentationError
-from ..representation.authorization import admin_permission, check_admin_permissions, schema_settings
+from ..representation.authorization import (
+    admin_permission,
+    check_admin_permissions,
+    permissions_client,
+    schema_settings,
+)
 from ..representation.resource_server import write
 from .base import LinesField
 from .switcher import current_realm
@@ -64,18 +69,6 @@ def _typed(data):
     typed = {"user": {"users": values}, "group": {"groups": [{"path": v} for v in values]},
              "role": {"roles": [{"id": v, "required": False} for v in values]}, "client": {"clients": values}}
     return {**{k: data[k] for k in ("name", "description", "logic") if data[k]}, **typed[data["type"]]}
-
-
-def permissions_client(realm):
-    """The realm's admin-permissions client, made with the schema's scopes and resource types."""
-    client = Client.objects.filter(realm=realm, client_id=PERMISSIONS_CLIENT).first()
-    if client is None:
-        client = Client(realm=realm, client_id=PERMISSIONS_CLIENT, protocol="openid-connect",
-                        authorization_services_enabled=True, standard_flow_enabled=False)
-        client.authorization_settings = schema_settings(client, {"policyEnforcementMode": "ENFORCING",
-                                                                 "decisionStrategy": "UNANIMOUS"})
-        client.save()
-    return client
 
 
 def _change(request, realm, client, change, kind, sub_path, operation, representation=None):

@@ -18,10 +18,10 @@ from ..http import email
 from ..models import AuthenticationFlow, Event, Realm, RealmDefaultClientScope, RealmKey, UserSession, has_realm_role
 from ..representation import RepresentationError
 from ..representation import client_policies as cp
+from ..representation.authorization import permissions_client
 from ..representation.services import create_realm
 from ..signin import flows
 from ..sso import sessions
-from .admin_permissions_page import permissions_client
 from .audit import admin_event, object_event
 from .base import ConsoleAdmin, RealmScopedInline, adopt
 from .keyed import KeyedJsonForm, keyed_form

@@ -15,6 +15,7 @@ from ..audit import admin_events
 from ..audit.admin_events import auth_details
 from ..models import Realm
 from ..representation import REALM_FIELDS, RepresentationError, client_policies, import_realm
+from ..representation.authorization import permissions_client
 from ..representation.fields import Parser, as_dict, as_str, model_fields, spec_of
 from ..representation.realm import POLICY_PREFIXES, realm_settings_rep
 from . import errors
@@ -119,6 +120,8 @@ class RealmDetail(RealmResource):
             target.save()
             if old_name != new_name:
                 rename_delegated_client(old_name, new_name)
+            if target.admin_permissions_enabled:
+                permissions_client(target)
             admin_events.record(target, "UPDATE", "REALM", "", auth=self.auth_details(),
                                 representation=lambda: realm_rep(target))
         return Response(status=status.HTTP_204_NO_CONTENT)

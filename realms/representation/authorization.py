@@ -153,6 +153,20 @@ _LOOKUPS = {"Users": (User, "username"), "Clients": (Client, "client_id"), "Grou
             "Roles": (Role, None)}
 
 
+def permissions_client(realm):
+    """The realm's admin-permissions client, made with the schema's scopes and resource types when
+    missing: Keycloak makes it when the realm's ``adminPermissionsEnabled`` is switched on, from
+    the console or the Admin API."""
+    client = Client.objects.filter(realm=realm, client_id=PERMISSIONS_CLIENT).first()
+    if client is None:
+        client = Client(realm=realm, client_id=PERMISSIONS_CLIENT, protocol="openid-connect",
+                        authorization_services_enabled=True, standard_flow_enabled=False)
+        client.authorization_settings = schema_settings(client, {"policyEnforcementMode": "ENFORCING",
+                                                                 "decisionStrategy": "UNANIMOUS"})
+        client.save()
+    return client
+
+
 def schema_settings(client, settings):
     """In place: what Keycloak's AdminPermissionsSchema.init gives the client (every scope of the
     schema, a resource per resource type), and ids for the resources, scopes and policies an

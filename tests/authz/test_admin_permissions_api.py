@@ -153,3 +153,20 @@ def test_a_removed_object_leaves_the_permissions_naming_it(fgap):
         p["name"] for p in stored["policies"]}
     assert de0.pk not in {r["name"] for r in stored["resources"]}
     assert helper_api("get", f"fgap/users/{uk0.pk}").status_code == 200
+
+
+def test_switching_admin_permissions_on_through_the_api_makes_the_client(fresh_caches):
+    from realms.representation.services import create_realm
+
+    realm = create_realm("fgap-switch")
+    api = realm_admin(realm, "switch-admin", "manage-realm", "manage-authorization", "view-clients")
+    assert not Client.objects.filter(realm=realm, client_id="admin-permissions").exists()
+    assert api("put", "fgap-switch", {"adminPermissionsEnabled": False}).status_code == 204
+    assert not Client.objects.filter(realm=realm, client_id="admin-permissions").exists()
+    assert api("put", "fgap-switch", {"adminPermissionsEnabled": True}).status_code == 204
+    client = Client.objects.get(realm=realm, client_id="admin-permissions")
+    # ... ready for the authz routes, with the schema's scopes
+    scopes = api("get", f"fgap-switch/clients/{client.pk}/authz/resource-server/scope")
+    assert scopes.status_code == 200 and {"view", "manage"} <= {s["name"] for s in scopes.json()}
+    assert api("put", "fgap-switch", {"adminPermissionsEnabled": True}).status_code == 204
+    assert Client.objects.filter(realm=realm, client_id="admin-permissions").count() == 1

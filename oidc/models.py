@@ -141,3 +141,13 @@ class PushedAuthorization(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["expires_at"])]
+
+
+class RevokedToken(models.Model):
+    """An access token revoked (RFC 7009) before it expired, by the SHA-256 digest of its ``jti``,
+    kept until it would have expired anyway (Keycloak's REVOKED_TOKEN). The shared cache's mark is
+    what requests read; these rows put the marks back when the cache has lost them (a Redis
+    restarted empty), so a revoked token never comes back to life."""
+
+    digest = models.CharField(max_length=64, primary_key=True)
+    expires_at = models.DateTimeField(db_index=True)

@@ -5,8 +5,10 @@ and render.
 """
 import hashlib
 import time
+from datetime import timedelta
 
 from django.core.cache import cache
+from django.utils import timezone
 
 from realms import features
 from realms.audit.events import emit
@@ -20,6 +22,7 @@ from .authorize import RESPONSE_MODES, RESPONSE_TYPES
 from .client_auth import authenticate
 from .errors import InvalidRequest, InvalidToken, OAuthError, UnauthorizedClient
 from .grants import supported_grant_types
+from .models import RevokedToken
 
 AUTH_METHODS = ["client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt"]
 MTLS_AUTH_METHODS = ["tls_client_auth", "self_signed_tls_client_auth"]  # once a proxy passes certificates
@@ -150,12 +153,41 @@ def _optional_endpoints(issuer):
 
 # Revoked access tokens: their jti is remembered until they would have expired anyway.
 
+# The marks are in the shared cache, each also a RevokedToken row; this key says the cache holds
+# them all. Read in the same round trip as a mark: when it is missing (the cache restarted empty,
+# or evicted it), the marks are put back from the database first.
+_MARKS_HELD = "oidc:revoked-marks-held"
+_MARK_PREFIX = "oidc:revoked-at:"
+
+
+def _digest(jti):
+    return hashlib.sha256(str(jti).encode()).hexdigest()
+
+
 def _revoked_key(jti):
-    return "oidc:revoked-at:" + hashlib.sha256(str(jti).encode()).hexdigest()
+    return _MARK_PREFIX + _digest(jti)
+
+
+def _with_marks(keys):
+    """``cache.get_many(keys)`` where the revocation marks among ``keys`` are sure to be there."""
+    found = cache.get_many([*keys, _MARKS_HELD])
+    if found.pop(_MARKS_HELD, None) is None:
+        now = timezone.now()
+        rows = list(RevokedToken.objects.filter(expires_at__gt=now).values_list("digest", "expires_at"))
+        if rows:  # one lifetime for all: a mark outliving its token changes nothing
+            longest = max(int((expires - now).total_seconds()) for _, expires in rows) + 1
+            cache.set_many({_MARK_PREFIX + digest: 1 for digest, _ in rows}, timeout=longest)
+        cache.set(_MARKS_HELD, 1, timeout=None)
+        revoked = {_MARK_PREFIX + digest for digest, _ in rows}
+        found.update({key: 1 for key in keys if key in revoked})
+    return found
 
 
 def is_revoked(claims):
-    return bool(claims.get("jti")) and cache.get(_revoked_key(claims["jti"])) is not None
+    if not claims.get("jti"):
+        return False
+    key = _revoked_key(claims["jti"])
+    return key in _with_marks([key])
 
 
 def live_subject(realm_config, claims, *, check_revoked=False, fresh_user=False, has_client_session=None):
@@ -173,7 +205,7 @@ def live_subject(realm_config, claims, *, check_revoked=False, fresh_user=False,
     revoked_key = _revoked_key(claims["jti"]) if check_revoked and claims.get("jti") else None
     session_key = sessions.cache_key(sid) if sid else None
     keys = [key for key in (revoked_key, session_key) if key]
-    found = cache.get_many(keys) if keys else {}
+    found = (_with_marks(keys) if revoked_key else cache.get_many(keys)) if keys else {}
     if revoked_key in found:
         return None
     if sid:
@@ -315,7 +347,10 @@ def revoke(request, realm_config, issuer, params, ip_address=""):
         else:
             sessions.end_client_sessions([user_session], config.client, reason="revoked")
     elif typ == tokens.TYP_BEARER and claims.get("jti"):
-        cache.set(_revoked_key(claims["jti"]), 1, timeout=max(int(claims.get("exp", 0)) - int(time.time()), 1))
+        lifetime = max(int(claims.get("exp", 0)) - int(time.time()), 1)
+        RevokedToken.objects.update_or_create(
+            digest=_digest(claims["jti"]), defaults={"expires_at": timezone.now() + timedelta(seconds=lifetime)})
+        cache.set(_revoked_key(claims["jti"]), 1, timeout=lifetime)
     emit(realm, "REVOKE_GRANT", client_id=config.client_id, user_id=claims.get("sub", ""),
          session_id=claims.get("sid", ""), ip_address=ip_address)
     return config

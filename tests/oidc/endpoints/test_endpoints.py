@@ -1,7 +1,9 @@
 """Discovery, JWKS and key rotation, userinfo, introspection (RFC 7662), revocation (RFC 7009), CORS."""
+from datetime import timedelta
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from django.utils import timezone
 
 from oidc.tokens import decode
 from realms.data.keys import rotate_key
@@ -145,6 +147,32 @@ def test_revoke_access_token_and_unknown_token(http, realm, alice):
     assert http.post(url(realm, "revoke"), {"token": body["access_token"]}, **auth).status_code == 200
     assert introspect(http, realm, body["access_token"]).json() == {"active": False}
     assert http.post(url(realm, "revoke"), {"token": "not-a-token"}, **auth).status_code == 200
+
+
+def test_a_revoked_access_token_stays_revoked_when_the_cache_loses_its_mark(http, realm, alice):
+    """The shared cache restarted empty (a Redis without persistence): the marks come back from the
+    database (RevokedToken) at the next read, in the same round trip's miss, and only once."""
+    from django.core.cache import cache
+
+    from oidc.models import RevokedToken
+    from realms.purges import run as purge
+
+    body, _ = signed_tokens(http, realm, alice)
+    other, _ = signed_tokens(http, realm, alice)
+    auth = {"HTTP_AUTHORIZATION": basic("app", SECRET)}
+    assert http.post(url(realm, "revoke"), {"token": body["access_token"]}, **auth).status_code == 200
+    assert RevokedToken.objects.count() == 1
+    cache.clear()
+    assert introspect(http, realm, body["access_token"]).json() == {"active": False}
+    assert introspect(http, realm, other["access_token"]).json()["active"] is True
+    cache.clear()
+    userinfo = http.get(url(realm, "userinfo"), HTTP_AUTHORIZATION=f"Bearer {body['access_token']}")
+    assert userinfo.status_code == 401
+    assert http.get(url(realm, "userinfo"), HTTP_AUTHORIZATION=f"Bearer {other['access_token']}").status_code == 200
+    # Past the token's expiry the row is purged with the other expired state.
+    RevokedToken.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+    purge()
+    assert not RevokedToken.objects.exists()
 
 
 def test_revoke_offline_token_ends_offline_session(http, realm, alice):

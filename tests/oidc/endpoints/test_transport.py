@@ -88,8 +88,11 @@ def test_production_settings_send_hsts_and_do_not_trust_the_proto_header_blindly
     prod = importlib.import_module("idp.settings.prod")
     assert prod.SECURE_HSTS_SECONDS >= 31536000
     assert not hasattr(prod, "SECURE_PROXY_SSL_HEADER")
-    # Before anything that asks whether the request is secure (only the request timer and the NUL
-    # guard, which touch no database and build no URL, come first).
-    assert prod.MIDDLEWARE[:4] == ["idp.metrics.RequestMetricsMiddleware", "realms.http.input_guard.NulGuardMiddleware",
+    # Before anything that asks whether the request is secure (only the request timer, the request
+    # span, the log lines' request id and the NUL guard, which touch no database and build no URL,
+    # come first).
+    assert prod.MIDDLEWARE[:6] == ["idp.metrics.RequestMetricsMiddleware", "idp.tracing.TracingMiddleware",
+                                   "idp.logs.RequestContextMiddleware",
+                                   "realms.http.input_guard.NulGuardMiddleware",
                                    "realms.http.transport.TransportSecurityMiddleware",
                                    "django.middleware.security.SecurityMiddleware"]

@@ -74,6 +74,14 @@ class RequestContextMiddleware:
             request_id.reset(token)
 
 
+def granian_log_config():
+    """Granian's own loggers (its process lines and access lines, configured by Granian in each
+    of its processes, not by Django's LOGGING) in the console format chosen; None: its own."""
+    if settings.IDP_LOG_CONSOLE_OUTPUT != "json":
+        return None
+    return {"formatters": {name: {"()": "idp.logs.JsonFormatter"} for name in ("generic", "access")}}
+
+
 class JsonFormatter(logging.Formatter):
     """Keycloak's ``log-console-output=json`` shape, one object a line: ``timestamp``, ``sequence``,
     ``loggerName``, ``level``, ``message``, ``threadName``, ``hostName``, ``processId``, the

@@ -50,12 +50,13 @@ def use_multiprocess_dir(path):
     emptied first: a restart counts from zero, as Keycloak's counters do."""
     shutil.rmtree(path, ignore_errors=True)
     Path(path).mkdir(parents=True)
+    # Values made before (the configuration check's connection) would stay in this memory; dropped
+    # before the switch, which refuses to clear (and warns on every start).
+    for metric in SERVED_HERE:
+        metric.clear()
     os.environ[MULTIPROCESS_DIR] = str(path)
     # prometheus_client picks its value class when first imported, which Django's start-up did.
     values.ValueClass = values.MultiProcessValue()
-    # Values made before (the configuration check's connection) would stay in this memory.
-    for metric in SERVED_HERE:
-        metric.clear()
 
 
 class RequestMetricsMiddleware:

@@ -15,6 +15,7 @@ from django.test import Client
 from idp.logs import JsonFormatter, RedactQueryFilter
 from realms.representation.importer import import_realm
 
+from .test_modes import base_env, free_port, manage, production_database, stop, wait_for  # noqa: F401 (a fixture)
 from .test_tracing import REALM, collector, flushed, traced  # noqa: F401 (fixtures)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -84,3 +85,26 @@ def test_the_setting_chooses_the_console_format(tmp_path, output, is_json):
         assert err.endswith("WARNING idp.x hello there")
         with pytest.raises(ValueError):
             json.loads(err)
+
+
+@pytest.mark.postgresql
+def test_a_production_node_writes_every_line_as_json(production_database, tmp_path):  # noqa: F811
+    """Granian's own lines (its start, its workers, the access log) and the start command's advice
+    too, not only Django's; no warning printed past the logs."""
+    http, mgmt = free_port(), free_port()
+    env = base_env(DJANGO_SETTINGS_MODULE="idp.settings.prod", IDP_HOSTNAME="127.0.0.1",
+                   IDP_BASE_URL=f"http://127.0.0.1:{http}", IDP_SECRET_KEY="j" * 50, IDP_DB_URL=production_database,
+                   IDP_REDIS_URL=os.environ["IDP_TEST_REDIS_URL"], IDP_VAR_DIR=str(tmp_path),
+                   IDP_ACCESS_LOG="-", IDP_LOG_CONSOLE_OUTPUT="json")
+    proc = manage("start", "--http-port", str(http), "--management-port", str(mgmt), "--bind", "127.0.0.1",
+                  "--workers", "1", env=env)
+    try:
+        wait_for(f"http://127.0.0.1:{mgmt}/health/ready", deadline_s=120, proc=proc)
+        wait_for(f"http://127.0.0.1:{http}/realms/master/.well-known/openid-configuration", proc=proc)
+    finally:
+        stop(proc)
+    lines = [line for line in proc.stdout.read().splitlines() if line.strip()]
+    parsed = [json.loads(line) for line in lines]  # a plain line fails here
+    names = {line["loggerName"] for line in parsed}
+    assert {"_granian", "granian.access", "idp.start"} <= names, names  # no admin yet: the advice
+    assert any("openid-configuration" in line["message"] for line in parsed if line["loggerName"] == "granian.access")

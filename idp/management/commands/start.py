@@ -13,6 +13,7 @@ reads the body in the worker's event loop (408 and closed when not complete with
 ``--threads``: clients that send slowly cost a socket, not a thread. Each worker accepts as many
 connections as its file descriptors allow (``connection_cap``), so silent ones cannot fill a
 smaller quota before their timer closes them (decision 0086)."""
+import logging
 import os
 import resource
 import threading
@@ -114,7 +115,7 @@ class Command(BaseCommand):
             except ValueError as exc:
                 raise CommandError(str(exc)) from None
         if not admin_exists():
-            self.stderr.write(NO_ADMIN_WARNING)
+            logging.getLogger("idp.start").warning(NO_ADMIN_WARNING)  # a log line: JSON when the logs are
         call_command("collectstatic", interactive=False, verbosity=0)
         connections.close_all()  # nothing open may be inherited by the worker processes
         management.started.set()
@@ -124,6 +125,7 @@ class Command(BaseCommand):
         from granian.http import HTTP1Settings
 
         from idp.buffered_wsgi import django_application
+        from idp.logs import granian_log_config
 
         server = Granian(
             "idp.wsgi:application", address=bind, port=http_port,  # named in the process title
@@ -136,7 +138,7 @@ class Command(BaseCommand):
             http1_settings=HTTP1Settings(header_read_timeout=int(header_read_timeout * 1000)),
             # Granian's access line has the path without the query (which carries
             # id_token_hint, login hints ...) and no referrer.
-            log_access=bool(os.environ.get("IDP_ACCESS_LOG")),
+            log_access=bool(os.environ.get("IDP_ACCESS_LOG")), log_dictconfig=granian_log_config(),
             working_dir=settings.BASE_DIR,
             workers_kill_timeout=shutdown_timeout,
         )

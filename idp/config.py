@@ -116,7 +116,7 @@ def _setting_problems():
             ipaddress.ip_network(entry, strict=False)
         except ValueError:
             found.append(f"IDP_TRUSTED_PROXIES: {entry!r} is not an address or network")
-    found += _observability_problems()
+    found += observability_problems()
     for name in ("IDP_FEATURES", "IDP_FEATURES_DISABLED"):
         unknown = sorted({n.strip() for n in os.environ.get(name, "").split(",") if n.strip()} - set(FEATURES))
         if unknown:
@@ -124,8 +124,9 @@ def _setting_problems():
     return found
 
 
-def _observability_problems():
-    """Tracing and log settings (idp/tracing.py, idp/logs.py): Keycloak's values, nothing else."""
+def observability_problems():
+    """Tracing and log settings (idp/tracing.py, idp/logs.py): Keycloak's values, nothing else.
+    Production checks them with the rest; dev mode (``start_dev``) on their own."""
     import os
 
     found = []

@@ -261,6 +261,21 @@ def test_bad_tracing_and_log_settings_are_named(monkeypatch, name, value, proble
     assert not any(p.startswith(name) for p in _setting_problems())
 
 
+@pytest.mark.parametrize(("name", "value", "problem"), [
+    ("IDP_TRACING_ENABLED", "yes", "IDP_TRACING_ENABLED: 'yes' is not true or false"),
+    ("IDP_LOG_CONSOLE_OUTPUT", "xml", "IDP_LOG_CONSOLE_OUTPUT: 'xml' is not default or json"),
+])
+def test_dev_mode_refuses_a_bad_tracing_or_log_setting_in_one_line(tmp_path, name, value, problem):
+    """Not taken as "off" without a word: start_dev stops, naming the setting."""
+    from tests.idp.test_modes import base_env
+
+    done = subprocess.run([sys.executable, "manage.py", "start_dev"], cwd=REPO, capture_output=True, text=True,
+                          timeout=60, env=base_env(DJANGO_SETTINGS_MODULE="idp.settings.dev",
+                                                   IDP_VAR_DIR=str(tmp_path), **{name: value}))
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == f"CommandError: {problem}"
+
+
 def test_the_switch_and_endpoint_reach_a_process_from_the_environment(tmp_path):
     """``IDP_TRACING_ENABLED``/``IDP_TRACING_ENDPOINT`` as an operator sets them: a process of its
     own (a ``manage.py`` command, as every node and worker starts) sends its spans there."""

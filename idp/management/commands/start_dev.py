@@ -13,6 +13,7 @@ from django.core.wsgi import get_wsgi_application
 from django.urls import reverse
 
 from idp.buffered_wsgi import capped
+from idp.config import observability_problems
 from idp.management_server import start_management_server
 
 
@@ -38,6 +39,9 @@ class Command(BaseCommand):
 
         if features.enabled("stateless"):  # its database cache is PostgreSQL's; one process shares nothing
             raise CommandError("IDP_FEATURES: stateless (several sites on one database) needs production mode (manage.py start)")
+        problems = observability_problems()  # a bad value would otherwise mean "off" without a word
+        if problems:
+            raise CommandError("\n".join(problems))
         from realms.representation.bootstrap import (
             DEMO_CLIENT,
             NO_ADMIN_WARNING,

@@ -28,6 +28,7 @@ from realms.http.web import base_url, client_address
 from realms.models import Realm
 
 from . import catalogue, payloads, services
+from .errors import WebhooksError
 from .models import Delivery, DeliveryAttempt, Endpoint, Message
 
 SALT = "webhooks.portal"
@@ -38,7 +39,7 @@ PAGE_SIZE = 25
 STATES = ("failed", "pending", "sending", "delivered")
 
 
-class LinkRefused(Exception):
+class LinkRefused(WebhooksError):
     """The link opens nothing; ``reason`` is the message key of what the page says."""
 
     def __init__(self, reason, status):

@@ -17,6 +17,7 @@ from ..models import Client, ClientScope, Group, Role
 
 STRATEGIES = ("UNANIMOUS", "AFFIRMATIVE", "CONSENSUS")
 LOGICS = ("POSITIVE", "NEGATIVE")
+UMA = "uma"  # a user-managed permission (Keycloak's UMA policy): an owner's on one of their resources
 # Keycloak's TimePolicyProvider: the date format of nbf and noa, and the ranges it checks.
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 TIME_RANGES = (("dayMonth", "day"), ("month", "month"), ("year", "year"), ("hour", "hour"), ("minute", "minute"))

@@ -7,11 +7,12 @@ from django.db.models import Q
 from django.utils import timezone
 
 from ..administration.admin_permissions import PERMISSIONS_CLIENT
+from ..errors import RealmsError
 from ..models import Client, PermissionTicket, User
 from .tickets import WHOLE
 
 
-class Refused(ValueError):
+class Refused(RealmsError, ValueError):
     """A share Keycloak refuses: ``code`` is its error (``invalid_permissions``, ``invalid_scope``)."""
 
     def __init__(self, code, detail=""):
@@ -19,7 +20,7 @@ class Refused(ValueError):
         self.code, self.detail = code, detail
 
 
-class UnknownUser(LookupError):
+class UnknownUser(RealmsError, LookupError):
     """No user of the realm has that username or e-mail (Keycloak's NotFoundException)."""
 
 

@@ -23,6 +23,7 @@ from ..authz.policies import (
     STRATEGIES,
     TIME_FORMAT,
     TIME_RANGES,
+    UMA,
     config_list,
     find_client_scope,
     find_group,
@@ -30,11 +31,11 @@ from ..authz.policies import (
 )
 from ..models import Client, Role, User
 from .fields import RepresentationError, as_dict, as_list, at
+from .synchronizers import forget_removed
 
 ENFORCEMENT_MODES = ("ENFORCING", "PERMISSIVE", "DISABLED")
 UMA_PROTECTION = "uma_protection"  # the client role a resource server's PAT holds
 PERMISSION_TYPES = ("resource", "scope")
-UMA = "uma"  # a user-managed permission (Keycloak's UMA policy): an owner's on one of their resources
 # Keycloak refuses JavaScript policies unless deployed as files (uploads are off by default).
 SCRIPT_REFUSAL = "Script upload is disabled"
 _SERVER_KEYS = {"id", "clientId", "name", "allowRemoteResourceManagement", "policyEnforcementMode",
@@ -355,59 +356,6 @@ def connect_signals():
 
 class NameTaken(RepresentationError):
     """A resource, scope or policy of that name exists (409 at both APIs, as Keycloak)."""
-
-
-# Per subject policy type: the config key of its entries, and whether an entry still names an
-# object of the realm (ids or the names an import gave, as ``resolve`` accepts them).
-_SUBJECTS = {
-    "user": ("users", lambda realm, ref: User.objects.filter(realm=realm).filter(Q(pk=ref) | Q(username=ref)).exists()),
-    "client": ("clients", lambda realm, ref: Client.objects.filter(realm=realm).filter(
-        Q(pk=ref) | Q(client_id=ref)).exists()),
-    "group": ("groups", lambda realm, entry: find_group(realm, entry) is not None),
-    "role": ("roles", lambda realm, entry: find_role(realm, entry.get("id", "")) is not None),
-    "client-scope": ("clientScopes", lambda realm, entry: find_client_scope(realm, entry.get("id", "")) is not None),
-}
-
-
-def forget_removed(realm, settings):
-    """Keycloak's policy synchronizers, applied when the settings are next written: an object
-    removed from the realm leaves the policies naming it, and a policy left naming nothing goes
-    (Keycloak deletes it: empty, it would decide on nothing); a removed user's resources and
-    user-managed policies go with them; permissions forget the resources and policies gone."""
-    owners = {r["owner"]["id"] for r in settings["resources"] if r.get("owner")}
-    owners |= {p["owner"] for p in settings["policies"] if p.get("owner")}
-    live = set(User.objects.filter(realm=realm, pk__in=owners).values_list("pk", flat=True)) if owners else set()
-    gone_resources = {key for r in settings["resources"] if r.get("owner") and r["owner"]["id"] not in live
-                      for key in (r["name"], r.get("_id"))}
-    settings["resources"] = [r for r in settings["resources"] if not r.get("owner") or r["owner"]["id"] in live]
-    gone_policies = set()
-    for policy in list(settings["policies"]):
-        subject = _SUBJECTS.get(policy["type"])
-        if policy.get("owner") and policy["owner"] not in live:
-            kept = []
-        elif subject and subject[0] in policy["config"]:
-            entries = _json_list(policy["config"], subject[0], "")
-            kept = [e for e in entries if subject[1](realm, e)]
-            if len(kept) == len(entries):
-                continue
-            policy["config"][subject[0]] = json.dumps(kept, separators=(",", ":"))
-        else:
-            continue
-        if not kept:
-            settings["policies"].remove(policy)
-            gone_policies.add(policy["name"])
-    for policy in list(settings["policies"]):
-        for key, gone in (("resources", gone_resources), ("applyPolicies", gone_policies)):
-            if gone and key in policy["config"]:
-                names = config_list(policy, key)
-                kept = [n for n in names if n not in gone]
-                if len(kept) < len(names):
-                    policy["config"][key] = json.dumps(kept, separators=(",", ":"))
-                    # a resource permission or a user-managed one left with no resource names none
-                    if key == "resources" and not kept and (policy["type"] == UMA or (
-                            policy["type"] == "resource" and not policy["config"].get("defaultResourceType"))):
-                        settings["policies"].remove(policy)
-                        break
 
 
 def write(client, change):

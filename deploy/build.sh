@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 cache=${1:-${XDG_CACHE_HOME:-$HOME/.cache}/idp-rootfs}
 mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
 # runc, not crun: crun refuses hosts with cgroups in hybrid mode (v1 controllers beside v2).
-podman=(podman --runtime runc ${PODMAN_STORAGE:+--storage-driver "$PODMAN_STORAGE"})
+# PODMAN_ROOT: a storage of the build's own (the tests'), whatever the host's podman was set up with.
+podman=(podman --runtime runc ${PODMAN_STORAGE:+--storage-driver "$PODMAN_STORAGE"}
+        ${PODMAN_ROOT:+--root "$PODMAN_ROOT/storage" --runroot "$PODMAN_ROOT/run"})
 if [ ! -f "$cache/rootfs/etc/debian_version" ]; then
   rm -rf "$cache/rootfs"; mkdir -p "$cache"
   debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates,libldap-2.5-0,libsasl2-2 \

@@ -22,7 +22,11 @@ ROOT = Path(__file__).resolve().parents[2]
 IMAGE = "localhost/idp:latest"
 # runc: crun refuses hosts whose cgroups are in hybrid mode. Limits named: podman's defaults are above
 # what a container host may grant (setrlimit refused, EPERM).
-PODMAN = ["podman", "--runtime", "runc", "--storage-driver", "vfs"]
+# A storage of the tests' own: a host whose podman already holds a store of another driver ("database
+# storage graph driver ... does not match") must not stop the build.
+STORE = Path(os.environ.get("IDP_PODMAN_ROOT", str(Path.home() / ".cache" / "idp-podman")))
+PODMAN = ["podman", "--runtime", "runc", "--storage-driver", "vfs", "--root", str(STORE / "storage"),
+          "--runroot", str(STORE / "run")]
 LIMITS = ["--ulimit", "nofile=4096:4096", "--ulimit", "nproc=4096:4096"]
 
 
@@ -31,7 +35,8 @@ def image():
     for program in ("podman", "runc", "debootstrap"):
         assert shutil.which(program), f"{program} is not installed (scripts/test.sh's IDP_APT_PACKAGES)"
     cache = os.environ.get("IDP_ROOTFS_CACHE", str(Path.home() / ".cache" / "idp-rootfs"))
-    built = subprocess.run(["deploy/build.sh", cache], cwd=ROOT, env={**os.environ, "PODMAN_STORAGE": "vfs"},
+    built = subprocess.run(["deploy/build.sh", cache], cwd=ROOT,
+                           env={**os.environ, "PODMAN_STORAGE": "vfs", "PODMAN_ROOT": str(STORE)},
                            capture_output=True, text=True, timeout=1700)
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     return IMAGE

@@ -12,6 +12,7 @@ from ..credentials import webauthn
 from ..models import Component, Realm, new_id
 from ..users.profile import config as upconfig
 from .authentication import AuthenticationApplier
+from .authorization import permissions_client
 from .client_scopes import ClientScopeApplier
 from .clients import ClientApplier
 from .components import KeyApplier
@@ -158,6 +159,8 @@ def import_realm(data, *, override=False, auth=None):
             raise RepresentationError("realm", f"realm {r['name']!r} already exists (use override to replace it)")
         realm = _Applier(r, p).run(existing)
         ensure_delegated_client(realm)
+        if realm.admin_permissions_enabled:  # as Keycloak's import, when the file has no such client
+            permissions_client(realm)
         if auth is not None:
             admin_events.record(realm, "UPDATE" if existing else "CREATE", "REALM", "", auth=auth,
                                 representation=lambda: admin_events.model_representation(realm))

@@ -170,3 +170,12 @@ def test_switching_admin_permissions_on_through_the_api_makes_the_client(fresh_c
     assert scopes.status_code == 200 and {"view", "manage"} <= {s["name"] for s in scopes.json()}
     assert api("put", "fgap-switch", {"adminPermissionsEnabled": True}).status_code == 204
     assert Client.objects.filter(realm=realm, client_id="admin-permissions").count() == 1
+
+
+def test_a_realm_imported_with_admin_permissions_on_gets_the_client(fresh_caches):
+    """As Keycloak's import: the switch on and no admin-permissions client in the file."""
+    realm = import_realm({"realm": "imported-fgap", "enabled": True, "adminPermissionsEnabled": True}).realm
+    client = Client.objects.get(realm=realm, client_id="admin-permissions")
+    assert client.authorization_services_enabled and client.authorization_settings["resources"]
+    off = import_realm({"realm": "imported-off", "enabled": True}).realm
+    assert not Client.objects.filter(realm=off, client_id="admin-permissions").exists()

@@ -1,6 +1,27 @@
-# Shell helpers of the benchmarks that load a server with hey: CPU per request of the server
-# (its processes and their children), PostgreSQL and Redis, read from /proc.
-# The caller sets HZ, PG_PID, REDIS_PID and SERVER (the server's main process id).
+# Shell helpers of the benchmarks that load a server with hey: their own PostgreSQL and Redis, and
+# CPU per request of the server (its processes and their children), PostgreSQL and Redis, read
+# from /proc. SERVER is the server's main process id (start_server sets it).
+
+# bench_start SETTINGS: PostgreSQL and Redis for this run, migrated, stopped with SERVER when the
+# script exits; sets HZ, PG_PID, REDIS_PID, PORT, MPORT, PY and the server's environment
+# (SETTINGS: its Django settings module).
+bench_start() {
+  # shellcheck source=scripts/services.sh
+  source scripts/services.sh
+  SERVER=""
+  trap bench_stop EXIT
+  services_start >/dev/null
+  HZ=$(getconf CLK_TCK)
+  PG_PID=$(head -n1 "$SERVICES_DIR/pg/data/postmaster.pid")
+  REDIS_PID=$(cat "$SERVICES_DIR/redis.pid")
+  PORT=$(_free_port); MPORT=$(_free_port)
+  export PYTHONPATH=$PWD DJANGO_SETTINGS_MODULE=$1 IDP_DB_URL=$IDP_TEST_DB_URL \
+    IDP_REDIS_URL=$IDP_TEST_REDIS_URL IDP_HOSTNAME=127.0.0.1 IDP_BASE_URL=http://127.0.0.1:$PORT \
+    IDP_SECRET_KEY=$(python3 -c 'import secrets; print(secrets.token_urlsafe(50))')
+  PY=$PWD/.venv/bin/python
+  $PY manage.py migrate -v0
+}
+bench_stop() { [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; wait 2>/dev/null; services_stop; }
 
 # CPU ticks (user + system) of processes and their children; the command name may hold spaces.
 ticks() {

@@ -20,23 +20,9 @@ THREADS=${THREADS:-4}
 COUNTS=${COUNTS:-"1 1000"}
 command -v hey >/dev/null || apt-get install -y -qq hey >/dev/null
 scripts/setup.sh test >/dev/null
-# shellcheck source=scripts/services.sh
-source scripts/services.sh
 # shellcheck source=bench/lib.sh
 source bench/lib.sh
-SERVER=""
-cleanup() { [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; wait 2>/dev/null; services_stop; }
-trap cleanup EXIT
-services_start >/dev/null
-HZ=$(getconf CLK_TCK)
-PG_PID=$(head -n1 "$SERVICES_DIR/pg/data/postmaster.pid")
-REDIS_PID=$(cat "$SERVICES_DIR/redis.pid")
-PORT=$(_free_port); MPORT=$(_free_port)
-export PYTHONPATH=$PWD DJANGO_SETTINGS_MODULE=idp.settings.prod IDP_DB_URL=$IDP_TEST_DB_URL \
-  IDP_REDIS_URL=$IDP_TEST_REDIS_URL IDP_HOSTNAME=127.0.0.1 IDP_BASE_URL=http://127.0.0.1:$PORT \
-  IDP_SECRET_KEY=$(python3 -c 'import secrets; print(secrets.token_urlsafe(50))')
-PY=$PWD/.venv/bin/python
-$PY manage.py migrate -v0
+bench_start idp.settings.prod
 U=http://127.0.0.1:$PORT
 BASIC="Authorization: Basic $(printf 'app:%s' bench-secret-0123456789abcdefghijklmnop | base64 -w0)"
 FORM=application/x-www-form-urlencoded

@@ -14,13 +14,18 @@ SECRET = "635691e2-f698-4df5-bed1-1f3c90f97815"
 REALM = "uma-pykc"
 
 
-@pytest.fixture(scope="module")
-def server(start_dev):
+def realm_b(start_dev, name):
+    """Keycloak's realm-b quickstart imported into the running server as ``name``; its base URL."""
     base, import_realm = start_dev
     data = copy.deepcopy(load("quickstarts-kc9-full-export-realm-b.json"))
-    data["realm"] = data["id"] = REALM
+    data["realm"] = data["id"] = name
     import_realm(data)
     return base
+
+
+@pytest.fixture(scope="module")
+def server(start_dev):
+    return realm_b(start_dev, REALM)
 
 
 def openid(base):

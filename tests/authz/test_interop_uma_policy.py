@@ -8,7 +8,7 @@ import pytest
 from keycloak import KeycloakOpenID, KeycloakOpenIDConnection, KeycloakUMA
 from keycloak.uma_permissions import UMAPermission
 
-from tests.authz.test_interop_python_keycloak import SECRET
+from tests.authz.test_interop_python_keycloak import SECRET, realm_b
 from tests.realms.test_import_export import load
 
 REALM = "uma-pykc-owner"
@@ -16,11 +16,7 @@ REALM = "uma-pykc-owner"
 
 @pytest.fixture(scope="module")
 def server(start_dev):
-    base, import_realm = start_dev
-    data = copy.deepcopy(load("quickstarts-kc9-full-export-realm-b.json"))
-    data["realm"] = data["id"] = REALM
-    import_realm(data)
-    return base
+    return realm_b(start_dev, REALM)
 
 
 def uma_as(server, username=None):

@@ -59,38 +59,50 @@ def _families():
                                 labels=["receiver"]))
 
 
-class ReceiverQueueCollector:
+class _ScrapedCollector:
+    """Figures read from the shared cache and the database at each scrape. If either is down the
+    other metrics are still served; the management server's thread keeps no connection (a caller
+    inside a transaction, such as a test, keeps its own)."""
+
+    name = ""  # and families(), fill(*families): each collector's own
+
     def describe(self):
         # Without this, registering would call collect(): a query before the tables exist.
-        return _families()
+        return self.families()
 
     def collect(self):
-        from .models import ReceivedEvent
-
-        oldest, dead, failures = _families()
+        families = self.families()
         try:
-            if not receivers:
-                import_module(settings.ROOT_URLCONF)  # this process may not have loaded the views yet
-            counts = cache.get_many([FAILURES_KEY.format(name) for name in receivers])
-            for name in sorted(receivers):
-                failures.add_metric([name], counts.get(FAILURES_KEY.format(name), 0))
-            now = time.time()
-            for row in (ReceivedEvent.objects.filter(status=ReceivedEvent.QUEUED)
-                        .values("source").annotate(first=Min("received_at"))):
-                oldest.add_metric([row["source"]], max(0.0, now - row["first"].timestamp()))
-            for row in (ReceivedEvent.objects.filter(status=ReceivedEvent.DEAD)
-                        .values("source").annotate(n=Count("id"))):
-                dead.add_metric([row["source"]], row["n"])
-        except Exception:  # the cache or the database is down: the other metrics are still served
-            logger.exception("webhooks: receiver metrics unavailable")
+            self.fill(*families)
+        except Exception:
+            logger.exception("webhooks: %s metrics unavailable", self.name)
         finally:
-            # Scraped from the management server's thread: no connection may linger there (a
-            # caller inside a transaction, such as a test, keeps its own).
             if not connection.in_atomic_block:
                 connection.close()
-        yield oldest
-        yield dead
-        yield failures
+        yield from families
+
+
+class ReceiverQueueCollector(_ScrapedCollector):
+    name = "receiver"
+
+    def families(self):
+        return _families()
+
+    def fill(self, oldest, dead, failures):
+        from .models import ReceivedEvent
+
+        if not receivers:
+            import_module(settings.ROOT_URLCONF)  # this process may not have loaded the views yet
+        counts = cache.get_many([FAILURES_KEY.format(name) for name in receivers])
+        for name in sorted(receivers):
+            failures.add_metric([name], counts.get(FAILURES_KEY.format(name), 0))
+        now = time.time()
+        for row in (ReceivedEvent.objects.filter(status=ReceivedEvent.QUEUED)
+                    .values("source").annotate(first=Min("received_at"))):
+            oldest.add_metric([row["source"]], max(0.0, now - row["first"].timestamp()))
+        for row in (ReceivedEvent.objects.filter(status=ReceivedEvent.DEAD)
+                    .values("source").annotate(n=Count("id"))):
+            dead.add_metric([row["source"]], row["n"])
 
 
 def _sender_families():
@@ -102,33 +114,25 @@ def _sender_families():
                                 "(failed, tried again later), failed (for good).", labels=["outcome"]))
 
 
-class SenderQueueCollector:
-    def describe(self):
+class SenderQueueCollector(_ScrapedCollector):
+    name = "sender"
+
+    def families(self):
         return _sender_families()
 
-    def collect(self):
+    def fill(self, depth, lag, attempts):
         from .models import Delivery
 
-        depth, lag, attempts = _sender_families()
-        try:
-            counts = cache.get_many([OUTCOMES_KEY.format(o) for o in OUTCOMES])
-            for outcome in OUTCOMES:
-                attempts.add_metric([outcome], counts.get(OUTCOMES_KEY.format(outcome), 0))
-            # Each state has its partial index: both counts and the minimum are read from them.
-            by_state = dict(Delivery.objects.filter(state__in=(Delivery.PENDING, Delivery.SENDING)).order_by()
-                            .values_list("state").annotate(n=Count("id")))
-            for state in (Delivery.PENDING, Delivery.SENDING):
-                depth.add_metric([state], by_state.get(state, 0))
-            due = Delivery.objects.filter(state=Delivery.PENDING).aggregate(first=Min("next_attempt_at"))["first"]
-            lag.add_metric([], max(0.0, time.time() - due.timestamp()) if due else 0.0)
-        except Exception:  # the cache or the database is down: the other metrics are still served
-            logger.exception("webhooks: sender metrics unavailable")
-        finally:
-            if not connection.in_atomic_block:
-                connection.close()
-        yield depth
-        yield lag
-        yield attempts
+        counts = cache.get_many([OUTCOMES_KEY.format(o) for o in OUTCOMES])
+        for outcome in OUTCOMES:
+            attempts.add_metric([outcome], counts.get(OUTCOMES_KEY.format(outcome), 0))
+        # Each state has its partial index: both counts and the minimum are read from them.
+        by_state = dict(Delivery.objects.filter(state__in=(Delivery.PENDING, Delivery.SENDING)).order_by()
+                        .values_list("state").annotate(n=Count("id")))
+        for state in (Delivery.PENDING, Delivery.SENDING):
+            depth.add_metric([state], by_state.get(state, 0))
+        due = Delivery.objects.filter(state=Delivery.PENDING).aggregate(first=Min("next_attempt_at"))["first"]
+        lag.add_metric([], max(0.0, time.time() - due.timestamp()) if due else 0.0)
 
 
 _registered = False

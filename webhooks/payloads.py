@@ -7,8 +7,15 @@ A format is the pair of two endpoint settings: the payload kind (``thin``: type 
 JSON mode). The format of thin, standard deliveries is "" and its body the message's ``payload``,
 the bytes every endpoint received before payloads were chosen. Others are keys such as
 ``thin+ce``, ``fat.v1`` or ``fat.v1+ce``.
+
+An app can register an envelope of its own (``register_envelope``): its name is then the format,
+and its renderer makes the whole body from the message's ``data`` (the Shared Signals
+transmitter's signed SETs, ``oidc.ssf``; webhooks never import the app that renders them).
 """
 import json
+from dataclasses import dataclass
+
+from realms.registry import Registry
 
 from . import conf
 
@@ -20,7 +27,25 @@ PAYLOAD_VERSION_HEADER = "webhook-payload-version"
 JSON, CLOUDEVENTS_JSON = "application/json", "application/cloudevents+json"
 
 
+@dataclass(frozen=True)
+class Envelope:
+    """A registered envelope: ``render(message_id=, source=, event_type=, occurred_at=, data=)``
+    returns the body, sent with ``content_type``."""
+
+    content_type: str
+    render: object
+
+
+REGISTERED_ENVELOPES = Registry("webhook envelopes")
+
+
+def register_envelope(name, content_type, render):
+    REGISTERED_ENVELOPES.add(name, Envelope(content_type, render))
+
+
 def format_of(kind, version, envelope):
+    if envelope in REGISTERED_ENVELOPES:
+        return envelope
     base = f"{FAT}.{version}" if kind == FAT else THIN
     name = base + (_CE if envelope == CLOUDEVENTS else "")
     return "" if name == THIN else name
@@ -67,6 +92,10 @@ def bodies(formats, *, message_id, source, event_type, occurred_at, data, snapsh
     A fat body over ``IDP_WEBHOOK_PAYLOAD_LIMIT`` bytes is sent thin, flagged ``truncated``."""
     out, fat_data = {}, {}
     for fmt in sorted(formats - {""}):
+        if fmt in REGISTERED_ENVELOPES:
+            out[fmt] = REGISTERED_ENVELOPES[fmt].render(
+                message_id=message_id, source=source, event_type=event_type, occurred_at=occurred_at, data=data)
+            continue
         kind, version, envelope = parse_format(fmt)
         if kind == FAT and version not in fat_data:
             fat = {**data, "representation": snapshot(version)}
@@ -89,6 +118,8 @@ def body_of(payload, stored_bodies, fmt):
 
 def headers(fmt):
     """The headers a delivery of ``fmt`` carries beside the Standard Webhooks ones."""
+    if fmt in REGISTERED_ENVELOPES:
+        return {"Content-Type": REGISTERED_ENVELOPES[fmt].content_type}
     kind, version, envelope = parse_format(fmt)
     out = {"Content-Type": CLOUDEVENTS_JSON if envelope == CLOUDEVENTS else JSON}
     if kind == FAT:

@@ -38,7 +38,7 @@ class EndpointForm(forms.ModelForm):
     class Meta:
         model = Endpoint
         fields = ["realm", "url", "description", "event_types", "enabled", "rate_limit", "max_concurrency",
-                  "ownership_handshake", "payload", "payload_version", "envelope"]
+                  "ownership_handshake", "payload", "payload_version", "envelope", "ordered"]
 
     def clean_url(self):
         try:
@@ -159,7 +159,8 @@ class EndpointAdmin(ConsoleAdmin):
             obj.realm, data["url"], data["event_types"], description=data["description"], enabled=data["enabled"],
             rate_limit=data["rate_limit"], max_concurrency=data["max_concurrency"],
             ownership_handshake=data["ownership_handshake"], payload=data["payload"],
-            payload_version=data["payload_version"], envelope=data["envelope"], who=console_auth(request))
+            payload_version=data["payload_version"], envelope=data["envelope"], ordered=data["ordered"],
+            who=console_auth(request))
         obj.pk = created.pk
         obj._state.adding = False
         obj.refresh_from_db()

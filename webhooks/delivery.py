@@ -28,7 +28,7 @@ from opentelemetry import trace
 
 from realms.http.outbound import HTTPError, TargetRefused, prepare, request
 
-from . import conf, dispatch, limits, metrics, notify, payloads, receiver, sender
+from . import conf, dispatch, limits, metrics, notify, ordering, payloads, receiver, sender
 from .models import Delivery, DeliveryAttempt, Endpoint, EndpointSecret, EndpointTimers, new_message_id
 from .signing import InvalidSecret, Signer
 
@@ -73,6 +73,7 @@ class Job:
     slot: str = ""
     slow: bool = False  # sent by the slow lane
     format: str = ""  # webhooks.payloads: the body's kind, version and envelope
+    subject: str = ""  # on an ordered endpoint (webhooks.ordering)
 
 
 @dataclass
@@ -111,19 +112,21 @@ def _claim(ids, now):
         # endpoint's growing backlog) instead of probing a hundred ids, whenever its statistics
         # say few rows are pending (measured: 2.5 ms instead of 0.24 ms per claim).
         locked = [r for r in Delivery.objects.select_for_update(skip_locked=True, of=("self",))
-                  .filter(pk__in=ids).order_by().values_list("state", "next_attempt_at", *_CLAIM_FIELDS)
+                  .filter(pk__in=ids).order_by().values_list("state", "next_attempt_at", "subject", *_CLAIM_FIELDS)
                   if r[0] == Delivery.PENDING]
-        rows = [r[2:] for r in locked if r[1] <= now]
+        # Ordered endpoints only (a subject): one behind an unfinished earlier one of its subject waits.
+        held = ordering.hold([r[3] for r in locked if r[2] and r[1] <= now], now, _lease_seconds())
+        rows = [r[2:] for r in locked if r[1] <= now and r[3] not in held]
         if rows:
-            Delivery.objects.filter(pk__in=[r[0] for r in rows]).update(
+            Delivery.objects.filter(pk__in=[r[1] for r in rows]).update(
                 state=Delivery.SENDING, lease_until=now + timedelta(seconds=_lease_seconds()), dispatched_at=None)
-        if len(rows) < len(locked):
-            Delivery.objects.filter(pk__in=[r[2] for r in locked if r[1] > now]).update(dispatched_at=None)
+        if len(rows) + len(held) < len(locked):
+            Delivery.objects.filter(pk__in=[r[3] for r in locked if r[1] > now]).update(dispatched_at=None)
     endpoints, jobs = {}, []
-    for pk, message_id, attempts, step, payload, bodies, fmt, endpoint_id, *ep in rows:
+    for subject, pk, message_id, attempts, step, payload, bodies, fmt, endpoint_id, *ep in rows:
         state = endpoints.get(endpoint_id) or endpoints.setdefault(endpoint_id, EndpointState(endpoint_id, *ep))
         jobs.append(Job(pk, message_id, payloads.body_of(payload, bodies, fmt).encode(), attempts, step, state, None,
-                        format=fmt))
+                        format=fmt, subject=subject))
     for job in jobs:
         try:
             job.signer = _signer(job.endpoint, now)
@@ -401,12 +404,14 @@ def record(results):
         number=r.job.attempts + 1, started_at=r.started, status=r.status, success=r.success,
         duration_ms=r.duration_ms, error=r.error, response_body=r.body.decode("utf-8", "replace"),
     ) for r in results])
-    finished, retries = defaultdict(list), []
+    finished, retries, ordered = defaultdict(list), [], []
     for r in results:
         delay = None if r.success or r.status == 410 else next_delay(r.job.step, r.retry_after)
         if delay is None:
             state = Delivery.DELIVERED if r.success else Delivery.FAILED
             finished[(state, r.status, r.error)].append(r.job.delivery_id)
+            if r.job.subject:
+                ordered.append((r.job, state, r.error))
         else:
             retries.append(Delivery(
                 pk=r.job.delivery_id, state=Delivery.PENDING, attempts=r.job.attempts + 1, step=r.job.step + 1,
@@ -419,6 +424,8 @@ def record(results):
     if retries:
         sending.bulk_update(retries, ["state", "attempts", "step", "next_attempt_at", "dispatched_at",
                                       "last_status", "last_error", "lease_until"], batch_size=200)
+    if ordered:
+        ordering.release(ordered, now)
     try:
         metrics.attempts_recorded({"retry": len(retries), **{
             outcome: sum(len(ids) for (state, _, _), ids in finished.items() if state == delivery_state)
@@ -489,6 +496,7 @@ def redeliver(deliveries):
     with transaction.atomic():
         ids = list(deliveries.exclude(state=Delivery.SENDING).select_for_update(skip_locked=True)
                    .values_list("pk", flat=True))
+        ordering.leave_order(ids)
         Delivery.objects.filter(pk__in=ids).update(
             state=Delivery.PENDING, step=0, next_attempt_at=now, dispatched_at=now, lease_until=None)
         transaction.on_commit(lambda: dispatch.deliveries(ids))

@@ -67,6 +67,10 @@ class Endpoint(EndpointTimers, models.Model):
         default="standard", db_default="standard")
     portal_links_not_before = models.DateTimeField(
         null=True, blank=True, help_text="Consumer portal links issued before this open nothing (revoked).")
+    ordered = models.BooleanField(
+        default=False, db_default=False,
+        help_text="Deliveries of one subject (user, client ...) go out in the order their events were written, "
+                  "each after the one before it is delivered or has failed for good (webhooks.ordering).")
 
     class Meta:
         ordering = ["realm", "created_at"]
@@ -160,6 +164,9 @@ class Delivery(models.Model):
     # Fixed when the event is written, so every attempt sends the same bytes: "" is the message's
     # ``payload``, anything else a key of its ``bodies`` (webhooks.payloads.format_of).
     format = models.CharField(max_length=32, blank=True, default="", db_default="")
+    # The event's subject on an ordered endpoint ("" otherwise, and out of the order after a
+    # redelivery by hand): webhooks.ordering.
+    subject = models.CharField(max_length=255, blank=True, default="", db_default="")
     attempts = models.PositiveIntegerField(default=0, help_text="Attempts made, all rounds together.")
     step = models.PositiveSmallIntegerField(default=0, help_text="Position in the retry schedule.")
     next_attempt_at = models.DateTimeField(default=timezone.now)
@@ -183,6 +190,9 @@ class Delivery(models.Model):
             models.Index(fields=["lease_until"], name="wh_delivery_lease", condition=Q(state="sending")),
             models.Index(fields=["endpoint", "next_attempt_at"], name="wh_delivery_ep_due",
                          condition=Q(state="pending")),
+            # The head of each subject of an ordered endpoint; unordered rows ("") are not in it.
+            models.Index(fields=["endpoint", "subject", "id"], name="wh_delivery_ordered",
+                         condition=Q(state__in=["pending", "sending"]) & ~Q(subject="")),
         ]
 
     def __str__(self):

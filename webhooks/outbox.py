@@ -14,7 +14,7 @@ from realms.data.shared_cache import LocalCopies
 from realms.http.action_tokens import issuer
 from realms.models import Event
 
-from . import catalogue, delivery, payloads
+from . import catalogue, delivery, ordering, payloads
 from .models import Delivery, Endpoint, Message
 
 # Every realm event comes here (each token grant), yet most realms have no webhook endpoint:
@@ -34,7 +34,7 @@ def on_realm_event(sender, event, **kwargs):
         return
     endpoints = [e for e in Endpoint.objects.filter(realm_id=event.realm_id, enabled=True)
                  .only("id", "event_types", "slow_until", "throttled_until", "max_concurrency", "payload",
-                       "payload_version", "envelope")
+                       "payload_version", "envelope", "ordered")
                  if e.subscribes_to(event_type)]
     if endpoints:
         publish(event.realm, event_type, catalogue.payload_data(event, event.realm.name),
@@ -63,9 +63,10 @@ def publish(realm, event_type, data, *, endpoints, occurred_at=None, source_even
         bodies=json.dumps(bodies, ensure_ascii=False) if bodies else "",
         created_at=now, source_event_id=source_event_id, id=message_id,
     )
+    subject = ordering.subject(data) if any(e.ordered for e in endpoints) else ""
     deliveries = Delivery.objects.bulk_create([
         Delivery(message=message, endpoint=e, format=e.payload_format, next_attempt_at=now, dispatched_at=now,
-                 created_at=now)
+                 created_at=now, subject=subject if e.ordered else "")
         for e in endpoints
     ])
     # robust: a broker or Redis that is away must not fail the committed change; the sweeper

@@ -16,7 +16,7 @@ from realms.audit.admin_events import record
 from realms.http.outbound import HTTPError, TargetRefused, check_url, prepare
 from realms.http.web import base_url
 
-from . import catalogue, conf, delivery, payloads
+from . import catalogue, conf, delivery, ordering, payloads
 from .errors import WebhooksError
 from .models import Delivery, Endpoint, EndpointSecret, Message
 from .notify import RESOURCE_TYPE
@@ -122,14 +122,16 @@ def check_ownership(url):
 
 def create_endpoint(realm, url, event_types=(), description="", enabled=True, secret=None,
                     signature="v1", rate_limit=0, max_concurrency=None, ownership_handshake=False,
-                    payload=payloads.THIN, payload_version=None, envelope=payloads.STANDARD, who=None):
+                    payload=payloads.THIN, payload_version=None, envelope=payloads.STANDARD, ordered=False,
+                    who=None):
     """Returns (endpoint, secret): the ``whsec_`` secret, or the ``whpk_`` key for ``v1a``,
     shown to the caller once. With ``ownership_handshake`` the URL must agree first."""
     if signature not in ("v1", "v1a"):
         raise WebhookError("signature is v1 or v1a")
     validate_url(url)
     payload, payload_version, envelope = payload_settings(payload, payload_version, envelope)
-    _check_plain_fields(enabled=enabled, ownership_handshake=ownership_handshake, description=description)
+    _check_plain_fields(enabled=enabled, ownership_handshake=ownership_handshake, description=description,
+                        ordered=ordered)
     if ownership_handshake:
         check_ownership(url)  # before the transaction: no lock is held during the call
     with transaction.atomic():
@@ -139,7 +141,7 @@ def create_endpoint(realm, url, event_types=(), description="", enabled=True, se
             max_concurrency=_positive(conf.get("IDP_WEBHOOK_DEFAULT_CONCURRENCY") if max_concurrency is None
                                       else max_concurrency, "maxConcurrency"),
             ownership_handshake=ownership_handshake, handshake_at=timezone.now() if ownership_handshake else None,
-            payload=payload, payload_version=payload_version, envelope=envelope,
+            payload=payload, payload_version=payload_version, envelope=envelope, ordered=ordered,
         )
         shown = _add_secret(endpoint, EndpointSecret.ED25519 if signature == "v1a" else EndpointSecret.HMAC, secret)
         _admin_event(endpoint, "CREATE", who)
@@ -160,7 +162,7 @@ def _non_negative(value, name):
 
 def _check_plain_fields(**fields):
     """The type of each of these fields present in ``fields`` (model field names)."""
-    for name, label in (("enabled", "enabled"), ("ownership_handshake", "ownershipHandshake")):
+    for name, label in (("enabled", "enabled"), ("ownership_handshake", "ownershipHandshake"), ("ordered", "ordered")):
         if name in fields and not isinstance(fields[name], bool):
             raise WebhookError(f"{label} is a boolean")
     if "description" in fields and not isinstance(fields["description"], str):
@@ -169,7 +171,7 @@ def _check_plain_fields(**fields):
 
 FIELDS = {"url": "url", "eventTypes": "event_types", "description": "description", "enabled": "enabled",
           "rateLimit": "rate_limit", "maxConcurrency": "max_concurrency", "ownershipHandshake": "ownership_handshake",
-          "payload": "payload", "payloadVersion": "payload_version", "envelope": "envelope"}
+          "payload": "payload", "payloadVersion": "payload_version", "envelope": "envelope", "ordered": "ordered"}
 
 
 def update_endpoint(endpoint, who=None, **changes):
@@ -197,6 +199,8 @@ def update_endpoint(endpoint, who=None, **changes):
     if changes.get("enabled") and not endpoint.enabled:
         changes.update(disabled_reason="", failing_since=None, throttled_until=None, throttle_step=0, slow_until=None)
     with transaction.atomic():
+        if endpoint.ordered and changes.get("ordered") is False:
+            ordering.stop(endpoint.pk, timezone.now())
         for name, value in changes.items():
             setattr(endpoint, name, value)
         endpoint.save()

@@ -54,6 +54,7 @@ def representation(endpoint):
         "payload": endpoint.payload,
         "payloadVersion": endpoint.payload_version or None,
         "envelope": endpoint.envelope,
+        "ordered": endpoint.ordered,
     }
 
 

@@ -8,6 +8,12 @@ round. ``--rounds`` rounds, the order of the two phases alternating, each phase 
 state (the tables hold ``--history`` earlier events and none of the benchmark's, endpoints and
 Redis reset, statistics fresh); medians are reported. Then receiver signature
 verification per core, ours against the standardwebhooks reference library.
+
+``--old-tree PATH`` (run.sh: ``OLD_TREE=PATH``) compares this tree's workers with those of PATH, a
+git worktree of an older commit with the same schema: each round runs the all-healthy phase with
+either tree's worker, in alternating order, on the same database, Redis and producer; read the
+ratios within a round on a shared machine. CPU is counted for the worker, this run's PostgreSQL
+(postmaster, backends, autovacuum) and Redis, and is quoted per delivery received.
 Run through bench/webhooks/run.sh (starts the services)."""
 import argparse
 import json
@@ -34,7 +40,7 @@ import redis  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 
-from bench.proc import cpu_seconds  # noqa: E402
+from bench.proc import cpu_seconds, tree_cpu  # noqa: E402
 from realms.audit.events import emit  # noqa: E402
 from realms.models import Realm  # noqa: E402
 from webhooks import services, signing  # noqa: E402
@@ -46,16 +52,16 @@ def pct(values, p):
     return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))] if values else float("nan")
 
 
-def start_workers(n, threads, workdir):
+def start_workers(n, threads, workdir, tree=REPO):
     procs = []
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env = dict(os.environ, PYTHONPATH=str(tree))
     for i in range(n):
         cmd = [sys.executable, "-m", "celery", "-A", "idp", "worker", "--pool", "threads", "--concurrency", str(threads),
                "--loglevel", "ERROR", "--without-gossip", "--without-mingle", "--without-heartbeat",
                "--prefetch-multiplier", "8", "--hostname", f"bench{i}@%h"]
         if i == 0:
             cmd += ["-B", "--schedule", str(Path(workdir) / "beat")]
-        procs.append(subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        procs.append(subprocess.Popen(cmd, cwd=tree, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                       start_new_session=True))
     return procs
 
@@ -97,17 +103,11 @@ def _stamp_commit(sender, event, **kwargs):
     transaction.on_commit(lambda: setattr(event, "_committed_at", time.time()))
 
 
-def server_cpu_seconds(name):
-    """CPU of every process called ``name`` (PostgreSQL's backends and autovacuum, counted into
-    the postmaster when they exit, or Redis): the database's share of the work."""
-    total = 0.0
-    for proc in Path("/proc").iterdir():
-        try:
-            if proc.name.isdigit() and (proc / "comm").read_text().strip() == name:
-                total += cpu_seconds(proc.name, children=True)
-        except OSError:
-            pass
-    return total
+def server_cpu_seconds():
+    """CPU of this run's PostgreSQL (the postmaster, its live backends and autovacuum, and those
+    that exited) and Redis (run.sh passes their process ids): only theirs, not the other
+    PostgreSQL and Redis servers of a shared machine."""
+    return tree_cpu(int(os.environ["PG_PID"])), cpu_seconds(int(os.environ["REDIS_PID"]))
 
 
 def add_history(n):
@@ -148,27 +148,29 @@ def reset(realm, endpoints, slow, port):
             throttle_step=0, slow_until=None)
 
 
-def run_phase(name, realm, endpoints, slow, rate, duration, port, workdir, workers, threads, settle):
+def run_phase(name, realm, endpoints, slow, rate, duration, port, workdir, workers, threads, settle, tree=REPO):
     reset(realm, endpoints, slow, port)
     out = Path(workdir) / f"arrivals-{name}.json"
     receiver = subprocess.Popen([sys.executable, str(Path(__file__).with_name("receiver.py")), str(port), str(out)],
                                 stdout=subprocess.PIPE)
     receiver.stdout.readline()
-    procs = start_workers(workers, threads, workdir)
+    procs = start_workers(workers, threads, workdir, tree)
     try:
         time.sleep(3)  # workers connect
         # Warm-up at the offered rate, not measured: lane threads, keep-alive connections, caches.
         produce(realm, rate, 2.0)
         time.sleep(2)
         cpu0 = sum(cpu_seconds(p.pid, children=True) for p in procs)
-        pg0, redis0 = server_cpu_seconds("postgres"), server_cpu_seconds("redis-server")
+        pg0, redis0 = server_cpu_seconds()
+        print(json.dumps({"measuring": name, "tree": str(tree), "worker_pids": [p.pid for p in procs]}),
+              file=sys.stderr, flush=True)
         t0 = time.time()
         commits = produce(realm, rate, duration)
         produced_for = time.time() - t0
         time.sleep(settle)
         worker_cpu = sum(cpu_seconds(p.pid, children=True) for p in procs) - cpu0
-        pg_cpu = server_cpu_seconds("postgres") - pg0
-        redis_cpu = server_cpu_seconds("redis-server") - redis0
+        pg1, redis1 = server_cpu_seconds()
+        pg_cpu, redis_cpu = pg1 - pg0, redis1 - redis0
     finally:
         receiver.send_signal(signal.SIGTERM)
         receiver.wait(timeout=30)
@@ -187,8 +189,9 @@ def run_phase(name, realm, endpoints, slow, rate, duration, port, workdir, worke
                 times.append(at)
     expected = len(commits) * len(healthy_paths)
     window = (max(times) - t0) if times else float("nan")
+    received = max(len(latencies), 1)
     return {
-        "phase": name, "events": len(commits), "produced_for_s": round(produced_for, 2),
+        "phase": name, "tree": str(tree), "events": len(commits), "produced_for_s": round(produced_for, 2),
         "load_average": os.getloadavg()[0],
         "offered_per_s": round(expected / produced_for, 1),
         "healthy_endpoints": len(healthy_paths), "timing_out_endpoints": len(slow),
@@ -199,6 +202,10 @@ def run_phase(name, realm, endpoints, slow, rate, duration, port, workdir, worke
         "worker_cpu_ms_per_event": round(worker_cpu / len(commits) * 1000, 2),
         "postgres_cpu_ms_per_event": round(pg_cpu / len(commits) * 1000, 2),
         "redis_cpu_ms_per_event": round(redis_cpu / len(commits) * 1000, 2),
+        "cpu_ms_per_delivery": {"worker": round(worker_cpu / received * 1000, 3),
+                                "postgres": round(pg_cpu / received * 1000, 3),
+                                "redis": round(redis_cpu / received * 1000, 3),
+                                "total": round((worker_cpu + pg_cpu + redis_cpu) / received * 1000, 3)},
     }
 
 
@@ -224,33 +231,7 @@ def verify_bench(n=20000):
             "ratio": round(ours_rate / ref_rate, 2), "body_bytes": len(body)}
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rate", type=float, default=50, help="realm events per second")
-    ap.add_argument("--endpoints", type=int, default=20, help="each event goes to every endpoint")
-    ap.add_argument("--duration", type=float, default=30, help="seconds measured per phase")
-    # One worker process: its sender lanes are threads, so a second process mostly adds GIL
-    # and CPU contention on two cores shared with PostgreSQL, Redis, the receiver and the producer.
-    ap.add_argument("--workers", type=int, default=1, help="Celery worker processes")
-    ap.add_argument("--threads", type=int, default=16, help="Celery threads per worker (they claim batches)")
-    ap.add_argument("--concurrency", type=int, default=10, help="max in flight per endpoint (the product default)")
-    ap.add_argument("--settle", type=float, default=8)
-    ap.add_argument("--rounds", type=int, default=5, help="healthy and timing-out phases alternate this often")
-    ap.add_argument("--history", type=int, default=100000, help="delivered events already in the tables")
-    ap.add_argument("--port", type=int, default=18765)
-    args = ap.parse_args()
-    from realms.audit.events import realm_event
-
-    realm_event.connect(_stamp_commit, dispatch_uid="bench-commit-time")
-    Realm.objects.filter(name__in=["bench", "bench-history"]).delete()
-    add_history(args.history)
-    realm = Realm.objects.create(name="bench")
-    endpoints = [services.create_endpoint(realm, f"http://127.0.0.1:{args.port}/ok/{i}", ["auth.*"],
-                                          max_concurrency=args.concurrency)[0] for i in range(args.endpoints)]
-    slow = set(range(0, args.endpoints, 10))  # every tenth endpoint: 10 %
-    results = {"machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} "
-                          f"{platform.python_version()}",
-               "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "args": vars(args)}
+def isolation_rounds(args, realm, endpoints, slow):
     rounds = []
     with tempfile.TemporaryDirectory() as workdir:
         for n in range(args.rounds):
@@ -266,17 +247,78 @@ def main():
             phases["healthy_p99_change_pct"] = round((t - h) / h * 100, 1)
             print(json.dumps({"round": n + 1, **phases}), file=sys.stderr, flush=True)
             rounds.append(phases)
-    results["rounds"] = rounds
-    results["median"] = {
+    results = {"rounds": rounds, "median": {
         phase: {key: statistics.median(r[phase][key] for r in rounds)
                 for key in ("deliveries_per_s", "p50_ms", "p99_ms", "worker_cpu_ms_per_event",
                             "postgres_cpu_ms_per_event", "redis_cpu_ms_per_event")}
-        for phase in ("healthy", "ten_percent_timing_out")}
+        for phase in ("healthy", "ten_percent_timing_out")}}
     # Each round's two phases run a minute apart on the same machine; the median of the rounds'
     # changes is the figure to hold against the target, the change of the medians a cross-check.
     results["healthy_p99_change_pct_median_of_rounds"] = statistics.median(r["healthy_p99_change_pct"] for r in rounds)
     h, t = results["median"]["healthy"]["p99_ms"], results["median"]["ten_percent_timing_out"]["p99_ms"]
     results["healthy_p99_change_pct_of_medians"] = round((t - h) / h * 100, 1)
+    return results
+
+
+def compare_trees(args, realm, endpoints):
+    """All-healthy phases, this tree's worker against the old tree's, in alternating order; per
+    round the new/old ratio of CPU per delivery (worker, PostgreSQL, Redis, all three)."""
+    trees = {"new": REPO, "old": Path(args.old_tree).resolve()}
+    rounds = []
+    with tempfile.TemporaryDirectory() as workdir:
+        for n in range(args.rounds):
+            phases = {}
+            for i, name in enumerate(("new", "old") if n % 2 == 0 else ("old", "new")):
+                phases[name] = run_phase(f"healthy-{name}", realm, endpoints, set(), args.rate, args.duration,
+                                         args.port + 2 * n + i, workdir, args.workers, args.threads, args.settle,
+                                         trees[name])
+            phases["new_over_old"] = {
+                key: round(phases["new"]["cpu_ms_per_delivery"][key] / phases["old"]["cpu_ms_per_delivery"][key], 3)
+                for key in ("worker", "postgres", "redis", "total")}
+            print(json.dumps({"round": n + 1, **phases}), file=sys.stderr, flush=True)
+            rounds.append(phases)
+    return {"rounds": rounds, "median": {
+        name: {"cpu_ms_per_delivery": {key: statistics.median(r[name]["cpu_ms_per_delivery"][key] for r in rounds)
+                                       for key in ("worker", "postgres", "redis", "total")},
+               **{key: statistics.median(r[name][key] for r in rounds)
+                  for key in ("deliveries_per_s", "p50_ms", "p99_ms")}}
+        for name in ("new", "old")} | {"new_over_old": {
+            key: statistics.median(r["new_over_old"][key] for r in rounds)
+            for key in ("worker", "postgres", "redis", "total")}}}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rate", type=float, default=50, help="realm events per second")
+    ap.add_argument("--endpoints", type=int, default=20, help="each event goes to every endpoint")
+    ap.add_argument("--duration", type=float, default=30, help="seconds measured per phase")
+    # One worker process: its sender lanes are threads, so a second process mostly adds GIL
+    # and CPU contention on two cores shared with PostgreSQL, Redis, the receiver and the producer.
+    ap.add_argument("--workers", type=int, default=1, help="Celery worker processes")
+    ap.add_argument("--threads", type=int, default=16, help="Celery threads per worker (they claim batches)")
+    ap.add_argument("--concurrency", type=int, default=10, help="max in flight per endpoint (the product default)")
+    ap.add_argument("--settle", type=float, default=8)
+    ap.add_argument("--rounds", type=int, default=5, help="healthy and timing-out phases alternate this often")
+    ap.add_argument("--history", type=int, default=100000, help="delivered events already in the tables")
+    ap.add_argument("--port", type=int, default=18765)
+    ap.add_argument("--old-tree", help="a worktree of an older commit: its workers against this tree's")
+    args = ap.parse_args()
+    from realms.audit.events import realm_event
+
+    realm_event.connect(_stamp_commit, dispatch_uid="bench-commit-time")
+    Realm.objects.filter(name__in=["bench", "bench-history"]).delete()
+    add_history(args.history)
+    realm = Realm.objects.create(name="bench")
+    endpoints = [services.create_endpoint(realm, f"http://127.0.0.1:{args.port}/ok/{i}", ["auth.*"],
+                                          max_concurrency=args.concurrency)[0] for i in range(args.endpoints)]
+    slow = set(range(0, args.endpoints, 10))  # every tenth endpoint: 10 %
+    results = {"machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} "
+                          f"{platform.python_version()}",
+               "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "args": vars(args)}
+    if args.old_tree:
+        results["ab"] = compare_trees(args, realm, endpoints)
+    else:
+        results.update(isolation_rounds(args, realm, endpoints, slow))
     results["verify"] = verify_bench()
     Realm.objects.filter(name__in=["bench", "bench-history"]).delete()
     print(json.dumps(results, indent=2))

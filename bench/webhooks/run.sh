@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Webhook delivery benchmark against real PostgreSQL, Redis and Celery workers (started here).
 # Usage: bench/webhooks/run.sh [--rounds 5 --rate 50 --endpoints 20 --duration 30 --workers 1 --threads 16 --concurrency 10]
+# OLD_TREE=path (a git worktree of an older commit, same schema): its workers against this tree's,
+# all-healthy phases in alternating order (run.py --old-tree).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 scripts/setup.sh test >/dev/null
-# shellcheck source=scripts/services.sh
-source scripts/services.sh
-trap services_stop EXIT
-services_start >/dev/null
-export PYTHONPATH=$PWD DJANGO_SETTINGS_MODULE=bench.webhooks.settings
-.venv/bin/python manage.py migrate -v0
-.venv/bin/python bench/webhooks/run.py "$@"
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+bench_start bench.webhooks.settings
+export PG_PID REDIS_PID
+$PY bench/webhooks/run.py ${OLD_TREE:+--old-tree "$OLD_TREE"} "$@"

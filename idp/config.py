@@ -95,6 +95,7 @@ def _setting_problems():
     for name, example in required.items():
         if not os.environ.get(name, "").strip():
             found.append(f"{name} is required in production mode ({example})")
+    found += secret_key_problems()
     db_url = os.environ.get("IDP_DB_URL", "")
     if db_url:
         try:
@@ -121,6 +122,32 @@ def _setting_problems():
         unknown = sorted({n.strip() for n in os.environ.get(name, "").split(",") if n.strip()} - set(FEATURES))
         if unknown:
             found.append(f"{name}: unknown feature {', '.join(unknown)} (known: {', '.join(sorted(FEATURES))})")
+    return found
+
+
+SECRET_KEY_MIN_LENGTH = 50
+
+
+def secret_key_problems():
+    """IDP_SECRET_KEY and each of IDP_SECRET_KEY_FALLBACKS (Django's SECRET_KEY_FALLBACKS): long
+    enough, a fallback neither empty nor the key itself. Keys are named by position, never shown."""
+    import os
+
+    found = []
+    key = os.environ.get("IDP_SECRET_KEY", "")
+    if key.strip() and len(key) < SECRET_KEY_MIN_LENGTH:
+        found.append(f"IDP_SECRET_KEY: {len(key)} characters, at least {SECRET_KEY_MIN_LENGTH} are needed")
+    raw = os.environ.get("IDP_SECRET_KEY_FALLBACKS", "")
+    for position, fallback in enumerate((raw.split(",") if raw.strip() else []), 1):
+        fallback = fallback.strip()
+        if not fallback:
+            found.append(f"IDP_SECRET_KEY_FALLBACKS: key {position} is empty")
+        elif len(fallback) < SECRET_KEY_MIN_LENGTH:
+            found.append(f"IDP_SECRET_KEY_FALLBACKS: key {position} has {len(fallback)} characters, at least "
+                         f"{SECRET_KEY_MIN_LENGTH} are needed")
+        elif fallback == key:
+            found.append(f"IDP_SECRET_KEY_FALLBACKS: key {position} is IDP_SECRET_KEY itself (a fallback is an "
+                         "earlier key)")
     return found
 
 

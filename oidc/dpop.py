@@ -23,6 +23,7 @@ import re
 import time
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.core.cache import cache
 from django.utils.crypto import salted_hmac
 from jwcrypto import jwk
@@ -52,8 +53,9 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 # Nonces ----------------------------------------------------------------------------------------
 
-def _nonce_at(scope, window):
-    return jose.b64e(salted_hmac("oidc.dpop.nonce", f"{scope}\0{window}", algorithm="sha256").digest()[:18])
+def _nonce_at(scope, window, secret=None):
+    return jose.b64e(salted_hmac("oidc.dpop.nonce", f"{scope}\0{window}", secret=secret,
+                                 algorithm="sha256").digest()[:18])
 
 
 def nonce(scope):
@@ -65,7 +67,9 @@ def _nonce_valid(scope, value):
     if not isinstance(value, str):
         return False
     window = int(time.time()) // NONCE_WINDOW
-    return any(hmac.compare_digest(value, _nonce_at(scope, w)) for w in (window, window - 1))
+    # A nonce made under a key just rotated out (SECRET_KEY_FALLBACKS) still holds for its window.
+    return any(hmac.compare_digest(value, _nonce_at(scope, w, secret))
+               for secret in (settings.SECRET_KEY, *settings.SECRET_KEY_FALLBACKS) for w in (window, window - 1))
 
 
 def realm_nonce_scope(realm):

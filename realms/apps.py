@@ -49,3 +49,20 @@ class RealmsConfig(AppConfig):
         resource_server.connect_signals()
         resources.register(*routes.urlpatterns)
         purges.register_own()
+        register_sealed_columns()
+
+
+def register_sealed_columns():
+    """The columns ``manage.py rotate_secret_key`` re-encrypts (realms.data.sealed)."""
+    from .data import sealed
+    from .models import Client, Component, Credential, FederatedIdentity, IdentityProvider, Realm, RealmKey
+    from .users import storage
+
+    sealed.register("client secrets", sealed.text_column(Client, "secret_encrypted"))
+    sealed.register("realm keys", sealed.text_column(RealmKey, "private_key_encrypted"))
+    sealed.register("OTP credentials", sealed.text_column(Credential, "secret_data", type=Credential.OTP))
+    sealed.register("identity provider tokens", sealed.text_column(FederatedIdentity, "token"))
+    sealed.register("realm SMTP settings", sealed.map_column(Realm, "smtp_server"))
+    sealed.register("identity provider settings", sealed.map_column(IdentityProvider, "config"))
+    sealed.register("component settings",
+                    lambda: sealed.reseal_rows(Component.objects.all(), "config", storage.reseal_config))

@@ -8,8 +8,9 @@ class WebhooksConfig(AppConfig):
 
     def ready(self):
         from realms.admin_api import resources
+        from realms.data import sealed
 
-        from . import catalogue, delivery, dispatch, metrics, outbox, purges, receiver, snapshots, tasks
+        from . import catalogue, delivery, dispatch, metrics, models, outbox, purges, receiver, snapshots, tasks
         from .urls import urlpatterns
 
         metrics.register()
@@ -20,3 +21,4 @@ class WebhooksConfig(AppConfig):
         dispatch.register_sweep(delivery.sweep)
         resources.register(*urlpatterns)
         purges.register_all()
+        sealed.register("webhook secrets", sealed.text_column(models.EndpointSecret, "secret_encrypted"))

@@ -12,6 +12,9 @@ VAR_DIR = Path(os.environ.get("IDP_VAR_DIR", BASE_DIR / "var"))
 
 # Dev and test get a fixed key; production refuses to start without IDP_SECRET_KEY (see prod.py).
 SECRET_KEY = os.environ.get("IDP_SECRET_KEY", "dev-only-insecure-key-change-me-0123456789abcdef")
+# Earlier keys, comma-separated: what they signed or sealed is still accepted, new values use
+# SECRET_KEY (rotation: docs/operations/secret-key.md, `manage.py rotate_secret_key`).
+SECRET_KEY_FALLBACKS = [k.strip() for k in os.environ.get("IDP_SECRET_KEY_FALLBACKS", "").split(",") if k.strip()]
 DEBUG = False
 ALLOWED_HOSTS = ["localhost", "127.0.0.1", "[::1]"]
 

@@ -8,11 +8,12 @@ import functools
 import hmac
 import secrets
 
-from cryptography.fernet import Fernet, MultiFernet
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 
+@functools.cache
 def _fernet_for(secret_key):
     key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"idp secrets at rest").derive(
         secret_key.encode()
@@ -42,6 +43,19 @@ def _decrypt_cached(cipher, token):
 
 def decrypt(token: str) -> str:
     return _decrypt_cached(_current_cipher(), token)
+
+
+def reseal(token: str) -> str | None:
+    """``token`` sealed again under the current SECRET_KEY, or None when it already is
+    (``manage.py rotate_secret_key``). A token no key opens raises ``cryptography.fernet.InvalidToken``."""
+    from django.conf import settings
+
+    cipher = _current_cipher()
+    try:
+        _fernet_for(settings.SECRET_KEY).decrypt(token.encode())
+        return None
+    except InvalidToken:
+        return cipher.rotate(token.encode()).decode()
 
 
 def random_secret(nbytes=32) -> str:

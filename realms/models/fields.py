@@ -25,12 +25,12 @@ class SealedMapField(models.JSONField):
     provider's client secret); in Python the map holds the plain values. A value stored before
     encryption is read as it is and encrypted when the row is next saved."""
 
-    _PREFIX = "fernet:"
+    PREFIX = "fernet:"
     sealed = ()
 
     def get_prep_value(self, value):
         if isinstance(value, dict) and any(value.get(name) for name in self.sealed):
-            value = {**value, **{name: self._PREFIX + crypto.encrypt(value[name])
+            value = {**value, **{name: self.PREFIX + crypto.encrypt(value[name])
                                  for name in self.sealed if value.get(name)}}
         return super().get_prep_value(value)
 
@@ -39,8 +39,8 @@ class SealedMapField(models.JSONField):
         if isinstance(value, dict):
             for name in self.sealed:
                 secret = value.get(name)
-                if isinstance(secret, str) and secret.startswith(self._PREFIX):
-                    value[name] = crypto.decrypt(secret[len(self._PREFIX):])
+                if isinstance(secret, str) and secret.startswith(self.PREFIX):
+                    value[name] = crypto.decrypt(secret[len(self.PREFIX):])
         return value
 
 

@@ -143,15 +143,16 @@ class User(RealmOwned, AbstractBaseUser):
     def has_usable_password(self):
         return self.credentials.filter(type=Credential.PASSWORD).exists()
 
-    def get_session_auth_hash(self):
-        # Changing the password ends the console sessions signed with the old one.
+    def _get_session_auth_hash(self, secret=None):
+        # Changing the password ends the console sessions signed with the old one. Django calls
+        # this with each of SECRET_KEY_FALLBACKS too, so a rotated key keeps those sessions.
         import hmac
 
         from django.conf import settings
 
         cred = self.password_credential()
         material = cred.secret_data if cred else ""
-        return hmac.new(settings.SECRET_KEY.encode(), material.encode(), hashlib.sha256).hexdigest()
+        return hmac.new((secret or settings.SECRET_KEY).encode(), material.encode(), hashlib.sha256).hexdigest()
 
 
 class Credential(models.Model):

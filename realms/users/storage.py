@@ -193,6 +193,17 @@ def seal_config(component):
             component.config[name] = [v if v.startswith(_SEALED) else _SEALED + crypto.encrypt(v) for v in values]
 
 
+def reseal_config(config):
+    """``config`` with every sealed value under the current SECRET_KEY, or None when all are
+    already (``realms.data.sealed``, after a key rotation)."""
+    def one(value):
+        new = crypto.reseal(value[len(_SEALED):]) if isinstance(value, str) and value.startswith(_SEALED) else None
+        return value if new is None else _SEALED + new
+
+    resealed = {name: [one(v) for v in values] if isinstance(values, list) else values for name, values in config.items()}
+    return resealed if resealed != config else None
+
+
 def open_config(component):
     """The component's config with its secret values in clear (export, the provider itself)."""
     config = dict(component.config)

@@ -6,11 +6,16 @@ Python proxy on this stack pays per request.
 Proxy (bare forwarder, ambassador or HAProxy) pinned to CPU 0; nginx and wrk pinned to CPU 1. Reports requests/s
 and p50/p99 latency at 1, 10 and 100 connections, the latency each proxy adds over the direct
 path, the ambassador's answer time with its breaker open (as wrk sees it and as the proxy's access
-log measures it), each proxy's CPU time per request and run-queue wait (from /proc/<pid>/schedstat,
-so a run on a shared machine says how much of a cell was waiting for a CPU), and optionally memory
-over a soak.
+log measures it), each proxy's CPU time per request and run-queue wait (from the schedstat of
+every thread of the process, so a run on a shared machine says how much of a cell was waiting for
+a CPU), and optionally memory over a soak.
 
-    python bench/ambassador/run.py [--duration 10] [--conns 1,10,100] [--soak 600]
+With ``--old-tree DIR`` (``OLD_TREE=DIR`` for run.sh: a git worktree of an older commit) that
+tree's ambassador runs beside this one, same configuration, in the same rounds, so old and new
+are compared in one window. ``--rounds N`` repeats every cell N times (the proxies take turns) and
+reports medians.
+
+    python bench/ambassador/run.py [--duration 10] [--conns 1,10,100] [--rounds 3] [--old-tree DIR] [--soak 600]
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ import re
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -31,7 +37,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
-NGINX_PORT, AMB_PORT, HAP_PORT, AMB_DEAD_PORT, BARE_PORT, METRICS_PORT = 18080, 18081, 18082, 18083, 18084, 18090
+NGINX_PORT, AMB_PORT, HAP_PORT, AMB_DEAD_PORT, BARE_PORT, OLD_PORT, METRICS_PORT = \
+    18080, 18081, 18082, 18083, 18084, 18085, 18090
 
 
 def ensure_packages() -> None:
@@ -84,7 +91,7 @@ http {{
     return p
 
 
-def start_ambassador(d: Path, port: int, upstream_port: int, name: str) -> subprocess.Popen:
+def start_ambassador(d: Path, port: int, upstream_port: int, name: str, tree: Path = ROOT) -> subprocess.Popen:
     cfg = d / f"{name}.yaml"
     cfg.write_text(f"""
 listener: {{address: 127.0.0.1, port: {port}}}
@@ -101,10 +108,10 @@ routes:
     per_try_timeout: 2s
     retry: {{max: 2, on: [connect-failure, reset, timeout, 502, 503, 504], backoff: 25ms..1s}}
 retry_budget: {{ratio: 0.2, min_per_second: 10}}
-telemetry: {{metrics_port: {METRICS_PORT if name == "ambassador" else METRICS_PORT + 1}, access_log: {d}/{name}-access.log}}
+telemetry: {{metrics_port: {METRICS_PORT + port - AMB_PORT}, access_log: {d}/{name}-access.log}}
 """)
-    p = pinned(0, [PY, "-m", "ambassador", "--config", str(cfg), "--log-level", "WARNING"], cwd=ROOT,
-               env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    p = pinned(0, [PY, "-m", "ambassador", "--config", str(cfg), "--log-level", "WARNING"], cwd=tree,
+               env=dict(os.environ, PYTHONPATH=str(tree)))
     wait_port(port)
     return p
 
@@ -149,9 +156,17 @@ _UNIT = {"us": 1e-3, "ms": 1.0, "s": 1000.0, "m": 60000.0, "h": 3600000.0}
 
 
 def schedstat(pid: int) -> tuple[int, int]:
-    """Nanoseconds the process ran on a CPU, and waited for one while runnable."""
-    run, wait, _ = Path(f"/proc/{pid}/schedstat").read_text().split()
-    return int(run), int(wait)
+    """Nanoseconds the process ran on a CPU, and waited for one while runnable: every thread counted
+    (uvloop's and the interpreter's helper threads too), so no work can hide off the main one."""
+    run = wait = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            r, w, _ = (task / "schedstat").read_text().split()
+        except OSError:
+            continue  # a thread that ended meanwhile
+        run += int(r)
+        wait += int(w)
+    return run, wait
 
 
 def wrk(port: int, conns: int, duration: int, pid: int | None = None) -> dict:
@@ -189,6 +204,8 @@ def main() -> None:
     ap.add_argument("--duration", type=int, default=10)
     ap.add_argument("--soak", type=int, default=0, help="seconds of load while sampling the proxy's memory")
     ap.add_argument("--conns", default="1,10,100", help="connection counts, comma-separated")
+    ap.add_argument("--rounds", type=int, default=1, help="times every cell is run; medians are reported")
+    ap.add_argument("--old-tree", type=Path, help="a checkout of an older commit whose ambassador runs beside this one")
     args = ap.parse_args()
     args.conns = [int(c) for c in args.conns.split(",")]
     ensure_packages()
@@ -202,15 +219,25 @@ def main() -> None:
         procs.append(bare)
         hap = start_haproxy(d)
         procs.append(hap)
-        for port in (NGINX_PORT, BARE_PORT, AMB_PORT, HAP_PORT):
+        cells = [("direct", NGINX_PORT, None), ("bare", BARE_PORT, bare.pid), ("ambassador", AMB_PORT, amb.pid),
+                 ("haproxy", HAP_PORT, hap.pid)]
+        if args.old_tree:
+            old = start_ambassador(d, OLD_PORT, NGINX_PORT, "ambassador-old", args.old_tree.resolve())
+            procs.append(old)
+            cells.insert(2, ("old", OLD_PORT, old.pid))
+        for _, port, _ in cells:
             wrk(port, 10, 1)  # warm up pools and caches
-        results: dict = {}
+        rounds: dict = {}
         load = [os.getloadavg()[0]]
-        for conns in args.conns:
-            for name, port, pid in (("direct", NGINX_PORT, None), ("bare", BARE_PORT, bare.pid),
-                                    ("ambassador", AMB_PORT, amb.pid), ("haproxy", HAP_PORT, hap.pid)):
-                results[(name, conns)] = wrk(port, conns, args.duration, pid)
-                print(name, conns, results[(name, conns)], file=sys.stderr)
+        for r in range(args.rounds):
+            for conns in args.conns:
+                # Each round starts with a different proxy, so none always runs right after another.
+                for name, port, pid in cells[r % len(cells):] + cells[:r % len(cells)]:
+                    cell = wrk(port, conns, args.duration, pid)
+                    rounds.setdefault((name, conns), []).append(cell)
+                    print(r, name, conns, cell, file=sys.stderr)
+        results = {key: {k: statistics.median(c[k] for c in cells_) for k in cells_[0] if k != "errors"}
+                   for key, cells_ in rounds.items()}
         # Breaker open: an upstream that refuses connections trips it, then every answer is a fast 503.
         dead = start_ambassador(d, AMB_DEAD_PORT, 1, "ambassador-dead")
         procs.append(dead)
@@ -264,6 +291,8 @@ def report(results, breaker, soak, args, load, breaker_own) -> None:
              f"- Machine: {os.cpu_count()} CPUs (`nproc` = {len(os.sched_getaffinity(0))}), {cpu_model()}",
              f"- Command: `python bench/ambassador/run.py --duration {args.duration}"
              + (f" --conns {','.join(map(str, args.conns))}" if args.conns != [1, 10, 100] else "")
+             + (f" --rounds {args.rounds}" if args.rounds != 1 else "")
+             + (" --old-tree OLD" if args.old_tree else "")  # the path is this machine's, not the run's
              + (f" --soak {args.soak}" if args.soak else "") + "`",
              "- Pinning: proxy on CPU 0; nginx (1 worker) and wrk (1 thread) on CPU 1. Bare forwarder: uvloop + "
              "httptools, no features (bench/ambassador/bare_forwarder.py). Ambassador with metrics "
@@ -288,6 +317,19 @@ def report(results, breaker, soak, args, load, breaker_own) -> None:
     lines.append("")
     lines.append("(amb/haproxy by CPU: HAProxy's CPU per request over the ambassador's, the share of HAProxy's "
                  "throughput the ambassador reaches when both are limited by one core.)")
+    names = ["bare"] + (["old"] if args.old_tree else []) + ["ambassador", "haproxy"]
+    lines += ["", f"CPU per request, every thread of the proxy counted, median of {args.rounds} round(s); requests "
+              "per core = 1 s / CPU per request; share of the bare forwarder's requests per core = bare's CPU "
+              "per request over the proxy's.", "",
+              "| conns | " + " | ".join(f"{n} µs/req" for n in names) + " | "
+              + " | ".join(f"{n} req/s per core" for n in names) + " | "
+              + " | ".join(f"{n} / bare" for n in names[1:]) + " |",
+              "|---:|" + "---:|" * (3 * len(names) - 1)]
+    for c in args.conns:
+        cpu = [results[(n, c)]["cpu_us"] for n in names]
+        lines.append(f"| {c} | " + " | ".join(f"{u:.1f}" for u in cpu) + " | "
+                     + " | ".join(f"{1e6 / u:,.0f}" for u in cpu) + " | "
+                     + " | ".join(f"{cpu[0] / u:.0%}" for u in cpu[1:]) + " |")
     lines.append("")
     for c, b in breaker.items():
         lines.append(f"- Breaker open, {c} connection(s): {b['rps']:.0f} answers/s, p50 {b['p50']:.3f} ms, "

@@ -9,6 +9,7 @@ from django.views.generic import RedirectView
 from idp import views
 from idp.lb_check import lb_check
 from oidc import demo as oidc_demo
+from oidc.ssf import views as ssf_views
 from oidc.views import metadata as oauth_metadata
 from oidc.views.discovery import realm_info
 from realms.account.urls import account_root
@@ -39,6 +40,7 @@ urlpatterns = [
     path("realms/<str:realm>", realm_info, name="realm-info"),  # Keycloak's realm info, no slash
     # RFC 8414 §3.1: the realm's authorization server metadata with the well-known path inserted.
     path(".well-known/oauth-authorization-server/realms/<str:realm>", oauth_metadata.authorization_server_metadata),
+    path(".well-known/ssf-configuration/realms/<str:realm>", ssf_views.configuration),  # RFC 8615 form, SSF 1.0 §7.2
     path("realms/<str:realm>/console-sign-in", console_sign_in.sign_in),
     path("realms/<str:realm>/scim/v2/", include("realms.scim.urls")),
     path("realms/<str:realm>/account/", include("realms.account.urls")),

@@ -40,6 +40,7 @@ class OidcConfig(AppConfig):
         from .token_exchange import register as register_token_exchange; register_token_exchange()  # noqa: E702, I001 -- one line per grant
         from .uma import register as register_uma; register_uma()  # noqa: E702, I001 -- one line per grant
         backchannel.connect_signals()
+        from .ssf import events as ssf_events; ssf_events.register()  # noqa: E702, I001 -- SETs and their listener
         register_token_verifier(verify)
         register_consent_store(consent.user_consents, consent.revoke)
         register_sign_in(authorize.account_sign_in_url)

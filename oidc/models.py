@@ -151,3 +151,6 @@ class RevokedToken(models.Model):
 
     digest = models.CharField(max_length=64, primary_key=True)
     expires_at = models.DateTimeField(db_index=True)
+
+
+from .ssf.models import SsfStream  # noqa: E402, F401 -- a model of this app kept in its package

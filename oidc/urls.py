@@ -4,6 +4,7 @@ import re
 from django.urls import path
 
 from .registration import urls as registration
+from .ssf import urls as ssf
 from .views import authorize, ciba, device, discovery, logout, metadata, par, session_status, token, uma, userinfo
 
 OIDC = "protocol/openid-connect/"
@@ -47,4 +48,5 @@ urlpatterns = [
     *ciba.urlpatterns,
     *metadata.urlpatterns,
     *registration.urlpatterns,
+    *ssf.urlpatterns,
 ]

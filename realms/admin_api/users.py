@@ -280,14 +280,18 @@ class UserDetail(RealmResource):
         refused = user_profile.check_user(self.realm, given, fields, user)
         if refused is not None:
             return refused
+        was_enabled = user.enabled
         for name, value in fields.items():
             setattr(user, name, value)
         _check(user)
+        # Keycloak's details when the enabled flag changes (Shared Signals send account-disabled/-enabled).
+        enabled = ({"previous_enabled": str(was_enabled).lower(), "updated_enabled": str(user.enabled).lower()}
+                   if user.enabled != was_enabled else None)
         with transaction.atomic(), _password_refusals():
             user.save()
             _set_credentials(user, values["credentials"])
             admin_events.record(self.realm, "UPDATE", "USER", f"users/{user.pk}", auth=self.auth_details(),
-                                representation=lambda: user_fields_rep(user))
+                                representation=lambda: user_fields_rep(user), details=enabled)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     def delete(self, request, realm, user_id):

@@ -36,14 +36,15 @@ def database_ready():
 
 
 def redis_ready():
-    """(ok, detail) of the Redis the cache uses, or None without one (dev mode's local caches).
-    A client of its own, closed after one PING: nothing open here may be inherited by workers."""
-    cache = settings.CACHES["default"]
-    if not cache["BACKEND"].endswith("RedisCache"):
+    """(ok, detail) of the site's Redis (IDP_REDIS_URL), or None without one (dev mode). It carries
+    the shared caches, Celery's queue and the webhook senders' limits; with the feature ``stateless``
+    the caches are in the database, the rest is still there. A client of its own, closed after
+    one PING: nothing open here may be inherited by workers."""
+    if not settings.IDP_REDIS_URL:
         return None
     import redis
 
-    client = redis.Redis.from_url(cache["LOCATION"], socket_connect_timeout=1, socket_timeout=1)
+    client = redis.Redis.from_url(settings.IDP_REDIS_URL, socket_connect_timeout=1, socket_timeout=1)
     try:
         client.ping()
         return True, "UP"

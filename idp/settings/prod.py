@@ -18,9 +18,10 @@ try:
     DATABASES = {"default": database_from_url(os.environ.get("IDP_DB_URL", ""))}
 except ConfigError:  # named by the check at start, with every other problem
     DATABASES = {"default": database_from_url("")}
+IDP_REDIS_URL = os.environ.get("IDP_REDIS_URL", "")
 CACHES = {
-    "default": redis_cache(os.environ.get("IDP_REDIS_URL", "")),
-    "generations": redis_cache(os.environ.get("IDP_REDIS_URL", "")),  # realms.data.shared_cache
+    "default": redis_cache(IDP_REDIS_URL),
+    "generations": redis_cache(IDP_REDIS_URL),  # realms.data.shared_cache
 }
 # Keycloak's multi-cluster v2 (server feature ``stateless``): sites with a Redis each on one
 # synchronously replicated PostgreSQL; what every node must see is cached in the database, on a

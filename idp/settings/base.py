@@ -162,6 +162,8 @@ LOGGING = {
                 "fido2": {"level": "WARNING"}},
 }
 
+# The site's Redis, checked by readiness: production's (prod.py); dev mode and the suite have none.
+IDP_REDIS_URL = ""
 # Celery (idp/celery.py): Redis broker in production; dev mode runs background work in-process.
 CELERY_BROKER_URL = os.environ.get("IDP_REDIS_URL", "")
 CELERY_TASK_ACKS_LATE = True

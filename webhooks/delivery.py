@@ -152,14 +152,22 @@ def _back(jobs, when=None):
 
 
 def process(ids, inline=False):
-    """Claim and send a batch of deliveries. ``inline``: send and record in this thread (tests,
-    tools); otherwise the sends go to this process's lanes and this returns at once."""
+    """Claim and send a batch of deliveries; returns how many sends started. ``inline``: send and
+    record in this thread (tests, tools); otherwise this process's claimer claims them (merged
+    with the batches waiting beside them) and hands the sends to the lanes."""
     ids = list(dict.fromkeys(ids))
-    lanes = None if inline else sender.lanes(WORK)
+    if inline:
+        return len(_claim_and_start(ids, None))
+    return sender.lanes(WORK).claim(ids)
+
+
+def _claim_and_start(ids, lanes):
+    """Claim ``ids``, take their slots and start the sends (on ``lanes``, or here and now without
+    them); returns the ids of the deliveries sent."""
     if lanes and not lanes.fast.wait_for_room(timeout=10.0):
         # The healthy lane stayed full: the batch waits in the database for the next sweep.
         Delivery.objects.filter(pk__in=ids, state=Delivery.PENDING).update(dispatched_at=None)
-        return 0
+        return set()
     now = timezone.now()
     jobs = _claim(ids, now) if ids else []
     disabled = [j for j in jobs if not j.endpoint.enabled]
@@ -195,9 +203,9 @@ def process(ids, inline=False):
         refused = {j.endpoint.id: j.endpoint for j in no_slot}.values()
         for endpoint_id in limits.rewait([(ep.id, slot_limit(ep, now)) for ep in refused]):
             pump(endpoint_id, 1)
-    if inline:
+    if not lanes:
         record([send(j) for j in go])
-    return len(go)
+    return {j.delivery_id for j in go}
 
 
 def slot_limit(ep, now):
@@ -535,4 +543,4 @@ def sweep(now=None):
     return len(ids) + pulled + receiver.sweep(now)
 
 
-WORK = sender.Work(send=send, unsent=unsent, record=record, pump=pump, slot_limit=slot_limit)
+WORK = sender.Work(claim=_claim_and_start, send=send, unsent=unsent, record=record, pump=pump, slot_limit=slot_limit)

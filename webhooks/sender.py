@@ -7,6 +7,12 @@ its batch to a lane and returns: no worker thread waits on a receiver. Keep-aliv
 are reused per checked address (``realms.http.outbound``). Results go to one writer thread that
 records them in bulk every few milliseconds (``delivery.record``).
 
+The batches of the Celery tasks are claimed by one claimer thread, which merges the batches that
+wait into one claim and keeps its database connection (Celery closes a task thread's connection
+after every task: a new PostgreSQL backend per event). Freed slots go to one releaser thread,
+which frees those of sends ended together in one Redis call. See
+docs/decisions/0104-webhook-delivery-cost.md.
+
 A process that dies with sends in flight leaves their rows ``sending`` under a lease; the
 sweeper retakes them when the lease runs out (at least once).
 """
@@ -16,7 +22,7 @@ import os
 import queue
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -30,14 +36,18 @@ logger = logging.getLogger("idp.webhooks")
 
 _STOP = object()
 MAX_FLUSH = 500
+MAX_CLAIM = 500  # ids merged into one claim
+RELEASE_GATHER = 0.002  # seconds a freed slot waits for others ended meanwhile (one Redis call)
 
 
 @dataclass(frozen=True)
 class Work:
     """What the lanes call back into ``webhooks.delivery`` (which sits above this module and
-    hands its functions in): send one job, the result of a job not sent, record results in bulk,
-    pull waiting deliveries of an endpoint, an endpoint's slot limit."""
+    hands its functions in): claim ids and start their sends (returns the ids sent), send one
+    job, the result of a job not sent, record results in bulk, pull waiting deliveries of an
+    endpoint, an endpoint's slot limit."""
 
+    claim: object
     send: object
     unsent: object
     record: object
@@ -107,8 +117,80 @@ class Lanes:
         self.parked = {}  # endpoint id -> deque of claimed jobs waiting for one of those slots
         self.started = {}  # delivery id -> (endpoint id, monotonic start) of healthy-lane sends
         self.demoted = {}  # endpoint id -> monotonic time until which this process sends it slow
+        self.claims = queue.SimpleQueue()  # (ids, Future) from the Celery tasks
+        self.freed = queue.SimpleQueue()  # (endpoint, slot) of ended sends
         self.writer = threading.Thread(target=self._write_forever, name="webhooks-writer", daemon=True)
         self.writer.start()
+        self.claimer = threading.Thread(target=self._claim_forever, name="webhooks-claimer", daemon=True)
+        self.releaser = threading.Thread(target=self._release_forever, name="webhooks-releaser", daemon=True)
+        self.claimer.start()
+        self.releaser.start()
+
+    def claim(self, ids):
+        """Claim ``ids`` and start their sends, on the claimer thread; returns how many started."""
+        done = Future()
+        self.claims.put((ids, done))
+        return done.result()
+
+    def _claim_forever(self):
+        while True:
+            first = self.claims.get()
+            if first is _STOP:
+                break
+            batch, size = [first], len(first[0])
+            while size < MAX_CLAIM:
+                try:
+                    item = self.claims.get_nowait()
+                except queue.Empty:
+                    break
+                if item is _STOP:
+                    self.claims.put(_STOP)
+                    break
+                batch.append(item)
+                size += len(item[0])
+            try:
+                sent = self.work.claim([i for ids, _ in batch for i in ids], self)
+            except Exception as exc:  # the tasks' rows stay pending; the sweeper dispatches them again
+                connection.close()
+                for _, done in batch:
+                    done.set_exception(exc)
+                continue
+            for ids, done in batch:
+                done.set_result(sum(1 for i in ids if i in sent))
+        # Stopped: batches still queued stay pending in the database, for the sweeper.
+        while True:
+            try:
+                item = self.claims.get_nowait()
+            except queue.Empty:
+                break
+            if item is not _STOP:
+                item[1].set_result(0)
+        connection.close()
+
+    def _release_forever(self):
+        while True:
+            item = self.freed.get()
+            if item is _STOP:
+                break
+            time.sleep(RELEASE_GATHER)
+            batch = [item]
+            while True:
+                try:
+                    item = self.freed.get_nowait()
+                except queue.Empty:
+                    break
+                if item is _STOP:
+                    self.freed.put(_STOP)
+                    break
+                batch.append(item)
+            endpoints = {endpoint.id: endpoint for endpoint, _ in batch}
+            try:
+                waiting = limits.release_many([(endpoint.id, slot) for endpoint, slot in batch])
+            except Exception:  # Redis away: the slots free themselves when their leases run out
+                logger.exception("webhooks: could not release %d slots", len(batch))
+                continue
+            for endpoint_id in waiting:
+                self.results.put(_Pull(endpoints[endpoint_id]))
 
     def submit(self, jobs):
         """Start sends that hold a slot of their endpoint."""
@@ -162,13 +244,10 @@ class Lanes:
             if following is not None:
                 following.slot, result.job.slot = job.slot, ""  # the slot passes on, no Redis call
             elif job.slot:
-                # Free at once, not after the writer: a slot held past its send starves the endpoint.
-                slot, result.job.slot = job.slot, ""
-                try:
-                    if limits.release_many([(job.endpoint.id, slot)]):
-                        self.results.put(_Pull(job.endpoint))
-                except Exception:  # Redis away: the slot frees itself when its lease runs out
-                    logger.exception("webhooks: could not release a slot of endpoint %s", job.endpoint.id)
+                # Freed by the releaser within milliseconds, not after the writer's database
+                # writes: a slot held past its send starves the endpoint.
+                self.freed.put((job.endpoint, job.slot))
+                result.job.slot = ""
             self.results.put(result)
             if following is not None and lane is self.fast and self.is_slow(following.endpoint, timezone.now()):
                 # Demoted meanwhile: its next send must not hold a healthy-lane thread.
@@ -242,8 +321,12 @@ class Lanes:
 
     def shutdown(self):
         """Finish the sends in flight (each is bounded by the timeout), record them, stop."""
+        self.claims.put(_STOP)
+        self.claimer.join(timeout=30)
         self.fast.pool.shutdown(wait=True)
         self.slow.pool.shutdown(wait=True)
+        self.freed.put(_STOP)
+        self.releaser.join(timeout=30)  # its pulls reach the writer before the writer stops
         self.results.put(_STOP)
         self.writer.join(timeout=conf.get("IDP_WEBHOOK_TIMEOUT") + 10)
 

@@ -3,15 +3,19 @@ of one batch of deliveries claimed, signed, sent to a real receiver and recorded
 concurrency slots in Redis as production has them. A batch costs the same whatever its size (the
 claim, the log rows and the outcomes are written together), so a change that adds a query or a
 round trip per delivery fails here."""
+import dataclasses
 import os
+import threading
 
 import pytest
 import redis
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from webhooks import delivery, services
+from webhooks import delivery, dispatch, limits, sender, services
 from webhooks.models import Delivery
+
+from .workers import wait_until
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("loopback_allowed")]
 
@@ -39,14 +43,13 @@ def _endpoints(realm, receiver_server, n):
     return [services.create_endpoint(realm, receiver_server.url(), [], max_concurrency=100)[0] for _ in range(n)]
 
 
+def _ids_of(message):
+    return sorted(Delivery.objects.filter(message=message).values_list("pk", flat=True))
+
+
 def _batch(endpoints, events):
     """``events`` test events to each of ``endpoints``: their delivery ids."""
-    ids = []
-    for endpoint in endpoints:
-        for _ in range(events):
-            message = services.send_test_event(endpoint)
-            ids.extend(Delivery.objects.filter(message=message).values_list("pk", flat=True))
-    return ids
+    return [i for endpoint in endpoints for _ in range(events) for i in _ids_of(services.send_test_event(endpoint))]
 
 
 def _cost(ids, redis_commands):
@@ -74,3 +77,74 @@ def test_a_batch_costs_the_same_whatever_its_size(realm, receiver_server, redis_
     _cost(_batch(targets, 1), redis_commands)  # warm: signers cached, scripts loaded, metric keys made
     queries, commands = _cost(_batch(targets, events), redis_commands)
     assert (len(queries), commands) == EXPECTED, queries
+
+
+@pytest.fixture
+def lanes():
+    yield sender.lanes(delivery.WORK)
+    dispatch.shutdown()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_batches_waiting_together_are_one_claim_on_the_claimers_kept_connection(realm, receiver_server, lanes):
+    """Celery closes a task thread's database connection after each task: a claim made there
+    opened a PostgreSQL backend per event. The claimer thread claims instead, on one connection,
+    and the batches that queued while it worked are one claim, each caller told its own count."""
+    endpoint = _endpoints(realm, receiver_server, 1)[0]
+    batches = [_ids_of(services.send_test_event(endpoint)) for _ in range(4)]
+    claims, busy, go = [], threading.Event(), threading.Event()
+    claim = lanes.work.claim
+
+    def watched(ids, lanes_):
+        busy.set()
+        go.wait(10)
+        sent = claim(ids, lanes_)
+        claims.append((sorted(ids), connection.connection))
+        return sent
+
+    lanes.work = dataclasses.replace(lanes.work, claim=watched)
+    counts = {}
+
+    def task(n):  # as a Celery task thread: process, then its connection closed
+        counts[n] = delivery.process(batches[n])
+        connection.close()
+
+    threads = [threading.Thread(target=task, args=(0,))]
+    threads[0].start()
+    assert busy.wait(10)
+    threads += [threading.Thread(target=task, args=(n,)) for n in (1, 2, 3)]
+    for t in threads[1:]:
+        t.start()
+    assert wait_until(lambda: lanes.claims.qsize() == 3)
+    go.set()
+    for t in threads:
+        t.join(10)
+    assert [ids for ids, _ in claims] == [batches[0], sorted(batches[1] + batches[2] + batches[3])]
+    assert claims[0][1] is claims[1][1]  # one connection, kept
+    assert counts == {n: len(batches[n]) for n in range(4)}
+    assert wait_until(lambda: Delivery.objects.filter(endpoint=endpoint, state=Delivery.DELIVERED).count() == 4)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_slots_freed_together_are_one_release(realm, lanes, monkeypatch):
+    """Sends that end while the releaser frees earlier slots have theirs freed in one call."""
+    endpoint = services.create_endpoint(realm, "https://hooks.example.com/in", [])[0]
+    tokens = [limits.acquire(endpoint.pk, 6, 30) for _ in range(6)]
+    calls, busy, go = [], threading.Event(), threading.Event()
+    release_many = limits.release_many
+
+    def watched(slots):
+        calls.append(sorted(token for _, token in slots))
+        busy.set()
+        go.wait(10)
+        return release_many(slots)
+
+    monkeypatch.setattr(limits, "release_many", watched)
+    lanes.freed.put((endpoint, tokens[0]))
+    assert busy.wait(10)
+    for token in tokens[1:]:
+        lanes.freed.put((endpoint, token))
+    go.set()
+    assert wait_until(lambda: len(calls) == 2 and lanes.freed.empty())
+    assert calls == [[tokens[0]], sorted(tokens[1:])]
+    assert wait_until(lambda: limits.acquire(endpoint.pk, 1, 30) is not None)  # all six free again

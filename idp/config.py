@@ -63,7 +63,7 @@ NUMBERS = {
     "IDP_HTTP_PORT": int, "IDP_MANAGEMENT_PORT": int, "IDP_WORKERS": int, "IDP_THREADS": int,
     "IDP_HEADER_READ_TIMEOUT": float, "IDP_BODY_READ_TIMEOUT": float, "IDP_HSTS_SECONDS": int,
     "IDP_PURGE_INTERVAL": float, "IDP_SHUTDOWN_DELAY": float, "IDP_SHUTDOWN_TIMEOUT": int,
-    "IDP_TRACING_SAMPLER_RATIO": float,
+    "IDP_TRACING_SAMPLER_RATIO": float, "IDP_CACHE_EMBEDDED_REALMS_MAX_COUNT": int,
 }
 
 
@@ -112,6 +112,8 @@ def _setting_problems():
                 kind(raw)
             except ValueError:
                 found.append(f"{name}: {raw!r} is not a {'whole number' if kind is int else 'number'}")
+    if env_number("IDP_CACHE_EMBEDDED_REALMS_MAX_COUNT", 1) < 1:
+        found.append("IDP_CACHE_EMBEDDED_REALMS_MAX_COUNT: at least 1 realm is kept per process")
     for entry in filter(None, (p.strip() for p in os.environ.get("IDP_TRUSTED_PROXIES", "").split(","))):
         try:
             ipaddress.ip_network(entry, strict=False)

@@ -126,6 +126,9 @@ IDP_TRUSTED_PROXIES = [p for p in os.environ.get("IDP_TRUSTED_PROXIES", "").spli
 # (Envoy); believed from IDP_TRUSTED_PROXIES only. Empty: no client certificates.
 IDP_CLIENT_CERT_HEADER = os.environ.get("IDP_CLIENT_CERT_HEADER", "").strip()
 IDP_MANAGEMENT_PORT = env_number("IDP_MANAGEMENT_PORT", 9000)
+# The realms whose configuration and keys each process keeps, least recently used dropped first
+# (Keycloak's cache-embedded-realms-max-count, counted in realms; decision 0107).
+IDP_CACHE_EMBEDDED_REALMS_MAX_COUNT = env_number("IDP_CACHE_EMBEDDED_REALMS_MAX_COUNT", 100)
 IDP_BOOTSTRAP_ADMIN_USERNAME = os.environ.get("IDP_BOOTSTRAP_ADMIN_USERNAME", "")
 IDP_BOOTSTRAP_ADMIN_PASSWORD = os.environ.get("IDP_BOOTSTRAP_ADMIN_PASSWORD", "")
 # Where passwordBlacklist(<file name>) policies find their files (one password a line); the realm

@@ -14,6 +14,7 @@ from jwcrypto import jwk
 
 from ..models import Realm, RealmKey
 from . import crypto
+from .realm_cache import max_realms
 from .shared_cache import LocalCopies
 
 _RSA = ("RSA", {"size": 2048})
@@ -191,7 +192,7 @@ def _fallback(realm_id, algorithm):
     return _copies.get(realm_id).signers.get(algorithm)
 
 
-_copies = LocalCopies("realm-keys", _load)
+_copies = LocalCopies("realm-keys", _load, max_entries=max_realms)
 
 
 def realm_keys(realm) -> LoadedKeys:

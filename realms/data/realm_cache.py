@@ -13,6 +13,7 @@ docs/decisions/0004-oidc-without-dot-models.md and docs/decisions/0011-sign-in-c
 """
 import threading
 
+from django.conf import settings
 from django.db.models.signals import m2m_changed, post_delete, post_save
 from django.http import Http404
 
@@ -101,7 +102,14 @@ def _load(realm_id):
     return RealmConfig(realm) if realm is not None else None
 
 
-_configs = LocalCopies("realm-config", _load)
+def max_realms():
+    """The realms whose configuration (and keys, ``realms.data.keys``) a process keeps: a worker
+    serving a thousand realms keeps those it served last, a realm dropped is read again on its
+    next request (decision 0107)."""
+    return settings.IDP_CACHE_EMBEDDED_REALMS_MAX_COUNT
+
+
+_configs = LocalCopies("realm-config", _load, max_entries=max_realms)
 _ids = {}  # realm name -> realm id, in this process (names rarely change; checked on every use)
 
 

@@ -8,8 +8,13 @@ the database with the feature ``stateless``, so that every site sees it; a direc
 the var directory in dev mode, so that ``manage.py`` commands reach the running server too):
 the changing process drops its copy at once, and every other process compares its copy's
 generation with the shared one at most once per ``CHECK_SECONDS``, so a change is seen
-everywhere within about a second for one cache read per key and second, not per request."""
+everywhere within about a second for one cache read per key and second, not per request.
+
+A cache keyed by realm is bounded (``max_entries``): a process serving a thousand realms keeps
+the ones it served last, so its memory does not grow with the number of realms (decision 0107)."""
+import threading
 import time
+from collections import OrderedDict
 
 from django.core.cache import caches
 from django.db import transaction
@@ -28,13 +33,17 @@ def count(namespace, hit):
 
 class LocalCopies:
     """``get(key)`` returns this process's copy of ``load(key)``, reloaded when the key's shared
-    generation has moved; ``invalidate(key)`` is called on every change of what ``load`` reads."""
+    generation has moved; ``invalidate(key)`` is called on every change of what ``load`` reads.
+    ``max_entries()``, when given, is the most copies kept: past it the least recently used one
+    is dropped (read on each load, so that a setting changed in tests applies)."""
 
-    def __init__(self, namespace, load, check_seconds=CHECK_SECONDS):
+    def __init__(self, namespace, load, check_seconds=CHECK_SECONDS, max_entries=None):
         self.namespace = namespace
         self.check_seconds = check_seconds
         self._load = load
-        self._entries = {}  # key -> [value, generation, monotonic time of the last check]
+        self._max_entries = max_entries
+        self._entries = OrderedDict()  # key -> [value, generation, monotonic time of the last check], oldest use first
+        self._lock = threading.Lock()
 
     def generation_key(self, key):
         return f"idp:gen:{self.namespace}:{key}"
@@ -44,19 +53,32 @@ class LocalCopies:
         now = time.monotonic()
         if entry is not None:
             if now - entry[2] < self.check_seconds:
-                count(self.namespace, True)
-                return entry[0]
+                return self._hit(key, entry)
             if _shared().get(self.generation_key(key), 0) == entry[1]:
                 entry[2] = now
-                count(self.namespace, True)
-                return entry[0]
+                return self._hit(key, entry)
         count(self.namespace, False)
         # The generation is read before the rows: a change committed meanwhile moves it again,
         # so the next check reloads.
         generation = _shared().get(self.generation_key(key), 0)
         value = self._load(key)
-        self._entries[key] = [value, generation, now]
+        with self._lock:
+            self._entries[key] = [value, generation, now]
+            if self._max_entries is not None:
+                self._entries.move_to_end(key)
+                cap = self._max_entries()
+                while len(self._entries) > cap:
+                    self._entries.popitem(last=False)
         return value
+
+    def _hit(self, key, entry):
+        if self._max_entries is not None:
+            try:
+                self._entries.move_to_end(key)
+            except KeyError:  # dropped meanwhile by another thread's change
+                pass
+        count(self.namespace, True)
+        return entry[0]
 
     def invalidate(self, key):
         """Drop the copy here and everywhere: now, and again after the commit, so that no process

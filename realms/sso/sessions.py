@@ -5,6 +5,8 @@ protocol app.
 Rows are the truth (sessions survive a restart); the Django cache holds each user session by id
 so that the hot paths (authorization request with a cookie, refresh) skip the database. Every
 change goes through this module, which writes the row and refreshes or drops the cache entry.
+With the feature ``stateless`` the cache is a table of the same database, so there is no copy:
+the row is read and written once (decision 0109).
 
 Timeouts follow Keycloak: a session ends when idle longer than SSO Session Idle or older than
 SSO Session Max (remember-me variants when set and the user ticked "remember me"; offline
@@ -23,6 +25,7 @@ from django.db.models.signals import post_delete, post_save
 from django.dispatch import Signal
 from django.utils import timezone
 
+from .. import features
 from ..data import rows
 from ..models import ClientSession, Realm, User, UserSession, effective_role_ids_column
 from ..registry import Registry
@@ -48,11 +51,18 @@ REASON_EXPIRED = "expired"
 REASON_USER_DISABLED = "user_disabled"
 
 
+def _copied():
+    return not features.enabled("stateless")
+
+
 def cache_key(session_id):
-    return f"idp:usersession:{session_id}"
+    """The key of the session's copy in the shared cache; None when sessions are not copied."""
+    return f"idp:usersession:{session_id}" if _copied() else None
 
 
 def _cache_put(user_session):
+    if not _copied():
+        return
     # Cached with its user but without their realm: every reader holds the realm already
     # (get_valid_session puts it back), and a Realm row costs more to unpickle than the rest.
     # (A pickled user carries no credential rows: User.__getstate__.)
@@ -67,7 +77,7 @@ def _cache_put(user_session):
 
 
 def _cache_drop(*session_ids):
-    if session_ids:
+    if session_ids and _copied():
         cache.delete_many([cache_key(s) for s in session_ids])
 
 
@@ -154,11 +164,13 @@ def create_user_session(realm, user, *, ip_address="", auth_methods=(), remember
 
 
 def _load(session_id, cached=None):
-    user_session = cached if cached is not None else cache.get(cache_key(session_id))
-    if user_session is None:
-        user_session = UserSession.objects.select_related("user").filter(pk=session_id).first()
-        if user_session is not None:
-            _cache_put(user_session)
+    if cached is None and _copied():
+        cached = cache.get(cache_key(session_id))
+    if cached is not None:
+        return cached
+    user_session = UserSession.objects.select_related("user").filter(pk=session_id).first()
+    if user_session is not None:
+        _cache_put(user_session)
     return user_session
 
 
@@ -352,7 +364,7 @@ def expired_sessions(now=None):
 def _drop_user_sessions(sender, instance, created=False, **kwargs):
     # A user change (disabled, deleted, renamed) must be seen by the next session check, in
     # every process: the cached sessions carry the user. A new user has no session yet.
-    if created:
+    if created or not _copied():
         return
     ids = list(UserSession.objects.filter(user_id=instance.pk).values_list("pk", flat=True))
     _cache_drop(*ids)

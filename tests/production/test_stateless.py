@@ -31,3 +31,67 @@ def test_readiness_checks_the_sites_redis_in_both_modes(features, cache):
 
     assert ready(os.environ["IDP_TEST_REDIS_URL"]) == [cache, [True, "UP"]]
     assert ready(f"redis://127.0.0.1:{free_port()}/0") == [cache, [False, "ConnectionError"]]
+
+
+@pytest.fixture
+def database_cache(settings, fresh_caches):
+    """The default cache in a table of the test database, as ``stateless`` makes it (on the test's
+    own connection here, so the table goes with the test's transaction)."""
+    from django.core.management import call_command
+
+    settings.CACHES = {**settings.CACHES, "default": {
+        "BACKEND": "idp.db_cache.DatabaseCache", "LOCATION": "idp_stateless_test"}}
+    call_command("createcachetable", verbosity=0)
+
+    def session_copies():
+        from django.db import connection
+
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM idp_stateless_test WHERE cache_key LIKE %s", ["%usersession%"])
+            return cursor.fetchone()[0]
+
+    return session_copies
+
+
+def _signed_in(realm_name):
+    from django.db import transaction
+
+    from realms.models import Client, User
+    from realms.representation.importer import import_realm
+    from realms.sso import sessions
+
+    realm = import_realm({"realm": realm_name, "enabled": True, "users": [{"username": "ann", "enabled": True}],
+                          "clients": [{"clientId": "app", "publicClient": True}]}).realm
+    with transaction.atomic():  # the copy is written when the sign-in commits
+        user_session = sessions.create_user_session(realm, User.objects.get(realm=realm, username="ann"))
+        sessions.get_or_create_client_session(user_session, Client.objects.get(realm=realm, client_id="app"))
+    return realm, user_session
+
+
+@pytest.mark.postgresql
+@pytest.mark.django_db
+@pytest.mark.parametrize("stateless", [True, False])
+def test_sessions_are_read_from_their_table_with_no_copy_under_stateless(settings, database_cache, stateless):
+    """Stateless: no copy of the session in the cache table, and a change another node makes to the
+    row (here: SQL this process receives no signal for) is seen at once. The default mode keeps
+    its copy, which is what the cache is for when it is Redis: the same steps see the stale copy."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from realms.sso import sessions
+
+    settings.IDP_FEATURES = "stateless" if stateless else ""
+    realm, user_session = _signed_in("st")
+    sessions.set_note(user_session, "n", "v")
+    sessions.touch(user_session)
+    with CaptureQueriesContext(connection) as read:
+        assert sessions.get_valid_session(realm, user_session.pk).notes == {"n": "v"}
+    assert database_cache() == (0 if stateless else 1)
+    assert len(read.captured_queries) == 1  # the row, or the copy: one statement either way
+    assert ("idp_stateless_test" in read.captured_queries[0]["sql"]) is not stateless
+
+    with connection.cursor() as cursor:  # another node ends the session
+        cursor.execute("DELETE FROM realms_clientsession WHERE user_session_id = %s", [user_session.pk])
+        cursor.execute("DELETE FROM realms_usersession WHERE id = %s", [user_session.pk])
+    seen = sessions.get_valid_session(realm, user_session.pk)
+    assert (seen is None) is stateless

@@ -12,7 +12,8 @@ APPS = ("idp", "realms", "oidc", "saml", "federation", "webhooks")
 # importer package -> the other packages it may import; every other edge between them is refused
 ALLOWED = {
     "realms": set(),  # realms knows no protocol
-    "oidc": {"realms"}, "saml": {"realms"}, "federation": {"realms"}, "webhooks": {"realms"},  # no sibling edges
+    "saml": {"realms"}, "federation": {"realms"}, "webhooks": {"realms"},  # no sibling edges but one:
+    "oidc": {"realms", "webhooks"},  # the Shared Signals transmitter writes SETs into the webhook outbox
     "idp": {"realms", "oidc", "saml", "federation", "webhooks"},  # the project: settings, urls, commands
     "ambassador": set(),  # a separate process
 }

@@ -2,7 +2,7 @@
 
 import django.db.models.deletion
 import django.utils.timezone
-import realms.models.fields
+import realms.models
 from django.db import migrations, models
 
 
@@ -18,7 +18,7 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name='SsfStream',
             fields=[
-                ('id', realms.models.fields.IdField(default=realms.models.fields.new_id, editable=False, max_length=64, primary_key=True, serialize=False)),
+                ('id', realms.models.IdField(default=realms.models.new_id, editable=False, max_length=64, primary_key=True, serialize=False)),
                 ('issuer', models.CharField(help_text="The SETs' iss: the realm's issuer when created.", max_length=2048)),
                 ('audience', models.CharField(max_length=512)),
                 ('method', models.CharField(max_length=64)),

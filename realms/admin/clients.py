@@ -133,10 +133,30 @@ MUTUAL_TLS = {
         "Access and refresh tokens are bound to the client certificate of the token request (RFC 8705); every "
         "later use of them needs that certificate."),
 }
+
+# A Shared Signals receiver (oidc.ssf, docs/ssf.md): client attributes, as Keycloak's.
+SHARED_SIGNALS = {
+    "ssf_enabled": _switch(
+        "ssf.enabled", "SSF Receiver",
+        "This client may manage one stream of security events (CAEP, RISC) with ssf.manage / ssf.read tokens."),
+    "ssf_default_subjects": Key("attributes", "ssf.defaultSubjects", forms.ChoiceField(
+        label="SSF default subjects", required=False,
+        choices=[("", "The realm's"), ("ALL", "ALL"), ("NONE", "NONE")],
+        help_text="Whom the stream covers before the receiver adds subjects."), omit_empty=True),
+    "ssf_user_subject_format": Key("attributes", "ssf.userSubjectFormat", forms.ChoiceField(
+        label="SSF user subject format", required=False, choices=[("", "iss_sub"), ("email", "email")],
+        help_text="How SETs name the user: issuer and user id, or the e-mail address (iss_sub when "
+                  "the user has none)."), omit_empty=True),
+    "ssf_stream_audience": Key("attributes", "ssf.streamAudience", forms.CharField(
+        label="SSF stream audience", required=False, max_length=512,
+        help_text="The aud of the stream's SETs; empty: <client id>/<stream id>."), omit_empty=True),
+}
+
 # What only OpenID Connect clients have (the SAML section comes from saml.admin).
 OIDC_ONLY = {"public_client", "bearer_only", "client_authenticator_type", "standard_flow_enabled",
              "implicit_flow_enabled", "direct_access_grants_enabled", "service_accounts_enabled", "web_origins",
-             "secret_status", "authorization_services_enabled", *CAPABILITY_SWITCHES, *REQUEST_SETTINGS, *MUTUAL_TLS}
+             "secret_status", "authorization_services_enabled", *CAPABILITY_SWITCHES, *REQUEST_SETTINGS, *MUTUAL_TLS,
+             *SHARED_SIGNALS}
 
 
 def protocol_choices():
@@ -203,7 +223,8 @@ class ClientFormBase(KeyedJsonForm):
             self.add_error(None, f"{refusal[1]} ({refusal[0]})")
 
 
-ClientForm = keyed_form("ClientForm", ClientFormBase, {**CAPABILITY_SWITCHES, **REQUEST_SETTINGS, **MUTUAL_TLS})
+ClientForm = keyed_form("ClientForm", ClientFormBase, {**CAPABILITY_SWITCHES, **REQUEST_SETTINGS, **MUTUAL_TLS,
+                                                      **SHARED_SIGNALS})
 
 
 @admin.register(Client)
@@ -239,6 +260,7 @@ class ClientAdmin(ConsoleAdmin):
         ("Pushed authorization and request objects", {"classes": ("tab-advanced",), "fields": (
             *REQUEST_SETTINGS,)}),
         ("Mutual TLS", {"classes": ("tab-advanced",), "fields": ("tls_bound_access_tokens",)}),
+        ("Shared Signals", {"classes": ("tab-advanced",), "fields": tuple(SHARED_SIGNALS)}),
         ("Advanced", {"classes": ("tab-advanced",), "fields": (
             "attributes", "authentication_flow_binding_overrides", "node_re_registration_timeout",
             "not_before", "surrogate_auth_required", "id", "created_at",

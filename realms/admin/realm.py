@@ -32,6 +32,7 @@ from .realm_settings import (
     HEADERS,
     OTP,
     SMTP,
+    SSF,
     WEBAUTHN,
     PasswordPolicyField,
     RealmTextsField,
@@ -228,7 +229,7 @@ class RealmFormBase(KeyedJsonForm):
 
 
 RealmForm = keyed_form("RealmForm", RealmFormBase, {
-    **SMTP, **OTP, **WEBAUTHN, **HEADERS, **CIBA, **CIMD})
+    **SMTP, **OTP, **WEBAUTHN, **HEADERS, **CIBA, **CIMD, **SSF})
 
 
 def _tab(slug, title, fields, **options):
@@ -302,6 +303,7 @@ class RealmAdmin(ConsoleAdmin):
         _tab("authentication", "Webauthn Passwordless Policy", tuple(k for k in WEBAUTHN if k.startswith("passwordless_"))),
         _tab("authentication", "CIBA Policy", tuple(CIBA)),
         _tab("authentication", "Client ID Metadata Documents", tuple(CIMD)),
+        _tab("authentication", "Shared Signals", tuple(SSF)),
         _tab("authentication", "Flow bindings", (
             "browser_flow", "registration_flow", "direct_grant_flow", "reset_credentials_flow",
             "client_authentication_flow",

@@ -125,6 +125,17 @@ CIMD = {
         help_text="Users confirm each such client on a consent page before it gets tokens."), as_string=True),
 }
 
+# The Shared Signals transmitter (oidc.ssf, docs/ssf.md): realm attributes, as Keycloak's.
+SSF = {
+    "ssf_transmitter_enabled": Key("attributes", "ssf.transmitterEnabled", forms.BooleanField(
+        label="SSF Transmitter", required=False,
+        help_text="Publish .well-known/ssf-configuration; clients marked as SSF receivers manage streams of "
+                  "security events (CAEP, RISC). Off: every SSF endpoint answers 404."), as_string=True),
+    "ssf_default_subjects": Key("attributes", "ssf.defaultSubjects", forms.ChoiceField(
+        label="SSF default subjects", choices=[("ALL", "ALL"), ("NONE", "NONE")], initial="ALL",
+        help_text="Whom a stream covers before the receiver adds subjects: every user, or none."), as_string=True),
+}
+
 # Keycloak's CIBA policy (Authentication, Policies): realm attributes, strings as Keycloak stores them.
 CIBA = {
     "ciba_delivery_mode": Key("attributes", "cibaBackchannelTokenDeliveryMode", forms.ChoiceField(

@@ -52,7 +52,8 @@ def realm(db):
         "clientScopes": [_scope("ssf.read"), _scope("ssf.manage")],
         "clients": [
             _receiver_client("receiver"),
-            _receiver_client("picky", **{"ssf.defaultSubjects": "NONE", "ssf.userSubjectFormat": "email"}),
+            _receiver_client("picky", **{"ssf.defaultSubjects": "NONE", "ssf.userSubjectFormat": "email",
+                                          "ssf.streamAudience": "https://picky.example/ssf"}),
             {"clientId": "plain", "secret": SECRET, "serviceAccountsEnabled": True,
              "optionalClientScopes": ["ssf.read", "ssf.manage"]},
             {"clientId": "app", "secret": SECRET, "directAccessGrantsEnabled": True},
@@ -284,7 +285,7 @@ def test_poll_stream_returns_acknowledges_and_waits(realm, admin_token, monkeypa
 def test_default_subjects_none_and_subjects_add_and_remove(realm, admin_token):
     api = Api(realm, token(realm, "picky"))
     stream = api("post", "streams", {"delivery": {"method": "urn:ietf:rfc:8936"}, "events_requested": ALL_EVENTS}).json()
-    assert stream["format"] == "email"
+    assert stream["format"] == "email" and stream["aud"] == ["https://picky.example/ssf"]
     poll = f"poll/{stream['stream_id']}"
     alice, bob = user_id(realm, "alice"), user_id(realm, "bob")
 

@@ -1,0 +1,55 @@
+"""The console's Shared Signals settings are Keycloak's realm and client attributes, and what they
+save is what the transmitter reads: the realm switch opens and closes its endpoints, the client's
+settings decide the receiver, its default subjects, subject format and audience."""
+import pytest
+from django.test import Client as HttpClient
+
+from oidc.ssf import events
+from oidc.ssf.models import SsfStream
+from realms.models import Client
+from tests.realms.test_admin import errors_of, read_form, submit
+from tests.realms.test_console import acme, console, master  # noqa: F401 (fixtures)
+from tests.realms.test_console_forms import change_url
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_caches", "outbound_loopback")]
+
+
+def test_realm_switch_opens_and_closes_the_transmitter(console, acme):  # noqa: F811
+    discovery = f"/realms/{acme.name}/.well-known/ssf-configuration"
+    assert HttpClient().get(discovery).status_code == 404
+    page = console.get(change_url(acme)).content.decode()
+    assert "SSF Transmitter" in page and "ssf_transmitter_enabled" not in read_form(page, "realm_form")
+    response = submit(console, change_url(acme), "realm_form", {"ssf_transmitter_enabled": "on",
+                                                                 "ssf_default_subjects": "NONE"})
+    assert not errors_of(response), errors_of(response)
+    acme.refresh_from_db()
+    assert acme.attributes["ssf.transmitterEnabled"] == "true" and acme.attributes["ssf.defaultSubjects"] == "NONE"
+    assert HttpClient().get(discovery).json()["default_subjects"] == "NONE"
+    response = submit(console, change_url(acme), "realm_form", {"ssf_transmitter_enabled": None})
+    assert not errors_of(response), errors_of(response)
+    acme.refresh_from_db()
+    assert acme.attributes["ssf.transmitterEnabled"] == "false"
+    assert HttpClient().get(discovery).status_code == 404
+
+
+def test_client_settings_make_a_receiver_with_its_format_and_audience(console, acme):  # noqa: F811
+    app = Client(realm=acme, client_id="rx", service_accounts_enabled=True)
+    app.save()
+    response = submit(console, change_url(app), "client_form", {
+        "ssf_enabled": "on", "ssf_default_subjects": "NONE", "ssf_user_subject_format": "email",
+        "ssf_stream_audience": "https://rx.example/aud"})
+    assert not errors_of(response), errors_of(response)
+    app.refresh_from_db()
+    assert events.receiver_enabled(app)
+    assert {k: v for k, v in app.attributes.items() if k.startswith("ssf.") and k != "ssf.enabled"} == {
+        "ssf.defaultSubjects": "NONE", "ssf.userSubjectFormat": "email", "ssf.streamAudience": "https://rx.example/aud"}
+    assert events.default_subjects(acme, app) == "NONE"
+    stream = SsfStream(realm=acme, client=app, issuer="https://idp.example/realms/acme")
+    assert events.user_subject(stream, "u-1", "u@example.org") == {"format": "email", "email": "u@example.org"}
+    response = submit(console, change_url(app), "client_form", {
+        "ssf_enabled": None, "ssf_default_subjects": "", "ssf_user_subject_format": "", "ssf_stream_audience": ""})
+    assert not errors_of(response), errors_of(response)
+    app.refresh_from_db()
+    assert not events.receiver_enabled(app)
+    assert not {k for k in app.attributes if k.startswith("ssf.") and k != "ssf.enabled"}  # Keycloak omits them
+    assert events.user_subject(stream, "u-1", "u@example.org")["format"] == "iss_sub"

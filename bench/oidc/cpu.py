@@ -45,7 +45,7 @@ from django.db import connection  # noqa: E402
 
 from bench.oidc.codeflow import CSRF, FORM, OPTIONS, signers  # noqa: E402
 from bench.oidc.dpop_load import Prover  # noqa: E402
-from bench.oidc.users import CLIENT, PASSKEY_REALM, PASSWORD, REALM, REDIRECT, SECRET, USER  # noqa: E402
+from bench.oidc.users import CLIENT, ES256_REALM, PASSKEY_REALM, PASSWORD, REALM, REDIRECT, SECRET, USER  # noqa: E402
 from bench.proc import cpu_seconds  # noqa: E402
 from oidc.realm_cache import get_realm  # noqa: E402
 from oidc.resource_server import BearerValidator, JWKSCache  # noqa: E402
@@ -170,6 +170,9 @@ def code_flow(kind="password", signer=None):
 def scenarios():
     refresh_token = json.loads(token({"grant_type": "password", "username": USER, "password": PASSWORD,
                                       "scope": "openid"}))["refresh_token"]
+    es256 = f"{BASE}/realms/{ES256_REALM}/protocol/openid-connect"
+    es256_refresh_token = json.loads(token({"grant_type": "password", "username": USER, "password": PASSWORD,
+                                            "scope": "openid"}, es256))["refresh_token"]
     access_token = json.loads(token({"grant_type": "client_credentials"}))["access_token"]
     session = requests.Session()
     session.mount(BASE, WSGIAdapter())
@@ -192,6 +195,8 @@ def scenarios():
         "client_credentials_dpop": (lambda: token({"grant_type": "client_credentials"},
                                                   headers={"DPoP": prover.proof(f"{OIDC}/token")}), 1),
         "refresh_token": (lambda: token({"grant_type": "refresh_token", "refresh_token": refresh_token}), 1),
+        "refresh_token_es256": (lambda: token({"grant_type": "refresh_token", "refresh_token": es256_refresh_token},
+                                              es256), 1),
         "code_flow": (code_flow, 3),
         "code_flow_totp": (functools.partial(code_flow, "totp", signers("totp", BASE, 1)[0]), 4),
         "code_flow_passkey": (functools.partial(code_flow, "passkey", signers("passkey", BASE, 1)[0]), 3),
@@ -275,7 +280,7 @@ def main():
         action, _ = found[profile]
         for _ in range(50):
             action()
-        profiler = cProfile.Profile()
+        profiler = cProfile.Profile(time.process_time)  # CPU, not the wait for PostgreSQL and Redis
         profiler.runcall(lambda: [action() for _ in range(n)])
         stats = pstats.Stats(profiler).sort_stats(os.environ.get("PROFILE_SORT", "tottime"))
         stats.print_stats(int(os.environ.get("PROFILE_LINES", "30")))

@@ -2,7 +2,8 @@
 account, the standard flow and direct access grants, an audience for the demo API, one user
 whose password is hashed with the production hasher (Argon2id, OWASP minimum parameters), and
 ``TOTP_USERS`` users with that password and a TOTP credential each (the code flow with a second
-factor). ``bench-passkeys``: the same client, "Enable Passkeys" on, and ``PASSKEY_USERS`` users
+factor). ``bench-es256``: the client and the one user again, ES256 its Default Signature Algorithm.
+``bench-passkeys``: the same client, "Enable Passkeys" on, and ``PASSKEY_USERS`` users
 with a passkey each (bench/soft_authenticator.py, from a seed). Who they are: ``users.py``."""
 import os
 import sys
@@ -18,6 +19,7 @@ from django.db import transaction  # noqa: E402
 
 from bench.oidc.users import (  # noqa: E402
     CLIENT,
+    ES256_REALM,
     PASSKEY_REALM,
     PASSKEY_USERS,
     PASSWORD,
@@ -62,6 +64,12 @@ if not Realm.objects.filter(name=REALM).exists():
             Credential.objects.create(user=user, type=Credential.PASSWORD, secret_data=password_hash.secret_data,
                                       credential_data=password_hash.credential_data)
             otp.create(user, totp_secret(n))
+
+if not Realm.objects.filter(name=ES256_REALM).exists():
+    import_realm({"realm": ES256_REALM, "defaultSignatureAlgorithm": "ES256", "clients": [client_rep()],
+                  "users": [{"username": USER, "enabled": True, "email": "bench@example.org", "firstName": "Bench",
+                             "credentials": [{"type": "password", "value": PASSWORD}],
+                             "realmRoles": [f"default-roles-{ES256_REALM}"]}]})
 
 if not Realm.objects.filter(name=PASSKEY_REALM).exists():
     realm = import_realm({"realm": PASSKEY_REALM, "clients": [client_rep()],

@@ -3,6 +3,8 @@ and the load generator (``codeflow.py``, which signs in as them), without Django
 import uuid
 
 REALM, PASSKEY_REALM, CLIENT = "bench", "bench-passkeys", "bench-app"
+# The refresh grant again with ES256 tokens (the realm's Default Signature Algorithm): its floor.
+ES256_REALM = "bench-es256"
 SECRET = "bench-secret-0123456789abcdefghijklmnop"
 USER, PASSWORD = "bench-user", "bench-password-1"
 REDIRECT = "http://127.0.0.1/cb"

@@ -13,6 +13,7 @@ from realms.models import Event, User
 from webhooks import payloads
 from webhooks.models import Delivery
 from webhooks.outbox import publish
+from webhooks.services import WebhookError
 
 from .. import jose, tokens
 from ..realm_cache import get_realm
@@ -183,7 +184,10 @@ def delivered(stream):
 
 def render(*, message_id, source, event_type, occurred_at, data):
     """The ``secevent`` envelope: the SET signed with the realm's active key for its default
-    signature algorithm, ``jti`` the message id."""
+    signature algorithm, ``jti`` the message id. Nothing else may travel on a stream's endpoint (the
+    webhook console's test event would be no SET): refused as the webhook surfaces refuse input."""
+    if "claims" not in data:
+        raise WebhookError("An SSF stream's endpoint carries only the stream's Security Event Tokens")
     realm = get_realm(data["realm"]).realm
     claims = {**data["claims"], "jti": message_id, "iat": int(occurred_at.timestamp())}
     alg = realm.default_signature_algorithm

@@ -198,6 +198,11 @@ def test_push_stream_management_and_every_event_type_from_real_actions(realm, ad
                                        "events_requested": [*ALL_EVENTS, "urn:unknown"]}).json()
     assert patched["description"] == "renamed" and patched["events_delivered"] == ALL_EVENTS
     assert api("post", "streams", {"delivery": stream["delivery"]}).status_code == 409  # one per receiver
+    # The stream's webhook endpoint carries its SETs only: the webhook API's test event is refused.
+    endpoint_id = SsfStream.objects.get(pk=stream["stream_id"]).endpoint_id
+    test_event = HttpClient(HTTP_AUTHORIZATION=f"Bearer {admin_token}").post(
+        f"/admin/realms/{realm.name}/webhooks/{endpoint_id}/test")
+    assert test_event.status_code == 400 and "only the stream's" in test_event.json()["errorMessage"]
 
     assert api("post", "verify", {"stream_id": stream["stream_id"], "state": "s-1"}).status_code == 204
     alice = user_id(realm, "alice")

@@ -48,13 +48,18 @@ def database_from_url(url):
         "OPTIONS": options,
         "CONN_MAX_AGE": 300,
         "CONN_HEALTH_CHECKS": True,
+        "SOCKET_TIMEOUT": env_number("IDP_DB_SOCKET_TIMEOUT", 30.0),  # idp.postgresql: a statement's answer
     }
 
 
 def redis_cache(url):
     if not url:
         return {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}["default"]
-    return {"BACKEND": "idp.cache.RedisCache", "LOCATION": url}
+    # Connecting and each command: a Redis whose route is lost fails the request (503) instead of
+    # holding it; 0 waits forever.
+    timeout = env_number("IDP_REDIS_SOCKET_TIMEOUT", 5.0) or None
+    return {"BACKEND": "idp.cache.RedisCache", "LOCATION": url,
+            "OPTIONS": {"socket_connect_timeout": timeout, "socket_timeout": timeout}}
 
 
 # Numbers operators set, read by the settings and by ``manage.py start``: an unreadable value
@@ -64,6 +69,7 @@ NUMBERS = {
     "IDP_HEADER_READ_TIMEOUT": float, "IDP_BODY_READ_TIMEOUT": float, "IDP_HSTS_SECONDS": int,
     "IDP_PURGE_INTERVAL": float, "IDP_SHUTDOWN_DELAY": float, "IDP_SHUTDOWN_TIMEOUT": int,
     "IDP_TRACING_SAMPLER_RATIO": float, "IDP_CACHE_EMBEDDED_REALMS_MAX_COUNT": int,
+    "IDP_DB_SOCKET_TIMEOUT": float, "IDP_REDIS_SOCKET_TIMEOUT": float,
 }
 
 

@@ -192,12 +192,15 @@ class Cluster:
                                 headers={"Authorization": f"Bearer {token}"})
 
 
-def cluster_fixture():
-    """The body of a module-scoped fixture: a started Cluster, stopped at the module's end."""
+def cluster_fixture(prepare=None):
+    """The body of a module-scoped fixture: a started Cluster, stopped at the module's end.
+    ``prepare(cluster)`` runs before anything starts (a node's environment changed, say)."""
     root = Path(tempfile.mkdtemp(prefix="idp-lb-"))
     os.chmod(root, 0o755)  # the postgres user enters it
     cluster = Cluster(root)
     try:
+        if prepare is not None:
+            prepare(cluster)
         cluster.start()
         yield cluster
     finally:

@@ -95,3 +95,31 @@ def test_sessions_are_read_from_their_table_with_no_copy_under_stateless(setting
         cursor.execute("DELETE FROM realms_usersession WHERE id = %s", [user_session.pk])
     seen = sessions.get_valid_session(realm, user_session.pk)
     assert (seen is None) is stateless
+
+
+@pytest.mark.postgresql
+@pytest.mark.django_db
+@pytest.mark.parametrize("stateless", [True, False])
+def test_a_lockout_outlives_an_emptied_redis_only_under_stateless(settings, database_cache, stateless):
+    """Login failures are in the shared cache: with ``stateless`` a table of the database, so a
+    lockout survives the site's Redis emptied (FLUSHALL); by default Redis, which forgets it, as
+    Keycloak forgets its loginFailures cache on a full restart (docs/operations/faults.md)."""
+    import redis
+
+    from realms.models import User
+    from realms.representation.importer import import_realm
+    from realms.signin import bruteforce
+
+    site_redis = os.environ["IDP_TEST_REDIS_URL"]
+    if not stateless:
+        settings.CACHES = {**settings.CACHES, "default": {"BACKEND": "idp.cache.RedisCache", "LOCATION": site_redis}}
+    realm = import_realm({"realm": "bf", "enabled": True, "bruteForceProtected": True, "failureFactor": 2,
+                          "waitIncrementSeconds": 600, "maxFailureWaitSeconds": 900,
+                          "users": [{"username": "ann", "enabled": True}]}).realm
+    user = User.objects.get(realm=realm, username="ann")
+    for _ in range(2):
+        bruteforce.record_failure(realm, user, "192.0.2.1")
+    assert bruteforce.is_locked(realm, user)
+
+    redis.Redis.from_url(site_redis).flushall()
+    assert bruteforce.is_locked(realm, user) is stateless

@@ -12,8 +12,11 @@ verification per core, ours against the standardwebhooks reference library.
 ``--old-tree PATH`` (run.sh: ``OLD_TREE=PATH``) compares this tree's workers with those of PATH, a
 git worktree of an older commit with the same schema: each round runs the all-healthy phase with
 either tree's worker, in alternating order, on the same database, Redis and producer; read the
-ratios within a round on a shared machine. CPU is counted for the worker, this run's PostgreSQL
-(postmaster, backends, autovacuum) and Redis, and is quoted per delivery received.
+ratios within a round on a shared machine. ``--ordered`` likewise runs, per round, all-healthy
+phases with the endpoints unordered and ordered (decision 0102), in alternating order, the events
+cycling over ``--subjects`` users (the subjects whose deliveries go one at a time). CPU is counted
+for the worker, this run's PostgreSQL (postmaster, backends, autovacuum) and Redis, and is quoted
+per delivery received.
 Run through bench/webhooks/run.sh (starts the services)."""
 import argparse
 import json
@@ -79,8 +82,9 @@ def stop(procs):
             os.killpg(p.pid, signal.SIGKILL)
 
 
-def produce(realm, rate, duration):
-    """Emit LOGIN events at ``rate``/s; returns {realm event id: commit time}."""
+def produce(realm, rate, duration, subjects=0):
+    """Emit LOGIN events at ``rate``/s, of ``subjects`` users in turn (0: a new one each); returns
+    {realm event id: commit time}."""
     commits = {}
     interval = 1.0 / rate
     start = time.monotonic()
@@ -91,7 +95,8 @@ def produce(realm, rate, duration):
         if pause > 0:
             time.sleep(pause)
         with transaction.atomic():
-            event = emit(realm, "LOGIN", user_id=f"u{n}", client_id="bench", ip_address="127.0.0.1")
+            event = emit(realm, "LOGIN", user_id=f"u{n % subjects if subjects else n}", client_id="bench",
+                         ip_address="127.0.0.1")
             # Registered after the outbox's hook: runs once the commit is done and the tasks are out;
             # the commit time itself is taken by the hook registered first, below.
         commits[event.id] = event._committed_at
@@ -148,7 +153,8 @@ def reset(realm, endpoints, slow, port):
             throttle_step=0, slow_until=None)
 
 
-def run_phase(name, realm, endpoints, slow, rate, duration, port, workdir, workers, threads, settle, tree=REPO):
+def run_phase(name, realm, endpoints, slow, rate, duration, port, workdir, workers, threads, settle, tree=REPO,
+              subjects=0):
     reset(realm, endpoints, slow, port)
     out = Path(workdir) / f"arrivals-{name}.json"
     receiver = subprocess.Popen([sys.executable, str(Path(__file__).with_name("receiver.py")), str(port), str(out)],
@@ -158,14 +164,14 @@ def run_phase(name, realm, endpoints, slow, rate, duration, port, workdir, worke
     try:
         time.sleep(3)  # workers connect
         # Warm-up at the offered rate, not measured: lane threads, keep-alive connections, caches.
-        produce(realm, rate, 2.0)
+        produce(realm, rate, 2.0, subjects)
         time.sleep(2)
         cpu0 = sum(cpu_seconds(p.pid, children=True) for p in procs)
         pg0, redis0 = server_cpu_seconds()
         print(json.dumps({"measuring": name, "tree": str(tree), "worker_pids": [p.pid for p in procs]}),
               file=sys.stderr, flush=True)
         t0 = time.time()
-        commits = produce(realm, rate, duration)
+        commits = produce(realm, rate, duration, subjects)
         produced_for = time.time() - t0
         time.sleep(settle)
         worker_cpu = sum(cpu_seconds(p.pid, children=True) for p in procs) - cpu0
@@ -287,6 +293,32 @@ def compare_trees(args, realm, endpoints):
             for key in ("worker", "postgres", "redis", "total")}}}
 
 
+def compare_ordered(args, realm, endpoints):
+    """All-healthy phases with the endpoints unordered and ordered, in alternating order; per
+    round the ordered/unordered ratios of throughput, latency and CPU per delivery."""
+    keys = ("deliveries_per_s", "p50_ms", "p99_ms")
+    rounds = []
+    with tempfile.TemporaryDirectory() as workdir:
+        for n in range(args.rounds):
+            phases = {}
+            for i, name in enumerate(("unordered", "ordered") if n % 2 == 0 else ("ordered", "unordered")):
+                Endpoint.objects.filter(realm=realm).update(ordered=name == "ordered")
+                phases[name] = run_phase(name, realm, endpoints, set(), args.rate, args.duration, args.port + 2 * n + i,
+                                         workdir, args.workers, args.threads, args.settle, subjects=args.subjects)
+            u, o = phases["unordered"], phases["ordered"]
+            phases["ordered_over_unordered"] = {
+                **{key: round(o[key] / u[key], 3) for key in keys},
+                "cpu_ms_per_delivery": round(o["cpu_ms_per_delivery"]["total"] / u["cpu_ms_per_delivery"]["total"], 3)}
+            print(json.dumps({"round": n + 1, **phases}), file=sys.stderr, flush=True)
+            rounds.append(phases)
+    return {"rounds": rounds, "median": {
+        name: {**{key: statistics.median(r[name][key] for r in rounds) for key in keys},
+               "cpu_ms_per_delivery": statistics.median(r[name]["cpu_ms_per_delivery"]["total"] for r in rounds)}
+        for name in ("unordered", "ordered")} | {"ordered_over_unordered": {
+            key: statistics.median(r["ordered_over_unordered"][key] for r in rounds)
+            for key in (*keys, "cpu_ms_per_delivery")}}}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rate", type=float, default=50, help="realm events per second")
@@ -302,6 +334,8 @@ def main():
     ap.add_argument("--history", type=int, default=100000, help="delivered events already in the tables")
     ap.add_argument("--port", type=int, default=18765)
     ap.add_argument("--old-tree", help="a worktree of an older commit: its workers against this tree's")
+    ap.add_argument("--ordered", action="store_true", help="unordered against ordered endpoints (decision 0102)")
+    ap.add_argument("--subjects", type=int, default=0, help="users the events cycle over; 0: a new one per event")
     args = ap.parse_args()
     from realms.audit.events import realm_event
 
@@ -315,7 +349,9 @@ def main():
     results = {"machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} "
                           f"{platform.python_version()}",
                "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "args": vars(args)}
-    if args.old_tree:
+    if args.ordered:
+        results["ordered"] = compare_ordered(args, realm, endpoints)
+    elif args.old_tree:
         results["ab"] = compare_trees(args, realm, endpoints)
     else:
         results.update(isolation_rounds(args, realm, endpoints, slow))

@@ -3,6 +3,7 @@
 # Usage: bench/webhooks/run.sh [--rounds 5 --rate 50 --endpoints 20 --duration 30 --workers 1 --threads 16 --concurrency 10]
 # OLD_TREE=path (a git worktree of an older commit, same schema): its workers against this tree's,
 # all-healthy phases in alternating order (run.py --old-tree).
+# --ordered [--subjects 10]: unordered against ordered endpoints, alternating (decision 0102).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 scripts/setup.sh test >/dev/null

@@ -1,0 +1,57 @@
+"""The console's Shared Signals switches in headless Chromium at a phone's width, by the keyboard:
+the realm's transmitter switched on under Authentication policies (Space toggles, Enter saves),
+then a client made a receiver under its Advanced tab; the discovery document answers once the
+realm is a transmitter. No raw message key, nothing wider than the screen, no error page."""
+import pytest
+from django.test import Client as HttpClient
+from django.urls import reverse
+
+from realms.models import Client, Realm, Role
+from realms.representation.services import create_realm
+from realms.users.accounts import create_user
+from tests.browser import chromium, sign_in_to_console  # noqa: F401 (chromium: a fixture)
+from tests.oidc.browser.conftest import PASSWORD
+from tests.realms.test_console_identity_providers_browser import phone, reads_well  # noqa: F401
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("fresh_caches")]
+
+
+@pytest.fixture
+def acme(transactional_db):
+    master = Realm.objects.get(name="master")
+    root = create_user(master, "root", password=PASSWORD)
+    root.roles.add(Role.objects.get(realm=master, client=None, name="admin"))
+    return create_realm("acme")
+
+
+def _toggle_and_save(page, tab, checkbox):
+    page.get_by_role("tab", name=tab).click()
+    page.locator(checkbox).focus()
+    page.keyboard.press("Space")
+    assert page.locator(checkbox).is_checked()
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+
+
+def test_switch_on_the_transmitter_and_a_receiver_by_the_keyboard_on_a_phone(phone, live_server, acme):
+    page, statuses = phone
+    base = live_server.url
+    assert HttpClient().get("/realms/acme/.well-known/ssf-configuration").status_code == 404
+    sign_in_to_console(page, base, "root", PASSWORD)
+    page.goto(base + reverse("admin:realms_realm_change", args=[acme.pk]))
+    problems = reads_well(page)
+    _toggle_and_save(page, "Authentication policies", "#id_ssf_transmitter_enabled")
+    problems += reads_well(page)
+    acme.refresh_from_db()
+    assert acme.attributes["ssf.transmitterEnabled"] == "true"
+    assert HttpClient().get("/realms/acme/.well-known/ssf-configuration").json()["issuer"].endswith("/realms/acme")
+
+    receiver = Client.objects.create(realm=acme, client_id="rx", service_accounts_enabled=True)
+    page.goto(base + reverse("admin:realms_client_change", args=[receiver.pk]))
+    problems += reads_well(page)
+    _toggle_and_save(page, "Advanced", "#id_ssf_enabled")
+    problems += reads_well(page)
+    receiver.refresh_from_db()
+    assert receiver.attributes["ssf.enabled"] == "true"
+    assert problems == []
+    assert not [s for s in statuses if s[0] >= 500]

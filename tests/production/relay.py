@@ -31,14 +31,17 @@ class Relay:
 
     async def _accept(self, client_reader, client_writer):
         self._tasks.add(asyncio.current_task())
+        server_writer = None
         try:
             await self._open.wait()
             server_reader, server_writer = await asyncio.open_connection(*self.target)
             await asyncio.gather(self._pipe(client_reader, server_writer), self._pipe(server_reader, client_writer))
-        except (OSError, asyncio.CancelledError):
+        except OSError:
             pass
         finally:
-            client_writer.close()
+            for writer in (client_writer, server_writer):
+                if writer is not None:
+                    writer.close()
             self._tasks.discard(asyncio.current_task())
 
     async def _pipe(self, reader, writer):
@@ -63,9 +66,16 @@ class Relay:
     def close(self):
         async def stop():
             self._server.close()
-            for task in list(self._tasks):
-                task.cancel()
+            while self._tasks:  # a connection let go by the heal may still be starting
+                tasks = list(self._tasks)
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                self._tasks.difference_update(tasks)
+            await asyncio.sleep(0.1)  # the transports' close callbacks
 
+        self.heal()  # a connection waiting on the cut is let go, not left pending
         asyncio.run_coroutine_threadsafe(stop(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
+        self._loop.close()

@@ -133,7 +133,7 @@ class LoadedKeys:
                     if row.status == RealmKey.ACTIVE and self.hmac_signer is None:
                         self.hmac_signer = (row.kid, row.secret)
                 continue
-            key = jwk.JWK.from_pem(row.private_key_pem.encode())
+            key = _stored_key(row.private_key_pem)
             key.update(kid=row.kid, alg=row.algorithm, use=row.use)
             if row.use == RealmKey.ENC:
                 self.decrypters[row.kid] = (row.algorithm, key)
@@ -178,6 +178,18 @@ class LoadedKeys:
                 public.update(kid=kid, alg=alg, use=use)
                 out.append(public)
         return {"keys": out}
+
+
+def _stored_key(pem):
+    """A stored private key as a jwk, without RSA's consistency checks: the key was checked when
+    it was stored (made here, or parsed with the checks from the Admin API or an import), and
+    checking it again (twice: the PEM, then jwcrypto's own key) was most of the CPU a realm's
+    first request in a process costs, paid again by a realm dropped from the bounded cache
+    (decision 0107)."""
+    key = jwk.JWK()
+    key.unsafe_skip_rsa_key_validation = True
+    key.import_from_pem(pem.encode())
+    return key
 
 
 def _load(realm_id):

@@ -131,3 +131,21 @@ def test_start_reads_no_realm_but_the_one_asked(client):
     make_realm("scale-50")  # one realm with everything an import makes
     assert start_path_queries(client) == one
     assert len(realm_cache._configs._entries) == len(keys._copies._entries) == 1
+
+
+def test_stored_keys_load_without_checking_them_again_and_still_sign():
+    """RSA's consistency checks ran when the key was stored; a realm read again after it was
+    dropped from the cache does not pay them (most of its first request's CPU)."""
+    from jwcrypto import jws
+
+    make_realm("scale-keys")
+    realm = Realm.objects.get(name="scale-keys")
+    keys._copies.clear()
+    kid, key = keys.realm_keys(realm).signer("RS256")
+    assert key.unsafe_skip_rsa_key_validation is True
+    signed = jws.JWS(b"payload")
+    signed.add_signature(key, alg="RS256", protected={"alg": "RS256", "kid": kid})
+    check = jws.JWS()
+    check.deserialize(signed.serialize())
+    check.verify(keys.realm_keys(realm).by_kid[kid][1].public())
+    assert check.payload == b"payload"

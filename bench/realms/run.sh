@@ -1,23 +1,27 @@
 #!/usr/bin/env bash
 # Many realms: the same server with 1 realm and with 1,000 (each a confidential client with a
-# service account and a user, bench/realms/setup.py), in one run on one database: first 1 realm
-# is created and measured, then the other 999, and measured again. Production mode (manage.py
+# service account and a user, bench/realms/setup.py, one import process per core), in one run on
+# one database: first 1 realm is created and measured, then the other 999, and measured again. Production mode (manage.py
 # start = Granian, PostgreSQL, Redis), the server pinned to core 0, the load generator to core 1.
 #
-# Per realm count: start time (launch to the first token answered), memory per worker (RSS of
-# each Granian worker after a warm-up that asks a token in every realm), client-credentials
+# Per realm count: start (launch to the first token answered: wall time and the CPU the server's
+# processes spent, median of STARTS starts; the CPU is the figure to read on a busy machine),
+# memory per worker (RSS of each Granian worker after a warm-up that asks a token in every realm),
+# the CPU per token of a second round over every realm (a realm dropped from a worker's bounded
+# cache is read again: decision 0107), client-credentials
 # throughput and CPU per request (server, PostgreSQL and Redis, from /proc) in the first realm
 # and in the last one, and the console's realm list (/admin/master/console/realms/realm/, as the
 # master admin) with its header switcher: median and p99 of serial requests, CPU per request.
 # OLD_TREE=path (a git worktree of an older commit, same schema): its server is measured the same
 # way right after this tree's, on the same database, with the same realms.
-# Usage: bench/realms/run.sh   (env: DURATION=10 WORKERS=1 THREADS=4 COUNTS="1 1000" OLD_TREE=)
+# Usage: bench/realms/run.sh   (env: DURATION=10 WORKERS=1 THREADS=4 COUNTS="1 1000" STARTS=3 OLD_TREE=)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DURATION=${DURATION:-10}
 WORKERS=${WORKERS:-1}
 THREADS=${THREADS:-4}
 COUNTS=${COUNTS:-"1 1000"}
+STARTS=${STARTS:-3}
 command -v hey >/dev/null || apt-get install -y -qq hey >/dev/null
 scripts/setup.sh test >/dev/null
 # shellcheck source=bench/lib.sh
@@ -28,18 +32,36 @@ BASIC="Authorization: Basic $(printf 'app:%s' bench-secret-0123456789abcdefghijk
 FORM=application/x-www-form-urlencoded
 token_url() { printf '%s/realms/realm-%04d/protocol/openid-connect/token' "$U" "$1"; }
 
-measure() {  # measure TREE COUNT: start, memory, tokens and the realm list of TREE's server
-  started=$(date +%s.%N)
-  start_server "$1" "$PORT" "$MPORT"
-  until curl -fs -o /dev/null -H "$BASIC" -d grant_type=client_credentials "$(token_url 0)"; do sleep 0.05; done
-  echo "  start (launch to the first token): $(awk -v s="$started" -v e="$(date +%s.%N)" 'BEGIN {printf "%.2f", e - s}') s"
-  # Warm-up: a token in every realm, then the console's realm list.
-  for n in $(seq 0 $(($2 - 1))); do printf 'url = "%s"\noutput = "/dev/null"\n' "$(token_url "$n")"; done | \
+median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+every_realm() {  # every_realm COUNT: a token in each realm, serially, from core 1
+  for n in $(seq 0 $(($1 - 1))); do printf 'url = "%s"\noutput = "/dev/null"\n' "$(token_url "$n")"; done | \
     taskset -c 1 curl -fs -K - -H "$BASIC" -d grant_type=client_credentials
+}
+measure() {  # measure TREE COUNT: start, memory, tokens and the realm list of TREE's server
+  walls=""; cpus=""
+  for i in $(seq "$STARTS"); do
+    if [ "$i" != 1 ]; then
+      stop_server
+      while curl -s -o /dev/null "$U/"; do sleep 0.1; done  # until no worker answers any more
+    fi
+    started=$(date +%s.%N)
+    start_server "$1" "$PORT" "$MPORT"
+    until curl -fs -o /dev/null -H "$BASIC" -d grant_type=client_credentials "$(token_url 0)"; do sleep 0.05; done
+    walls="$walls $(awk -v s="$started" -v e="$(date +%s.%N)" 'BEGIN {printf "%.2f", e - s}')"
+    cpus="$cpus $(awk -v t="$(ticks "$SERVER")" -v hz="$HZ" 'BEGIN {printf "%.2f", t / hz}')"
+  done
+  echo "  start (launch to the first token), median of $STARTS: wall $(echo "$walls" | tr ' ' '\n' | median) s," \
+    "server CPU $(echo "$cpus" | tr ' ' '\n' | median) s (wall:$walls; CPU:$cpus)"
+  # Warm-up: a token in every realm, then the console's realm list.
+  every_realm "$2"
   taskset -c 1 hey -n 20 -c 1 -H "Cookie: $COOKIE" "$U/admin/master/console/realms/realm/" >/dev/null
   rss=""
   for pid in $(pgrep -P "$SERVER"); do rss="$rss $(awk '/^VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$pid/status")"; done
   echo "  RSS per worker after warm-up (MiB):$rss"
+  before=$(snapshot)
+  every_realm "$2"
+  after=$(snapshot)
+  echo "  a second token in every realm: $(cpu_per "$2" "$before" "$after")"
   load "client_credentials_first" -m POST -T $FORM -H "$BASIC" -d grant_type=client_credentials "$(token_url 0)"
   load "client_credentials_last" -m POST -T $FORM -H "$BASIC" -d grant_type=client_credentials "$(token_url $(($2 - 1)))"
   # Serial requests wait for a core on a busy machine: the CPU per request is the figure to read.

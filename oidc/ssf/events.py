@@ -91,7 +91,10 @@ def signals(event):
 
 
 def _admin_signals(event):
-    path = event.resource_path or ""
+    path, details = event.resource_path or "", event.details or {}
+    if event.resource_type == "USER_SESSION" and event.type == "DELETE" and details.get("user_id"):
+        return [(SESSION_REVOKED, details["user_id"], path.rsplit("/", 1)[-1],
+                 {"initiating_entity": "admin", "reason_admin": {"en": "Session removed by an admin"}})]
     if event.resource_type != "USER":
         return []
     action = _ADMIN_ACTION.match(path)
@@ -103,7 +106,6 @@ def _admin_signals(event):
         return [(CREDENTIAL_CHANGE, user_id, None, {"credential_type": "password", "change_type": "update",
                                                      "initiating_entity": "admin"})]
     user = _USER_PATH.match(path)
-    details = event.details or {}
     if event.type == "UPDATE" and user and details.get("previous_enabled") != details.get("updated_enabled"):
         kind = ACCOUNT_ENABLED if details.get("updated_enabled") == "true" else ACCOUNT_DISABLED
         return [(kind, user.group(1), None, {})]

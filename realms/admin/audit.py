@@ -82,16 +82,16 @@ def owning_realm(obj):
     return realm_of(obj) or obj.realm
 
 
-def admin_event(request, realm, operation, resource_type, resource_path, obj=None):
+def admin_event(request, realm, operation, resource_type, resource_path, obj=None, details=None):
     """Record one admin operation (CREATE, UPDATE, DELETE, ACTION) done by the signed-in admin."""
     return record(realm, operation, resource_type, resource_path, auth=console_auth(request),
-                  representation=None if obj is None else (lambda: model_representation(obj)))
+                  representation=None if obj is None else (lambda: model_representation(obj)), details=details)
 
 
-def object_event(request, operation, obj):
+def object_event(request, operation, obj, details=None):
     resource_type, resource_path = resource_of(obj)
     return admin_event(request, owning_realm(obj), operation, resource_type, resource_path,
-                       None if operation == "DELETE" else obj)
+                       None if operation == "DELETE" else obj, details)
 
 
 def role_mapping_events(request, realm, owner_path, before, after):

@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.http import url_has_allowed_host_and_scheme
 
+from ..audit.admin_events import ended_session
 from ..models import UserSession
 from ..sso import sessions
 from ..sso.impersonation import IMPERSONATOR_USERNAME
@@ -90,7 +91,8 @@ def signout_session_view(model_admin, request, session_id):
         raise PermissionDenied
     with transaction.atomic():
         sessions.end_session(user_session)
-        admin_event(request, user_session.realm, "DELETE", "USER_SESSION", f"sessions/{user_session.pk}")
+        admin_event(request, user_session.realm, "DELETE", "USER_SESSION", f"sessions/{user_session.pk}",
+                    details=ended_session(user_session))
     model_admin.message_user(request, f"Signed out a session of {user_session.user.username}.", messages.SUCCESS)
     return back(request, reverse("admin:realms_user_change", args=[user_session.user_id]))
 

@@ -14,6 +14,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
+from ..audit.admin_events import enabled_change
 from ..credentials import password_policy
 from ..errors import RealmsError, StoreRefused
 from ..models import Client, Credential, FederatedIdentity, User, UserSession, effective_roles
@@ -227,6 +228,7 @@ class UserAdmin(ConsoleAdmin):
 
     def save_model(self, request, obj, form, change):
         if change:
+            request._console_enabled_before = form.initial.get("enabled", obj.enabled)
             return super().save_model(request, obj, form, change)
         # Through the service every new user goes through: lower-cased name, the realm's default role.
         fields = {k: v for k, v in form.cleaned_data.items() if k not in ("realm", "username")}
@@ -238,6 +240,10 @@ class UserAdmin(ConsoleAdmin):
             request.POST = request.POST.copy()
             request.POST["_continue"] = "1"
         return super().response_add(request, obj, post_url_continue)
+
+    def change_event(self, request, operation, obj):
+        before = getattr(request, "_console_enabled_before", obj.enabled)
+        object_event(request, operation, obj, enabled_change(before, obj.enabled))
 
     # Deleting: through the user's store (storage.delete_user), as the Admin API and SCIM delete,
     # so that a WRITABLE directory's entry goes too and the next sync does not bring the user back.

@@ -48,5 +48,5 @@ class SessionDetail(RealmResource):
         with transaction.atomic():
             sessions.end_session(user_session)
             admin_events.record(self.realm, "DELETE", "USER_SESSION", f"sessions/{session_id}",
-                                auth=self.auth_details())
+                                auth=self.auth_details(), details=admin_events.ended_session(user_session))
         return Response(status=status.HTTP_204_NO_CONTENT)

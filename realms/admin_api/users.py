@@ -284,9 +284,7 @@ class UserDetail(RealmResource):
         for name, value in fields.items():
             setattr(user, name, value)
         _check(user)
-        # Keycloak's details when the enabled flag changes (Shared Signals send account-disabled/-enabled).
-        enabled = ({"previous_enabled": str(was_enabled).lower(), "updated_enabled": str(user.enabled).lower()}
-                   if user.enabled != was_enabled else None)
+        enabled = admin_events.enabled_change(was_enabled, user.enabled)
         with transaction.atomic(), _password_refusals():
             user.save()
             _set_credentials(user, values["credentials"])

@@ -60,6 +60,20 @@ def console_auth(request) -> AuthDetails:
     return auth_details(request, request.user, CONSOLE_CLIENT)
 
 
+def enabled_change(before, after):
+    """Keycloak's details of a user update that switched ``enabled`` (None when it did not): what
+    the Shared Signals transmitter turns into RISC account-disabled / account-enabled."""
+    if before == after:
+        return None
+    return {"previous_enabled": str(before).lower(), "updated_enabled": str(after).lower()}
+
+
+def ended_session(user_session):
+    """Details of a session an admin ended: whose it was (the event's own user is the admin), for
+    the Shared Signals transmitter's CAEP session-revoked."""
+    return {"user_id": user_session.user_id}
+
+
 def record(realm, operation, resource_type, resource_path, *, auth=None, representation=None, details=None):
     """Write the admin event (stored when the realm saves admin events; the ``realm_event``
     signal always). ``representation`` (a JSON string, a JSON-able value, or a callable giving

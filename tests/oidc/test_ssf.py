@@ -287,6 +287,21 @@ def test_poll_stream_returns_acknowledges_and_waits(realm, admin_token, monkeypa
     assert api("post", poll, {"ack": "x"}).status_code == 400
 
 
+def test_an_admin_removing_one_session_revokes_it(realm, admin_token):
+    api = Api(realm, token(realm))
+    stream = api("post", "streams", {"delivery": {"method": "urn:ietf:rfc:8936"}, "events_requested": ALL_EVENTS}).json()
+    grant = HttpClient().post(f"/realms/{realm.name}/protocol/openid-connect/token", {
+        "grant_type": "password", "client_id": "app", "client_secret": SECRET, "username": "alice",
+        "password": USER_PASSWORD}).json()
+    sid = jwt.decode(grant["access_token"], keys(realm)).claims["sid"]
+    HttpClient(HTTP_AUTHORIZATION=f"Bearer {admin_token}").delete(f"/admin/realms/{realm.name}/sessions/{sid}")
+    got = api("post", f"poll/{stream['stream_id']}", {"returnImmediately": True}).json()["sets"]
+    [claims] = [verified(realm, s, stream) for s in got.values()]
+    assert claims["sub_id"] == {"format": "complex", "session": {"format": "opaque", "id": sid},
+                                "user": {"format": "iss_sub", "iss": stream["iss"], "sub": user_id(realm, "alice")}}
+    assert claims["events"][CAEP + "session-revoked"]["initiating_entity"] == "admin"
+
+
 def test_default_subjects_none_and_subjects_add_and_remove(realm, admin_token):
     api = Api(realm, token(realm, "picky"))
     stream = api("post", "streams", {"delivery": {"method": "urn:ietf:rfc:8936"}, "events_requested": ALL_EVENTS}).json()

@@ -1,12 +1,15 @@
 """The console's Shared Signals settings are Keycloak's realm and client attributes, and what they
 save is what the transmitter reads: the realm switch opens and closes its endpoints, the client's
 settings decide the receiver, its default subjects, subject format and audience."""
+import base64
+import json
+
 import pytest
 from django.test import Client as HttpClient
 
-from oidc.ssf import events
+from oidc.ssf import events, streams
 from oidc.ssf.models import SsfStream
-from realms.models import Client
+from realms.models import Client, User
 from tests.realms.test_admin import errors_of, read_form, submit
 from tests.realms.test_console import acme, console, master  # noqa: F401 (fixtures)
 from tests.realms.test_console_forms import change_url
@@ -53,3 +56,23 @@ def test_client_settings_make_a_receiver_with_its_format_and_audience(console, a
     assert not events.receiver_enabled(app)
     assert not {k for k in app.attributes if k.startswith("ssf.") and k != "ssf.enabled"}  # Keycloak omits them
     assert events.user_subject(stream, "u-1", "u@example.org")["format"] == "iss_sub"
+
+
+def test_disabling_a_user_in_the_console_is_a_risc_signal(console, acme):  # noqa: F811
+    acme.attributes = {**acme.attributes, "ssf.transmitterEnabled": "true"}
+    acme.save()
+    rx = Client.objects.create(realm=acme, client_id="rx", attributes={"ssf.enabled": "true"})
+    stream = streams.create(rx, f"http://testserver/realms/{acme.name}", {
+        "delivery": {"method": "urn:ietf:rfc:8936"}, "events_requested": [events.ACCOUNT_DISABLED]})
+    user = User.objects.create(realm=acme, username="carol", enabled=True)
+    response = submit(console, change_url(user), "user_form", {"enabled": None})
+    assert not errors_of(response), errors_of(response)
+    response = submit(console, change_url(user), "user_form", {"email": "carol@example.org"})  # no change of enabled
+    assert not errors_of(response), errors_of(response)
+    sets = streams.poll(stream, {"returnImmediately": True})["sets"]
+    assert len(sets) == 1 and events.ACCOUNT_DISABLED in json.loads(_payload(next(iter(sets.values()))))["events"]
+
+
+def _payload(token):
+    part = token.split(".")[1]
+    return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))

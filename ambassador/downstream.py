@@ -13,6 +13,7 @@ from http import HTTPStatus
 
 import httptools
 
+from .corked import CorkedTransport, cork_for
 from .exchange import HOP_BY_HOP, UpstreamReset, without_fields
 from .request import Body, Call
 
@@ -119,7 +120,7 @@ class ClientConn(asyncio.Protocol):
         self.write_paused = False
 
     def connection_made(self, transport) -> None:
-        self.transport = transport
+        self.transport = CorkedTransport(transport, cork_for(self.loop))
         self.server.clients.add(self)
 
     def connection_lost(self, exc) -> None:

@@ -12,6 +12,7 @@ import httptools
 from . import discovery
 from .balancer import Balancer, Instance
 from .breaker import Breaker
+from .corked import CorkedTransport, cork_for
 from .exchange import RESPONSE_DROP, ClientGone, ConnectFailure, Exchange, UpstreamReset
 from .h2conn import H2Conn
 from .tls import ReloadingContext
@@ -60,7 +61,7 @@ class H1Conn(asyncio.Protocol):
 
     # asyncio.Protocol
     def connection_made(self, transport) -> None:
-        self.transport = transport
+        self.transport = CorkedTransport(transport, cork_for(self.loop))
 
     def connection_lost(self, exc) -> None:
         self.closed = True

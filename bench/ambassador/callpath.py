@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""The ambassador's Python cost per call, without the network: a client connection and a pooled
+upstream connection on transports that keep what is written, fed the bytes wrk and nginx send.
+What it times is everything the proxy runs per call (parsing, routing, breaker, pool, metrics,
+the access-log line and its batched write, the event loop's turns) except the socket system calls
+and what they cost the kernel. The loop turns once every 8 calls (wrk at 10 connections hands the
+proxy about 8 reads per turn). The machine's load moves it less than a wrk run, so small changes
+show.
+
+    python bench/ambassador/callpath.py [--calls 200000] [--rounds 5] [--access-log FILE|null]
+
+Run it from a tree (or with PYTHONPATH set to one) to measure that tree's ambassador.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, os.environ.get("PYTHONPATH") or str(Path(__file__).resolve().parents[2]))
+
+from ambassador.configfile import build  # noqa: E402
+from ambassador.server import App  # noqa: E402
+from ambassador.upstream import H1Conn  # noqa: E402
+
+REQUEST = b"GET / HTTP/1.1\r\nHost: 127.0.0.1:18081\r\n\r\n"  # what wrk sends
+RESPONSE = (b"HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Sun, 29 Nov 2026 04:40:00 GMT\r\n"
+            b"Content-Type: text/plain\r\nContent-Length: 17\r\nConnection: keep-alive\r\n\r\n"
+            b"hello from nginx\n")  # what nginx answers
+
+
+class Transport:
+    """Keeps the last write; enough of a transport for the proxy's connections."""
+
+    def __init__(self):
+        self.last = b""
+        self.writes = 0
+        self.closed = False
+
+    def write(self, data):
+        self.last = data
+        self.writes += 1
+
+    def writelines(self, parts):
+        self.write(b"".join(parts))
+
+    def is_closing(self):
+        return False
+
+    def pause_reading(self):
+        pass
+
+    def resume_reading(self):
+        pass
+
+    def close(self):
+        self.closed = True
+
+    abort = close
+
+
+async def measure(calls: int, rounds: int, access_log: str) -> list[float]:
+    cfg = build({"listener": {"port": 0},
+                 "upstreams": {"web": {"instances": ["127.0.0.1:18080"], "balance": "least_request",
+                                       "breaker": {"window": 20, "trip_ratio": 0.5, "min_calls": 5, "open_for": "1h"},
+                                       "pool": {"max_idle": 256}}},
+                 "routes": [{"match": {"path_prefix": "/"}, "upstream": "web", "timeout": "5s",
+                             "per_try_timeout": "2s", "retry": {"max": 2, "backoff": "25ms..1s"}}],
+                 "retry_budget": {"ratio": 0.2, "min_per_second": 10},
+                 "telemetry": {"access_log": access_log}}, "callpath.yaml", Path("."))
+    app = App(cfg)
+    await app.start()
+    up = app.runtime.upstreams["web"]
+    inst = up.balancer.instances[0]
+    conn = H1Conn(up, inst, 0)
+    upstream_t = Transport()
+    conn.connection_made(upstream_t)
+    inst.idle.append(conn)
+    client = app.http.protocol()
+    client_t = Transport()
+    client.connection_made(client_t)
+    feed_client, feed_upstream = client.data_received, conn.data_received
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(20000, 20, 50)  # as serve() does
+    per_call = []
+    turn = asyncio.sleep
+    for _ in range(rounds):
+        start = time.process_time_ns()
+        for _ in range(calls // 8):
+            for _ in range(8):
+                feed_client(REQUEST)
+                feed_upstream(RESPONSE)
+            await turn(0)
+        per_call.append((time.process_time_ns() - start) / (calls // 8 * 8) / 1000)
+    await turn(0)
+    assert client_t.last.endswith(b"hello from nginx\n"), client_t.last
+    assert client_t.writes == calls // 8 * 8 * rounds and not client.queue
+    assert not client_t.closed and not upstream_t.closed and inst.idle == [conn]
+    app.access_log.close()
+    app.runtime.close()
+    return per_call
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--calls", type=int, default=200_000)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--access-log", help="file, or null (default: a file in a temporary directory)")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        log = args.access_log or str(Path(d) / "access.log")
+        try:
+            import uvloop
+            per_call = uvloop.run(measure(args.calls, args.rounds, log))
+        except ImportError:
+            per_call = asyncio.run(measure(args.calls, args.rounds, log))
+    print(f"{statistics.median(per_call):.3f} µs of CPU per call (median of {args.rounds} rounds of {args.calls}: "
+          + ", ".join(f"{x:.3f}" for x in per_call) + ")")
+
+
+if __name__ == "__main__":
+    main()

@@ -11,6 +11,7 @@ import time
 import pytest
 import requests
 
+from idp.config import _setting_problems, database_from_url, redis_cache
 from tests.production.cluster import PASSWORD, REALM, SECRET, cluster_fixture
 from tests.production.conftest import ProductionNode
 from tests.production.relay import Relay
@@ -20,7 +21,7 @@ from tests.production.test_two_sites import PASSWORD as SITE_PASSWORD  # what Si
 pytestmark = pytest.mark.postgresql
 CONNECT_TIMEOUT = 2  # IDP_DB_URL's connect_timeout (libpq's)
 DB_SOCKET_TIMEOUT = 3  # IDP_DB_SOCKET_TIMEOUT
-REDIS_SOCKET_TIMEOUT = 2  # IDP_REDIS_SOCKET_TIMEOUT
+REDIS_SOCKET_TIMEOUT = 1  # IDP_REDIS_SOCKET_TIMEOUT (its default, 5 s, would overrun the bound below)
 SLACK = 3  # a shared, busy machine
 
 
@@ -43,6 +44,16 @@ def cut():
     finally:
         for relay in relays:
             relay.close()
+
+
+def test_the_timeouts_are_read_and_an_unreadable_one_is_named(monkeypatch):
+    monkeypatch.setenv("IDP_DB_SOCKET_TIMEOUT", "soon")
+    monkeypatch.setenv("IDP_REDIS_SOCKET_TIMEOUT", "7")
+    assert "IDP_DB_SOCKET_TIMEOUT: 'soon' is not a number" in _setting_problems()
+    assert database_from_url("postgresql://idp@db/idp")["SOCKET_TIMEOUT"] == 30.0  # the default, until fixed
+    assert redis_cache("redis://r:6379/0")["OPTIONS"] == {"socket_connect_timeout": 7.0, "socket_timeout": 7.0}
+    monkeypatch.setenv("IDP_REDIS_SOCKET_TIMEOUT", "0")  # no limit
+    assert redis_cache("redis://r:6379/0")["OPTIONS"] == {"socket_connect_timeout": None, "socket_timeout": None}
 
 
 def timed(call):

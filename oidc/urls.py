@@ -14,10 +14,11 @@ OIDC = "protocol/openid-connect/"
 PROTOCOL_ENDPOINTS = re.compile(
     r"^/realms/[^/]+/(?:protocol/openid-connect/(?:token|token/introspect|revoke|userinfo|certs|auth/device"
     r"|ext/ciba/auth|ext/ciba/auth/callback|ext/par/request)"
-    r"|\.well-known/(?:openid-configuration|oauth-authorization-server|uma2-configuration)"
+    r"|\.well-known/(?:openid-configuration|oauth-authorization-server|uma2-configuration|ssf-configuration)"
     r"|authz/protection/(?:resource_set(?:/[^/]+)?|permission(?:/ticket(?:/[^/]+)?)?)"
+    r"|ssf/transmitter/(?:streams(?:/status)?|verify|subjects:(?:add|remove)|poll/[^/]+)"
     r"|clients-registrations/[^/]+(?:/[^/]+)?)$|^/realms/[^/]+$"
-    r"|^/\.well-known/oauth-authorization-server/realms/[^/]+$")
+    r"|^/\.well-known/(?:oauth-authorization-server|ssf-configuration)/realms/[^/]+$")
 
 urlpatterns = [
     path(OIDC + "auth", authorize.authorize, name="oidc-auth"),

@@ -186,6 +186,15 @@ def test_discovery_in_both_forms_and_404_while_the_transmitter_is_off(realm):
     assert Api(realm, bearer)("get", "streams").status_code == 404
 
 
+def test_https_required_is_refused_in_oauth_json(realm):
+    realm.ssl_required = "all"
+    realm.save()
+    for path in (f"/realms/{realm.name}/.well-known/ssf-configuration", f"/realms/{realm.name}/ssf/transmitter/streams",
+                 f"/realms/{realm.name}/ssf/transmitter/poll/any"):
+        refused = HttpClient().get(path)
+        assert refused.status_code == 403 and refused.json()["error"] == "invalid_request", path
+
+
 def test_push_stream_management_and_every_event_type_from_real_actions(realm, admin_token, push_server):
     api = Api(realm, token(realm))
     stream = push_stream(api, push_server)

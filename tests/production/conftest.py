@@ -18,6 +18,16 @@ import pytest
 from tests.idp.test_modes import base_env, free_port, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
+# The container image and podman's flags (test_container.py, test_compose.py). runc: crun refuses
+# hosts whose cgroups are in hybrid mode. Limits named: podman's defaults are above what a container
+# host may grant (setrlimit refused, EPERM). A storage of the tests' own: a host whose podman already
+# holds a store of another driver ("database storage graph driver ... does not match") must not stop
+# the build.
+IMAGE = "localhost/idp:latest"
+STORE = Path(os.environ.get("IDP_PODMAN_ROOT", str(Path.home() / ".cache" / "idp-podman")))
+PODMAN = ["podman", "--runtime", "runc", "--storage-driver", "vfs", "--root", str(STORE / "storage"),
+          "--runroot", str(STORE / "run")]
+LIMITS = ["--ulimit", "nofile=4096:4096", "--ulimit", "nproc=4096:4096"]
 PG_BIN = max(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(p.split("/")[-2]), default="")
 STANDBY_NAME = "standby1"
 
@@ -27,6 +37,22 @@ def _as_postgres(*args, check=True):
     run = ["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []
     return subprocess.run([*run, "env", "-C", "/", "LC_ALL=C.UTF-8", "LANG=C.UTF-8", *args],
                           check=check, capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture(scope="session")
+def image():
+    """localhost/idp:latest built by deploy/build.sh, once per run. The debootstrap root file system
+    is cached in IDP_ROOTFS_CACHE (default ~/.cache/idp-rootfs): it is Debian's packages of the day,
+    the same whichever run made it; the image itself is built every run (cached while the build
+    context is unchanged)."""
+    for program in ("podman", "runc", "debootstrap"):
+        assert shutil.which(program), f"{program} is not installed (scripts/test.sh's IDP_APT_PACKAGES)"
+    cache = os.environ.get("IDP_ROOTFS_CACHE", str(Path.home() / ".cache" / "idp-rootfs"))
+    built = subprocess.run(["deploy/build.sh", cache], cwd=ROOT,
+                           env={**os.environ, "PODMAN_STORAGE": "vfs", "PODMAN_ROOT": str(STORE)},
+                           capture_output=True, text=True, timeout=1700)
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    return IMAGE
 
 
 class PostgresServer:

@@ -3,43 +3,19 @@ Debian packages alone, and started as an operator runs it: configured by IDP_* v
 a user other than root, on the test PostgreSQL and Redis (host network, loopback). Its Argon2 build
 is chosen by the CPU the container runs on: shown with a /proc/cpuinfo that names no vector unit.
 
-The debootstrap root file system is cached in IDP_ROOTFS_CACHE (default ~/.cache/idp-rootfs): it is
-Debian's packages of the day, the same whichever run made it; the image itself is built every run.
-Marked postgresql: it runs once, in the PostgreSQL run of scripts/test.sh."""
+The image is built once per run by the ``image`` fixture (tests/production/conftest.py). Marked
+postgresql: it runs once, in the PostgreSQL run of scripts/test.sh."""
 import os
-import shutil
 import subprocess
 import uuid
-from pathlib import Path
 
 import pytest
 import requests
 
 from tests.idp.test_modes import free_port, production_database, wait_for  # noqa: F401
+from tests.production.conftest import LIMITS, PODMAN
 
 pytestmark = [pytest.mark.postgresql, pytest.mark.timeout(1800)]
-ROOT = Path(__file__).resolve().parents[2]
-IMAGE = "localhost/idp:latest"
-# runc: crun refuses hosts whose cgroups are in hybrid mode. Limits named: podman's defaults are above
-# what a container host may grant (setrlimit refused, EPERM).
-# A storage of the tests' own: a host whose podman already holds a store of another driver ("database
-# storage graph driver ... does not match") must not stop the build.
-STORE = Path(os.environ.get("IDP_PODMAN_ROOT", str(Path.home() / ".cache" / "idp-podman")))
-PODMAN = ["podman", "--runtime", "runc", "--storage-driver", "vfs", "--root", str(STORE / "storage"),
-          "--runroot", str(STORE / "run")]
-LIMITS = ["--ulimit", "nofile=4096:4096", "--ulimit", "nproc=4096:4096"]
-
-
-@pytest.fixture(scope="module")
-def image():
-    for program in ("podman", "runc", "debootstrap"):
-        assert shutil.which(program), f"{program} is not installed (scripts/test.sh's IDP_APT_PACKAGES)"
-    cache = os.environ.get("IDP_ROOTFS_CACHE", str(Path.home() / ".cache" / "idp-rootfs"))
-    built = subprocess.run(["deploy/build.sh", cache], cwd=ROOT,
-                           env={**os.environ, "PODMAN_STORAGE": "vfs", "PODMAN_ROOT": str(STORE)},
-                           capture_output=True, text=True, timeout=1700)
-    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
-    return IMAGE
 
 
 def podman_run(*args, name=None):

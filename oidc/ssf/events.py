@@ -152,7 +152,7 @@ def emit(stream, event_type, sub_id, members, occurred_at, source_event_id=""):
     message = publish(stream.realm, "ssf." + event_type.rsplit("/", 1)[-1],
                       {"realm": stream.realm.name, "stream": stream.id, "claims": claims},
                       endpoints=[stream.endpoint], occurred_at=occurred_at, source_event_id=source_event_id)
-    if stream.method == SsfStream.POLL or stream.status == SsfStream.PAUSED:
+    if stream.polled or stream.status == SsfStream.PAUSED:
         Delivery.objects.filter(message=message).update(next_attempt_at=HELD_UNTIL, dispatched_at=None)
     return message
 

@@ -12,6 +12,9 @@ class SsfStream(models.Model):
     stream, held for the receiver's poll for a poll stream."""
 
     PUSH, POLL = "urn:ietf:rfc:8935", "urn:ietf:rfc:8936"
+    # RISC's names of the same methods, which Keycloak accepts too (Apple Business Manager uses them).
+    RISC_PUSH = "https://schemas.openid.net/secevent/risc/delivery-method/push"
+    RISC_POLL = "https://schemas.openid.net/secevent/risc/delivery-method/poll"
     ENABLED, PAUSED, DISABLED = "enabled", "paused", "disabled"
 
     id = IdField()
@@ -32,6 +35,10 @@ class SsfStream(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["realm"], name="oidc_ssf_stream_realm")]
+
+    @property
+    def polled(self):
+        return self.method in (self.POLL, self.RISC_POLL)
 
     def __str__(self):
         return f"SSF stream {self.id} of {self.client_id}"

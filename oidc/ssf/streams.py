@@ -22,7 +22,7 @@ from . import events
 from .models import SsfStream
 
 STATUSES = (SsfStream.ENABLED, SsfStream.PAUSED, SsfStream.DISABLED)
-METHODS = (SsfStream.PUSH, SsfStream.POLL)
+METHODS = (SsfStream.PUSH, SsfStream.RISC_PUSH, SsfStream.POLL, SsfStream.RISC_POLL)
 POLL_LIMIT = 100  # SETs one poll returns at most, whatever maxEvents asks
 LONG_POLL_SECONDS = 5.0  # how long a poll with returnImmediately false waits for a SET
 ENDPOINT_EVENT_TYPES = ["ssf"]  # no realm event has this type: the outbox never fans out to it
@@ -52,7 +52,7 @@ def representation(stream):
            "events_supported": events.SUPPORTED, "events_requested": stream.events_requested,
            "events_delivered": events.delivered(stream),
            "delivery": {"method": stream.method,
-                        "endpoint_url": stream.endpoint_url if stream.method == SsfStream.PUSH else poll_url(stream)},
+                        "endpoint_url": poll_url(stream) if stream.polled else stream.endpoint_url},
            "format": "email" if (stream.client.attributes or {}).get(events.SUBJECT_FORMAT) == "email" else "iss_sub",
            "kc_status": stream.status}
     if stream.description:
@@ -104,7 +104,7 @@ def _delivery(body, issuer, stream=None):
         # Deliveries carry the Standard Webhooks signature of the stream's endpoint, no header of
         # the receiver's choosing; refused rather than silently not sent.
         raise _stream_error("Invalid stream configuration: authorization_header is not supported")
-    if method == SsfStream.POLL:
+    if method in (SsfStream.POLL, SsfStream.RISC_POLL):
         if url is not None and not str(url).startswith(base(issuer) + "/poll/"):
             raise _stream_error("Invalid stream configuration: delivery endpoint poll URL is defined by transmitter")
         return method, ""
@@ -189,9 +189,9 @@ def set_status(client, body):
     with transaction.atomic():
         if status == SsfStream.DISABLED:
             _pending(stream).update(state=Delivery.FAILED, last_error="stream disabled", dispatched_at=None)
-        elif status == SsfStream.PAUSED and stream.method == SsfStream.PUSH:
+        elif status == SsfStream.PAUSED and not stream.polled:
             _pending(stream).update(next_attempt_at=events.HELD_UNTIL, dispatched_at=None)
-        elif status == SsfStream.ENABLED and stream.status != SsfStream.ENABLED and stream.method == SsfStream.PUSH:
+        elif status == SsfStream.ENABLED and stream.status != SsfStream.ENABLED and not stream.polled:
             released = list(_pending(stream))
             _pending(stream).update(next_attempt_at=timezone.now(), dispatched_at=timezone.now())
             transaction.on_commit(lambda: webhook_delivery.hand_off(released, [stream.endpoint]), robust=True)
@@ -263,7 +263,7 @@ def poll(stream, body):
     (``setErrs``: failed with the receiver's error), then the held SETs, oldest first, while the
     stream is enabled. Without ``returnImmediately`` an empty answer waits up to
     ``LONG_POLL_SECONDS`` for a SET."""
-    if stream.method != SsfStream.POLL:
+    if not stream.polled:
         raise SsfRefused(404)
     limit, wait, ack, errs = _poll_request(body)
     now = timezone.now()

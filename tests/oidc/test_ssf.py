@@ -171,7 +171,9 @@ def test_discovery_in_both_forms_and_404_while_the_transmitter_is_off(realm):
     assert config["status_endpoint"] == issuer + "/ssf/transmitter/streams/status"
     assert config["verification_endpoint"] == issuer + "/ssf/transmitter/verify"
     assert config["add_subject_endpoint"] == issuer + "/ssf/transmitter/subjects:add"
-    assert config["delivery_methods_supported"] == ["urn:ietf:rfc:8935", "urn:ietf:rfc:8936"]
+    assert config["delivery_methods_supported"] == [
+        "urn:ietf:rfc:8935", "https://schemas.openid.net/secevent/risc/delivery-method/push",
+        "urn:ietf:rfc:8936", "https://schemas.openid.net/secevent/risc/delivery-method/poll"]
     assert config["authorization_schemes"] == [{"spec_urn": "urn:ietf:rfc:6749"}]
     assert config["default_subjects"] == "ALL"
     assert http.get(f"/.well-known/ssf-configuration/realms/{realm.name}").json() == config
@@ -362,6 +364,18 @@ def test_paused_stream_holds_events_and_disabled_drops_them(realm, admin_token, 
     assert len(push_server.requests) == 1
     assert Delivery.objects.filter(endpoint__ssf_stream=sid, state=Delivery.FAILED).count() == 1
     assert api("post", "streams/status", {"stream_id": sid, "status": "stopped"}).status_code == 400
+
+
+def test_risc_push_method_is_a_push(realm, push_server):
+    api = Api(realm, token(realm))
+    risc_push = "https://schemas.openid.net/secevent/risc/delivery-method/push"
+    stream = api("post", "streams", {"delivery": {"method": risc_push, "endpoint_url": push_server.url()},
+                                     "events_requested": ALL_EVENTS}).json()
+    assert stream["delivery"] == {"method": risc_push, "endpoint_url": push_server.url()}
+    api("post", "verify", {"state": "risc"})  # the receiver's one stream when stream_id is left out
+    send_pending(stream["stream_id"])
+    [claims] = pushed(realm, push_server, stream)
+    assert claims["events"][events.VERIFICATION] == {"state": "risc", "event_timestamp": claims["iat"]}
 
 
 def test_bearer_token_scope_and_stream_ownership(realm, push_server):

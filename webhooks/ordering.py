@@ -56,10 +56,11 @@ def hold(pks, now, lease_seconds):
     heads = {pk: (message_id, lease_until if state == Delivery.SENDING else next_attempt_at)
              for pk, message_id, state, next_attempt_at, lease_until in Delivery.objects.filter(
                  pk__in=set(behind.values())).values_list("pk", "message_id", "state", "next_attempt_at", "lease_until")}
-    for head, (message_id, when) in heads.items():
-        Delivery.objects.filter(pk__in=[pk for pk, h in behind.items() if h == head]).update(
-            next_attempt_at=max(when or now, now) + timedelta(seconds=lease_seconds), dispatched_at=None,
-            last_error=f"held: {message_id}, an earlier event of the same subject, is not delivered yet")
+    # One statement for every held row (an event's deliveries to many ordered endpoints).
+    Delivery.objects.bulk_update([Delivery(
+        pk=pk, next_attempt_at=max(heads[head][1] or now, now) + timedelta(seconds=lease_seconds), dispatched_at=None,
+        last_error=f"held: {heads[head][0]}, an earlier event of the same subject, is not delivered yet")
+        for pk, head in behind.items()], ["next_attempt_at", "dispatched_at", "last_error"])
     held = set(behind)
     # The head may have finished after this claim read it and before the hold is committed.
     transaction.on_commit(lambda: _let_go(held, now), robust=True)
@@ -91,7 +92,7 @@ def release(finished, now):
     pairs = {(job.endpoint.id, job.subject) for job, _, _ in finished}
     nexts = (Delivery.objects.filter(endpoint_id__in={e for e, _ in pairs}, subject__in={s for _, s in pairs},
                                      state__in=UNFINISHED)
-             .order_by().values("endpoint_id", "subject").annotate(first=Min("pk")))
+             .exclude(subject="").order_by().values("endpoint_id", "subject").annotate(first=Min("pk")))
     _go([row["first"] for row in nexts if (row["endpoint_id"], row["subject"]) in pairs], now)
 
 

@@ -4,7 +4,7 @@ stack, in-process with Django's test client, production settings with ``stateles
 a PostgreSQL table). "copy" is the code before 0109 (a session copied into the cache table beside
 its row: the feature switched off for sessions alone, the caches staying in the database); "row"
 is the code since (the row alone). Rounds alternate which goes first; medians of microseconds per
-grant and statements per grant (both connections: the request's and the cache's).
+grant and database round trips per grant (both connections: the request's and the cache's).
 
     (source scripts/services.sh && services_start >/dev/null &&
      .venv/bin/python bench/realms/stateless_sessions.py [--rounds 7 --signins 20 --refreshes 200]; services_stop)
@@ -79,8 +79,8 @@ def main():
     for kind in ("sign-in", "refresh"):
         copy_us, copy_q = (statistics.median(f[i] for f in figures["copy", kind]) for i in (0, 1))
         row_us, row_q = (statistics.median(f[i] for f in figures["row", kind]) for i in (0, 1))
-        print(f"{kind:8} copy {copy_us:8.0f} µs {copy_q:4.1f} statements | row {row_us:8.0f} µs {row_q:4.1f} "
-              f"statements | row/copy {row_us / copy_us:.3f}")
+        print(f"{kind:8} copy {copy_us:8.0f} µs {copy_q:4.1f} round trips | row {row_us:8.0f} µs {row_q:4.1f} "
+              f"round trips | row/copy {row_us / copy_us:.3f}")
 
 
 if __name__ == "__main__":

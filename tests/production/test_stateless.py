@@ -87,7 +87,7 @@ def test_sessions_are_read_from_their_table_with_no_copy_under_stateless(setting
     with CaptureQueriesContext(connection) as read:
         assert sessions.get_valid_session(realm, user_session.pk).notes == {"n": "v"}
     assert database_cache() == (0 if stateless else 1)
-    assert len(read.captured_queries) == 1  # the row, or the copy: one statement either way
+    assert len(read.captured_queries) == 1  # the row with its user, or the copy: one round trip either way
     assert ("idp_stateless_test" in read.captured_queries[0]["sql"]) is not stateless
 
     with connection.cursor() as cursor:  # another node ends the session

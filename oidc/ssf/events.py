@@ -37,6 +37,7 @@ RECEIVER_ENABLED = "ssf.enabled"  # client attribute: the client is a receiver
 DEFAULT_SUBJECTS = "ssf.defaultSubjects"  # client attribute, or the realm's for every receiver: ALL | NONE
 SUBJECT_FORMAT = "ssf.userSubjectFormat"  # client attribute: iss_sub (default) | email
 AUDIENCE = "ssf.streamAudience"  # client attribute: the SETs' aud instead of <clientId>/<streamId>
+SIGNATURE_ALGORITHM = "ssf.signatureAlgorithm"  # client attribute: else the realm's default algorithm
 SUBJECT_FORMATS = ("iss_sub", "email")
 
 # An outbox delivery that waits: a poll stream's SET until the receiver takes it, a paused
@@ -149,8 +150,9 @@ def emit(stream, event_type, sub_id, members, occurred_at, source_event_id=""):
     stream. The claims wait in the message's data; the envelope signs them."""
     claims = {"iss": stream.issuer, "aud": stream.audience, "sub_id": sub_id,
               "events": {event_type: {**members, "event_timestamp": int(occurred_at.timestamp())}}}
+    alg = (stream.client.attributes or {}).get(SIGNATURE_ALGORITHM) or stream.realm.default_signature_algorithm
     message = publish(stream.realm, "ssf." + event_type.rsplit("/", 1)[-1],
-                      {"realm": stream.realm.name, "stream": stream.id, "claims": claims},
+                      {"realm": stream.realm.name, "stream": stream.id, "alg": alg, "claims": claims},
                       endpoints=[stream.endpoint], occurred_at=occurred_at, source_event_id=source_event_id)
     if stream.polled or stream.status == SsfStream.PAUSED:
         Delivery.objects.filter(message=message).update(next_attempt_at=HELD_UNTIL, dispatched_at=None)
@@ -185,14 +187,14 @@ def delivered(stream):
 
 
 def render(*, message_id, source, event_type, occurred_at, data):
-    """The ``secevent`` envelope: the SET signed with the realm's active key for its default
-    signature algorithm, ``jti`` the message id. Nothing else may travel on a stream's endpoint (the
+    """The ``secevent`` envelope: the SET signed with the realm's active key for the stream's
+    algorithm, ``jti`` the message id. Nothing else may travel on a stream's endpoint (the
     webhook console's test event would be no SET): refused as the webhook surfaces refuse input."""
     if "claims" not in data:
         raise WebhookError("An SSF stream's endpoint carries only the stream's Security Event Tokens")
     realm = get_realm(data["realm"]).realm
     claims = {**data["claims"], "jti": message_id, "iat": int(occurred_at.timestamp())}
-    alg = realm.default_signature_algorithm
+    alg = data["alg"]
     kid, key = tokens.signer(realm, alg)
     return jose.sign(claims, alg=alg, key=key, kid=kid, typ=TYP)
 

@@ -18,6 +18,7 @@ from webhooks import payloads, signing
 from webhooks.models import Delivery, Endpoint, EndpointSecret
 
 from ..errors import OidcError
+from ..jose import ASYMMETRIC
 from . import events
 from .models import SsfStream
 
@@ -117,9 +118,19 @@ def _delivery(body, issuer, stream=None):
     return method, url
 
 
+def _check_algorithm(client):
+    """The receiver's ``ssf.signatureAlgorithm``, refused now rather than failing each SET later
+    (as Keycloak does): an asymmetric one, which the receiver verifies with the published keys."""
+    alg = (client.attributes or {}).get(events.SIGNATURE_ALGORITHM)
+    if alg and alg not in ASYMMETRIC:
+        raise _stream_error(f"Invalid stream configuration: signature algorithm {alg} is not in the transmitter "
+                            f"allow-list {sorted(ASYMMETRIC)}")
+
+
 def create(client, issuer, body):
     if not isinstance(body, dict):
         raise _stream_error("Invalid stream configuration")
+    _check_algorithm(client)
     method, url = _delivery(body, issuer)
     requested = _string_list(body.get("events_requested"), "events_requested")
     description = _description(body.get("description"))
@@ -146,6 +157,7 @@ def update(client, body, *, replace):
     if not isinstance(body, dict) or not body.get("stream_id"):
         raise _stream_error("Stream ID is required")
     stream = own_stream(client, body["stream_id"])
+    _check_algorithm(client)
     if replace or "delivery" in body:
         stream.method, url = _delivery(body, stream.issuer, stream)
         if url and url != stream.endpoint_url:

@@ -147,6 +147,11 @@ SHARED_SIGNALS = {
         label="SSF user subject format", required=False, choices=[("", "iss_sub"), ("email", "email")],
         help_text="How SETs name the user: issuer and user id, or the e-mail address (iss_sub when "
                   "the user has none)."), omit_empty=True),
+    "ssf_signature_algorithm": Key("attributes", "ssf.signatureAlgorithm", forms.ChoiceField(
+        label="SSF signature algorithm", required=False,
+        choices=[("", "The realm's default"), *((a, a) for a in (
+            "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"))],
+        help_text="What the stream's SETs are signed with."), omit_empty=True),
     "ssf_stream_audience": Key("attributes", "ssf.streamAudience", forms.CharField(
         label="SSF stream audience", required=False, max_length=512,
         help_text="The aud of the stream's SETs; empty: <client id>/<stream id>."), omit_empty=True),

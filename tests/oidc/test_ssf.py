@@ -54,6 +54,8 @@ def realm(db):
             _receiver_client("receiver"),
             _receiver_client("picky", **{"ssf.defaultSubjects": "NONE", "ssf.userSubjectFormat": "email",
                                           "ssf.streamAudience": "https://picky.example/ssf"}),
+            _receiver_client("ec", **{"ssf.signatureAlgorithm": "ES256"}),
+            _receiver_client("hs", **{"ssf.signatureAlgorithm": "HS256"}),
             {"clientId": "plain", "secret": SECRET, "serviceAccountsEnabled": True,
              "optionalClientScopes": ["ssf.read", "ssf.manage"]},
             {"clientId": "app", "secret": SECRET, "directAccessGrantsEnabled": True},
@@ -376,6 +378,17 @@ def test_risc_push_method_is_a_push(realm, push_server):
     send_pending(stream["stream_id"])
     [claims] = pushed(realm, push_server, stream)
     assert claims["events"][events.VERIFICATION] == {"state": "risc", "event_timestamp": claims["iat"]}
+
+
+def test_the_receivers_signature_algorithm(realm):
+    api = Api(realm, token(realm, "ec"))
+    stream = api("post", "streams", {"delivery": {"method": "urn:ietf:rfc:8936"}}).json()
+    api("post", "verify", {})
+    [set_token] = api("post", f"poll/{stream['stream_id']}", {"returnImmediately": True}).json()["sets"].values()
+    decoded = jwt.decode(set_token, keys(realm), algorithms=["ES256"])
+    assert decoded.header["alg"] == "ES256" and decoded.claims["sub_id"]["id"] == stream["stream_id"]
+    refused = Api(realm, token(realm, "hs"))("post", "streams", {"delivery": {"method": "urn:ietf:rfc:8936"}})
+    assert refused.status_code == 400 and "HS256" in refused.json()["error_description"]
 
 
 def test_bearer_token_scope_and_stream_ownership(realm, push_server):

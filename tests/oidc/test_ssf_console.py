@@ -40,17 +40,19 @@ def test_client_settings_make_a_receiver_with_its_format_and_audience(console, a
     app.save()
     response = submit(console, change_url(app), "client_form", {
         "ssf_enabled": "on", "ssf_default_subjects": "NONE", "ssf_user_subject_format": "email",
-        "ssf_stream_audience": "https://rx.example/aud"})
+        "ssf_stream_audience": "https://rx.example/aud", "ssf_signature_algorithm": "ES256"})
     assert not errors_of(response), errors_of(response)
     app.refresh_from_db()
     assert events.receiver_enabled(app)
     assert {k: v for k, v in app.attributes.items() if k.startswith("ssf.") and k != "ssf.enabled"} == {
-        "ssf.defaultSubjects": "NONE", "ssf.userSubjectFormat": "email", "ssf.streamAudience": "https://rx.example/aud"}
+        "ssf.defaultSubjects": "NONE", "ssf.userSubjectFormat": "email", "ssf.streamAudience": "https://rx.example/aud",
+        "ssf.signatureAlgorithm": "ES256"}
     assert events.default_subjects(acme, app) == "NONE"
     stream = SsfStream(realm=acme, client=app, issuer="https://idp.example/realms/acme")
     assert events.user_subject(stream, "u-1", "u@example.org") == {"format": "email", "email": "u@example.org"}
     response = submit(console, change_url(app), "client_form", {
-        "ssf_enabled": None, "ssf_default_subjects": "", "ssf_user_subject_format": "", "ssf_stream_audience": ""})
+        "ssf_enabled": None, "ssf_default_subjects": "", "ssf_user_subject_format": "", "ssf_stream_audience": "",
+        "ssf_signature_algorithm": ""})
     assert not errors_of(response), errors_of(response)
     app.refresh_from_db()
     assert not events.receiver_enabled(app)

@@ -23,20 +23,21 @@ class Cork:
 
     def __init__(self, loop):
         self.loop = loop
-        self.pending: list = []
+        self.pending: list = []  # (CorkedTransport, bytes or _CLOSE); the same list for good
 
     def flush(self) -> None:
         pending = self.pending
-        self.pending = []
-        for corked, data in pending:
-            corked.queued -= 1
-            transport = corked.transport
-            if transport.is_closing():
-                continue  # aborted, or the peer went away: its connection_lost has told the proxy
-            if data is _CLOSE:
-                transport.close()
-            else:
-                transport.write(data)
+        try:
+            for corked, data in pending:  # nothing here writes through a CorkedTransport
+                transport = corked.transport
+                if transport.is_closing():
+                    continue  # aborted, or the peer went away: its connection_lost tells the proxy
+                if data is _CLOSE:
+                    transport.close()
+                else:
+                    transport.write(data)
+        finally:
+            pending.clear()  # an empty list is what schedules the next flush
 
 
 _CORKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -52,39 +53,36 @@ def cork_for(loop) -> Cork:
 class CorkedTransport:
     """A transport whose writes (and a close that follows them) wait for the end of the tick."""
 
-    __slots__ = ("transport", "cork", "queued", "closing")
+    __slots__ = ("transport", "cork", "pending", "closing")
 
     def __init__(self, transport, cork: Cork):
         self.transport = transport
         self.cork = cork
-        self.queued = 0
+        self.pending = cork.pending
         self.closing = False
 
     def write(self, data: bytes) -> None:
-        cork = self.cork
-        pending = cork.pending
+        pending = self.pending
         if not pending:
-            cork.loop.call_soon(cork.flush)
+            self.cork.loop.call_soon(self.cork.flush)
         pending.append((self, data))
-        self.queued += 1
 
     def close(self) -> None:
         if not self.closing:
             self.closing = True
-            if self.queued:
-                self.write(_CLOSE)  # the answers already queued go out first
+            if self.pending:
+                self.write(_CLOSE)  # after the writes already queued
             else:
                 self.transport.close()
 
     def abort(self) -> None:
         """Cut now; what was written before goes to the socket first, as an unbuffered write would."""
         self.closing = True
-        if self.queued:
-            transport = self.transport
-            for corked, data in self.cork.pending:
-                if corked is self and data is not _CLOSE and not transport.is_closing():
-                    transport.write(data)
-        self.transport.abort()
+        transport = self.transport
+        for corked, data in self.pending:
+            if corked is self and data is not _CLOSE and not transport.is_closing():
+                transport.write(data)
+        transport.abort()
 
     def is_closing(self) -> bool:
         return self.closing or self.transport.is_closing()

@@ -204,7 +204,7 @@ def set_status(client, body):
         elif status == SsfStream.PAUSED and not stream.polled:
             _pending(stream).update(next_attempt_at=events.HELD_UNTIL, dispatched_at=None)
         elif status == SsfStream.ENABLED and stream.status != SsfStream.ENABLED and not stream.polled:
-            released = list(_pending(stream))
+            released = list(_pending(stream).only("pk", "endpoint_id"))
             _pending(stream).update(next_attempt_at=timezone.now(), dispatched_at=timezone.now())
             transaction.on_commit(lambda: webhook_delivery.hand_off(released, [stream.endpoint]), robust=True)
         stream.status, stream.reason = status, reason

@@ -20,7 +20,7 @@ from realms.representation.realm import export_realm
 from realms.users.accounts import create_user
 from tests.servers import Receiver
 from webhooks import delivery
-from webhooks.models import Delivery
+from webhooks.models import Delivery, DeliveryAttempt
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("outbound_loopback")]
 
@@ -378,6 +378,19 @@ def test_risc_push_method_is_a_push(realm, push_server):
     send_pending(stream["stream_id"])
     [claims] = pushed(realm, push_server, stream)
     assert claims["events"][events.VERIFICATION] == {"state": "risc", "event_timestamp": claims["iat"]}
+
+
+def test_a_receivers_rfc8935_error_is_logged_and_retried(realm, push_server):
+    api = Api(realm, token(realm))
+    stream = push_stream(api, push_server)
+    push_server.script.append((400, {"Content-Type": "application/json"},
+                               b'{"err":"invalid_audience","description":"not for us"}'))
+    api("post", "verify", {"stream_id": stream["stream_id"]})
+    [sent] = send_pending(stream["stream_id"])
+    attempt = DeliveryAttempt.objects.get(delivery_id=sent)
+    assert attempt.status == 400 and not attempt.success and "invalid_audience" in attempt.response_body
+    retry = Delivery.objects.get(pk=sent)
+    assert retry.state == Delivery.PENDING and retry.attempts == 1  # the webhook schedule retries it
 
 
 def test_the_receivers_signature_algorithm(realm):

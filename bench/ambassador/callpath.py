@@ -7,9 +7,10 @@ and what they cost the kernel. The loop turns once every 8 calls (wrk at 10 conn
 proxy about 8 reads per turn). The machine's load moves it less than a wrk run, so small changes
 show.
 
-    python bench/ambassador/callpath.py [--calls 200000] [--rounds 5] [--access-log FILE|null]
+    python bench/ambassador/callpath.py [--calls 200000] [--rounds 5] [--access-log FILE|null] [--bare]
 
-Run it from a tree (or with PYTHONPATH set to one) to measure that tree's ambassador.
+PYTHONPATH=TREE measures that tree's ambassador; ``--bare`` the bare forwarder's classes
+(bare_forwarder.py) in the same harness, the floor.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, os.environ.get("PYTHONPATH") or str(Path(__file__).resolve().parents[2]))
+sys.path.insert(1, str(Path(__file__).resolve().parent))  # bare_forwarder
 
 from ambassador.configfile import build  # noqa: E402
 from ambassador.server import App  # noqa: E402
@@ -65,6 +67,39 @@ class Transport:
     abort = close
 
 
+async def timed(feed_client, feed_upstream, calls: int, rounds: int) -> list[float]:
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(20000, 20, 50)  # as the ambassador's serve() does
+    per_call = []
+    turn = asyncio.sleep
+    for _ in range(rounds):
+        start = time.process_time_ns()
+        for _ in range(calls // 8):
+            for _ in range(8):
+                feed_client(REQUEST)
+                feed_upstream(RESPONSE)
+            await turn(0)
+        per_call.append((time.process_time_ns() - start) / (calls // 8 * 8) / 1000)
+    await turn(0)
+    return per_call
+
+
+async def measure_bare(calls: int, rounds: int) -> list[float]:
+    import bare_forwarder as bare
+
+    pool = bare.Pool(asyncio.get_running_loop(), "127.0.0.1", 18080)
+    conn = bare.Upstream(pool)
+    conn.connection_made(Transport())
+    pool.idle.append(conn)
+    client = bare.Client(pool)
+    client_t = Transport()
+    client.connection_made(client_t)
+    per_call = await timed(client.data_received, conn.data_received, calls, rounds)
+    assert client_t.last.endswith(b"hello from nginx\n") and client_t.writes == calls // 8 * 8 * rounds
+    return per_call
+
+
 async def measure(calls: int, rounds: int, access_log: str) -> list[float]:
     cfg = build({"listener": {"port": 0},
                  "upstreams": {"web": {"instances": ["127.0.0.1:18080"], "balance": "least_request",
@@ -85,21 +120,7 @@ async def measure(calls: int, rounds: int, access_log: str) -> list[float]:
     client = app.http.protocol()
     client_t = Transport()
     client.connection_made(client_t)
-    feed_client, feed_upstream = client.data_received, conn.data_received
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(20000, 20, 50)  # as serve() does
-    per_call = []
-    turn = asyncio.sleep
-    for _ in range(rounds):
-        start = time.process_time_ns()
-        for _ in range(calls // 8):
-            for _ in range(8):
-                feed_client(REQUEST)
-                feed_upstream(RESPONSE)
-            await turn(0)
-        per_call.append((time.process_time_ns() - start) / (calls // 8 * 8) / 1000)
-    await turn(0)
+    per_call = await timed(client.data_received, conn.data_received, calls, rounds)
     assert client_t.last.endswith(b"hello from nginx\n"), client_t.last
     assert client_t.writes == calls // 8 * 8 * rounds and not client.queue
     assert not client_t.closed and not upstream_t.closed and inst.idle == [conn]
@@ -113,14 +134,14 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=200_000)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--access-log", help="file, or null (default: a file in a temporary directory)")
+    ap.add_argument("--bare", action="store_true", help="the bare forwarder instead of the ambassador")
     args = ap.parse_args()
+    import uvloop
+
     with tempfile.TemporaryDirectory() as d:
         log = args.access_log or str(Path(d) / "access.log")
-        try:
-            import uvloop
-            per_call = uvloop.run(measure(args.calls, args.rounds, log))
-        except ImportError:
-            per_call = asyncio.run(measure(args.calls, args.rounds, log))
+        per_call = uvloop.run(measure_bare(args.calls, args.rounds) if args.bare
+                              else measure(args.calls, args.rounds, log))
     print(f"{statistics.median(per_call):.3f} µs of CPU per call (median of {args.rounds} rounds of {args.calls}: "
           + ", ".join(f"{x:.3f}" for x in per_call) + ")")
 

@@ -65,15 +65,15 @@ def default_subjects(realm, client=None):
     return "NONE" if value.upper() == "NONE" else "ALL"
 
 
-def _credential_change(event, credential_type, change_type, entity):
-    return [(CREDENTIAL_CHANGE, event.user_id if entity == "user" else None, None, {
+def _credential_change(event, credential_type, change_type):
+    """A user's own change (the Admin API's reset-password is the admin's, below)."""
+    return [(CREDENTIAL_CHANGE, event.user_id, None, {
         "credential_type": _CAEP_CREDENTIAL.get(credential_type, credential_type), "change_type": change_type,
-        "initiating_entity": entity})]
+        "initiating_entity": "user"})]
 
 
 def signals(event):
-    """[(event type URI, user id, session id or None, event members)] that a realm Event means;
-    the user id None means "the user of the resource path" (admin events)."""
+    """[(event type URI, user id, session id or None, event members)] that a realm Event means."""
     if event.error:
         return []
     if event.kind == Event.ADMIN:
@@ -83,11 +83,11 @@ def signals(event):
         return [(SESSION_REVOKED, event.user_id, event.session_id or details.get("session") or None,
                  {"initiating_entity": "user", "reason_admin": {"en": "User logout"}})]
     if event.type == "UPDATE_PASSWORD":
-        return _credential_change(event, "password", "update", "user")
+        return _credential_change(event, "password", "update")
     if event.type in ("UPDATE_TOTP", "UPDATE_CREDENTIAL"):
-        return _credential_change(event, details.get("credential_type", "otp"), "create", "user")
+        return _credential_change(event, details.get("credential_type", "otp"), "create")
     if event.type == "REMOVE_CREDENTIAL":  # REMOVE_TOTP comes with it: one signal
-        return _credential_change(event, details.get("credential_type", ""), "delete", "user")
+        return _credential_change(event, details.get("credential_type", ""), "delete")
     return []
 
 

@@ -8,12 +8,14 @@ import time
 import uuid
 
 import pytest
+from django.db import transaction
 from django.test import Client as HttpClient
 from joserfc import jwt
 from joserfc.jwk import KeySet
 
 from oidc.ssf import events, streams
 from oidc.ssf.models import SsfStream
+from realms.audit import events as realm_events
 from realms.models import Realm, Role, User
 from realms.representation import import_realm
 from realms.representation.realm import export_realm
@@ -298,6 +300,26 @@ def test_poll_stream_returns_acknowledges_and_waits(realm, admin_token, monkeypa
     assert time.monotonic() - started >= 0.5  # returnImmediately false: held open until the timeout
     assert api("post", poll, {"maxEvents": -1}).status_code == 400
     assert api("post", poll, {"ack": "x"}).status_code == 400
+
+
+def test_a_users_own_credential_changes(realm):
+    """The events the account console and the required actions write (OTP, passkey, removal,
+    password), through the realm's event bus; an error event is no signal."""
+    api = Api(realm, token(realm))
+    stream = api("post", "streams", {"delivery": {"method": "urn:ietf:rfc:8936"}, "events_requested": ALL_EVENTS}).json()
+    alice = user_id(realm, "alice")
+    with transaction.atomic():
+        realm_events.emit(realm, "UPDATE_TOTP", user_id=alice, details={"credential_type": "otp"})
+        realm_events.emit(realm, "UPDATE_CREDENTIAL", user_id=alice, details={"credential_type": "webauthn-passwordless"})
+        realm_events.emit(realm, "REMOVE_TOTP", user_id=alice, details={"credential_type": "otp"})
+        realm_events.emit(realm, "REMOVE_CREDENTIAL", user_id=alice, details={"credential_type": "otp"})
+        realm_events.emit(realm, "UPDATE_PASSWORD_ERROR", user_id=alice, error="invalid_password")
+        realm_events.emit(realm, "UPDATE_PASSWORD", user_id=alice)
+    got = api("post", f"poll/{stream['stream_id']}", {"returnImmediately": True}).json()["sets"]
+    changes = [verified(realm, s, stream)["events"][CAEP + "credential-change"] for s in got.values()]
+    assert [(c["credential_type"], c["change_type"], c["initiating_entity"]) for c in changes] == [
+        ("app", "create", "user"), ("fido2-platform", "create", "user"), ("app", "delete", "user"),
+        ("password", "update", "user")]
 
 
 def test_an_admin_removing_one_session_revokes_it(realm, admin_token):

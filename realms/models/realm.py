@@ -79,6 +79,10 @@ class Realm(models.Model):
     scim_api_enabled = models.BooleanField(default=False, help_text="SCIM 2.0 provisioning below /realms/<realm>/scim/v2.")
     admin_permissions_enabled = models.BooleanField(
         default=False, help_text="Fine-grained admin permissions: the admin-permissions client's permissions apply.")
+    # A database default too: the previous release's INSERTs leave the column out.
+    user_managed_access_allowed = models.BooleanField(
+        default=False, db_default=False,
+        help_text="Users manage their resources and share them (the account console's My resources).")
     login_theme = models.CharField(max_length=64, default="v2")
     account_theme = models.CharField(max_length=64, blank=True)
     email_theme = models.CharField(max_length=64, blank=True)

@@ -105,6 +105,7 @@ REALM_FIELDS = {
     "organizationsEnabled": ("organizations_enabled", as_bool),
     "scimApiEnabled": ("scim_api_enabled", as_bool),
     "adminPermissionsEnabled": ("admin_permissions_enabled", as_bool),
+    "userManagedAccessAllowed": ("user_managed_access_allowed", as_bool),
     "loginTheme": ("login_theme", as_str),
     "accountTheme": ("account_theme", as_str),
     "emailTheme": ("email_theme", as_str),

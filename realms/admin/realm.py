@@ -132,6 +132,7 @@ class RealmFormBase(KeyedJsonForm):
         labels = {
             "ssl_required": "Require SSL",
             "display_name_html": "HTML display name",
+            "user_managed_access_allowed": "User-managed access",
             "sso_session_idle_timeout": "SSO Session Idle (s)",
             "sso_session_max_lifespan": "SSO Session Max (s)",
             "sso_session_idle_timeout_remember_me": "SSO Session Idle Remember Me (s)",
@@ -260,7 +261,8 @@ class RealmAdmin(ConsoleAdmin):
 
     fieldsets = [
         _tab("general", "General", ("name", "display_name", "display_name_html", "enabled", "ssl_required",
-                                    "organizations_enabled", "admin_permissions_enabled")),
+                                    "user_managed_access_allowed", "organizations_enabled",
+                                    "admin_permissions_enabled")),
         _tab("login", "Login screen customization and email settings", (
             "registration_allowed", "registration_email_as_username", "remember_me", "verify_email",
             "login_with_email_allowed", "duplicate_emails_allowed", "reset_password_allowed",

@@ -15,6 +15,8 @@ from django.core.management.base import CommandError
 
 from idp.config import _setting_problems
 from tests.idp.test_modes import base_env, manage
+from tests.oidc.test_refresh_hmac_keys import header, refresh, refused
+from tests.realms.test_admin_rest_api import PASSWORD, acme, issue  # noqa: F401 (fixture)
 
 NEW = "new-key-" + "n7" * 25
 
@@ -171,6 +173,27 @@ def test_links_signed_under_the_old_key(rotated, fresh_caches):
     switch(fallback=False)
     with pytest.raises(portal.LinkRefused):
         portal.open_link("rot", token)
+
+
+@pytest.mark.django_db
+def test_a_refresh_token_signed_with_the_key_derived_from_the_old_secret(rotated, fresh_caches, acme):
+    """A realm without an ``hmac-generated`` key signs refresh tokens with a key derived from
+    SECRET_KEY (decision 0067): a token of the old key refreshes under the fallback, the answer is
+    signed with the new key's, and the old token is refused once the fallback is gone."""
+    from realms.users.accounts import create_user
+
+    _, switch = rotated
+    create_user(acme, "ann", password=PASSWORD)
+    old_token = issue("acme", "ann")["refresh_token"]
+    switch(fallback=True)
+    call_command("rotate_secret_key", stdout=io.StringIO())  # the realm's signing keys under the new key
+    answer = refresh(old_token)
+    assert answer.status_code == 200, answer.content
+    new_token = answer.json()["refresh_token"]
+    assert header(new_token)["kid"] != header(old_token)["kid"]
+    switch(fallback=False)
+    assert refused(old_token)
+    assert refresh(new_token).status_code == 200
 
 
 def test_the_start_check_names_each_bad_fallback(monkeypatch):

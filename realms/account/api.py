@@ -445,30 +445,42 @@ def _paged(request, items):
     return response
 
 
-class Resources(AccountResource):
-    """The user's own resources (``name`` filters)."""
+class UmaForbidden(errors.Invalid):
+    """403 ``{"errorMessage": ...}``: Keycloak's ErrorResponse of the account ``resources`` routes."""
+
+    status_code = 403
+
+
+class UserManagedResource(AccountResource):
+    """A route below ``resources``: as Keycloak's AccountRestService, refused while the realm's
+    ``userManagedAccessAllowed`` is off, before the caller's roles are looked at."""
 
     required_role = (MANAGE_ACCOUNT,)
+
+    def check_permissions(self, request):
+        if not self.realm.user_managed_access_allowed:
+            raise UmaForbidden("User-managed access not enabled")
+        super().check_permissions(request)
+
+
+class Resources(UserManagedResource):
+    """The user's own resources (``name`` filters)."""
 
     def get(self, request, realm):
         owned = sharing.owned(self.realm, self.user, request.query_params.get("name"))
         return _paged(request, [resource_rep(c, r) for c, r in owned])
 
 
-class SharedWithMe(AccountResource):
+class SharedWithMe(UserManagedResource):
     """The resources others shared with the user, each with the scopes granted."""
-
-    required_role = (MANAGE_ACCOUNT,)
 
     def get(self, request, realm):
         shared = sharing.shared_with_me(self.realm, self.user, request.query_params.get("name"))
         return _paged(request, [resource_rep(c, r, scopes) for c, r, scopes in shared])
 
 
-class SharedWithOthers(AccountResource):
+class SharedWithOthers(UserManagedResource):
     """The user's resources shared with others, each with its ``permissions``."""
-
-    required_role = (MANAGE_ACCOUNT,)
 
     def get(self, request, realm):
         out = []
@@ -479,10 +491,8 @@ class SharedWithOthers(AccountResource):
         return _paged(request, out)
 
 
-class PendingRequests(AccountResource):
+class PendingRequests(UserManagedResource):
     """What the user asked others for and awaits: one entry per scope asked, as Keycloak's."""
-
-    required_role = (MANAGE_ACCOUNT,)
 
     def get(self, request, realm):
         out = []
@@ -491,10 +501,8 @@ class PendingRequests(AccountResource):
         return Response(out)
 
 
-class OwnedResource(AccountResource):
+class OwnedResource(UserManagedResource):
     """A resource of the user's: 404 ``resource_not_found``, another's 400 ``invalid_resource``."""
-
-    required_role = (MANAGE_ACCOUNT,)
 
     def owned(self, resource_id):
         client, resource = sharing.find(self.realm, resource_id)

@@ -43,6 +43,13 @@ _PATHS = {"account": "", "account-signing-in": "account-security/signing-in",
           "account-resources": "resources"}
 
 
+def _listed(realm, name):
+    """As Keycloak's account console: Organizations and My resources only where the realm has them."""
+    if name == "account-organizations":
+        return realm.organizations_enabled
+    return name != "account-resources" or realm.user_managed_access_allowed
+
+
 def _url(realm, name):
     return f"/realms/{realm.name}/account/{_PATHS[name]}"
 
@@ -96,8 +103,8 @@ class Console:
         return sign_in_url(self.request, self.realm, back, kc_action=action)
 
     def render(self, template, context=None, status=200):
-        nav = [{"url": _url(self.realm, name), "key": key, "current": name == self.section} for name, key in SECTIONS
-               if name != "account-organizations" or self.realm.organizations_enabled]  # as Keycloak's
+        nav = [{"url": _url(self.realm, name), "key": key, "current": name == self.section}
+               for name, key in SECTIONS if _listed(self.realm, name)]
         notice = self.request.GET.get("notice", "")
         base = {"user": self.user, "nav": nav, "section": self.section, "may_manage": self.may_manage,
                 "notice": Message(notice) if notice in _NOTICES else None,
@@ -298,7 +305,10 @@ def organizations(request, ctx):
 def resources(request, ctx):
     """Keycloak's "My resources" (user-managed access): the user's resources, whom each is shared
     with (revoked with a post), the requests awaiting them (accepted or denied), sharing with a
-    user by username or e-mail; and the resources others shared with the user."""
+    user by username or e-mail; and the resources others shared with the user. Refused while the
+    realm's user-managed access is off, as Keycloak's account pages answer 403."""
+    if not _listed(ctx.realm, ctx.section):
+        return themes.render(request, ctx.realm, "error.html", {"message": Message("errorTitle")}, status=403)
     error = None
     if request.method == "POST":
         _forbidden_unless_manage(ctx)

@@ -30,6 +30,8 @@ def call(token, method, path, body=None, **query):
 
 @pytest.fixture
 def album(realm_b):
+    realm_b.user_managed_access_allowed = True  # the export has it off: My resources answers only when on
+    realm_b.save(update_fields=["user_managed_access_allowed"])
     Client.objects.filter(realm=realm_b, client_id="account-console").update(direct_access_grants_enabled=True)
     made = protection("post", "/resource_set", pat(), {
         "name": "Holidays", "resource_scopes": ["album:view", "album:delete"], "owner": "jdoe",

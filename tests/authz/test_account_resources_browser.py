@@ -27,6 +27,8 @@ def base(live_server):
 @pytest.fixture
 def album(transactional_db, base, fresh_caches):
     realm = import_realm(load("quickstarts-kc9-full-export-realm-b.json")).realm
+    realm.user_managed_access_allowed = True  # the export has it off: My resources is listed only when on
+    realm.save(update_fields=["user_managed_access_allowed"])
     assert Client.objects.get(realm=realm, client_id="realm-b-client").authorization_services_enabled
     pat = HttpClient().post(TOKEN, {"grant_type": "client_credentials", "client_id": "realm-b-client",
                                     "client_secret": SECRET}).json()["access_token"]

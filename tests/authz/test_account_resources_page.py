@@ -31,6 +31,8 @@ def csrf(page):
 
 @pytest.fixture
 def album(realm_b):
+    realm_b.user_managed_access_allowed = True  # the export has it off: My resources answers only when on
+    realm_b.save(update_fields=["user_managed_access_allowed"])
     made = protection("post", "/resource_set", pat(), {
         "name": "Holidays", "resource_scopes": ["album:view", "album:delete"], "owner": "jdoe",
         "ownerManagedAccess": True})

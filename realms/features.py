@@ -19,6 +19,7 @@ FEATURES = {
     "jwt-authorization-grant": (SUPPORTED, "JWT authorization grant (RFC 7523 §2.1)"),
     "client-registration": (SUPPORTED, "Dynamic client registration (RFC 7591, RFC 7592)"),
     "client-id-metadata-document": (EXPERIMENTAL, "OAuth Client ID Metadata Documents"),
+    "ssf": (EXPERIMENTAL, "OpenID Shared Signals Framework transmitter (CAEP, RISC)"),
     "stateless": (PREVIEW, "Stateless: caches in the database, sites connected by the database alone"),
 }
 ON_BY_DEFAULT = (SUPPORTED, DEPRECATED)

@@ -8,6 +8,7 @@ envelope registered with ``webhooks.payloads``. The SET's ``jti`` is the message
 import re
 from datetime import UTC, datetime
 
+from realms import features
 from realms.audit.events import realm_event
 from realms.models import Event, User
 from webhooks import payloads
@@ -52,7 +53,8 @@ _ADMIN_ACTION = re.compile(r"^users/([^/]+)/(reset-password|logout)$")
 
 
 def transmitter_enabled(realm):
-    return (realm.attributes or {}).get(TRANSMITTER_ENABLED) == "true"
+    """The server feature ``ssf`` (experimental, off unless enabled, as Keycloak's) and the realm's switch."""
+    return features.enabled("ssf") and (realm.attributes or {}).get(TRANSMITTER_ENABLED) == "true"
 
 
 def receiver_enabled(client):

@@ -8,6 +8,7 @@ from django.db import transaction
 from django.utils.html import format_html_join
 from django.utils.safestring import mark_safe
 
+from .. import features
 from ..models import Client, ClientScopeLink, IdentityProvider, ProtocolMapper, Role, UserSession
 from ..representation.client_policies import client_write_refusal
 from ..representation.services import add_default_client_scopes
@@ -292,6 +293,9 @@ class ClientAdmin(ConsoleAdmin):
         if self.chosen_protocol(request, obj) != OIDC:
             for name in OIDC_ONLY:  # a declared field is in the form even when no section shows it
                 form.base_fields.pop(name, None)
+        if not features.enabled("ssf"):
+            for name in SHARED_SIGNALS:
+                form.base_fields.pop(name, None)
         if obj is None and "protocol" in form.base_fields:
             # Chosen before the form (its sections are the protocol's): fixed here, links switch it.
             chosen = self.chosen_protocol(request, obj)
@@ -310,6 +314,8 @@ class ClientAdmin(ConsoleAdmin):
             leave_out.add("authorization")
         if self.chosen_protocol(request, obj) != OIDC:
             leave_out |= OIDC_ONLY
+        if not features.enabled("ssf"):  # the Shared Signals settings do nothing then
+            leave_out |= set(SHARED_SIGNALS)
         fieldsets = [(name, {**options, "fields": tuple(f for f in options["fields"] if f not in leave_out)})
                      for name, options in super().get_fieldsets(request, obj)]
         return [(name, options) for name, options in fieldsets if options["fields"]]

@@ -315,14 +315,23 @@ class RealmAdmin(ConsoleAdmin):
     ]
 
     def get_fieldsets(self, request, obj=None):
-        # The client id metadata document policy does nothing while its feature is off: not shown.
+        # The client id metadata document policy and the Shared Signals settings do nothing while
+        # their feature is off: not shown.
+        hidden = {tuple(CIMD): "client-id-metadata-document", tuple(SSF): "ssf"}
         fieldsets = [(name, opts) for name, opts in self.fieldsets
-                     if opts["fields"] != tuple(CIMD) or features.enabled("client-id-metadata-document")]
+                     if opts["fields"] not in hidden or features.enabled(hidden[opts["fields"]])]
         if obj is None:  # the default role, ids and sessions come with create_realm
             return [(name, {**opts, "fields": tuple(f for f in opts["fields"] if f not in (
                 "default_role", "id", "created_at", "sessions", "logout_all"))})
                     for name, opts in fieldsets if opts["fields"] != ("sessions", "logout_all")]
         return fieldsets
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        if not features.enabled("ssf"):  # a declared field no section shows would still be saved
+            for name in SSF:
+                form.base_fields.pop(name, None)
+        return form
 
     def get_readonly_fields(self, request, obj=None):
         if obj is not None and obj.is_master:

@@ -24,7 +24,7 @@ from tests.servers import Receiver
 from webhooks import delivery
 from webhooks.models import Delivery, DeliveryAttempt
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("outbound_loopback")]
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("outbound_loopback", "ssf_feature")]
 
 SECRET = "receiver-secret-" + "x" * 20
 ADMIN_PASSWORD = "ssf-admin-password-1"
@@ -34,6 +34,11 @@ CAEP = "https://schemas.openid.net/secevent/caep/event-type/"
 RISC = "https://schemas.openid.net/secevent/risc/event-type/"
 ALL_EVENTS = [CAEP + "session-revoked", CAEP + "credential-change", RISC + "account-disabled",
               RISC + "account-enabled"]
+
+
+@pytest.fixture
+def ssf_feature(settings):
+    settings.IDP_FEATURES = "ssf"  # experimental, as Keycloak's: off unless enabled
 
 
 def _scope(name):
@@ -166,7 +171,7 @@ def push_stream(api, server, events_requested=ALL_EVENTS):
     return resp.json()
 
 
-def test_discovery_in_both_forms_and_404_while_the_transmitter_is_off(realm):
+def test_discovery_in_both_forms_and_404_while_the_transmitter_is_off(realm, settings):
     http = HttpClient()
     config = http.get(f"/realms/{realm.name}/.well-known/ssf-configuration").json()
     issuer = f"http://testserver/realms/{realm.name}"
@@ -185,6 +190,10 @@ def test_discovery_in_both_forms_and_404_while_the_transmitter_is_off(realm):
     realm.save()
     assert http.get(f"/realms/{realm.name}/.well-known/ssf-configuration").json()["default_subjects"] == "NONE"
     bearer = token(realm)
+    settings.IDP_FEATURES = ""  # the server feature off: as if the realm had no switch
+    assert http.get(f"/realms/{realm.name}/.well-known/ssf-configuration").status_code == 404
+    assert Api(realm, bearer)("get", "streams").status_code == 404
+    settings.IDP_FEATURES = "ssf"
     realm.attributes = {**realm.attributes, "ssf.transmitterEnabled": "false"}
     realm.save()
     assert http.get(f"/realms/{realm.name}/.well-known/ssf-configuration").status_code == 404

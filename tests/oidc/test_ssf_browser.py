@@ -16,6 +16,11 @@ from tests.realms.test_console_identity_providers_browser import phone, reads_we
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("fresh_caches")]
 
 
+@pytest.fixture(autouse=True)
+def ssf_feature(settings):
+    settings.IDP_FEATURES = "ssf"
+
+
 @pytest.fixture
 def acme(transactional_db):
     master = Realm.objects.get(name="master")

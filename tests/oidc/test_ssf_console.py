@@ -14,7 +14,30 @@ from tests.realms.test_admin import errors_of, read_form, submit
 from tests.realms.test_console import acme, console, master  # noqa: F401 (fixtures)
 from tests.realms.test_console_forms import change_url
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_caches", "outbound_loopback")]
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_caches", "outbound_loopback", "ssf_feature")]
+
+
+@pytest.fixture
+def ssf_feature(settings):
+    settings.IDP_FEATURES = "ssf"
+
+
+def test_the_settings_are_hidden_while_the_feature_is_off(console, acme, settings):  # noqa: F811
+    settings.IDP_FEATURES = ""
+    acme.attributes = {**acme.attributes, "ssf.transmitterEnabled": "true", "ssf.defaultSubjects": "NONE"}
+    acme.save()
+    assert "SSF Transmitter" not in console.get(change_url(acme)).content.decode()
+    response = submit(console, change_url(acme), "realm_form", {"display_name": "Acme"})
+    assert not errors_of(response), errors_of(response)
+    acme.refresh_from_db()  # what the page does not show, it does not overwrite
+    assert acme.display_name == "Acme" and acme.attributes["ssf.defaultSubjects"] == "NONE"
+    assert acme.attributes["ssf.transmitterEnabled"] == "true"
+    app = Client.objects.create(realm=acme, client_id="rx", attributes={"ssf.enabled": "true"})
+    assert "SSF Receiver" not in console.get(change_url(app)).content.decode()
+    response = submit(console, change_url(app), "client_form", {"description": "d"})
+    assert not errors_of(response), errors_of(response)
+    app.refresh_from_db()
+    assert app.description == "d" and app.attributes["ssf.enabled"] == "true"
 
 
 def test_realm_switch_opens_and_closes_the_transmitter(console, acme):  # noqa: F811

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 from realms import features
 from realms.audit.events import realm_event
-from realms.models import Event, User
+from realms.models import ClientScope, Event, RealmDefaultClientScope, User
 from webhooks import payloads
 from webhooks.models import Delivery
 from webhooks.outbox import publish
@@ -161,8 +161,27 @@ def emit(stream, event_type, sub_id, members, occurred_at, source_event_id=""):
     return message
 
 
+SCOPES = {"ssf.read": "Read the receiver's Shared Signals stream and poll its events",
+          "ssf.manage": "Manage the receiver's Shared Signals stream"}
+
+
+def ensure_scopes(realm):
+    """Keycloak's ``ssf.read`` and ``ssf.manage`` client scopes, made when a realm becomes a
+    transmitter and they are missing (keycloak#49236): realm optional scopes, so a receiver asks
+    for them explicitly."""
+    for name, description in SCOPES.items():
+        scope, created = ClientScope.objects.get_or_create(realm=realm, name=name, defaults={
+            "description": description, "protocol": "openid-connect",
+            "attributes": {"include.in.token.scope": "true", "display.on.consent.screen": "false"}})
+        if created:
+            RealmDefaultClientScope.objects.get_or_create(realm=realm, client_scope=scope, defaults={"default": False})
+
+
 def on_realm_event(sender, event, **kwargs):
     if not transmitter_enabled(event.realm):
+        return
+    if event.kind == Event.ADMIN and event.resource_type == "REALM" and event.type in ("CREATE", "UPDATE"):
+        ensure_scopes(event.realm)
         return
     found = signals(event)
     if not found:

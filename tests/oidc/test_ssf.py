@@ -210,6 +210,19 @@ def test_https_required_is_refused_in_oauth_json(realm):
         assert refused.status_code == 403 and refused.json()["error"] == "invalid_request", path
 
 
+def test_enabling_the_transmitter_makes_the_missing_scopes(admin_token):
+    name = "ssf" + uuid.uuid4().hex[:8]
+    import_realm({"realm": name, "enabled": True})
+    realm_rep = admin(admin_token, "get", name).json()
+    assert not {"ssf.read", "ssf.manage"} & {s["name"] for s in admin(admin_token, "get", f"{name}/client-scopes").json()}
+    admin(admin_token, "put", name, {**realm_rep, "attributes": {**realm_rep.get("attributes", {}),
+                                                                 "ssf.transmitterEnabled": "true"}})
+    optional = {s["name"] for s in admin(admin_token, "get", f"{name}/default-optional-client-scopes").json()}
+    assert {"ssf.read", "ssf.manage"} <= optional
+    admin(admin_token, "put", name, {"displayName": "again"})  # already there: nothing doubled
+    assert [s["name"] for s in admin(admin_token, "get", f"{name}/client-scopes").json()].count("ssf.read") == 1
+
+
 def test_push_stream_management_and_every_event_type_from_real_actions(realm, admin_token, push_server):
     api = Api(realm, token(realm))
     stream = push_stream(api, push_server)

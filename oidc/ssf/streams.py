@@ -118,19 +118,24 @@ def _delivery(body, issuer, stream=None):
     return method, url
 
 
-def _check_algorithm(client):
-    """The receiver's ``ssf.signatureAlgorithm``, refused now rather than failing each SET later
-    (as Keycloak does): an asymmetric one, which the receiver verifies with the published keys."""
-    alg = (client.attributes or {}).get(events.SIGNATURE_ALGORITHM)
+def _check_receiver(client):
+    """The receiver's ``ssf.signatureAlgorithm`` and ``ssf.userSubjectFormat``, refused now rather
+    than ignored or failing each SET later, as Keycloak does: an asymmetric algorithm (the receiver
+    verifies with the published keys) and a subject format this transmitter writes."""
+    attributes = client.attributes or {}
+    alg, fmt = attributes.get(events.SIGNATURE_ALGORITHM), attributes.get(events.SUBJECT_FORMAT)
     if alg and alg not in ASYMMETRIC:
         raise _stream_error(f"Invalid stream configuration: signature algorithm {alg} is not in the transmitter "
                             f"allow-list {sorted(ASYMMETRIC)}")
+    if fmt and fmt not in events.SUBJECT_FORMATS:
+        raise _stream_error(f"Invalid stream configuration: user subject format {fmt} is not one of "
+                            f"{list(events.SUBJECT_FORMATS)}")
 
 
 def create(client, issuer, body):
     if not isinstance(body, dict):
         raise _stream_error("Invalid stream configuration")
-    _check_algorithm(client)
+    _check_receiver(client)
     method, url = _delivery(body, issuer)
     requested = _string_list(body.get("events_requested"), "events_requested")
     description = _description(body.get("description"))
@@ -157,7 +162,7 @@ def update(client, body, *, replace):
     if not isinstance(body, dict) or not body.get("stream_id"):
         raise _stream_error("Stream ID is required")
     stream = own_stream(client, body["stream_id"])
-    _check_algorithm(client)
+    _check_receiver(client)
     if replace or "delivery" in body:
         stream.method, url = _delivery(body, stream.issuer, stream)
         if url and url != stream.endpoint_url:

@@ -63,6 +63,7 @@ def realm(db):
                                           "ssf.streamAudience": "https://picky.example/ssf"}),
             _receiver_client("ec", **{"ssf.signatureAlgorithm": "ES256"}),
             _receiver_client("hs", **{"ssf.signatureAlgorithm": "HS256"}),
+            _receiver_client("odd", **{"ssf.userSubjectFormat": "phone_number"}),
             {"clientId": "plain", "secret": SECRET, "serviceAccountsEnabled": True,
              "optionalClientScopes": ["ssf.read", "ssf.manage"]},
             {"clientId": "app", "secret": SECRET, "directAccessGrantsEnabled": True},
@@ -446,6 +447,8 @@ def test_the_receivers_signature_algorithm(realm):
     assert decoded.header["alg"] == "ES256" and decoded.claims["sub_id"]["id"] == stream["stream_id"]
     refused = Api(realm, token(realm, "hs"))("post", "streams", {"delivery": {"method": "urn:ietf:rfc:8936"}})
     assert refused.status_code == 400 and "HS256" in refused.json()["error_description"]
+    refused = Api(realm, token(realm, "odd"))("post", "streams", {"delivery": {"method": "urn:ietf:rfc:8936"}})
+    assert refused.status_code == 400 and "phone_number" in refused.json()["error_description"]
 
 
 def test_bearer_token_scope_and_stream_ownership(realm, push_server):

@@ -119,7 +119,8 @@ def _delivery(body, issuer, stream=None):
 
 
 def _check_receiver(client):
-    """The receiver's ``ssf.signatureAlgorithm`` and ``ssf.userSubjectFormat``, refused now rather
+    """The receiver's ``ssf.signatureAlgorithm``, ``ssf.userSubjectFormat`` and
+    ``ssf.defaultSubjects``, refused now rather
     than ignored or failing each SET later, as Keycloak does: an asymmetric algorithm (the receiver
     verifies with the published keys) and a subject format this transmitter writes."""
     attributes = client.attributes or {}
@@ -130,6 +131,9 @@ def _check_receiver(client):
     if fmt and fmt not in events.SUBJECT_FORMATS:
         raise _stream_error(f"Invalid stream configuration: user subject format {fmt} is not one of "
                             f"{list(events.SUBJECT_FORMATS)}")
+    subjects = attributes.get(events.DEFAULT_SUBJECTS)
+    if subjects and subjects.upper() not in ("ALL", "NONE"):
+        raise _stream_error(f"Invalid stream configuration: default subjects {subjects} is not ALL or NONE")
 
 
 def create(client, issuer, body):

@@ -64,6 +64,7 @@ def realm(db):
             _receiver_client("ec", **{"ssf.signatureAlgorithm": "ES256"}),
             _receiver_client("hs", **{"ssf.signatureAlgorithm": "HS256"}),
             _receiver_client("odd", **{"ssf.userSubjectFormat": "phone_number"}),
+            _receiver_client("some", **{"ssf.defaultSubjects": "SOME"}),
             {"clientId": "plain", "secret": SECRET, "serviceAccountsEnabled": True,
              "optionalClientScopes": ["ssf.read", "ssf.manage"]},
             {"clientId": "app", "secret": SECRET, "directAccessGrantsEnabled": True},
@@ -449,6 +450,8 @@ def test_the_receivers_signature_algorithm(realm):
     assert refused.status_code == 400 and "HS256" in refused.json()["error_description"]
     refused = Api(realm, token(realm, "odd"))("post", "streams", {"delivery": {"method": "urn:ietf:rfc:8936"}})
     assert refused.status_code == 400 and "phone_number" in refused.json()["error_description"]
+    refused = Api(realm, token(realm, "some"))("post", "streams", {"delivery": {"method": "urn:ietf:rfc:8936"}})
+    assert refused.status_code == 400 and "SOME" in refused.json()["error_description"]
 
 
 def test_bearer_token_scope_and_stream_ownership(realm, push_server):

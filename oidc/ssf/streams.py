@@ -119,10 +119,10 @@ def _delivery(body, issuer, stream=None):
 
 
 def _check_receiver(client):
-    """The receiver's ``ssf.signatureAlgorithm``, ``ssf.userSubjectFormat`` and
-    ``ssf.defaultSubjects``, refused now rather
-    than ignored or failing each SET later, as Keycloak does: an asymmetric algorithm (the receiver
-    verifies with the published keys) and a subject format this transmitter writes."""
+    """The receiver's ``ssf.signatureAlgorithm``, ``ssf.userSubjectFormat`` and ``ssf.defaultSubjects``,
+    refused now rather than ignored or failing each SET later, as Keycloak does: an asymmetric
+    algorithm (the receiver verifies with the published keys), a subject format this transmitter
+    writes, ALL or NONE."""
     attributes = client.attributes or {}
     alg, fmt = attributes.get(events.SIGNATURE_ALGORITHM), attributes.get(events.SUBJECT_FORMAT)
     if alg and alg not in ASYMMETRIC:

@@ -20,6 +20,7 @@ from webhooks.models import Delivery, DeliveryAttempt, Endpoint
 from webhooks.outbox import publish
 from webhooks.views import representation
 
+from .test_rest import api, tokens  # noqa: F401 (the REST API's fixtures: a master admin's bearer token)
 from .workers import wait_until
 
 pytestmark = pytest.mark.usefixtures("loopback_allowed")
@@ -255,3 +256,16 @@ def test_the_api_and_the_console_set_ordered(realm):
         "ordered": "on"}, follow=True)
     assert resp.status_code == 200
     assert Endpoint.objects.get(url="https://hooks.example.com/b").ordered is True
+
+
+@pytest.mark.django_db
+def test_the_rest_api_sets_and_shows_ordered(realm, api):
+    created = api("post", "", {"url": "https://hooks.example.com/a", "ordered": True})
+    assert created.status_code == 201 and created.json()["ordered"] is True
+    endpoint_id = created.json()["id"]
+    refused = api("put", f"/{endpoint_id}", {"ordered": "yes"})
+    assert refused.status_code == 400 and refused.json() == {"errorMessage": "ordered is a boolean"}
+    assert api("put", f"/{endpoint_id}", {"ordered": False}).status_code == 204
+    assert api("get", f"/{endpoint_id}").json()["ordered"] is False
+    assert api("get", "").json()[0]["ordered"] is False
+    assert api("post", "", {"url": "https://hooks.example.com/b"}).json()["ordered"] is False  # the default

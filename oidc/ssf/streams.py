@@ -9,6 +9,7 @@ SSRF defence; a poll stream's wait held until the receiver polls and acknowledge
 import time
 from datetime import timedelta
 
+from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 
@@ -26,6 +27,7 @@ STATUSES = (SsfStream.ENABLED, SsfStream.PAUSED, SsfStream.DISABLED)
 METHODS = (SsfStream.PUSH, SsfStream.RISC_PUSH, SsfStream.POLL, SsfStream.RISC_POLL)
 POLL_LIMIT = 100  # SETs one poll returns at most, whatever maxEvents asks
 LONG_POLL_SECONDS = 5.0  # how long a poll with returnImmediately false waits for a SET
+MIN_VERIFICATION_INTERVAL = 60  # seconds between a receiver's verification requests (Keycloak's default)
 ENDPOINT_EVENT_TYPES = ["ssf"]  # no realm event has this type: the outbox never fans out to it
 
 
@@ -54,6 +56,7 @@ def representation(stream):
            "events_delivered": events.delivered(stream),
            "delivery": {"method": stream.method,
                         "endpoint_url": poll_url(stream) if stream.polled else stream.endpoint_url},
+           "min_verification_interval": MIN_VERIFICATION_INTERVAL,
            "format": "email" if (stream.client.attributes or {}).get(events.SUBJECT_FORMAT) == "email" else "iss_sub",
            "kc_status": stream.status}
     if stream.description:
@@ -258,6 +261,13 @@ def verify(client, body):
     state = body.get("state")
     if state is not None and not isinstance(state, str):
         raise SsfRefused(400, "stream_verification_error", "state is a string")
+    # SSF 1.0 §8.1.4.2: more often than min_verification_interval may be a 429; the mark is in the
+    # shared cache, so every node counts the same window.
+    now = time.time()
+    if not cache.add(f"ssf-verify:{stream.id}", now + MIN_VERIFICATION_INTERVAL, timeout=MIN_VERIFICATION_INTERVAL):
+        wait = max(int((cache.get(f"ssf-verify:{stream.id}") or now) - now), 1)
+        raise SsfRefused(429, "too_many_requests", f"Wait at least {wait} seconds before triggering another "
+                                                   "verification")
     if stream.status == SsfStream.DISABLED:
         return
     members = {"state": state} if state is not None else {}

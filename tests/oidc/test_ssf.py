@@ -421,6 +421,9 @@ def test_risc_push_method_is_a_push(realm, push_server):
                                      "events_requested": ALL_EVENTS}).json()
     assert stream["delivery"] == {"method": risc_push, "endpoint_url": push_server.url()}
     api("post", "verify", {"state": "risc"})  # the receiver's one stream when stream_id is left out
+    too_soon = api("post", "verify", {"state": "again"})  # min_verification_interval, as Keycloak's 60 s
+    assert too_soon.status_code == 429 and too_soon.json()["error"] == "too_many_requests"
+    assert stream["min_verification_interval"] == 60
     send_pending(stream["stream_id"])
     [claims] = pushed(realm, push_server, stream)
     assert claims["events"][events.VERIFICATION] == {"state": "risc", "event_timestamp": claims["iat"]}

@@ -238,7 +238,7 @@ def test_turning_ordering_off_lets_held_deliveries_go(realm, receiver_server, mo
 
 
 @pytest.mark.django_db
-def test_the_api_and_the_console_set_ordered(realm):
+def test_the_services_and_the_console_set_ordered(realm):
     endpoint = services.create_endpoint(realm, "https://hooks.example.com/a", [])[0]
     assert endpoint.ordered is False
     with pytest.raises(services.WebhookError, match="ordered is a boolean"):

@@ -147,7 +147,7 @@ def user_subject(stream, user_id, email):
     return {"format": "iss_sub", "iss": stream.issuer, "sub": user_id}
 
 
-def emit(stream, event_type, sub_id, members, occurred_at, source_event_id=""):
+def write_set(stream, event_type, sub_id, members, occurred_at, source_event_id=""):
     """One SET for ``stream`` into the outbox (this transaction); held unless a pushed, enabled
     stream. The claims wait in the message's data; the envelope signs them."""
     claims = {"iss": stream.issuer, "aud": stream.audience, "sub_id": sub_id,
@@ -199,7 +199,7 @@ def on_realm_event(sender, event, **kwargs):
             sub_id = user_subject(stream, user_id, email)
             if session_id:
                 sub_id = {"format": "complex", "user": sub_id, "session": {"format": "opaque", "id": session_id}}
-            emit(stream, event_type, sub_id, members, event.time, event.id or "")
+            write_set(stream, event_type, sub_id, members, event.time, event.id or "")
 
 
 def delivered(stream):

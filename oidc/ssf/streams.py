@@ -272,7 +272,7 @@ def verify(client, body):
         return
     members = {"state": state} if state is not None else {}
     with transaction.atomic():
-        events.emit(stream, events.VERIFICATION, {"format": "opaque", "id": stream.id}, members, timezone.now())
+        events.write_set(stream, events.VERIFICATION, {"format": "opaque", "id": stream.id}, members, timezone.now())
 
 
 def _poll_request(body):

@@ -32,7 +32,7 @@ BASIC="Authorization: Basic $(printf 'app:%s' bench-secret-0123456789abcdefghijk
 FORM=application/x-www-form-urlencoded
 token_url() { printf '%s/realms/realm-%04d/protocol/openid-connect/token' "$U" "$1"; }
 
-median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+median() { sort -n | awk 'NF {v[++n] = $1} END {print v[int((n + 1) / 2)]}'; }
 every_realm() {  # every_realm COUNT: a token in each realm, serially, from core 1
   for n in $(seq 0 $(($1 - 1))); do printf 'url = "%s"\noutput = "/dev/null"\n' "$(token_url "$n")"; done | \
     taskset -c 1 curl -fs -K - -H "$BASIC" -d grant_type=client_credentials

@@ -13,6 +13,8 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='realm',
             name='user_managed_access_allowed',
-            field=models.BooleanField(db_default=False, default=False, help_text="Users manage their resources and share them (the account console's My resources)."),
+            field=models.BooleanField(
+                db_default=False, default=False,
+                help_text="Users manage their resources and share them (the account console's My resources)."),
         ),
     ]

@@ -94,8 +94,7 @@ def stack(image, tmp_path_factory):
     compose = Compose(tmp_path_factory.mktemp("compose"))
     started = time.monotonic()
     try:
-        compose.compose("build")  # PostgreSQL's, Redis' and HAProxy's images: podman's layer cache
-        compose.compose("up", "-d")
+        compose.compose("up", "-d")  # builds PostgreSQL's, Redis' and HAProxy's images if missing
         deadline = time.monotonic() + 300
         # The nodes restart until PostgreSQL takes connections, then migrate in turn.
         while any(compose.management(node, "/health/ready")[0] != 200 for node in ("node1", "node2")):

@@ -100,7 +100,7 @@ async def measure_bare(calls: int, rounds: int) -> list[float]:
     return per_call
 
 
-async def measure(calls: int, rounds: int, access_log: str) -> list[float]:
+async def measure(calls: int, rounds: int, access_log: str | None) -> list[float]:
     cfg = build({"listener": {"port": 0},
                  "upstreams": {"web": {"instances": ["127.0.0.1:18080"], "balance": "least_request",
                                        "breaker": {"window": 20, "trip_ratio": 0.5, "min_calls": 5, "open_for": "1h"},
@@ -139,7 +139,8 @@ def main() -> None:
     import uvloop
 
     with tempfile.TemporaryDirectory() as d:
-        log = args.access_log or str(Path(d) / "access.log")
+        # "null" turns the access log off, as in the configuration file (not a file named null)
+        log = None if args.access_log == "null" else args.access_log or str(Path(d) / "access.log")
         per_call = uvloop.run(measure_bare(args.calls, args.rounds) if args.bare
                               else measure(args.calls, args.rounds, log))
     print(f"{statistics.median(per_call):.3f} µs of CPU per call (median of {args.rounds} rounds of {args.calls}: "

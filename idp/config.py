@@ -55,11 +55,15 @@ def database_from_url(url):
 def redis_cache(url):
     if not url:
         return {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}["default"]
-    # Connecting and each command: a Redis whose route is lost fails the request (503) instead of
-    # holding it; 0 waits forever.
+    return {"BACKEND": "idp.cache.RedisCache", "LOCATION": url, "OPTIONS": redis_socket_options()}
+
+
+def redis_socket_options():
+    """Connecting to Redis and each command, for the cache and Celery's broker alike: a Redis
+    whose route is lost fails the request (503) or the publish instead of holding it; 0 waits
+    forever (``IDP_REDIS_SOCKET_TIMEOUT``)."""
     timeout = env_number("IDP_REDIS_SOCKET_TIMEOUT", 5.0) or None
-    return {"BACKEND": "idp.cache.RedisCache", "LOCATION": url,
-            "OPTIONS": {"socket_connect_timeout": timeout, "socket_timeout": timeout}}
+    return {"socket_connect_timeout": timeout, "socket_timeout": timeout}
 
 
 # Numbers operators set, read by the settings and by ``manage.py start``: an unreadable value

@@ -5,7 +5,7 @@ Everything an operator sets comes from environment variables prefixed ``IDP_``.
 import os
 from pathlib import Path
 
-from idp.config import env_number
+from idp.config import env_number, redis_socket_options
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = Path(os.environ.get("IDP_VAR_DIR", BASE_DIR / "var"))
@@ -169,6 +169,9 @@ LOGGING = {
 IDP_REDIS_URL = ""
 # Celery (idp/celery.py): Redis broker in production; dev mode runs background work in-process.
 CELERY_BROKER_URL = os.environ.get("IDP_REDIS_URL", "")
+# kombu's own waits have no limit: a publish to a broker cut by a partition would hold the request
+# that queued it (decision 0108).
+CELERY_BROKER_TRANSPORT_OPTIONS = redis_socket_options()
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_TASK_IGNORE_RESULT = True

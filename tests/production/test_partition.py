@@ -175,3 +175,45 @@ def test_site_b_cut_from_the_primary_is_not_ready_and_site_a_s_writes_are_kept(
         a.node.kill()
         b.node.kill()
         relay.close()
+
+
+def test_a_publish_to_a_broker_cut_off_fails_within_the_redis_timeout(monkeypatch):
+    """Celery's broker connection (kombu) waits as long as Redis lets it unless told: a request
+    that queues background work on a node cut from Redis would hang. The broker takes
+    IDP_REDIS_SOCKET_TIMEOUT as the cache does."""
+    import os
+    import threading
+    from urllib.parse import urlparse
+
+    from django.conf import settings
+    from kombu import Connection
+
+    from idp.celery import app
+    from idp.config import redis_socket_options
+
+    assert app.conf.broker_transport_options == settings.CELERY_BROKER_TRANSPORT_OPTIONS == redis_socket_options()
+    monkeypatch.setenv("IDP_REDIS_SOCKET_TIMEOUT", str(REDIS_SOCKET_TIMEOUT))
+    relay = Relay(urlparse(os.environ["IDP_TEST_REDIS_URL"]).port)
+    outcome = []
+    try:
+        with Connection(f"redis://127.0.0.1:{relay.port}/0", transport_options=redis_socket_options()) as broker:
+            producer = broker.Producer()
+            producer.publish({"probe": 1}, routing_key="partition-probe", retry=False)  # through the relay
+            relay.blackhole()
+
+            def publish():
+                try:
+                    producer.publish({"probe": 2}, routing_key="partition-probe", retry=False)
+                    outcome.append("sent")
+                except Exception as error:  # redis' TimeoutError, as kombu raises it
+                    outcome.append(type(error).__name__)
+
+            started = time.monotonic()
+            worker = threading.Thread(target=publish, daemon=True)
+            worker.start()
+            worker.join(REDIS_SOCKET_TIMEOUT + SLACK)
+            assert not worker.is_alive(), "the publish still waits on the cut broker"
+            assert outcome and outcome[0] != "sent", outcome
+            assert time.monotonic() - started < REDIS_SOCKET_TIMEOUT + SLACK
+    finally:
+        relay.close()

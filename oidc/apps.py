@@ -11,7 +11,7 @@ class OidcConfig(AppConfig):
         from realms.admin_api import resources
         from realms.admin_api.authentication import register_token_verifier
         from realms.http.transport import register_json_endpoints
-        from realms.representation.clients import register_attribute_check
+        from realms.representation.clients import register_attribute_check, register_attribute_part
         from realms.representation.protocol_mappers import register_mapper_check
         from realms.users.consents import register_consent_store
 
@@ -41,6 +41,7 @@ class OidcConfig(AppConfig):
         from .uma import register as register_uma; register_uma()  # noqa: E702, I001 -- one line per grant
         backchannel.connect_signals()
         from .ssf import events as ssf_events; ssf_events.register()  # noqa: E702, I001 -- SETs and their listener
+        from .ssf import transfer as ssf_transfer; register_attribute_part("ssf stream", ssf_transfer.export, ssf_transfer.load)  # noqa: E702, I001, E501
         register_token_verifier(verify)
         register_consent_store(consent.user_consents, consent.revoke)
         register_sign_in(authorize.account_sign_in_url)

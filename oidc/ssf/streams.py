@@ -14,6 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from realms.http.outbound import TargetRefused, prepare
+from realms.http.web import realm_url
 from webhooks import delivery as webhook_delivery
 from webhooks import payloads, signing
 from webhooks.models import Delivery, Endpoint, EndpointSecret
@@ -151,15 +152,62 @@ def create(client, issuer, body):
             raise SsfRefused(409, "stream_error", "Only one stream per receiver is allowed")
         stream = SsfStream(realm=client.realm, client=client, issuer=issuer, method=method, endpoint_url=url,
                            description=description, events_requested=requested)
-        endpoint = Endpoint.objects.create(
-            realm=client.realm, url=url or poll_url(stream), event_types=ENDPOINT_EVENT_TYPES,
-            description=f"SSF stream of client {client.client_id}", envelope=events.ENVELOPE)
-        secret = EndpointSecret(endpoint=endpoint, kind=EndpointSecret.HMAC)
-        secret.secret = signing.generate_secret()
-        secret.save()
-        stream.endpoint = endpoint
         stream.audience = (client.attributes or {}).get(events.AUDIENCE) or f"{client.client_id}/{stream.id}"
-        stream.save()
+        _save_new(stream)
+    return stream
+
+
+def _save_new(stream):
+    """The stream with its webhook endpoint (and the endpoint's signing secret)."""
+    endpoint = Endpoint.objects.create(
+        realm=stream.realm, url=stream.endpoint_url or poll_url(stream), event_types=ENDPOINT_EVENT_TYPES,
+        description=f"SSF stream of client {stream.client.client_id}", envelope=events.ENVELOPE)
+    secret = EndpointSecret(endpoint=endpoint, kind=EndpointSecret.HMAC)
+    secret.secret = signing.generate_secret()
+    secret.save()
+    stream.endpoint = endpoint
+    stream.save()
+
+
+def restore(client, config, *, status, reason, subjects):
+    """A stream a realm import carries (Keycloak's ``ssf.streamConfig`` and status attributes),
+    checked as ``create`` checks a receiver's request: the push URL through the outbound rules,
+    the receiver's settings. Its stream id and audience are kept (the receiver knows them); the
+    issuer is this server's for the realm: the configured base URL, else the file's with the
+    realm's name. Transmitter-supplied properties are recomputed, as an update ignores them."""
+    if not isinstance(config, dict):
+        raise _stream_error("Invalid stream configuration")
+    issuer = realm_url(None, client.realm.name)
+    if not issuer:
+        iss = config.get("iss")
+        if not isinstance(iss, str) or "/realms/" not in iss:
+            raise _stream_error("Invalid stream configuration: iss is not a realm's issuer URL")
+        issuer = f"{iss.rsplit('/realms/', 1)[0]}/realms/{client.realm.name}"
+    _check_receiver(client)
+    delivery = config.get("delivery")
+    if isinstance(delivery, dict) and delivery.get("method") in (SsfStream.POLL, SsfStream.RISC_POLL):
+        delivery = {k: v for k, v in delivery.items() if k != "endpoint_url"}  # the transmitter's, made anew
+    method, url = _delivery({"delivery": delivery}, issuer)
+    if status not in STATUSES:
+        raise _stream_error("status is enabled, paused or disabled")
+    if not isinstance(reason, str) or len(reason) > 1024:
+        raise _stream_error("reason is a string of at most 1024 characters")
+    if not isinstance(subjects, list) or not all(
+            isinstance(r, dict) and _valid_subject(r.get("subject")) and isinstance(r.get("included"), bool)
+            for r in subjects):
+        raise SsfRefused(400, "invalid_subject", "subjects is a list of {subject, included}")
+    audience = config.get("aud")
+    audience = audience if isinstance(audience, list) else [audience]
+    if len(audience) != 1 or not isinstance(audience[0], str) or not audience[0] or len(audience[0]) > 512:
+        raise _stream_error("Invalid stream configuration: aud is one audience")
+    stream = SsfStream(realm=client.realm, client=client, issuer=issuer, audience=audience[0], method=method,
+                       endpoint_url=url, description=_description(config.get("description")),
+                       events_requested=_string_list(config.get("events_requested"), "events_requested"),
+                       status=status, reason=reason, subjects=subjects)
+    wanted = config.get("stream_id")
+    if isinstance(wanted, str) and 0 < len(wanted) <= 64 and not SsfStream.objects.filter(pk=wanted).exists():
+        stream.id = wanted  # else (a copy beside the original) a new id, as the realm import renames
+    _save_new(stream)
     return stream
 
 

@@ -68,6 +68,26 @@ def register_attribute_check(name, check):
     _attribute_checks.add(name, check)
 
 
+# What an app keeps in rows of its own but Keycloak keeps in a client's attributes (name ->
+# (export, load)), filled from its AppConfig.ready(): ``export(realm)`` gives {client id: the
+# attributes to add to that client's export}; ``load(client)`` turns those attributes of a client
+# just imported into its rows (and takes them off the client), or returns the refusal's message.
+_attribute_parts = Registry("client attribute parts")
+
+
+def register_attribute_part(name, export, load):
+    _attribute_parts.add(name, (export, load))
+
+
+def add_attribute_parts(realm, client_reps):
+    """The registered parts of ``realm``'s exported clients, into their ``attributes``."""
+    by_id = {c["id"]: c for c in client_reps}
+    for export, _load in _attribute_parts.by_key():
+        for client_id, attributes in export(realm).items():
+            if client_id in by_id:
+                by_id[client_id].setdefault("attributes", {}).update(attributes)
+
+
 def parse_client(c, path, p):
     values = p.take(c, path, spec_of(_CLIENT_FIELDS, _CLIENT_EXTRA), derived=_DERIVED,
                     required=("clientId",))
@@ -137,6 +157,10 @@ class ClientApplier:
         elif client.confidential and client.client_authenticator_type in ("client-secret", "client-secret-jwt"):
             client.regenerate_secret()  # as Keycloak does for a confidential client without one
         self.save(client, c["_path"], _CLIENT_FIELDS)
+        for _export, load in _attribute_parts.by_key():
+            refusal = load(client)
+            if refusal:
+                raise RepresentationError(f"{c['_path']}.attributes" if c["_path"] else "attributes", refusal)
         self.clients[client.client_id] = client
         self.add_mappers(c["mappers"], client=client)
         if c["authorization"] is not None:

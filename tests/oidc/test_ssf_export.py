@@ -1,0 +1,175 @@
+"""Shared Signals streams in realm export and import: the receiver client's attributes carry the
+stream as Keycloak 26.7 keeps it (``ssf.streamId``, ``ssf.status``, ``ssf.status_reason``,
+``ssf.streamConfig``); an import makes the stream again, with its webhook endpoint, and a push
+URL the outbound rules refuse refuses the whole import."""
+import json
+import uuid
+
+import pytest
+from django.db import transaction
+from django.test import Client as HttpClient
+
+from oidc.ssf.models import SsfStream
+from realms.admin_api.partial import partial_export
+from realms.audit import events as realm_events
+from realms.models import Client, Realm, User
+from realms.representation import RepresentationError, export_realm, import_realm
+from realms.representation.partial import partial_import
+from tests.oidc.test_ssf import (  # noqa: F401 -- fixtures
+    ALL_EVENTS,
+    CAEP,
+    Api,
+    _receiver_client,
+    _scope,
+    push_server,
+    push_stream,
+    pushed,
+    realm,
+    send_pending,
+    ssf_feature,
+    token,
+)
+from webhooks.models import Endpoint
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("outbound_loopback", "ssf_feature")]
+
+STREAM_KEYS = {"ssf.streamId", "ssf.status", "ssf.status_reason", "ssf.streamConfig", "ssf.subjects"}
+
+
+def _receiver_rep(exported, client_id="receiver"):
+    return next(c for c in exported["clients"] if c["clientId"] == client_id)
+
+
+def _password_changed(realm, username="alice"):
+    with transaction.atomic():
+        realm_events.emit(realm, "UPDATE_PASSWORD", user_id=User.objects.get(realm=realm, username=username).pk)
+
+
+def test_round_trip_export_delete_import_and_events_flow_again(realm, push_server):
+    api = Api(realm, token(realm))
+    stream = push_stream(api, push_server)
+    sid = stream["stream_id"]
+    alice = User.objects.get(realm=realm, username="alice").pk
+    subject = {"format": "opaque", "id": alice}
+    api("post", "subjects:add", {"stream_id": sid, "subject": subject})
+    api("post", "streams/status", {"stream_id": sid, "status": "paused", "reason": "maintenance"})
+    api("post", "streams/status", {"stream_id": sid, "status": "enabled", "reason": "back"})
+
+    exported = export_realm(realm)
+    attributes = _receiver_rep(exported)["attributes"]
+    assert attributes["ssf.enabled"] == "true"
+    assert attributes["ssf.streamId"] == sid and attributes["ssf.status"] == "enabled"
+    assert attributes["ssf.status_reason"] == "back"
+    config = json.loads(attributes["ssf.streamConfig"])  # Keycloak's StreamConfig, as a JSON string
+    assert config == {**stream, "kc_status": "enabled", "kc_status_reason": "back"}
+    assert json.loads(attributes["ssf.subjects"]) == [{"subject": subject, "included": True}]
+    assert "ssf.streamId" not in _receiver_rep(exported, "picky")["attributes"]  # no stream there
+
+    Realm.objects.get(pk=realm.pk).delete()
+    assert not SsfStream.objects.filter(pk=sid).exists() and not Endpoint.objects.filter(url=push_server.url()).exists()
+    copy = import_realm(json.loads(json.dumps(exported))).realm
+    restored = SsfStream.objects.select_related("client", "endpoint").get(realm=copy)
+    assert restored.id == sid and restored.client.client_id == "receiver"
+    assert (restored.method, restored.endpoint_url, restored.audience) == (
+        "urn:ietf:rfc:8935", push_server.url(), f"receiver/{sid}")
+    assert restored.events_requested == ALL_EVENTS and restored.description == "test receiver"
+    assert (restored.status, restored.reason) == ("enabled", "back")
+    assert restored.subjects == [{"subject": subject, "included": True}]
+    assert restored.endpoint.url == push_server.url() and restored.endpoint.envelope == "secevent"
+    assert not STREAM_KEYS & set(restored.client.attributes)  # the row holds it, not the attributes
+    assert _receiver_rep(export_realm(copy))["attributes"] == attributes  # the same export again
+
+    # The receiver sees its stream as before, and events reach it again.
+    assert Api(copy, token(copy))("get", "streams", stream_id=sid).json() == {**stream, "kc_status_reason": "back"}
+    _password_changed(copy)
+    send_pending(sid)
+    [claims] = pushed(copy, push_server, stream)
+    assert claims["sub_id"] == {"format": "iss_sub", "iss": stream["iss"], "sub": alice}
+    assert CAEP + "credential-change" in claims["events"]
+
+
+def test_a_keycloak_shaped_stream_imports(push_server):
+    """The attributes as Keycloak's ClientStreamStore writes them: a UUID stream id, the status
+    in its own attribute, the configuration as compact JSON with Keycloak's issuer."""
+    name, sid = "kc" + uuid.uuid4().hex[:8], str(uuid.uuid4())
+    config = {"stream_id": sid, "iss": f"https://keycloak.example/realms/{name}", "aud": ["https://rp.example/ssf"],
+              "events_supported": ALL_EVENTS, "events_requested": [CAEP + "credential-change"],
+              "events_delivered": [CAEP + "credential-change"],
+              "delivery": {"method": "urn:ietf:rfc:8935", "endpoint_url": push_server.url()},
+              "min_verification_interval": 60, "kc_status": "enabled", "format": "iss_sub"}
+    receiver = _receiver_client("receiver", **{"ssf.streamId": sid, "ssf.status": "enabled",
+                                               "ssf.streamConfig": json.dumps(config, separators=(",", ":"))})
+    realm = import_realm({
+        "realm": name, "enabled": True, "attributes": {"ssf.transmitterEnabled": "true"},
+        "clientScopes": [_scope("ssf.read"), _scope("ssf.manage")], "clients": [receiver],
+        "users": [{"username": "alice", "enabled": True}]}).realm
+    stream = Api(realm, token(realm))("get", "streams", stream_id=sid).json()
+    assert stream["aud"] == ["https://rp.example/ssf"] and stream["events_delivered"] == [CAEP + "credential-change"]
+    assert stream["iss"] == f"https://keycloak.example/realms/{name}"  # no base URL configured: the file's
+    assert stream["delivery"] == config["delivery"] and stream["kc_status"] == "enabled"
+    _password_changed(realm)
+    send_pending(sid)
+    [request] = push_server.requests
+    assert request["headers"]["Content-Type"] == "application/secevent+jwt"
+
+
+def _import_with_stream(name, delivery, **attributes):
+    config = {"stream_id": str(uuid.uuid4()), "iss": f"http://testserver/realms/{name}", "aud": ["rp"],
+              "events_requested": ALL_EVENTS, "delivery": delivery}
+    return import_realm({"realm": name, "enabled": True, "clientScopes": [_scope("ssf.read"), _scope("ssf.manage")],
+                         "clients": [
+        {"clientId": "plain"},
+        _receiver_client("receiver", **{"ssf.streamId": config["stream_id"], "ssf.status": "enabled",
+                                        "ssf.streamConfig": json.dumps(config), **attributes})]})
+
+
+@pytest.mark.parametrize("delivery, attributes, needle", [
+    ({"method": "urn:ietf:rfc:8935", "endpoint_url": "http://169.254.169.254/latest"}, {}, "endpoint_url refused"),
+    ({"method": "urn:ietf:rfc:8935", "endpoint_url": "http://10.1.2.3/ssf"}, {}, "endpoint_url refused"),
+    ({"method": "urn:ietf:rfc:8935"}, {}, "missing delivery endpoint push URL"),
+    ({"method": "urn:ietf:rfc:8935", "endpoint_url": "http://127.0.0.1:9/x", "authorization_header": "Bearer x"}, {},
+     "authorization_header"),
+    ({"method": "urn:ietf:rfc:8936"}, {"ssf.status": "stopped"}, "status is enabled, paused or disabled"),
+    ({"method": "urn:ietf:rfc:8936"}, {"ssf.streamConfig": "{not json"}, "are JSON"),
+    ({"method": "urn:ietf:rfc:8936"}, {"ssf.signatureAlgorithm": "HS256"}, "HS256"),
+    ({"method": "urn:ietf:rfc:8936"}, {"ssf.subjects": '[{"subject": {"format": "iss_sub"}, "included": true}]'},
+     "subjects is a list"),
+])
+def test_a_refused_stream_refuses_the_whole_import(delivery, attributes, needle):
+    name = "bad" + uuid.uuid4().hex[:8]
+    streams, endpoints = SsfStream.objects.count(), Endpoint.objects.count()
+    with pytest.raises(RepresentationError) as refused:
+        _import_with_stream(name, delivery, **attributes)
+    assert "clients[1].attributes" in str(refused.value) and needle in str(refused.value)
+    assert not Realm.objects.filter(name=name).exists()
+    assert (SsfStream.objects.count(), Endpoint.objects.count()) == (streams, endpoints)
+
+
+def test_a_poll_stream_gets_this_servers_poll_url():
+    name = "poll" + uuid.uuid4().hex[:8]
+    realm = _import_with_stream(name, {"method": "urn:ietf:rfc:8936",
+                                       "endpoint_url": "https://elsewhere.example/realms/x/ssf/transmitter/poll/1"}).realm
+    stream = SsfStream.objects.select_related("endpoint").get(realm=realm)
+    assert stream.polled and stream.issuer == f"http://testserver/realms/{name}"
+    assert stream.endpoint.url == f"http://testserver/realms/{name}/ssf/transmitter/poll/{stream.id}"
+
+
+def test_partial_import_and_export_carry_the_stream(realm, push_server):
+    stream = push_stream(Api(realm, token(realm)), push_server)
+    exported = partial_export(realm, groups_and_roles=False, clients=True)
+    receiver = _receiver_rep(exported)
+    assert json.loads(receiver["attributes"]["ssf.streamConfig"])["stream_id"] == stream["stream_id"]
+
+    target = import_realm({"realm": "part" + uuid.uuid4().hex[:8], "enabled": True,
+                           "clientScopes": [_scope("ssf.read"), _scope("ssf.manage")]}).realm
+    bad = {**receiver, "attributes": {**receiver["attributes"], "ssf.streamConfig": json.dumps(
+        {**stream, "delivery": {"method": "urn:ietf:rfc:8935", "endpoint_url": "http://169.254.169.254/"}})}}
+    with pytest.raises(RepresentationError, match="endpoint_url refused"):
+        partial_import(target, {"ifResourceExists": "FAIL", "clients": [{"clientId": "other"}, bad]})
+    assert not Client.objects.filter(realm=target, client_id__in=["other", "receiver"]).exists()
+
+    partial_import(target, {"ifResourceExists": "FAIL", "clients": [receiver]})
+    copied = SsfStream.objects.get(realm=target)
+    assert copied.id != stream["stream_id"]  # the original still has that id: a new one, as a copy's
+    assert copied.endpoint_url == push_server.url() and copied.audience == stream["aud"][0]
+    assert HttpClient().get(f"/realms/{target.name}/ssf/transmitter/streams").status_code == 404  # not a transmitter

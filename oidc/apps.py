@@ -41,7 +41,7 @@ class OidcConfig(AppConfig):
         from .uma import register as register_uma; register_uma()  # noqa: E702, I001 -- one line per grant
         backchannel.connect_signals()
         from .ssf import events as ssf_events; ssf_events.register()  # noqa: E702, I001 -- SETs and their listener
-        from .ssf import transfer as ssf_transfer; register_attribute_part("ssf stream", ssf_transfer.export, ssf_transfer.load)  # noqa: E702, I001, E501
+        from .ssf import transfer as ssf_transfer; ssf_transfer.register(register_attribute_part)  # noqa: E702, I001 -- streams in exports
         register_token_verifier(verify)
         register_consent_store(consent.user_consents, consent.revoke)
         register_sign_in(authorize.account_sign_in_url)

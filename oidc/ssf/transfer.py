@@ -56,3 +56,8 @@ def load(client):
     except SsfRefused as exc:
         return f"{CONFIG}: {exc.description}"
     return None
+
+
+def register(register_attribute_part):
+    """From ``OidcConfig.ready``: the stream as a part of the receiver client's attributes."""
+    register_attribute_part("Shared Signals stream", STREAM_KEYS, export, load)

@@ -69,32 +69,40 @@ def register_attribute_check(name, check):
 
 
 # What an app keeps in rows of its own but Keycloak keeps in a client's attributes (name ->
-# (export, load)), filled from its AppConfig.ready(): ``export(realm)`` gives {client id: the
-# attributes to add to that client's export}; ``load(client)`` turns those attributes of a client
-# just imported into its rows (and takes them off the client), or returns the refusal's message.
+# (keys, export, load)), filled from its AppConfig.ready(): ``export(realm)`` gives {client id:
+# the attributes to add to that client's export}; ``load(client)`` turns those attributes of a
+# client just imported into its rows (and takes them off the client), or returns the refusal's
+# message. Elsewhere (Admin API, registration) the ``keys`` are refused: kept, they would do nothing.
 _attribute_parts = Registry("client attribute parts")
 
 
-def register_attribute_part(name, export, load):
-    _attribute_parts.add(name, (export, load))
+def register_attribute_part(name, keys, export, load):
+    _attribute_parts.add(name, (frozenset(keys), export, load))
 
 
 def add_attribute_parts(realm, client_reps):
     """The registered parts of ``realm``'s exported clients, into their ``attributes``."""
     by_id = {c["id"]: c for c in client_reps}
-    for export, _load in _attribute_parts.by_key():
+    for _keys, export, _load in _attribute_parts.by_key():
         for client_id, attributes in export(realm).items():
             if client_id in by_id:
                 by_id[client_id].setdefault("attributes", {}).update(attributes)
 
 
-def parse_client(c, path, p):
+def parse_client(c, path, p, *, imported=False):
+    """``imported``: a realm or partial import, whose clients may carry the attribute parts."""
     values = p.take(c, path, spec_of(_CLIENT_FIELDS, _CLIENT_EXTRA), derived=_DERIVED,
                     required=("clientId",))
+    attributes_path = f"{path}.attributes" if path else "attributes"
     for check in _attribute_checks.by_key():
         refusal = check(values.get("protocol") or "openid-connect", values.get("attributes") or {})
         if refusal:
-            raise RepresentationError(f"{path}.attributes" if path else "attributes", refusal)
+            raise RepresentationError(attributes_path, refusal)
+    for name, (keys, _export, _load) in sorted(_attribute_parts.items()) if not imported else ():
+        given = sorted(keys & set(values.get("attributes") or {}))
+        if given:
+            raise RepresentationError(attributes_path, f"{given[0]} is the {name}: a realm import carries it, "
+                                                       "no client update")
     authorization = _authorization(values, path, p)
     return {
         "_path": path,
@@ -157,7 +165,7 @@ class ClientApplier:
         elif client.confidential and client.client_authenticator_type in ("client-secret", "client-secret-jwt"):
             client.regenerate_secret()  # as Keycloak does for a confidential client without one
         self.save(client, c["_path"], _CLIENT_FIELDS)
-        for _export, load in _attribute_parts.by_key():
+        for _keys, _export, load in _attribute_parts.by_key():
             refusal = load(client)
             if refusal:
                 raise RepresentationError(f"{c['_path']}.attributes" if c["_path"] else "attributes", refusal)

@@ -2,6 +2,7 @@
 providers and their mappers, clients, realm and client roles, groups and users, read by the realm
 import's parsers and written by its appliers, in one transaction; ``ifResourceExists`` decides
 what an existing one becomes."""
+import functools
 from dataclasses import dataclass, field
 
 from django.db import transaction
@@ -56,7 +57,7 @@ def _parse(data, p):
         "policy": policy,
         "identity_providers": providers,
         "identity_provider_mappers": mappers,
-        "clients": _each(data, "clients", parse_client, p),
+        "clients": _each(data, "clients", functools.partial(parse_client, imported=True), p),
         "realm_roles": realm_roles,
         "client_roles": client_roles,
         "groups": _each(data, "groups", parse_group, p),

@@ -218,7 +218,7 @@ def parse_realm(data, p):
         out["settings"][field_name][key] = value
 
     out["scopes"] = [parse_scope(s, f"clientScopes[{i}]", p) for i, s in enumerate(top.get("clientScopes", []))]
-    out["clients"] = [parse_client(c, f"clients[{i}]", p) for i, c in enumerate(top.get("clients", []))]
+    out["clients"] = [parse_client(c, f"clients[{i}]", p, imported=True) for i, c in enumerate(top.get("clients", []))]
     out["realm_roles"], out["client_roles"] = parse_roles(top.get("roles", {}), p)
     out["groups"] = [parse_group(g, f"groups[{i}]", p) for i, g in enumerate(top.get("groups", []))]
     out["users"] = [parse_user(u, f"users[{i}]", p) for i, u in enumerate(top.get("users", []))]

@@ -21,6 +21,7 @@ from tests.oidc.test_ssf import (  # noqa: F401 -- fixtures
     Api,
     _receiver_client,
     _scope,
+    admin_token,
     push_server,
     push_stream,
     pushed,
@@ -173,3 +174,18 @@ def test_partial_import_and_export_carry_the_stream(realm, push_server):
     assert copied.id != stream["stream_id"]  # the original still has that id: a new one, as a copy's
     assert copied.endpoint_url == push_server.url() and copied.audience == stream["aud"][0]
     assert HttpClient().get(f"/realms/{target.name}/ssf/transmitter/streams").status_code == 404  # not a transmitter
+
+
+def test_the_admin_api_refuses_stream_attributes_a_client_update_would_only_store(realm, admin_token):
+    """Outside an import the stream is its receiver's to manage: the attributes, kept, would do nothing."""
+    http = HttpClient(HTTP_AUTHORIZATION=f"Bearer {admin_token}")
+    receiver = Client.objects.get(realm=realm, client_id="receiver")
+    for key in ("ssf.streamConfig", "ssf.streamId", "ssf.subjects"):
+        created = http.post(f"/admin/realms/{realm.name}/clients", data=json.dumps(
+            {"clientId": "new-" + key, "attributes": {key: "{}"}}), content_type="application/json")
+        assert created.status_code == 400 and key in created.json()["errorMessage"], created.content
+        updated = http.put(f"/admin/realms/{realm.name}/clients/{receiver.pk}", data=json.dumps(
+            {"clientId": "receiver", "attributes": {"ssf.enabled": "true", key: "{}"}}), content_type="application/json")
+        assert updated.status_code == 400 and key in updated.json()["errorMessage"], updated.content
+    assert not Client.objects.filter(realm=realm, client_id__startswith="new-").exists()
+    assert not {"ssf.streamConfig", "ssf.streamId", "ssf.subjects"} & set(Client.objects.get(pk=receiver.pk).attributes)

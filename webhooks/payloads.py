@@ -14,6 +14,7 @@ transmitter's signed SETs, ``oidc.ssf``; webhooks never import the app that rend
 """
 import json
 from dataclasses import dataclass
+from datetime import datetime
 
 from realms.registry import Registry
 
@@ -86,29 +87,60 @@ def _cloudevent(message_id, source, event_type, occurred_at, data, descriptor):
                    "time": _timestamp(occurred_at), "datacontenttype": JSON, **extensions, "data": data})
 
 
+def _render(fmt, *, message_id, source, event_type, occurred_at, data, descriptor):
+    if fmt in REGISTERED_ENVELOPES:
+        return REGISTERED_ENVELOPES[fmt].render(
+            message_id=message_id, source=source, event_type=event_type, occurred_at=occurred_at, data=data)
+    if parse_format(fmt)[2] == CLOUDEVENTS:
+        return _cloudevent(message_id, source, event_type, occurred_at, data, descriptor)
+    return _standard(event_type, occurred_at, data, descriptor)
+
+
 def bodies(formats, *, message_id, source, event_type, occurred_at, data, snapshot):
     """{format: body} for ``formats`` (the default "" excluded). ``snapshot(version)`` gives the
     representation of the object for that version (None: none); it is called once per version.
     A fat body over ``IDP_WEBHOOK_PAYLOAD_LIMIT`` bytes is sent thin, flagged ``truncated``."""
     out, fat_data = {}, {}
     for fmt in sorted(formats - {""}):
-        if fmt in REGISTERED_ENVELOPES:
-            out[fmt] = REGISTERED_ENVELOPES[fmt].render(
-                message_id=message_id, source=source, event_type=event_type, occurred_at=occurred_at, data=data)
-            continue
-        kind, version, envelope = parse_format(fmt)
-        if kind == FAT and version not in fat_data:
-            fat = {**data, "representation": snapshot(version)}
-            size = len(_standard(event_type, occurred_at, fat, _descriptor(FAT, version, False)).encode())
-            fat_data[version] = fat if size <= conf.get("IDP_WEBHOOK_PAYLOAD_LIMIT") else None
-        if kind == FAT:
+        kind, version, _ = parse_format(fmt)
+        body_data, descriptor = data, {}
+        if kind == FAT and fmt not in REGISTERED_ENVELOPES:
+            if version not in fat_data:
+                fat = {**data, "representation": snapshot(version)}
+                size = len(_standard(event_type, occurred_at, fat, _descriptor(FAT, version, False)).encode())
+                fat_data[version] = fat if size <= conf.get("IDP_WEBHOOK_PAYLOAD_LIMIT") else None
             body_data = fat_data[version] or data
             descriptor = _descriptor(FAT if fat_data[version] else THIN, version, fat_data[version] is None)
-        else:
-            body_data, descriptor = data, {}
-        out[fmt] = (_cloudevent(message_id, source, event_type, occurred_at, body_data, descriptor)
-                    if envelope == CLOUDEVENTS else _standard(event_type, occurred_at, body_data, descriptor))
+        out[fmt] = _render(fmt, message_id=message_id, source=source, event_type=event_type,
+                           occurred_at=occurred_at, data=body_data, descriptor=descriptor)
     return out
+
+
+class NotRendered(ValueError):
+    """A message cannot be given in a format: the snapshot that format carries was never taken."""
+
+
+def render_later(fmt, *, payload, stored_bodies, message_id, source):
+    """The body of ``fmt`` for a message written before an endpoint chose that format (a
+    redelivery to it), from what the message kept: its thin ``payload`` has the data of every
+    thin format, and a fat body of the same version (in the other envelope) has the snapshot
+    taken at the event, cut to thin or not. The object as it is now would be another object's
+    state under the old event id, so without such a body this raises NotRendered."""
+    thin = json.loads(payload)
+    occurred_at = datetime.fromisoformat(thin["timestamp"])
+    data, descriptor = thin["data"], {}
+    kind, version, _ = parse_format(fmt)
+    if kind == FAT and fmt not in REGISTERED_ENVELOPES:
+        kept = [json.loads(body) for other, body in sorted(json.loads(stored_bodies or "{}").items())
+                if other not in REGISTERED_ENVELOPES and parse_format(other)[:2] == (FAT, version)]
+        if not kept:
+            raise NotRendered(f"the event was written before any endpoint asked for {FAT} {version} payloads, so "
+                              "no snapshot of its object was taken then (the object as it is now would be "
+                              "another state under the same event id); a thin endpoint can have it redelivered")
+        data = kept[0]["data"]
+        descriptor = _descriptor(kept[0]["payload"], version, kept[0].get("truncated", False))
+    return _render(fmt, message_id=message_id, source=source, event_type=thin["type"],
+                   occurred_at=occurred_at, data=data, descriptor=descriptor)
 
 
 def body_of(payload, stored_bodies, fmt):

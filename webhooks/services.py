@@ -13,6 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from realms.audit.admin_events import record
+from realms.http.action_tokens import issuer
 from realms.http.outbound import HTTPError, TargetRefused, check_url, prepare
 from realms.http.web import base_url
 
@@ -90,11 +91,39 @@ def _add_secret(endpoint, kind, secret=None, now=None):
     return secret
 
 
+def _iso(value):
+    return value.isoformat().replace("+00:00", "Z") if value else None
+
+
+def representation(endpoint):
+    """The endpoint as the REST API answers it and its admin events record it (no secret)."""
+    active = endpoint.active_secrets()
+    return {
+        "id": endpoint.pk,
+        "url": endpoint.url,
+        "eventTypes": endpoint.event_types,
+        "enabled": endpoint.enabled,
+        "description": endpoint.description,
+        "createdAt": _iso(endpoint.created_at),
+        "rateLimit": endpoint.rate_limit,
+        "maxConcurrency": endpoint.max_concurrency,
+        "signature": "v1a" if any(s.kind == EndpointSecret.ED25519 for s in active) else "v1",
+        "publicKeys": [s.public_key for s in active if s.kind == EndpointSecret.ED25519],
+        "disabledReason": endpoint.disabled_reason,
+        "ownershipHandshake": endpoint.ownership_handshake,
+        "handshakeAt": _iso(endpoint.handshake_at),
+        "payload": endpoint.payload,
+        "payloadVersion": endpoint.payload_version or None,
+        "envelope": endpoint.envelope,
+        "ordered": endpoint.ordered,
+    }
+
+
 def _admin_event(endpoint, operation, who=None, details=None):
     """``who``: the caller's ``realms.audit.admin_events.AuthDetails`` (None: the system)."""
     record(endpoint.realm, operation, RESOURCE_TYPE, f"webhooks/{endpoint.pk}", auth=who, details=details,
-           representation=lambda: {"id": endpoint.pk, "url": endpoint.url, "eventTypes": endpoint.event_types,
-                                   "enabled": endpoint.enabled, "description": endpoint.description})
+           # Read again: the caller's prefetched secrets predate a rotation.
+           representation=lambda: representation(Endpoint.objects.get(pk=endpoint.pk)))
 
 
 def handshake_origin():
@@ -247,16 +276,26 @@ def send_test_event(endpoint):
 
 
 def redeliver_event(endpoint, message_id):
-    """Redeliver one event to this endpoint (a new delivery if it never had one: in the
-    endpoint's format if the event was rendered in it, else thin)."""
-    message = Message.objects.filter(pk=message_id, realm_id=endpoint.realm_id).first()
-    if message is None:
-        raise WebhookError("unknown event id")
+    """Redeliver one event to this endpoint: a new delivery if it never had one, in the
+    endpoint's format, rendered now from what the message kept if it was not rendered in it
+    (refused when that format needs a snapshot the message never took: ``payloads.render_later``)."""
     fmt = endpoint.payload_format
     with transaction.atomic():
-        Delivery.objects.get_or_create(message=message, endpoint=endpoint, defaults={
-            "next_attempt_at": timezone.now(),
-            "format": fmt if fmt and fmt in json.loads(message.bodies or "{}") else ""})
+        # Locked: two redeliveries adding bodies to one message must not lose one of them.
+        message = Message.objects.select_for_update().filter(pk=message_id, realm_id=endpoint.realm_id).first()
+        if message is None:
+            raise WebhookError("unknown event id")
+        if not Delivery.objects.filter(message=message, endpoint=endpoint).exists():
+            stored = json.loads(message.bodies or "{}")
+            if fmt and fmt not in stored:
+                try:
+                    stored[fmt] = payloads.render_later(fmt, payload=message.payload, stored_bodies=message.bodies,
+                                                        message_id=message.pk, source=issuer(endpoint.realm))
+                except payloads.NotRendered as exc:
+                    raise WebhookError(f"event {message.pk} cannot be redelivered to this endpoint: {exc}") from None
+                message.bodies = json.dumps(stored, ensure_ascii=False)
+                message.save(update_fields=["bodies"])
+            Delivery.objects.create(message=message, endpoint=endpoint, format=fmt, next_attempt_at=timezone.now())
         return delivery.redeliver(Delivery.objects.filter(message=message, endpoint=endpoint))
 
 

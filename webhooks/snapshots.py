@@ -14,18 +14,25 @@ from realms.representation.users import user_fields_rep
 
 from .catalogue import ObjectKind, PayloadVersion
 
-# Keys whose values are secrets wherever they appear (client secrets and their rotated copies,
-# the SMTP password, registration access tokens, key material, credentials).
-_SECRET_WORDS = ("secret", "password", "credential", "privatekey", "registrationaccesstoken")
-# Settings named after secrets that hold none: a policy, a flow's alias, the credential types asked for.
-_NOT_SECRET = {"passwordpolicy", "resetcredentialsflow", "requiredcredentials"}
+# The keys of Admin API representations that hold a secret (Keycloak masks the same ones in
+# StripSecretsUtils), dropped at any depth; every other key is kept, so settings merely named
+# after secrets (resetPasswordAllowed, passwordPolicy, client_credentials.use_refresh_token ...)
+# reach the receiver. A user or realm attribute that bears one of these names is dropped too.
+SECRET_KEYS = frozenset({
+    "secret", "registrationAccessToken", "client.secret.rotated",  # client
+    "saml.signing.private.key", "saml.encryption.private.key",  # SAML client attributes of a Keycloak import
+    "password", "authTokenClientSecret",  # the realm's smtpServer
+    "credentials",  # user (password hashes, OTP seeds)
+    "clientSecret",  # identity provider config
+    "bindCredential",  # LDAP user storage component config
+    # key provider component config (hmac/aes-generated, rsa, ecdsa, eddsa, java-keystore)
+    "privateKey", "ecdsaPrivateKey", "eddsaPrivateKey", "keystorePassword", "keyPassword",
+})
 
 
 def without_secrets(value):
     if isinstance(value, dict):
-        return {k: without_secrets(v) for k, v in value.items()
-                if k.lower() in _NOT_SECRET or not any(w in k.lower().replace(".", "").replace("_", "")
-                                                       for w in _SECRET_WORDS)}
+        return {k: without_secrets(v) for k, v in value.items() if k not in SECRET_KEYS}
     if isinstance(value, list):
         return [without_secrets(v) for v in value]
     return value

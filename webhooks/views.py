@@ -11,8 +11,8 @@ from realms.admin_api.errors import Invalid, NotFound
 from realms.admin_api.views import RealmResource
 
 from . import catalogue, schemas, services
-from .models import DeliveryAttempt, Endpoint, EndpointSecret
-from .services import WebhookError
+from .models import DeliveryAttempt, Endpoint
+from .services import WebhookError, representation
 
 READ, WRITE = "view-events", "manage-events"
 
@@ -33,29 +33,6 @@ class WebhookResource(RealmResource):
         if endpoint is None:
             raise NotFound("Webhook not found.")
         return endpoint
-
-
-def representation(endpoint):
-    active = endpoint.active_secrets()
-    return {
-        "id": endpoint.pk,
-        "url": endpoint.url,
-        "eventTypes": endpoint.event_types,
-        "enabled": endpoint.enabled,
-        "description": endpoint.description,
-        "createdAt": endpoint.created_at.isoformat().replace("+00:00", "Z"),
-        "rateLimit": endpoint.rate_limit,
-        "maxConcurrency": endpoint.max_concurrency,
-        "signature": "v1a" if any(s.kind == EndpointSecret.ED25519 for s in active) else "v1",
-        "publicKeys": [s.public_key for s in active if s.kind == EndpointSecret.ED25519],
-        "disabledReason": endpoint.disabled_reason,
-        "ownershipHandshake": endpoint.ownership_handshake,
-        "handshakeAt": endpoint.handshake_at.isoformat().replace("+00:00", "Z") if endpoint.handshake_at else None,
-        "payload": endpoint.payload,
-        "payloadVersion": endpoint.payload_version or None,
-        "envelope": endpoint.envelope,
-        "ordered": endpoint.ordered,
-    }
 
 
 def _fields(body):

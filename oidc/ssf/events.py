@@ -8,11 +8,13 @@ envelope registered with ``webhooks.payloads``. The SET's ``jti`` is the message
 import re
 from datetime import UTC, datetime
 
+from django.db.models.signals import post_delete
+
 from realms import features
 from realms.audit.events import realm_event
 from realms.models import ClientScope, Event, RealmDefaultClientScope, User
 from webhooks import payloads
-from webhooks.models import Delivery
+from webhooks.models import Delivery, Endpoint
 from webhooks.outbox import publish
 from webhooks.services import WebhookError
 
@@ -220,7 +222,14 @@ def render(*, message_id, source, event_type, occurred_at, data):
     return jose.sign(claims, alg=alg, key=key, kid=kid, typ=TYP)
 
 
+def _drop_endpoint(sender, instance, **kwargs):
+    """A stream gone with its client (deleted, or overwritten by a partial import) takes its
+    webhook endpoint along, which would otherwise stay in the realm's list carrying nothing."""
+    Endpoint.objects.filter(pk=instance.endpoint_id).delete()
+
+
 def register():
-    """From ``OidcConfig.ready``: the SET envelope and the listener."""
+    """From ``OidcConfig.ready``: the SET envelope and the listeners."""
     payloads.register_envelope(ENVELOPE, SECEVENT_JWT, render)
     realm_event.connect(on_realm_event, sender=Event, dispatch_uid="oidc.ssf")
+    post_delete.connect(_drop_endpoint, sender=SsfStream, dispatch_uid="oidc.ssf.endpoint")

@@ -175,6 +175,12 @@ def test_partial_import_and_export_carry_the_stream(realm, push_server):
     assert copied.endpoint_url == push_server.url() and copied.audience == stream["aud"][0]
     assert HttpClient().get(f"/realms/{target.name}/ssf/transmitter/streams").status_code == 404  # not a transmitter
 
+    # Overwritten: the old stream goes with its client, its webhook endpoint too.
+    partial_import(target, {"ifResourceExists": "OVERWRITE", "clients": [receiver]})
+    again = SsfStream.objects.get(realm=target)
+    assert again.pk != copied.pk and not Endpoint.objects.filter(pk=copied.endpoint_id).exists()
+    assert list(Endpoint.objects.filter(realm=target).values_list("pk", flat=True)) == [again.endpoint_id]
+
 
 def test_the_admin_api_refuses_stream_attributes_a_client_update_would_only_store(realm, admin_token):
     """Outside an import the stream is its receiver's to manage: the attributes, kept, would do nothing."""

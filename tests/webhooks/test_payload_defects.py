@@ -1,20 +1,23 @@
 """Three defects of fat payloads (decision 0098, amended): settings merely named after secrets were
 dropped from snapshots; a redelivery to an endpoint whose format the message was never rendered
-in went out thin without a word; and the admin events of an endpoint left out its payload
-settings. Real database, real loopback receiver, bodies checked with the Standard Webhooks and
-CloudEvents libraries."""
+in went out thin without a word; and the admin events of an endpoint and its consumer portal
+left out its payload settings. Real database, real loopback receiver, bodies checked with the
+Standard Webhooks and CloudEvents libraries."""
 import json
+import re
+from html import unescape
 
 import pytest
 import standardwebhooks
 from cloudevents.http import from_http
+from django.test import Client as DjangoClient
 
 from realms.audit.events import emit
 from realms.data.keys import generate_key
 from realms.models import Client, Component, Event, IdentityProvider
 from realms.representation.realm import export_realm
 from realms.users.accounts import create_user
-from webhooks import catalogue, delivery, services
+from webhooks import catalogue, delivery, portal, services
 from webhooks.catalogue import PayloadVersion
 from webhooks.models import Delivery, Endpoint, Message
 from webhooks.snapshots import V1, without_secrets
@@ -221,3 +224,20 @@ def test_admin_events_carry_the_endpoints_representation_with_its_payload_settin
     # The REST API's GET answers the same representation.
     assert rotated == json.loads(json.dumps(services.representation(Endpoint.objects.get(pk=endpoint.pk))))
     assert rotated["signature"] == "v1a" and len(rotated["publicKeys"]) == 1  # the rotation's new key
+
+
+@pytest.mark.parametrize("settings_, shown", [
+    ({}, ("Thin: the event type and ids", "Standard (type, timestamp, data)", "Events may arrive in any order")),
+    ({"payload": "fat", "envelope": "cloudevents", "ordered": True},
+     ("Fat: a snapshot of the object, payload version v1", "CloudEvents 1.0 (structured JSON)",
+      "The events of one subject arrive in the order they happened")),
+])
+def test_the_consumer_portal_shows_the_payload_settings(realm, settings_, shown):
+    endpoint = _endpoint(realm, "https://hooks.example.com/in", **settings_)
+    url, _ = portal.issue_link(None, endpoint)
+    page = DjangoClient().get(re.sub(r"^https?://[^/]+", "", url), HTTP_ACCEPT_LANGUAGE="en")
+    html = page.content.decode()
+    assert page.status_code == 200 and "webhookPortal" not in html
+    got = tuple(unescape(re.search(rf'<dd id="endpoint-{name}">(.*?)</dd>', html).group(1))
+                for name in ("payload", "envelope", "ordered"))
+    assert got == shown

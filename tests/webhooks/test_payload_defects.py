@@ -14,9 +14,10 @@ from django.test import Client as DjangoClient
 
 from realms.audit.events import emit
 from realms.data.keys import generate_key
-from realms.models import Client, Component, Event, IdentityProvider
+from realms.models import Client, Component, Event, IdentityProvider, Realm
 from realms.representation.realm import export_realm
 from realms.users.accounts import create_user
+from tests.browser import chromium  # noqa: F401 (a fixture)
 from webhooks import catalogue, delivery, portal, services
 from webhooks.catalogue import PayloadVersion
 from webhooks.models import Delivery, Endpoint, Message
@@ -241,3 +242,23 @@ def test_the_consumer_portal_shows_the_payload_settings(realm, settings_, shown)
     got = tuple(unescape(re.search(rf'<dd id="endpoint-{name}">(.*?)</dd>', html).group(1))
                 for name in ("payload", "envelope", "ordered"))
     assert got == shown
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_portal_summary_in_german_on_a_phone(chromium, live_server):  # noqa: F811
+    realm = Realm.objects.create(name="wh-portal-de", internationalization_enabled=True,
+                                 supported_locales=["en", "de"], default_locale="en")
+    endpoint = _endpoint(realm, "https://hooks.example.com/in", payload="fat", envelope="cloudevents", ordered=True)
+    url, _ = portal.issue_link(None, endpoint, expires_in=600)
+    context = chromium.new_context(viewport={"width": 375, "height": 800}, locale="de-DE")
+    try:
+        page = context.new_page()
+        page.goto(live_server.url.replace("localhost", "127.0.0.1") + re.sub(r"^https?://[^/]+", "", url))
+        assert page.locator("#endpoint-payload").inner_text() == (
+            "Vollständig: ein Abbild des Objekts, Nutzlast-Version v1")
+        assert page.locator("#endpoint-envelope").inner_text() == "CloudEvents 1.0 (strukturiertes JSON)"
+        assert page.locator("#endpoint-ordered").is_visible()
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    finally:
+        context.close()

@@ -115,7 +115,7 @@ def test_a_keycloak_shaped_stream_imports(push_server):
 
 
 def _import_with_stream(name, delivery, **attributes):
-    config = {"stream_id": str(uuid.uuid4()), "iss": f"http://testserver/realms/{name}", "aud": ["rp"],
+    config = {"stream_id": str(uuid.uuid4()), "iss": "https://old.example/realms/before", "aud": ["rp"],
               "events_requested": ALL_EVENTS, "delivery": delivery}
     return import_realm({"realm": name, "enabled": True, "clientScopes": [_scope("ssf.read"), _scope("ssf.manage")],
                          "clients": [
@@ -146,13 +146,16 @@ def test_a_refused_stream_refuses_the_whole_import(delivery, attributes, needle)
     assert (SsfStream.objects.count(), Endpoint.objects.count()) == (streams, endpoints)
 
 
-def test_a_poll_stream_gets_this_servers_poll_url():
+@pytest.mark.parametrize("base_url, issuer_base", [("", "https://old.example"), ("https://idp.example", "https://idp.example")])
+def test_a_poll_stream_gets_this_servers_issuer_and_poll_url(settings, base_url, issuer_base):
+    """The issuer: the configured base URL's, else the file's host with this realm's name."""
+    settings.IDP_BASE_URL = base_url
     name = "poll" + uuid.uuid4().hex[:8]
     realm = _import_with_stream(name, {"method": "urn:ietf:rfc:8936",
                                        "endpoint_url": "https://elsewhere.example/realms/x/ssf/transmitter/poll/1"}).realm
     stream = SsfStream.objects.select_related("endpoint").get(realm=realm)
-    assert stream.polled and stream.issuer == f"http://testserver/realms/{name}"
-    assert stream.endpoint.url == f"http://testserver/realms/{name}/ssf/transmitter/poll/{stream.id}"
+    assert stream.polled and stream.issuer == f"{issuer_base}/realms/{name}"
+    assert stream.endpoint.url == f"{issuer_base}/realms/{name}/ssf/transmitter/poll/{stream.id}"
 
 
 def test_partial_import_and_export_carry_the_stream(realm, push_server):
@@ -182,7 +185,7 @@ def test_partial_import_and_export_carry_the_stream(realm, push_server):
     assert list(Endpoint.objects.filter(realm=target).values_list("pk", flat=True)) == [again.endpoint_id]
 
 
-def test_the_admin_api_refuses_stream_attributes_a_client_update_would_only_store(realm, admin_token):
+def test_the_admin_api_and_registration_refuse_stream_attributes_a_client_update_would_only_store(realm, admin_token):
     """Outside an import the stream is its receiver's to manage: the attributes, kept, would do nothing."""
     http = HttpClient(HTTP_AUTHORIZATION=f"Bearer {admin_token}")
     receiver = Client.objects.get(realm=realm, client_id="receiver")
@@ -193,5 +196,13 @@ def test_the_admin_api_refuses_stream_attributes_a_client_update_would_only_stor
         updated = http.put(f"/admin/realms/{realm.name}/clients/{receiver.pk}", data=json.dumps(
             {"clientId": "receiver", "attributes": {"ssf.enabled": "true", key: "{}"}}), content_type="application/json")
         assert updated.status_code == 400 and key in updated.json()["errorMessage"], updated.content
+    # Client registration (Keycloak's default provider) parses a ClientRepresentation the same way.
+    iat = http.post(f"/admin/realms/{realm.name}/clients-initial-access", data=json.dumps({"count": 1}),
+                    content_type="application/json").json()["token"]
+    registered = HttpClient(HTTP_AUTHORIZATION=f"Bearer {iat}").post(
+        f"/realms/{realm.name}/clients-registrations/default", content_type="application/json",
+        data=json.dumps({"clientId": "new-registered", "attributes": {"ssf.streamConfig": "{}"}}))
+    assert registered.status_code == 400 and registered.json()["error"] == "invalid_client_metadata"
+    assert "ssf.streamConfig" in registered.json()["error_description"]
     assert not Client.objects.filter(realm=realm, client_id__startswith="new-").exists()
     assert not {"ssf.streamConfig", "ssf.streamId", "ssf.subjects"} & set(Client.objects.get(pk=receiver.pk).attributes)

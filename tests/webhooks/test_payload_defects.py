@@ -18,6 +18,7 @@ from realms.models import Client, Component, Event, IdentityProvider, Realm
 from realms.representation.realm import export_realm
 from realms.users.accounts import create_user
 from tests.browser import chromium  # noqa: F401 (a fixture)
+from tests.webhooks.test_rest import tokens  # noqa: F401 (a fixture)
 from webhooks import catalogue, delivery, portal, services
 from webhooks.catalogue import PayloadVersion
 from webhooks.models import Delivery, Endpoint, Message
@@ -205,6 +206,19 @@ def test_redelivery_needing_a_snapshot_never_taken_is_refused(realm, no_dispatch
     assert "no snapshot of its object was taken" in str(refused.value)
     assert not Delivery.objects.filter(endpoint=fat).exists()
     assert Message.objects.get().bodies == bodies
+
+
+def test_the_rest_api_refuses_such_a_redelivery_in_words(realm, tokens, no_dispatch):  # noqa: F811
+    _endpoint(realm, "https://hooks.example.com/in", ["user.updated"])
+    _user_update(realm, create_user(realm, "kim"))
+    message = Message.objects.get()
+    fat = _endpoint(realm, "https://hooks.example.com/fat", ["user.updated"], payload="fat")
+    resp = DjangoClient(HTTP_AUTHORIZATION=f"Bearer {tokens['admin']}").post(
+        f"/admin/realms/wh-realm/webhooks/{fat.pk}/redeliver", data=json.dumps({"eventId": message.pk}),
+        content_type="application/json")
+    assert resp.status_code == 400
+    assert resp.json()["errorMessage"].startswith(f"event {message.pk} cannot be redelivered to this endpoint: "
+                                                  "the event was written before any endpoint asked for fat v1")
 
 
 # 3. Every representation of an endpoint carries its payload settings ------------------------------

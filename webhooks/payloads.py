@@ -1,5 +1,6 @@
 """The bodies of one message, one per format its deliveries use, rendered once when the event is
-written (so every attempt sends the same bytes and the signature covers them).
+written (so every attempt sends the same bytes and the signature covers them), or when it is
+first redelivered to an endpoint of a format it was not rendered in (``render_later``).
 
 A format is the pair of two endpoint settings: the payload kind (``thin``: type and ids;
 ``fat``: plus the object's representation of a payload version) and the envelope

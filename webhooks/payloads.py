@@ -20,6 +20,7 @@ from datetime import datetime
 from realms.registry import Registry
 
 from . import conf
+from .errors import WebhooksError
 
 THIN, FAT = "thin", "fat"
 STANDARD, CLOUDEVENTS = "standard", "cloudevents"
@@ -117,7 +118,7 @@ def bodies(formats, *, message_id, source, event_type, occurred_at, data, snapsh
     return out
 
 
-class NotRendered(ValueError):
+class NotRendered(WebhooksError):
     """A message cannot be given in a format: the snapshot that format carries was never taken."""
 
 

@@ -18,6 +18,7 @@ from realms.models import Client, Component, Event, IdentityProvider, Realm
 from realms.representation.realm import export_realm
 from realms.users.accounts import create_user
 from tests.browser import chromium  # noqa: F401 (a fixture)
+from tests.webhooks.test_payloads import _endpoint, _received, _send_all, _user_update, no_dispatch  # noqa: F401
 from tests.webhooks.test_rest import tokens  # noqa: F401 (a fixture)
 from webhooks import catalogue, delivery, portal, services
 from webhooks.catalogue import PayloadVersion
@@ -25,38 +26,6 @@ from webhooks.models import Delivery, Endpoint, Message
 from webhooks.snapshots import V1, without_secrets
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("loopback_allowed")]
-
-
-@pytest.fixture
-def no_dispatch(monkeypatch):
-    monkeypatch.setattr("webhooks.dispatch.deliveries", lambda ids: None)
-
-
-def _endpoint(realm, url, types=("user.*",), **settings):
-    endpoint, secret = services.create_endpoint(realm, url, list(types), **settings)
-    endpoint.plain_secret = secret
-    return endpoint
-
-
-def _send_all():
-    for d in Delivery.objects.filter(state=Delivery.PENDING).order_by("pk"):
-        delivery.attempt(d.pk)
-
-
-def _received(receiver_server, endpoint):
-    """The requests the receiver got that verify with the endpoint's secret."""
-    out = []
-    for req in receiver_server.requests:
-        try:
-            standardwebhooks.Webhook(endpoint.plain_secret).verify(req["body"], req["headers"])
-        except standardwebhooks.WebhookVerificationError:
-            continue
-        out.append(req)
-    return out
-
-
-def _user_update(realm, user):
-    return emit(realm, "UPDATE", kind=Event.ADMIN, resource_type="USER", resource_path=f"users/{user.pk}")
 
 
 # 1. Exactly the keys that hold secrets are dropped ------------------------------------------------

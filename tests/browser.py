@@ -44,6 +44,17 @@ def open_page(page, url, **options):
 CONSOLE = "/admin/master/console/"
 
 
+def master_admin(password, username="root"):
+    """A user of the master realm holding its ``admin`` role: who signs in to the console."""
+    from realms.models import Realm, Role
+    from realms.users.accounts import create_user
+
+    master = Realm.objects.get(name="master")
+    user = create_user(master, username, password=password)
+    user.roles.add(Role.objects.get(realm=master, client=None, name="admin"))
+    return user
+
+
 def sign_in_to_console(page, base_url, username, password, *, realm="master", next_path=CONSOLE):
     """Sign a Playwright ``page`` in to the console as a person does: the console sends it to the
     realm's login page, the password is typed and submitted with Enter, and the console's page

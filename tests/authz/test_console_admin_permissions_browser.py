@@ -8,7 +8,7 @@ from realms.administration.admin_permissions import Admin, can
 from realms.models import Realm, Role, User
 from realms.representation.services import create_realm
 from realms.users.accounts import create_user
-from tests.browser import CONSOLE, chromium, sign_in_to_console  # noqa: F401 (chromium: a fixture)
+from tests.browser import CONSOLE, chromium, master_admin, sign_in_to_console  # noqa: F401 (chromium: a fixture)
 from tests.oidc.browser.conftest import PASSWORD
 from tests.realms.test_console_identity_providers_browser import phone, reads_well, type_and_tab  # noqa: F401
 
@@ -17,9 +17,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pyte
 
 @pytest.fixture
 def acme(transactional_db):
-    master = Realm.objects.get(name="master")
-    root = create_user(master, "root", password=PASSWORD)
-    root.roles.add(Role.objects.get(realm=master, client=None, name="admin"))
+    master_admin(PASSWORD)
     realm = create_realm("acme", admin_permissions_enabled=True)
     create_user(realm, "helper", password=PASSWORD)
     create_user(realm, "alice", password=PASSWORD)

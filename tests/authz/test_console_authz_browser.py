@@ -8,7 +8,7 @@ import pytest
 from realms.models import Client, Realm, Role
 from realms.representation import import_realm
 from realms.users.accounts import create_user
-from tests.browser import CONSOLE, chromium, sign_in_to_console  # noqa: F401 (chromium: a fixture)
+from tests.browser import CONSOLE, chromium, master_admin, sign_in_to_console  # noqa: F401 (chromium: a fixture)
 from tests.oidc.browser.conftest import PASSWORD
 from tests.realms.test_console_identity_providers_browser import phone, reads_well, type_and_tab  # noqa: F401
 from tests.realms.test_import_export import load
@@ -18,9 +18,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pyte
 
 @pytest.fixture
 def client(transactional_db):
-    master = Realm.objects.get(name="master")
-    root = create_user(master, "root", password=PASSWORD)
-    root.roles.add(Role.objects.get(realm=master, client=None, name="admin"))
+    master_admin(PASSWORD)
     realm = import_realm(load("quickstarts-kc9-full-export-realm-b.json")).realm
     return Client.objects.get(realm=realm, client_id="realm-b-client")
 

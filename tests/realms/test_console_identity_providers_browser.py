@@ -10,7 +10,7 @@ from django.urls import reverse
 from realms.models import IdentityProvider, IdentityProviderMapper, Realm, Role
 from realms.representation.services import create_realm
 from realms.users.accounts import create_user
-from tests.browser import CONSOLE, chromium, sign_in_to_console  # noqa: F401 (chromium: a fixture)
+from tests.browser import CONSOLE, chromium, master_admin, sign_in_to_console  # noqa: F401 (chromium: a fixture)
 from tests.oidc.browser.conftest import PASSWORD
 
 from .test_console_pages_browser import RAW_KEY, TEXT
@@ -22,9 +22,7 @@ ACTIVE = "() => document.activeElement && document.activeElement.name"
 
 @pytest.fixture
 def acme(transactional_db):
-    master = Realm.objects.get(name="master")
-    root = create_user(master, "root", password=PASSWORD)
-    root.roles.add(Role.objects.get(realm=master, client=None, name="admin"))
+    master_admin(PASSWORD)
     return create_realm("acme", admin_events_enabled=True)
 
 

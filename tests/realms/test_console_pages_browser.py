@@ -32,7 +32,7 @@ from realms.models import (
 )
 from realms.representation.services import create_realm
 from realms.users.accounts import create_user
-from tests.browser import CONSOLE, chromium, sign_in_to_console  # noqa: F401 (chromium: a fixture)
+from tests.browser import CONSOLE, chromium, master_admin, sign_in_to_console  # noqa: F401 (chromium: a fixture)
 from tests.oidc.browser.conftest import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("fresh_caches")]
@@ -75,9 +75,8 @@ def page(chromium):
 @pytest.fixture
 def acme(transactional_db):
     """The master realm's admin ``root``, and a realm with something on every page."""
-    master = Realm.objects.get(name="master")
-    root = create_user(master, "root", password=PASSWORD)
-    root.roles.add(Role.objects.get(realm=master, client=None, name="admin"))
+    root = master_admin(PASSWORD)
+    master = root.realm
     realm = create_realm("acme", events_enabled=True, admin_events_enabled=True, organizations_enabled=True)
     alice = create_user(realm, "alice", email="alice@example.com", first_name="Alice", last_name="Liddell",
                         required_actions=["UPDATE_PASSWORD", "CONFIGURE_TOTP", "webauthn-register"])

@@ -8,7 +8,7 @@ from django.urls import reverse
 from realms.models import Realm, Role
 from realms.representation.services import create_realm
 from realms.users.accounts import create_user
-from tests.browser import chromium, sign_in_to_console  # noqa: F401 (chromium: a fixture)
+from tests.browser import chromium, master_admin, sign_in_to_console  # noqa: F401 (chromium: a fixture)
 from tests.oidc.browser.conftest import PASSWORD
 from tests.realms.test_console_identity_providers_browser import phone, reads_well  # noqa: F401
 from webhooks.models import Endpoint
@@ -18,9 +18,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), pyte
 
 @pytest.fixture
 def acme(transactional_db):
-    master = Realm.objects.get(name="master")
-    root = create_user(master, "root", password=PASSWORD)
-    root.roles.add(Role.objects.get(realm=master, client=None, name="admin"))
+    master_admin(PASSWORD)
     return create_realm("acme")
 
 

@@ -1,7 +1,11 @@
+import contextlib
 import json
+from dataclasses import dataclass, field
 
 import pytest
-from django.core.cache import cache
+from django.core.cache import cache, caches
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from tests.idp.test_modes import base_env, free_port, manage, stop, wait_for
 
@@ -50,3 +54,50 @@ def start_dev(tmp_path_factory):
     finally:
         stop(proc)
         print(proc.stdout.read())  # the server's log, shown by pytest when a test failed
+
+
+# Every Django cache method that is one round trip to Redis in production.
+_CALLS = ("get", "set", "add", "delete", "get_many", "set_many", "delete_many", "incr", "decr", "touch",
+          "has_key", "get_or_set")
+
+
+@dataclass
+class Cost:
+    queries: list = field(default_factory=list)
+    cache_calls: list = field(default_factory=list)
+
+    @property
+    def counts(self):
+        return len(self.queries), len(self.cache_calls)
+
+
+@pytest.fixture
+def measure(monkeypatch):
+    """``with measure() as cost``: the queries and the calls to both shared caches inside (the
+    cost model's tests, docs/cost-model.md)."""
+    @contextlib.contextmanager
+    def run():
+        cost = Cost()
+        depth = [0]
+        for alias in ("default", "generations"):
+            backend = caches[alias]
+            for name in _CALLS:
+                real = getattr(backend, name)
+
+                def counted(*args, _real=real, _name=name, _alias=alias, **kwargs):
+                    if depth[0] == 0:  # get_or_set calls get and add: one call counted, as sent
+                        cost.cache_calls.append(f"{_alias}.{_name}")
+                    depth[0] += 1
+                    try:
+                        return _real(*args, **kwargs)
+                    finally:
+                        depth[0] -= 1
+
+                monkeypatch.setattr(backend, name, counted)
+        with CaptureQueriesContext(connection) as queries:
+            yield cost
+        cost.queries = [q["sql"] for q in queries.captured_queries
+                        if not q["sql"].startswith(("SAVEPOINT", "RELEASE"))]
+        monkeypatch.undo()
+
+    return run

@@ -3,65 +3,13 @@ request type once the realm's configuration is cached, held exactly. A change th
 or a round trip to one of these paths fails here and must say why in the model."""
 import base64
 import json
-from dataclasses import dataclass, field
 
-import pytest
-from django.core.cache import caches
 from django.db import connection
-from django.test.utils import CaptureQueriesContext
 
 from realms.models import Client, Group
 from realms.representation.resource_server import check
 
 from .conftest import SECRET, basic, code_for, exchange, refresh, url
-
-# Every Django cache method that is one round trip to Redis in production.
-_CALLS = ("get", "set", "add", "delete", "get_many", "set_many", "delete_many", "incr", "decr", "touch",
-          "has_key", "get_or_set")
-
-
-@dataclass
-class Cost:
-    queries: list = field(default_factory=list)
-    cache_calls: list = field(default_factory=list)
-
-    @property
-    def counts(self):
-        return len(self.queries), len(self.cache_calls)
-
-
-@pytest.fixture
-def measure(monkeypatch):
-    """``with measure() as cost``: the queries and the calls to both shared caches inside."""
-    import contextlib
-
-    @contextlib.contextmanager
-    def run():
-        cost = Cost()
-        depth = [0]
-        for alias in ("default", "generations"):
-            backend = caches[alias]
-            for name in _CALLS:
-                real = getattr(backend, name)
-
-                def counted(*args, _real=real, _name=name, _alias=alias, **kwargs):
-                    if depth[0] == 0:  # get_or_set calls get and add: one call counted, as sent
-                        cost.cache_calls.append(f"{_alias}.{_name}")
-                    depth[0] += 1
-                    try:
-                        return _real(*args, **kwargs)
-                    finally:
-                        depth[0] -= 1
-
-                monkeypatch.setattr(backend, name, counted)
-        with CaptureQueriesContext(connection) as queries:
-            yield cost
-        cost.queries = [q["sql"] for q in queries.captured_queries
-                        if not q["sql"].startswith(("SAVEPOINT", "RELEASE"))]
-        monkeypatch.undo()
-
-    return run
-
 
 def _warm(http, realm, alice):
     """One of each request first: the realm's configuration, keys and clients cached."""

@@ -4,6 +4,7 @@
 A representation here is a contract: within v1 fields may be added, never renamed, retyped or
 removed. A change that breaks that is a new version registered beside this one
 (``catalogue.register_version``); endpoints on v1 keep receiving v1."""
+from realms.audit.admin_events import SECRET_KEYS
 from realms.models import Client, ClientScope, Group, Role, User
 from realms.representation.client_scopes import scope_rep
 from realms.representation.clients import client_rep
@@ -14,23 +15,9 @@ from realms.representation.users import user_fields_rep
 
 from .catalogue import ObjectKind, PayloadVersion
 
-# The keys of Admin API representations that hold a secret (Keycloak masks the same ones in
-# StripSecretsUtils), dropped at any depth; every other key is kept, so settings merely named
-# after secrets (resetPasswordAllowed, passwordPolicy, client_credentials.use_refresh_token ...)
-# reach the receiver. A user or realm attribute that bears one of these names is dropped too.
-SECRET_KEYS = frozenset({
-    "secret", "registrationAccessToken", "client.secret.rotated",  # client
-    "saml.signing.private.key", "saml.encryption.private.key",  # SAML client attributes of a Keycloak import
-    "password", "authTokenClientSecret",  # the realm's smtpServer
-    "credentials",  # user (password hashes, OTP seeds)
-    "clientSecret",  # identity provider config
-    "bindCredential",  # LDAP user storage component config
-    # key provider component config (hmac/aes-generated, rsa, ecdsa, eddsa, java-keystore)
-    "privateKey", "ecdsaPrivateKey", "eddsaPrivateKey", "keystorePassword", "keyPassword",
-})
-
 
 def without_secrets(value):
+    """``value`` without the keys that hold secrets (one list with the admin events' masking)."""
     if isinstance(value, dict):
         return {k: without_secrets(v) for k, v in value.items() if k not in SECRET_KEYS}
     if isinstance(value, list):

@@ -15,9 +15,22 @@ from .events import emit_many
 # Keycloak's admin console client: the auth details' client of changes made in the console.
 CONSOLE_CLIENT = "security-admin-console"
 
-# Values under these keys of JSON settings are masked in event representations (SMTP password,
-# rotated client secrets), the way Keycloak strips secrets from what it records.
-_SECRET_WORDS = ("password", "secret", "credential")
+# The keys of representations and JSON settings that hold a secret, at any depth: Keycloak's
+# StripSecretsUtils (client secret and rotated secret, SMTP password and token secret, user
+# credentials, identity provider clientSecret, the secret-typed config of LDAP and key provider
+# components) plus registrationAccessToken and the SAML private keys of a Keycloak import. Exact
+# names, so settings merely named like secrets (resetPasswordAllowed, passwordPolicy) stay
+# visible. Admin events mask them; webhook fat payloads (webhooks.snapshots) drop them.
+SECRET_KEYS = frozenset({
+    "secret", "registrationAccessToken", "client.secret.rotated",  # client
+    "saml.signing.private.key", "saml.encryption.private.key",  # SAML client attributes of a Keycloak import
+    "password", "authTokenClientSecret",  # the realm's smtpServer
+    "credentials",  # user (password hashes, OTP seeds)
+    "clientSecret",  # identity provider config
+    "bindCredential",  # LDAP user storage component config
+    # key provider component config (hmac/aes-generated, rsa, ecdsa, eddsa, java-keystore)
+    "privateKey", "ecdsaPrivateKey", "eddsaPrivateKey", "keystorePassword", "keyPassword",
+})
 # Model fields that hold secrets at rest: never part of a representation.
 _SECRET_FIELDS = {"secret_encrypted", "secret_digest", "registration_access_token",
                   "private_key_encrypted", "secret_data", "credential_data"}
@@ -25,8 +38,9 @@ _SECRET_FIELDS = {"secret_encrypted", "secret_digest", "registration_access_toke
 
 def _mask(value):
     if isinstance(value, dict):
-        return {k: "**********" if any(w in k.lower() for w in _SECRET_WORDS) else _mask(v)
-                for k, v in value.items()}
+        return {k: "**********" if k in SECRET_KEYS else _mask(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask(v) for v in value]
     return value
 
 

@@ -60,4 +60,5 @@ def load(client):
 
 def register(register_attribute_part):
     """From ``OidcConfig.ready``: the stream as a part of the receiver client's attributes."""
-    register_attribute_part("Shared Signals stream", STREAM_KEYS, export, load)
+    register_attribute_part("Shared Signals stream, which its receiver manages through the SSF stream API",
+                            STREAM_KEYS, export, load)

@@ -11,7 +11,7 @@ from ..audit import admin_events
 from ..models import Client, ClientScope, ClientScopeLink, ProtocolMapper
 from ..representation import RepresentationError
 from ..representation.client_policies import client_write_refusal
-from ..representation.clients import client_rep, parse_client
+from ..representation.clients import add_attribute_parts, attribute_parts, client_rep, parse_client
 from ..representation.fields import Parser
 from ..representation.protocol_mappers import check_mapper
 from ..representation.services import add_default_client_scopes
@@ -27,12 +27,20 @@ def _public_rep(client):
     return {k: v for k, v in client_rep(client).items() if k != "secret"}
 
 
-def _parse(data, client_id=None):
+def _rep(realm, clients):
+    """As Keycloak's, with the attributes other apps keep in rows (a Shared Signals stream), so a
+    GET, changed and PUT back, sends them unchanged."""
+    reps = [client_rep(c) for c in clients]
+    add_attribute_parts(realm, reps)
+    return reps
+
+
+def _parse(data, client=None):
     if not isinstance(data, dict):
         raise errors.Invalid("Expected a ClientRepresentation")
-    body = data if client_id is None or "clientId" in data else {**data, "clientId": client_id}
+    body = data if client is None or "clientId" in data else {**data, "clientId": client.client_id}
     try:
-        parsed = parse_client(body, "", Parser())
+        parsed = parse_client(body, "", Parser(), parts=attribute_parts(client) if client else None)
     except RepresentationError as exc:
         raise errors.Invalid(str(exc)) from None
     parsed["fields"].pop("id", None)
@@ -77,7 +85,7 @@ class Clients(RealmResource):
             clients = (clients.filter(client_id__icontains=wanted) if flag(request, "search", False)
                        else clients.filter(client_id=wanted))
         clients = visible(request.user.admin, self.realm, "Clients", clients)
-        return Response([client_rep(c) for c in page(request, clients)])
+        return Response(_rep(self.realm, page(request, clients)))
 
     def post(self, request, realm):
         parsed = _parse(request.data)
@@ -120,11 +128,11 @@ class ClientDetail(RealmResource):
     required_role = {"GET": "view-clients", "PUT": "manage-clients", "DELETE": "manage-clients"}
 
     def get(self, request, realm, client_uuid):
-        return Response(client_rep(_client(self.realm, client_uuid)))
+        return Response(_rep(self.realm, [_client(self.realm, client_uuid)])[0])
 
     def put(self, request, realm, client_uuid):
         client = _client(self.realm, client_uuid)
-        parsed = _parse(request.data, client.client_id)
+        parsed = _parse(request.data, client)
         fields = parsed["fields"]
         if fields["client_id"] != client.client_id and Client.objects.filter(
                 realm=self.realm, client_id=fields["client_id"]).exists():

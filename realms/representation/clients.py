@@ -70,9 +70,11 @@ def register_attribute_check(name, check):
 
 # What an app keeps in rows of its own but Keycloak keeps in a client's attributes (name ->
 # (keys, export, load)), filled from its AppConfig.ready(): ``export(realm)`` gives {client id:
-# the attributes to add to that client's export}; ``load(client)`` turns those attributes of a
-# client just imported into its rows (and takes them off the client), or returns the refusal's
-# message. Elsewhere (Admin API, registration) the ``keys`` are refused: kept, they would do nothing.
+# the attributes to add to that client's representation}, read by the export and the Admin API
+# alike; ``load(client)`` turns those attributes of a client just imported into its rows (and
+# takes them off the client), or returns the refusal's message. A client update (Admin API) may
+# send them back unchanged, as Keycloak's admin clients do after a GET; changed, or in a new
+# client or a registration, they are refused: the rows are the app's to change through its API.
 _attribute_parts = Registry("client attribute parts")
 
 
@@ -80,29 +82,45 @@ def register_attribute_part(name, keys, export, load):
     _attribute_parts.add(name, (frozenset(keys), export, load))
 
 
-def add_attribute_parts(realm, client_reps):
-    """The registered parts of ``realm``'s exported clients, into their ``attributes``."""
-    by_id = {c["id"]: c for c in client_reps}
+def _parts_by_client(realm):
+    out = {}
     for _keys, export, _load in _attribute_parts.by_key():
         for client_id, attributes in export(realm).items():
-            if client_id in by_id:
-                by_id[client_id].setdefault("attributes", {}).update(attributes)
+            out.setdefault(client_id, {}).update(attributes)
+    return out
 
 
-def parse_client(c, path, p, *, imported=False):
-    """``imported``: a realm or partial import, whose clients may carry the attribute parts."""
+def add_attribute_parts(realm, client_reps):
+    """The registered parts of ``realm``'s clients, into their representations' ``attributes``."""
+    parts = _parts_by_client(realm)
+    for rep in client_reps:
+        if rep["id"] in parts:
+            rep.setdefault("attributes", {}).update(parts[rep["id"]])
+
+
+def attribute_parts(client):
+    """The registered parts of one client, as the attributes its representation carries."""
+    return _parts_by_client(client.realm).get(client.pk, {})
+
+
+def parse_client(c, path, p, *, imported=False, parts=None):
+    """``imported``: a realm or partial import, whose clients may carry the attribute parts.
+    Otherwise ``parts`` are the client's parts now (``attribute_parts``): given unchanged they are
+    taken off the attributes, any other value refused."""
     values = p.take(c, path, spec_of(_CLIENT_FIELDS, _CLIENT_EXTRA), derived=_DERIVED,
                     required=("clientId",))
     attributes_path = f"{path}.attributes" if path else "attributes"
+    attributes = values.get("attributes") or {}
+    for name, (keys, _export, _load) in sorted(_attribute_parts.items()) if not imported else ():
+        changed = sorted(k for k in keys & set(attributes) if attributes[k] != (parts or {}).get(k))
+        if changed:
+            raise RepresentationError(attributes_path, f"{changed[0]} cannot be changed here: it belongs to the {name}")
+        for key in keys:
+            attributes.pop(key, None)
     for check in _attribute_checks.by_key():
-        refusal = check(values.get("protocol") or "openid-connect", values.get("attributes") or {})
+        refusal = check(values.get("protocol") or "openid-connect", attributes)
         if refusal:
             raise RepresentationError(attributes_path, refusal)
-    for name, (keys, _export, _load) in sorted(_attribute_parts.items()) if not imported else ():
-        given = sorted(keys & set(values.get("attributes") or {}))
-        if given:
-            raise RepresentationError(attributes_path, f"{given[0]} is the {name}: a realm import carries it, "
-                                                       "no client update")
     authorization = _authorization(values, path, p)
     return {
         "_path": path,

@@ -206,3 +206,41 @@ def test_the_admin_api_and_registration_refuse_stream_attributes_a_client_update
     assert "ssf.streamConfig" in registered.json()["error_description"]
     assert not Client.objects.filter(realm=realm, client_id__startswith="new-").exists()
     assert not {"ssf.streamConfig", "ssf.streamId", "ssf.subjects"} & set(Client.objects.get(pk=receiver.pk).attributes)
+
+
+def test_admin_api_get_modify_put_round_trip_keeps_the_stream_and_refuses_changing_it(realm, admin_token, push_server):
+    """As Keycloak 26.7's admin clients see a receiver: the stream in its attributes, sent back unchanged."""
+    stream = push_stream(Api(realm, token(realm)), push_server)
+    http = HttpClient(HTTP_AUTHORIZATION=f"Bearer {admin_token}")
+    receiver = Client.objects.get(realm=realm, client_id="receiver")
+    url = f"/admin/realms/{realm.name}/clients/{receiver.pk}"
+    got = http.get(url).json()
+    exported = _receiver_rep(export_realm(realm))
+    assert {k: got["attributes"][k] for k in STREAM_KEYS & set(got["attributes"])} == {
+        k: exported["attributes"][k] for k in STREAM_KEYS & set(exported["attributes"])}  # one function for both
+    assert got["attributes"]["ssf.streamId"] == stream["stream_id"] and got["attributes"]["ssf.status"] == "enabled"
+    assert json.loads(got["attributes"]["ssf.streamConfig"])["delivery"]["endpoint_url"] == push_server.url()
+    listed = http.get(f"/admin/realms/{realm.name}/clients", {"clientId": "receiver"}).json()
+    assert listed[0]["attributes"]["ssf.streamId"] == stream["stream_id"]
+    row = SsfStream.objects.values().get(pk=stream["stream_id"])
+
+    put = http.put(url, data=json.dumps({**got, "description": "changed by an admin"}), content_type="application/json")
+    assert put.status_code == 204, put.content
+    receiver.refresh_from_db()
+    assert receiver.description == "changed by an admin"
+    assert not STREAM_KEYS & set(receiver.attributes)  # the row stays the one truth
+    assert SsfStream.objects.values().get(pk=stream["stream_id"]) == row
+    assert http.get(url).json()["attributes"]["ssf.streamConfig"] == got["attributes"]["ssf.streamConfig"]
+
+    moved = json.loads(got["attributes"]["ssf.streamConfig"])
+    moved["delivery"]["endpoint_url"] = "http://169.254.169.254/"
+    for key, value in (("ssf.streamConfig", json.dumps(moved)), ("ssf.status", "paused")):
+        refused = http.put(url, data=json.dumps({**got, "description": "again",
+                                                 "attributes": {**got["attributes"], key: value}}),
+                           content_type="application/json")
+        assert refused.status_code == 400, refused.content
+        assert refused.json() == {"errorMessage": f"attributes: {key} cannot be changed here: it belongs to the Shared "
+                                                  "Signals stream, which its receiver manages through the SSF stream API"}
+    receiver.refresh_from_db()
+    assert receiver.description == "changed by an admin"
+    assert SsfStream.objects.values().get(pk=stream["stream_id"]) == row

@@ -109,8 +109,9 @@ class UserAdmin(ConsoleAdmin):
     search_fields = ("username", "email", "first_name", "last_name")
     filter_horizontal = ("roles", "groups")
     actions = ["enable_users", "disable_users"]
-    readonly_fields = ("id", "password_status", "service_account_client", "federation_link", "created_at", "impersonate",
-                       "otp_status", "effective_role_list", "consent_list", "available_providers", "sessions", "logout")
+    readonly_fields = ("id", "password_status", "password_state", "service_account_client", "federation_link",
+                       "created_at", "impersonate", "otp_status", "effective_role_list", "consent_list",
+                       "available_providers", "sessions", "logout")
     created_at = time_column("created", "Created")
     inlines = [CredentialInline, FederatedIdentityInline]
     tabs = (("details", "Details"), ("credentials", "Credentials"), ("role-mapping", "Role mapping"),
@@ -135,11 +136,21 @@ class UserAdmin(ConsoleAdmin):
     def get_fieldsets(self, request, obj=None):
         if obj is None:
             return self.add_fieldsets
+        fieldsets = self.fieldsets
+        if not self.may_reset_password(request, obj):
+            # The password's state without its button, as Keycloak's console without access.resetPassword.
+            fieldsets = [(name, {**opts, "fields": tuple("password_state" if f == "password_status" else f
+                                                         for f in opts["fields"])}) for name, opts in fieldsets]
         if not self.has_change_permission(request, obj):
-            return self.fieldsets
+            return fieldsets
         # "Link account" for the realm's other providers, to an admin who may change the user.
-        return [*self.fieldsets[:-1], ("Available identity providers", {
-            "classes": ("tab-identity-provider-links",), "fields": ("available_providers",)}), self.fieldsets[-1]]
+        return [*fieldsets[:-1], ("Available identity providers", {
+            "classes": ("tab-identity-provider-links",), "fields": ("available_providers",)}), fieldsets[-1]]
+
+    def may_reset_password(self, request, user):
+        """Keycloak 26.4's canResetPassword: ``manage-users``, else the user's ``reset-password``
+        (its ``manage`` where no permission with ``reset-password`` applies)."""
+        return self.may(request, ("Users", "reset-password"), user)
 
     def _button(self, obj, name, label, tab, **kwargs):
         return post_button(reverse(f"admin:realms_user_{name}", args=[obj.pk]) + f"?tab={tab}", label, **kwargs)
@@ -209,11 +220,14 @@ class UserAdmin(ConsoleAdmin):
         return available(obj) if obj.pk else "-"
 
     @admin.display(description="Password")
+    def password_state(self, obj):
+        return "A password is set." if obj.has_usable_password() else "No password."
+
+    @admin.display(description="Password")
     def password_status(self, obj):
         url = reverse("admin:realms_user_password", args=[obj.pk])
         label = "Reset password" if obj.has_usable_password() else "Set password"
-        state = "A password is set." if obj.has_usable_password() else "No password."
-        return format_html('{} <a class="button" href="{}">{}</a>', state, url, label)
+        return format_html('{} <a class="button" href="{}">{}</a>', self.password_state(obj), url, label)
 
     def mapping_snapshot(self, obj):
         groups = set(obj.groups.values_list("pk", flat=True)) if obj.pk else set()
@@ -361,7 +375,7 @@ class UserAdmin(ConsoleAdmin):
         user = self.get_object(request, object_id)
         if user is None:
             raise Http404("No such user.")
-        if not self.has_change_permission(request, user):
+        if not self.may_reset_password(request, user):
             raise PermissionDenied
         if request.method == "POST":
             form = UserPasswordForm(user, request.POST)

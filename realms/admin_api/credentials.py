@@ -64,9 +64,11 @@ class CredentialDetail(_UserCredential):
 
 
 class CredentialLabel(_UserCredential):
-    """PUT the new label as the body itself (``text/plain``, as Keycloak's admin clients send it)."""
+    """PUT the new label as the body itself (``text/plain``, as Keycloak's admin clients send it).
+    Decided as a password reset (Keycloak 26.4.4: its console labels the password it just reset)."""
 
     required_role = {"PUT": "manage-users"}
+    fine_grained = {"PUT": [("Users", "reset-password", "user_id")]}
 
     def put(self, request, realm, user_id, credential_id):
         user, cred = self.credential()

@@ -302,9 +302,12 @@ class UserDetail(RealmResource):
 
 
 class ResetPassword(RealmResource):
-    """PUT a CredentialRepresentation ``{"type": "password", "value": ..., "temporary": ...}``."""
+    """PUT a CredentialRepresentation ``{"type": "password", "value": ..., "temporary": ...}``.
+    Keycloak 26.4's ``requireResetPassword``: ``manage-users``, else the user's ``reset-password``
+    (or its ``manage`` where no permission with ``reset-password`` applies)."""
 
     required_role = {"PUT": "manage-users"}
+    fine_grained = {"PUT": [("Users", "reset-password", "user_id")]}
 
     def put(self, request, realm, user_id):
         user = user_of(self, user_id)

@@ -18,7 +18,8 @@ Two layers, as Keycloak 26.2 with fine-grained admin permissions v2:
   strategy. A user is also covered by the permissions on the groups they belong to, through the
   member scopes (``view-members`` for ``view``, ``manage-members`` for ``manage``,
   ``impersonate-members`` for ``impersonate``). Scopes are independent: ``manage`` does not
-  imply ``view``.
+  imply ``view``; but ``reset-password`` (Keycloak 26.4), where no permission with it applies to
+  the user, is decided by the user's ``manage`` (``FALLBACK_SCOPES``; docs/decisions/0093).
 
 The lists of users, groups and clients hold what the admin may list (``visible``, a filter of
 the list's query; docs/decisions/0043); so do the console's pickers and the subgroup counts
@@ -42,9 +43,9 @@ CONSOLE_CLIENT = "security-admin-console"
 # Keycloak 26's realm-management roles (realm-admin contains all of them).
 MANAGEMENT_ROLES = frozenset(r["name"] for r in CLIENT_ROLES[REALM_MANAGEMENT])
 
-# The admin-permissions schema (resource type: scopes) of Keycloak 26.2.
+# The admin-permissions schema (resource type: scopes) of Keycloak 26.4 (AdminPermissionsSchema).
 SCHEMA = {
-    "Users": ("manage", "map-roles", "view", "manage-group-membership", "impersonate"),
+    "Users": ("manage", "map-roles", "view", "manage-group-membership", "impersonate", "reset-password"),
     "Groups": ("manage", "view-members", "view", "manage-membership", "manage-members", "impersonate-members"),
     "Clients": ("map-roles-composite", "manage", "map-roles", "map-roles-client-scope", "view"),
     "Roles": ("map-role-client-scope", "map-role-composite", "map-role"),
@@ -53,6 +54,9 @@ SCHEMA = {
 POLICY_TYPES = ("user", "group", "role", "client")
 # A user's scope that a permission on one of the user's groups grants through its member scope.
 MEMBER_SCOPES = {"view": "view-members", "manage": "manage-members", "impersonate": "impersonate-members"}
+# A scope that, where no permission with it applies to the object, is decided by another (Keycloak's
+# UserPermissionsV2.canResetPassword: a realm that never used reset-password keeps manage's answer).
+FALLBACK_SCOPES = {("Users", "reset-password"): "manage"}
 # A client's role is also mapped through the client's scope (Keycloak's RolePermissionsV2 asks
 # ClientPermissions.canMapRoles, canMapCompositeRoles and canMapClientScopeRoles).
 CLIENT_ROLE_SCOPES = {"map-role": "map-roles", "map-role-composite": "map-roles-composite",
@@ -71,6 +75,7 @@ GRANTING_ROLES = {
     ("Users", "map-roles"): ("manage-users",),
     ("Users", "manage-group-membership"): ("manage-users",),
     ("Users", "impersonate"): ("impersonation",),
+    ("Users", "reset-password"): ("manage-users",),
     ("Groups", "view"): ("view-users", "manage-users"),
     ("Groups", "view-members"): ("view-users", "manage-users"),
     ("Groups", "manage"): ("manage-users",),
@@ -350,7 +355,10 @@ def _applicable(permissions, kind, scope, target, target_groups):
 
 def _evaluate(admin, realm, settings, kind, scope, target):
     groups = set(target.groups.values_list("pk", flat=True)) if kind == "Users" and target is not None else set()
-    found = _applicable(_permissions(settings), kind, scope, target, groups)
+    permissions = _permissions(settings)
+    found = _applicable(permissions, kind, scope, target, groups)
+    if not found and (kind, scope) in FALLBACK_SCOPES:
+        found = _applicable(permissions, kind, FALLBACK_SCOPES[(kind, scope)], target, groups)
     if not found:
         return False
     return combine(settings.get("decisionStrategy", "UNANIMOUS"), [_granted(admin, realm, settings, p) for p in found])

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from realms.data import rows
 from realms.data.crypto import constant_time_equals
-from realms.models import ClientSession
+from realms.sso import sessions
 
 from .errors import InvalidGrant
 from .models import AuthorizationCode
@@ -98,7 +98,7 @@ def redeem_code(*, client, code, redirect_uri, code_verifier="") -> Authorizatio
             "client_id", "user_session_id").first()
         if used is not None:
             # Replay of a redeemed code: whoever holds it must not keep what it bought.
-            ClientSession.objects.filter(user_session_id=used[1], client_id=used[0]).delete()
+            sessions.end_client_session(used[1], used[0])
         raise InvalidGrant("Code not valid", event_error="invalid_code")
     if row.client_id != client.pk:
         raise InvalidGrant("Code not valid", event_error="invalid_code")

@@ -290,13 +290,12 @@ def refresh_token(exchange):
     binding.check_refresh(claims, exchange.binding)
     typ = claims["typ"]
     exchange.user_id, exchange.session_id = claims.get("sub", ""), claims.get("sid", "")
-    user_session = sessions.get_valid_session(realm, claims.get("sid"))
+    user_session, client_session = sessions.session_with_client(realm, claims.get("sid"), client)
     if (user_session is None or user_session.offline != (typ == tokens.TYP_OFFLINE)
             or exchange.client_config.subject(user_session.user_id) != claims.get("sub")):
         raise InvalidGrant("Session not active" if typ == tokens.TYP_REFRESH else "Offline session not active",
                            event_error="invalid_token")
     user = user_session.user
-    client_session = sessions.client_session_of(user_session, client)
     if client_session is None:
         raise InvalidGrant("Session doesn't have required client", event_error="invalid_token")
     if not sessions.client_session_valid(client_session):
@@ -337,8 +336,11 @@ def _check_reuse(client_session, jti, max_reuse):
 
     ``rt_latest`` is the newest refresh token handed out; ``rt_current``/``rt_uses`` the token
     being used and how often. Presenting the newest token makes it current; presenting the
-    current one again counts a reuse (allowed ``max_reuse`` times); anything else is stale."""
-    locked = ClientSession.objects.select_for_update().get(pk=client_session.pk)
+    current one again counts a reuse (allowed ``max_reuse`` times); anything else is stale.
+    The notes are the locked row's: the cached copy's ``rt_*`` notes may lag, and are not read."""
+    locked = ClientSession.objects.select_for_update().filter(pk=client_session.pk).first()
+    if locked is None:  # ended since the copy was read
+        raise InvalidGrant("Session doesn't have required client", event_error="invalid_token")
     notes = dict(locked.notes or {})
     if jti == notes.get("rt_latest") and jti != notes.get("rt_current"):
         notes["rt_current"], notes["rt_uses"] = jti, 0

@@ -13,7 +13,7 @@ from django.utils import timezone
 from realms import features
 from realms.audit.events import emit
 from realms.data.keys import realm_keys
-from realms.models import ClientScope, ClientSession, RealmKey, User
+from realms.models import ClientScope, RealmKey, User
 from realms.signin import loa
 from realms.sso import sessions
 
@@ -343,7 +343,7 @@ def revoke(request, realm_config, issuer, params, ip_address=""):
         sid = claims.get("sid")
         user_session = sessions.get_valid_session(realm, sid)
         if user_session is None:
-            ClientSession.objects.filter(user_session_id=sid, client=config.client).delete()
+            sessions.end_client_session(sid, config.client.pk)
         else:
             sessions.end_client_sessions([user_session], config.client, reason="revoked")
     elif typ == tokens.TYP_BEARER and claims.get("jti"):

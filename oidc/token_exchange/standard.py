@@ -17,7 +17,6 @@ Every refusal is Keycloak's error, description and event error; Keycloak's ``rea
 """
 from django.db import transaction
 
-from realms.models import ClientSession
 from realms.sso import sessions
 
 from .. import tokens
@@ -212,7 +211,7 @@ def exchange(exchange, delegation=False):
             # the one write; later exchanges only read it.
             with transaction.atomic():
                 if client_session is not None:
-                    ClientSession.objects.filter(pk=client_session.pk).delete()
+                    sessions.end_client_session(client_session.user_session_id, client_session.client_id)
                 client_session = sessions.get_or_create_client_session(user_session, ctx.client, scope=ctx.scope)
             transaction.on_commit(lambda: remember_client_session(client_session))
         sessions.touch(user_session, client_session)

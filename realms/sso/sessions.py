@@ -2,11 +2,12 @@
 one client session per application. OIDC and SAML share them, so they live here, not in a
 protocol app.
 
-Rows are the truth (sessions survive a restart); the Django cache holds each user session by id
-so that the hot paths (authorization request with a cookie, refresh) skip the database. Every
-change goes through this module, which writes the row and refreshes or drops the cache entry.
-With the feature ``stateless`` the cache is a table of the same database, so there is no copy:
-the row is read and written once (decision 0109).
+Rows are the truth (sessions survive a restart); the Django cache holds each user session by id,
+and each client session by its session and client, so that the hot paths (authorization request
+with a cookie, refresh) skip the database: a refresh reads both copies in one round trip (decision
+0113). Every change goes through this module, which writes the row and refreshes or drops the
+cache entry. With the feature ``stateless`` the cache is a table of the same database, so there
+is no copy: the row is read and written once (decision 0109).
 
 Timeouts follow Keycloak: a session ends when idle longer than SSO Session Idle or older than
 SSO Session Max (remember-me variants when set and the user ticked "remember me"; offline
@@ -60,9 +61,18 @@ def cache_key(session_id):
     return f"idp:usersession:{session_id}" if _copied() else None
 
 
-def _cache_put(user_session):
-    if not _copied():
-        return
+def _client_cache_key(session_id, client_pk):
+    return f"idp:clientsession:{session_id}:{client_pk}"
+
+
+def _client_copy(client_session):
+    # Without its user session and client: the reader holds both (session_with_client).
+    cached = copy.copy(client_session)
+    cached._state.fields_cache.clear()
+    return cached
+
+
+def _session_copy(user_session):
     # Cached with its user but without their realm: every reader holds the realm already
     # (get_valid_session puts it back), and a Realm row costs more to unpickle than the rest.
     # (A pickled user carries no credential rows: User.__getstate__.)
@@ -73,12 +83,34 @@ def _cache_put(user_session):
     if user is not None:
         cached.user = copy.copy(user)
         cached.user._state.fields_cache.pop("realm", None)
-    cache.set(cache_key(user_session.pk), cached, CACHE_TTL)
+    return cached
+
+
+def _cache_put(user_session=None, client_session=None):
+    """Put the copies given, in one round trip."""
+    if not _copied():
+        return
+    copies = {}
+    if user_session is not None:
+        copies[cache_key(user_session.pk)] = _session_copy(user_session)
+    if client_session is not None:
+        copies[_client_cache_key(client_session.user_session_id, client_session.client_id)] = (
+            _client_copy(client_session))
+    if len(copies) > 1:
+        cache.set_many(copies, CACHE_TTL)
+    elif copies:
+        cache.set(*copies.popitem(), CACHE_TTL)
 
 
 def _cache_drop(*session_ids):
     if session_ids and _copied():
         cache.delete_many([cache_key(s) for s in session_ids])
+
+
+def _client_cache_drop(session_id, client_pk):
+    # Once committed: dropped earlier, a reader could put back the row it read before the commit.
+    if _copied():
+        transaction.on_commit(lambda: cache.delete(_client_cache_key(session_id, client_pk)))
 
 
 # Timeouts -------------------------------------------------------------------------------------
@@ -163,9 +195,12 @@ def create_user_session(realm, user, *, ip_address="", auth_methods=(), remember
     return user_session
 
 
-def _load(session_id, cached=None):
-    if cached is None and _copied():
-        cached = cache.get(cache_key(session_id))
+_UNREAD = object()
+
+
+def _load(session_id, cached=_UNREAD):
+    if cached is _UNREAD:
+        cached = cache.get(cache_key(session_id)) if _copied() else None
     if cached is not None:
         return cached
     user_session = _read_row(session_id)
@@ -188,10 +223,11 @@ def _read_row(session_id):
     return user_session
 
 
-def get_valid_session(realm, session_id, cached=None) -> UserSession | None:
+def get_valid_session(realm, session_id, cached=_UNREAD) -> UserSession | None:
     """The live session with this id in this realm, or None. A session found past its idle or
     max timeout, or whose user is disabled, is ended on the way. ``cached``: the value of its
-    ``cache_key`` when the caller read it already (with other keys, in one round trip)."""
+    ``cache_key`` when the caller read it already (with other keys, in one round trip; None when
+    it was not there)."""
     if not session_id:
         return None
     user_session = _load(session_id, cached)
@@ -211,14 +247,18 @@ def touch(user_session, client_session=None):
     """Reset the idle timer of the session (and of the client session). Writes at most once per
     TOUCH_INTERVAL per session, so it is cheap to call on every use."""
     now = timezone.now()
+    touched = {}
     if now - user_session.last_refresh >= TOUCH_INTERVAL:
         user_session.last_refresh = now
-        UserSession.objects.filter(pk=user_session.pk).update(last_refresh=now)
-        # A newer idle timer in the cache is harmless even if the transaction rolls back.
-        _cache_put(user_session)
+        # A row ended meanwhile (0 rows updated) must not be put back in the cache.
+        if UserSession.objects.filter(pk=user_session.pk).update(last_refresh=now):
+            touched["user_session"] = user_session
     if client_session is not None and now - client_session.last_refresh >= TOUCH_INTERVAL:
         client_session.last_refresh = now
-        ClientSession.objects.filter(pk=client_session.pk).update(last_refresh=now)
+        if ClientSession.objects.filter(pk=client_session.pk).update(last_refresh=now):
+            touched["client_session"] = client_session
+    # A newer idle timer in the cache is harmless even if the transaction rolls back.
+    _cache_put(**touched)
 
 
 def set_note(user_session, name, value):
@@ -260,6 +300,7 @@ def get_or_create_client_session(user_session, client, *, redirect_uri="", scope
         merged = {**client_session.notes, **notes}
         client_session.notes = {k: v for k, v in merged.items() if v is not None}
         client_session.save(update_fields=["redirect_uri", "scope", "last_refresh", "notes"])
+        _client_cache_drop(user_session.pk, client.pk)
     client_session.user_session = user_session
     client_session.client = client
     return client_session
@@ -274,6 +315,27 @@ def client_session_of(user_session, client) -> ClientSession | None:
     if found is not None:
         found.user_session, found.client = user_session, client
     return found
+
+
+def session_with_client(realm, session_id, client):
+    """The refresh's read: ``get_valid_session`` and this client's session within it (None when
+    it has none), the copies of both from the shared cache in one round trip (decision 0113). A
+    client session not in the cache is read from its row and put there."""
+    if not session_id:
+        return None, None
+    keys = [cache_key(session_id), _client_cache_key(session_id, client.pk)] if _copied() else []
+    found = cache.get_many(keys) if keys else {}
+    user_session = get_valid_session(realm, session_id, found.get(keys[0]) if keys else _UNREAD)
+    if user_session is None:
+        return None, None
+    client_session = found.get(keys[1]) if keys else None
+    if client_session is not None:
+        client_session.user_session, client_session.client = user_session, client
+        return user_session, client_session
+    client_session = client_session_of(user_session, client)
+    if client_session is not None:
+        _cache_put(client_session=client_session)
+    return user_session, client_session
 
 
 def user_with_client_session(user_session, client) -> User | None:
@@ -321,9 +383,17 @@ def end_client_sessions(user_sessions, client, *, reason=""):
     were ended."""
     ended = 0
     for user_session in user_sessions:
-        ended += ClientSession.objects.filter(user_session=user_session, client=client).delete()[0]
+        ended += end_client_session(user_session.pk, client.pk)
         if user_session.offline and not ClientSession.objects.filter(user_session=user_session).exists():
             end_session(user_session, reason=reason)
+    return ended
+
+
+def end_client_session(session_id, client_pk) -> int:
+    """Delete one client's share of a session, row and cached copy; how many rows were deleted.
+    Every deletion of a client session goes through here, or a refresh would find its copy."""
+    ended = ClientSession.objects.filter(user_session_id=session_id, client_id=client_pk).delete()[0]
+    _client_cache_drop(session_id, client_pk)
     return ended
 
 

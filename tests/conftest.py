@@ -101,3 +101,10 @@ def measure(monkeypatch):
         monkeypatch.undo()
 
     return run
+
+
+def assert_costs(found, expected):
+    """``found`` (request type: Cost) counts ``expected`` (request type: (queries, cache calls));
+    on a difference, the statements and calls of every request type are shown."""
+    assert {name: cost.counts for name, cost in found.items()} == expected, {
+        name: (cost.queries, cost.cache_calls) for name, cost in found.items()}

@@ -108,9 +108,11 @@ def _cache_drop(*session_ids):
 
 
 def _client_cache_drop(session_id, client_pk):
-    # Once committed: dropped earlier, a reader could put back the row it read before the commit.
+    # Again once committed: a reader could put back the row it read before the commit.
     if _copied():
-        transaction.on_commit(lambda: cache.delete(_client_cache_key(session_id, client_pk)))
+        key = _client_cache_key(session_id, client_pk)
+        cache.delete(key)
+        transaction.on_commit(lambda: cache.delete(key))
 
 
 # Timeouts -------------------------------------------------------------------------------------

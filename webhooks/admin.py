@@ -54,8 +54,8 @@ class EndpointForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        for name in ("payload", "envelope"):  # left out: the defaults, as in the REST API
-            self.fields[name].required = False
+        for name in {"payload", "envelope"} & set(self.fields):  # left out: the defaults, as in the REST API
+            self.fields[name].required = False  # (none on a read-only page: every field is shown as text)
 
     def clean(self):
         data = super().clean()
@@ -82,11 +82,11 @@ class EndpointAdmin(ConsoleAdmin):
     which record their own admin events (``WEBHOOK_ENDPOINT``, never a webhook themselves)."""
 
     form = EndpointForm
-    list_display = ("url", "description", "enabled", "disabled_reason", "created")
+    list_display = ("url", "description", "enabled", "disabled_reason", "created", "managed_by")
     list_filter = (RealmFilter, "enabled")
     search_fields = ("url", "description")
-    readonly_fields = ("disabled_reason", "failing", "throttled", "slowed", "handshake", "public_keys", "created",
-                       "schemas")
+    readonly_fields = ("managed_by", "disabled_reason", "failing", "throttled", "slowed", "handshake", "public_keys",
+                       "created", "schemas")
     # Times as the console shows every time (realms.admin.names.when), not in Django's format.
     created = time_column("created_at", "Created")
     failing = time_column("failing_since", "Failing since")
@@ -97,6 +97,22 @@ class EndpointAdmin(ConsoleAdmin):
 
     def change_event(self, request, operation, obj):
         pass  # recorded by the service functions
+
+    # An endpoint another app manages (a Shared Signals stream's) is shown, for its delivery log,
+    # but neither edited nor deleted here: that would break what it carries without a word.
+    def has_change_permission(self, request, obj=None):
+        return super().has_change_permission(request, obj) and (obj is None or payloads.owner_of(obj) is None)
+
+    def has_delete_permission(self, request, obj=None):
+        return super().has_delete_permission(request, obj) and (obj is None or payloads.owner_of(obj) is None)
+
+    @admin.display(description="Managed by")
+    def managed_by(self, obj):
+        owner = payloads.owner_of(obj) if obj.pk else None
+        if owner is None:
+            return "-"
+        text, link = owner
+        return format_html('<a href="{}">{}</a>', link, text) if link else text
 
     @admin.display(description="Ed25519 public keys (v1a)")
     def public_keys(self, obj):

@@ -11,7 +11,9 @@ the bytes every endpoint received before payloads were chosen. Others are keys s
 
 An app can register an envelope of its own (``register_envelope``): its name is then the format,
 and its renderer makes the whole body from the message's ``data`` (the Shared Signals
-transmitter's signed SETs, ``oidc.ssf``; webhooks never import the app that renders them).
+transmitter's signed SETs, ``oidc.ssf``; webhooks never import the app that renders them). An
+endpoint of such an envelope is that app's (``owner_of``): the console shows it read-only and the
+webhook API refuses to change or delete it.
 """
 import json
 from dataclasses import dataclass
@@ -33,17 +35,27 @@ JSON, CLOUDEVENTS_JSON = "application/json", "application/cloudevents+json"
 @dataclass(frozen=True)
 class Envelope:
     """A registered envelope: ``render(message_id=, source=, event_type=, occurred_at=, data=)``
-    returns the body, sent with ``content_type``."""
+    returns the body, sent with ``content_type``; ``owner(endpoint)`` gives (the text naming what
+    manages an endpoint of this envelope, a console link to it)."""
 
     content_type: str
     render: object
+    owner: object
 
 
 REGISTERED_ENVELOPES = Registry("webhook envelopes")
 
 
-def register_envelope(name, content_type, render):
-    REGISTERED_ENVELOPES.add(name, Envelope(content_type, render))
+def register_envelope(name, content_type, render, owner):
+    """The portal names the envelope by the message ``webhookPortalEnvelope_<name>``."""
+    REGISTERED_ENVELOPES.add(name, Envelope(content_type, render, owner))
+
+
+def owner_of(endpoint):
+    """(text, console link) of what manages ``endpoint`` through an API of its own, or None for
+    an endpoint of the realm's admins."""
+    envelope = REGISTERED_ENVELOPES.get(endpoint.envelope)
+    return envelope.owner(endpoint) if envelope else None
 
 
 def format_of(kind, version, envelope):

@@ -175,6 +175,8 @@ def _parse_local(value):
 def _act(request, endpoint, who):
     """The overview page's forms. Returns (notice key, shown secret or None); raises WebhookError."""
     action, form = request.POST.get("action"), request.POST
+    if action in ("test", "event-types") and payloads.owner_of(endpoint) is not None:
+        raise services.WebhookError("webhookPortalEventTypesManaged")  # a stream's: its receiver chooses
     if action == "pause":
         services.update_endpoint(endpoint, who=who, enabled=False)
         return "webhookPortalPaused", None
@@ -234,7 +236,7 @@ def overview(request, endpoint, expires_at, who, base):
     rows = list(rows[(page - 1) * PAGE_SIZE:page * PAGE_SIZE + 1])
     return _render(request, realm, "webhook-portal.html", {
         "endpoint": endpoint, "base": base, "expires": when(expires_at, realm), "notice": notice, "error": error,
-        "secret": secret, "status_key": _status_key(endpoint),
+        "secret": secret, "status_key": _status_key(endpoint), "managed": payloads.owner_of(endpoint) is not None,
         "failing_since": when(endpoint.failing_since, realm) if endpoint.failing_since else "",
         "event_types": _event_type_choices(endpoint),
         "deliveries": [{"id": d.message_id, "type": d.message.type, "created": when(d.created_at, realm),

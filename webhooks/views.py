@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from realms.admin_api.errors import Invalid, NotFound
 from realms.admin_api.views import RealmResource
 
-from . import catalogue, schemas, services
+from . import catalogue, payloads, schemas, services
 from .models import DeliveryAttempt, Endpoint
 from .services import WebhookError, representation
 
@@ -35,8 +35,37 @@ class WebhookResource(RealmResource):
         return endpoint
 
 
+def _rep(endpoint):
+    """The endpoint's representation, with ``managedBy`` naming the app that manages it, if any."""
+    owner = payloads.owner_of(endpoint)
+    return {**representation(endpoint), **({"managedBy": owner[0]} if owner else {})}
+
+
+def _changes(endpoint, body):
+    """A PUT's changes (model field names). An endpoint another app manages (a Shared Signals
+    stream's) changes only ``enabled`` here (switched back on after failures); the rest would
+    break what it carries without a word, so it may only be sent back unchanged."""
+    fields = _fields(body)
+    owner = payloads.owner_of(endpoint)
+    if owner is None:
+        return fields
+    current = representation(endpoint)
+    changed = sorted(k for k in set(body) & set(services.FIELDS) if k != "enabled" and body[k] != current.get(k))
+    if changed:
+        raise WebhookError(f"This webhook belongs to {owner[0]}: only enabled can be changed here, not {changed[0]}")
+    return {k: v for k, v in fields.items() if k == "enabled"}
+
+
+def _refuse_managed_deletion(endpoint):
+    owner = payloads.owner_of(endpoint)
+    if owner is not None:
+        raise WebhookError(f"This webhook belongs to {owner[0]}: it cannot be deleted here")
+
+
 def _fields(body):
-    unknown = set(body) - set(services.FIELDS) - {"secret", "signature", "id", "createdAt", "handshakeAt"}
+    # The representation's read-only keys are ignored, so what a GET gave can be PUT back.
+    unknown = set(body) - set(services.FIELDS) - {"secret", "signature", "id", "createdAt", "handshakeAt",
+                                                  "publicKeys", "disabledReason", "managedBy"}
     if unknown:
         raise WebhookError(f"unknown field {sorted(unknown)[0]!r}")
     return {services.FIELDS[k]: v for k, v in body.items() if k in services.FIELDS}
@@ -47,7 +76,7 @@ class Endpoints(WebhookResource):
 
     def get(self, request, **kwargs):
         rows = Endpoint.objects.filter(realm=self.realm).prefetch_related("secrets")
-        return Response([representation(e) for e in rows])
+        return Response([_rep(e) for e in rows])
 
     def post(self, request, **kwargs):
         body = self.body()
@@ -57,7 +86,7 @@ class Endpoints(WebhookResource):
         endpoint, secret = services.create_endpoint(
             self.realm, fields.pop("url"), fields.pop("event_types", []), secret=body.get("secret"),
             signature=body.get("signature", "v1"), who=self.auth_details(), **fields)
-        out = representation(self.endpoint(endpoint.pk))
+        out = _rep(self.endpoint(endpoint.pk))
         out["publicKey" if body.get("signature") == "v1a" else "secret"] = secret
         return Response(out, status=201, headers={"Location": request.build_absolute_uri(f"{request.path}/{endpoint.pk}")})
 
@@ -66,14 +95,17 @@ class EndpointDetail(WebhookResource):
     required_role = {"GET": READ, "PUT": WRITE, "DELETE": WRITE}
 
     def get(self, request, endpoint_id, **kwargs):
-        return Response(representation(self.endpoint(endpoint_id)))
+        return Response(_rep(self.endpoint(endpoint_id)))
 
     def put(self, request, endpoint_id, **kwargs):
-        services.update_endpoint(self.endpoint(endpoint_id), who=self.auth_details(), **_fields(self.body()))
+        endpoint = self.endpoint(endpoint_id)
+        services.update_endpoint(endpoint, who=self.auth_details(), **_changes(endpoint, self.body()))
         return Response(status=204)
 
     def delete(self, request, endpoint_id, **kwargs):
-        services.delete_endpoint(self.endpoint(endpoint_id), who=self.auth_details())
+        endpoint = self.endpoint(endpoint_id)
+        _refuse_managed_deletion(endpoint)
+        services.delete_endpoint(endpoint, who=self.auth_details())
         return Response(status=204)
 
 

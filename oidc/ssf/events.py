@@ -9,6 +9,7 @@ import re
 from datetime import UTC, datetime
 
 from django.db.models.signals import post_delete
+from django.urls import reverse
 
 from realms import features
 from realms.audit.events import realm_event
@@ -228,8 +229,18 @@ def _drop_endpoint(sender, instance, **kwargs):
     Endpoint.objects.filter(pk=instance.endpoint_id).delete()
 
 
+def owner(endpoint):
+    """What the webhook console and API name as managing a stream's endpoint, and a link to it:
+    the receiver client's page, where its Shared Signals settings are."""
+    stream = SsfStream.objects.filter(endpoint=endpoint).select_related("client").first()
+    if stream is None:  # the stream is being deleted with its endpoint
+        return "a Shared Signals stream", ""
+    return (f"the Shared Signals stream of client {stream.client.client_id} (managed through the SSF stream API)",
+            reverse("admin:realms_client_change", args=[stream.client_id]) + "#advanced")  # its SSF settings' tab
+
+
 def register():
     """From ``OidcConfig.ready``: the SET envelope and the listeners."""
-    payloads.register_envelope(ENVELOPE, SECEVENT_JWT, render)
+    payloads.register_envelope(ENVELOPE, SECEVENT_JWT, render, owner)
     realm_event.connect(on_realm_event, sender=Event, dispatch_uid="oidc.ssf")
     post_delete.connect(_drop_endpoint, sender=SsfStream, dispatch_uid="oidc.ssf.endpoint")

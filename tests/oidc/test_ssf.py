@@ -22,7 +22,7 @@ from realms.representation.realm import export_realm
 from realms.users.accounts import create_user
 from tests.servers import Receiver
 from webhooks import delivery
-from webhooks.models import Delivery, DeliveryAttempt
+from webhooks.models import Delivery, DeliveryAttempt, Endpoint
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("outbound_loopback", "ssf_feature")]
 
@@ -502,3 +502,39 @@ def test_settings_are_attributes_in_export_and_import(realm):
     copy = import_realm(exported).realm
     assert events.transmitter_enabled(copy)
     assert HttpClient().get(f"/realms/{copy.name}/.well-known/ssf-configuration").status_code == 200
+
+
+def test_a_streams_webhook_is_named_and_only_switched_on_or_off_through_the_webhook_api(realm, admin_token, push_server):
+    """The stream's endpoint is listed (its delivery log is useful) as the stream's; changing or
+    deleting it through the webhook API would break the stream without a word, so it is refused."""
+    stream = push_stream(Api(realm, token(realm)), push_server)
+    endpoint_id = SsfStream.objects.get(pk=stream["stream_id"]).endpoint_id
+    http = HttpClient(HTTP_AUTHORIZATION=f"Bearer {admin_token}")
+    hooks = f"/admin/realms/{realm.name}/webhooks"
+    ordinary = http.post(hooks, data=json.dumps({"url": push_server.url(), "eventTypes": ["user.*"]}),
+                         content_type="application/json").json()
+    listed = {e["id"]: e for e in http.get(hooks).json()}
+    owner = "the Shared Signals stream of client receiver (managed through the SSF stream API)"
+    assert listed[endpoint_id]["managedBy"] == owner and "managedBy" not in listed[ordinary["id"]]
+    got = http.get(f"{hooks}/{endpoint_id}").json()
+    assert got == listed[endpoint_id]
+
+    def put(endpoint, body):
+        return http.put(f"{hooks}/{endpoint}", data=json.dumps(body), content_type="application/json")
+
+    for key, value in (("eventTypes", ["*"]), ("url", push_server.url() + "other"), ("envelope", "standard")):
+        refused = put(endpoint_id, {**got, key: value})
+        assert refused.status_code == 400 and refused.json() == {
+            "errorMessage": f"This webhook belongs to {owner}: only enabled can be changed here, not {key}"}
+    assert put(endpoint_id, {**got, "enabled": False}).status_code == 204  # as after failures: switched back on here
+    assert not Endpoint.objects.get(pk=endpoint_id).enabled
+    assert put(endpoint_id, {**got, "enabled": True}).status_code == 204 and Endpoint.objects.get(pk=endpoint_id).enabled
+    deleted = http.delete(f"{hooks}/{endpoint_id}")
+    assert deleted.status_code == 400
+    assert deleted.json() == {"errorMessage": f"This webhook belongs to {owner}: it cannot be deleted here"}
+    assert Endpoint.objects.get(pk=endpoint_id).event_types == got["eventTypes"]
+    assert Api(realm, token(realm))("get", "streams").json()[0]["stream_id"] == stream["stream_id"]
+    # An ordinary endpoint: what a GET gave, changed, is PUT back; and it is deleted.
+    again = http.get(f"{hooks}/{ordinary['id']}").json()
+    assert put(ordinary["id"], {**again, "eventTypes": ["*"]}).status_code == 204
+    assert http.delete(f"{hooks}/{ordinary['id']}").status_code == 204

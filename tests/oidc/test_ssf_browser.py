@@ -58,3 +58,49 @@ def test_switch_on_the_transmitter_and_a_receiver_by_the_keyboard_on_a_phone(pho
     assert receiver.attributes["ssf.enabled"] == "true"
     assert problems == []
     assert not [s for s in statuses if s[0] >= 500]
+
+
+def test_a_streams_webhook_is_read_only_in_the_console_and_named_in_words_in_the_portal(phone, live_server, acme):
+    """The stream's endpoint shows in the realm's webhook list (its delivery log is useful) with the
+    receiver it belongs to, a link to that client, and no way to edit or delete it; its portal
+    names the envelope in words and offers no event types or test event."""
+    from oidc.ssf import streams
+    from webhooks import portal
+
+    page, statuses = phone
+    base = live_server.url
+    rx = Client.objects.create(realm=acme, client_id="rx", service_accounts_enabled=True, attributes={"ssf.enabled": "true"})
+    stream = streams.create(rx, f"{base}/realms/acme", {"delivery": {"method": "urn:ietf:rfc:8936"}})
+    endpoint = stream.endpoint
+    sign_in_to_console(page, base, "root", PASSWORD)
+    page.goto(base + reverse("admin:realms_realm_change", args=[acme.pk]))  # work in acme
+    page.goto(base + reverse("admin:webhooks_endpoint_changelist") + f"?realm__id__exact={acme.pk}")
+    problems = reads_well(page)
+    owner = page.get_by_role("link", name="the Shared Signals stream of client rx (managed through the SSF stream API)")
+    owner.focus()
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    assert page.url.endswith(reverse("admin:realms_client_change", args=[rx.pk]) + "#advanced")
+    assert page.locator("#id_ssf_enabled").is_visible() and page.locator("#id_ssf_enabled").is_checked()
+    page.goto(base + reverse("admin:webhooks_endpoint_change", args=[endpoint.pk]))
+    problems += reads_well(page)
+    assert page.locator("input[name=url], select[name=envelope]").count() == 0  # shown, not a form
+    assert page.get_by_role("link", name="Delete").count() == 0
+    assert "Shared Signals stream of client rx" in page.locator("#content").inner_text()
+    page.goto(base + reverse("admin:webhooks_endpoint_delete", args=[endpoint.pk]))  # refused, not a 500
+    assert endpoint.__class__.objects.filter(pk=endpoint.pk).exists()
+
+    url, _ = portal.issue_link(None, endpoint, expires_in=600)
+    page.goto(base + url[url.index("/realms/"):])
+    problems += reads_well(page)
+    assert page.locator("#endpoint-envelope").inner_text() == "Shared Signals (Security Event Tokens, SET)"
+    assert "secevent" not in page.locator("main").inner_text()
+    assert page.locator("#send-test, #save-types").count() == 0
+    assert "the receiver chooses its events through the stream" in page.locator("#types-managed").inner_text()
+    page.locator("#pause").focus()  # what the portal still does for it: pause, redeliver, rotate
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    assert page.locator("#notice").inner_text() and page.locator("#resume").count() == 1
+    problems += reads_well(page)
+    assert problems == []
+    assert not [s for s in statuses if s[0] >= 500]

@@ -36,11 +36,10 @@ _DEFAULTS = {
     "IDP_WEBHOOK_REDISPATCH_AFTER": 60.0,  # a dispatched but unclaimed delivery is sent again
     "IDP_WEBHOOK_LEASE_MARGIN": 30.0,  # a claimed delivery is taken back after timeout + this
     "IDP_WEBHOOK_DEFAULT_CONCURRENCY": 10,
-    # Per worker process: threads sending for healthy endpoints, and sends they may have queued.
-    "IDP_WEBHOOK_SENDER_THREADS": 64,
-    "IDP_WEBHOOK_SENDER_BACKLOG": 256,
-    # Per worker process: threads for endpoints demoted after unanswered requests (the slow lane).
-    "IDP_WEBHOOK_SLOW_LANE_THREADS": 16,
+    # Per worker process: sends in flight at once for healthy endpoints (one event loop sends them).
+    "IDP_WEBHOOK_SENDER_SENDS": 256,
+    # Per worker process: sends in flight to endpoints demoted after unanswered requests (the slow lane).
+    "IDP_WEBHOOK_SLOW_LANE_SENDS": 16,
     "IDP_WEBHOOK_SLOW_LANE_SECONDS": 300,  # an endpoint stays demoted this long unless it answers
     "IDP_WEBHOOK_SLOW_LANE_CONCURRENCY": 2,  # requests in flight to a demoted endpoint, at most
     "IDP_WEBHOOK_SLOW_AFTER": 2.0,  # seconds without an answer that demote an endpoint at once

@@ -10,6 +10,7 @@ pulled. Every endpoint is its own queue (its pending rows) with its own concurre
 slow or dead endpoint holds at most ``max_concurrency`` requests and never the healthy lane's
 threads for long. See docs/decisions/0008-webhook-delivery.md.
 """
+import asyncio
 import base64
 import email.utils
 import logging
@@ -26,7 +27,7 @@ from django.db.models import F
 from django.utils import timezone
 from opentelemetry import trace
 
-from realms.http.outbound import HTTPError, TargetRefused, prepare, request
+from realms.http.outbound import Target, TargetRefused, prepare, request
 
 from . import conf, dispatch, limits, metrics, notify, ordering, payloads, receiver, sender
 from .models import Delivery, DeliveryAttempt, Endpoint, EndpointSecret, EndpointTimers, new_message_id
@@ -74,6 +75,8 @@ class Job:
     slow: bool = False  # sent by the slow lane
     format: str = ""  # webhooks.payloads: the body's kind, version and envelope
     subject: str = ""  # on an ordered endpoint (webhooks.ordering)
+    target: Target | None = None  # the endpoint's checked address (None: refused, see ``refused``)
+    refused: str = ""
 
 
 @dataclass
@@ -127,11 +130,20 @@ def _claim(ids, now):
         state = endpoints.get(endpoint_id) or endpoints.setdefault(endpoint_id, EndpointState(endpoint_id, *ep))
         jobs.append(Job(pk, message_id, payloads.body_of(payload, bodies, fmt).encode(), attempts, step, state, None,
                         format=fmt, subject=subject))
+    targets = {}
     for job in jobs:
         try:
             job.signer = _signer(job.endpoint, now)
         except InvalidSecret as exc:
             job.signer_error = str(exc)
+        # Resolved and checked once per endpoint and claim, here: a slow resolver holds this
+        # thread, never the loop that sends for every endpoint.
+        if job.endpoint.id not in targets:
+            try:
+                targets[job.endpoint.id] = (prepare(job.endpoint.url), "")
+            except TargetRefused as exc:
+                targets[job.endpoint.id] = (None, str(exc))
+        job.target, job.refused = targets[job.endpoint.id]
     return jobs
 
 
@@ -204,8 +216,17 @@ def _claim_and_start(ids, lanes):
         for endpoint_id in limits.rewait([(ep.id, slot_limit(ep, now)) for ep in refused]):
             pump(endpoint_id, 1)
     if not lanes:
-        record([send(j) for j in go])
+        record(asyncio.run(_send_here(go)))
     return {j.delivery_id for j in go}
+
+
+async def _send_here(jobs):
+    """The inline sends, one after the other, on connections of their own."""
+    client = sender.Client()
+    try:
+        return [await send(job, client) for job in jobs]
+    finally:
+        client.close()
 
 
 def slot_limit(ep, now):
@@ -324,8 +345,9 @@ def next_delay(step, retry_after=None):
 
 
 def call(method, target, body, headers, timeout=None):
-    """One request to a receiver under the sender's limits (``realms.http.outbound``: kept-alive
-    connection to the checked address, no redirects); raises ``HTTPError`` when nothing answers."""
+    """One request to a receiver under the sender's limits, from a thread (the ownership
+    handshake; deliveries go through ``sender.Client``): ``realms.http.outbound``, kept-alive
+    connection to the checked address, no redirects; raises ``HTTPError`` when nothing answers."""
     timeout = conf.get("IDP_WEBHOOK_TIMEOUT") if timeout is None else timeout
     return request(method, target, body, {"User-Agent": USER_AGENT, **headers}, timeout=timeout,
                    connect_timeout=conf.get("IDP_WEBHOOK_CONNECT_TIMEOUT"),
@@ -356,15 +378,16 @@ def _traced_parent(message_id):
 TRACED_ID_LENGTH = len("msg_") + 48  # 36 bytes in base64; random ids are 24 characters
 
 
-def send(job):
-    """Sign with a fresh timestamp and POST once; never raises for the receiver's failures."""
+async def send(job, client):
+    """Sign with a fresh timestamp and POST once with ``client`` (a ``sender.Client``); never
+    raises for the receiver's failures."""
     if not settings.IDP_TRACING_ENABLED:
-        return _send(job)
+        return await _send(job, client)
     with trace.get_tracer("idp.webhooks").start_as_current_span(
             "webhook delivery", context=_traced_parent(job.message_id), kind=trace.SpanKind.PRODUCER,
             attributes={"webhook.message_id": job.message_id, "webhook.endpoint_id": job.endpoint.id,
                         "webhook.attempt": job.attempts + 1}) as span:
-        result = _send(job)
+        result = await _send(job, client)
         if result.status is not None:
             span.set_attribute("http.response.status_code", result.status)
         if not result.success:
@@ -372,24 +395,28 @@ def send(job):
         return result
 
 
-def _send(job):
+async def _send(job, client):
     started = timezone.now()
     t0 = time.monotonic()
     status, error, body, retry_after, no_answer = None, "", b"", None, False
     try:
+        if job.target is None:
+            raise TargetRefused(job.refused)
         if job.signer is None:
             raise InvalidSecret(job.signer_error)
-        target = prepare(job.endpoint.url)
-        resp = call("POST", target, job.payload,
-                    {**payloads.headers(job.format), **job.signer.headers(job.message_id, job.payload)})
+        resp = await client.request(
+            "POST", job.target, job.payload,
+            {"User-Agent": USER_AGENT, **payloads.headers(job.format), **job.signer.headers(job.message_id, job.payload)},
+            timeout=conf.get("IDP_WEBHOOK_TIMEOUT"), connect_timeout=conf.get("IDP_WEBHOOK_CONNECT_TIMEOUT"),
+            body_limit=conf.get("IDP_WEBHOOK_RESPONSE_BODY_LIMIT"))
         status, body = resp.status, resp.body
-        retry_after = retry_after_seconds(resp.headers.get("Retry-After") or resp.headers.get("retry-after"))
+        retry_after = retry_after_seconds(resp.headers.get("retry-after"))
     except TargetRefused as exc:
         error = f"refused: {exc}"
     except InvalidSecret as exc:
         error = f"no usable secret: {exc}"
-    except HTTPError as exc:
-        error, no_answer = f"{exc.__class__.__name__}: no answer", True
+    except sender.NoAnswer as exc:
+        error, no_answer = f"{exc}: no answer", True
     return Result(job, started, int((time.monotonic() - t0) * 1000), status, error[:255], body, retry_after, no_answer)
 
 

@@ -1,11 +1,13 @@
-"""The sending side of a worker process: two lanes of threads and one writer.
+"""The sending side of a worker process: two lanes of sends on one event loop, and one writer.
 
 The healthy lane sends for endpoints that answer; the slow lane for endpoints demoted after
-requests that got no answer (until they answer again). Each lane has its own threads, so
-endpoints that time out can only ever occupy the slow lane's threads, and a Celery task hands
-its batch to a lane and returns: no worker thread waits on a receiver. Keep-alive connections
-are reused per checked address (``realms.http.outbound``). Results go to one writer thread that
-records them in bulk every few milliseconds (``delivery.record``).
+requests that got no answer (until they answer again). Each lane bounds the sends it holds, so
+endpoints that time out can only ever take the slow lane's room, and a Celery task hands its
+batch to a lane and returns: no worker thread waits on a receiver. Every send of the process
+runs on one event loop thread (``Client``: kept-alive connections per checked address), not on
+a thread of its own: 64 threads handing work to each other through the GIL cost more than the
+requests (docs/decisions/0111-webhook-sends-on-an-event-loop.md). Results go to one writer
+thread that records them in bulk every few milliseconds (``delivery.record``).
 
 The batches of the Celery tasks are claimed by one claimer thread, which merges the batches that
 wait into one claim and keeps its database connection (Celery closes a task thread's connection
@@ -16,20 +18,28 @@ docs/decisions/0104-webhook-delivery-cost.md.
 A process that dies with sends in flight leaves their rows ``sending`` under a lease; the
 sweeper retakes them when the lease runs out (at least once).
 """
+import asyncio
 import collections
+import functools
 import logging
 import os
 import queue
+import ssl
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import connection
 from django.utils import timezone
+from opentelemetry import propagate, trace
+
+from realms.http import outbound
 
 from . import conf, limits
+from .errors import WebhooksError
 from .models import Endpoint
 
 logger = logging.getLogger("idp.webhooks")
@@ -38,14 +48,139 @@ _STOP = object()
 MAX_FLUSH = 500
 MAX_CLAIM = 500  # ids merged into one claim
 RELEASE_GATHER = 0.002  # seconds a freed slot waits for others ended meanwhile (one Redis call)
+IDLE_PER_TARGET = 32  # kept-alive connections per checked address, as realms.http.outbound keeps
+
+
+class NoAnswer(WebhooksError):
+    """The receiver gave no usable answer (connection refused or dropped, timeout, not HTTP);
+    the message names the failure as urllib3 does (``ConnectTimeoutError``, ...)."""
+
+
+@functools.cache
+def _tls_context(ca_bundle):
+    return ssl.create_default_context(cafile=ca_bundle or None)
+
+
+class Client:
+    """HTTP/1.1 to receivers from one event loop, under ``realms.http.outbound``'s rules for a
+    prepared target: the connection goes to the checked address while TLS sends SNI and verifies
+    the certificate for the host name, no redirects followed, no retries, a connect timeout and
+    a deadline for the answer, at most ``body_limit`` bytes of it read. Connections are kept
+    alive per checked address; one not read to its end is closed."""
+
+    def __init__(self):
+        self.idle = {}  # (scheme, address, port, host, CA bundle) -> [(reader, writer)]
+
+    async def request(self, method, target, body, headers, *, timeout, connect_timeout, body_limit):
+        if not settings.IDP_TRACING_ENABLED:
+            return await self._request(method, target, body, headers, timeout, connect_timeout, body_limit)
+        # As realms.http.outbound traces its calls: a client span, its context passed on.
+        with trace.get_tracer("idp.outbound").start_as_current_span(method, kind=trace.SpanKind.CLIENT, attributes={
+                "http.request.method": method, "server.address": target.host, "server.port": target.port}) as span:
+            headers = {**headers}
+            propagate.inject(headers)
+            resp = await self._request(method, target, body, headers, timeout, connect_timeout, body_limit)
+            span.set_attribute("http.response.status_code", resp.status)
+            return resp
+
+    async def _request(self, method, target, body, headers, timeout, connect_timeout, body_limit):
+        started = time.monotonic()
+        ca_bundle = outbound._setting("IDP_OUTBOUND_CA_BUNDLE")
+        key = (target.scheme, target.address, target.port, target.host, ca_bundle)
+        idle = self.idle.setdefault(key, [])
+        while idle:
+            reader, writer = idle.pop()
+            if not reader.at_eof() and not writer.is_closing():  # not closed by the receiver meanwhile
+                break
+            writer.close()
+        else:
+            tls = target.scheme == "https"
+            try:
+                async with asyncio.timeout(min(timeout, connect_timeout or timeout)):
+                    reader, writer = await asyncio.open_connection(
+                        target.address, target.port, ssl=_tls_context(ca_bundle) if tls else None,
+                        server_hostname=target.host if tls else None)
+            except TimeoutError:
+                raise NoAnswer("ConnectTimeoutError") from None
+            except (OSError, ssl.SSLError) as exc:
+                raise NoAnswer(exc.__class__.__name__ if isinstance(exc, ssl.SSLError) else "NewConnectionError") \
+                    from None
+        head = "".join(f"{name}: {value}\r\n" for name, value in {
+            "Host": outbound._host_header(target), "User-Agent": outbound.USER_AGENT, **headers,
+            "Content-Length": len(body or b"")}.items())
+        reusable = False
+        try:
+            async with asyncio.timeout(timeout):
+                writer.write(f"{method} {target.path} HTTP/1.1\r\n{head}\r\n".encode("latin-1") + (body or b""))
+                status, resp_headers, resp_body, reusable = await _read_response(reader, body_limit)
+        except TimeoutError:
+            raise NoAnswer("ReadTimeoutError") from None
+        except (OSError, ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+            raise NoAnswer("ProtocolError") from None
+        finally:
+            if reusable and len(idle) < IDLE_PER_TARGET:
+                idle.append((reader, writer))
+            else:
+                writer.close()
+        return outbound.Response(status, resp_headers, resp_body, int((time.monotonic() - started) * 1000))
+
+    def close(self):
+        for idle in self.idle.values():
+            for _, writer in idle:
+                writer.close()
+        self.idle.clear()
+
+
+async def _read_response(reader, body_limit):
+    """(status, headers, at most ``body_limit`` bytes of the body, whether the connection may be
+    used again: HTTP/1.1, not closing, the body read to its end)."""
+    while True:
+        lines = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+        version, status = lines[0].split(" ", 2)[:2]
+        status = int(status)
+        if not 100 <= status < 200:  # an interim answer (100 Continue) is followed by the real one
+            break
+    headers = {}
+    for line in lines[1:]:
+        if line:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+    keep = version == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        body, complete = await _read_chunked(reader, body_limit)
+    elif "content-length" in headers:
+        length = int(headers["content-length"])
+        body = await reader.readexactly(min(length, body_limit))
+        complete = length <= body_limit
+    elif status in (204, 304):
+        body, complete = b"", True
+    else:  # delimited by the end of the connection
+        body, complete, keep = b"", False, False
+        while len(body) < body_limit and (chunk := await reader.read(body_limit - len(body))):
+            body += chunk
+    return status, headers, body, keep and complete
+
+
+async def _read_chunked(reader, body_limit):
+    body = b""
+    while True:
+        size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+        if not size:
+            while await reader.readuntil(b"\r\n") != b"\r\n":  # trailers
+                pass
+            return body, True
+        if len(body) + size > body_limit:
+            return body + await reader.readexactly(body_limit - len(body)), False
+        body += await reader.readexactly(size)
+        await reader.readexactly(2)
 
 
 @dataclass(frozen=True)
 class Work:
     """What the lanes call back into ``webhooks.delivery`` (which sits above this module and
     hands its functions in): claim ids and start their sends (returns the ids sent), send one
-    job, the result of a job not sent, record results in bulk, pull waiting deliveries of an
-    endpoint, an endpoint's slot limit."""
+    job with a ``Client`` (a coroutine, run on the lanes' loop), the result of a job not sent,
+    record results in bulk, pull waiting deliveries of an endpoint, an endpoint's slot limit."""
 
     claim: object
     send: object
@@ -63,15 +198,14 @@ class _Pull:
 
 
 class Lane:
-    """A thread pool with a bound on the sends it holds (queued and in flight)."""
+    """A bound on the sends a lane holds (in flight on the lanes' loop)."""
 
-    def __init__(self, name, threads, capacity):
+    def __init__(self, name, capacity):
         self.name = name
         self.capacity = capacity
         self.used = 0
         self.cond = threading.Condition()
         self.waiting = set()  # endpoints whose deliveries found no room here
-        self.pool = ThreadPoolExecutor(threads, thread_name_prefix=f"webhooks-{name}")
 
     def wait_for_room(self, timeout):
         """True once the lane holds fewer sends than its capacity (False after ``timeout``)."""
@@ -101,15 +235,21 @@ class Lane:
         with self.cond:
             return self.capacity - self.used
 
+    def wait_idle(self, timeout):
+        with self.cond:
+            return self.cond.wait_for(lambda: self.used <= 0, timeout)
+
 
 class Lanes:
     def __init__(self, work):
         self.work = work
-        threads = conf.get("IDP_WEBHOOK_SENDER_THREADS")
-        self.fast = Lane("sender", threads, max(threads, conf.get("IDP_WEBHOOK_SENDER_BACKLOG")))
-        slow_threads = conf.get("IDP_WEBHOOK_SLOW_LANE_THREADS")
-        # The slow lane queues nothing: a claimed delivery starts at once, well inside its lease.
-        self.slow = Lane("slow-lane", slow_threads, slow_threads)
+        self.fast = Lane("sender", conf.get("IDP_WEBHOOK_SENDER_SENDS"))
+        self.slow = Lane("slow-lane", conf.get("IDP_WEBHOOK_SLOW_LANE_SENDS"))
+        self.client = Client()
+        self.loop = asyncio.new_event_loop()
+        self.tasks = set()  # the sends in flight (the loop keeps only weak references)
+        self.sender = threading.Thread(target=self.loop.run_forever, name="webhooks-sender", daemon=True)
+        self.sender.start()
         self.results = queue.SimpleQueue()
         self.lock = threading.Lock()
         self.granting = threading.Lock()  # held from a grant of slots to its sends in ``active``
@@ -193,12 +333,19 @@ class Lanes:
                 self.results.put(_Pull(endpoints[endpoint_id]))
 
     def submit(self, jobs):
-        """Start sends that hold a slot of their endpoint."""
-        for job in jobs:
-            with self.lock:
+        """Start sends that hold a slot of their endpoint (one wake-up of the loop for all)."""
+        if not jobs:
+            return
+        with self.lock:
+            for job in jobs:
                 self.active[job.endpoint.id] = self.active.get(job.endpoint.id, 0) + 1
-            lane = self.slow if job.slow else self.fast
-            lane.pool.submit(self._send, lane, job)
+        self.loop.call_soon_threadsafe(self._start, [(self.slow if job.slow else self.fast, job) for job in jobs])
+
+    def _start(self, sends):
+        for lane, job in sends:
+            task = self.loop.create_task(self._send(lane, job))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
 
     def is_slow(self, endpoint, now):
         return endpoint.slow(now) or self.demoted.get(endpoint.id, 0) > time.monotonic()
@@ -220,12 +367,12 @@ class Lanes:
                     rest.append(job)
         return rest
 
-    def _send(self, lane, job):
+    async def _send(self, lane, job):
         while job is not None:
             if lane is self.fast:
                 self.started[job.delivery_id] = (job.endpoint.id, time.monotonic())
             try:
-                result = self.work.send(job)
+                result = await self.work.send(job, self.client)
             except Exception:  # a bug must not leave the row sending until its lease runs out
                 logger.exception("webhooks: sending delivery %s failed", job.delivery_id)
                 result = self.work.unsent(job, "internal error while sending")
@@ -253,10 +400,14 @@ class Lanes:
                 # Demoted meanwhile: its next send must not hold a healthy-lane thread.
                 following.slow = True
                 self.slow.take()
-                self.slow.pool.submit(self._send, self.slow, following)
+                self._start([(self.slow, following)])
                 following = None
             job = following
         lane.release()
+
+    def _stop_loop(self):
+        self.client.close()
+        self.loop.stop()
 
     def _demote_stuck(self):
         """Endpoints whose healthy-lane send has waited ``IDP_WEBHOOK_SLOW_AFTER`` for an answer
@@ -323,8 +474,12 @@ class Lanes:
         """Finish the sends in flight (each is bounded by the timeout), record them, stop."""
         self.claims.put(_STOP)
         self.claimer.join(timeout=30)
-        self.fast.pool.shutdown(wait=True)
-        self.slow.pool.shutdown(wait=True)
+        for lane in (self.fast, self.slow):
+            lane.wait_idle(conf.get("IDP_WEBHOOK_TIMEOUT") + 10)
+        self.loop.call_soon_threadsafe(self._stop_loop)
+        self.sender.join(timeout=10)
+        if not self.sender.is_alive():
+            self.loop.close()
         self.freed.put(_STOP)
         self.releaser.join(timeout=30)  # its pulls reach the writer before the writer stops
         self.results.put(_STOP)

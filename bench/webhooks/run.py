@@ -17,12 +17,20 @@ phases with the endpoints unordered and ordered (decision 0102), in alternating 
 cycling over ``--subjects`` users (the subjects whose deliveries go one at a time). CPU is counted
 for the worker, this run's PostgreSQL (postmaster, backends, autovacuum) and Redis, and is quoted
 per delivery received.
+
+``--side-load N`` serves the project with Granian (``manage.py start``, one worker, pinned to core
+0) for the whole run and, during each measured phase, loads it with ``N`` requests/s of the bench
+realm's OpenID discovery document (hey, 10 clients, pinned to core 1): the webhook latency on a
+machine also running the web server. The web server's answers (rate, p99, errors) are reported
+per phase; its CPU is not counted in the CPU per delivery.
 Run through bench/webhooks/run.sh (starts the services)."""
 import argparse
 import json
 import os
 import platform
+import re
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -153,8 +161,47 @@ def reset(realm, endpoints, slow, port):
             throttle_step=0, slow_until=None)
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_web_server():
+    """This tree served by Granian on core 0 (as bench/lib.sh's start_server); returns (process, URL
+    of the bench realm's discovery document) once it answers."""
+    port = free_port()
+    proc = subprocess.Popen(
+        ["taskset", "-c", "0", sys.executable, "manage.py", "start", "--bind", "127.0.0.1", "--http-port", str(port),
+         "--management-port", str(free_port()), "--management-bind", "127.0.0.1", "--workers", "1", "--threads", "4"],
+        cwd=REPO, env=dict(os.environ, IDP_BASE_URL=f"http://127.0.0.1:{port}"), stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, start_new_session=True)
+    url = f"http://127.0.0.1:{port}/realms/bench/.well-known/openid-configuration"
+    for _ in range(120):
+        if subprocess.run(["curl", "-fs", "-o", "/dev/null", url]).returncode == 0:
+            return proc, url
+        time.sleep(0.5)
+    stop([proc])
+    raise SystemExit("the web server did not answer")
+
+
+def side_load(url, rate, duration):
+    """hey on core 1 at ``rate`` requests/s for ``duration`` seconds (10 clients); a Popen."""
+    return subprocess.Popen(["taskset", "-c", "1", "hey", "-z", f"{duration}s", "-c", "10", "-q", str(rate / 10), url],
+                            stdout=subprocess.PIPE, text=True)
+
+
+def side_load_result(proc):
+    out = proc.communicate()[0]
+    rate = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    p99 = re.search(r"99% in ([\d.]+) secs", out)
+    codes = dict(re.findall(r"\[(\d+)\]\s+(\d+) responses", out))
+    return {"requests_per_s": float(rate.group(1)) if rate else 0.0,
+            "p99_ms": round(float(p99.group(1)) * 1000, 1) if p99 else None, "status_codes": codes}
+
+
 def run_phase(name, realm, endpoints, slow, rate, duration, port, workdir, workers, threads, settle, tree=REPO,
-              subjects=0):
+              subjects=0, web=None):
     reset(realm, endpoints, slow, port)
     out = Path(workdir) / f"arrivals-{name}.json"
     receiver = subprocess.Popen([sys.executable, str(Path(__file__).with_name("receiver.py")), str(port), str(out)],
@@ -171,8 +218,10 @@ def run_phase(name, realm, endpoints, slow, rate, duration, port, workdir, worke
         print(json.dumps({"measuring": name, "tree": str(tree), "worker_pids": [p.pid for p in procs]}),
               file=sys.stderr, flush=True)
         t0 = time.time()
+        hey = side_load(web[0], web[1], duration) if web else None
         commits = produce(realm, rate, duration, subjects)
         produced_for = time.time() - t0
+        web_result = side_load_result(hey) if hey else None
         time.sleep(settle)
         worker_cpu = sum(cpu_seconds(p.pid, children=True) for p in procs) - cpu0
         pg1, redis1 = server_cpu_seconds()
@@ -198,6 +247,7 @@ def run_phase(name, realm, endpoints, slow, rate, duration, port, workdir, worke
     received = max(len(latencies), 1)
     return {
         "phase": name, "tree": str(tree), "events": len(commits), "produced_for_s": round(produced_for, 2),
+        "web_side_load": web_result,
         "load_average": os.getloadavg()[0],
         "offered_per_s": round(expected / produced_for, 1),
         "healthy_endpoints": len(healthy_paths), "timing_out_endpoints": len(slow),
@@ -248,7 +298,7 @@ def isolation_rounds(args, realm, endpoints, slow):
             phases = {}
             for i, (phase, timing_out) in enumerate(order if n % 2 == 0 else order[::-1]):
                 phases[phase] = run_phase(phase, realm, endpoints, timing_out, args.rate, args.duration, port + i,
-                                          workdir, args.workers, args.threads, args.settle)
+                                          workdir, args.workers, args.threads, args.settle, web=args.web)
             h, t = phases["healthy"]["p99_ms"], phases["ten_percent_timing_out"]["p99_ms"]
             phases["healthy_p99_change_pct"] = round((t - h) / h * 100, 1)
             print(json.dumps({"round": n + 1, **phases}), file=sys.stderr, flush=True)
@@ -277,7 +327,7 @@ def compare_trees(args, realm, endpoints):
             for i, name in enumerate(("new", "old") if n % 2 == 0 else ("old", "new")):
                 phases[name] = run_phase(f"healthy-{name}", realm, endpoints, set(), args.rate, args.duration,
                                          args.port + 2 * n + i, workdir, args.workers, args.threads, args.settle,
-                                         trees[name])
+                                         trees[name], web=args.web)
             phases["new_over_old"] = {
                 key: round(phases["new"]["cpu_ms_per_delivery"][key] / phases["old"]["cpu_ms_per_delivery"][key], 3)
                 for key in ("worker", "postgres", "redis", "total")}
@@ -304,7 +354,8 @@ def compare_ordered(args, realm, endpoints):
             for i, name in enumerate(("unordered", "ordered") if n % 2 == 0 else ("ordered", "unordered")):
                 Endpoint.objects.filter(realm=realm).update(ordered=name == "ordered")
                 phases[name] = run_phase(name, realm, endpoints, set(), args.rate, args.duration, args.port + 2 * n + i,
-                                         workdir, args.workers, args.threads, args.settle, subjects=args.subjects)
+                                         workdir, args.workers, args.threads, args.settle, subjects=args.subjects,
+                                         web=args.web)
             u, o = phases["unordered"], phases["ordered"]
             phases["ordered_over_unordered"] = {
                 **{key: round(o[key] / u[key], 3) for key in keys},
@@ -336,6 +387,8 @@ def main():
     ap.add_argument("--old-tree", help="a worktree of an older commit: its workers against this tree's")
     ap.add_argument("--ordered", action="store_true", help="unordered against ordered endpoints (decision 0102)")
     ap.add_argument("--subjects", type=int, default=0, help="users the events cycle over; 0: a new one per event")
+    ap.add_argument("--side-load", type=float, default=0,
+                    help="requests/s of OpenID discovery to a Granian web server running beside (0: no web server)")
     args = ap.parse_args()
     from realms.audit.events import realm_event
 
@@ -346,15 +399,24 @@ def main():
     endpoints = [services.create_endpoint(realm, f"http://127.0.0.1:{args.port}/ok/{i}", ["auth.*"],
                                           max_concurrency=args.concurrency)[0] for i in range(args.endpoints)]
     slow = set(range(0, args.endpoints, 10))  # every tenth endpoint: 10 %
+    web_server, args.web = None, None
+    if args.side_load:
+        web_server, url = start_web_server()
+        args.web = (url, args.side_load)
     results = {"machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} "
                           f"{platform.python_version()}",
                "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "args": vars(args)}
-    if args.ordered:
-        results["ordered"] = compare_ordered(args, realm, endpoints)
-    elif args.old_tree:
-        results["ab"] = compare_trees(args, realm, endpoints)
-    else:
-        results.update(isolation_rounds(args, realm, endpoints, slow))
+    try:
+        if args.ordered:
+            results["ordered"] = compare_ordered(args, realm, endpoints)
+        elif args.old_tree:
+            results["ab"] = compare_trees(args, realm, endpoints)
+        else:
+            results.update(isolation_rounds(args, realm, endpoints, slow))
+    finally:
+        if web_server:
+            stop([web_server])
+    del args.web
     results["verify"] = verify_bench()
     Realm.objects.filter(name__in=["bench", "bench-history"]).delete()
     print(json.dumps(results, indent=2))

@@ -56,3 +56,39 @@ def test_create_a_policy_and_a_permission_by_the_keyboard_on_a_phone(live_server
     helper, alice = (User.objects.get(realm=acme, username=n) for n in ("helper", "alice"))
     assert can(Admin(helper), acme, ("Users", "view"), alice)
     assert not can(Admin(helper), acme, ("Users", "manage"), alice)
+
+
+def test_the_reset_password_scope_is_offered_and_ticked_by_the_keyboard(live_server, acme, phone):
+    """Keycloak 26.4's ``reset-password`` of Users, among the scopes a person reads and ticks."""
+    page, statuses = phone
+    base = live_server.url
+    sign_in_to_console(page, base, "root", PASSWORD, next_path=f"{CONSOLE}realms/user/?realm__id__exact={acme.pk}")
+    page.goto(f"{base}{CONSOLE}")
+    page.locator("#content-main").get_by_role("link", name="Permissions", exact=True).click()
+    page.locator("#add-policy #id_type").select_option("user")
+    page.locator("#add-policy #id_name").focus()
+    type_and_tab(page, [("name", "The helpdesk"), ("description", "Resets passwords")])
+    page.keyboard.press("Tab")
+    page.keyboard.type("helper")
+    page.locator("#add-policy #id_name").press("Enter")
+    page.locator('#admin-policies tr[data-name="The helpdesk"]').wait_for()
+
+    page.locator("#add-permission #id_name").focus()
+    type_and_tab(page, [("name", "Helpdesk resets passwords"), ("description", "Nothing more")])
+    page.locator("#add-permission #id_resourceType").select_option("Users")
+    scope = page.locator("#add-permission").get_by_label("reset-password", exact=True)
+    assert scope.is_visible()
+    scope.focus()
+    page.keyboard.press("Space")
+    assert scope.is_checked()
+    page.locator("#add-permission #id_policies").select_option("The helpdesk")
+    page.locator("#add-permission #id_name").press("Enter")
+    row = page.locator('#admin-permissions tr[data-name="Helpdesk resets passwords"]')
+    row.wait_for()
+    assert "reset-password" in row.inner_text()
+    assert reads_well(page) == []
+    assert not [s for s in statuses if s[0] >= 500]
+    helper, alice = (User.objects.get(realm=acme, username=n) for n in ("helper", "alice"))
+    assert can(Admin(helper), acme, ("Users", "reset-password"), alice)
+    assert not can(Admin(helper), acme, ("Users", "manage"), alice)
+    assert not can(Admin(helper), acme, ("Users", "view"), alice)

@@ -108,11 +108,14 @@ def _cache_drop(*session_ids):
 
 
 def _client_cache_drop(session_id, client_pk):
-    # Again once committed: a reader could put back the row it read before the commit.
-    if _copied():
-        key = _client_cache_key(session_id, client_pk)
+    if not _copied():
+        return
+    key = _client_cache_key(session_id, client_pk)
+    if transaction.get_connection().in_atomic_block:
+        # At once for the transaction's own reads, and again once committed: another node may
+        # put back the row it read before the commit.
         cache.delete(key)
-        transaction.on_commit(lambda: cache.delete(key))
+    transaction.on_commit(lambda: cache.delete(key))
 
 
 # Timeouts -------------------------------------------------------------------------------------

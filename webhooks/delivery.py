@@ -295,7 +295,7 @@ def pump(endpoint_id, n=1):
             Delivery.objects.filter(pk__in=ids).update(dispatched_at=now)
     if left_behind:
         limits.rewait([(endpoint_id, n)])
-    dispatch.deliveries(ids)
+    dispatch.deliveries_here(ids)
     return len(ids)
 
 

@@ -102,6 +102,15 @@ def deliveries(ids):
         _run(DELIVERIES, [ids[i:i + BATCH] for i in range(0, len(ids), BATCH)])
 
 
+def deliveries_here(ids):
+    """Deliveries a worker found due itself (a freed slot's pull, the next of an ordered subject):
+    to its own claimer when it runs sender lanes, not through the broker and a Celery task (a
+    lost hand-off is found by the sweeper, as with the broker); otherwise as ``deliveries``."""
+    ids = list(ids)
+    if ids and not sender.claim_here(ids):
+        deliveries(ids)
+
+
 def received(ids):
     if ids:
         _run(RECEIVED, ids)

@@ -76,7 +76,7 @@ def _go(pks, now):
     if pks:
         Delivery.objects.filter(pk__in=pks, state=Delivery.PENDING).update(
             next_attempt_at=now, dispatched_at=now, last_error="")
-        dispatch.deliveries(pks)  # one already sending is skipped by the claim
+        dispatch.deliveries_here(pks)  # one already sending is skipped by the claim
 
 
 def release(finished, now):

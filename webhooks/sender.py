@@ -500,6 +500,17 @@ def lanes(work):
         return _lanes
 
 
+def claim_here(ids):
+    """Hand ``ids`` to this process's claimer without waiting for it; False when this process
+    runs no lanes."""
+    with _lock:
+        current = _lanes if _pid == os.getpid() else None
+    if current is None:
+        return False
+    current.claims.put((ids, Future()))
+    return True
+
+
 def shutdown():
     global _lanes
     with _lock:

@@ -148,6 +148,27 @@ def test_a_delivery_that_fails_for_good_lets_the_next_of_its_subject_go_and_says
         server.close()
 
 
+@pytest.mark.django_db(transaction=True)
+def test_the_next_of_a_subject_goes_to_the_workers_own_claimer_not_through_the_broker(realm, runner, settings,
+                                                                                     monkeypatch):
+    """A worker that lets the next delivery of a subject go hands it to its own claimer (decision
+    0111): with the broker's hand-off out of reach, a subject's events still all arrive, in order."""
+    settings.IDP_WEBHOOK_INPROCESS = False  # dispatching would mean a Celery task
+    brokered = []
+    monkeypatch.setattr(dispatch, "deliveries", lambda ids: brokered.extend(ids))
+    server = Subjects(lambda subject, n, attempt: 200)
+    try:
+        endpoint = services.create_endpoint(realm, server.url, [], ordered=True)[0]
+        ids = [Delivery.objects.get(message=_publish(realm, endpoint, "users/u1", n)).pk for n in range(5)]
+        assert delivery.process(ids) == 1  # the first goes; the others are held behind it
+        assert wait_until(lambda: Delivery.objects.filter(endpoint=endpoint, state=Delivery.DELIVERED).count() == 5,
+                          timeout=10)
+        assert server.accepted["users/u1"] == list(range(5))
+        assert brokered == [*ids]  # only the outbox's hand-offs, which the test made by hand
+    finally:
+        server.close()
+
+
 def _most_at_once(spans):
     return max(sum(1 for s, e in spans if s <= start < e) for start, _ in spans)
 

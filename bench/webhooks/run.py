@@ -12,7 +12,8 @@ verification per core, ours against the standardwebhooks reference library.
 ``--old-tree PATH`` (run.sh: ``OLD_TREE=PATH``) compares this tree's workers with those of PATH, a
 git worktree of an older commit with the same schema: each round runs the all-healthy phase with
 either tree's worker, in alternating order, on the same database, Redis and producer; read the
-ratios within a round on a shared machine. ``--ordered`` likewise runs, per round, all-healthy
+ratios within a round on a shared machine. With ``--ordered`` both trees send to ordered
+endpoints. ``--ordered`` likewise runs, per round, all-healthy
 phases with the endpoints unordered and ordered (decision 0102), in alternating order, the events
 cycling over ``--subjects`` users (the subjects whose deliveries go one at a time). CPU is counted
 for the worker, this run's PostgreSQL (postmaster, backends, autovacuum) and Redis, and is quoted
@@ -327,7 +328,7 @@ def compare_trees(args, realm, endpoints):
             for i, name in enumerate(("new", "old") if n % 2 == 0 else ("old", "new")):
                 phases[name] = run_phase(f"healthy-{name}", realm, endpoints, set(), args.rate, args.duration,
                                          args.port + 2 * n + i, workdir, args.workers, args.threads, args.settle,
-                                         trees[name], web=args.web)
+                                         trees[name], subjects=args.subjects, web=args.web)
             phases["new_over_old"] = {
                 key: round(phases["new"]["cpu_ms_per_delivery"][key] / phases["old"]["cpu_ms_per_delivery"][key], 3)
                 for key in ("worker", "postgres", "redis", "total")}
@@ -407,10 +408,11 @@ def main():
                           f"{platform.python_version()}",
                "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "args": vars(args)}
     try:
-        if args.ordered:
-            results["ordered"] = compare_ordered(args, realm, endpoints)
-        elif args.old_tree:
+        if args.old_tree:  # with --ordered: both trees with every endpoint ordered
+            Endpoint.objects.filter(realm=realm).update(ordered=args.ordered)
             results["ab"] = compare_trees(args, realm, endpoints)
+        elif args.ordered:
+            results["ordered"] = compare_ordered(args, realm, endpoints)
         else:
             results.update(isolation_rounds(args, realm, endpoints, slow))
     finally:

@@ -3,7 +3,8 @@
 # Usage: bench/webhooks/run.sh [--rounds 5 --rate 50 --endpoints 20 --duration 30 --workers 1 --threads 16 --concurrency 10]
 # OLD_TREE=path (a git worktree of an older commit, same schema): its workers against this tree's,
 # all-healthy phases in alternating order (run.py --old-tree).
-# --ordered [--subjects 10]: unordered against ordered endpoints, alternating (decision 0102).
+# --ordered [--subjects 10]: unordered against ordered endpoints, alternating (decision 0102); with
+# OLD_TREE, both trees on ordered endpoints. --side-load N: a Granian web server beside, N req/s.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 scripts/setup.sh test >/dev/null

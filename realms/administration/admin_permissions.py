@@ -17,7 +17,8 @@ Two layers, as Keycloak 26.2 with fine-grained admin permissions v2:
   the permissions applying to one object and scope are combined by the settings' decision
   strategy. A user is also covered by the permissions on the groups they belong to, through the
   member scopes (``view-members`` for ``view``, ``manage-members`` for ``manage``,
-  ``impersonate-members`` for ``impersonate``). Scopes are independent: ``manage`` does not
+  ``impersonate-members`` for ``impersonate``, ``manage-membership-of-members`` for
+  ``manage-group-membership``). Scopes are independent: ``manage`` does not
   imply ``view``; but ``reset-password`` (Keycloak 26.4), where no permission with it applies to
   the user, is decided by the user's ``manage`` (``FALLBACK_SCOPES``; docs/decisions/0093).
 
@@ -43,17 +44,20 @@ CONSOLE_CLIENT = "security-admin-console"
 # Keycloak 26's realm-management roles (realm-admin contains all of them).
 MANAGEMENT_ROLES = frozenset(r["name"] for r in CLIENT_ROLES[REALM_MANAGEMENT])
 
-# The admin-permissions schema (resource type: scopes) of Keycloak 26.4 (AdminPermissionsSchema).
+# The admin-permissions schema (resource type: scopes) of Keycloak 26.7 (AdminPermissionsSchema), but
+# for its Organizations type (docs/decisions/0093).
 SCHEMA = {
     "Users": ("manage", "map-roles", "view", "manage-group-membership", "impersonate", "reset-password"),
-    "Groups": ("manage", "view-members", "view", "manage-membership", "manage-members", "impersonate-members"),
+    "Groups": ("manage", "view-members", "view", "manage-membership", "manage-members", "impersonate-members",
+               "manage-membership-of-members"),
     "Clients": ("map-roles-composite", "manage", "map-roles", "map-roles-client-scope", "view"),
     "Roles": ("map-role-client-scope", "map-role-composite", "map-role"),
 }
 # The policy types admin permissions apply (realms.authz.policies evaluates them).
 POLICY_TYPES = ("user", "group", "role", "client")
 # A user's scope that a permission on one of the user's groups grants through its member scope.
-MEMBER_SCOPES = {"view": "view-members", "manage": "manage-members", "impersonate": "impersonate-members"}
+MEMBER_SCOPES = {"view": "view-members", "manage": "manage-members", "impersonate": "impersonate-members",
+                 "manage-group-membership": "manage-membership-of-members"}
 # A scope that, where no permission with it applies to the object, is decided by another (Keycloak's
 # UserPermissionsV2.canResetPassword: a realm that never used reset-password keeps manage's answer).
 FALLBACK_SCOPES = {("Users", "reset-password"): "manage"}
@@ -82,6 +86,7 @@ GRANTING_ROLES = {
     ("Groups", "manage-members"): ("manage-users",),
     ("Groups", "manage-membership"): ("manage-users",),
     ("Groups", "impersonate-members"): ("impersonation",),
+    ("Groups", "manage-membership-of-members"): ("manage-users",),
     ("Clients", "view"): ("view-clients", "manage-clients"),
     ("Clients", "manage"): ("manage-clients",),
     ("Clients", "map-roles"): ("manage-users",),

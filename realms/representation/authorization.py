@@ -268,8 +268,8 @@ def _object_id(realm, kind, ref):
     where = Q(pk=ref) | Q(**{alternate: ref}) if alternate else Q(pk=ref)
     found = model.objects.filter(where, realm=realm).values_list("pk", flat=True).first()
     if found is None:
-        # Keycloak maps an id it cannot resolve to the resource type (every object): refused here.
-        raise RepresentationError("", f"Could not map resource object with type [{kind}] and id [{ref}]")
+        # Keycloak 26.2 mapped an id it could not resolve to the type (every object); 26.7 refuses it so.
+        raise RepresentationError("", f"Resource [{ref}] does not exist for type [{kind}]")
     return found
 
 

@@ -94,7 +94,7 @@ def test_a_permission_on_named_users_and_its_update(fgap):
     ({"resourceType": "Users", "scopes": ["fly"]}, "Scope [fly] does not exist."),
     ({"resourceType": "Users", "scopes": ["view-members"]}, "Scope view-members was not found for resource type Users."),
     ({"resourceType": "Users", "scopes": ["view"], "resources": ["nobody"]},
-     "Could not map resource object with type [Users] and id [nobody]"),
+     "Resource [nobody] does not exist for type [Users]"),
     ({"resourceType": "Users", "scopes": ["view"], "policies": ["No such policy"]},
      "Policy with id [No such policy] not found"),
 ])

@@ -244,3 +244,35 @@ def test_admin_api_get_modify_put_round_trip_keeps_the_stream_and_refuses_changi
     receiver.refresh_from_db()
     assert receiver.description == "changed by an admin"
     assert SsfStream.objects.values().get(pk=stream["stream_id"]) == row
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("fresh_caches")
+def test_keycloaks_admin_client_reads_a_receiver_and_writes_it_back(live_server):
+    """python-keycloak's KeycloakAdmin (Keycloak's admin client for Python) against the running
+    server: get_client shows the stream's attributes, update_client with them unchanged keeps the
+    stream, update_client changing one is refused."""
+    from keycloak import KeycloakAdmin
+    from keycloak.exceptions import KeycloakPutError
+
+    from oidc.ssf import streams
+    from realms.representation.services import create_realm
+    from tests.browser import master_admin
+
+    master_admin("root-pass-1")
+    realm = create_realm("kc" + uuid.uuid4().hex[:8])
+    rx = Client.objects.create(realm=realm, client_id="rx", service_accounts_enabled=True,
+                               attributes={"ssf.enabled": "true"})
+    stream = streams.create(rx, f"{live_server.url}/realms/{realm.name}", {"delivery": {"method": "urn:ietf:rfc:8936"}})
+    admin = KeycloakAdmin(server_url=live_server.url + "/", username="root", password="root-pass-1",
+                          realm_name=realm.name, user_realm_name="master")
+    got = admin.get_client(rx.pk)
+    assert got["attributes"]["ssf.streamId"] == stream.id and got["attributes"]["ssf.status"] == "enabled"
+    row = SsfStream.objects.values().get(pk=stream.id)
+    admin.update_client(rx.pk, {**got, "description": "seen by Keycloak's admin client"})
+    assert admin.get_client(rx.pk)["attributes"] == got["attributes"]
+    assert Client.objects.get(pk=rx.pk).description == "seen by Keycloak's admin client"
+    with pytest.raises(KeycloakPutError) as refused:
+        admin.update_client(rx.pk, {**got, "attributes": {**got["attributes"], "ssf.status": "disabled"}})
+    assert refused.value.response_code == 400 and b"ssf.status cannot be changed here" in refused.value.response_body
+    assert SsfStream.objects.values().get(pk=stream.id) == row

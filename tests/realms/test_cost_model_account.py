@@ -1,0 +1,25 @@
+"""The cost model (docs/cost-model.md) of the Account REST API's profile read (what the account
+console opens with), once the realm's configuration is cached, held exactly."""
+import pytest
+
+from tests.conftest import assert_costs
+from tests.realms.test_account_api import acme, bob, bob_token, call  # noqa: F401 (fixtures)
+
+pytestmark = pytest.mark.django_db
+
+# (queries, shared-cache calls) per request, with what they are. Keep docs/cost-model.md in step.
+EXPECTED = {
+    # The realm's row and the account client's row (neither from the process's copy), the caller's
+    # user with their roles; the token's revocation marks and SSO session from the cache.
+    "account_profile": (3, 1),
+}
+
+
+def test_queries_and_cache_calls_per_request_type(bob_token, measure):
+    access = bob_token["access_token"]
+    assert call(access, "get", "").status_code == 200  # warm: the realm's configuration cached
+    found = {}
+    with measure() as found["account_profile"]:
+        response = call(access, "get", "")
+    assert response.status_code == 200 and response.json()["username"] == "bob", response.content
+    assert_costs(found, EXPECTED)

@@ -101,3 +101,24 @@ def test_disabling_a_user_in_the_console_is_a_risc_signal(console, acme):  # noq
 def _payload(token):
     part = token.split(".")[1]
     return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+
+
+def test_a_streams_webhook_is_neither_changed_nor_deleted_in_the_console(console, acme):  # noqa: F811
+    rx = Client.objects.create(realm=acme, client_id="rx", attributes={"ssf.enabled": "true"})
+    stream = streams.create(rx, f"http://testserver/realms/{acme.name}", {"delivery": {"method": "urn:ietf:rfc:8936"}})
+    endpoints = "/admin/master/console/webhooks/endpoint/"
+    listed = console.get(f"{endpoints}?realm__id__exact={acme.pk}")
+    assert "the Shared Signals stream of client rx" in listed.content.decode()
+    page = console.get(f"{endpoints}{stream.endpoint_id}/change/")
+    assert page.status_code == 200 and not page.context["has_change_permission"]
+    assert not page.context["has_delete_permission"]
+    changed = console.post(f"{endpoints}{stream.endpoint_id}/change/", {
+        "url": "https://elsewhere.example/in", "event_types": ["*"], "enabled": "on", "rate_limit": "0",
+        "max_concurrency": "10"})
+    assert changed.status_code == 403
+    assert console.post(f"{endpoints}{stream.endpoint_id}/delete/", {"post": "yes"}).status_code == 403
+    bulk = console.post(endpoints, {"action": "delete_selected", "_selected_action": [stream.endpoint_id],
+                                    "post": "yes"})
+    assert bulk.status_code == 403  # Django refuses a selection holding one it may not delete
+    stream.endpoint.refresh_from_db()
+    assert stream.endpoint.url.endswith(f"/ssf/transmitter/poll/{stream.pk}") and stream.endpoint.event_types == ["ssf"]

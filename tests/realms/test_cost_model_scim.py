@@ -11,7 +11,8 @@ USERS = 5
 
 # (queries, shared-cache calls) per request, with what they are. Keep docs/cost-model.md in step.
 # Each starts with the realm's row and the caller's client row (neither from the process's copy),
-# the caller's user and its roles; the token's revocation marks and SSO session from the cache.
+# the caller's user and its roles; the token's revocation mark from the cache (a service account's
+# token: no SSO session).
 EXPECTED = {
     "scim_list_users": (7, 1),  # the realm's user tally, the page of users, their groups
     "scim_get_user": (8, 1),  # the user and their groups, read twice

@@ -261,17 +261,20 @@ class Item(ScimView):
             raise ScimError(412, "The resource has changed (If-Match does not match its version)")
 
     def answer(self, kind, obj_pk):
-        doc = kind.to_scim(kind.queryset(self.realm).get(pk=obj_pk), self.base)
+        """The resource as it is now (after a change)."""
+        return self.respond(kind.to_scim(kind.queryset(self.realm).get(pk=obj_pk), self.base))
+
+    def respond(self, doc):
         params = self.request.query_params
         body = project(doc, _names(params.get("attributes")), _names(params.get("excludedAttributes")))
         return Response(body, headers={"ETag": doc["meta"]["version"], "Location": doc["meta"]["location"]})
 
     def get(self, request, realm, endpoint, id):
-        kind, obj, doc = self.load()
+        _, _, doc = self.load()
         none_match = request.META.get("HTTP_IF_NONE_MATCH")
         if none_match and _etag_matches(none_match, doc["meta"]["version"]):
             return Response(status=status.HTTP_304_NOT_MODIFIED, headers={"ETag": doc["meta"]["version"]})
-        return self.answer(kind, obj.pk)
+        return self.respond(doc)  # as loaded: nothing changed it
 
     def put(self, request, realm, endpoint, id):
         kind, obj, doc = self.load()

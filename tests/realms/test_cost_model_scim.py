@@ -15,7 +15,7 @@ USERS = 5
 # token: no SSO session).
 EXPECTED = {
     "scim_list_users": (7, 1),  # the realm's user tally, the page of users, their groups
-    "scim_get_user": (8, 1),  # the user and their groups, read twice
+    "scim_get_user": (6, 1),  # the user and their groups
 }
 
 

@@ -94,7 +94,6 @@ def store_pushed(realm, client, params, claims):
     """Keep a validated pushed request; (its ``request_uri``, seconds it lives)."""
     lifespan = par_lifespan(realm)
     now = timezone.now()
-    PushedAuthorization.objects.filter(realm=realm, expires_at__lte=now).delete()  # the realm's stale ones
     key = secrets.token_urlsafe(32)
     PushedAuthorization.objects.create(
         digest=codes.digest(key), realm=realm, client=client, params=dict(params.lists()), request_object=claims,

@@ -32,12 +32,12 @@ ticks() {
   echo "$total"
 }
 snapshot() { echo "$(ticks "$SERVER") $(ticks "$PG_PID") $(ticks "$REDIS_PID")"; }
-# cpu_per COUNT BEFORE AFTER: µs of server, PostgreSQL and Redis CPU per request.
+# cpu_per COUNT BEFORE AFTER [UNIT]: µs of server, PostgreSQL and Redis CPU per UNIT (request).
 cpu_per() {
-  awk -v n="$1" -v hz="$HZ" -v b="$2" -v a="$3" 'BEGIN {
+  awk -v n="$1" -v hz="$HZ" -v b="$2" -v a="$3" -v u="${4:-request}" 'BEGIN {
     split(b, x, " "); split(a, y, " "); if (n < 1) n = 1
     s = (y[1] - x[1]) / hz / n; p = (y[2] - x[2]) / hz / n; r = (y[3] - x[3]) / hz / n
-    printf "CPU/request: server %.0f µs (%.0f/s per core), PostgreSQL %.0f µs, Redis %.0f µs", s * 1e6, (s > 0 ? 1 / s : 0), p * 1e6, r * 1e6 }'
+    printf "CPU/%s: server %.0f µs (%.0f/s per core), PostgreSQL %.0f µs, Redis %.0f µs", u, s * 1e6, (s > 0 ? 1 / s : 0), p * 1e6, r * 1e6 }'
 }
 # load NAME HEY-ARGS...: a 2 s warm-up, then DURATION seconds of 50 concurrent clients on core 1:
 # requests/s, p50 and p99 (ms), status codes and CPU per request.

@@ -25,27 +25,14 @@ WORKERS=${WORKERS:-1}
 THREADS=${THREADS:-4}
 command -v hey >/dev/null || apt-get install -y -qq hey >/dev/null
 scripts/setup.sh test >/dev/null
-# shellcheck source=scripts/services.sh
-source scripts/services.sh
-SERVER=""
-cleanup() { [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; wait 2>/dev/null; services_stop; }
-trap cleanup EXIT
-services_start >/dev/null
-HZ=$(getconf CLK_TCK)
-PG_PID=$(head -n1 "$SERVICES_DIR/pg/data/postmaster.pid")
-REDIS_PID=$(cat "$SERVICES_DIR/redis.pid")
-
-PORT=$(_free_port); MPORT=$(_free_port)
-export PYTHONPATH=$PWD DJANGO_SETTINGS_MODULE=bench.oidc.settings IDP_DB_URL=$IDP_TEST_DB_URL IDP_REDIS_URL=$IDP_TEST_REDIS_URL \
-  IDP_HOSTNAME=127.0.0.1 IDP_BASE_URL=http://127.0.0.1:$PORT IDP_DEMO_API_REALM=bench \
-  IDP_SECRET_KEY=$(python3 -c 'import secrets; print(secrets.token_urlsafe(50))')
-PY=.venv/bin/python
-$PY manage.py migrate -v0
+# shellcheck source=bench/lib.sh
+source bench/lib.sh
+bench_start bench.oidc.settings
+export IDP_DEMO_API_REALM=bench
 $PY bench/oidc/setup_realm.py >/dev/null
 $PY bench/oidc/setup_exchange.py >/dev/null
 $PY bench/oidc/setup_uma.py >/dev/null
-taskset -c 0 $PY manage.py start --bind 127.0.0.1 --http-port "$PORT" --management-port "$MPORT" \
-  --management-bind 127.0.0.1 --workers "$WORKERS" --threads "$THREADS" >/dev/null 2>&1 & SERVER=$!
+start_server "$PWD" "$PORT" "$MPORT"
 U=http://127.0.0.1:$PORT
 for _ in $(seq 60); do curl -fs "$U/bench/bare" >/dev/null 2>&1 && break; sleep 0.5; done
 
@@ -54,70 +41,38 @@ BASIC="Authorization: Basic $(printf 'bench-app:%s' $SECRET | base64 -w0)"
 TOKEN=$U/realms/bench/protocol/openid-connect/token
 FORM=application/x-www-form-urlencoded
 
-# CPU ticks (user + system) of processes and their children; the command name may hold spaces.
-ticks() {
-  local total=0 pid
-  for pid in "$@" $(for p in "$@"; do pgrep -P "$p" || true; done); do
-    [ -r "/proc/$pid/stat" ] && total=$((total + $(sed 's/.*) //' "/proc/$pid/stat" | awk '{print $12 + $13}')))
-  done
-  echo "$total"
-}
-snapshot() { echo "$(ticks "$1") $(ticks "$PG_PID") $(ticks "$REDIS_PID")"; }
-# cpu_per NAME_OF_UNIT COUNT BEFORE AFTER: µs of server, PostgreSQL and Redis CPU per unit.
-cpu_per() {
-  awk -v n="$2" -v hz="$HZ" -v u="$1" -v b="$3" -v a="$4" 'BEGIN {
-    split(b, x, " "); split(a, y, " "); if (n < 1) n = 1
-    s = (y[1] - x[1]) / hz / n; p = (y[2] - x[2]) / hz / n; r = (y[3] - x[3]) / hz / n
-    printf "CPU/%s: server %.0f µs (%.0f/s per core), PostgreSQL %.0f µs, Redis %.0f µs", u, s * 1e6, (s > 0 ? 1 / s : 0), p * 1e6, r * 1e6 }'
-}
-
-# hey: requests/s, p50 and p99 latency (ms), status codes, and CPU per request of SERVER_PID.
-load() {
-  local name=$1 pid=$2; shift 2
-  taskset -c 1 hey -z 2s -c 50 "$@" >/dev/null  # warm-up: caches, connections
-  local before out after n
-  before=$(snapshot "$pid")
-  out=$(taskset -c 1 hey -z "${DURATION}s" -c 50 "$@")
-  after=$(snapshot "$pid")
-  n=$(echo "$out" | awk '/^  \[[0-9]+\]/ {n += $2} END {print n + 0}')
-  echo "$out" | awk -v n="$name" '
-    /Requests\/sec/ {r=$2} / 50%/ {p50=$3*1000} / 99%/ {p99=$3*1000} /^  \[[0-9]+\]/ {c=c $1 $2 " "}
-    END {printf "%-22s %8.0f req/s  p50 %6.1f ms  p99 %6.1f ms  status %s| ", n, r, p50, p99, c}'
-  cpu_per request "$n" "$before" "$after"; echo
-}
-
 echo "machine: $(lscpu | awk -F: '/Model name/{gsub(/^ +/,"",$2); print $2}'), $(nproc) cores; $($PY -V);" \
   "$(date -u +%FT%TZ);" \
   "granian: $WORKERS worker(s) x $THREADS thread(s); load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-load bare_django_view "$SERVER" -m GET "$U/bench/bare"
-load client_credentials "$SERVER" -m POST -T $FORM -H "$BASIC" -d grant_type=client_credentials "$TOKEN"
+load bare_django_view -m GET "$U/bench/bare"
+load client_credentials -m POST -T $FORM -H "$BASIC" -d grant_type=client_credentials "$TOKEN"
 # DPoP-bound client-credentials grants (RFC 9449) beside unbound ones, both from
 # bench/oidc/dpop_load.py (one client code; a fresh ES256 proof per request, signed on the load
 # generator's core, its own key per thread): the ratio of the two CPU figures is the one to read.
 for kind in plain dpop; do
   taskset -c 1 $PY bench/oidc/dpop_load.py "$U" 2 50 $kind >/dev/null  # warm-up
-  before=$(snapshot "$SERVER")
+  before=$(snapshot)
   out=$(taskset -c 1 $PY bench/oidc/dpop_load.py "$U" "$DURATION" 50 $kind)
-  after=$(snapshot "$SERVER")
-  echo "client_credentials_$kind (dpop_load.py, 50 concurrent): $out | $(cpu_per request "$(echo "$out" | sed 's/requests=\([0-9]*\).*/\1/')" "$before" "$after")"
+  after=$(snapshot)
+  echo "client_credentials_$kind (dpop_load.py, 50 concurrent): $out | $(cpu_per "$(echo "$out" | sed 's/requests=\([0-9]*\).*/\1/')" "$before" "$after")"
 done
 # Standard token exchange (RFC 8693) beside it: bench-app exchanges a user's access token (from a
 # live SSO session) that bench-front got; the same client authentication, one more token verified.
 XTOKEN=$U/realms/bench-exchange/protocol/openid-connect/token
 ST=$(curl -fs -u "bench-front:$SECRET" -d grant_type=password -d username=bench-user -d password=bench-password-1 \
   "$XTOKEN" | $PY -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')
-load token_exchange "$SERVER" -m POST -T $FORM -H "$BASIC" -d "grant_type=urn:ietf:params:oauth:grant-type:token-exchange&subject_token_type=urn:ietf:params:oauth:token-type:access_token&subject_token=$ST" "$XTOKEN"
-load client_credentials_x "$SERVER" -m POST -T $FORM -H "$BASIC" -d grant_type=client_credentials "$XTOKEN"
+load token_exchange -m POST -T $FORM -H "$BASIC" -d "grant_type=urn:ietf:params:oauth:grant-type:token-exchange&subject_token_type=urn:ietf:params:oauth:token-type:access_token&subject_token=$ST" "$XTOKEN"
+load client_credentials_x -m POST -T $FORM -H "$BASIC" -d grant_type=client_credentials "$XTOKEN"
 # A UMA decision (response_mode=decision, one permission of five policies) for a user's bearer
 # token, and client-credentials grants in the same realm right after.
 UTOKEN=$U/realms/bench-uma/protocol/openid-connect/token
 UT=$(curl -fs -u "bench-app:$SECRET" -d grant_type=password -d username=bench-user -d password=bench-password-1 \
   "$UTOKEN" | $PY -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')
-load uma_decision "$SERVER" -m POST -T $FORM -H "Authorization: Bearer $UT" -d "grant_type=urn:ietf:params:oauth:grant-type:uma-ticket&audience=bench-app&permission=Doc%23read&response_mode=decision" "$UTOKEN"
-load client_credentials_uma "$SERVER" -m POST -T $FORM -H "$BASIC" -d grant_type=client_credentials "$UTOKEN"
+load uma_decision -m POST -T $FORM -H "Authorization: Bearer $UT" -d "grant_type=urn:ietf:params:oauth:grant-type:uma-ticket&audience=bench-app&permission=Doc%23read&response_mode=decision" "$UTOKEN"
+load client_credentials_uma -m POST -T $FORM -H "$BASIC" -d grant_type=client_credentials "$UTOKEN"
 RT=$(curl -fs -u "bench-app:$SECRET" -d grant_type=password -d username=bench-user -d password=bench-password-1 \
   -d scope=openid "$TOKEN" | $PY -c 'import json,sys; print(json.load(sys.stdin)["refresh_token"])')
-load refresh_token "$SERVER" -m POST -T $FORM -H "$BASIC" -d "grant_type=refresh_token&refresh_token=$RT" "$TOKEN"
+load refresh_token -m POST -T $FORM -H "$BASIC" -d "grant_type=refresh_token&refresh_token=$RT" "$TOKEN"
 AT=$(curl -fs -u "bench-app:$SECRET" -d grant_type=client_credentials "$TOKEN" | \
   $PY -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')
 # The demo API runs as an API would: its own process (one gunicorn worker, core 0), fetching the
@@ -125,23 +80,25 @@ AT=$(curl -fs -u "bench-app:$SECRET" -d grant_type=client_credentials "$TOKEN" |
 APORT=$(_free_port)
 taskset -c 0 .venv/bin/gunicorn idp.wsgi -w 1 -b 127.0.0.1:"$APORT" --log-level warning & API=$!
 for _ in $(seq 60); do curl -fs "http://127.0.0.1:$APORT/bench/bare" >/dev/null 2>&1 && break; sleep 0.5; done
-load demo_api_validation "$API" -m GET -H "Authorization: Bearer $AT" "http://127.0.0.1:$APORT/demo/api/whoami"
+IDP=$SERVER SERVER=$API  # the API's CPU is what this line counts
+load demo_api_validation -m GET -H "Authorization: Bearer $AT" "http://127.0.0.1:$APORT/demo/api/whoami"
 kill $API; wait $API 2>/dev/null || true
-before=$(snapshot "$SERVER")
+SERVER=$IDP
+before=$(snapshot)
 flows=$(taskset -c 1 $PY bench/oidc/codeflow.py "$U" "$DURATION" 50)
-after=$(snapshot "$SERVER")
-echo "code_flow (login form + code exchange, 50 concurrent): $flows | $(cpu_per flow "$(echo "$flows" | sed 's/flows=\([0-9]*\).*/\1/')" "$before" "$after")"
+after=$(snapshot)
+echo "code_flow (login form + code exchange, 50 concurrent): $flows | $(cpu_per "$(echo "$flows" | sed 's/flows=\([0-9]*\).*/\1/')" "$before" "$after" flow)"
 # The same with a second factor (password, then a TOTP code) and with a passkey alone (one
 # signature check instead of Argon2id; the load generator signs with a software authenticator).
 for kind in totp passkey; do
-  before=$(snapshot "$SERVER")
+  before=$(snapshot)
   flows=$(taskset -c 1 $PY bench/oidc/codeflow.py "$U" "$DURATION" 50 "$kind")
-  after=$(snapshot "$SERVER")
-  echo "code_flow_$kind (50 concurrent): $flows | $(cpu_per flow "$(echo "$flows" | sed 's/flows=\([0-9]*\).*/\1/')" "$before" "$after")"
+  after=$(snapshot)
+  echo "code_flow_$kind (50 concurrent): $flows | $(cpu_per "$(echo "$flows" | sed 's/flows=\([0-9]*\).*/\1/')" "$before" "$after" flow)"
 done
 echo "local validation (resource-server helper, 1 core): $(taskset -c 1 $PY bench/oidc/validate.py "$U" 5)"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-kill "$SERVER"; wait "$SERVER" 2>/dev/null || true; SERVER=""
+stop_server
 
 echo "in process, serial (bench/oidc/cpu.py):"
 taskset -c 0 $PY bench/oidc/cpu.py 1000

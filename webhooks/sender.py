@@ -200,8 +200,7 @@ class _Pull:
 class Lane:
     """A bound on the sends a lane holds (in flight on the lanes' loop)."""
 
-    def __init__(self, name, capacity):
-        self.name = name
+    def __init__(self, capacity):
         self.capacity = capacity
         self.used = 0
         self.cond = threading.Condition()
@@ -243,8 +242,8 @@ class Lane:
 class Lanes:
     def __init__(self, work):
         self.work = work
-        self.fast = Lane("sender", conf.get("IDP_WEBHOOK_SENDER_SENDS"))
-        self.slow = Lane("slow-lane", conf.get("IDP_WEBHOOK_SLOW_LANE_SENDS"))
+        self.fast = Lane(conf.get("IDP_WEBHOOK_SENDER_SENDS"))
+        self.slow = Lane(conf.get("IDP_WEBHOOK_SLOW_LANE_SENDS"))
         self.client = Client()
         self.loop = asyncio.new_event_loop()
         self.tasks = set()  # the sends in flight (the loop keeps only weak references)

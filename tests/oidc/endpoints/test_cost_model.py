@@ -11,6 +11,7 @@ from realms.representation.resource_server import check
 
 from .conftest import SECRET, basic, code_for, exchange, refresh, url
 
+
 def _warm(http, realm, alice):
     """One of each request first: the realm's configuration, keys and clients cached."""
     auth = {"HTTP_AUTHORIZATION": basic("app", SECRET)}

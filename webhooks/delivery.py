@@ -18,6 +18,7 @@ import random
 import secrets
 import time
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -216,8 +217,20 @@ def _claim_and_start(ids, lanes):
         for endpoint_id in limits.rewait([(ep.id, slot_limit(ep, now)) for ep in refused]):
             pump(endpoint_id, 1)
     if not lanes:
-        record(asyncio.run(_send_here(go)))
+        record(_run_inline(_send_here(go)))
     return {j.delivery_id for j in go}
+
+
+def _run_inline(coroutine):
+    """``asyncio.run``, also for a caller whose thread runs an event loop already (a test driving
+    a browser with Playwright's synchronous API), where asyncio.run refuses: there on a thread of
+    its own, the caller waiting for it as for any inline send."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
 
 
 async def _send_here(jobs):

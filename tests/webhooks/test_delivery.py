@@ -1,6 +1,7 @@
 """One attempt at a time, against a real loopback receiver and the real Redis slot limiter:
 signing, logging, the retry schedule, Retry-After, slow-down, 410, disabling, redelivery,
 sweeping and retention."""
+import asyncio
 import json
 from datetime import timedelta
 
@@ -51,6 +52,22 @@ def test_delivered_signed_and_logged(realm, endpoint, receiver_server, no_dispat
     assert payload["type"] == "auth.login" and req["headers"]["webhook-id"] == d.message_id
     log = DeliveryAttempt.objects.get(delivery=d)
     assert (log.number, log.status, log.success, log.message_id) == (1, 200, True, d.message_id)
+
+
+def test_an_inline_send_from_a_thread_whose_event_loop_runs(transactional_db, realm, endpoint, receiver_server,
+                                                           no_dispatch, monkeypatch):
+    """Playwright's synchronous API runs its event loop in the test's thread: the inline sends
+    cannot start one of their own there. (Code run in a loop has a database connection of its own:
+    the rows must be committed.)"""
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    d = _publish(realm, endpoint)
+
+    async def inside_a_loop():
+        delivery.attempt(d.pk)
+
+    asyncio.run(inside_a_loop())
+    d.refresh_from_db()
+    assert d.state == Delivery.DELIVERED and len(receiver_server.requests) == 1
 
 
 def test_500_then_200_same_id_new_timestamp(realm, endpoint, receiver_server, no_dispatch, monkeypatch):

@@ -45,8 +45,10 @@ urlpatterns = [
     path("realms/<str:realm>/scim/v2/", include("realms.scim.urls")),
     path("realms/<str:realm>/account/", include("realms.account.urls")),
     path("realms/<str:realm>/account", account_root),
-    path("realms/<str:realm>/webhooks/portal/<str:token>/", webhook_portal.overview),
-    path("realms/<str:realm>/webhooks/portal/<str:token>/events/<str:message_id>", webhook_portal.event),
+    # <key>: the endpoint's id (the token in the fragment, then a cookie), or an old link's token.
+    path("realms/<str:realm>/webhooks/portal/<str:key>/", webhook_portal.overview),
+    path("realms/<str:realm>/webhooks/portal/<str:key>/session", webhook_portal.session),
+    path("realms/<str:realm>/webhooks/portal/<str:key>/events/<str:message_id>", webhook_portal.event),
     path("realms/<str:realm>/", include("oidc.urls")),
     path("demo/api/whoami", oidc_demo.whoami, name="demo-whoami"),
     path("demo/", oidc_demo.sign_in, name="demo-sign-in"),

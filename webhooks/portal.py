@@ -6,10 +6,15 @@ and resumes the endpoint, changes its event types and sends a test event. Everyt
 through ``services`` (the console's and the REST API's own operations) and is an admin event by
 the ``webhook-portal`` client.
 
-The link is ``/realms/<realm>/webhooks/portal/<token>/``: ``token`` is Django's signature (the
-deployment's secret key, HMAC-SHA256) over the endpoint's id and the link's expiry, checked on
-every request. A link that is altered, expired, of another realm or of a deleted endpoint opens
-nothing. The token is in the path, so the pages send no referrer to other sites and are never cached."""
+The link is ``/realms/<realm>/webhooks/portal/<endpoint id>/#<token>``: ``token`` is Django's
+signature (the deployment's secret key, HMAC-SHA256) over the endpoint's id and the link's expiry.
+It is in the fragment, which browsers never send, so no access log or proxy sees it (Svix's magic
+link). The page, without a portal cookie, is a small form whose script puts the fragment in and
+posts it (CSRF-protected) to ``<endpoint id>/session``, which answers with the token in an
+HttpOnly, SameSite=Strict cookie scoped to that endpoint's path. The cookie is checked on every
+request as the link is. A link that is altered, expired, of another realm or of a deleted endpoint
+opens nothing. Links of the old form (the token in the path) still open: they set the cookie and
+redirect to the token-free address (decision 0101)."""
 import json
 from datetime import UTC, datetime, timedelta
 
@@ -24,7 +29,7 @@ from realms.admin_api.errors import Invalid, NotFound
 from realms.admin_api.views import RealmResource
 from realms.audit.admin_events import AuthDetails
 from realms.http import messages, themes
-from realms.http.web import base_url, client_address
+from realms.http.web import base_url, client_address, is_secure
 from realms.models import Realm
 
 from . import catalogue, payloads, services
@@ -32,6 +37,7 @@ from .errors import WebhooksError
 from .models import Delivery, DeliveryAttempt, Endpoint, Message
 
 SALT = "webhooks.portal"
+COOKIE = "webhook_portal"  # one per endpoint: its Path is that endpoint's portal
 CLIENT = "webhook-portal"  # the client named in the admin events of changes made here
 DEFAULT_LINK_SECONDS = 7 * 24 * 3600  # as Svix's portal links
 MAX_LINK_SECONDS = 30 * 24 * 3600
@@ -57,7 +63,8 @@ def issue_link(request, endpoint, expires_in=DEFAULT_LINK_SECONDS, who=None):
     token = signing.dumps({"e": endpoint.pk, "x": int(expires_at.timestamp()), "i": issued}, salt=SALT)
     _audit(endpoint, who, action="portal-link", expiresAt=_iso(expires_at))
     # Relative when the base URL is unknown (no request, no IDP_BASE_URL: a command in dev mode).
-    return f"{base_url(request)}/realms/{endpoint.realm.name}/webhooks/portal/{token}/", expires_at
+    # The token in the fragment: browsers never send it, so no access log records it.
+    return f"{base_url(request)}{_base(endpoint.realm.name, endpoint.pk)}#{token}", expires_at
 
 
 def open_link(realm_name, token):
@@ -137,19 +144,86 @@ def _render(request, realm, page, context, status=200):
     return response
 
 
-def _portal_page(view):
+def _base(realm_name, endpoint_id):
+    return f"/realms/{realm_name}/webhooks/portal/{endpoint_id}/"
+
+
+def _refused(request, realm_name, reason, status, forget=None, key=None):
+    """The page in words; ``key``: the endpoint's id, so that a new link's fragment opened on it
+    (a tab showing this page loads nothing for a new fragment) is posted all the same."""
+    response = _render(request, Realm.objects.filter(name=realm_name).first(), "webhook-portal-refused.html",
+                       {"reason": reason, "session": _base(realm_name, key) + "session" if key else None},
+                       status=status)
+    if forget:  # a cookie that opens nothing any more
+        response.delete_cookie(COOKIE, path=forget, samesite="Strict")
+    return response
+
+
+def _opened(request, realm_name, token, endpoint_id=None):
+    """(endpoint, expires_at) of ``token`` (``open_link``), refused too when it is another endpoint's."""
+    endpoint, expires_at = open_link(realm_name, token)
+    if endpoint_id is not None and endpoint.pk != endpoint_id:
+        raise LinkRefused("webhookPortalLinkInvalid", 403)
+    return endpoint, expires_at
+
+
+def _with_cookie(request, response, endpoint, token, expires_at):
+    """The token in the endpoint's own cookie: script-proof, same-site only, sent to its portal alone."""
+    max_age = max(int((expires_at - timezone.now()).total_seconds()), 0)
+    response.set_cookie(COOKIE, token, max_age=max_age, path=_base(endpoint.realm.name, endpoint.pk),
+                        httponly=True, secure=is_secure(request), samesite="Strict")
+    return response
+
+
+def _old_link(request, realm, token, rest):
+    """A link of the old form (the token in the path, so this request's line was logged once): the
+    cookie set, then 303 to the token-free address. Only a GET: nothing acts on such a path."""
+    if request.method != "GET":
+        raise Http404
+    try:
+        endpoint, expires_at = _opened(request, realm, token)
+    except LinkRefused as refused:
+        return _refused(request, realm, refused.reason, refused.status)
+    response = HttpResponseRedirect(_base(realm, endpoint.pk) + rest)
+    response.status_code = 303
+    return _with_cookie(request, response, endpoint, token, expires_at)
+
+
+def _portal_page(view, rest=lambda kwargs: "", opens=False):
+    """``view`` behind the endpoint's cookie; ``opens``: its address is the link's, which opens the portal."""
     @csrf_protect
-    def wrapper(request, realm, token, *args, **kwargs):
+    def wrapper(request, realm, key, *args, **kwargs):
+        if ":" in key:  # a signed token (Django's signatures hold colons; endpoint ids do not)
+            return _old_link(request, realm, key, rest(kwargs))
+        token = request.COOKIES.get(COOKIE)
+        if not token:
+            if request.method == "GET" and opens:  # the link: its fragment holds the token
+                return _render(request, Realm.objects.filter(name=realm).first(), "webhook-portal-open.html",
+                               {"session": _base(realm, key) + "session"})
+            return _refused(request, realm, "webhookPortalNoSession", 403, key=key)
         try:
-            endpoint, expires_at = open_link(realm, token)
+            endpoint, expires_at = _opened(request, realm, token, key)
         except LinkRefused as refused:
-            realm_obj = Realm.objects.filter(name=realm).first()
-            return _render(request, realm_obj, "webhook-portal-refused.html", {"reason": refused.reason},
-                           status=refused.status)
+            return _refused(request, realm, refused.reason, refused.status, forget=_base(realm, key), key=key)
         who = AuthDetails(realm_id=endpoint.realm_id, client_id=CLIENT, ip_address=client_address(request))
-        base = f"/realms/{endpoint.realm.name}/webhooks/portal/{token}/"
-        return view(request, endpoint, expires_at, who, base, *args, **kwargs)
+        return view(request, endpoint, expires_at, who, _base(realm, key), *args, **kwargs)
     return wrapper
+
+
+@csrf_protect
+def session(request, realm, key):
+    """``POST <endpoint id>/session`` (``token``): the link's token checked as every request checks
+    it, then kept in the endpoint's cookie and 303 to the portal. Refused: no cookie, the page in words.
+    CSRF-protected as every form here: another site cannot plant its own portal session in a browser."""
+    if request.method != "POST":
+        raise Http404
+    try:
+        endpoint, expires_at = _opened(request, realm, request.POST.get("token", "").strip(), key)
+    except LinkRefused as refused:
+        return _refused(request, realm, refused.reason, refused.status, key=key)
+    response = HttpResponseRedirect(_base(realm, endpoint.pk))
+    response.status_code = 303
+    return _with_cookie(request, response, endpoint, request.POST["token"].strip(), expires_at)
 
 
 def _text(request, realm, key, *params):
@@ -205,7 +279,6 @@ def _act(request, endpoint, who):
     raise services.WebhookError("webhookPortalUnknownAction")
 
 
-@_portal_page
 def overview(request, endpoint, expires_at, who, base):
     realm, notice, secret, error, status = endpoint.realm, None, None, None, 200
     if request.method == "POST":
@@ -235,7 +308,8 @@ def overview(request, endpoint, expires_at, who, base):
         rows = rows.filter(state=state)
     rows = list(rows[(page - 1) * PAGE_SIZE:page * PAGE_SIZE + 1])
     return _render(request, realm, "webhook-portal.html", {
-        "endpoint": endpoint, "base": base, "expires": when(expires_at, realm), "notice": notice, "error": error,
+        "endpoint": endpoint, "base": base, "session": base + "session", "expires": when(expires_at, realm),
+        "notice": notice, "error": error,
         "secret": secret, "status_key": _status_key(endpoint), "managed": payloads.owner_of(endpoint) is not None,
         "failing_since": when(endpoint.failing_since, realm) if endpoint.failing_since else "",
         "event_types": _event_type_choices(endpoint),
@@ -263,7 +337,6 @@ def _status_key(endpoint):
     return "webhookPortalStatusDisabled" if endpoint.disabled_reason else "webhookPortalStatusPaused"
 
 
-@_portal_page
 def event(request, endpoint, expires_at, who, base, message_id):
     realm = endpoint.realm
     message = Message.objects.filter(pk=message_id, realm_id=endpoint.realm_id,
@@ -284,7 +357,8 @@ def event(request, endpoint, expires_at, who, base, message_id):
         pass
     attempts = DeliveryAttempt.objects.filter(endpoint=endpoint, message_id=message.pk).order_by("number", "id")
     return _render(request, realm, "webhook-portal-event.html", {
-        "endpoint": endpoint, "base": base, "expires": when(expires_at, realm), "message": message,
+        "endpoint": endpoint, "base": base, "session": base + "session", "expires": when(expires_at, realm),
+        "message": message,
         "created": when(message.created_at, realm), "body": body,
         "notice": _text(request, realm, "webhookPortalRedeliveryQueued")
         if request.GET.get("done") == "webhookPortalRedeliveryQueued" else None,
@@ -293,3 +367,7 @@ def event(request, endpoint, expires_at, who, base, message_id):
                       "success": a.success, "duration_ms": a.duration_ms, "response": a.response_body,
                       "error": a.error} for a in attempts],
     })
+
+
+overview = _portal_page(overview, opens=True)
+event = _portal_page(event, rest=lambda kwargs: f"events/{kwargs['message_id']}")

@@ -1,6 +1,7 @@
 """The consumer portal (webhooks/portal.py): a signed, expiring link to one endpoint's page, issued by
-the Admin REST API; what its holder can do there, each change an admin event; and every link that
-must open nothing (altered, expired, another realm's, a deleted endpoint's)."""
+the Admin REST API, its token in the fragment and then in the endpoint's cookie; what its holder
+can do there, each change an admin event; every link that must open nothing (altered, expired,
+another realm's, a deleted endpoint's, withdrawn) and sets no cookie; links of the old form."""
 import json
 import re
 from datetime import timedelta
@@ -57,14 +58,30 @@ def _csrf(html):
     return unescape(re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1))
 
 
+def _split(url):
+    """(path, token) of a link: the token is its fragment."""
+    path, _, token = _path(url).partition("#")
+    return path, token
+
+
+def _open(http, url, path=None):
+    """What the link's page does: the opening page's form, the fragment in it, posted; the answer."""
+    link_path, token = _split(url)
+    path = path or link_path
+    page = http.get(path)
+    assert page.status_code == 200 and 'id="open-form"' in page.content.decode()
+    return http.post(path + "session", {"csrfmiddlewaretoken": _csrf(page.content.decode()), "token": token})
+
+
 @pytest.fixture
 def opened(tokens, endpoint):  # noqa: F811
     """A browser (Django's client, CSRF enforced) on the endpoint's portal page."""
     link = _link(tokens, endpoint)
     http = Client(enforce_csrf_checks=True)
-    page = http.get(_path(link["url"]))
+    assert _open(http, link["url"]).status_code == 303
+    http.path = _split(link["url"])[0]
+    page = http.get(http.path)
     assert page.status_code == 200
-    http.path = _path(link["url"])
     http.csrf = _csrf(page.content.decode())
     return http
 
@@ -75,10 +92,22 @@ def _post(http, path=None, **data):
 
 def test_a_link_is_issued_by_the_admin_api_and_opens_the_endpoint_page(tokens, endpoint):  # noqa: F811
     link = _link(tokens, endpoint, {"expiresIn": 3600})
-    assert re.fullmatch(r"http://testserver/realms/wh-realm/webhooks/portal/[^/]+/", link["url"])
+    # The token only in the fragment, which a browser never sends: the path names the endpoint.
+    match = re.fullmatch(r"http://testserver/realms/wh-realm/webhooks/portal/([^/#]+)/#([^/#?]+)", link["url"])
+    assert match and match.group(1) == endpoint.pk and ":" in match.group(2)
+    assert signing.loads(match.group(2), salt=portal.SALT)["e"] == endpoint.pk
     expires = timezone.datetime.fromisoformat(link["expiresAt"].replace("Z", "+00:00"))
     assert abs((expires - timezone.now()).total_seconds() - 3600) < 5
-    resp = Client().get(_path(link["url"]))
+    http = Client(enforce_csrf_checks=True)
+    # Without the cookie the address is the opening page, in words, showing nothing of the endpoint.
+    opening = http.get(_split(link["url"])[0])
+    html = opening.content.decode()
+    assert opening.status_code == 200 and endpoint.url not in html and "CRM sync" not in html
+    assert "copy the part of the link after the # sign" in html and "webhook-portal-open.js" in html
+    assert opening["Referrer-Policy"] == "same-origin" and "no-store" in opening["Cache-Control"]
+    answer = _open(http, link["url"])
+    assert answer.status_code == 303 and answer["Location"] == _split(link["url"])[0]
+    resp = http.get(answer["Location"])
     html = resp.content.decode()
     assert resp.status_code == 200 and endpoint.url in html and "CRM sync" in html
     assert "This link works until" in html and "Active" in html
@@ -87,6 +116,41 @@ def test_a_link_is_issued_by_the_admin_api_and_opens_the_endpoint_page(tokens, e
     # Issuing a link is itself on the record.
     event = _admin_events(endpoint, "ACTION").get()
     assert event.details["action"] == "portal-link" and event.client_id == "admin-cli"
+
+
+def test_the_cookie_holds_the_token_for_this_endpoint_alone(tokens, endpoint):  # noqa: F811
+    link = _link(tokens, endpoint, {"expiresIn": 3600})
+    path, token = _split(link["url"])
+    answer = _open(Client(enforce_csrf_checks=True), link["url"])
+    cookie = answer.cookies[portal.COOKIE]
+    assert cookie.value == token and cookie["httponly"] and cookie["samesite"] == "Strict"
+    assert cookie["path"] == f"/realms/wh-realm/webhooks/portal/{endpoint.pk}/" == path
+    assert 3590 <= int(cookie["max-age"]) <= 3600 and not cookie["secure"]  # plain HTTP here
+    # Over HTTPS it is Secure.
+    https = Client(enforce_csrf_checks=True)
+    page = https.get(path, secure=True)
+    answer = https.post(path + "session", {"csrfmiddlewaretoken": _csrf(page.content.decode()), "token": token},
+                        secure=True, HTTP_REFERER="https://testserver" + path)
+    assert answer.status_code == 303 and answer.cookies[portal.COOKIE]["secure"]
+
+
+def test_the_session_needs_the_csrf_token_and_a_post(tokens, endpoint):  # noqa: F811
+    path, token = _split(_link(tokens, endpoint)["url"])
+    http = Client(enforce_csrf_checks=True)
+    resp = http.post(path + "session", {"token": token})
+    assert resp.status_code == 403 and portal.COOKIE not in resp.cookies
+    assert Client().get(path + "session").status_code == 404
+
+
+def test_without_the_cookie_the_pages_open_nothing(tokens, endpoint):  # noqa: F811
+    path, _ = _split(_link(tokens, endpoint)["url"])
+    resp = Client().get(path + "events/msg_nothing")
+    assert resp.status_code == 403 and "opens only through the link" in resp.content.decode()
+    http = Client()
+    http.get(path)
+    assert http.post(path, {"action": "pause"}).status_code == 403
+    endpoint.refresh_from_db()
+    assert endpoint.enabled is True
 
 
 @pytest.mark.parametrize("body,needle", [({"expiresIn": 10}, "expiresIn"), ({"expiresIn": 10**9}, "expiresIn"),
@@ -106,27 +170,41 @@ def test_issuing_a_link_needs_manage_events(tokens, endpoint):  # noqa: F811
 
 
 def test_an_altered_expired_foreign_or_orphaned_link_opens_nothing(tokens, endpoint, realm):  # noqa: F811
-    path = _path(_link(tokens, endpoint, {"expiresIn": 600})["url"])
-    token = path.split("/")[-2]
+    url = _link(tokens, endpoint, {"expiresIn": 600})["url"]
+    path, token = _split(url)
     claims = signing.loads(token, salt=portal.SALT)
     longer = signing.dumps({**claims, "x": claims["x"] + 10**6}, salt="another salt")  # not our signature
     other = Endpoint.objects.create(realm=Realm.objects.create(name="other-realm"), url=endpoint.url)
-    refused = {
-        "altered": path.replace(token, token[:-2] + ("AA" if token[-2:] != "AA" else "BB")),
-        "re-signed elsewhere": path.replace(token, longer),
-        "another realm": path.replace("/wh-realm/", "/other-realm/"),
-        "another endpoint": path.replace(token, signing.dumps({**claims, "e": other.pk}, salt=portal.SALT)),
+    mine = Endpoint.objects.create(realm=realm, url=endpoint.url)
+    refused = {  # (the page's path, the token posted)
+        "altered": (path, token[:-2] + ("AA" if token[-2:] != "AA" else "BB")),
+        "re-signed elsewhere": (path, longer),
+        "another realm": (path.replace("/wh-realm/", "/other-realm/"), token),
+        "another realm's endpoint": (path, signing.dumps({**claims, "e": other.pk}, salt=portal.SALT)),
+        "the same realm's other endpoint": (path.replace(endpoint.pk, mine.pk), token),
+        "empty": (path, ""),
     }
-    for what, bad in refused.items():
-        resp = Client().get(bad)
+    for what, (page, bad) in refused.items():
+        resp = _open(Client(enforce_csrf_checks=True), f"{page}#{bad}", page)
         assert resp.status_code == 403, what
         assert "This link is not valid" in resp.content.decode() and endpoint.url not in resp.content.decode(), what
+        assert portal.COOKIE not in resp.cookies, what
+        # The old form of the same link: refused alike, no cookie.
+        old = Client().get(page.replace(f"/{page.split('/')[-2]}/", f"/{bad}/"))
+        if what != "the same realm's other endpoint" and bad:  # that one is a good link to this endpoint
+            assert old.status_code == 403 and portal.COOKIE not in old.cookies, what
     with time_machine.travel(timezone.now() + timedelta(seconds=601)):
-        resp = Client().get(path)
+        resp = _open(Client(enforce_csrf_checks=True), url)
     assert resp.status_code == 403 and "This link has expired" in resp.content.decode()
-    assert Client().get(path).status_code == 200
+    assert portal.COOKIE not in resp.cookies
+    http = Client()
+    assert _open(http, url).status_code == 303 and http.get(path).status_code == 200
+    # An open portal whose link expires closes: the cookie is checked on every request.
+    with time_machine.travel(timezone.now() + timedelta(seconds=601)):
+        resp = http.get(path)
+    assert resp.status_code == 403 and "This link has expired" in resp.content.decode()
     services.delete_endpoint(endpoint)
-    assert Client().get(path).status_code == 403
+    assert _open(Client(), url).status_code == 403
 
 
 def test_pause_resume_and_event_types(opened, endpoint):
@@ -220,22 +298,50 @@ def test_an_event_of_another_endpoint_is_not_shown(opened, realm, receiver_serve
 
 
 def test_revoking_closes_every_link_issued_before(tokens, endpoint):  # noqa: F811
-    old = _path(_link(tokens, endpoint)["url"])
-    assert Client().get(old).status_code == 200
+    old = _link(tokens, endpoint)["url"]
+    path = _split(old)[0]
+    portal_open = Client()
+    assert _open(portal_open, old).status_code == 303 and portal_open.get(path).status_code == 200
     api = Client(HTTP_AUTHORIZATION=f"Bearer {tokens['admin']}")
     with time_machine.travel(timezone.now(), tick=False):
         assert api.delete(f"/admin/realms/wh-realm/webhooks/{endpoint.pk}/portal-link").status_code == 204
-        resp = Client().get(old)
+        # The open portal closes at once: its next page is refused and its cookie dropped.
+        resp = portal_open.get(path)
         assert resp.status_code == 403 and "This link was withdrawn" in resp.content.decode()
+        assert resp.cookies[portal.COOKIE].value == "" and endpoint.url not in resp.content.decode()
+        resp = _open(Client(), old)
+        assert resp.status_code == 403 and "This link was withdrawn" in resp.content.decode()
+        assert portal.COOKIE not in resp.cookies
         # A link issued in the same second is withdrawn too; one from the next second on works.
-        same_second = _path(_link(tokens, endpoint)["url"])
-        assert Client().get(same_second).status_code == 403
+        same_second = _link(tokens, endpoint)["url"]
+        assert _open(Client(), same_second).status_code == 403
     with time_machine.travel(timezone.now() + timedelta(seconds=2)):
-        assert Client().get(_path(_link(tokens, endpoint)["url"])).status_code == 200
-        assert Client().get(old).status_code == 403
+        assert _open(Client(), _link(tokens, endpoint)["url"]).status_code == 303
+        assert _open(Client(), old).status_code == 403
     assert _admin_events(endpoint, "ACTION").filter(details__action="portal-links-revoked").count() == 1
     plain = Client(HTTP_AUTHORIZATION=f"Bearer {tokens['plain']}")
     assert plain.delete(f"/admin/realms/wh-realm/webhooks/{endpoint.pk}/portal-link").status_code == 403
+
+
+def test_a_link_of_the_old_form_sets_the_cookie_and_redirects(tokens, endpoint):  # noqa: F811
+    path, token = _split(_link(tokens, endpoint, {"expiresIn": 600})["url"])
+    old = f"/realms/wh-realm/webhooks/portal/{token}/"
+    http = Client(enforce_csrf_checks=True)
+    resp = http.get(old)
+    assert resp.status_code == 303 and resp["Location"] == path
+    cookie = resp.cookies[portal.COOKIE]
+    assert cookie.value == token and cookie["httponly"] and cookie["samesite"] == "Strict" and cookie["path"] == path
+    page = http.get(path)
+    assert page.status_code == 200 and endpoint.url in page.content.decode()
+    # A form posted there: the token-free address acts.
+    resp = http.post(path, {"csrfmiddlewaretoken": _csrf(page.content.decode()), "action": "pause"})
+    assert resp.status_code == 302
+    endpoint.refresh_from_db()
+    assert endpoint.enabled is False
+    # An old event address too; nothing is done on an old-form path but that redirect.
+    resp = Client().get(f"{old}events/msg_x")
+    assert resp.status_code == 303 and resp["Location"] == f"{path}events/msg_x"
+    assert Client().post(old, {"action": "resume"}).status_code in (403, 404)
 
 
 def test_the_console_issues_and_revokes_links(realm, endpoint):
@@ -251,9 +357,11 @@ def test_the_console_issues_and_revokes_links(realm, endpoint):
                         {"action": "portal_link", "_selected_action": [endpoint.pk]}, follow=True)
     shown = [str(m) for m in resp.context["messages"] if "/webhooks/portal/" in str(m)]
     assert len(shown) == 1 and "valid until" in shown[0]
-    link = _path(re.search(r"(https?://\S+/)$", shown[0]).group(1))
-    assert Client().get(link).status_code == 200
+    link = re.search(r"(https?://\S+/#\S+)$", shown[0]).group(1)
+    holder = Client()
+    assert _open(holder, link).status_code == 303 and holder.get(_split(link)[0]).status_code == 200
     console.post("/admin/master/console/webhooks/endpoint/",
                  {"action": "revoke_portal_links", "_selected_action": [endpoint.pk]})
-    assert Client().get(link).status_code == 403
+    assert holder.get(_split(link)[0]).status_code == 403
+    assert _open(Client(), link).status_code == 403
     assert {e.details["action"] for e in _admin_events(endpoint, "ACTION")} == {"portal-link", "portal-links-revoked"}

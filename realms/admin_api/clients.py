@@ -11,7 +11,7 @@ from ..audit import admin_events
 from ..models import Client, ClientScope, ClientScopeLink, ProtocolMapper
 from ..representation import RepresentationError
 from ..representation.client_policies import client_write_refusal
-from ..representation.clients import add_attribute_parts, attribute_parts, client_rep, parse_client
+from ..representation.clients import add_attribute_parts, attribute_parts, client_rep, client_reps, parse_client
 from ..representation.fields import Parser
 from ..representation.protocol_mappers import check_mapper
 from ..representation.services import add_default_client_scopes
@@ -30,7 +30,7 @@ def _public_rep(client):
 def _rep(realm, clients):
     """As Keycloak's, with the attributes other apps keep in rows (a Shared Signals stream), so a
     GET, changed and PUT back, sends them unchanged."""
-    reps = [client_rep(c) for c in clients]
+    reps = client_reps(clients)
     add_attribute_parts(realm, reps)
     return reps
 

@@ -13,7 +13,7 @@ from .authentication import KEYS as AUTHENTICATION_KEYS
 from .authentication import authentication_reps, parse_authentication
 from .client_policies import parse_sections, plain_attributes, store, stored_policies, stored_profiles
 from .client_scopes import parse_scope, scope_rep
-from .clients import add_attribute_parts, client_rep, parse_client
+from .clients import add_attribute_parts, client_reps, parse_client
 from .components import (
     KEY_PROVIDER,
     key_component,
@@ -332,7 +332,7 @@ def export_realm(realm):
         for owner, names in client_map.items():
             rep["clientScopeMappings"].setdefault(owner, []).append({key: name, "roles": names})
 
-    rep["clients"] = [client_rep(c) for c in clients]
+    rep["clients"] = client_reps(clients)
     add_attribute_parts(realm, rep["clients"])
     permissions_client = next((c for c in clients if c.client_id == PERMISSIONS_CLIENT and c.authorization_settings),
                               None)

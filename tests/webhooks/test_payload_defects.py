@@ -19,6 +19,7 @@ from realms.representation.realm import export_realm
 from realms.users.accounts import create_user
 from tests.browser import chromium  # noqa: F401 (a fixture)
 from tests.webhooks.test_payloads import _endpoint, _received, _send_all, _user_update, no_dispatch  # noqa: F401
+from tests.webhooks.test_portal import _open, _split
 from tests.webhooks.test_rest import tokens  # noqa: F401 (a fixture)
 from webhooks import catalogue, delivery, portal, services
 from webhooks.catalogue import PayloadVersion
@@ -219,7 +220,9 @@ def test_admin_events_carry_the_endpoints_representation_with_its_payload_settin
 def test_the_consumer_portal_shows_the_payload_settings(realm, settings_, shown):
     endpoint = _endpoint(realm, "https://hooks.example.com/in", **settings_)
     url, _ = portal.issue_link(None, endpoint)
-    page = DjangoClient().get(re.sub(r"^https?://[^/]+", "", url), HTTP_ACCEPT_LANGUAGE="en")
+    http = DjangoClient()
+    assert _open(http, url).status_code == 303
+    page = http.get(_split(url)[0], HTTP_ACCEPT_LANGUAGE="en")
     html = page.content.decode()
     assert page.status_code == 200 and "webhookPortal" not in html
     got = tuple(unescape(re.search(rf'<dd id="endpoint-{name}">(.*?)</dd>', html).group(1))

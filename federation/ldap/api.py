@@ -20,7 +20,7 @@ from realms.users.storage import open_config
 
 from . import mappers, membership
 from .config import MAPPER_TYPE, PROVIDER_ID, ConfigError, LdapConfig
-from .connection import DirectoryError, DirectoryUnavailable, test_connection
+from .connection import DirectoryError, DirectoryUnavailable, PolicyRefused, test_connection
 from .sync import DIRECTIONS, sync, sync_mapper
 
 logger = logging.getLogger("idp.federation")
@@ -283,6 +283,9 @@ class TestConnection(RealmResource):
         try:
             config = LdapConfig.of(probe, values.get("bindCredential", [""])[0])
             test_connection(config, body.get("action"))
+        except PolicyRefused as exc:
+            logger.info("testLDAPConnection refused: %s", exc.info)
+            raise errors.Invalid(f"LDAP test error: {exc.info}") from None
         except (ConfigError, DirectoryError) as exc:
             logger.info("testLDAPConnection failed: %s %s", exc, getattr(exc, "info", ""))
             raise errors.Invalid("LDAP test error") from None

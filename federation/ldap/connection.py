@@ -4,12 +4,14 @@ one trust store, Keycloak's truststore SPI), connect and read timeouts, and a po
 connections (one per thread and provider configuration) when ``connectionPooling`` is on.
 Password checks bind on a fresh connection, never on a pooled one."""
 import threading
+from urllib.parse import urlsplit
 
 import ldap
 from django.conf import settings
 from ldap.controls import SimplePagedResultsControl
 
 from realms.errors import StoreRefused
+from realms.http import outbound
 
 from ..errors import FederationError
 from .config import ConfigError
@@ -25,6 +27,33 @@ class DirectoryError(FederationError):
     def __init__(self, message, info=""):
         super().__init__(message)
         self.info = info
+
+
+class AddressRefused(DirectoryUnavailable):
+    """A host of the connection URL resolves to an address the outbound policy refuses
+    (``realms.http.outbound.check_host``, decision 0118): nothing was sent to it."""
+
+
+def check_addresses(connection_url):
+    """Every address of every host of the (space-separated) connection URLs must pass the
+    outbound policy before python-ldap sees them; raises AddressRefused. python-ldap resolves the
+    names again itself (the remaining rebinding window, decision 0118)."""
+    for url in connection_url.split():
+        try:
+            parts = urlsplit(url)
+            port = parts.port or (636 if parts.scheme.lower() == "ldaps" else 389)
+        except ValueError as exc:
+            raise AddressRefused(f"not a valid URL: {exc}") from None
+        if not parts.hostname:
+            raise AddressRefused(f"{url} has no host")
+        try:
+            outbound.check_host(parts.hostname, port, "connecting to LDAP server")
+        except outbound.TargetRefused as exc:
+            raise AddressRefused(f"LDAP server refused by the outbound policy: {exc}") from None
+
+
+class PolicyRefused(DirectoryError):
+    """testLDAPConnection's AddressRefused: ``info`` says which host and why."""
 
 
 _UNREACHABLE = (ldap.SERVER_DOWN, ldap.TIMEOUT, ldap.CONNECT_ERROR)
@@ -54,6 +83,7 @@ def connect(config, who=None, password=None):
     if who and not password:
         # An empty password would be an unauthenticated bind (RFC 4513 5.1.2): it proves nothing.
         raise ldap.INVALID_CREDENTIALS({"desc": "Invalid credentials", "info": "empty password"})
+    check_addresses(config.connection_url)
     conn = ldap.initialize(config.connection_url, bytes_mode=False)
     try:
         _options(conn, config)
@@ -216,11 +246,14 @@ def _close(conn):
 def test_connection(config, action):
     """Keycloak's testLDAPConnection: ``testConnection`` reaches the server (and StartTLS) with an
     anonymous bind, ``testAuthentication`` binds with the bind DN and credential. Raises
-    DirectoryError naming the cause (the API answers Keycloak's "LDAP test error")."""
+    DirectoryError naming the cause (the API answers Keycloak's "LDAP test error"), PolicyRefused
+    when the outbound policy refuses a host of the URL."""
     if action not in ("testConnection", "testAuthentication"):
         raise ConfigError("action must be testConnection or testAuthentication")
     try:
         _close(connect(config, *(("", "") if action == "testConnection" else ())))
+    except AddressRefused as exc:
+        raise PolicyRefused("refused by the outbound policy", str(exc)) from None
     except DirectoryUnavailable as exc:
         raise DirectoryError("cannot connect", str(exc)) from None
     except ldap.LDAPError as exc:

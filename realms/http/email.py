@@ -14,14 +14,15 @@ import smtplib
 from email.utils import formataddr
 
 from celery import current_app
-from django.core.mail import EmailMultiAlternatives, get_connection
+from django.core.mail import EmailMultiAlternatives
+from django.core.mail.backends.smtp import EmailBackend
 from django.db import transaction
 from django.template.loader import select_template
 from django.utils.safestring import mark_safe
 
 from .. import background
 from ..errors import RealmsError
-from . import messages
+from . import messages, outbound
 
 logger = logging.getLogger("idp.email")
 
@@ -29,6 +30,7 @@ DEFAULT_THEME = "v2"
 TASK = "realms.send_email"  # realms.tasks.send_email
 _TRUE = ("true", "1", True)
 # Errors worth another try later: the server is down, refuses for now, or the network failed.
+# A host the outbound policy refuses (outbound.TargetRefused) is not one: it is no retry.
 TRANSIENT = (OSError, smtplib.SMTPException)
 
 
@@ -40,11 +42,37 @@ def configured(realm):
     return bool((realm.smtp_server or {}).get("host"))
 
 
+class _Checked:
+    """smtplib's socket goes to an address ``outbound.check_host`` allowed (the SSRF policy of
+    every outbound URL a realm admin sets, decision 0118); ``self._host`` stays the configured
+    name, so SMTP_SSL and STARTTLS send it as SNI and verify the certificate against it."""
+
+    def _get_socket(self, host, port, timeout):
+        address = outbound.check_host(host, port, "connecting to SMTP server")[0]
+        return super()._get_socket(address, port, timeout)
+
+
+class CheckedSMTP(_Checked, smtplib.SMTP):
+    pass
+
+
+class CheckedSMTP_SSL(_Checked, smtplib.SMTP_SSL):  # noqa: N801 (smtplib's name)
+    pass
+
+
+class CheckedBackend(EmailBackend):
+    """Django's SMTP backend opening its connection through ``CheckedSMTP``/``CheckedSMTP_SSL``;
+    raises outbound.TargetRefused when the host's addresses are not allowed."""
+
+    @property
+    def connection_class(self):
+        return CheckedSMTP_SSL if self.use_ssl else CheckedSMTP
+
+
 def connection(smtp, timeout=10):
     auth = smtp.get("auth") in _TRUE
-    return get_connection(
-        "django.core.mail.backends.smtp.EmailBackend", host=smtp["host"],
-        port=int(smtp.get("port") or (465 if smtp.get("ssl") in _TRUE else 25)),
+    return CheckedBackend(
+        host=smtp["host"], port=int(smtp.get("port") or (465 if smtp.get("ssl") in _TRUE else 25)),
         username=(smtp.get("user") or None) if auth else None,
         password=(smtp.get("password") or None) if auth else None,
         use_tls=smtp.get("starttls") in _TRUE, use_ssl=smtp.get("ssl") in _TRUE, timeout=timeout)
@@ -85,6 +113,9 @@ def send_test(realm, smtp, admin):
     subject, text_body, html_body = render(realm, user_locale(realm, admin), "email-test", "emailTestSubject")
     try:
         send_now(smtp, admin.email, subject, text_body, html_body)
+    except outbound.TargetRefused as exc:
+        logger.warning("realm %s: SMTP test refused: %s", realm.name, exc)
+        raise TestFailed(f"Failed to send email: SMTP server refused by the outbound policy: {exc}") from None
     except (NotConfigured, ValueError, *TRANSIENT) as exc:
         logger.warning("realm %s: SMTP test failed: %s", realm.name, exc)
         raise TestFailed("Failed to send email") from None
@@ -197,7 +228,7 @@ def dispatch(realm_id, smtp, to, subject, text_body, html_body):
 def _send_logged(realm_id, smtp, to, subject, text_body, html_body):
     try:
         send_now(smtp, to, subject, text_body, html_body)
-    except (NotConfigured, *TRANSIENT) as exc:
+    except (NotConfigured, outbound.TargetRefused, *TRANSIENT) as exc:
         logger.warning("e-mail to a user of realm %s not sent: %s", realm_id, exc)
 
 

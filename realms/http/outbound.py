@@ -134,20 +134,34 @@ def check_url(url):
 _warned = set()  # targets allowed by configuration only, already logged
 
 
-def prepare(url):
-    """Resolve and check; the returned Target is what ``request`` connects to."""
-    parts, scheme, port = check_url(url)
-    host = parts.hostname
+def check_host(host, port, what="connecting to", warn=True):
+    """The one address policy: resolve ``host`` once and return its addresses, every one of them
+    public or inside ``IDP_OUTBOUND_ALLOWED_NETWORKS``; else raise TargetRefused. HTTP calls
+    (``prepare``), a realm's SMTP server (``realms.http.email``) and an LDAP provider's connection
+    URLs (``federation.ldap.connection``) all pass here; ``what`` names the use in the warning
+    logged (``warn``) when only configuration allows a non-public address."""
     try:
         addresses = resolve(host, port)
-    except (socket.gaierror, UnicodeError) as exc:
+    except (socket.gaierror, UnicodeError, OSError) as exc:
         raise TargetRefused(f"cannot resolve {host}: {exc}") from None
     if not addresses:
         raise TargetRefused(f"{host} has no address")
     # Every answer must pass: a name answering both a public and a private address is refused.
     if not all(is_allowed(address) for address in addresses):
         raise TargetRefused(f"{host} resolves to a non-public address")
-    address = addresses[0]
+    for address in addresses if warn else ():
+        if not is_public(address) and (what, host, address) not in _warned:
+            # Once per target and process: a broker calls its provider on every sign-in.
+            _warned.add((what, host, address))
+            logger.warning("outbound: %s %s (%s) is allowed by configuration only", what, host, address)
+    return addresses
+
+
+def prepare(url):
+    """Resolve and check; the returned Target is what ``request`` connects to."""
+    parts, scheme, port = check_url(url)
+    host = parts.hostname
+    address = check_host(host, port, warn=False)[0]
     if (scheme == "http" or not is_public(address)) and (scheme, host, address) not in _warned:
         # Once per target and process: a broker calls its provider on every sign-in.
         _warned.add((scheme, host, address))
@@ -284,4 +298,4 @@ def fetch_json(url, *, timeout=5.0, connect_timeout=3.0, max_bytes=JSON_MAX_BYTE
 
 
 __all__ = ["OutboundError", "TargetRefused", "HTTPError", "Target", "Response", "check_url", "is_public",
-           "is_allowed", "prepare", "request", "post", "fetch", "fetch_json", "resolve"]
+           "is_allowed", "check_host", "prepare", "request", "post", "fetch", "fetch_json", "resolve"]

@@ -61,6 +61,7 @@ def directory(slapd, settings):
     if slapd.proc is None or slapd.proc.poll() is not None:
         slapd.start()  # a test stopped it
     settings.IDP_OUTBOUND_CA_BUNDLE = slapd.ca_file
+    settings.IDP_OUTBOUND_ALLOWED_NETWORKS = ["127.0.0.0/8"]  # slapd is on loopback (decision 0118)
     slapd.delete_people()
     yield slapd
     if slapd.proc is None:

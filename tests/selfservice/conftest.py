@@ -84,8 +84,10 @@ def mailbox(smtp_server):
 
 
 @pytest.fixture
-def smtp_settings(smtp_server):
+def smtp_settings(smtp_server, settings):
     controller, _ = smtp_server
+    # The server is on loopback: production's outbound policy refuses it unless allowed (decision 0118).
+    settings.IDP_OUTBOUND_ALLOWED_NETWORKS = ["127.0.0.0/8"]
     return {"host": "127.0.0.1", "port": str(controller.port), "from": "idp@acme.example",
             "fromDisplayName": "ACME Sign-in"}
 

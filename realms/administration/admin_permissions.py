@@ -33,7 +33,8 @@ from django.db.models import Q
 from ..authz.policies import combine, config_list, evaluate
 from ..data import realm_cache
 from ..data.builtins import CLIENT_ROLES
-from ..models import Client, Group, Realm, Role, User, effective_role_ids_read, has_realm_role
+from ..models import Client, Group, Realm, Role, User, effective_role_ids, effective_role_ids_read, has_realm_role
+from ..models.users import client_roles_named, realm_role_ids
 
 ADMIN_ROLE = "admin"  # the master realm's role that administers every realm
 REALM_MANAGEMENT = "realm-management"
@@ -131,16 +132,44 @@ def delegated_client_id(realm_name):
 @dataclass(eq=False)
 class Admin:
     """Who acts: a user and the client they act through (the token's ``azp``, or the console).
-    Their roles are read once per Admin (once per request)."""
+    Their roles are read once per Admin (once per request): the checks of roles answer from their
+    ids (``role_ids``), and the rows (``roles``) are built only for the policies of fine-grained
+    permissions, which read them. A master admin holds every realm's management roles, 19,000
+    with a thousand realms (decision 0107)."""
 
     user: User
     client_id: str = CONSOLE_CLIENT
     _cache: dict = field(default_factory=dict, repr=False)
 
+    def role_ids(self):
+        """The ids of the roles the user holds, composites expanded: read with the Admin API's
+        caller (no statement; kept there for ``roles``), else by one query."""
+        if "role-ids" not in self._cache:
+            roles = self._cache.get("roles")
+            self._cache["role-ids"] = ({r.pk for r in roles} if roles is not None
+                                       else effective_role_ids(self.user, keep=True))
+        return self._cache["role-ids"]
+
     def roles(self):
         if "roles" not in self._cache:
             self._cache["roles"] = realm_cache.effective_roles(self.user)
         return self._cache["roles"]
+
+    def holds_realm_role(self, name):
+        """Whether the user holds the role ``name`` of their own realm, from the role ids and the
+        realm's cached {name: id} of its realm roles."""
+        return realm_cache.stored(self.user.realm, "realm-role-ids", realm_role_ids).get(name) in self.role_ids()
+
+    def client_role_names(self, client_id):
+        """The names of the roles of the user's realm's client ``client_id`` that the user holds,
+        from the role ids and the realm's cached {id: (clientId, name)}, to which the ids it does
+        not yet name are added (one query; a role made a moment ago counts at once)."""
+        named = realm_cache.stored(self.user.realm, "client-roles-named", lambda realm: {})
+        ids = self.role_ids()
+        missing = {pk for pk in ids if pk not in named}  # not ids - named.keys(): other threads add to it
+        if missing:
+            named.update(client_roles_named(self.user.realm, missing))
+        return {found[1] for found in map(named.get, ids) if found is not None and found[0] == client_id}
 
     def group_ids(self):
         if "groups" not in self._cache:
@@ -153,28 +182,23 @@ def management_roles(admin, realm) -> frozenset:
     user = admin.user
     if user.realm.is_master and _master_admin(admin):
         return MANAGEMENT_ROLES
-    roles = admin.roles()
     if user.realm_id == realm.pk:
-        client_id = REALM_MANAGEMENT
+        names = admin.client_role_names(REALM_MANAGEMENT)
     elif user.realm.is_master:
-        client_id = delegated_client_id(realm.name)
-        names = {r.name for r in roles if r.client_id is not None and r.client.client_id == client_id
-                 and r.client.realm_id == user.realm_id}
-        return MANAGEMENT_ROLES if REALM_ADMIN in names else frozenset(names)
+        names = admin.client_role_names(delegated_client_id(realm.name))
     else:
         return frozenset()
-    names = {r.name for r in roles if r.client_id is not None and r.client.client_id == client_id}
     return MANAGEMENT_ROLES if REALM_ADMIN in names else frozenset(names)
 
 
 def _master_admin(admin):
-    # Answered once per Admin, not once per realm a console page looks at. From the roles when
+    # Answered once per Admin, not once per realm a console page looks at. From the role ids when
     # they are at hand (the Admin API reads them with its caller's row: no statement, decision
     # 0051); else by one yes-or-no query, never by building the roles: a master admin holds every
     # realm's management roles, 19,000 rows with a thousand realms (decision 0107).
     if "master-admin" not in admin._cache:
-        if "roles" in admin._cache or effective_role_ids_read(admin.user):
-            held = any(r.client_id is None and r.name == ADMIN_ROLE for r in admin.roles())
+        if "role-ids" in admin._cache or "roles" in admin._cache or effective_role_ids_read(admin.user):
+            held = admin.holds_realm_role(ADMIN_ROLE)
         else:
             held = has_realm_role(admin.user, ADMIN_ROLE)
         admin._cache["master-admin"] = held
@@ -261,7 +285,7 @@ def _administration_role(realm, role):
 def _hands_out(admin, realm, role):
     """Keycloak's checkAdminRoles: an administration role is handed out by an admin who holds it
     (a realm admin holds them all), or holds what it grants; query roles by anyone."""
-    if any(r.pk == role.pk for r in admin.roles()):
+    if role.pk in admin.role_ids():
         return True
     if role.client_id is None or role.client.client_id != REALM_MANAGEMENT:
         return False

@@ -245,11 +245,12 @@ def effective_role_ids_column(user_id):
     return _ROLE_IDS_READ, f"(SELECT coalesce(group_concat(id, ' '), '') FROM ({sql}))", params
 
 
-def effective_role_ids(user):
+def effective_role_ids(user, keep=False):
     """The ids of ``effective_roles(user)``: the same one query, raw (a user's first token in a
     process reads it, and the ORM's compiler costs more CPU than the answer), or the answer read
-    with the user's row (``effective_role_ids_column``)."""
-    read = user.__dict__.pop(_ROLE_IDS_READ, None)
+    with the user's row (``effective_role_ids_column``), used once unless ``keep`` (a caller that
+    answers from the ids and may still build the roles in the same request)."""
+    read = user.__dict__.get(_ROLE_IDS_READ) if keep else user.__dict__.pop(_ROLE_IDS_READ, None)
     if read is not None:
         return set(read.split() if isinstance(read, str) else read)
     with connection.cursor() as cursor:
@@ -273,6 +274,22 @@ def effective_roles_in(roles, user):
     if missing:
         found.update(Role.objects.filter(pk__in=missing).select_related("client"))
     return found
+
+
+def realm_role_ids(realm):
+    """{name: id} of the realm's realm roles: one query, for a cache of the realm's configuration
+    (whether a user holds one is then whether its id is among ``effective_role_ids``)."""
+    return dict(Role.objects.filter(realm=realm, client=None).values_list("name", "pk"))
+
+
+def client_roles_named(realm, ids):
+    """{id: (clientId, name)} of the client roles of ``realm`` among ``ids``, None for the other
+    ids: one query, over which a cache of the realm's configuration names the roles a user holds
+    without building their rows."""
+    named = dict.fromkeys(ids)
+    named.update((pk, (client_id, name)) for pk, client_id, name in Role.objects.filter(
+        realm=realm, pk__in=ids, client__isnull=False).values_list("pk", "client__client_id", "name"))
+    return named
 
 
 def realm_role_names(roles):

@@ -7,6 +7,8 @@ from django.test.utils import CaptureQueriesContext
 
 from realms.admin.switcher import SWITCHER_SIZE
 from realms.models import Realm, Role, User
+from realms.users.accounts import create_user
+from tests.realms.test_admin_rest_api import PASSWORD, Api, master_api, token  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.django_db
 
@@ -28,6 +30,16 @@ def console(client, master):
 
 def add_realms(count, start=0):
     Realm.objects.bulk_create(Realm(name=f"r{i:04d}") for i in range(start, start + count))
+
+
+def delegated_realms(count):
+    """``count`` realms, each with its master client ``<realm>-realm`` of management roles, all
+    held by the master realm's ``admin`` role (as a master admin holds them with every realm)."""
+    from realms.administration.admin_permissions import ensure_delegated_client
+
+    add_realms(count)
+    for realm in Realm.objects.exclude(name="master"):
+        ensure_delegated_client(realm)
 
 
 def switcher(page):
@@ -117,14 +129,37 @@ def test_the_console_asks_whether_a_master_admin_is_one_without_building_their_r
     the console's pages answer "master admin?" by one yes-or-no query and never build those rows
     into the process's copy of the master realm (87 MiB a worker with a thousand realms)."""
     from realms.data import realm_cache
-    from realms.models import Client
 
-    admin = Role.objects.get(realm=master, client=None, name="admin")
-    for i in range(20):
-        realm_client = Client.objects.create(realm=master, client_id=f"r{i:04d}-realm")
-        admin.composites.add(*(Role.objects.create(realm=master, client=realm_client, name=n)
-                               for n in ("view-users", "manage-users")))
+    delegated_realms(20)
     realm_cache.clear()
     page = console.get(f"{CONSOLE}/realm/")
     assert page.status_code == 200 and "Realms" in page.content.decode()
+    assert "roles-by-id" not in realm_cache._configs.get(master.pk)._extensions
+
+
+def test_the_admin_api_answers_a_master_admin_without_building_their_roles(master_api, master):
+    """The Admin API asks "master admin?", "may create realms?" and "may hand out this role?"
+    of the role ids it reads with its caller and the master realm's cached {name: id} of its
+    realm roles: it builds none of the management roles a master admin holds of every realm
+    (19,000 rows with a thousand realms) into the process's copy of the master realm."""
+    from realms.data import realm_cache
+
+    delegated_realms(20)
+    helper = create_user(master, "helper", password=PASSWORD)
+    helper_api = Api(token("master", "helper"))  # a token of the master realm builds its roles
+    realm_cache.clear()
+    listed = master_api("get", "/admin/realms")
+    assert listed.status_code == 200 and {"master", "r0000", "r0019"} <= {r["realm"] for r in listed.json()}
+    assert master_api("get", "r0007/users").status_code == 200
+    assert master_api("post", "/admin/realms", {"realm": "made", "enabled": True}).status_code == 201
+    extensions = realm_cache._configs.get(master.pk)._extensions
+    assert "roles-by-id" not in extensions and not extensions.get("client-roles-named")
+    manage_users = Role.objects.get(realm=master, client__client_id="r0007-realm", name="manage-users")
+    assert master_api("post", f"/admin/realms/master/users/{helper.pk}/role-mappings/clients/"
+                              f"{manage_users.client_id}", [{"id": manage_users.pk, "name": "manage-users"}]
+                      ).status_code == 204  # a master admin hands out what they hold
+    # A delegated admin's roles are named from their ids: r0007's users, not r0008's.
+    assert helper_api("get", "r0007/users").status_code == 200
+    assert helper_api("get", "r0008/users").status_code == 403
+    assert [r["realm"] for r in helper_api("get", "/admin/realms").json()] == ["r0007"]
     assert "roles-by-id" not in realm_cache._configs.get(master.pk)._extensions

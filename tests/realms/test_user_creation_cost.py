@@ -1,6 +1,6 @@
 """Creating a user through the Admin API (docs/decisions/0036, 0042): what it no longer does that
 it never needed, what it still does (default role, policy, hash, admin event), the queries it
-makes, and the caller's roles read at each request over the realm's cached role rows; the queries
+makes, and the caller's roles read at each request over the realm's cached role names; the queries
 of setting a user's password."""
 import pytest
 from django.core.cache import caches
@@ -113,7 +113,7 @@ def _delegated_admin(acme, username):
 
 def test_an_admin_role_taken_away_counts_at_the_next_request_whatever_the_cache(acme, master_api):
     user, role, api = _delegated_admin(acme, "helpdesk")
-    assert api("get", "acme/users").status_code == 200  # the master realm's role rows now cached
+    assert api("get", "acme/users").status_code == 200  # the names of the roles held now cached
     config = realm_cache.get_realm("master")
     # Taken away by a process whose signal this one never hears (a row deleted, no m2m signal).
     User.roles.through.objects.filter(user=user, role=role).delete()
@@ -121,17 +121,17 @@ def test_an_admin_role_taken_away_counts_at_the_next_request_whatever_the_cache(
     assert api("get", "acme/users").status_code == 403
 
 
-def test_an_admin_role_newer_than_the_cached_role_rows_counts_at_once(acme, master_api):
+def test_an_admin_role_newer_than_the_cached_role_names_counts_at_once(acme, master_api):
     _, role, api = _delegated_admin(acme, "helpdesk")
     assert api("get", "acme/users").status_code == 200
-    # As in a process that has not yet heard of the realm made a moment ago elsewhere: the cached
-    # rows lack its acme-realm client's roles, the recursive query finds them, and their rows
-    # are read from the database.
-    rows = realm_cache.get_realm("master").roles_by_id()
-    for pk in [pk for pk, r in rows.items() if r.client_id == role.client_id]:
-        del rows[pk]
+    # As in a process that has not yet heard of the realm made a moment ago elsewhere: the master
+    # realm's cached names of the roles held lack its acme-realm client's, the recursive query
+    # finds their ids, and those are named from the database.
+    named = realm_cache.get_realm("master").extension("client-roles-named", dict)
+    for pk in [pk for pk, found in named.items() if found and found[0] == "acme-realm"]:
+        del named[pk]
     assert api("get", "acme/users").status_code == 200
-    assert role.pk not in realm_cache.get_realm("master").roles_by_id()
+    assert named[role.pk] == ("acme-realm", "view-users")
 
 
 def test_an_update_is_checked_against_the_other_users_only(acme, master_api):

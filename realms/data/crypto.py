@@ -36,13 +36,21 @@ def encrypt(plaintext: str) -> str:
     return _current_cipher().encrypt(plaintext.encode()).decode()
 
 
-@functools.lru_cache(maxsize=4096)
-def _decrypt_cached(cipher, token):
+def _decrypt(cipher, token):
     return cipher.decrypt(token.encode()).decode()
 
 
-def decrypt(token: str) -> str:
-    return _decrypt_cached(_current_cipher(), token)
+# What is opened again and again: a client's secret (client_secret_jwt, HS-signed request
+# objects), SAML's signing key read from its row at each request, one-time-code secrets, the
+# sealed secrets of LDAP, SMTP and identity providers. Not the keys the realm keys cache
+# (realms.data.keys) opens once for each realm it keeps: kept here too, they were every served
+# realm's RSA key, never asked again (decision 0107).
+_decrypt_cached = functools.lru_cache(maxsize=4096)(_decrypt)
+
+
+def decrypt(token: str, *, cached=True) -> str:
+    """``token`` opened; kept in a process-wide cache of 4,096 unless ``cached`` is False."""
+    return (_decrypt_cached if cached else _decrypt)(_current_cipher(), token)
 
 
 def reseal(token: str) -> str | None:

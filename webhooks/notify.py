@@ -3,10 +3,12 @@
 server configured, an email to its administrators after the commit."""
 import logging
 
-from django.core.mail import EmailMessage, get_connection
+from django.core.mail import EmailMessage
 from django.db import transaction
 
 from realms.audit.admin_events import record
+from realms.http import email
+from realms.http.outbound import TargetRefused
 from realms.models import User, client_role_names, effective_roles, realm_role_names
 
 logger = logging.getLogger("idp.webhooks")
@@ -39,21 +41,15 @@ def _email(realm, endpoint, reason):
     if not recipients:
         return
     smtp = realm.smtp_server
-    truthy = ("true", "1", True)
-    connection = get_connection(
-        "django.core.mail.backends.smtp.EmailBackend", host=smtp["host"], port=int(smtp.get("port") or 25),
-        username=smtp.get("user") or None if smtp.get("auth") in truthy else None,
-        password=smtp.get("password") or None if smtp.get("auth") in truthy else None,
-        use_tls=smtp.get("starttls") in truthy, use_ssl=smtp.get("ssl") in truthy, timeout=10,
-    )
     message = EmailMessage(
         subject=f"Webhook endpoint disabled in realm {realm.name}",
         body=(f"The webhook endpoint {endpoint.url} (id {endpoint.pk}) of realm {realm.name} was disabled:\n"
               f"{reason}.\n\nEvents for it are kept in the delivery log; enable the endpoint and redeliver "
               "them from the admin console or the admin REST API once it answers again.\n"),
-        from_email=smtp.get("from") or None, to=recipients, connection=connection,
+        # The realm's server through the outbound policy, as every e-mail of the realm.
+        from_email=smtp.get("from") or None, to=recipients, connection=email.connection(smtp),
     )
     try:
         message.send()
-    except OSError as exc:
+    except (OSError, TargetRefused) as exc:
         logger.warning("webhooks: could not email the admins of realm %s: %s", realm.name, exc)

@@ -50,9 +50,9 @@ def smtp():
     server.server_close()
 
 
-def test_410_emails_the_admins(realm, smtp, receiver_server, monkeypatch, django_capture_on_commit_callbacks):
+def _disable_by_410(realm, smtp_host, smtp_port, receiver_server, monkeypatch, commit_callbacks):
     monkeypatch.setattr("webhooks.dispatch.deliveries", lambda ids: None)
-    realm.smtp_server = {"host": "127.0.0.1", "port": str(smtp.server_address[1]), "from": "idp@example.org"}
+    realm.smtp_server = {"host": smtp_host, "port": str(smtp_port), "from": "idp@example.org"}
     realm.save()
     master = Realm.objects.get(name="master")
     admin = User.objects.create(realm=master, username="ops", email="ops@example.org")
@@ -61,8 +61,22 @@ def test_410_emails_the_admins(realm, smtp, receiver_server, monkeypatch, django
     receiver_server.script = [(410, {}, b"")]
     endpoint, _ = services.create_endpoint(realm, receiver_server.url(), [])
     message = publish(realm, "auth.login", {}, endpoints=[endpoint])
-    with django_capture_on_commit_callbacks(execute=True):
+    with commit_callbacks(execute=True):
         delivery.attempt(Delivery.objects.get(message=message).pk)
+    return endpoint
+
+
+def test_410_emails_the_admins(realm, smtp, receiver_server, monkeypatch, django_capture_on_commit_callbacks):
+    endpoint = _disable_by_410(realm, "127.0.0.1", smtp.server_address[1], receiver_server, monkeypatch,
+                               django_capture_on_commit_callbacks)
     assert smtp.rcpt == ["<ops@example.org>"]
     text = "".join(smtp.mail)
     assert "Webhook endpoint disabled in realm wh-realm" in text and endpoint.url in text
+
+
+def test_the_admins_email_goes_through_the_outbound_policy(realm, receiver_server, monkeypatch, caplog,
+                                                          django_capture_on_commit_callbacks):
+    """A realm's SMTP server the policy refuses (a cloud metadata address) is never contacted."""
+    with caplog.at_level("WARNING", logger="idp.webhooks"):
+        _disable_by_410(realm, "169.254.169.254", 25, receiver_server, monkeypatch, django_capture_on_commit_callbacks)
+    assert "could not email the admins of realm wh-realm: 169.254.169.254 resolves to a non-public address" in caplog.text

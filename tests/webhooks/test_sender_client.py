@@ -10,7 +10,8 @@ import threading
 import pytest
 
 from realms.http import outbound
-from tests.servers import Receiver, make_tls_files
+from tests.realms.test_outbound import named_server, tls  # noqa: F401 (fixtures: outbound's own TLS receiver)
+from tests.servers import Receiver
 from webhooks import delivery, dispatch, sender, services
 from webhooks.models import Delivery
 from webhooks.outbox import publish
@@ -29,18 +30,6 @@ def _post(target, body_limit=1024, timeout=5.0):
         finally:
             client.close()
     return asyncio.run(go())
-
-
-@pytest.fixture
-def named_server(monkeypatch, settings, tmp_path):
-    """A TLS receiver for the name ``hooks.test``, which resolves (once) to its allowlisted address."""
-    ca, cert, key = make_tls_files(tmp_path)
-    settings.IDP_OUTBOUND_CA_BUNDLE = ca
-    server = Receiver("127.0.0.2", tls=(cert, key))
-    settings.IDP_OUTBOUND_ALLOWED_NETWORKS = ["127.0.0.2/32"]
-    monkeypatch.setattr(outbound, "resolve", lambda host, port: ["127.0.0.2"])
-    yield server
-    server.close()
 
 
 def test_connects_to_the_checked_address_with_sni_and_host_of_the_name(monkeypatch, named_server):

@@ -10,8 +10,10 @@ class WebhooksConfig(AppConfig):
         from realms.admin_api import resources
         from realms.data import sealed
 
-        from . import catalogue, delivery, dispatch, metrics, models, outbox, purges, receiver, snapshots, tasks
+        from . import catalogue, conf, delivery, dispatch, metrics, models, outbox, purges, receiver, snapshots, tasks
         from .urls import urlpatterns
+
+        conf.check_retired()
 
         metrics.register()
         catalogue.register_version(snapshots.V1)

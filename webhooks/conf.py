@@ -3,9 +3,26 @@
 Every value can be set in Django settings under the same name; the mode files (dev, prod) only
 set what differs from these defaults."""
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 
 # Delay before attempt 2, 3, ... (attempt 1 is immediate): 10 attempts over a little over 3 days.
 DEFAULT_RETRY_SCHEDULE = [5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400]
+
+
+# Settings no longer read, with what took their place: set, they would do nothing, so the app
+# refuses to start (checked in WebhooksConfig.ready).
+RETIRED = {
+    "IDP_WEBHOOK_SENDER_THREADS": "IDP_WEBHOOK_SENDER_SENDS",
+    "IDP_WEBHOOK_SENDER_BACKLOG": "IDP_WEBHOOK_SENDER_SENDS",
+    "IDP_WEBHOOK_SLOW_LANE_THREADS": "IDP_WEBHOOK_SLOW_LANE_SENDS",
+}
+
+
+def check_retired():
+    set_ = [f"{name} is no longer read: the sends run on an event loop, set {instead} (docs/webhooks.md)"
+            for name, instead in RETIRED.items() if hasattr(settings, name)]
+    if set_:
+        raise ImproperlyConfigured("; ".join(set_))
 
 
 def get(name):

@@ -8,11 +8,12 @@ import socket
 import threading
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 
 from realms.http import outbound
 from tests.realms.test_outbound import named_server, tls  # noqa: F401 (fixtures: outbound's own TLS receiver)
 from tests.servers import Receiver
-from webhooks import delivery, dispatch, sender, services
+from webhooks import conf, delivery, dispatch, sender, services
 from webhooks.models import Delivery
 from webhooks.outbox import publish
 
@@ -205,3 +206,12 @@ def test_the_lanes_send_on_one_loop_thread_over_kept_connections(realm, monkeypa
     finally:
         dispatch.shutdown()
         server.close()
+
+
+def test_a_retired_thread_setting_stops_the_start(settings):
+    """The thread settings the event loop replaced would do nothing: the app refuses them by name."""
+    conf.check_retired()
+    settings.IDP_WEBHOOK_SLOW_LANE_THREADS = 32
+    with pytest.raises(ImproperlyConfigured, match="IDP_WEBHOOK_SLOW_LANE_THREADS is no longer read: .*"
+                                                   "set IDP_WEBHOOK_SLOW_LANE_SENDS"):
+        conf.check_retired()

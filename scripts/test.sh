@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 # The suite's settings are its own: no IDP_ or DJANGO_ variable of the caller (a shell set up for
 # production, say) reaches it.
 unset $(compgen -e | grep -E '^(IDP|DJANGO)_' || true)
-export IDP_APT_PACKAGES="postgresql redis-server chromium memcached xmlsec1 krb5-kdc krb5-admin-server krb5-user libkrb5-dev slapd ldap-utils libldap2-dev libsasl2-dev haproxy podman runc debootstrap podman-compose netavark aardvark-dns"
+export IDP_APT_PACKAGES="postgresql redis-server chromium memcached xmlsec1 krb5-kdc krb5-admin-server krb5-user libkrb5-dev slapd ldap-utils libldap2-dev libsasl2-dev haproxy podman runc debootstrap podman-compose netavark aardvark-dns iptables"
 scripts/setup.sh test
 # shellcheck source=scripts/services.sh
 source scripts/services.sh

@@ -121,7 +121,8 @@ def stack(image, tmp_path_factory):
         for item in left:
             compose.podman("network", "rm", item.split()[1])
         assert compose.left() == []
-        print(f"compose: up and ready {compose.up_s:.0f} s, down -v {compose.down_s:.0f} s")
+        if hasattr(compose, "up_s"):  # else the stack never came up: its own error is the one to read
+            print(f"compose: up and ready {compose.up_s:.0f} s, down -v {compose.down_s:.0f} s")
 
 
 def admin(stack, method, path, body=None):

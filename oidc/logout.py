@@ -139,9 +139,10 @@ def end_sso_session(request, realm, logout_request):
     user_session = logout_request.user_session
     if user_session is None:
         return []
-    frontchannel = sessions.frontchannel_logout_urls(request, user_session)
     with transaction.atomic():
-        sessions.end_session(user_session, reason=sessions.REASON_LOGOUT)
+        client_sessions = sessions.client_sessions_with_clients(user_session)  # read once for both
+        frontchannel = sessions.frontchannel_logout_urls(request, user_session, client_sessions)
+        sessions.end_session(user_session, reason=sessions.REASON_LOGOUT, client_sessions=client_sessions)
         events.emit(realm, "LOGOUT", client_id=logout_request.client.client_id if logout_request.client else "",
                     user_id=user_session.user_id, session_id=user_session.pk,
                     ip_address=client_address(request),

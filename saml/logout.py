@@ -129,9 +129,11 @@ def handle_logout_request(request, realm, message):
     user_session = _session_to_end(request, realm, message)
     frames = []
     if user_session is not None:
-        frames = sessions.frontchannel_logout_urls(request, user_session, exclude_client=client.client)
         with transaction.atomic():
-            sessions.end_session(user_session, reason=sessions.REASON_LOGOUT)
+            client_sessions = sessions.client_sessions_with_clients(user_session)
+            frames = sessions.frontchannel_logout_urls(request, user_session, client_sessions,
+                                                       exclude_client=client.client)
+            sessions.end_session(user_session, reason=sessions.REASON_LOGOUT, client_sessions=client_sessions)
             events.emit(realm, "LOGOUT", client_id=client.entity_id, user_id=user_session.user_id,
                         session_id=user_session.pk, ip_address=client_address(request),
                         details={"auth_method": c.PROTOCOL, "protocol": c.PROTOCOL, "redirect_uri": url or ""})

@@ -354,14 +354,21 @@ def user_with_client_session(user_session, client) -> User | None:
                                 extra=effective_role_ids_column(user_session.user_id))), None)
 
 
-def end_session(user_session, *, reason=""):
+def client_sessions_with_clients(user_session) -> list:
+    """The session's client sessions, each with its client: what ending the session tells its
+    listeners, and what its front-channel logout reads."""
+    return list(ClientSession.objects.select_related("client").filter(user_session=user_session))
+
+
+def end_session(user_session, *, reason="", client_sessions=None):
     """End the SSO session: tell listeners (logout propagation) and delete it with its client
-    sessions and authorization codes."""
-    client_sessions = list(ClientSession.objects.select_related("client").filter(user_session=user_session))
+    sessions and authorization codes. ``client_sessions``: ``client_sessions_with_clients``, when
+    the caller read them already (for ``frontchannel_logout_urls``)."""
+    if client_sessions is None:
+        client_sessions = client_sessions_with_clients(user_session)
     session_ended.send(sender=UserSession, user_session=user_session, client_sessions=client_sessions,
                        reason=reason or REASON_LOGOUT)
-    UserSession.objects.filter(pk=user_session.pk).delete()
-    _cache_drop(user_session.pk)
+    UserSession.objects.filter(pk=user_session.pk).delete()  # its copy dropped by the signal (_drop_session)
 
 
 def logout_all(realm):
@@ -409,11 +416,11 @@ def register_frontchannel_logout(protocol, url_for):
     _frontchannel_logout.add(protocol, url_for)
 
 
-def frontchannel_logout_urls(request, user_session, exclude_client=None) -> list:
-    """The front-channel logout URLs of the session's clients (but ``exclude_client``, the one
-    that asked for the logout and gets the protocol's own answer)."""
+def frontchannel_logout_urls(request, user_session, client_sessions, exclude_client=None) -> list:
+    """The front-channel logout URLs of the session's clients (``client_sessions_with_clients``),
+    but ``exclude_client``, the one that asked for the logout and gets the protocol's own answer."""
     urls = []
-    for client_session in ClientSession.objects.select_related("client").filter(user_session=user_session):
+    for client_session in client_sessions:
         if exclude_client is not None and client_session.client_id == exclude_client.pk:
             continue
         url_for = _frontchannel_logout.get(client_session.client.protocol)

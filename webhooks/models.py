@@ -18,18 +18,7 @@ def new_message_id():
     return "msg_" + secrets.token_urlsafe(18)
 
 
-class EndpointTimers:
-    """Slow-down and slow-lane state, read the same way from the model and from the sender's
-    per-claim copy (``webhooks.delivery.EndpointState``)."""
-
-    def throttled(self, now):
-        return bool(self.throttled_until and self.throttled_until > now)
-
-    def slow(self, now):
-        return bool(self.slow_until and self.slow_until > now)
-
-
-class Endpoint(EndpointTimers, models.Model):
+class Endpoint(models.Model):
     """A subscription: where to POST which event types of one realm, and how hard to push."""
 
     id = IdField()
@@ -78,6 +67,14 @@ class Endpoint(EndpointTimers, models.Model):
 
     def __str__(self):
         return self.url
+
+    def throttled(self, now):
+        """Slowed down (429/502/504): one request at a time, one a second."""
+        return bool(self.throttled_until and self.throttled_until > now)
+
+    def slow(self, now):
+        """Demoted to the slow lane (requests that got no answer)."""
+        return bool(self.slow_until and self.slow_until > now)
 
     def subscribes_to(self, event_type):
         if not self.event_types:

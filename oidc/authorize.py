@@ -355,14 +355,15 @@ def start_authorization(request, realm_name, params, binding=flows.BROWSER):
         # An essential acr this realm names no level for can never be met: Keycloak refuses it too.
         raise AuthorizationError(InvalidRequest("Invalid parameter: claims"), client=client,
                                  redirect_uri=redirect_uri, state=state, response_mode=response_mode) from None
-    existing = sso_cookie.session_from_request(request, realm)
-    force_login = "login" in authz.prompt
-    if authz.max_age is not None and existing is not None:
-        age = (timezone.now() - existing.auth_time).total_seconds()
-        force_login = force_login or age > authz.max_age
     # An application-initiated action (Keycloak's kc_action), run once the user is signed in.
     kc_action = (params.get(engine.KC_ACTION) or "")[:255]
-    force_login = force_login or engine.kc_action_needs_reauthentication(realm, kc_action, existing)
+    force_login = "login" in authz.prompt
+    if authz.max_age is not None or kc_action:
+        # Read here only when its sign-in time decides: the flow's cookie step reads it anyway.
+        existing = sso_cookie.session_from_request(request, realm)
+        if authz.max_age is not None and existing is not None:
+            force_login = force_login or (timezone.now() - existing.auth_time).total_seconds() > authz.max_age
+        force_login = force_login or engine.kc_action_needs_reauthentication(realm, kc_action, existing)
     auth_session = auth_sessions.start(
         request, realm, client, protocol=PROTOCOL, client_data=asdict(authz),
         force_login=force_login, login_hint=authz.login_hint,

@@ -28,7 +28,9 @@ per model and connection. ``insert`` is the same for the rows each sign-in write
 session, client session and authorization code) and each new user's role and password rows;
 ``create`` for each new user's row, signals sent; ``replace`` for the password row each password
 change replaces. Inside ``batch()`` those three write nothing at once: their statements are sent
-together when the batch ends (docs/decisions/0053-write-batches.md).
+together when the batch ends (docs/decisions/0053-write-batches.md). ``upsert`` writes at once (it
+answers with the row): a client session a sign-in writes new or changes, one statement where a
+read and a write were.
 
 A realm import or a partial import may carry a hundred thousand users, a directory's sync as
 many; one ``INSERT`` per row through ``save()`` cost milliseconds each, most of it the ORM's.
@@ -197,6 +199,59 @@ def replace(instance, where, params):
     else:
         _write(connection, [(delete_sql, params), (insert_sql, values)])
     return _written(connection, instance)
+
+
+NEW, NEW_UNLESS_BLANK = "new", "new unless blank"  # how ``upsert`` changes a field of a row found
+
+
+def upsert(instance, unique, changes):
+    """Write the new ``instance``'s row or, when a row with its values of the ``unique`` fields (a
+    unique constraint's) is there, change that row as ``changes`` says: {field name: ``NEW`` (the
+    instance's value), ``NEW_UNLESS_BLANK`` (the same unless it is blank), or a dict (the keys of
+    the row's JSON object set to these values, a None value removing its key)}. One statement
+    (``INSERT ... ON CONFLICT DO UPDATE ... RETURNING``): the row as it is now, whose primary key
+    is ``instance``'s when it was written new. No signals, as ``insert``."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    model, quote = type(instance), connection.ops.quote_name
+    table = quote(model._meta.db_table)
+    insert_sql, values = _insert(connection, instance)
+    sets, params = [], []
+    for name, change in changes.items():
+        column = quote(model._meta.get_field(name).column)
+        if change == NEW:
+            sets.append(f"{column} = EXCLUDED.{column}")
+        elif change == NEW_UNLESS_BLANK:
+            sets.append(f"{column} = COALESCE(NULLIF(EXCLUDED.{column}, ''), {table}.{column})")
+        else:
+            merged, merged_params = _json_set(connection, f"{table}.{column}", change)
+            sets.append(f"{column} = {merged}")
+            params.extend(merged_params)
+    conflict = ", ".join(quote(model._meta.get_field(name).column) for name in unique)
+    columns = _plan(connection, model)[0]
+    with connection.cursor() as cursor:
+        cursor.execute(f"{insert_sql} ON CONFLICT ({conflict}) DO UPDATE SET {', '.join(sets)} "
+                       f"RETURNING {columns[len('SELECT '):]}", [*values, *params])
+        found = cursor.fetchall()
+    return _instances(connection, model, found)[0]
+
+
+def _json_set(connection, column, values):
+    """(SQL, parameters): the JSON object ``column`` with the keys of ``values`` set, those whose
+    value is None removed."""
+    if any('"' in key for key in values):  # SQLite's paths name a key in double quotes
+        raise ValueError(f"a JSON key with a double quote: {sorted(values)}")
+    kept = {key: value for key, value in values.items() if value is not None}
+    removed = [key for key, value in values.items() if value is None]
+    if connection.vendor == "postgresql":
+        return f"({column} || %s::jsonb) - %s::text[]", [json.dumps(kept), removed]
+    sql, params = column, []
+    if kept:
+        sql = f"json_set({sql}, {', '.join(['%s, json(%s)'] * len(kept))})"
+        params += [v for key, value in kept.items() for v in (f'$."{key}"', json.dumps(value))]
+    if removed:
+        sql = f"json_remove({sql}, {', '.join(['%s'] * len(removed))})"
+        params += [f'$."{key}"' for key in removed]
+    return sql, params
 
 
 _batches = weakref.WeakKeyDictionary()  # connection -> its open batch

@@ -288,24 +288,20 @@ def get_or_create_client_session(user_session, client, *, redirect_uri="", scope
     same statement (a None value removes that note)."""
     now = timezone.now()
     notes = notes or {}
-    fields = {"redirect_uri": redirect_uri, "scope": scope, "started": now, "last_refresh": now,
-              "notes": {k: v for k, v in notes.items() if v is not None}}
+    new = ClientSession(user_session=user_session, client=client, redirect_uri=redirect_uri, scope=scope,
+                        started=now, last_refresh=now, notes={k: v for k, v in notes.items() if v is not None})
     if getattr(user_session, "fresh", False):
-        # One INSERT instead of a SELECT and an INSERT in a savepoint.
-        client_session = rows.insert(ClientSession(user_session=user_session, client=client, **fields))
+        # Nothing to find in a session this request created: a plain INSERT (batched with the sign-in's).
+        client_session = rows.insert(new)
         user_session.fresh = False
-        created = True
     else:
-        client_session, created = ClientSession.objects.get_or_create(
-            user_session=user_session, client=client, defaults=fields)
-    if not created:
-        client_session.redirect_uri = redirect_uri or client_session.redirect_uri
-        client_session.scope = scope or client_session.scope
-        client_session.last_refresh = now
-        merged = {**client_session.notes, **notes}
-        client_session.notes = {k: v for k, v in merged.items() if v is not None}
-        client_session.save(update_fields=["redirect_uri", "scope", "last_refresh", "notes"])
-        _client_cache_drop(user_session.pk, client.pk)
+        # One statement, the row found changed in it: redirect URI and scope unless blank, the idle
+        # timer, the notes given (its start kept).
+        client_session = rows.upsert(new, ("user_session", "client"), {
+            "redirect_uri": rows.NEW_UNLESS_BLANK, "scope": rows.NEW_UNLESS_BLANK, "last_refresh": rows.NEW,
+            "notes": notes})
+        if client_session.pk != new.pk:
+            _client_cache_drop(user_session.pk, client.pk)
     client_session.user_session = user_session
     client_session.client = client
     return client_session
@@ -430,28 +426,38 @@ def frontchannel_logout_urls(request, user_session, client_sessions, exclude_cli
     return urls
 
 
+# The realm's fields the timeouts of its sessions follow (session_idle_timeout, session_max_lifespan).
+_LIFESPANS = ("sso_session_idle_timeout", "sso_session_max_lifespan", "sso_session_idle_timeout_remember_me",
+              "sso_session_max_lifespan_remember_me", "offline_session_idle_timeout",
+              "offline_session_max_lifespan", "offline_session_max_lifespan_enabled")
+
+
 def expired_sessions(now=None):
     """Every session past its idle or max timeout (``realms.purges`` deletes them in batches; the
     delete signal drops their cached copies). Expiry is not a sign-out, so no session_ended signal
-    is sent (Keycloak does not propagate it either)."""
+    is sent (Keycloak does not propagate it either).
+
+    One condition per distinct set of lifespans, over the realms that have it (a subquery), not
+    one per realm: a thousand realms mostly keep the defaults, and their purge stays a short query."""
     now = now or timezone.now()
 
     def older(field, seconds):
         return Q(**{f"{field}__lte": now - timedelta(seconds=seconds)})
 
     expired = Q(pk__in=[])
-    for realm in Realm.objects.all():
-        in_realm = Q(realm_id=realm.pk)
-        for remember_me in (False, True):
-            probe = UserSession(offline=False, remember_me=remember_me)
-            expired |= in_realm & Q(offline=False, remember_me=remember_me) & (
-                older("last_refresh", session_idle_timeout(realm, probe))
-                | older("started", session_max_lifespan(realm, probe))
-            )
-        offline = older("last_refresh", realm.offline_session_idle_timeout)
-        if realm.offline_session_max_lifespan_enabled:
-            offline |= older("started", realm.offline_session_max_lifespan)
-        expired |= in_realm & Q(offline=True) & offline
+    for values in Realm.objects.order_by(*_LIFESPANS).values_list(*_LIFESPANS).distinct():
+        lifespans = dict(zip(_LIFESPANS, values))
+        realm = Realm(**lifespans)  # what the timeouts read of each of these realms
+        kinds = Q(pk__in=[])
+        for offline, remember_me in ((False, False), (False, True), (True, False)):
+            probe = UserSession(offline=offline, remember_me=remember_me)
+            timed_out = older("last_refresh", session_idle_timeout(realm, probe))
+            max_lifespan = session_max_lifespan(realm, probe)
+            if max_lifespan is not None:
+                timed_out |= older("started", max_lifespan)
+            kind = Q(offline=True) if offline else Q(offline=False, remember_me=remember_me)
+            kinds |= kind & timed_out
+        expired |= Q(realm__in=Realm.objects.filter(**lifespans).values("pk")) & kinds
     return UserSession.objects.filter(expired)
 
 

@@ -86,6 +86,34 @@ def test_expired_sessions_go_live_ones_stay_and_their_cached_copies_are_dropped(
     assert purges.run(timezone.now() + timedelta(days=31))["realms.sessions"] == 2
 
 
+def test_expired_sessions_follow_each_realms_lifespans_in_one_condition_per_set_of_them(realm, user):
+    from realms.models import Realm
+
+    def with_idle(name, idle):
+        other = create_realm(name)
+        other.sso_session_idle_timeout = idle
+        other.save()
+        return other, sessions.create_user_session(other, create_user(other, "bob", password="Bob-pass-1234"))
+
+    hour_ago = timezone.now() - timedelta(hours=1)
+    short = [sessions.create_user_session(realm, user)]  # idle 30 minutes (Keycloak's default)
+    long = [with_idle("two-hours", 7200)[1]]
+    UserSession.objects.update(last_refresh=hour_ago)
+    now = timezone.now()
+    query = str(sessions.expired_sessions(now).query)
+    assert query.count("SELECT") == 1 + len(set(Realm.objects.values_list(*sessions._LIFESPANS)))
+    for n in range(3):  # more realms with lifespans seen already: the same query
+        other, session = with_idle(f"short-{n}", realm.sso_session_idle_timeout)
+        short.append(session)
+        other, session = with_idle(f"long-{n}", 7200)
+        long.append(session)
+    UserSession.objects.update(last_refresh=hour_ago)
+    assert str(sessions.expired_sessions(now).query) == query
+    assert set(sessions.expired_sessions().values_list("pk", flat=True)) == {s.pk for s in short}
+    assert purges.run()["realms.sessions"] == len(short)
+    assert set(UserSession.objects.values_list("pk", flat=True)) == {s.pk for s in long}
+
+
 def test_a_purge_that_fails_does_not_stop_the_others(realm, monkeypatch):
     from django.db import OperationalError
 

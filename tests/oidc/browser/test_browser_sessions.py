@@ -138,6 +138,24 @@ def test_client_session_per_client_and_reuse(realm, user, client_app, public_app
     assert ClientSession.objects.get(pk=a.pk).scope == "openid email"
 
 
+def test_a_client_signing_in_again_changes_its_session_in_one_statement(realm, user, client_app,
+                                                                          django_assert_num_queries):
+    s = sessions.create_user_session(realm, user)
+    first = sessions.get_or_create_client_session(s, client_app, redirect_uri="https://app.example/cb",
+                                                  scope="openid", notes={"acr": "1", "kept": "k", "gone": "g"})
+    ClientSession.objects.filter(pk=first.pk).update(last_refresh=timezone.now() - timedelta(minutes=5))
+    with django_assert_num_queries(1):
+        again = sessions.get_or_create_client_session(s, client_app, scope="openid email",
+                                                      notes={"acr": "2", "gone": None, "new": "n"})
+    stored = ClientSession.objects.get(pk=first.pk)
+    for found in (again, stored):
+        assert found.pk == first.pk and found.started == first.started
+        assert found.redirect_uri == "https://app.example/cb"  # blank: kept
+        assert found.scope == "openid email"
+        assert found.notes == {"acr": "2", "kept": "k", "new": "n"}
+        assert timezone.now() - found.last_refresh < timedelta(minutes=1)
+
+
 def test_client_session_expiry_defaults_to_sso_expiry(realm, user, client_app):
     s = sessions.create_user_session(realm, user)
     cs = sessions.get_or_create_client_session(s, client_app)

@@ -13,12 +13,12 @@ AUTH = "/realms/acme/protocol/openid-connect/auth"
 
 # (queries, shared-cache calls) per request, with what they are. Keep docs/cost-model.md in step.
 EXPECTED = {
-    # The client session read, then updated (redirect URI, scope, idle timer), the code inserted;
-    # the SSO session from the cache twice (the endpoint's cookie check, then the flow's cookie
-    # step), the client session's copy dropped.
-    "authorize_with_sso_same_client": (3, 3),
-    # The client session looked for, then inserted, the code inserted; the SSO session twice.
-    "authorize_with_sso_another_client": (3, 2),
+    # The client session written again (one upsert: redirect URI, scope, idle timer, notes), the
+    # code inserted; the SSO session from the cache once (the flow's cookie step: the endpoint
+    # reads it only for max_age or kc_action), the client session's copy dropped.
+    "authorize_with_sso_same_client": (2, 2),
+    # The client session inserted (the same upsert), the code inserted; the SSO session once.
+    "authorize_with_sso_another_client": (2, 1),
 }
 
 

@@ -183,6 +183,13 @@ class RealmConfig:
         return roles
 
 
+def scope_names(realm):
+    """The names of the realm's OpenID Connect client scopes, sorted (discovery's
+    ``scopes_supported``): read once per process and dropped with the realm's configuration."""
+    return realm_cache.stored(realm, "openid-connect-scope-names", lambda realm: tuple(
+        ClientScope.objects.filter(realm=realm, protocol=PROTOCOL).order_by("name").values_list("name", flat=True)))
+
+
 def get_realm(name) -> RealmConfig:
     """The enabled realm's OIDC configuration; 404 for an unknown or disabled realm."""
     return realm_cache.get_realm(name).extension(PROTOCOL, RealmConfig)

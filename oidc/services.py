@@ -13,7 +13,7 @@ from django.utils import timezone
 from realms import features
 from realms.audit.events import emit
 from realms.data.keys import realm_keys
-from realms.models import ClientScope, RealmKey, User
+from realms.models import RealmKey, User
 from realms.signin import loa
 from realms.sso import sessions
 
@@ -23,6 +23,7 @@ from .client_auth import authenticate
 from .errors import InvalidRequest, InvalidToken, OAuthError, UnauthorizedClient
 from .grants import supported_grant_types
 from .models import RevokedToken
+from .realm_cache import scope_names
 
 AUTH_METHODS = ["client_secret_basic", "client_secret_post", "client_secret_jwt", "private_key_jwt"]
 MTLS_AUTH_METHODS = ["tls_client_auth", "self_signed_tls_client_auth"]  # once a proxy passes certificates
@@ -57,8 +58,7 @@ def realm_info(realm, issuer):
 def discovery_document(realm, issuer):
     """The OpenID Provider Metadata: exactly what this realm answers now (a grant or endpoint
     behind a server feature that is off is not listed)."""
-    scopes = list(ClientScope.objects.filter(realm=realm, protocol="openid-connect")
-                  .order_by("name").values_list("name", flat=True))
+    scopes = list(scope_names(realm))
     auth_algs = sorted(jose.ASYMMETRIC | jose.SYMMETRIC)
     auth_methods = AUTH_METHODS + (MTLS_AUTH_METHODS if mtls.enabled() else [])
     document = {
@@ -348,8 +348,10 @@ def revoke(request, realm_config, issuer, params, ip_address=""):
             sessions.end_client_sessions([user_session], config.client, reason="revoked")
     elif typ == tokens.TYP_BEARER and claims.get("jti"):
         lifetime = max(int(claims.get("exp", 0)) - int(time.time()), 1)
-        RevokedToken.objects.update_or_create(
-            digest=_digest(claims["jti"]), defaults={"expires_at": timezone.now() + timedelta(seconds=lifetime)})
+        # One statement: a token revoked twice keeps its first row, whose expiry is its own.
+        RevokedToken.objects.bulk_create(
+            [RevokedToken(digest=_digest(claims["jti"]), expires_at=timezone.now() + timedelta(seconds=lifetime))],
+            ignore_conflicts=True)
         cache.set(_revoked_key(claims["jti"]), 1, timeout=lifetime)
     emit(realm, "REVOKE_GRANT", client_id=config.client_id, user_id=claims.get("sub", ""),
          session_id=claims.get("sid", ""), ip_address=ip_address)

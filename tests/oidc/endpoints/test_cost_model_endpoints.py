@@ -1,23 +1,25 @@
 """The cost model (docs/cost-model.md) of the OpenID Connect endpoints beside the token endpoint:
 discovery, the keys, revocation and RP-initiated logout, each once the realm's configuration
 is cached, held exactly."""
-from realms.models import UserSession
+from oidc.models import RevokedToken
+from realms.models import ClientScope, UserSession
 from tests.conftest import assert_costs
 
 from .conftest import SECRET, basic, code_for, exchange, url
 
 # (queries, shared-cache calls) per request, with what they are. Keep docs/cost-model.md in step.
 EXPECTED = {
-    "discovery": (1, 0),  # the names of the realm's OpenID Connect client scopes (scopes_supported)
+    "discovery": (0, 0),  # the realm's OpenID Connect client scope names from the process's copy
     "jwks": (0, 0),  # the realm's keys from the process's copy
-    # The revoked token's row: a locking read, then its insert; its revocation mark in the cache.
-    "revoke_access_token": (2, 1),
+    # The revoked token's row (INSERT ... ON CONFLICT DO NOTHING); its revocation mark in the cache.
+    "revoke_access_token": (1, 1),
     # The client session deleted; the SSO session from the cache, the client session's copy dropped.
     "revoke_refresh_token": (1, 2),
-    # The session's client sessions with their clients (front-channel URLs), the same again (ending
-    # the session), the SSO session row, then five deletes: the client sessions, the session's codes,
-    # device and CIBA requests, the session. The SSO session from the cache; its copy dropped twice.
-    "logout_with_id_token_hint": (8, 3),
+    # The session's client sessions with their clients (read once: the front-channel URLs, then
+    # ending the session), the SSO session row, then five deletes: the client sessions, the
+    # session's codes, device and CIBA requests, the session. The SSO session from the cache; its
+    # copy dropped (and again once committed, which the test's transaction never is).
+    "logout_with_id_token_hint": (7, 2),
 }
 
 
@@ -57,6 +59,9 @@ def test_queries_and_cache_calls_per_request_type(http, realm, alice, measure, f
     tokens = _tokens(http, realm, alice)[0]
     with measure() as found["revoke_access_token"]:
         assert _revoke(http, realm, tokens["access_token"]).status_code == 200
+    revoked = RevokedToken.objects.count()
+    assert _revoke(http, realm, tokens["access_token"]).status_code == 200  # again: its row kept
+    assert RevokedToken.objects.count() == revoked
     with measure() as found["revoke_refresh_token"]:
         assert _revoke(http, realm, tokens["refresh_token"]).status_code == 200
     tokens, user_session = _tokens(http, realm, alice)
@@ -64,3 +69,11 @@ def test_queries_and_cache_calls_per_request_type(http, realm, alice, measure, f
         response = _logout(http, realm, tokens["id_token"])
     assert response.status_code == 200 and not UserSession.objects.filter(pk=user_session.pk).exists()
     assert_costs(found, EXPECTED)
+
+
+def test_discovery_lists_a_new_client_scope_at_the_next_request(http, realm, fresh_caches):
+    assert "zz-new" not in _discovery(http, realm).json()["scopes_supported"]  # the names now cached
+    ClientScope.objects.create(realm=realm, name="zz-new", protocol="openid-connect")
+    assert _discovery(http, realm).json()["scopes_supported"][-1] == "zz-new"
+    ClientScope.objects.create(realm=realm, name="zz-saml", protocol="saml")
+    assert "zz-saml" not in _discovery(http, realm).json()["scopes_supported"]

@@ -19,7 +19,7 @@ from django.db.models import F
 from realms.http.web import client_address
 from realms.models import Client, ClientScope, ClientScopeLink, ProtocolMapper
 from realms.representation import RepresentationError
-from realms.representation.clients import client_rep, parse_client
+from realms.representation.clients import add_attribute_parts, attribute_parts, client_rep, parse_client
 from realms.representation.fields import Parser
 from realms.representation.protocol_mappers import check_mapper
 from realms.representation.services import add_default_client_scopes
@@ -91,10 +91,12 @@ def validate(client):
         raise _metadata_error(f"{name}: {' '.join(messages)}") from None
 
 
-def _parse(rep):
+def _parse(rep, client=None):
+    """``client``: the one updated, whose attribute parts (a Shared Signals stream) may come back
+    unchanged, as its GET gave them."""
     rep = {k: v for k, v in rep.items() if k not in ("id", "registrationAccessToken", "access")}
     try:
-        return parse_client(rep, "", Parser())
+        return parse_client(rep, "", Parser(), parts=attribute_parts(client) if client else None)
     except RepresentationError as exc:
         raise _metadata_error(str(exc)) from None
 
@@ -122,7 +124,10 @@ def _updater(auth):
 
 
 def find(ctx, client_id):
-    return Client.objects.filter(realm=ctx.realm, client_id=client_id).first()
+    client = Client.objects.filter(realm=ctx.realm, client_id=client_id).first()
+    if client is not None:
+        client.realm = ctx.realm  # read already: the representation's parts are not a query for it
+    return client
 
 
 def create(ctx, rep, authenticator_given=None):
@@ -171,7 +176,10 @@ def create(ctx, rep, authenticator_given=None):
 
 
 def _rep(client, token):
+    """Keycloak's ClientRepresentation of the client, with the attributes other apps keep in rows
+    (a receiver's Shared Signals stream), as the Admin API's GET (decision 0103)."""
     rep = client_rep(client)
+    add_attribute_parts(client.realm, [rep])
     rep.pop("registrationAccessToken", None)
     if not client.confidential:
         rep.pop("secret", None)
@@ -195,7 +203,7 @@ def update(ctx, client_id, rep):
     kind = auth_.require_update(auth, client, ctx.endpoint)
     if rep.get("clientId") != client.client_id:
         raise _metadata_error("Client Identifier modified")
-    parsed = _parse(rep)
+    parsed = _parse(rep, client)
     policies.before(ctx, kind, "update", rep, client)
     fields = parsed["fields"]
     fields.pop("id", None)

@@ -59,6 +59,7 @@ def load(client):
 
 
 def register(register_attribute_part):
-    """From ``OidcConfig.ready``: the stream as a part of the receiver client's attributes."""
+    """From ``OidcConfig.ready``: the stream as a part of the receiver client's attributes, left
+    out of a client's GET while the ``ssf`` feature is off (the export carries it still)."""
     register_attribute_part("Shared Signals stream, which its receiver manages through the SSF stream API",
-                            STREAM_KEYS, export, load)
+                            STREAM_KEYS, export, load, feature="ssf")

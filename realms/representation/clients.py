@@ -1,6 +1,7 @@
 """Clients: fields, parsing, import and export."""
 from django.db.models import Prefetch, prefetch_related_objects
 
+from .. import features
 from ..models import Client, ClientScopeLink
 from ..registry import Registry
 from .authorization import parse_authorization, resolve_authorization
@@ -71,38 +72,44 @@ def register_attribute_check(name, check):
 
 
 # What an app keeps in rows of its own but Keycloak keeps in a client's attributes (name ->
-# (keys, export, load)), filled from its AppConfig.ready(): ``export(realm)`` gives {client id:
-# the attributes to add to that client's representation}, read by the export and the Admin API
-# alike; ``load(client)`` turns those attributes of a client just imported into its rows (and
-# takes them off the client), or returns the refusal's message. A client update (Admin API) may
-# send them back unchanged, as Keycloak's admin clients do after a GET; changed, or in a new
-# client or a registration, they are refused: the rows are the app's to change through its API.
+# (keys, export, load, feature)), filled from its AppConfig.ready(): ``export(realm)`` gives
+# {client id: the attributes to add to that client's representation}, read by the export, the
+# Admin API and client registration alike; ``load(client)`` turns those attributes of a client just
+# imported into its rows (and takes them off the client), or returns the refusal's message. A
+# client update (Admin API, registration) may send them back unchanged, as Keycloak's clients do
+# after a GET; changed, or in a new client, they are refused: the rows are the app's to change
+# through its API. ``feature``: the server feature (``realms.features``) the rows serve; while it
+# is off, a client's GET leaves the part out without reading them.
 _attribute_parts = Registry("client attribute parts")
 
 
-def register_attribute_part(name, keys, export, load):
-    _attribute_parts.add(name, (frozenset(keys), export, load))
+def register_attribute_part(name, keys, export, load, feature=None):
+    _attribute_parts.add(name, (frozenset(keys), export, load, feature))
 
 
-def _parts_by_client(realm):
+def _parts_by_client(realm, dormant):
     out = {}
-    for _keys, export, _load in _attribute_parts.by_key():
+    for _keys, export, _load, feature in _attribute_parts.by_key():
+        if feature and not dormant and not features.enabled(feature):
+            continue
         for client_id, attributes in export(realm).items():
             out.setdefault(client_id, {}).update(attributes)
     return out
 
 
-def add_attribute_parts(realm, client_reps):
-    """The registered parts of ``realm``'s clients, into their representations' ``attributes``."""
-    parts = _parts_by_client(realm)
+def add_attribute_parts(realm, client_reps, *, dormant=False):
+    """The registered parts of ``realm``'s clients, into their representations' ``attributes``.
+    ``dormant``: those of a feature switched off too (the export: a realm moved keeps its rows)."""
+    parts = _parts_by_client(realm, dormant)
     for rep in client_reps:
         if rep["id"] in parts:
             rep.setdefault("attributes", {}).update(parts[rep["id"]])
 
 
 def attribute_parts(client):
-    """The registered parts of one client, as the attributes its representation carries."""
-    return _parts_by_client(client.realm).get(client.pk, {})
+    """The registered parts of one client, as the attributes its representation carries (the
+    dormant ones too: what an update may send back unchanged)."""
+    return _parts_by_client(client.realm, True).get(client.pk, {})
 
 
 def parse_client(c, path, p, *, imported=False, parts=None):
@@ -113,7 +120,7 @@ def parse_client(c, path, p, *, imported=False, parts=None):
                     required=("clientId",))
     attributes_path = f"{path}.attributes" if path else "attributes"
     attributes = values.get("attributes") or {}
-    for name, (keys, _export, _load) in sorted(_attribute_parts.items()) if not imported else ():
+    for name, (keys, _export, _load, _feature) in sorted(_attribute_parts.items()) if not imported else ():
         changed = sorted(k for k in keys & set(attributes) if attributes[k] != (parts or {}).get(k))
         if changed:
             raise RepresentationError(attributes_path, f"{changed[0]} cannot be changed here: it belongs to the {name}")
@@ -199,7 +206,7 @@ class ClientApplier:
         elif client.confidential and client.client_authenticator_type in ("client-secret", "client-secret-jwt"):
             client.regenerate_secret()  # as Keycloak does for a confidential client without one
         self.save(client, c["_path"], _CLIENT_FIELDS)
-        for _keys, _export, load in _attribute_parts.by_key():
+        for _keys, _export, load, _feature in _attribute_parts.by_key():
             refusal = load(client)
             if refusal:
                 raise RepresentationError(f"{c['_path']}.attributes" if c["_path"] else "attributes", refusal)

@@ -333,7 +333,7 @@ def export_realm(realm):
             rep["clientScopeMappings"].setdefault(owner, []).append({key: name, "roles": names})
 
     rep["clients"] = client_reps(clients)
-    add_attribute_parts(realm, rep["clients"])
+    add_attribute_parts(realm, rep["clients"], dormant=True)
     permissions_client = next((c for c in clients if c.client_id == PERMISSIONS_CLIENT and c.authorization_settings),
                               None)
     if permissions_client is not None:

@@ -5,6 +5,9 @@ users, so that a query per listed user or client shows as a changed count."""
 import pytest
 from django.db import connection
 
+from oidc.ssf import streams
+from oidc.ssf.models import SsfStream
+from realms.models import Client
 from realms.users.accounts import create_user
 from tests.conftest import assert_costs
 from tests.realms.test_admin_rest_api import acme, master_api, realm_admin  # noqa: F401 (fixtures)
@@ -20,8 +23,9 @@ ADMIN = {
     "list_users": (2, 1),  # the page of users
     "get_user": (2, 1),  # the user
     # The clients, the protocol mappers and the client scopes of all of them (one statement each,
-    # whatever the number of clients), the Shared Signals streams.
-    "list_clients": (5, 1),
+    # whatever the number of clients); the Shared Signals streams only with the ``ssf`` feature on
+    # (test below).
+    "list_clients": (4, 1),
 }
 # The master realm's admin costs what the realm's own admin does.
 EXPECTED = {"realm_admin": ADMIN, "master_admin": ADMIN}
@@ -60,3 +64,22 @@ def test_a_realm_admins_reads(acme, measure, fresh_caches):
 def test_the_master_admins_reads(master_api, acme, measure, fresh_caches):
     user = [create_user(acme, f"user-{i}") for i in range(USERS)][0]
     assert_costs(_costs(master_api, user.pk, measure), _expected("master_admin"))
+
+
+def test_the_clients_list_reads_the_shared_signals_streams_with_the_feature_on(acme, measure, fresh_caches, settings):
+    """One statement more for the realm's streams, which the receiver's attributes then carry."""
+    receiver = Client.objects.create(realm=acme, client_id="receiver", service_accounts_enabled=True,
+                                     attributes={"ssf.enabled": "true"})
+    stream = streams.create(receiver, "https://idp.example/realms/acme", {"delivery": {"method": SsfStream.POLL}})
+    api = realm_admin(acme, "ops", "realm-admin")
+    counts = {}
+    for feature in ("", "ssf"):
+        settings.IDP_FEATURES = feature
+        assert api("get", "acme/clients").status_code == 200  # warm
+        with measure() as counts["on" if feature else "off"]:
+            listed = api("get", "acme/clients").json()
+        attributes = next(c for c in listed if c["clientId"] == "receiver")["attributes"]
+        assert ("ssf.streamId" in attributes) is (feature == "ssf"), attributes
+    assert attributes["ssf.streamId"] == stream.id and attributes["ssf.status"] == "enabled"
+    queries, calls = _expected("realm_admin")["list_clients"]
+    assert_costs(counts, {"off": (queries, calls), "on": (queries + 1, calls)})

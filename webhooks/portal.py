@@ -28,7 +28,8 @@ from realms.admin.names import when
 from realms.admin_api.errors import Invalid, NotFound
 from realms.admin_api.views import RealmResource
 from realms.audit.admin_events import AuthDetails
-from realms.http import messages, themes
+from realms.data import realm_cache
+from realms.http import admission, messages, themes
 from realms.http.web import base_url, client_address, is_secure
 from realms.models import Realm
 
@@ -175,11 +176,31 @@ def _with_cookie(request, response, endpoint, token, expires_at):
     return response
 
 
+def _over_limit(request, realm_name, key=None):
+    """The page of a refusal in words, 429 with ``Retry-After``, when this address has presented
+    more links this minute than the realm lets it post its sign-in form (``rateLimit.login.perAddress``,
+    decision 0091: a link is the portal's sign-in); None otherwise, and in a realm that is not one."""
+    try:
+        realm = realm_cache.get_realm(realm_name).realm
+    except Http404:
+        return None  # no realm, no limits: the link opens nothing anyway
+    try:
+        admission.admit(request, realm, admission.LOGIN)
+    except admission.RateLimited as exc:
+        response = _refused(request, realm_name, "tooManyRequestsMessage", 429, key=key)
+        response["Retry-After"] = str(exc.retry_after)
+        return response
+    return None
+
+
 def _old_link(request, realm, token, rest):
     """A link of the old form (the token in the path, so this request's line was logged once): the
     cookie set, then 303 to the token-free address. Only a GET: nothing acts on such a path."""
     if request.method != "GET":
         raise Http404
+    limited = _over_limit(request, realm)
+    if limited:
+        return limited
     try:
         endpoint, expires_at = _opened(request, realm, token)
     except LinkRefused as refused:
@@ -214,9 +235,13 @@ def _portal_page(view, rest=lambda kwargs: "", opens=False):
 def session(request, realm, key):
     """``POST <endpoint id>/session`` (``token``): the link's token checked as every request checks
     it, then kept in the endpoint's cookie and 303 to the portal. Refused: no cookie, the page in words.
-    CSRF-protected as every form here: another site cannot plant its own portal session in a browser."""
+    CSRF-protected as every form here: another site cannot plant its own portal session in a browser.
+    Counted against the realm's limit of sign-in posts per address before the token is read."""
     if request.method != "POST":
         raise Http404
+    limited = _over_limit(request, realm, key)
+    if limited:
+        return limited
     try:
         endpoint, expires_at = _opened(request, realm, request.POST.get("token", "").strip(), key)
     except LinkRefused as refused:

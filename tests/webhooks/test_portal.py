@@ -365,3 +365,26 @@ def test_the_console_issues_and_revokes_links(realm, endpoint):
     assert holder.get(_split(link)[0]).status_code == 403
     assert _open(Client(), link).status_code == 403
     assert {e.details["action"] for e in _admin_events(endpoint, "ACTION")} == {"portal-link", "portal-links-revoked"}
+
+
+def test_presenting_links_is_limited_per_address_as_the_realms_sign_in_form(tokens, endpoint, realm):  # noqa: F811
+    """rateLimit.login.perAddress (decision 0091) counts the session posts and old-form links of an
+    address; over it, the page says so in words, 429 with Retry-After, before the token is read."""
+    realm.attributes = {**(realm.attributes or {}), "rateLimit.login.perAddress": "2"}
+    realm.save()
+    url = _link(tokens, endpoint)["url"]
+    path, token = _split(url)
+    with time_machine.travel(timezone.now(), tick=False):  # one window of the count
+        for _ in range(2):
+            assert _open(Client(enforce_csrf_checks=True), f"{path}#wrong-{token}", path).status_code == 403
+        for posted in (f"wrong-{token}", token):  # the good link too: the limit comes first
+            resp = _open(Client(enforce_csrf_checks=True), f"{path}#{posted}", path)
+            html = resp.content.decode()
+            assert resp.status_code == 429 and 1 <= int(resp["Retry-After"]) <= 60, resp.content
+            assert "Too many attempts from your network" in html and portal.COOKIE not in resp.cookies
+            assert endpoint.url not in html and not re.search(r"\b(webhookPortal|tooMany)\w+", html)
+        old = Client().get(f"/realms/wh-realm/webhooks/portal/{token}/")
+        assert old.status_code == 429 and portal.COOKIE not in old.cookies
+        # Another address has its own count.
+        elsewhere = Client(enforce_csrf_checks=True, REMOTE_ADDR="10.0.0.7")  # private: no HTTPS needed
+        assert _open(elsewhere, url).status_code == 303 and elsewhere.get(path).status_code == 200

@@ -4,7 +4,7 @@ objects of a resource type of the admin-permissions client, with each permission
 its policies' outcomes (the console's Evaluate tab)."""
 from rest_framework.response import Response
 
-from ..administration.admin_permissions import MODEL_OF, SCHEMA, explain
+from ..administration.admin_permissions import MODEL_OF, SCHEMA, explain, resource_type_refusal
 from ..authz import tickets
 from ..authz.evaluation import Decider, Identity
 from ..authz.policies import config_list, evaluate
@@ -58,8 +58,8 @@ class Evaluate(AuthzResource):
         user (their roles not counted, as Keycloak's evaluation of the permissions) and each
         permission that applied."""
         kind = body.get("resourceType")
-        if kind not in SCHEMA:
-            raise errors.Invalid("Resource type not provided.")
+        if not isinstance(kind, str) or kind not in SCHEMA:
+            raise errors.Invalid(resource_type_refusal(kind))
         model = MODEL_OF[kind]
         targets = [None]
         if body.get("resources"):

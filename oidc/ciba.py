@@ -27,6 +27,7 @@ from django.utils import timezone
 
 from realms.audit.events import emit
 from realms.data.crypto import decrypt, encrypt
+from realms.models import User
 from realms.sso import sessions
 from realms.users.storage import find_user
 
@@ -331,28 +332,30 @@ def ciba_grant(exchange):
     return _redeem(exchange, request_digest)
 
 
+_COLUMNS = ("user_id", "user_session_id", "scope")
+
+
 def _redeem(exchange, request_digest):
-    row = Request.objects.filter(pk=request_digest, state=Request.APPROVED).select_related("user").first()
-    # Single use: of two concurrent redemptions only one deletes the approved row.
-    if row is None or not Request.objects.filter(pk=request_digest, state=Request.APPROVED).delete()[0]:
-        _forget(request_digest)
+    row = REQUESTS.redeem(request_digest, exchange.client_config.client, _COLUMNS)
+    if row is None:  # redeemed meanwhile by a concurrent poll
         raise InvalidGrant("Invalid Auth Req ID", event_error="invalid_code")
-    _forget(request_digest)
     realm = exchange.realm
-    user = row.user
-    exchange.user_id, exchange.session_id = user.pk, row.user_session_id or ""
+    exchange.user_id, exchange.session_id = row["user_id"], row["user_session_id"] or ""
     exchange.details["code_id"] = request_digest[:16]
-    if not user.enabled:
+    user_session = sessions.get_valid_session(realm, row["user_session_id"]) if row["user_session_id"] else None
+    # The user comes with their session; without it (it ends with a user disabled since the
+    # approval) the user's row says why.
+    user = user_session.user if user_session is not None else User.objects.filter(pk=row["user_id"]).first()
+    if user is None or not user.enabled:
         raise InvalidGrant("User disabled", event_error="user_disabled")
     if user.required_actions:
         raise InvalidGrant("Account is not fully set up", event_error="resolve_required_actions")
-    user_session = sessions.get_valid_session(realm, row.user_session_id) if row.user_session_id else None
     if user_session is None:
         raise InvalidGrant("User session is not found", event_error="user_session_not_found")
     client_session = sessions.client_session_of(user_session, exchange.client_config.client)
     if client_session is None:
         raise InvalidGrant("User session is not found", event_error="user_session_not_found")
-    scopes, openid = tokens.resolve_scopes(exchange.client_config, row.scope)
+    scopes, openid = tokens.resolve_scopes(exchange.client_config, row["scope"])
     return session_tokens(exchange, "AUTHREQID_TO_TOKEN", user, scopes, openid, user_session, client_session)
 
 

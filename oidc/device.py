@@ -13,8 +13,9 @@
 Only SHA-256 digests of the device code and of the user code are stored. What a poll needs (the
 client, the state, the expiry, the interval) is copied into the cache, and the poll clock lives
 there only, so a pending poll reads and writes no table; approval and denial write the row first,
-then the cache. Redemption claims the approved row with one UPDATE guarded by the state, then
-deletes it; a row found expired is deleted, and each new request sweeps the realm's expired rows.
+then the cache. Redemption deletes the approved row in one statement guarded by the state, which
+returns what the tokens need: of two racing redemptions one deletes it; a row found expired is
+deleted, and each new request sweeps the realm's expired rows.
 """
 import re
 import secrets
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from types import SimpleNamespace
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from realms.audit.events import emit
@@ -114,7 +115,7 @@ def endpoint_url(issuer):
 
 
 # The cache's copy of a code: a pending poll reads no table (oidc.polling).
-CODES = PolledRequests("oidc:device", DeviceAuthorization, gone_states=(DeviceAuthorization.USED,))
+CODES = PolledRequests("oidc:device", DeviceAuthorization)
 remember, forget = CODES.remember, CODES.forget
 
 
@@ -279,28 +280,12 @@ def device_code_grant(exchange):
 _COLUMNS = ("user_session_id", "scope", "nonce", "code_challenge", "code_challenge_method")
 
 
-def _claim(code_digest, client):
-    """Approved -> used in one statement, returning what the tokens need; None if it was not approved."""
-    table = connection.ops.quote_name(DeviceAuthorization._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table} SET state = %s WHERE digest = %s AND state = %s AND client_id = %s "
-            f"RETURNING {', '.join(_COLUMNS)}",
-            [DeviceAuthorization.USED, code_digest, DeviceAuthorization.APPROVED, client.pk])
-        row = cursor.fetchone()
-    return dict(zip(_COLUMNS, row)) if row is not None else None
-
-
 def _redeem(exchange, code_digest):
     realm, config = exchange.realm, exchange.client_config
     client = config.client
-    claimed = _claim(code_digest, client)
-    if claimed is None:  # redeemed meanwhile by a concurrent poll: the cache follows the row
-        _refresh(code_digest)
+    claimed = CODES.redeem(code_digest, client, _COLUMNS)
+    if claimed is None:  # redeemed meanwhile by a concurrent poll
         raise InvalidGrant(INVALID_CODE, event_error=INVALID_DEVICE_CODE)
-    # Single use: whatever happens next, the code is gone.
-    DeviceAuthorization.objects.filter(pk=code_digest).delete()
-    forget(code_digest)
     codes.check_pkce(client, SimpleNamespace(**claimed), exchange.params.get("code_verifier") or "")
     exchange.session_id = claimed["user_session_id"] or ""
     user_session = sessions.get_valid_session(realm, claimed["user_session_id"]) if claimed["user_session_id"] else None

@@ -83,11 +83,11 @@ class DeviceAuthorization(models.Model):
     """An OAuth 2.0 device authorization (RFC 8628; Keycloak's OAuth2DeviceCodeModel). Only
     SHA-256 digests of the ``device_code`` and of the user code are kept. ``state`` goes pending
     -> approved (with the user session of the sign-in on the user-code page) or denied; the
-    token grant claims an approved row once (an UPDATE to ``used`` guarded by the state) and
-    deletes it; a row found expired is deleted. Polls read the cache's copy of the state (see
+    token grant redeems an approved row once (a delete guarded by its state); a row found
+    expired is deleted. Polls read the cache's copy of the state (see
     oidc/device.py), so a pending poll reads no table."""
 
-    PENDING, APPROVED, DENIED, USED = "pending", "approved", "denied", "used"
+    PENDING, APPROVED, DENIED = "pending", "approved", "denied"
 
     digest = models.CharField(max_length=64, primary_key=True)
     user_code_digest = models.CharField(max_length=64)

@@ -10,10 +10,10 @@ from .conftest import answer, poll, start
 # (queries, shared-cache calls) per request, with what they are. Keep docs/cost-model.md in step.
 EXPECTED = {
     "ciba_poll_pending": (0, 1),  # the request's copy in the cache
-    # The approved row with its user, then its delete; the SSO session with its user (missed in the
-    # cache: the channel's answer wrote it to the database only), the client session, the event. In
-    # the cache: the request's copy read and dropped, the SSO session missed and put there.
-    "ciba_poll_approved": (5, 4),
+    # The approved row redeemed (one DELETE ... RETURNING); the SSO session with its user (missed
+    # in the cache: the channel's answer wrote it to the database only), the client session, the
+    # event. In the cache: the request's copy read and dropped, the SSO session missed and put there.
+    "ciba_poll_approved": (4, 4),
 }
 
 
@@ -38,5 +38,5 @@ def test_queries_and_cache_calls_per_request_type(http, realm, alice, channel, m
     expected = EXPECTED
     if connection.vendor != "postgresql":
         # The SSO session and its user are one round trip on PostgreSQL (rows.ahead), two on SQLite.
-        expected = {**EXPECTED, "ciba_poll_approved": (6, 4)}
+        expected = {**EXPECTED, "ciba_poll_approved": (5, 4)}
     assert_costs(found, expected)

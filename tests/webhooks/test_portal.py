@@ -367,7 +367,8 @@ def test_the_console_issues_and_revokes_links(realm, endpoint):
     assert {e.details["action"] for e in _admin_events(endpoint, "ACTION")} == {"portal-link", "portal-links-revoked"}
 
 
-def test_presenting_links_is_limited_per_address_as_the_realms_sign_in_form(tokens, endpoint, realm):  # noqa: F811
+def test_presenting_links_is_limited_per_address_as_the_realms_sign_in_form(fresh_caches, tokens, endpoint,  # noqa: F811
+                                                                           realm):
     """rateLimit.login.perAddress (decision 0091) counts the session posts and old-form links of an
     address; over it, the page says so in words, 429 with Retry-After, before the token is read."""
     realm.attributes = {**(realm.attributes or {}), "rateLimit.login.perAddress": "2"}

@@ -9,11 +9,12 @@ class SamlConfig(AppConfig):
     def ready(self):
         from realms.brokering.providers import register_provider_type
 
-        from . import logout, sso
+        from . import logout, purges, sso
         from .broker import mappers as broker_mappers
         from .broker.provider import SamlProviderType
 
         sso.register()
         logout.register()
+        purges.register_all()
         register_provider_type(SamlProviderType())
         broker_mappers.register()

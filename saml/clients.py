@@ -5,13 +5,20 @@ An attribute that is absent means what Keycloak writes into a new SAML client
 signatures required (``saml.client.signature``), POST binding forced, an AuthnStatement, NameID
 format ``username``, RSA_SHA256. So an imported client without them behaves as it did in
 Keycloak, and a client created here is safe by default.
+
+The clients a request names come from the realm's cached configuration
+(``realms.data.realm_cache``), each with its mappers and role scope read once: all of it is
+dropped with that configuration when anything of the realm changes.
 """
+import functools
 from dataclasses import dataclass
 
+from realms.data import realm_cache
 from realms.http.redirects import is_valid_redirect_uri
 from realms.models import Client
 
 from . import constants as c
+from . import mappers
 from .errors import UntrustedRequest
 
 _DEFAULTS = {
@@ -39,6 +46,14 @@ class SamlClient:
         if value in (None, ""):
             return _DEFAULTS[name]
         return str(value).lower() == "true"
+
+    @functools.cached_property
+    def mappers(self):
+        return mappers.mappers_for(self.client)
+
+    @functools.cached_property
+    def allowed_role_ids(self):
+        return mappers.allowed_role_ids(self.client)
 
     @property
     def entity_id(self):
@@ -103,11 +118,31 @@ class SamlClient:
             return 0
 
 
+class SamlClients:
+    """SAML's share of a realm's cached configuration: its clients as SamlClients."""
+
+    def __init__(self, base):
+        self.base = base
+        self._by_pk = {}
+
+    def of(self, client: Client) -> SamlClient:
+        """This client's SamlClient, its mappers and role scope read on first use."""
+        found = self._by_pk.get(client.pk)
+        if found is None:
+            found = self._by_pk.setdefault(client.pk, SamlClient(client))
+        return found
+
+
+def cached(realm) -> SamlClients:
+    return realm_cache.get_realm(realm.name).extension(c.PROTOCOL, SamlClients)
+
+
 def by_entity_id(realm, entity_id):
     """The realm's SAML client with this entity id, or UntrustedRequest."""
-    client = Client.objects.filter(realm=realm, client_id=entity_id).first() if entity_id else None
+    clients = cached(realm)
+    client = clients.base.client(entity_id) if entity_id else None
     if client is None or client.protocol != c.PROTOCOL:
         raise UntrustedRequest("Unknown login requester.", "client_not_found", client_id=entity_id[:255])
     if not client.enabled:
         raise UntrustedRequest("Login requester not enabled.", "client_disabled", client_id=entity_id[:255])
-    return SamlClient(client)
+    return clients.of(client)

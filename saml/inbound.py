@@ -131,14 +131,23 @@ def check_header(root, *, signed, binding, endpoint_url, client_id=""):
         refuse("A signed SAML message must carry its Destination.")
 
 
-def record_request_id(message):
-    """Refuse a request id seen before from this client (replay); remember it otherwise."""
-    client = message.client.client
+def first_use(client, request_id):
+    """Remember ``request_id`` from ``client`` until a message carrying it would be stale; False
+    when it is remembered already (a replay). Expired ids are left to the periodic purge
+    (``saml.purges``); one it has not yet deleted is taken over, not counted as a replay."""
     now = timezone.now()
-    SeenRequest.objects.filter(client=client, expires_at__lte=now).delete()
+    expires_at = now + MAX_AGE + CLOCK_SKEW
     try:
         with transaction.atomic():
-            SeenRequest.objects.create(client=client, request_id=message.id, expires_at=now + MAX_AGE + CLOCK_SKEW)
-    except IntegrityError as exc:
+            SeenRequest.objects.create(client=client, request_id=request_id, expires_at=expires_at)
+    except IntegrityError:
+        return SeenRequest.objects.filter(client=client, request_id=request_id, expires_at__lte=now).update(
+            expires_at=expires_at) == 1
+    return True
+
+
+def record_request_id(message):
+    """Refuse a request id seen before from this client (replay); remember it otherwise."""
+    if not first_use(message.client.client, message.id):
         raise UntrustedRequest("This request was already used.", "invalid_request",
-                               client_id=message.client.entity_id) from exc
+                               client_id=message.client.entity_id)

@@ -18,7 +18,8 @@ the URN), ``friendly.name``.
 """
 from dataclasses import dataclass
 
-from realms.models import ClientScope, ProtocolMapper, Role, effective_roles, expand_composites, group_with_ancestors
+from realms.data import realm_cache
+from realms.models import ClientScope, ProtocolMapper, Role, expand_composites, group_with_ancestors
 
 from . import constants as c
 
@@ -65,17 +66,23 @@ def _multi(value):
     return [str(v) for v in value] if isinstance(value, list) else [str(value)]
 
 
+def allowed_role_ids(client):
+    """Ids of the roles the client may see: None for full scope, else its own roles plus the
+    scope roles of the client and of its SAML client scopes, composites expanded."""
+    if client.full_scope_allowed:
+        return None
+    ids = set(Role.objects.filter(client=client).values_list("pk", flat=True))
+    ids |= set(client.scope_roles.values_list("pk", flat=True))
+    scopes = ClientScope.objects.filter(client_links__client=client, protocol=c.PROTOCOL)
+    ids |= set(Role.objects.filter(scoped_in_client_scopes__in=scopes).values_list("pk", flat=True))
+    return frozenset(r.pk for r in expand_composites(list(Role.objects.filter(pk__in=ids))))
+
+
 def role_names(user, client):
-    """Names of the roles the user holds that the client may see (full scope, or its own
-    roles plus the scope roles of the client and of its SAML client scopes)."""
-    roles = effective_roles(user)
-    if not client.full_scope_allowed:
-        ids = set(Role.objects.filter(client=client).values_list("pk", flat=True))
-        ids |= set(client.scope_roles.values_list("pk", flat=True))
-        scopes = ClientScope.objects.filter(client_links__client=client, protocol=c.PROTOCOL)
-        ids |= set(Role.objects.filter(scoped_in_client_scopes__in=scopes).values_list("pk", flat=True))
-        allowed = {r.pk for r in expand_composites(list(Role.objects.filter(pk__in=ids)))}
-        roles = [r for r in roles if r.pk in allowed]
+    """Names of the roles the user holds that the SamlClient ``client`` may see."""
+    roles = realm_cache.effective_roles(user)
+    if client.allowed_role_ids is not None:
+        roles = [r for r in roles if r.pk in client.allowed_role_ids]
     return sorted({r.name for r in roles})
 
 
@@ -86,9 +93,10 @@ def _group_attribute_values(user, name):
     return values
 
 
-def attributes_for(user, client, mappers=None):
+def attributes_for(user, client):
+    """The attributes the SamlClient ``client``'s mappers give ``user``."""
     out = []
-    for mapper in mappers if mappers is not None else mappers_for(client):
+    for mapper in client.mappers:
         config = mapper.config or {}
         kind = mapper.protocol_mapper
         if kind == "saml-user-property-mapper":

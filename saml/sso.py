@@ -15,7 +15,7 @@ from realms.sso import auth_sessions, sessions
 
 from . import builders, encryption, inbound, mappers, outbound, xml
 from . import constants as c
-from .clients import SamlClient
+from .clients import SamlClient, cached
 from .errors import StatusError, UntrustedRequest
 
 # Client-session notes that single logout needs later (NameID as the client knows it).
@@ -143,8 +143,8 @@ def error_response(request, realm, client, data, exc: StatusError, user_id=""):
 def _complete(ctx, user_session):
     """The user is signed in: client session, NameID, assertion, LOGIN event, delivery."""
     data = ctx.auth_session.client_data
-    client = SamlClient(ctx.client)
     realm, user = ctx.realm, ctx.user
+    client = cached(realm).of(ctx.client)
     client_session = sessions.get_or_create_client_session(user_session, ctx.client, redirect_uri=data["redirect_uri"])
     sessions.touch(user_session, client_session)
     try:
@@ -153,14 +153,16 @@ def _complete(ctx, user_session):
         return error_response(ctx.request, realm, client, data, exc, user_id=user.pk)
     name_format = c.NAMEID_FORMATS[data["name_id_format"]]
     issuer = realm_url(ctx.request, realm.name)
-    client_session.notes = {**client_session.notes, NOTE_NAME_ID: name_id, NOTE_NAME_ID_FORMAT: name_format,
-                             NOTE_ISSUER: issuer}
-    client_session.save(update_fields=["notes"])
+    notes = {NOTE_NAME_ID: name_id, NOTE_NAME_ID_FORMAT: name_format, NOTE_ISSUER: issuer}
+    if any(client_session.notes.get(name) != value for name, value in notes.items()):
+        # Written only when they changed: a sign-in again to the client mostly names the user as before.
+        client_session.notes = {**client_session.notes, **notes}
+        client_session.save(update_fields=["notes"])
     assertion = builders.assertion(
         issuer=issuer, name_id=name_id, name_id_format=name_format, recipient=data["redirect_uri"],
         in_response_to=data.get("request_id"), audience=client.entity_id, session_index=client_session.pk,
         session_expires=sessions.session_expiry(realm, user_session), authn_instant=user_session.auth_time,
-        attributes=mappers.attributes_for(user, ctx.client), lifespan=client.assertion_lifespan or realm.access_code_lifespan,
+        attributes=mappers.attributes_for(user, client), lifespan=client.assertion_lifespan or realm.access_code_lifespan,
         authn_statement=client.flag(c.ATTR_AUTHNSTATEMENT), one_time_use=client.flag(c.ATTR_ONETIMEUSE),
     )
     element = _response(ctx.request, realm, client, data, assertion=assertion)

@@ -9,9 +9,6 @@ answer (signature, Destination = this address, issuer, audience, lifetimes), and
 ID is recorded until the answer would be stale (``saml.inbound.MAX_AGE``), so it signs in once."""
 import hashlib
 
-from django.db import IntegrityError, transaction
-from django.utils import timezone
-
 from realms.brokering import broker
 from realms.brokering.providers import BrokerError
 from realms.http import themes
@@ -19,7 +16,6 @@ from realms.http.messages import Message
 
 from .. import inbound, sso
 from ..errors import UntrustedRequest
-from ..models import SeenRequest
 from . import config as saml_config
 from . import response
 from .identity import broker_error, identity_of, our_entity_id, params_of
@@ -30,14 +26,8 @@ PREFIX = "clients/"
 def _record(client, idp, assertion_id):
     """Refuse an assertion seen before at this provider (replay); remember it otherwise."""
     key = "broker:" + hashlib.sha256(f"{idp.alias}\n{assertion_id}".encode()).hexdigest()
-    now = timezone.now()
-    SeenRequest.objects.filter(client=client, expires_at__lte=now).delete()
-    try:
-        with transaction.atomic():
-            SeenRequest.objects.create(client=client, request_id=key,
-                                       expires_at=now + inbound.MAX_AGE + inbound.CLOCK_SKEW)
-    except IntegrityError as exc:
-        raise UntrustedRequest("This answer was already used.") from exc
+    if not inbound.first_use(client, key):
+        raise UntrustedRequest("This answer was already used.")
 
 
 def handle(request, realm, idp, url_name):

@@ -2,6 +2,8 @@
 session (no login form), once the realm's configuration is cached, held exactly."""
 from django.test import Client as HttpClient
 
+from realms.data.keys import rotate_key
+from saml import keys as idp_keys
 from tests.conftest import assert_costs
 from tests.realms.test_otp import action_of
 
@@ -13,12 +15,12 @@ SP_BASE = "https://sp.example"
 
 # (queries, shared-cache calls) per request, with what they are. Keep docs/cost-model.md in step.
 EXPECTED = {
-    # The SAML client's row; the client's expired request ids deleted, this one's inserted; the
-    # client session read, updated, then its notes updated again; the client's scopes, the
-    # protocol mappers of the client and of its scopes; the user's roles, groups and a group's
-    # parent (its path); the realm's signing key; the event. In the cache: the SSO session, the
-    # client session's copy dropped twice (once per update).
-    "saml_sso_with_session": (14, 3),
+    # This request's id inserted (expired ones are left to the periodic purge, saml.purges); the
+    # client session written in one statement; the user's roles, groups and a group's parent (its
+    # path); the event. The client, its mappers and role scope come from the realm's cached
+    # configuration, the signing key from the realm's loaded keys. In the cache: the SSO session,
+    # the client session's copy dropped at once and again on commit.
+    "saml_sso_with_session": (6, 3),
 }
 
 
@@ -45,3 +47,15 @@ def test_queries_and_cache_calls_per_request_type(realm, user, measure):
     response.text = response.content.decode()
     assert saml_response_of(response)[0] == f"{SP_BASE}/sp/acs"
     assert_costs(found, EXPECTED)
+
+
+def test_the_signing_key_is_kept_with_the_realms_keys_and_follows_a_rotation(realm, measure):
+    idp_keys.signing_credential(realm)  # the first use gives the key its certificate; the next reads it back
+    first = idp_keys.signing_credential(realm)
+    found = {}
+    with measure() as found["signing_key"]:
+        assert idp_keys.signing_credential(realm) is first
+    assert_costs(found, {"signing_key": (0, 0)})
+    rotated = rotate_key(realm, "RS256")
+    assert idp_keys.signing_credential(realm).kid == rotated.kid != first.kid
+    assert [credential.kid for credential in idp_keys.published_credentials(realm)] == [rotated.kid, first.kid]

@@ -276,7 +276,9 @@ def test_wrong_password_in_a_saml_sign_in_is_a_saml_login_error(http, sp_client,
 
 
 def test_disabled_client_refused(http, sp_client, keys):
-    sp_client.enabled = False
+    assert post(HttpClient(), m.post_form(m.sign(m.authn_request(SP, acs=ACS), keys[0]))).status_code == 200
+    SeenRequest.objects.all().delete()
+    sp_client.enabled = False  # the client's row is in the realm's cached configuration: dropped now
     sp_client.save()
     assert_refused(post(http, m.post_form(m.sign(m.authn_request(SP, acs=ACS), keys[0]))),
                    "Login requester not enabled.")

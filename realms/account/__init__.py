@@ -8,7 +8,10 @@ registers from its ``AppConfig.ready()``:
 - ``register_sign_in(url_for)``: ``url_for(request, realm, redirect_uri, **params)``, the URL
   that signs a browser in with the realm's ``account`` client and comes back to
   ``redirect_uri`` (extra ``params`` such as ``kc_locale`` are passed on)."""
-from ..data.builtins import ACCOUNT_CLIENT  # noqa: F401 (the surfaces import it from here)
+from django.http import Http404
+
+from ..data.builtins import ACCOUNT_CLIENT
+from ..data.realm_cache import get_realm
 
 ACCOUNT_CONSOLE_CLIENT = "account-console"
 
@@ -19,6 +22,17 @@ _sign_in = None
 def register_sign_in(url_for):
     global _sign_in
     _sign_in = url_for
+
+
+def account_realm(name):
+    """The enabled realm named ``name`` (its cached row) while its ``account`` client is enabled;
+    else None: account management is not offered there."""
+    try:
+        config = get_realm(name)
+    except Http404:
+        return None
+    account = config.client(ACCOUNT_CLIENT)
+    return config.realm if account is not None and account.enabled else None
 
 
 def sign_in_url(request, realm, redirect_uri, **params):

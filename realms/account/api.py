@@ -22,11 +22,11 @@ from ..credentials import credential_types
 from ..errors import ReadOnlyUser
 from ..http import cors
 from ..http.web import client_address
-from ..models import Client, ClientSession, Credential, Realm, UserSession
+from ..models import Client, ClientSession, Credential, UserSession
 from ..signin import flows
 from ..sso import devices, sessions
 from ..users import actions, consents, organizations
-from . import ACCOUNT_CLIENT, profile
+from . import ACCOUNT_CLIENT, account_realm, profile
 
 MANAGE_ACCOUNT, VIEW_PROFILE = "manage-account", "view-profile"
 VIEW_APPLICATIONS, VIEW_CONSENT, MANAGE_CONSENT, VIEW_GROUPS = (
@@ -49,9 +49,8 @@ class AccountResource(ApiView):
     required_role = ()
 
     def initial(self, request, *args, **kwargs):
-        self.realm = Realm.objects.filter(name=kwargs["realm"], enabled=True).first()
-        account = Client.objects.filter(realm=self.realm, client_id=ACCOUNT_CLIENT).first() if self.realm else None
-        if account is None or not account.enabled:
+        self.realm = account_realm(kwargs["realm"])
+        if self.realm is None:
             raise errors.NotFound("account management not enabled")
         super().initial(request, *args, **kwargs)
 

@@ -18,13 +18,13 @@ from ..errors import StoreRefused
 from ..http import messages, themes
 from ..http.messages import Message
 from ..http.web import client_address, realm_url
-from ..models import Client, Credential, Realm, User, UserSession, client_role_names, effective_roles
+from ..models import Client, Credential, User, UserSession, client_role_names, effective_roles
 from ..signin.required_actions import delete_account
 from ..sso import sessions, sso_cookie
 from ..users import consents, storage, user_profile
 from ..users import profile as declarative
 from ..users.actions import action_enabled
-from . import ACCOUNT_CLIENT, api, profile, sign_in_url
+from . import ACCOUNT_CLIENT, account_realm, api, profile, sign_in_url
 
 SECTIONS = (  # (url name, message key), in the console's order
     ("account", "personalInfo"),
@@ -60,9 +60,8 @@ def page(section):
         @functools.wraps(view)
         @csrf_protect
         def wrapper(request, realm, *args, **kwargs):
-            realm_obj = Realm.objects.filter(name=realm, enabled=True).first()
-            account = Client.objects.filter(realm=realm_obj, client_id=ACCOUNT_CLIENT).first() if realm_obj else None
-            if account is None or not account.enabled:
+            realm_obj = account_realm(realm)
+            if realm_obj is None:
                 raise Http404("account management not enabled")
             user_session = sso_cookie.session_from_request(request, realm_obj)
             if user_session is None and "error" in request.GET:  # the sign-in failed: say so, no loop

@@ -2,6 +2,7 @@
 404 unless the realm's ``scimApiEnabled`` is on; a bearer token of that realm (the Admin API's
 verifier) from a confidential client, with the endpoint's URL in its audience; reads need
 ``view-users``, writes ``manage-users`` (realm-management roles)."""
+from django.http import Http404
 from rest_framework import status
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.renderers import JSONRenderer
@@ -11,8 +12,8 @@ from rest_framework.views import APIView
 from ..admin_api.authentication import BearerAuthentication
 from ..admin_api.parsers import JSONParser
 from ..audit.admin_events import auth_details
+from ..data.realm_cache import get_realm
 from ..http.web import realm_url
-from ..models import Client, Realm
 from . import filters, patch, schemas
 from .errors import ScimError, exception_handler
 from .resources import RESOURCES
@@ -50,9 +51,13 @@ class ScimView(APIView):
         return exception_handler
 
     def initial(self, request, *args, **kwargs):
-        self.realm = Realm.objects.filter(name=kwargs["realm"], scim_api_enabled=True).first()
-        if self.realm is None:  # off (the default) or no such realm: nothing is here
+        try:
+            config = get_realm(kwargs["realm"])
+        except Http404:
+            config = None
+        if config is None or not config.realm.scim_api_enabled:  # off (the default), or no such realm
             raise ScimError(404, "Not found")
+        self.realm = config.realm
         super().initial(request, *args, **kwargs)
         caller = request.user
         self.base = realm_url(request, self.realm.name) + "/scim/v2"
@@ -60,7 +65,7 @@ class ScimView(APIView):
         audience = [audience] if isinstance(audience, str) else (audience or [])
         if caller.realm.pk != self.realm.pk or self.base not in audience:
             raise ScimError(401, "Bearer token required")  # another realm's token, or not meant for SCIM
-        client = Client.objects.filter(realm=self.realm, client_id=caller.client_id).first()
+        client = config.client(caller.client_id)
         if client is None or client.public_client:
             raise ScimError(403, "Public client not allowed")
         needed = "view-users" if request.method in ("GET", "HEAD") else "manage-users"

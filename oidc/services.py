@@ -204,7 +204,10 @@ def live_subject(realm_config, claims, *, check_revoked=False, fresh_user=False,
     sid = claims.get("sid")
     revoked_key = _revoked_key(claims["jti"]) if check_revoked and claims.get("jti") else None
     session_key = sessions.cache_key(sid) if sid else None
-    keys = [key for key in (revoked_key, session_key) if key]
+    # The client session's copy in the same round trip, unless the caller reads it otherwise.
+    client_key = (sessions.client_cache_key(sid, config.client.pk)
+                  if session_key and not fresh_user and has_client_session is None else None)
+    keys = [key for key in (revoked_key, session_key, client_key) if key]
     found = (_with_marks(keys) if revoked_key else cache.get_many(keys)) if keys else {}
     if revoked_key in found:
         return None
@@ -215,7 +218,7 @@ def live_subject(realm_config, claims, *, check_revoked=False, fresh_user=False,
         if fresh_user:
             user = sessions.user_with_client_session(user_session, config.client)
         elif not (has_client_session(user_session, config.client) if has_client_session
-                  else sessions.client_session_of(user_session, config.client) is not None):
+                  else sessions.copied_client_session(user_session, config.client, found.get(client_key)) is not None):
             return None
         else:
             user = user_session.user

@@ -61,7 +61,8 @@ def cache_key(session_id):
     return f"idp:usersession:{session_id}" if _copied() else None
 
 
-def _client_cache_key(session_id, client_pk):
+def client_cache_key(session_id, client_pk):
+    """The key of a client session's copy (only when ``cache_key`` says sessions are copied)."""
     return f"idp:clientsession:{session_id}:{client_pk}"
 
 
@@ -94,7 +95,7 @@ def _cache_put(user_session=None, client_session=None):
     if user_session is not None:
         copies[cache_key(user_session.pk)] = _session_copy(user_session)
     if client_session is not None:
-        copies[_client_cache_key(client_session.user_session_id, client_session.client_id)] = (
+        copies[client_cache_key(client_session.user_session_id, client_session.client_id)] = (
             _client_copy(client_session))
     if len(copies) > 1:
         cache.set_many(copies, CACHE_TTL)
@@ -110,7 +111,7 @@ def _cache_drop(*session_ids):
 def _client_cache_drop(session_id, client_pk):
     if not _copied():
         return
-    key = _client_cache_key(session_id, client_pk)
+    key = client_cache_key(session_id, client_pk)
     if transaction.get_connection().in_atomic_block:
         # At once for the transaction's own reads, and again once committed: another node may
         # put back the row it read before the commit.
@@ -324,19 +325,25 @@ def session_with_client(realm, session_id, client):
     client session not in the cache is read from its row and put there."""
     if not session_id:
         return None, None
-    keys = [cache_key(session_id), _client_cache_key(session_id, client.pk)] if _copied() else []
+    keys = [cache_key(session_id), client_cache_key(session_id, client.pk)] if _copied() else []
     found = cache.get_many(keys) if keys else {}
     user_session = get_valid_session(realm, session_id, found.get(keys[0]) if keys else _UNREAD)
     if user_session is None:
         return None, None
-    client_session = found.get(keys[1]) if keys else None
-    if client_session is not None:
-        client_session.user_session, client_session.client = user_session, client
-        return user_session, client_session
+    return user_session, copied_client_session(user_session, client, found.get(keys[1]) if keys else None)
+
+
+def copied_client_session(user_session, client, cached):
+    """This client's session within the SSO session: ``cached``, the value of its
+    ``client_cache_key`` read with other keys (None when it was not there), else its row, then
+    put in the shared cache."""
+    if cached is not None:
+        cached.user_session, cached.client = user_session, client
+        return cached
     client_session = client_session_of(user_session, client)
     if client_session is not None:
         _cache_put(client_session=client_session)
-    return user_session, client_session
+    return client_session
 
 
 def user_with_client_session(user_session, client) -> User | None:

@@ -34,8 +34,9 @@ EXPECTED = {
     # the first refresh of a client session reads its row and puts it there.
     "refresh_token": (0, 1),
     "first_refresh_token": (1, 2),
-    "userinfo": (1, 2),  # the client session; the SSO session and the revocation marks
-    "introspection": (1, 1),  # the client session; the SSO session and the revocation marks at once
+    # The revocation mark; the SSO session and the client session's copy in one call (decision 0117).
+    "userinfo": (0, 2),
+    "introspection": (0, 1),  # the SSO session, the client session's copy and the revocation marks at once
     # A UMA decision (five policies: role, group, user, client, time): the bearer token's client
     # session; the SSO session. The user's roles and groups are cached per realm configuration.
     "uma_decision": (1, 1),

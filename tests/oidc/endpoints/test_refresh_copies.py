@@ -121,3 +121,21 @@ def test_stateless_copies_no_client_session(http, realm, alice, shared, settings
     assert shared.copies(user_session) == []
     sessions.end_client_session(user_session.pk, client_of(realm, "app").pk)
     _refused(refresh(http, realm, body["refresh_token"]), "Session doesn't have required client")
+
+
+def test_userinfo_and_introspection_read_the_copy_and_see_the_client_session_end(http, realm, alice, shared, measure):
+    """They check the token's client session through its copy, read with the SSO session: no
+    query; once the client session ends (its refresh token revoked) both refuse the access token."""
+    tokens, user_session, _ = _refreshed(http, realm, alice, measure)
+    bearer = {"HTTP_AUTHORIZATION": f"Bearer {tokens['access_token']}"}
+    auth = {"HTTP_AUTHORIZATION": basic("app", SECRET)}
+    with measure() as cost:
+        assert http.get(url(realm, "userinfo"), **bearer).status_code == 200
+    assert cost.counts == (0, 2), (cost.queries, cost.cache_calls)  # the revocation mark; the two sessions
+    with measure() as cost:
+        assert http.post(url(realm, "token/introspect"), {"token": tokens["access_token"]}, **auth).json()["active"]
+    assert cost.counts == (0, 1), (cost.queries, cost.cache_calls)
+    assert http.post(url(realm, "revoke"), {"token": tokens["refresh_token"]}, **auth).status_code == 200
+    assert shared.copies(user_session) == []
+    assert http.get(url(realm, "userinfo"), **bearer).status_code == 401
+    assert http.post(url(realm, "token/introspect"), {"token": tokens["access_token"]}, **auth).json() == {"active": False}

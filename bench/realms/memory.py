@@ -3,12 +3,17 @@
 bench/realms/setup.py's database (the warm-up of bench/realms/run.sh, without a server), then the
 growth of the process's RSS split into Python's small-object allocator (pymalloc: blocks in use
 against blocks freed but held in its arenas) and glibc's heap (larger objects), and what the
-process-wide decrypt cache of ``realms.data.crypto`` holds. With ``--trace``, the largest
+process-wide decrypt cache of ``realms.data.crypto`` holds. The process freezes its start-up
+objects first, as a Granian worker does (decision 0055), so that the cycle collector runs as often
+as in a worker; before the last collection it counts the realm configurations still in memory
+against those the cache keeps, and what that collection finds unreachable (cyclic garbage: what
+waits for a full collection instead of being freed when the cache drops it). With ``--trace``, the largest
 growths by traceback (tracemalloc; it doubles the CPU and inflates RSS, so read its sizes, not
 the RSS).
 
 Usage: bench/realms/memory.sh COUNT [--trace]   (runs this with COUNT 1, then COUNT)"""
 import base64
+import collections
 import ctypes
 import gc
 import os
@@ -22,8 +27,10 @@ import django
 django.setup()
 
 from django.test import Client  # noqa: E402
+from django.urls import get_resolver  # noqa: E402
 
-from realms.data import crypto  # noqa: E402
+from idp.heap import freeze_startup_objects  # noqa: E402
+from realms.data import crypto, realm_cache  # noqa: E402
 
 SECRET = "bench-secret-0123456789abcdefghijklmnop"  # bench/realms/setup.py's
 
@@ -68,14 +75,27 @@ def main(count, trace):
         answer = client.post(f"/realms/realm-{n:04d}/protocol/openid-connect/token", {"grant_type": "client_credentials"})
         assert answer.status_code == 200, answer.content[:300]
 
+    get_resolver().url_patterns  # noqa: B018 (as idp.buffered_wsgi.django_application: loaded, then frozen)
+    freeze_startup_objects()
     token(0)  # the process's modules and the first realm, as a worker's first request
     gc.collect()
     before = rss()
     if trace:
         tracemalloc.start(25)
         start = tracemalloc.take_snapshot()
+    full_collections = gc.get_stats()[2]["collections"]
     for n in range(count):
         token(n)
+    full_collections = gc.get_stats()[2]["collections"] - full_collections
+    configs = sum(isinstance(o, realm_cache.RealmConfig) for o in gc.get_objects())
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    gc.collect()
+    gc.set_debug(0)
+    garbage = collections.Counter(type(o).__qualname__ for o in gc.garbage)
+    print(f"{count} realm(s): realm configurations in memory {configs} (kept {len(realm_cache._configs._entries)}), "
+          f"{full_collections} full collections meanwhile; "
+          f"cyclic garbage {len(gc.garbage)} objects: {', '.join(f'{n} {t}' for t, n in garbage.most_common(8))}")
+    gc.garbage.clear()
     gc.collect()
     after = rss()
     heap = libc.mallinfo2()

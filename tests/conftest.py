@@ -1,5 +1,6 @@
 import contextlib
 import json
+import os
 from dataclasses import dataclass, field
 
 import pytest
@@ -8,6 +9,31 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from tests.idp.test_modes import base_env, free_port, manage, stop, wait_for
+
+# The SQLite run (scripts/test.sh, IDP_TEST_DB=sqlite) leaves out the tests below these paths that
+# request no database: pytest-django refuses them a query, and the processes these paths start use
+# no database or one of their own (servers get ``base_env``, which drops IDP_TEST_DB: start_dev's
+# SQLite file, production nodes on a PostgreSQL database of their own), so such a test checks the
+# same thing on both runs (decision 0121). A test of these paths that requests the database runs on
+# both. A path is added only once the processes its tests start were read for the run's database.
+RUN_ONCE = ("tests/ambassador/", "tests/fuzz/", "tests/idp/", "tests/production/", "tests/test_layering.py",
+            "tests/test_repository.py")
+
+
+def requests_database(item):
+    # Every pytest-django fixture that reaches the test database (db, transactional_db, live_server
+    # ...) depends on django_db_setup, which creates it.
+    return bool(item.get_closest_marker("django_db") or "django_db_setup" in item.fixturenames)
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("IDP_TEST_DB") != "sqlite":
+        return
+    once = [item for item in items if item.nodeid.startswith(RUN_ONCE) and not requests_database(item)]
+    if once:
+        config.hook.pytest_deselected(items=once)
+        left = set(once)
+        items[:] = [item for item in items if item not in left]
 
 
 @pytest.fixture

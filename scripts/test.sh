@@ -8,6 +8,9 @@ cd "$(dirname "$0")/.."
 # The suite's settings are its own: no IDP_ or DJANGO_ variable of the caller (a shell set up for
 # production, say) reaches it.
 unset $(compgen -e | grep -E '^(IDP|DJANGO)_' || true)
+# Compiled modules are kept (decision 0121): without them every server, worker and manage.py
+# process a test starts compiles the project again, and the SQLite run rewrites every test module.
+unset PYTHONDONTWRITEBYTECODE
 export IDP_APT_PACKAGES="postgresql redis-server chromium memcached xmlsec1 krb5-kdc krb5-admin-server krb5-user libkrb5-dev slapd ldap-utils libldap2-dev libsasl2-dev haproxy podman runc debootstrap podman-compose netavark aardvark-dns iptables"
 scripts/setup.sh test
 # shellcheck source=scripts/services.sh

@@ -114,7 +114,10 @@ CONFIG = {"listener": {"port": 0},
 
 def typed_call():
     """The typed Cython prototype (typed_call.pyx, decision 0114), compiled on first use."""
-    import pyximport
+    try:
+        import pyximport
+    except ImportError:
+        raise SystemExit(f"--typed needs Cython: {sys.executable} -m pip install 'Cython>=3.1,<4'") from None
 
     pyximport.install(language_level=3)
     import typed_call

@@ -179,11 +179,9 @@ def _with_cookie(request, response, endpoint, token, expires_at):
 def _over_limit(request, realm_name, key=None):
     """The page of a refusal in words, 429 with ``Retry-After``, when this address has presented
     more links this minute than the realm lets it post its sign-in form (``rateLimit.login.perAddress``,
-    decision 0091: a link is the portal's sign-in); None otherwise, and in a realm that is not one."""
-    try:
-        realm = realm_cache.get_realm(realm_name).realm
-    except Http404:
-        return None  # no realm, no limits: the link opens nothing anyway
+    decision 0091: a link is the portal's sign-in); None otherwise. An unknown or disabled realm: 404,
+    as on every page of a realm (its portal opens nothing)."""
+    realm = realm_cache.get_realm(realm_name).realm
     try:
         admission.admit(request, realm, admission.LOGIN)
     except admission.RateLimited as exc:
@@ -214,6 +212,7 @@ def _portal_page(view, rest=lambda kwargs: "", opens=False):
     """``view`` behind the endpoint's cookie; ``opens``: its address is the link's, which opens the portal."""
     @csrf_protect
     def wrapper(request, realm, key, *args, **kwargs):
+        realm_cache.get_realm(realm)  # an unknown or disabled realm: 404, as on every page of a realm
         if ":" in key:  # a signed token (Django's signatures hold colons; endpoint ids do not)
             return _old_link(request, realm, key, rest(kwargs))
         token = request.COOKIES.get(COOKIE)

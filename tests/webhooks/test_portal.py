@@ -389,3 +389,19 @@ def test_presenting_links_is_limited_per_address_as_the_realms_sign_in_form(fres
         # Another address has its own count.
         elsewhere = Client(enforce_csrf_checks=True, REMOTE_ADDR="10.0.0.7")  # private: no HTTPS needed
         assert _open(elsewhere, url).status_code == 303 and elsewhere.get(path).status_code == 200
+
+
+def test_a_disabled_realms_portal_opens_nothing(tokens, endpoint, realm):  # noqa: F811
+    link = _link(tokens, endpoint)["url"]
+    path, token = _split(link)
+    http = Client()
+    assert _open(http, link).status_code == 303 and http.get(path).status_code == 200
+    realm.enabled = False
+    realm.save(update_fields=["enabled"])
+    # As every page of a disabled realm: the open portal, a new opening and a link of the old form.
+    assert http.get(path).status_code == 404
+    assert Client().post(path + "session", {"token": token}).status_code == 404
+    assert Client().get(f"/realms/wh-realm/webhooks/portal/{token}/").status_code == 404
+    realm.enabled = True
+    realm.save(update_fields=["enabled"])
+    assert http.get(path).status_code == 200

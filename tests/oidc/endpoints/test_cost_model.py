@@ -37,9 +37,10 @@ EXPECTED = {
     # The revocation mark; the SSO session and the client session's copy in one call (decision 0117).
     "userinfo": (0, 2),
     "introspection": (0, 1),  # the SSO session, the client session's copy and the revocation marks at once
-    # A UMA decision (five policies: role, group, user, client, time): the bearer token's client
-    # session; the SSO session. The user's roles and groups are cached per realm configuration.
-    "uma_decision": (1, 1),
+    # A UMA decision (five policies: role, group, user, client, time): the SSO session, the bearer
+    # token's client session's copy and its revocation mark in one call. The user's roles and groups
+    # are cached per realm configuration.
+    "uma_decision": (0, 1),
 }
 
 

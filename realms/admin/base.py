@@ -30,9 +30,12 @@ admin.site.index_title = "Realms and what they own"
 
 def console_access(request):
     """Every console page: an enabled user, still signed in to their realm, who administers some
-    realm (what they may do there each page asks ``can``)."""
-    return (request.user.is_active and console_auth.session_alive(request)
-            and administers_some_realm(console_admin(request)))
+    realm (what they may do there each page asks ``can``). Answered once per request: Django's
+    admin asks it for the page and again for each model of the menu."""
+    if not hasattr(request, "_console_access"):
+        request._console_access = (request.user.is_active and console_auth.session_alive(request)
+                                   and administers_some_realm(console_admin(request)))
+    return request._console_access
 
 
 admin.site.has_permission = console_access
@@ -187,7 +190,7 @@ class RealmScopedInline(RealmScopedMixin, admin.TabularInline):
 class ConsoleAdmin(RealmScopedMixin, admin.ModelAdmin):
     """Base of every model admin here: realm scoping plus admin events for each change."""
 
-    show_full_result_count = False  # a count over all realms would mean nothing here
+    show_full_result_count = False  # as Keycloak's tables, no "N total" beside a search: one COUNT less a page
     change_form_template = "admin/console/change_form.html"
     # (slug, label) of the object page's tabs, in order; a fieldset or inline joins one with the
     # CSS class ``tab-<slug>`` (fieldset option "classes", inline attribute ``classes``).

@@ -22,9 +22,9 @@ def current_realm(request):
     realm = None
     wanted = request.GET.get(REALM_PARAM)
     if wanted:
-        realm = Realm.objects.filter(pk=wanted).first()
+        realm = _realm(request, wanted)
     if realm is None and request.session.get(SESSION_KEY):
-        realm = Realm.objects.filter(pk=request.session[SESSION_KEY]).first()
+        realm = _realm(request, request.session[SESSION_KEY])
     if realm is None:
         realm = Realm.objects.filter(name="master").first() or Realm.objects.first()
     if not request.user.is_superuser:  # a delegated admin works in the realms they administer only
@@ -33,6 +33,13 @@ def current_realm(request):
             realm = allowed[0] if allowed else None
     set_current_realm(request, realm)
     return realm
+
+
+def _realm(request, pk):
+    # The admin's own realm (a master admin's common case) came with the signed-in user's row.
+    if str(getattr(request.user, "realm_id", None)) == str(pk):
+        return request.user.realm
+    return Realm.objects.filter(pk=pk).first()
 
 
 def set_current_realm(request, realm):

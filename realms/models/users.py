@@ -141,7 +141,7 @@ class User(RealmOwned, AbstractBaseUser):
         raise NotImplementedError("a password is checked by the user's store: realms.signin.passwords.check_password")
 
     def has_usable_password(self):
-        return self.credentials.filter(type=Credential.PASSWORD).exists()
+        return self.password_credential() is not None  # the rows the session's check has read
 
     def _get_session_auth_hash(self, secret=None):
         # Changing the password ends the console sessions signed with the old one. Django calls

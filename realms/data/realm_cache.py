@@ -49,7 +49,8 @@ class RealmConfig:
         self._clients = {}  # clientId -> Client
         self._clients_by_pk = {}
         self._extensions = {}
-        self._lock = threading.Lock()
+        self._dropped = False
+        self._lock = threading.RLock()  # a factory that loads other realms may drop this one (drop)
 
     def _keep(self, client):
         with self._lock:
@@ -93,8 +94,18 @@ class RealmConfig:
             with self._lock:
                 extension = self._extensions.get(name)
                 if extension is None:
-                    extension = self._extensions[name] = factory(self)
+                    extension = factory(self)
+                    if not self._dropped:  # a request still holding a dropped copy keeps nothing in it
+                        self._extensions[name] = extension
         return extension
+
+    def drop(self):
+        """Let go of the extensions when the cache lets this configuration go: OIDC's refers back
+        to it, and that cycle would keep a dropped realm in memory until the next full collection
+        of the cycle collector; without it the realm is freed at once (decision 0107)."""
+        with self._lock:
+            self._dropped = True
+            self._extensions.clear()
 
 
 def _load(realm_id):
@@ -109,7 +120,7 @@ def max_realms():
     return settings.IDP_CACHE_EMBEDDED_REALMS_MAX_COUNT
 
 
-_configs = LocalCopies("realm-config", _load, max_entries=max_realms)
+_configs = LocalCopies("realm-config", _load, max_entries=max_realms, dropped=RealmConfig.drop)
 _ids = {}  # realm name -> realm id, in this process (names rarely change; checked on every use)
 
 

@@ -35,13 +35,17 @@ class LocalCopies:
     """``get(key)`` returns this process's copy of ``load(key)``, reloaded when the key's shared
     generation has moved; ``invalidate(key)`` is called on every change of what ``load`` reads.
     ``max_entries()``, when given, is the most copies kept: past it the least recently used one
-    is dropped (read on each load, so that a setting changed in tests applies)."""
+    is dropped (read on each load, so that a setting changed in tests applies). ``dropped(value)``,
+    when given, is called with each copy this process lets go (past the cap, changed, reloaded or
+    cleared), outside the lock: a copy whose parts refer to one another breaks the cycle there, so
+    that it is freed at once and not by the next full collection (decision 0107)."""
 
-    def __init__(self, namespace, load, check_seconds=CHECK_SECONDS, max_entries=None):
+    def __init__(self, namespace, load, check_seconds=CHECK_SECONDS, max_entries=None, dropped=None):
         self.namespace = namespace
         self.check_seconds = check_seconds
         self._load = load
         self._max_entries = max_entries
+        self._dropped = dropped
         self._entries = OrderedDict()  # key -> [value, generation, monotonic time of the last check], oldest use first
         self._lock = threading.Lock()
 
@@ -63,13 +67,21 @@ class LocalCopies:
         generation = _shared().get(self.generation_key(key), 0)
         value = self._load(key)
         with self._lock:
+            gone = [self._entries.get(key)]
             self._entries[key] = [value, generation, now]
             if self._max_entries is not None:
                 self._entries.move_to_end(key)
                 cap = self._max_entries()
                 while len(self._entries) > cap:
-                    self._entries.popitem(last=False)
+                    gone.append(self._entries.popitem(last=False)[1])
+        self._let_go(gone)
         return value
+
+    def _let_go(self, entries):
+        if self._dropped is not None:
+            for entry in entries:
+                if entry is not None:
+                    self._dropped(entry[0])
 
     def _hit(self, key, entry):
         if self._max_entries is not None:
@@ -88,10 +100,13 @@ class LocalCopies:
 
     def clear(self):
         """Forget this process's copies (tests that re-create objects under the same ids)."""
-        self._entries.clear()
+        with self._lock:
+            gone = list(self._entries.values())
+            self._entries.clear()
+        self._let_go(gone)
 
     def _bump(self, key):
-        self._entries.pop(key, None)
+        self._let_go([self._entries.pop(key, None)])
         shared, name = _shared(), self.generation_key(key)
         try:
             shared.incr(name)

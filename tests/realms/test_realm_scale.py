@@ -2,6 +2,8 @@
 keys of the realms it served last, up to IDP_CACHE_EMBEDDED_REALMS_MAX_COUNT, and starting reads
 no realm but the one asked."""
 import base64
+import gc
+import weakref
 
 import pytest
 from django.core.cache import caches
@@ -61,6 +63,25 @@ def test_the_cap_is_read_on_each_load(bounded):
     for key in "abc":
         copies.get(key)
     assert loads == ["a", "b", "c", "d", "a", "b", "c"]
+
+
+def test_each_copy_let_go_is_handed_to_dropped_once():
+    let_go = []
+    copies = LocalCopies("test-dropped", lambda key: object(), check_seconds=60, max_entries=lambda: 2,
+                         dropped=let_go.append)
+    for key in "abc":
+        caches[GENERATIONS].delete(copies.generation_key(key))
+    a, b, c = (copies.get(k) for k in "abc")  # past the cap: a goes
+    assert let_go == [a]
+    copies.invalidate("b")  # a change here
+    assert let_go == [a, b]
+    caches[GENERATIONS].add(copies.generation_key("c"), 0, timeout=None)
+    caches[GENERATIONS].incr(copies.generation_key("c"))  # another process's change, seen at the next check
+    copies.check_seconds = 0
+    reloaded = copies.get("c")
+    assert reloaded is not c and let_go == [a, b, c]
+    copies.clear()
+    assert let_go == [a, b, c, reloaded]
 
 
 def test_a_change_still_drops_a_copy_kept_under_the_cap(bounded):
@@ -149,3 +170,39 @@ def test_stored_keys_load_without_checking_them_again_and_still_sign():
     check.deserialize(signed.serialize())
     check.verify(keys.realm_keys(realm).by_kid[kid][1].public())
     assert check.payload == b"payload"
+
+
+def test_a_realm_the_cache_lets_go_is_freed_without_the_cycle_collector(client, settings):
+    """OIDC's share of a realm's configuration refers back to it; a realm dropped past the cap
+    or changed must still be freed when the cache lets it go, not at the next full collection,
+    which a worker serving many realms in turn waits for with megabytes of them (decision 0107)."""
+    settings.IDP_CACHE_EMBEDDED_REALMS_MAX_COUNT = 2
+    realm_cache.clear()
+    names = [f"scale-free-{n}" for n in range(4)]
+    for name in names:
+        make_realm(name)
+    made = {}
+    gc.collect()
+    gc.disable()
+    try:
+        for name in names:
+            token(client, name)
+            config = realm_cache.get_realm(name)
+            made[name] = (weakref.ref(config), weakref.ref(config.extension("openid-connect", None)))
+        del config
+        alive = {name for name, refs in made.items() if any(ref() is not None for ref in refs)}
+        assert alive == set(names[2:])
+        Realm.objects.filter(name=names[3]).first().save()  # a change lets the realm go too
+        alive = {name for name, refs in made.items() if any(ref() is not None for ref in refs)}
+        assert alive == {names[2]}
+    finally:
+        gc.enable()
+
+
+def test_a_request_holding_a_dropped_realm_keeps_nothing_in_it():
+    make_realm("scale-held")
+    config = realm_cache.get_realm("scale-held")
+    realm_cache.clear()
+    first = config.extension("held", lambda c: object())
+    assert config.extension("held", lambda c: object()) is not first  # computed, not kept
+    assert config._extensions == {}

@@ -8,7 +8,6 @@ so the compact serialization is done here: split, base64url, one JSON parse, one
 Everything else (JWK parsing, client assertions, JWKS documents, JWE) stays with jwcrypto.
 """
 import base64
-import functools
 import hashlib
 import hmac
 import json
@@ -55,17 +54,12 @@ def b64d(text: str) -> bytes:
         raise JoseError("bad base64url") from exc
 
 
-# One encoder for every token: json.dumps with options builds a new one per call.
-_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-
-
 def _dumps(obj) -> bytes:
-    return _ENCODE(obj).encode()
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-@functools.lru_cache(maxsize=1024)
 def header_b64(alg, kid, typ="JWT"):
-    """The encoded protected header, the same for every token of a key."""
+    """The encoded protected header; callers may cache it per key."""
     header = {"alg": alg, "typ": typ}
     if kid:
         header["kid"] = kid
@@ -91,9 +85,10 @@ def _sign_bytes(alg, key, data: bytes) -> bytes:
     raise JoseError(f"unsupported algorithm {alg}")
 
 
-def sign(claims: dict, *, alg: str, key, kid: str = "", typ: str = "JWT") -> str:
+def sign(claims: dict, *, alg: str, key, kid: str = "", typ: str = "JWT", header: str = "") -> str:
     """Compact JWS of ``claims``. ``key`` is a jwcrypto JWK, or bytes for HS*."""
-    signing_input = f"{header_b64(alg, kid, typ)}.{b64e(_dumps(claims))}"
+    head = header or header_b64(alg, kid, typ)
+    signing_input = f"{head}.{b64e(_dumps(claims))}"
     return f"{signing_input}.{b64e(_sign_bytes(alg, key, signing_input.encode('ascii')))}"
 
 

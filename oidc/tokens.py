@@ -43,12 +43,11 @@ def _derive(secret_key, realm_id):
     return hashlib.sha256(key).hexdigest()[:16], key
 
 
-def refresh_signing_key(realm, keys=None):
+def refresh_signing_key(realm):
     """(kid, key) that signs the realm's refresh tokens: as in Keycloak, its active HS512 key
     (``hmac-generated`` component) with the highest priority. A realm without one, every realm
-    before such keys existed, signs with a key derived from SECRET_KEY (decision 0067).
-    ``keys``: the realm's LoadedKeys when the caller holds them."""
-    return (keys or realm_keys(realm)).hmac_signer or _derive(settings.SECRET_KEY, realm.pk)
+    before such keys existed, signs with a key derived from SECRET_KEY (decision 0067)."""
+    return realm_keys(realm).hmac_signer or _derive(settings.SECRET_KEY, realm.pk)
 
 
 def refresh_verifying_keys(realm, keys):
@@ -127,15 +126,9 @@ class TokenContext:
         """The user's ``sub`` for this client (pairwise or the user id)."""
         return self.client_config.subject(self.user.pk)
 
-    @functools.cached_property
+    @property
     def scope(self):
-        # Read by both tokens, the response and the event: built once (``scopes`` never changes).
         return scope_claim(self.scopes, self.openid)
-
-    @functools.cached_property
-    def keys(self):
-        """The realm's keys, read once for every token of the response."""
-        return realm_keys(self.realm)
 
 
 def restricted_roles(client_config, user_roles, scopes):
@@ -197,17 +190,16 @@ def check_attributes(protocol, attributes):
     return None
 
 
-def signer(realm, alg, keys=None):
-    """(kid, key) of the realm's active key for ``alg``; ServerError when there is none.
-    ``keys``: the realm's LoadedKeys when the caller holds them."""
-    found = (keys or realm_keys(realm)).signer(alg)
+def signer(realm, alg):
+    """(kid, key) of the realm's active key for ``alg``; ServerError when there is none."""
+    found = realm_keys(realm).signer(alg)
     if found is None:
         raise ServerError(f"No active {alg} key in realm")
     return found
 
 
-def _sign(ctx, alg, claims, typ="JWT"):
-    kid, key = signer(ctx.realm, alg, ctx.keys)
+def _sign(realm, alg, claims, typ="JWT"):
+    kid, key = signer(realm, alg)
     return jose.sign(claims, alg=alg, key=key, kid=kid, typ=typ)
 
 
@@ -228,7 +220,7 @@ def encrypted(client, names, content, cty=""):
 
 def _signed_then_encrypted(ctx, alg, claims, names):
     """A signed token, as a nested JWT (signed, then encrypted) when the client asks for a JWE."""
-    token = _sign(ctx, alg, claims)
+    token = _sign(ctx.realm, alg, claims)
     return encrypted(ctx.client, names, token, cty="JWT") or token
 
 
@@ -317,7 +309,7 @@ def refresh_token(ctx, now):
               "azp": ctx.client.client_id, "sid": ctx.sid, "scope": ctx.scope, **ctx.refresh_extra_claims}
     if ctx.refresh_cnf:
         claims["cnf"] = ctx.refresh_cnf
-    kid, key = refresh_signing_key(ctx.realm, ctx.keys)
+    kid, key = refresh_signing_key(ctx.realm)
     return jose.sign(claims, alg=REFRESH_ALG, key=key, kid=kid), claims
 
 
@@ -327,7 +319,7 @@ def _access_token(ctx, now, lifespan=None):
     at_alg = client.attributes.get(ACCESS_SIGNING) or ctx.realm.default_signature_algorithm
     at_claims = access_token_claims(ctx, now, lifespan)
     typ = "at+jwt" if client.attributes.get("access.token.header.type.rfc9068") == "true" else "JWT"
-    return _sign(ctx, at_alg, at_claims, typ), at_claims
+    return _sign(ctx.realm, at_alg, at_claims, typ), at_claims
 
 
 def _id_token(ctx, now, access_token, code=""):

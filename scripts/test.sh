@@ -20,8 +20,9 @@ services_start
 echo "lint: ruff check"
 .venv/bin/ruff check --quiet .
 # The suite twice, each run whatever the other's outcome: on PostgreSQL (production's database),
-# then on dev mode's SQLite without the tests about PostgreSQL itself (marker postgresql). Redis
-# and PostgreSQL serve both (Celery's tests use Redis either way).
+# then on dev mode's SQLite without the tests about PostgreSQL itself (marker postgresql) nor those
+# tests/conftest.py runs once (RUN_ONCE). Redis and PostgreSQL serve both (Celery's tests use Redis
+# either way).
 run() {  # label, then pytest's arguments
   local start=$SECONDS code
   set +e; .venv/bin/python -m pytest "${@:2}"; code=$?; set -e

@@ -131,10 +131,12 @@ def test_the_suite_gets_none_of_the_callers_idp_or_django_variables(tmp_path):
         path.chmod(0o755)
     done = subprocess.run(["bash", "scripts/test.sh"], cwd=checkout, capture_output=True, text=True, timeout=60,
                           env={"PATH": os.environ["PATH"], "DJANGO_SETTINGS_MODULE": "idp.settings.prod",
-                               "IDP_SECRET_KEY": "from-a-production-shell", "OTHER": "kept"})
+                               "IDP_SECRET_KEY": "from-a-production-shell", "OTHER": "kept",
+                               "PYTHONDONTWRITEBYTECODE": "1"})
     assert done.returncode == 0, done.stderr
     seen = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
     assert "DJANGO_SETTINGS_MODULE" not in seen and "IDP_SECRET_KEY" not in seen
+    assert "PYTHONDONTWRITEBYTECODE" not in seen  # compiled modules kept for every process (decision 0121)
     assert seen["IDP_TEST_DB_URL"] == "db" and seen["OTHER"] == "kept"
     # The suite runs twice: on PostgreSQL, then on SQLite without the tests about PostgreSQL.
     assert done.stdout.count("IDP_TEST_DB_URL=db") == 2 and done.stdout.count("IDP_TEST_DB=sqlite") == 1

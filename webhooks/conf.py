@@ -60,9 +60,7 @@ _DEFAULTS = {
     "IDP_WEBHOOK_SLOW_LANE_SECONDS": 300,  # an endpoint stays demoted this long unless it answers
     "IDP_WEBHOOK_SLOW_LANE_CONCURRENCY": 2,  # requests in flight to a demoted endpoint, at most
     "IDP_WEBHOOK_SLOW_AFTER": 2.0,  # seconds without an answer that demote an endpoint at once
-    # Seconds results wait to be written together (a flush's cost is mostly fixed); an ordered
-    # delivery's result and a freed slot's pull do not wait (decision 0115).
-    "IDP_WEBHOOK_WRITE_INTERVAL": 0.05,
+    "IDP_WEBHOOK_WRITE_INTERVAL": 0.01,  # seconds results wait to be written together
     "IDP_WEBHOOK_ORIGIN": "",  # WebHook-Request-Origin of the handshake; "" = host of IDP_BASE_URL
     "IDP_WEBHOOK_REDIS_URL": _redis_url,  # concurrency and rate limits; "" = in-process limits
     "IDP_WEBHOOK_INPROCESS": _dev,  # dev mode: deliveries run in a thread of the web process

@@ -7,8 +7,7 @@ batch to a lane and returns: no worker thread waits on a receiver. Every send of
 runs on one event loop thread (``Client``: kept-alive connections per checked address), not on
 a thread of its own: 64 threads handing work to each other through the GIL cost more than the
 requests (docs/decisions/0111-webhook-sends-on-an-event-loop.md). Results go to one writer
-thread that records them in bulk (``delivery.record``) every 50 ms, or at once for what a delivery
-waits on.
+thread that records them in bulk every few milliseconds (``delivery.record``).
 
 The batches of the Celery tasks are claimed by one claimer thread, which merges the batches that
 wait into one claim and keeps its database connection (Celery closes a task thread's connection
@@ -196,13 +195,6 @@ class _Pull:
     """A released slot found deliveries of this endpoint waiting: the writer pulls them."""
 
     endpoint: object
-
-
-def _waited_for(item):
-    """Results wait ``IDP_WEBHOOK_WRITE_INTERVAL`` to be written together, but for what a delivery
-    waits on: a slot's pull, and the result of an ordered delivery (the next of its subject goes
-    when it is recorded, decision 0102)."""
-    return isinstance(item, _Pull) or bool(item.job.subject)
 
 
 class Lane:
@@ -447,7 +439,7 @@ class Lanes:
             if item is None:
                 continue
             batch = [item]
-            deadline = time.monotonic() + (0 if _waited_for(item) else interval)
+            deadline = time.monotonic() + interval
             while len(batch) < MAX_FLUSH:
                 try:
                     item = self.results.get(timeout=max(0.0, deadline - time.monotonic()))
@@ -457,8 +449,6 @@ class Lanes:
                     stopping = True
                     break
                 batch.append(item)
-                if _waited_for(item):
-                    deadline = 0  # what is queued already, then write
             try:
                 self.work.record([r for r in batch if not isinstance(r, _Pull)])
                 now = timezone.now()

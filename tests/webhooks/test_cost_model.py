@@ -7,7 +7,6 @@ import dataclasses
 import os
 import re
 import threading
-import time
 
 import psycopg
 import pytest
@@ -170,31 +169,3 @@ def test_slots_of_sends_ended_together_are_one_release(realm, receiver_server, l
     assert wait_until(lambda: Delivery.objects.filter(endpoint=endpoint, state=Delivery.DELIVERED).count() == 4)
     assert wait_until(lambda: calls == [1, 3])
     assert limits.acquire(endpoint.pk, 1, 30) is not None  # none of the four slots is held any more
-
-
-
-@pytest.mark.django_db(transaction=True)
-def test_results_wait_to_be_written_together_but_an_ordered_one_is_written_at_once(realm, receiver_server, settings,
-                                                                                   monkeypatch):
-    """The writer's cost is mostly per flush: results wait ``IDP_WEBHOOK_WRITE_INTERVAL`` for the
-    others ending meanwhile (decision 0115). The result of an ordered delivery does not wait (the
-    next of its subject goes when it is recorded), nor does what was queued before it."""
-    monkeypatch.setattr("webhooks.dispatch.deliveries", lambda ids: None)
-    settings.IDP_WEBHOOK_WRITE_INTERVAL = 3.0
-    sender.lanes(delivery.WORK)  # its writer reads the interval as it starts
-    try:
-        plain = services.create_endpoint(realm, receiver_server.url(), [])[0]
-        ordered = services.create_endpoint(realm, receiver_server.url(), [], ordered=True)[0]
-        first = _ids_of(services.send_test_event(plain))
-        assert delivery.process(first) == 1
-        receiver_server.wait_for(1, timeout=5)
-        time.sleep(0.5)
-        assert Delivery.objects.get(pk=first[0]).state == Delivery.SENDING  # answered, its result waiting
-        second = _ids_of(services.send_test_event(ordered))
-        started = time.monotonic()
-        assert delivery.process(second) == 1
-        assert wait_until(lambda: Delivery.objects.filter(pk__in=first + second, state=Delivery.DELIVERED).count() == 2,
-                          timeout=5)
-        assert time.monotonic() - started < 2.0  # well inside the interval, and the first's with it
-    finally:
-        dispatch.shutdown()

@@ -17,7 +17,7 @@ from tests.idp.test_modes import base_env, free_port, manage, stop, wait_for
 # same thing on both runs (decision 0121). A test of these paths that requests the database runs on
 # both. A path is added only once the processes its tests start were read for the run's database.
 RUN_ONCE = ("tests/ambassador/", "tests/fuzz/", "tests/idp/", "tests/production/", "tests/test_layering.py",
-            "tests/test_repository.py")
+            "tests/test_repository.py", "tests/test_suite_selection.py")
 
 
 def requests_database(item):

@@ -1,6 +1,6 @@
 """Periodic purges: rows nothing can use any more (expired sessions, events past their
-expiration, retired signing keys, and what other apps register: codes, pushed requests, webhook
-logs) deleted by the beat task ``realms.purge`` (``realms.tasks``).
+expiration, retired signing keys, and what other apps register: codes, pushed requests, SAML
+request ids past their replay window, webhook logs) deleted by the beat task ``realms.purge`` (``realms.tasks``).
 
 Each purge names the rows to delete as a query; ``run`` deletes them by primary key in batches
 of ``IDP_PURGE_BATCH`` rows and stops a purge after ``IDP_PURGE_SECONDS``, so one run never

@@ -28,6 +28,9 @@ else
 fi
 for tree in "$PWD" ${OLD_TREE:+"$OLD_TREE"}; do
   echo "code of $(git -C "$tree" log -1 --format='%h %cs' HEAD) ($([ "$tree" = "$PWD" ] && echo this tree || echo OLD_TREE)):"
-  for count in 1 "$1"; do PYTHONPATH=$tree taskset -c 0 "$PY" -W ignore bench/realms/memory.py "$count" "${@:2}"; done
+  # From the tree's directory: the project's editable install would otherwise answer for its packages.
+  for count in 1 "$1"; do
+    (cd "$tree" && PYTHONPATH=$tree taskset -c 0 "$PY" -W ignore "$OLDPWD/bench/realms/memory.py" "$count" "${@:2}")
+  done
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

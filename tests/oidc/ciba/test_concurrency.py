@@ -1,12 +1,9 @@
 """Single use under concurrency: polls of one approved auth_req_id racing on PostgreSQL (each
 thread its own connection, committed data) get tokens exactly once."""
-import threading
-from concurrent.futures import ThreadPoolExecutor
-
 import pytest
-from django.db import connection
 from django.test import Client as HttpClient
 
+from tests.concurrency import all_at_once
 from tests.oidc.ciba.conftest import answer, poll, start
 
 
@@ -17,19 +14,10 @@ def test_racing_redemptions_get_tokens_once(realm, channel):
     auth_req_id = start(http, realm).json()["auth_req_id"]
     assert answer(http, realm, channel.bearer()).status_code == 200
 
-    workers = 12
-    barrier = threading.Barrier(workers)
+    def redeem():
+        response = poll(HttpClient(), realm, auth_req_id)
+        return response.status_code, response.json().get("error")
 
-    def redeem(_):
-        client = HttpClient()
-        try:
-            barrier.wait(10)  # all at once
-            response = poll(client, realm, auth_req_id)
-            return response.status_code, response.json().get("error")
-        finally:
-            connection.close()
-
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        results = list(pool.map(redeem, range(workers)))
+    results = all_at_once(12, redeem)
     assert [r for r in results if r[0] == 200] == [(200, None)]
     assert all(r == (400, "invalid_grant") for r in results if r[0] != 200)

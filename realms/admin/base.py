@@ -2,13 +2,10 @@
 the base of every model admin (realm scoping plus an admin event for each change)."""
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.admin import helpers
 from django.contrib.admin.views.autocomplete import AutocompleteJsonView
 from django.contrib.auth.models import Group as AuthGroup
 from django.db import models
 from django.http import HttpResponseRedirect
-from django.utils.html import format_html
-from django.utils.translation import gettext
 
 from ..administration import console_auth
 from ..administration.admin_permissions import (
@@ -208,12 +205,6 @@ class ConsoleAdmin(RealmScopedMixin, admin.ModelAdmin):
             # READ_ONLY, the directory's schema): the form's transaction is rolled back; say why.
             self.message_user(request, exc.detail, messages.ERROR)
             return HttpResponseRedirect(request.get_full_path())
-
-    def action_checkbox(self, obj):
-        # Django's markup, without rendering a widget's templates for each row of a list.
-        label = format_html(gettext("Select this object for an action - {}"), str(obj))
-        return format_html('<input type="checkbox" name="{}" value="{}" class="action-select" aria-label="{}">',
-                           helpers.ACTION_CHECKBOX_NAME, str(obj.pk), label)
 
     def get_object(self, request, object_id, from_field=None):
         # An object's page belongs to its realm (as the realm is part of Keycloak's console URLs):

@@ -36,14 +36,3 @@ def test_console_access_is_decided_once_a_page(console, monkeypatch):
     monkeypatch.setattr(console_auth, "session_alive", lambda request: asked.append(1) or session_alive(request))
     assert console.get(PAGE).status_code == 200
     assert len(asked) == 1
-
-
-def test_a_rows_checkbox_is_djangos_markup(master):  # noqa: F811
-    """The console writes a row's action checkbox itself (cheaper than rendering a widget), the
-    same markup as Django's, escaped the same."""
-    from django.contrib import admin
-
-    realm = Realm.objects.create(name='a&b<"c">')
-    realm_admin = admin.site._registry[Realm]
-    assert realm_admin.action_checkbox(realm) == admin.ModelAdmin.action_checkbox(realm_admin, realm)
-    assert "a&amp;b&lt;&quot;c&quot;&gt;" in realm_admin.action_checkbox(realm)

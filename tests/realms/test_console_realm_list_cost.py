@@ -12,10 +12,10 @@ pytestmark = pytest.mark.django_db
 PAGE = "/admin/master/console/realms/realm/"
 MANAGE = '<a href="/admin/master/console/realms/client/?realm__id__exact='  # a row's "Manage this realm"
 # The session; the user with their realm; their credentials (the session's password check, then
-# "has a password" for the header's link); "master admin?" twice (the console's access, then the
-# user's is_superuser: realms.administration.admin_permissions and User ask it apart); the realm
-# count (the paginator's; no second "N total" count); the page of realms; the header's switcher.
-STATEMENTS = 8
+# "has a password" for the header's link); "master admin?" once (the console's access and the
+# user's is_superuser share the answer); the realm count (the paginator's; no second "N total"
+# count); the page of realms; the header's switcher.
+STATEMENTS = 7
 
 
 @pytest.mark.parametrize("realms", [1, 11])

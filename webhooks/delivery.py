@@ -108,10 +108,10 @@ def _claim(ids, now):
     one of their subject are held (``ordering.hold``). One transaction; then the endpoints' state."""
     lease_until = now + timedelta(seconds=_lease_seconds())
     when, until = connection.ops.adapt_datetimefield_value(now), connection.ops.adapt_datetimefield_value(lease_until)
-    lock = " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
     with transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute(_CLAIM.format(ids=", ".join(["%s"] * len(ids)), lock=lock), [*ids, when, when, until, when])
+            cursor.execute(_CLAIM.format(ids=", ".join(["%s"] * len(ids)), lock=rows.skip_locked()),
+                           [*ids, when, when, until, when])
             locked = cursor.fetchall()
         # Ordered endpoints only (a subject): one behind an unfinished earlier one of its subject waits.
         ordered = [r[0] for r in locked if r[2] and r[3]]

@@ -68,6 +68,13 @@ def _plan(connection, model):
     return plan
 
 
+def skip_locked():
+    """The clause by which a SELECT locks its rows and passes over those another transaction holds
+    (PostgreSQL), or nothing where one writer at a time locks the whole database (SQLite)."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    return " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
+
+
 def fetch(model, where, params, extra=None):
     """The ``model`` instances whose rows match ``where`` (the SQL after WHERE, with any ORDER BY
     and LIMIT), as the ORM would load them. ``extra``: ``(attribute, SQL, params)``, one more

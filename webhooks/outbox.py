@@ -10,6 +10,7 @@ from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 
 from realms.audit.events import realm_event
+from realms.data.realm_cache import max_realms
 from realms.data.shared_cache import LocalCopies
 from realms.http.action_tokens import issuer
 from realms.models import Event
@@ -18,10 +19,12 @@ from . import catalogue, delivery, ordering, payloads
 from .models import Delivery, Endpoint, Message
 
 # Every realm event comes here (each token grant), yet most realms have no webhook endpoint:
-# whether a realm has enabled endpoints is kept per process (realms.data.shared_cache).
+# whether a realm has enabled endpoints is kept per process (realms.data.shared_cache), for as
+# many realms as their configurations are (decision 0107), so it does not grow with every realm
+# the process ever served.
 _has_enabled_endpoints = LocalCopies(
-    "webhook-endpoints", lambda realm_id: Endpoint.objects.filter(realm_id=realm_id, enabled=True).exists()
-)
+    "webhook-endpoints", lambda realm_id: Endpoint.objects.filter(realm_id=realm_id, enabled=True).exists(),
+    max_entries=max_realms)
 
 
 def _on_endpoint_change(sender, instance, **kwargs):

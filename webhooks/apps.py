@@ -18,7 +18,7 @@ class WebhooksConfig(AppConfig):
         metrics.register()
         catalogue.register_version(snapshots.V1)
         outbox.connect_signals()
-        dispatch.register(dispatch.DELIVERIES, delivery.process, tasks.deliver)
+        dispatch.register(dispatch.DELIVERIES, delivery.process)
         dispatch.register(dispatch.RECEIVED, receiver.process, tasks.process_received)
         dispatch.register_sweep(delivery.sweep)
         resources.register(*urlpatterns)

@@ -2,16 +2,22 @@
 
 Callers pass ids only after the rows are committed (``transaction.on_commit``); a lost hand-off
 is harmless because the sweeper finds undispatched rows in the database and dispatches them.
-Deliveries travel in batches (one task per committed event, or per ``BATCH`` ids of a sweep),
-never one task per delivery.
+
+Deliveries are not Celery tasks: their ids go to one Redis list (``QUEUE``, one push per
+committed event or sweep) that every worker's claimer drains in batches (``take``, run by
+``webhooks.sender``); a Celery message per event cost the worker more than the claim and the
+sends of its deliveries (decision 0119). Received events are Celery tasks, one per event.
 
 This module sits below the work it hands out: ``WebhooksConfig.ready`` registers, per kind of
 job, the function that does it and the Celery task that runs it (``register``), and the sweep.
 """
+import functools
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 
 from realms.registry import Registry
@@ -20,18 +26,21 @@ from . import conf, sender
 
 logger = logging.getLogger("idp.webhooks")
 
-BATCH = 100
+BATCH = 100  # ids per job of the in-process runner
 DELIVERIES, RECEIVED = "deliveries", "received"
+QUEUE = "webhooks:due"  # the Redis list of delivery ids handed to the workers
+WAIT = 1.0  # seconds a worker's pull waits on an empty list (its shutdown waits at most this)
 
 _lock = threading.Lock()
 _executor = None
 _stop = threading.Event()
-_jobs = Registry("webhook jobs")  # kind -> (work function, Celery task)
+_jobs = Registry("webhook jobs")  # kind -> (work function, Celery task or None)
 _sweep = None
 
 
-def register(kind, work, task):
-    """Jobs of ``kind`` run as ``work(job)`` in-process (dev mode) or as the Celery ``task``."""
+def register(kind, work, task=None):
+    """Jobs of ``kind`` run as ``work(job)`` in-process (dev mode), otherwise as the Celery
+    ``task``; deliveries have none (they go through ``QUEUE``)."""
     _jobs.add(kind, (work, task))
 
 
@@ -84,33 +93,64 @@ def shutdown():
     sender.shutdown()
 
 
-def _run(kind, jobs):
-    """Each job to its kind's work function in-process (dev mode) or to its Celery task."""
-    work, task = _jobs[kind]
-    if conf.get("IDP_WEBHOOK_INPROCESS"):
-        pool = _inprocess()
-        for job in jobs:
-            pool.submit(_run_closing, work, job)
-        return
+def _run_here(kind, jobs):
+    pool = _inprocess()
     for job in jobs:
-        task.delay(job)
+        pool.submit(_run_closing, _jobs[kind][0], job)
+
+
+@functools.cache
+def _client(url):
+    import redis
+
+    # The push waits no longer than the broker's publish did (decision 0108); the pull's wait is
+    # shorter than that bound (IDP_REDIS_SOCKET_TIMEOUT, 5 s).
+    return redis.Redis.from_url(url, **getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", {}))
+
+
+def _redis():
+    url = conf.get("IDP_WEBHOOK_REDIS_URL")
+    if not url:
+        raise ImproperlyConfigured("webhook deliveries reach the workers through Redis: set IDP_WEBHOOK_REDIS_URL "
+                                   "(by default the Celery broker's), or IDP_WEBHOOK_INPROCESS to send them from "
+                                   "this process (dev mode)")
+    return _client(url)
 
 
 def deliveries(ids):
+    """Committed deliveries to the workers: one push to ``QUEUE`` (or to the in-process runner)."""
     ids = list(ids)
-    if ids:
-        _run(DELIVERIES, [ids[i:i + BATCH] for i in range(0, len(ids), BATCH)])
+    if not ids:
+        return
+    if conf.get("IDP_WEBHOOK_INPROCESS"):
+        _run_here(DELIVERIES, [ids[i:i + BATCH] for i in range(0, len(ids), BATCH)])
+    else:
+        _redis().rpush(QUEUE, *ids)
+
+
+def take(n):
+    """Up to ``n`` delivery ids from ``QUEUE``, in the order pushed, waiting up to ``WAIT``
+    seconds for the first ([] then). What is taken is gone from the list: ids of a worker that
+    dies before it claims them stay pending in the database, and the sweeper sends them."""
+    popped = _redis().blmpop(WAIT, 1, QUEUE, direction="LEFT", count=n)
+    return [int(pk) for pk in popped[1]] if popped else []
 
 
 def deliveries_here(ids):
     """Deliveries a worker found due itself (a freed slot's pull, the next of an ordered subject):
-    to its own claimer when it runs sender lanes, not through the broker and a Celery task (a
-    lost hand-off is found by the sweeper, as with the broker); otherwise as ``deliveries``."""
+    to its own claimer when it runs sender lanes, not through Redis to any worker (a lost
+    hand-off is found by the sweeper); otherwise as ``deliveries``."""
     ids = list(ids)
     if ids and not sender.claim_here(ids):
         deliveries(ids)
 
 
 def received(ids):
-    if ids:
-        _run(RECEIVED, ids)
+    if not ids:
+        return
+    if conf.get("IDP_WEBHOOK_INPROCESS"):
+        _run_here(RECEIVED, ids)
+        return
+    task = _jobs[RECEIVED][1]
+    for job in ids:
+        task.delay(job)

@@ -2,18 +2,18 @@
 
 The healthy lane sends for endpoints that answer; the slow lane for endpoints demoted after
 requests that got no answer (until they answer again). Each lane bounds the sends it holds, so
-endpoints that time out can only ever take the slow lane's room, and a Celery task hands its
-batch to a lane and returns: no worker thread waits on a receiver. Every send of the process
-runs on one event loop thread (``Client``: kept-alive connections per checked address), not on
-a thread of its own: 64 threads handing work to each other through the GIL cost more than the
-requests (docs/decisions/0111-webhook-sends-on-an-event-loop.md). Results go to one writer
+endpoints that time out can only ever take the slow lane's room, and no thread that hands
+deliveries to the lanes waits on a receiver. Every send of the process runs on one event loop
+thread (``Client``: kept-alive connections per checked address), not on a thread of its own:
+64 threads handing work to each other through the GIL cost more than the requests
+(docs/decisions/0111-webhook-sends-on-an-event-loop.md). Results go to one writer
 thread that records them in bulk every few milliseconds (``delivery.record``).
 
-The batches of the Celery tasks are claimed by one claimer thread, which merges the batches that
-wait into one claim and keeps its database connection (Celery closes a task thread's connection
-after every task: a new PostgreSQL backend per event). Freed slots go to one releaser thread,
-which frees those of sends ended together in one Redis call. See
-docs/decisions/0104-webhook-delivery-cost.md.
+In a worker, one puller thread takes the deliveries handed off to every worker from Redis
+(``serve``; ``webhooks.dispatch.take``), a batch at a time, and gives them to one claimer thread,
+which merges them with the deliveries this process found due itself into one claim and keeps its
+database connection (decision 0119). Freed slots go to one releaser thread, which frees those of
+sends ended together in one Redis call. See docs/decisions/0104-webhook-delivery-cost.md.
 
 A process that dies with sends in flight leaves their rows ``sending`` under a lease; the
 sweeper retakes them when the lease runs out (at least once).
@@ -256,7 +256,7 @@ class Lanes:
         self.parked = {}  # endpoint id -> deque of claimed jobs waiting for one of those slots
         self.started = {}  # delivery id -> (endpoint id, monotonic start) of healthy-lane sends
         self.demoted = {}  # endpoint id -> monotonic time until which this process sends it slow
-        self.claims = queue.SimpleQueue()  # (ids, Future) from the Celery tasks
+        self.claims = queue.SimpleQueue()  # (ids, Future) from the puller and this process's own pulls
         self.freed = queue.SimpleQueue()  # (endpoint, slot) of ended sends
         self.writer = threading.Thread(target=self._write_forever, name="webhooks-writer", daemon=True)
         self.writer.start()
@@ -264,6 +264,30 @@ class Lanes:
         self.releaser = threading.Thread(target=self._release_forever, name="webhooks-releaser", daemon=True)
         self.claimer.start()
         self.releaser.start()
+        self.stopping = threading.Event()
+        self.puller = None  # the thread taking the deliveries handed to every worker (``serve``)
+
+    def serve(self, take):
+        """Claim, until the lanes stop, what ``take(n)`` hands this process (up to ``n`` ids,
+        after waiting a moment for them): a worker's share of the deliveries handed to every
+        worker. One batch at a time, and the next taken only once it is claimed: what this
+        process cannot claim yet (its healthy lane full) stays where any other worker takes it."""
+        self.puller = threading.Thread(target=self._pull_forever, args=(take,), name="webhooks-puller", daemon=True)
+        self.puller.start()
+
+    def _pull_forever(self, take):
+        while not self.stopping.is_set():
+            try:
+                ids = take(MAX_CLAIM)
+            except Exception:  # Redis away: what was handed off waits there, or for the sweeper
+                logger.exception("webhooks: could not take deliveries from Redis")
+                self.stopping.wait(1.0)
+                continue
+            if ids:
+                try:
+                    self.claim(ids)
+                except Exception:  # the rows stay pending; the sweeper dispatches them again
+                    logger.exception("webhooks: could not claim %d deliveries", len(ids))
 
     def claim(self, ids):
         """Claim ``ids`` and start their sends, on the claimer thread; returns how many started."""
@@ -289,7 +313,7 @@ class Lanes:
                 size += len(item[0])
             try:
                 sent = self.work.claim([i for ids, _ in batch for i in ids], self)
-            except Exception as exc:  # the tasks' rows stay pending; the sweeper dispatches them again
+            except Exception as exc:  # the rows stay pending; the sweeper dispatches them again
                 connection.close()
                 for _, done in batch:
                     done.set_exception(exc)
@@ -471,6 +495,9 @@ class Lanes:
 
     def shutdown(self):
         """Finish the sends in flight (each is bounded by the timeout), record them, stop."""
+        self.stopping.set()
+        if self.puller is not None:
+            self.puller.join(timeout=30)  # its last batch is claimed (and sent) like the others
         self.claims.put(_STOP)
         self.claimer.join(timeout=30)
         for lane in (self.fast, self.slow):

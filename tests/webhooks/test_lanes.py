@@ -1,4 +1,4 @@
-"""The batched hot path: one task per committed event, a batch claimed and recorded with a fixed
+"""The batched hot path (the hand-off itself: test_handoff.py): a batch claimed and recorded with a fixed
 number of queries, and this process's sender lanes (real threads, real receivers): the caller
 never waits on a receiver, an unanswered endpoint is demoted to the slow lane at once and
 promoted back when it answers, and deliveries refused a slot wait for the slot in-process."""
@@ -22,18 +22,6 @@ pytestmark = pytest.mark.usefixtures("loopback_allowed")
 def lanes():
     yield sender.lanes(delivery.WORK)
     dispatch.shutdown()  # the in-process runner (if a test used it) and the lanes
-
-
-def test_an_event_is_one_task_and_big_sweeps_are_batches(realm, monkeypatch, django_capture_on_commit_callbacks):
-    batches = []
-    monkeypatch.setattr("webhooks.tasks.deliver.delay", lambda ids: batches.append(list(ids)))
-    endpoints = [services.create_endpoint(realm, f"https://hooks{i}.example.com/in", [])[0] for i in range(3)]
-    with django_capture_on_commit_callbacks(execute=True):
-        message = publish(realm, "auth.login", {}, endpoints=endpoints)
-    assert batches == [sorted(Delivery.objects.filter(message=message).values_list("pk", flat=True))]
-    batches.clear()
-    dispatch.deliveries(range(250))
-    assert [len(b) for b in batches] == [100, 100, 50]
 
 
 def test_a_batch_costs_the_same_queries_whatever_its_size(realm, receiver_server):

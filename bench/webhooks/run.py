@@ -10,9 +10,11 @@ Redis reset, statistics fresh); medians are reported. Then receiver signature
 verification per core, ours against the standardwebhooks reference library.
 
 ``--old-tree PATH`` (run.sh: ``OLD_TREE=PATH``) compares this tree's workers with those of PATH, a
-git worktree of an older commit with the same schema: each round runs the all-healthy phase with
-either tree's worker, in alternating order, on the same database, Redis and producer; read the
-ratios within a round on a shared machine. With ``--ordered`` both trees send to ordered
+git worktree of an older commit: each round runs the all-healthy phase with either tree's worker,
+in alternating order, on the same database, Redis and producer, the webhooks tables migrated to
+that tree's last webhooks migration before its phase (this tree's migrations are run backwards
+for PATH's phases, so a schema change is measured with the code); read the ratios within a round
+on a shared machine. With ``--ordered`` both trees send to ordered
 endpoints. ``--ordered`` likewise runs, per round, all-healthy
 phases with the endpoints unordered and ordered (decision 0102), in alternating order, the events
 cycling over ``--subjects`` users (the subjects whose deliveries go one at a time). CPU is counted
@@ -50,6 +52,7 @@ django.setup()
 
 import redis  # noqa: E402
 from django.conf import settings  # noqa: E402
+from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 
 from bench.proc import cpu_seconds, tree_cpu  # noqa: E402
@@ -317,6 +320,10 @@ def isolation_rounds(args, realm, endpoints, slow):
     return results
 
 
+def _last_migration(tree):
+    return max(p.stem for p in (tree / "webhooks" / "migrations").glob("0*.py"))
+
+
 def compare_trees(args, realm, endpoints):
     """All-healthy phases, this tree's worker against the old tree's, in alternating order; per
     round the new/old ratio of CPU per delivery (worker, PostgreSQL, Redis, all three)."""
@@ -326,6 +333,7 @@ def compare_trees(args, realm, endpoints):
         for n in range(args.rounds):
             phases = {}
             for i, name in enumerate(("new", "old") if n % 2 == 0 else ("old", "new")):
+                call_command("migrate", "webhooks", _last_migration(trees[name]), verbosity=0)
                 phases[name] = run_phase(f"healthy-{name}", realm, endpoints, set(), args.rate, args.duration,
                                          args.port + 2 * n + i, workdir, args.workers, args.threads, args.settle,
                                          trees[name], subjects=args.subjects, web=args.web)

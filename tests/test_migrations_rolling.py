@@ -34,6 +34,8 @@ REVIEWED = {
     ("oidc", "0006_resource_indicators"): BEFORE_0097,  # authorizationcode.resource NOT NULL, no default
     ("oidc", "0007_pushed_authorization"): BEFORE_0097,  # authorizationcode.dpop_jkt NOT NULL, no default
     ("webhooks", "0002_endpoint_lanes_handshake"): BEFORE_0097,  # endpoint.ownership_handshake NOT NULL
+    ("webhooks", "0008_no_foreign_key_constraints"): "drops foreign-key constraints only (decision 0116): "
+                                                     "every write of the previous release still succeeds",
 }
 
 

@@ -5,13 +5,11 @@ that realm's keys, carry exactly that realm's issuer URL, be unexpired, issued a
 not-before, an access token (``typ`` Bearer), not revoked, and still backed by a live SSO
 session (``sid``) with this client, an enabled client and an enabled user. What the caller may
 do is decided afterwards, from the database (``realms.admin_api.permissions``)."""
-from django.http import Http404
-
 from realms.admin_api.authentication import BearerRefused, Caller
 from realms.http.web import realm_url
 
 from . import jose, tokens
-from .realm_cache import get_realm
+from .realm_cache import find_realm
 from .services import live_subject
 
 
@@ -26,10 +24,9 @@ def verify(request, token) -> Caller:
     name = issuer[len(prefix):] if isinstance(issuer, str) and issuer.startswith(prefix) else ""
     if not name or "/" in name:
         raise BearerRefused("unknown issuer")
-    try:
-        realm_config = get_realm(name)
-    except Http404:
-        raise BearerRefused("unknown or disabled realm") from None
+    realm_config = find_realm(name)
+    if realm_config is None:
+        raise BearerRefused("unknown or disabled realm")
     try:
         claims = tokens.decode(realm_config.realm, token, realm_url(request, name), remember=True)
     except tokens.TokenError:

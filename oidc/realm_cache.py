@@ -193,3 +193,9 @@ def scope_names(realm):
 def get_realm(name) -> RealmConfig:
     """The enabled realm's OIDC configuration; 404 for an unknown or disabled realm."""
     return realm_cache.get_realm(name).extension(PROTOCOL, RealmConfig)
+
+
+def find_realm(name) -> RealmConfig | None:
+    """The enabled realm's OIDC configuration; None for an unknown or disabled realm."""
+    config = realm_cache.find_realm(name)
+    return config.extension(PROTOCOL, RealmConfig) if config is not None else None

@@ -8,10 +8,8 @@ registers from its ``AppConfig.ready()``:
 - ``register_sign_in(url_for)``: ``url_for(request, realm, redirect_uri, **params)``, the URL
   that signs a browser in with the realm's ``account`` client and comes back to
   ``redirect_uri`` (extra ``params`` such as ``kc_locale`` are passed on)."""
-from django.http import Http404
-
 from ..data.builtins import ACCOUNT_CLIENT
-from ..data.realm_cache import get_realm
+from ..data.realm_cache import find_realm
 
 ACCOUNT_CONSOLE_CLIENT = "account-console"
 
@@ -27,9 +25,8 @@ def register_sign_in(url_for):
 def account_realm(name):
     """The enabled realm named ``name`` (its cached row) while its ``account`` client is enabled;
     else None: account management is not offered there."""
-    try:
-        config = get_realm(name)
-    except Http404:
+    config = find_realm(name)
+    if config is None:
         return None
     account = config.client(ACCOUNT_CLIENT)
     return config.realm if account is not None and account.enabled else None

@@ -106,6 +106,9 @@ class RealmConfig:
         with self._lock:
             self._dropped = True
             self._extensions.clear()
+        # Its name goes with it, so that ``_ids`` holds no more realms than the cache, and none deleted.
+        if _ids.get(self.realm.name) == self.realm.pk:
+            _ids.pop(self.realm.name, None)
 
 
 def _load(realm_id):
@@ -121,21 +124,26 @@ def max_realms():
 
 
 _configs = LocalCopies("realm-config", _load, max_entries=max_realms, dropped=RealmConfig.drop)
-_ids = {}  # realm name -> realm id, in this process (names rarely change; checked on every use)
+_ids = {}  # realm name -> realm id of the configurations kept in this process (RealmConfig.drop)
+
+
+def find_realm(name) -> RealmConfig | None:
+    """The enabled realm's cached configuration; None for an unknown or disabled realm."""
+    realm_id = _ids.get(name)
+    config = _configs.get(realm_id) if realm_id is not None else None
+    if config is None or config.realm.name != name:  # unknown here, dropped, deleted or renamed
+        realm_id = Realm.objects.filter(name=name).values_list("pk", flat=True).first()
+        config = _configs.get(realm_id) if realm_id is not None else None
+        if config is None:
+            return None
+    _ids[name] = realm_id  # again: a copy reloaded above took its name along when it was let go
+    return config if config.realm.enabled else None
 
 
 def get_realm(name) -> RealmConfig:
     """The enabled realm's cached configuration; 404 for an unknown or disabled realm."""
-    realm_id = _ids.get(name)
-    config = _configs.get(realm_id) if realm_id is not None else None
-    if config is None or config.realm.name != name:  # unknown here, deleted or renamed
-        realm_id = Realm.objects.filter(name=name).values_list("pk", flat=True).first()
-        config = _configs.get(realm_id) if realm_id is not None else None
-        if config is None:
-            _ids.pop(name, None)
-            raise Http404("Realm does not exist")
-        _ids[name] = realm_id
-    if not config.realm.enabled:
+    config = find_realm(name)
+    if config is None:
         raise Http404("Realm does not exist")
     return config
 

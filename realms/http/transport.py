@@ -14,9 +14,9 @@ OAuth error JSON (403 ``invalid_request``) for the endpoints a protocol register
 import ipaddress
 import re
 
-from django.http import Http404, JsonResponse
+from django.http import JsonResponse
 
-from ..data.realm_cache import get_realm
+from ..data.realm_cache import find_realm
 from . import themes
 from .messages import Message
 from .web import client_address, is_secure
@@ -62,12 +62,9 @@ class TransportSecurityMiddleware:
             return self.get_response(request)
         match = REALM_PATH.match(request.path_info)
         if match is not None:
-            try:
-                realm = get_realm(match.group(1)).realm
-            except Http404:
-                return self.get_response(request)  # the view answers an unknown realm
-            if https_required(realm.ssl_required, client_address(request)):
-                return self.refuse(request, realm)
+            config = find_realm(match.group(1))  # None: the view answers an unknown or disabled realm
+            if config is not None and https_required(config.realm.ssl_required, client_address(request)):
+                return self.refuse(request, config.realm)
         return self.get_response(request)
 
     @staticmethod

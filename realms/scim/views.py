@@ -2,7 +2,6 @@
 404 unless the realm's ``scimApiEnabled`` is on; a bearer token of that realm (the Admin API's
 verifier) from a confidential client, with the endpoint's URL in its audience; reads need
 ``view-users``, writes ``manage-users`` (realm-management roles)."""
-from django.http import Http404
 from rest_framework import status
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.renderers import JSONRenderer
@@ -12,7 +11,7 @@ from rest_framework.views import APIView
 from ..admin_api.authentication import BearerAuthentication
 from ..admin_api.parsers import JSONParser
 from ..audit.admin_events import auth_details
-from ..data.realm_cache import get_realm
+from ..data.realm_cache import find_realm
 from ..http.web import realm_url
 from . import filters, patch, schemas
 from .errors import ScimError, exception_handler
@@ -51,10 +50,7 @@ class ScimView(APIView):
         return exception_handler
 
     def initial(self, request, *args, **kwargs):
-        try:
-            config = get_realm(kwargs["realm"])
-        except Http404:
-            config = None
+        config = find_realm(kwargs["realm"])
         if config is None or not config.realm.scim_api_enabled:  # off (the default), or no such realm
             raise ScimError(404, "Not found")
         self.realm = config.realm

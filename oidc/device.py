@@ -28,7 +28,6 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from realms.audit.events import emit
-from realms.models import User
 from realms.sso import sessions
 
 from . import codes, consent, tokens
@@ -288,14 +287,13 @@ def _redeem(exchange, code_digest):
         raise InvalidGrant(INVALID_CODE, event_error=INVALID_DEVICE_CODE)
     codes.check_pkce(client, SimpleNamespace(**claimed), exchange.params.get("code_verifier") or "")
     exchange.session_id = claimed["user_session_id"] or ""
+    # A live session's user is enabled: a user's change drops the session's copy, and the session
+    # of a disabled user ends on the way (sessions.get_valid_session).
     user_session = sessions.get_valid_session(realm, claimed["user_session_id"]) if claimed["user_session_id"] else None
     if user_session is None:
         raise InvalidGrant("Session not active", event_error="user_session_not_found")
-    # Read afresh: the session's copy may come from the cache, from before the user was disabled.
-    user = User.objects.filter(pk=user_session.user_id).first()
-    exchange.user_id = user_session.user_id
-    if user is None or not user.enabled:
-        raise InvalidGrant("User disabled", event_error="user_disabled")
+    user = user_session.user
+    exchange.user_id = user.pk
     client_session = sessions.client_session_of(user_session, client)
     if client_session is None:
         raise InvalidGrant("Auth error", event_error="invalid_code")

@@ -12,10 +12,10 @@ from .conftest import authorize, error, poll, sign_in
 EXPECTED = {
     "device_poll_pending": (0, 1),  # the request's copy in the cache
     # The row redeemed (one DELETE ... RETURNING); the SSO session with its user (missed in the
-    # cache: the sign-in on the device page wrote it to the database only), the user again (read
-    # afresh), the client session, the user's consent grant, the event. In the cache: the
+    # cache: the sign-in on the device page wrote it to the database only; the user is not read
+    # again), the client session, the user's consent grant, the event. In the cache: the
     # request's copy read and dropped, the SSO session missed and put there.
-    "device_poll_approved": (6, 4),
+    "device_poll_approved": (5, 4),
 }
 
 
@@ -40,5 +40,5 @@ def test_queries_and_cache_calls_per_request_type(http, realm, measure):
     expected = EXPECTED
     if connection.vendor != "postgresql":
         # The SSO session and its user are one round trip on PostgreSQL (rows.ahead), two on SQLite.
-        expected = {**EXPECTED, "device_poll_approved": (7, 4)}
+        expected = {**EXPECTED, "device_poll_approved": (6, 4)}
     assert_costs(found, expected)

@@ -220,7 +220,9 @@ def test_disabled_user_gets_no_tokens(http, realm, client):
 
     started = authorize(http, realm).json()
     sign_in(client, realm, started["user_code"])
-    User.objects.filter(realm=realm, username="alice").update(enabled=False)
+    alice = User.objects.get(realm=realm, username="alice")
+    alice.enabled = False
+    alice.save()  # as the Admin API and the console do: the session's copies are dropped
     assert error(poll(http, realm, started["device_code"]))[1] == "invalid_grant"
 
 

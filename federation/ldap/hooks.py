@@ -6,7 +6,7 @@ written to the directory or refused as the group and role mappers' modes say. A 
 ``realms.errors.StoreRefused``, which every surface answers in its own shape (never a 500)."""
 import ldap
 
-from realms.data.shared_cache import LocalCopies
+from realms.data import realm_cache
 from realms.errors import ReadOnlyUser, StoreRefused
 from realms.models import Component, Group, Role, User
 from realms.users import storage
@@ -24,27 +24,30 @@ def _ldap_components(realm_id):
     return Component.objects.filter(realm_id=realm_id, provider_type=Component.USER_STORAGE, provider_id=PROVIDER_ID)
 
 
-# Whether a realm has LDAP providers, kept per process: every new user asks (an Admin API
-# create, a registration), and most realms have none.
-_has_ldap = LocalCopies("ldap-providers", lambda realm_id: _ldap_components(realm_id).exists())
+def _has_ldap(realm):
+    """Whether the realm has LDAP providers: every new user asks (an Admin API create, a
+    registration), and most realms have none. Kept with the realm's cached configuration, so it
+    goes with the realm when the realm is deleted or let go past the cap (decision 0107)."""
+    return realm_cache.stored(realm, "ldap-providers", lambda realm: _ldap_components(realm.pk).exists())
 
 
-def component_saved(sender, instance, **kwargs):
+def component_saved(sender, instance, created=False, **kwargs):
     if instance.provider_type == Component.USER_STORAGE and instance.provider_id == PROVIDER_ID:
-        _has_ldap.invalidate(instance.realm_id)
+        if created:  # only a provider made or deleted changes the answer; a sync saves its own row
+            realm_cache.changed(instance.realm_id)
         schedule.update(instance)
 
 
 def component_deleted(sender, instance, **kwargs):
     if instance.provider_type == Component.USER_STORAGE and instance.provider_id == PROVIDER_ID:
-        _has_ldap.invalidate(instance.realm_id)
+        realm_cache.changed(instance.realm_id)
         schedule.remove(instance)
 
 
-def _registering_provider(realm_id):
-    if not _has_ldap.get(realm_id):
+def _registering_provider(realm):
+    if not _has_ldap(realm):
         return None
-    for component in _ldap_components(realm_id).order_by("name"):
+    for component in _ldap_components(realm.pk).order_by("name"):
         provider = storage.provider_for(component)
         if provider is not None and provider.writable and provider.config.sync_registrations:
             return provider
@@ -56,7 +59,7 @@ def user_saving(sender, instance, raw=False, **kwargs):
         return
     if instance.federation_link_id is None:
         if instance._state.adding:
-            provider = _registering_provider(instance.realm_id)
+            provider = _registering_provider(instance.realm)
             if provider is not None:
                 provider.register(instance.realm, instance)
         return

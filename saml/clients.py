@@ -137,6 +137,13 @@ def cached(realm) -> SamlClients:
     return realm_cache.get_realm(realm.name).extension(c.PROTOCOL, SamlClients)
 
 
+def by_pk(realm, pk):
+    """The realm's SAML client with this id (enabled or not), or None."""
+    clients = cached(realm)
+    client = clients.base.client_by_pk(pk) if pk else None
+    return clients.of(client) if client is not None and client.protocol == c.PROTOCOL else None
+
+
 def by_entity_id(realm, entity_id):
     """The realm's SAML client with this entity id, or UntrustedRequest."""
     clients = cached(realm)

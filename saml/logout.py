@@ -29,12 +29,11 @@ from realms.brokering import broker
 from realms.http import outbound as outbound_http
 from realms.http import themes
 from realms.http.web import client_address, realm_url
-from realms.models import Client, ClientSession
+from realms.models import ClientSession
 from realms.sso import sessions, sso_cookie
 
-from . import builders, inbound, outbound
+from . import builders, clients, inbound, outbound
 from . import constants as c
-from .clients import SamlClient
 from .errors import UntrustedRequest
 from .sso import NOTE_ISSUER, NOTE_NAME_ID, NOTE_NAME_ID_FORMAT
 
@@ -58,7 +57,7 @@ def _name_id_of(client_session):
 # Front-channel --------------------------------------------------------------------------------
 
 def _frontchannel_url(request, user_session, client_session):
-    client = SamlClient(client_session.client)
+    client = clients.SamlClient(client_session.client)
     url, _ = client.logout_endpoint()
     name_id, name_format = _name_id_of(client_session)
     if not (client.client.frontchannel_logout and url and name_id):
@@ -75,10 +74,9 @@ def logout_step(request, realm, token):
         payload = signing.loads(token, salt=f"{STEP_SALT}:{realm.pk}", max_age=STEP_MAX_AGE)
     except signing.BadSignature as exc:
         raise UntrustedRequest("This sign-out link has expired.") from exc
-    found = Client.objects.filter(pk=payload.get("c"), realm=realm, protocol=c.PROTOCOL).first()
-    if found is None:
+    client = clients.by_pk(realm, payload.get("c"))
+    if client is None:
         raise UntrustedRequest("Unknown client.", "client_not_found")
-    client = SamlClient(found)
     issuer = realm_url(request, realm.name)
     if payload.get("k") == "request":
         url, binding = client.logout_endpoint()
@@ -91,7 +89,7 @@ def logout_step(request, realm, token):
         url, binding = payload["u"], payload["b"]
         element = builders.logout_response(issuer=issuer, destination=url, in_response_to=payload["r"])
         relay_state = payload.get("rs", "")
-    return outbound.deliver(request, realm, found, url=url, binding=binding, param=(
+    return outbound.deliver(request, realm, client.client, url=url, binding=binding, param=(
         "SAMLRequest" if payload.get("k") == "request" else "SAMLResponse"), element=element,
         relay_state=relay_state, sign=client.flag(c.ATTR_SERVER_SIGNATURE))
 
@@ -196,7 +194,7 @@ def pending_soap_requests(user_session, client_sessions):
     realm = user_session.realm
     out = []
     for client_session in client_sessions:
-        client = SamlClient(client_session.client)
+        client = clients.SamlClient(client_session.client)
         name_id, name_format = _name_id_of(client_session)
         url = client.soap_logout_url
         if client.client.protocol != c.PROTOCOL or client.client.frontchannel_logout or not url or not name_id:

@@ -122,8 +122,12 @@ def attributes_for(user, client):
             else:
                 out += [_attribute(config, [name], "Role") for name in names]
         elif kind == "saml-group-membership-mapper":
-            full_path = config.get("full.path", "true") == "true"
-            names = sorted(g.path if full_path else g.name for g in user.groups.all())
+            if config.get("full.path", "true") == "true":
+                # A group made in another process within the last second may not be there yet.
+                paths = realm_cache.group_paths(client.client.realm)
+                names = sorted(paths.get(g.pk) or g.path for g in user.groups.all())
+            else:
+                names = sorted(g.name for g in user.groups.all())
             if config.get("single") == "true":
                 if names:
                     out.append(_attribute(config, names, "member"))

@@ -164,6 +164,27 @@ def effective_roles(user):
     return effective_roles_in(config.roles_by_id() if config is not None else {}, user)
 
 
+def group_paths(realm):
+    """{group id: its path, Keycloak's "/parent/child"} of every group of the realm, read in one
+    query once per realm configuration (``Group.path`` reads a parent per level)."""
+    return stored(realm, "group-paths", _group_paths)
+
+
+def _group_paths(realm):
+    rows = {pk: (parent, name) for pk, parent, name in Group.objects.filter(realm=realm).values_list(
+        "pk", "parent_id", "name")}
+    paths = {}
+
+    def path(pk):
+        if pk not in paths:
+            parent, name = rows[pk]
+            paths[pk] = (path(parent) if parent in rows else "") + "/" + name
+        return paths[pk]
+    for pk in rows:
+        path(pk)
+    return paths
+
+
 def clear():
     """Forget every realm's configuration in this process (other processes keep theirs until
     a generation changes). For tests that re-create a realm under the same name."""

@@ -9,24 +9,23 @@ written together, the writes of several calls share one wake-up (decision 0106).
 Every write, close and abort of a connection goes through its CorkedTransport, so each
 connection's bytes and its close go out in the order the proxy made them.
 """
-from __future__ import annotations
-
 import weakref
+
+include "source_hash.pxi"
 
 _CLOSE = None  # a close queued behind the connection's writes
 
 
-class Cork:
+cdef class Cork:
     """The writes one event loop made during its current tick."""
-
-    __slots__ = ("loop", "pending", "__weakref__")
 
     def __init__(self, loop):
         self.loop = loop
-        self.pending: list = []  # (CorkedTransport, bytes or _CLOSE); the same list for good
+        self.pending = []  # (CorkedTransport, bytes or _CLOSE); the same list for good
 
-    def flush(self) -> None:
-        pending = self.pending
+    cpdef flush(self):
+        cdef list pending = self.pending
+        cdef CorkedTransport corked
         try:
             for corked, data in pending:  # nothing here writes through a CorkedTransport
                 transport = corked.transport
@@ -50,24 +49,22 @@ def cork_for(loop) -> Cork:
     return cork
 
 
-class CorkedTransport:
+cdef class CorkedTransport:
     """A transport whose writes (and a close that follows them) wait for the end of the tick."""
 
-    __slots__ = ("transport", "cork", "pending", "closing")
-
-    def __init__(self, transport, cork: Cork):
+    def __init__(self, transport, Cork cork):
         self.transport = transport
         self.cork = cork
         self.pending = cork.pending
         self.closing = False
 
-    def write(self, data: bytes) -> None:
-        pending = self.pending
+    cpdef write(self, data):
+        cdef list pending = self.pending
         if not pending:
             self.cork.loop.call_soon(self.cork.flush)
         pending.append((self, data))
 
-    def close(self) -> None:
+    cpdef close(self):
         if not self.closing:
             self.closing = True
             if self.pending:
@@ -75,8 +72,9 @@ class CorkedTransport:
             else:
                 self.transport.close()
 
-    def abort(self) -> None:
+    cpdef abort(self):
         """Cut now; what was written before goes to the socket first, as an unbuffered write would."""
+        cdef CorkedTransport corked
         self.closing = True
         transport = self.transport
         for corked, data in self.pending:
@@ -84,7 +82,7 @@ class CorkedTransport:
                 transport.write(data)
         transport.abort()
 
-    def is_closing(self) -> bool:
+    cpdef bint is_closing(self) except -1:
         return self.closing or self.transport.is_closing()
 
     def pause_reading(self) -> None:

@@ -104,7 +104,7 @@ def _session_to_end(request, realm, message):
     name_id_el = message.root.find(f"{{{c.NS_SAML}}}NameID")
     name_id = (name_id_el.text or "").strip() if name_id_el is not None else ""
     indexes = [(el.text or "").strip() for el in message.root.findall(f"{{{c.NS_SAMLP}}}SessionIndex")]
-    candidates = ClientSession.objects.select_related("user_session", "client").filter(client=client)
+    candidates = ClientSession.objects.filter(client=client)
     if indexes:
         candidates = candidates.filter(pk__in=indexes)
     else:

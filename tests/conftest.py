@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 import pytest
 from django.core.cache import cache, caches
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from tests.idp.test_modes import base_env, free_port, manage, stop, wait_for
@@ -47,6 +47,29 @@ def fresh_caches():
     yield
     cache.clear()
     realm_cache.clear()
+
+
+def once_per_module(django_db_blocker, make):
+    """``yield from once_per_module(django_db_blocker, make)`` in a module-scoped fixture: what
+    ``make()`` writes is made once for the module's tests, in a transaction rolled back after the
+    last one, so nothing of it is committed or left to the next module. Each test's own transaction
+    (``db``) is a savepoint inside it; such a module has no ``transactional_db`` test (its flush
+    would empty the tables under the open transaction)."""
+    from realms.data import realm_cache
+
+    outer = transaction.atomic()
+    with django_db_blocker.unblock():
+        outer.__enter__()
+    try:
+        with django_db_blocker.unblock():
+            made = make()
+        yield made
+    finally:
+        with django_db_blocker.unblock():
+            transaction.set_rollback(True)
+            outer.__exit__(None, None, None)
+        cache.clear()  # what was cached of the rows is gone with them
+        realm_cache.clear()
 
 
 @pytest.fixture

@@ -224,23 +224,34 @@ def run_realm_import(state, data):
 
 # Webhook admin API --------------------------------------------------------------------------------
 
-def _webhook_state():
+def _admin_token():
+    """A master-realm admin's access token, for the Admin API."""
     from django.test import Client as HttpClient
 
     from realms.models import Realm, Role
     from realms.users.accounts import create_user
-    from webhooks import services
 
-    state = _realm()
     master = Realm.objects.get(name="master")
     admin = create_user(master, "fz-admin", password=PASSWORD)
     admin.roles.add(Role.objects.get(realm=master, client=None, name="admin"))
     response = HttpClient().post("/realms/master/protocol/openid-connect/token", {
         "grant_type": "password", "client_id": "admin-cli", "username": "fz-admin", "password": PASSWORD})
     assert response.status_code == 200, response.content
-    state.admin_token = response.json()["access_token"]
+    return response.json()["access_token"]
+
+
+def _webhook_endpoint():
+    """The id of a webhook endpoint of realm ``fz``."""
+    from realms.models import Realm
+    from webhooks import services
+
     endpoint, _ = services.create_endpoint(Realm.objects.get(name=REALM), "https://hooks.example/in")
-    state.webhook_id = endpoint.pk
+    return endpoint.pk
+
+
+def _webhook_state():
+    state = _realm()
+    state.admin_token, state.webhook_id = _admin_token(), _webhook_endpoint()
     return state
 
 

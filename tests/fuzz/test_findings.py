@@ -2,14 +2,17 @@
 other than the parser's own error. The ambassador configuration findings are in
 tests/ambassador/test_config.py."""
 import base64
+import dataclasses
 import json
 
 import pytest
+from django.test import Client as HttpClient
 from django.test import RequestFactory
 
 from realms.http.input_guard import _has_nul
+from tests.conftest import once_per_module
 
-from .targets import REALM, _realm, _webhook_state, run_client_assertion
+from .targets import REALM, _admin_token, _realm, _webhook_endpoint, run_client_assertion
 
 pytestmark = pytest.mark.django_db
 
@@ -19,14 +22,27 @@ def _refused(response):
     assert response.json()["error"] == "invalid_request"
 
 
-@pytest.fixture
-def oidc(db):
-    return _realm()
+@pytest.fixture(scope="module")
+def shared(django_db_setup, django_db_blocker):
+    """Realm ``fz`` and a master admin's token, made once for the module: the realm import, an RSA
+    key and three Argon2 hashes were most of each test's time."""
+    def make():
+        state = _realm()
+        state.admin_token = _admin_token()
+        return state
+
+    yield from once_per_module(django_db_blocker, make)
 
 
 @pytest.fixture
-def webhooks(db):
-    return _webhook_state()
+def oidc(shared, db, fresh_caches):
+    return dataclasses.replace(shared, http=HttpClient())  # no cookie of an earlier test
+
+
+@pytest.fixture
+def webhooks(oidc):
+    # Per test, not shared: an endpoint would write every event of the OIDC tests to the outbox.
+    return dataclasses.replace(oidc, webhook_id=_webhook_endpoint())
 
 
 @pytest.mark.parametrize("query", [

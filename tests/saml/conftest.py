@@ -30,7 +30,10 @@ def base(live_server):
 
 
 @pytest.fixture
-def realm(transactional_db):
+def realm(db):
+    # In a transaction rolled back after the test; a test of the live server (its threads read
+    # what was committed) gets Django's TransactionTestCase instead: pytest-django picks it when
+    # ``live_server`` is among the test's fixtures.
     return create_realm("acme", events_enabled=True)
 
 

@@ -1,5 +1,6 @@
 """The cost model (docs/cost-model.md) of a SAML AuthnRequest answered from the browser's SSO
 session (no login form), once the realm's configuration is cached, held exactly."""
+import pytest
 from django.test import Client as HttpClient
 
 from realms.data.keys import rotate_key
@@ -24,6 +25,8 @@ EXPECTED = {
 }
 
 
+# Committed, not rolled back: the count holds what runs on commit (the client session's copy dropped).
+@pytest.mark.django_db(transaction=True)
 def test_queries_and_cache_calls_per_request_type(realm, user, measure):
     key_pem, cert_pem, cert_b64 = key_pair("cost-sp")
     make_saml_client(realm, SP_ENTITY, SP_BASE, cert_b64)

@@ -46,12 +46,6 @@ def keys():
 
 @pytest.fixture
 def realm(db):
-    from django.core.cache import cache
-
-    from realms.data import realm_cache
-
-    cache.clear()
-    realm_cache.clear()
     realm = create_realm("acme", events_enabled=True)
     create_user(realm, "alice", password=PASSWORD, email="alice@example.org")
     return realm

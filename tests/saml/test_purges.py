@@ -11,7 +11,7 @@ from saml import inbound
 from saml.models import SeenRequest
 
 from . import messages as m
-from .test_security import ACS, SP, http, keys, post, realm, sp_client  # noqa: F401 (fixtures)
+from .test_security import ACS, SP, acme, http, keys, post, realm, sp_client  # noqa: F401 (fixtures)
 
 SECOND = timedelta(seconds=1)
 

@@ -8,11 +8,12 @@ import pytest
 from django.test import Client as HttpClient
 from lxml import etree
 
-from realms.models import Client, Event, UserSession
+from realms.models import Client, Event, Realm, UserSession
 from realms.representation.services import add_default_client_scopes, create_realm
 from realms.sso import auth_sessions
 from saml import constants as c
 from saml.models import SeenRequest
+from tests.conftest import once_per_module
 
 from . import messages as m
 from .sp import key_pair
@@ -27,24 +28,29 @@ def keys():
     return m.load_key(key_pem, cert_pem), cert_b64
 
 
+@pytest.fixture(scope="module")
+def acme(django_db_setup, django_db_blocker, keys):
+    """Realm ``acme`` and the SP's client, made once for the module (the realm's built-ins were most
+    of each test's time); each test reads them again, its changes rolled back with it."""
+    def make():
+        realm = create_realm("acme", events_enabled=True)
+        client = Client.objects.create(realm=realm, client_id=SP, protocol=c.PROTOCOL,
+                                       redirect_uris=["https://sp.example/*"],
+                                       attributes={c.ATTR_SIGNING_CERTIFICATE: keys[1], c.ATTR_ACS_POST: ACS})
+        add_default_client_scopes(client)
+        return realm.pk, client.pk
+
+    yield from once_per_module(django_db_blocker, make)
+
+
 @pytest.fixture
-def realm(db):
-    from django.core.cache import cache
-
-    from realms.data import realm_cache
-
-    cache.clear()
-    realm_cache.clear()
-    return create_realm("acme", events_enabled=True)
+def realm(acme, db):
+    return Realm.objects.get(pk=acme[0])
 
 
 @pytest.fixture
-def sp_client(realm, keys):
-    client = Client.objects.create(realm=realm, client_id=SP, protocol=c.PROTOCOL,
-                                   redirect_uris=["https://sp.example/*"],
-                                   attributes={c.ATTR_SIGNING_CERTIFICATE: keys[1], c.ATTR_ACS_POST: ACS})
-    add_default_client_scopes(client)
-    return client
+def sp_client(acme, db):
+    return Client.objects.get(pk=acme[1])
 
 
 @pytest.fixture

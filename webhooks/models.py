@@ -206,7 +206,7 @@ class DeliveryAttempt(models.Model):
     """The delivery log: one row per attempt."""
 
     # No foreign-key constraints: with the delivery's own two, four checks a delivery cost
-    # PostgreSQL about a seventh of its share (decision 0116). Rows are written only for claimed
+    # PostgreSQL about a sixth of its share (decision 0116). Rows are written only for claimed
     # deliveries, and Django's collector deletes them with their delivery or endpoint, as before;
     # a row of a delivery deleted mid-send stays until the retention purge.
     delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="log", db_constraint=False)

@@ -68,7 +68,6 @@ NOT_ALLOWED = "Client not allowed OIDC CIBA Grant"
 BINDING_MESSAGE = re.compile(r"[a-zA-Z0-9\-._+/!?#]{1,50}")
 NOTIFICATION_TOKEN_MAX = 1024
 ACR_VALUES_MAX = 512
-PURGE_AFTER = 600
 # Parameters whose copies would make the request ambiguous (RFC 6749 §3.2's rule, as the token endpoint).
 SINGLE = ("scope", "login_hint", "login_hint_token", "id_token_hint", "binding_message", "acr_values",
           "requested_expiry", "client_notification_token", "user_code", "request", "request_uri")
@@ -234,9 +233,7 @@ def _authentication_request(realm, config, issuer, params, attempt, ip_address):
 
     auth_req_id, result_id = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
     now = timezone.now()
-    # Requests nobody polled to the end are removed here, past the window in which a late poll
-    # still hears expired_token.
-    Request.objects.filter(realm=realm, expires_at__lte=now - timedelta(seconds=PURGE_AFTER)).delete()
+    # Expired requests are left to the periodic purge (oidc.purges), as PAR's and the device grant's.
     row = Request.objects.create(
         digest=digest(auth_req_id), result_digest=digest(result_id), realm=realm, client=client, user=user,
         scope=scope, binding_message=binding_message or "", acr_values=acr_values,

@@ -15,7 +15,7 @@ client, the state, the expiry, the interval) is copied into the cache, and the p
 there only, so a pending poll reads and writes no table; approval and denial write the row first,
 then the cache. Redemption deletes the approved row in one statement guarded by the state, which
 returns what the tokens need: of two racing redemptions one deletes it; a row found expired is
-deleted, and each new request sweeps the realm's expired rows.
+deleted, and the others expired are left to the periodic purge (``oidc.purges``).
 """
 import re
 import secrets
@@ -118,14 +118,6 @@ CODES = PolledRequests("oidc:device", DeviceAuthorization)
 remember, forget = CODES.remember, CODES.forget
 
 
-def purge_expired(realm=None, now=None):
-    """Delete codes past their expiry (a realm's, or all); returns how many."""
-    rows = DeviceAuthorization.objects.filter(expires_at__lte=now or timezone.now())
-    if realm is not None:
-        rows = rows.filter(realm=realm)
-    return rows.delete()[0]
-
-
 # The device authorization endpoint ---------------------------------------------------------------
 
 @dataclass
@@ -168,7 +160,7 @@ def _authorize(realm, config, issuer, params, details):
     expires_in, interval = lifespan(realm, client), polling_interval(realm, client)
     if expires_in <= 0:
         raise InvalidRequest("Invalid device code lifespan")
-    purge_expired(realm)  # rows nobody polled after their expiry do not pile up
+    # Rows nobody polled after their expiry are left to the periodic purge (oidc.purges).
     device_code = secrets.token_urlsafe(32)
     now = timezone.now()
     for _ in range(5):

@@ -158,14 +158,22 @@ def test_the_grant_is_refused_when_the_client_switch_goes_off(http, realm, chann
     assert error(poll(http, realm, auth_req_id)) == (400, "invalid_grant", "Client not allowed OIDC CIBA Grant")
 
 
-def test_requests_long_expired_are_purged_by_the_next_request(http, realm, channel):
+def test_expired_requests_are_left_to_the_periodic_purge(http, realm, channel):
     from datetime import timedelta
 
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
     from django.utils import timezone
+
+    from realms import purges
 
     start(http, realm)
     BackchannelAuthentication.objects.update(expires_at=timezone.now() - timedelta(hours=1))
-    start(http, realm)
+    with CaptureQueriesContext(connection) as queries:
+        start(http, realm)
+    assert not [q for q in queries if q["sql"].startswith("DELETE")]  # no sweep per request
+    assert BackchannelAuthentication.objects.count() == 2
+    assert purges.run()["oidc.backchannel_requests"] == 1
     assert BackchannelAuthentication.objects.count() == 1
 
 

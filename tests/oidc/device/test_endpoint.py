@@ -93,14 +93,22 @@ def test_short_verification_uri_realm_attribute(http, realm):
     assert body["verification_uri_complete"] == "https://go.example/d?user_code=" + body["user_code"]
 
 
-def test_expired_rows_are_swept_by_the_next_request(http, realm):
+def test_expired_rows_are_left_to_the_periodic_purge(http, realm):
     from datetime import timedelta
 
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
     from django.utils import timezone
+
+    from realms import purges
 
     authorize(http, realm)
     DeviceAuthorization.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
-    authorize(http, realm)
+    with CaptureQueriesContext(connection) as queries:
+        authorize(http, realm)
+    assert not [q for q in queries if q["sql"].startswith("DELETE")]  # no sweep per request
+    assert DeviceAuthorization.objects.count() == 2
+    assert purges.run()["oidc.device_requests"] == 1
     assert DeviceAuthorization.objects.count() == 1
 
 

@@ -6,6 +6,7 @@ from django.utils import timezone
 
 from realms.data.rows import insert_values, update_values
 from realms.models import User
+from realms.sso import sessions
 
 # The columns an import reads and writes, besides the id and the link.
 FIELDS = ("username", "email", "email_verified", "first_name", "last_name", "enabled", "attributes",
@@ -40,6 +41,9 @@ def grant(role_id, user_ids):
 
 
 def update(rows):
-    """Changed users: (id, {column: value}) with every column of FIELDS."""
+    """Changed users: (id, {column: value}) with every column of FIELDS. Their sessions' cached
+    copies go too, as ``save()`` would have them go: a user the directory disabled or renamed is
+    seen so by the next refresh."""
     update_values(User, [User._meta.get_field(f) for f in FIELDS],
                   [(pk, [values[f] for f in FIELDS]) for pk, values in rows])
+    sessions.drop_users_sessions([pk for pk, _ in rows])

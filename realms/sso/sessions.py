@@ -470,14 +470,21 @@ def expired_sessions(now=None):
 
 # Cache invalidation on changes made elsewhere ------------------------------------------------
 
-def _drop_user_sessions(sender, instance, created=False, **kwargs):
-    # A user change (disabled, deleted, renamed) must be seen by the next session check, in
-    # every process: the cached sessions carry the user. A new user has no session yet.
-    if created or not _copied():
+def drop_users_sessions(user_ids):
+    """Drop the cached copies of these users' sessions, now and once committed. A user change
+    (disabled, deleted, renamed) must be seen by the next session check, in every process: the
+    cached sessions carry the user. ``save()`` calls this through a signal; a writer that changes
+    user rows without it (a directory sync) calls it itself."""
+    if not user_ids or not _copied():
         return
-    ids = list(UserSession.objects.filter(user_id=instance.pk).values_list("pk", flat=True))
+    ids = list(UserSession.objects.filter(user_id__in=user_ids).values_list("pk", flat=True))
     _cache_drop(*ids)
     transaction.on_commit(lambda: _cache_drop(*ids))
+
+
+def _drop_user_sessions(sender, instance, created=False, **kwargs):
+    if not created:  # a new user has no session yet
+        drop_users_sessions([instance.pk])
 
 
 def _drop_session(sender, instance, **kwargs):

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Many realms: the same server with 1 realm and with 1,000 (each a confidential client with a
+# Many realms: the same server with 1 realm, 11 and 1,000 (each a confidential client with a
 # service account and a user, bench/realms/setup.py, one import process per core), in one run on
-# one database: first 1 realm is created and measured, then the other 999, and measured again. Production mode (manage.py
+# one database: first 1 realm is created and measured, then 10 more, then the rest. With master,
+# the console's realm list shows 2 rows, then a full page of 10 twice: 11 against 1 is what the
+# rows cost, 1,000 against 11 what the realm count costs. Production mode (manage.py
 # start = Granian, PostgreSQL, Redis), the server pinned to core 0, the load generator to core 1.
 #
 # Per realm count: start (launch to the first token answered: wall time and the CPU the server's
@@ -14,13 +16,13 @@
 # master admin) with its header switcher: median and p99 of serial requests, CPU per request.
 # OLD_TREE=path (a git worktree of an older commit, same schema): its server is measured the same
 # way right after this tree's, on the same database, with the same realms.
-# Usage: bench/realms/run.sh   (env: DURATION=10 WORKERS=1 THREADS=4 COUNTS="1 1000" STARTS=3 OLD_TREE=)
+# Usage: bench/realms/run.sh   (env: DURATION=10 WORKERS=1 THREADS=4 COUNTS="1 11 1000" STARTS=3 OLD_TREE=)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DURATION=${DURATION:-10}
 WORKERS=${WORKERS:-1}
 THREADS=${THREADS:-4}
-COUNTS=${COUNTS:-"1 1000"}
+COUNTS=${COUNTS:-"1 11 1000"}
 STARTS=${STARTS:-3}
 command -v hey >/dev/null || apt-get install -y -qq hey >/dev/null
 scripts/setup.sh test >/dev/null

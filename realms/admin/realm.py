@@ -2,13 +2,16 @@
 signing-key rotation and the realm switcher's view."""
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.templatetags.admin_urls import add_preserved_filters
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.http import HttpResponseNotAllowed, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
+from django.templatetags.static import static
 from django.urls import path, reverse
 from django.utils.html import escape, format_html
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
 
 from .. import features
 from ..administration.admin_permissions import administered_realms, console_admin, grant_delegated_admin
@@ -233,6 +236,20 @@ RealmForm = keyed_form("RealmForm", RealmFormBase, {
     **SMTP, **OTP, **WEBAUTHN, **HEADERS, **CIBA, **CIMD, **SSF})
 
 
+# The realm list's cells as Django's admin writes the columns of ``list_display``; a page joins
+# them into one format string a row (RealmAdmin.result_rows). Django's ``items_for_result`` cost
+# about 0.5 ms a row (a checkbox widget's templates, two reverse() and a static() call, a
+# format_html a cell): a full page of ten was 25-45 % dearer than one row (decision 0107).
+COLUMNS = {
+    "action_checkbox": '<td class="action-checkbox"><input type="checkbox" name="_selected_action" value="{pk}"'
+                       ' class="action-select" aria-label="{label}"></td>',
+    "name": '<th class="field-name"><a href="{change}"{popup}>{name}</a></th>',
+    "display_name": '<td class="field-display_name">{display_name}</td>',
+    "enabled": '<td class="field-enabled"><img src="{icon}" alt="{enabled}"></td>',
+    "work_in_realm": '<td class="field-work_in_realm"><a href="{manage}{pk}">Manage this realm</a></td>',
+}
+
+
 def _tab(slug, title, fields, **options):
     return (title, {"fields": fields, "classes": (f"tab-{slug}", *options.pop("classes", ())), **options})
 
@@ -381,6 +398,22 @@ class RealmAdmin(ConsoleAdmin):
     def work_in_realm(self, obj):
         url = reverse("admin:realms_client_changelist") + f"?{REALM_PARAM}={obj.pk}"
         return format_html('<a href="{}">Manage this realm</a>', url)
+
+    def result_rows(self, cl):
+        """The rows of the realm list (``{% realm_result_list %}``): the HTML of Django's rendering
+        of ``list_display`` (a test holds them equal), with what every row shares (the links'
+        prefixes, the icons, the empty value) found once a page."""
+        row = "".join(COLUMNS[column] for column in cl.list_display).replace(
+            "{popup}", ' data-popup-opener="{pk}"' if cl.is_popup else "")
+        preserved = {"preserved_filters": cl.preserved_filters, "opts": cl.opts}
+        icons = {value: static(f"admin/img/icon-{'yes' if value else 'no'}.svg") for value in (True, False)}
+        manage = reverse("admin:realms_client_changelist") + f"?{REALM_PARAM}="
+        label, empty = _("Select this object for an action - {}"), self.get_empty_value_display()
+        return [[format_html(
+            row, pk=realm.pk, label=format_html(label, realm.name), name=realm.name,
+            change=add_preserved_filters(preserved, cl.url_for_result(realm)),
+            display_name=realm.display_name if realm.display_name.strip() else empty,
+            icon=icons[realm.enabled], enabled=realm.enabled, manage=manage)] for realm in cl.result_list]
 
     def save_model(self, request, obj, form, change):
         if change:

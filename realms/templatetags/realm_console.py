@@ -1,7 +1,8 @@
 """The console's realm switcher (in the header of every page), page titles in Keycloak's words
-(``realms.admin.navigation.title``), and ``|console_time:realm``, the one way a template shows a
-time (``realms.admin.names.when``)."""
+(``realms.admin.navigation.title``), ``|console_time:realm``, the one way a template shows a
+time (``realms.admin.names.when``), and the realm list's table."""
 from django import template
+from django.contrib.admin.templatetags.admin_list import result_headers
 from django.urls import NoReverseMatch, reverse
 
 from ..admin import current_realm, names, navigation
@@ -38,3 +39,12 @@ def console_title(context):
 @register.filter
 def console_time(value, realm=None):
     return names.when(value, realm)
+
+
+@register.inclusion_tag("admin/change_list_results.html")
+def realm_result_list(cl):
+    """Django's ``{% result_list cl %}`` for the realm list, its rows written by
+    ``RealmAdmin.result_rows`` (no list-editable forms, so no hidden fields)."""
+    headers = list(result_headers(cl))
+    return {"cl": cl, "result_headers": headers, "results": cl.model_admin.result_rows(cl),
+            "num_sorted_fields": sum(1 for h in headers if h["sortable"] and h["sorted"])}

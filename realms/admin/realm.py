@@ -239,7 +239,7 @@ RealmForm = keyed_form("RealmForm", RealmFormBase, {
 # The realm list's cells as Django's admin writes the columns of ``list_display``; a page joins
 # them into one format string a row (RealmAdmin.result_rows). Django's ``items_for_result`` cost
 # about 0.5 ms a row (a checkbox widget's templates, two reverse() and a static() call, a
-# format_html a cell): a full page of ten was 25-45 % dearer than one row (decision 0107).
+# format_html a cell): a full page of ten was 25-45 % dearer than one row (decision 0123).
 COLUMNS = {
     "action_checkbox": '<td class="action-checkbox"><input type="checkbox" name="_selected_action" value="{pk}"'
                        ' class="action-select" aria-label="{label}"></td>',
@@ -394,6 +394,8 @@ class RealmAdmin(ConsoleAdmin):
         return post_button(reverse("admin:realms_realm_smtp_test", args=[obj.pk]) + "?tab=email",
                            "Send a test e-mail (saved settings) to my address")
 
+    # The column as Django defines it (its header, its checks, the rendering result_rows is held
+    # equal to); the list's page writes it through result_rows.
     @admin.display(description="Console")
     def work_in_realm(self, obj):
         url = reverse("admin:realms_client_changelist") + f"?{REALM_PARAM}={obj.pk}"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
-import re
 import shutil
 import subprocess
 import sys
@@ -64,16 +63,3 @@ def test_the_ambassador_refuses_to_start_without_its_build(tmp_path):
     assert r.returncode == 2
     assert r.stderr.splitlines() == [
         "ambassador: the module ambassador.corked is missing: run scripts/setup.sh to build it"]
-
-
-def test_the_cython_sources_import_none_of_the_identity_apps():
-    """tests/test_layering.py reads the .py modules with ast; the Cython sources are read here."""
-    apps = {"idp", "realms", "oidc", "saml", "federation", "webhooks"}
-    imported = set()
-    for path in PACKAGE.iterdir():
-        if path.suffix in (".pyx", ".pxd", ".pxi"):
-            for line in path.read_text().splitlines():
-                m = re.match(r"\s*(?:from|import|cimport)\s+([\w.]+)", line)
-                if m:
-                    imported.add(m.group(1).split(".")[0])
-    assert {"asyncio", "httptools"} <= imported and not imported & apps, imported & apps

@@ -7,10 +7,12 @@ and what they cost the kernel. The loop turns once every 8 calls (wrk at 10 conn
 proxy about 8 reads per turn). The machine's load moves it less than a wrk run, so small changes
 show.
 
-    python bench/ambassador/callpath.py [--calls 200000] [--rounds 5] [--access-log FILE|null] [--bare]
+    python bench/ambassador/callpath.py [--calls 200000] [--rounds 5] [--access-log FILE|null] [--bare|--typed]
 
 PYTHONPATH=TREE measures that tree's ambassador; ``--bare`` the bare forwarder's classes
-(bare_forwarder.py) in the same harness, the floor.
+(bare_forwarder.py) in the same harness, the floor; ``--typed`` the typed Cython prototype of the
+same call (typed_call.pyx, decision 0114; needs Cython), after checking that it writes what the
+ambassador writes.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import argparse
 import asyncio
 import gc
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -109,29 +112,71 @@ CONFIG = {"listener": {"port": 0},
           "retry_budget": {"ratio": 0.2, "min_per_second": 10}}
 
 
-async def ambassador(access_log: str | None):
-    """A client connection and a pooled upstream connection of the ambassador, on in-memory
-    transports: (client, upstream connection, their transports, close)."""
+def typed_call():
+    """The typed Cython prototype (typed_call.pyx, decision 0114), compiled on first use."""
+    try:
+        import pyximport
+    except ImportError:
+        raise SystemExit(f"--typed needs Cython: {sys.executable} -m pip install 'Cython>=3.1,<4'") from None
+
+    pyximport.install(language_level=3)
+    import typed_call
+
+    return typed_call
+
+
+async def ambassador(access_log: str | None, typed: bool):
+    """A client connection and a pooled upstream connection of the ambassador (or of the typed
+    prototype), on in-memory transports: (client, upstream connection, their transports, close)."""
     app = App(build(CONFIG | {"telemetry": {"access_log": access_log}}, "callpath.yaml", Path(".")))
     await app.start()
     client_t, upstream_t = Transport(), Transport()
-    up = app.runtime.upstreams["web"]
-    inst = up.balancer.instances[0]
-    conn = H1Conn(up, inst, 0)
-    conn.connection_made(upstream_t)
-    inst.idle.append(conn)
-    client = app.http.protocol()
+    if typed:
+        proxy = typed_call().Proxy(app)
+        conn = proxy.upstream_connection(0)
+        conn.connection_made(upstream_t)
+        proxy.pool(conn)
+        client = proxy.protocol()
+    else:
+        up = app.runtime.upstreams["web"]
+        inst = up.balancer.instances[0]
+        conn = H1Conn(up, inst, 0)
+        conn.connection_made(upstream_t)
+        inst.idle.append(conn)
+        client = app.http.protocol()
+        proxy = None
     client.connection_made(client_t)
 
     def close():
+        if proxy is not None:
+            proxy.flush_log()
         app.access_log.close()
         app.runtime.close()
 
     return client, conn, client_t, upstream_t, close
 
 
-async def measure(calls: int, rounds: int, access_log: str | None) -> list[float]:
-    client, conn, client_t, upstream_t, close = await ambassador(access_log)
+async def check_typed(directory: str) -> None:
+    """The prototype writes what the ambassador writes: the same request upstream, the same answer,
+    the same access-log lines but for their time and duration."""
+    seen = {}
+    for typed in (False, True):
+        log = Path(directory) / f"check-{typed}.log"
+        client, conn, client_t, upstream_t, close = await ambassador(str(log), typed)
+        for _ in range(3):
+            for _ in range(2):
+                client.data_received(REQUEST)
+                conn.data_received(RESPONSE)
+            await asyncio.sleep(0)
+        close()
+        lines = [re.sub(rb'"(ts|duration_ms)":[0-9]+\.[0-9]{3},', b"", line) for line in log.read_bytes().splitlines()]
+        assert len(lines) == 6 and all(b'"ts"' not in line for line in lines), lines
+        seen[typed] = (client_t.last, client_t.writes, upstream_t.last, upstream_t.writes, lines)
+    assert seen[True] == seen[False], seen
+
+
+async def measure(calls: int, rounds: int, access_log: str | None, typed: bool = False) -> list[float]:
+    client, conn, client_t, upstream_t, close = await ambassador(access_log, typed)
     per_call = await timed(client.data_received, conn.data_received, calls, rounds)
     assert client_t.last.endswith(b"hello from nginx\n"), client_t.last
     assert client_t.writes == calls // 8 * 8 * rounds and upstream_t.writes == client_t.writes
@@ -146,14 +191,17 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--access-log", help="file, or null (default: a file in a temporary directory)")
     ap.add_argument("--bare", action="store_true", help="the bare forwarder instead of the ambassador")
+    ap.add_argument("--typed", action="store_true", help="the typed Cython prototype (typed_call.pyx) instead")
     args = ap.parse_args()
     import uvloop
 
     with tempfile.TemporaryDirectory() as d:
+        if args.typed:
+            uvloop.run(check_typed(d))
         # "null" turns the access log off, as in the configuration file (not a file named null)
         log = None if args.access_log == "null" else args.access_log or str(Path(d) / "access.log")
         per_call = uvloop.run(measure_bare(args.calls, args.rounds) if args.bare
-                              else measure(args.calls, args.rounds, log))
+                              else measure(args.calls, args.rounds, log, args.typed))
     print(f"{statistics.median(per_call):.3f} µs of CPU per call (median of {args.rounds} rounds of {args.calls}: "
           + ", ".join(f"{x:.3f}" for x in per_call) + ")")
 

@@ -15,8 +15,9 @@ tree's ambassador runs beside this one, same configuration, in the same rounds, 
 are compared in one window. ``--rounds N`` repeats every cell N times (the proxies take turns) and
 reports medians.
 
+``--typed`` adds the typed Cython prototype of the call (typed_call.pyx, decision 0114).
 
-    python bench/ambassador/run.py [--duration 10] [--conns 1,10,100] [--rounds 3] [--old-tree DIR] [--soak 600]
+    python bench/ambassador/run.py [--duration 10] [--conns 1,10,100] [--rounds 3] [--old-tree DIR] [--typed] [--soak 600]
 """
 from __future__ import annotations
 
@@ -38,8 +39,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
-NGINX_PORT, AMB_PORT, HAP_PORT, AMB_DEAD_PORT, BARE_PORT, OLD_PORT, METRICS_PORT = \
-    18080, 18081, 18082, 18083, 18084, 18085, 18090
+NGINX_PORT, AMB_PORT, HAP_PORT, AMB_DEAD_PORT, BARE_PORT, OLD_PORT, TYPED_PORT, METRICS_PORT = \
+    18080, 18081, 18082, 18083, 18084, 18085, 18086, 18090
 
 
 def ensure_packages() -> None:
@@ -92,7 +93,8 @@ http {{
     return p
 
 
-def start_ambassador(d: Path, port: int, upstream_port: int, name: str, tree: Path = ROOT) -> subprocess.Popen:
+def start_ambassador(d: Path, port: int, upstream_port: int, name: str, tree: Path = ROOT,
+                     typed: bool = False) -> subprocess.Popen:
     cfg = d / f"{name}.yaml"
     cfg.write_text(f"""
 listener: {{address: 127.0.0.1, port: {port}}}
@@ -111,7 +113,8 @@ routes:
 retry_budget: {{ratio: 0.2, min_per_second: 10}}
 telemetry: {{metrics_port: {METRICS_PORT + port - AMB_PORT}, access_log: {d}/{name}-access.log}}
 """)
-    cmd = [PY, "-m", "ambassador", "--config", str(cfg), "--log-level", "WARNING"]
+    cmd = [PY, str(ROOT / "bench" / "ambassador" / "typed_server.py"), str(cfg)] if typed \
+        else [PY, "-m", "ambassador", "--config", str(cfg), "--log-level", "WARNING"]
     p = pinned(0, cmd, cwd=tree, env=dict(os.environ, PYTHONPATH=str(tree)))
     wait_port(port)
     return p
@@ -207,6 +210,8 @@ def main() -> None:
     ap.add_argument("--conns", default="1,10,100", help="connection counts, comma-separated")
     ap.add_argument("--rounds", type=int, default=1, help="times every cell is run; medians are reported")
     ap.add_argument("--old-tree", type=Path, help="a checkout of an older commit whose ambassador runs beside this one")
+    ap.add_argument("--typed", action="store_true",
+                    help="the typed Cython prototype of the call (typed_call.pyx, decision 0114) beside the ambassador")
     args = ap.parse_args()
     args.conns = [int(c) for c in args.conns.split(",")]
     ensure_packages()
@@ -226,6 +231,13 @@ def main() -> None:
             old = start_ambassador(d, OLD_PORT, NGINX_PORT, "ambassador-old", args.old_tree.resolve())
             procs.append(old)
             cells.insert(2, ("old", OLD_PORT, old.pid))
+        if args.typed:
+            from callpath import typed_call
+
+            typed_call()  # built here, before the server's start is timed
+            typed = start_ambassador(d, TYPED_PORT, NGINX_PORT, "typed", typed=True)
+            procs.append(typed)
+            cells.append(("typed", TYPED_PORT, typed.pid))
         for _, port, _ in cells:
             wrk(port, 10, 1)  # warm up pools and caches
         rounds: dict = {}
@@ -294,6 +306,7 @@ def report(results, breaker, soak, args, load, breaker_own) -> None:
              + (f" --conns {','.join(map(str, args.conns))}" if args.conns != [1, 10, 100] else "")
              + (f" --rounds {args.rounds}" if args.rounds != 1 else "")
              + (" --old-tree OLD" if args.old_tree else "")  # the path is this machine's, not the run's
+             + (" --typed" if args.typed else "")
              + (f" --soak {args.soak}" if args.soak else "") + "`",
              "- Pinning: proxy on CPU 0; nginx (1 worker) and wrk (1 thread) on CPU 1. Bare forwarder: uvloop + "
              "httptools, no features (bench/ambassador/bare_forwarder.py). Ambassador with metrics "
@@ -318,7 +331,7 @@ def report(results, breaker, soak, args, load, breaker_own) -> None:
     lines.append("")
     lines.append("(amb/haproxy by CPU: HAProxy's CPU per request over the ambassador's, the share of HAProxy's "
                  "throughput the ambassador reaches when both are limited by one core.)")
-    names = ["bare"] + (["old"] if args.old_tree else []) + ["ambassador", "haproxy"]
+    names = ["bare"] + (["old"] if args.old_tree else []) + ["ambassador", "haproxy"] + (["typed"] if args.typed else [])
     lines += ["", f"CPU per request, every thread of the proxy counted, median of {args.rounds} round(s); requests "
               "per core = 1 s / CPU per request; share of the bare forwarder's requests per core = bare's CPU "
               "per request over the proxy's.", "",

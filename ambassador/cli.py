@@ -5,7 +5,7 @@ import argparse
 import logging
 import sys
 
-from . import compiled, configfile
+from . import configfile
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,11 +33,6 @@ def run(path: str, check: bool = False, log_level: str = "INFO") -> int:
     if check:
         print(f"{path}: configuration is valid", file=sys.stderr)
         return 0
-    try:
-        compiled.check()
-    except compiled.BuildError as e:
-        print(e, file=sys.stderr)
-        return 2
     from .server import run as serve
 
     try:

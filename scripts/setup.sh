@@ -35,11 +35,10 @@ fi
 PY=${PYTHON:-/usr/bin/python3}
 "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || PY=python3
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
-# The stamp names pyproject.toml, this script and the ambassador's Cython sources (setup.py builds
-# them in place) by hash and lists the extras installed with them: a request for some of those
-# installs nothing (scripts/dev.sh after scripts/test.sh); another extra is installed beside them;
-# a changed pyproject.toml, script or source installs anew.
-stamp=".venv/.installed-$(cat pyproject.toml scripts/setup.sh setup.py ambassador/*.pyx ambassador/*.pxd | sha256sum | cut -c1-16)"
+# The stamp names pyproject.toml and this script by hash and lists the extras installed with them:
+# a request for some of those installs nothing (scripts/dev.sh after scripts/test.sh); another
+# extra is installed beside them; a changed pyproject.toml or script installs anew.
+stamp=".venv/.installed-$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
 installed=$(cat "$stamp" 2>/dev/null || true)
 wanted=$(printf '%s\n' $installed "$@" | sed '/^$/d' | sort -u)
 if [ ! -f "$stamp" ] || [ "$wanted" != "$installed" ]; then

@@ -1,5 +1,7 @@
 """Upstream runtime: instances, balancer, breaker, TLS, token, HTTP/1.1 keep-alive pools and
 multiplexed HTTP/2 connections."""
+from __future__ import annotations
+
 import asyncio
 import json
 import logging
@@ -10,13 +12,11 @@ import httptools
 from . import discovery
 from .balancer import Balancer, Instance
 from .breaker import Breaker
-from .corked import cork_for
-from .exchange import RESPONSE_DROP, ClientGone, ConnectFailure, UpstreamReset
+from .corked import CorkedTransport, cork_for
+from .exchange import RESPONSE_DROP, ClientGone, ConnectFailure, Exchange, UpstreamReset
 from .h2conn import H2Conn
 from .tls import ReloadingContext
 from .tokens import TokenSource
-
-include "source_hash.pxi"
 
 log = logging.getLogger("ambassador.upstream")
 
@@ -39,24 +39,24 @@ def response_field(name: bytes) -> int:
     return action
 
 
-cdef class H1Conn:
+class H1Conn(asyncio.Protocol):
     """An HTTP/1.1 client connection to one instance, one exchange at a time."""
 
-    def __init__(self, upstream, inst, int generation):
+    def __init__(self, upstream, inst: Instance, generation: int):
         self.upstream = upstream
         self.inst = inst
         self.generation = generation
         self.loop = upstream.loop
         self.transport = None
         self.parser = httptools.HttpResponseParser(self)
-        self.ex = None
+        self.ex: Exchange | None = None
         self.closed = False
         self.reused = False
         self.head_only = False  # the current request is HEAD: the response has no body whatever it says
         self.skip_interim = False
         self.write_paused = False
         self.read_paused = False
-        self.drain = None
+        self.drain: asyncio.Future | None = None
         self.idle_since = 0.0
 
     # asyncio.Protocol
@@ -84,8 +84,8 @@ cdef class H1Conn:
             self.drain.set_result(None)
         self.drain = None
 
-    def data_received(self, data):
-        cdef Exchange ex = self.ex
+    def data_received(self, data: bytes) -> None:
+        ex = self.ex
         if ex is None:
             self.transport.abort()  # bytes nobody asked for: the connection cannot be trusted
             return
@@ -110,7 +110,7 @@ cdef class H1Conn:
     def on_status(self, reason: bytes) -> None:
         self.ex.reason = reason
 
-    def on_header(self, bytes name, bytes value):
+    def on_header(self, name: bytes, value: bytes) -> None:
         action = _response_field(name)
         if action is None:
             action = response_field(name)
@@ -121,8 +121,8 @@ cdef class H1Conn:
         elif action == CONNECTION and value not in PLAIN_CONNECTION:
             self.ex.conn_value = value
 
-    def on_headers_complete(self):
-        cdef Exchange ex = self.ex
+    def on_headers_complete(self) -> None:
+        ex = self.ex
         status = self.parser.get_status_code()
         if status < 200:
             # 1xx interim answers are not forwarded (the proxy answers Expect: 100-continue itself).
@@ -143,27 +143,26 @@ cdef class H1Conn:
             self.head_only = False
             ex.complete()
 
-    def on_body(self, body):
-        cdef Exchange ex = self.ex
+    def on_body(self, body: bytes) -> None:
+        ex = self.ex
         if ex.sink is not None:
             ex.sink.data(body)
         else:
             ex.pending.append(body)
 
-    def on_message_complete(self):
+    def on_message_complete(self) -> None:
         if self.skip_interim:
             self.skip_interim = False
             return
-        cdef Exchange ex = self.ex
+        ex = self.ex
         if ex is not None and not ex.done:
             ex.done = True
             if ex.sink is not None:
                 ex.sink.end()
 
     # use
-    cpdef Exchange send(self, bytes head, body, bint chunked, bint head_only):
-        cdef Exchange ex = Exchange(self, self.reused)
-        self.ex = ex
+    def send(self, head: bytes, body, chunked: bool, head_only: bool) -> Exchange:
+        ex = self.ex = Exchange(self, self.reused)
         self.head_only = head_only
         if body is None:
             self.transport.write(head)
@@ -177,7 +176,7 @@ cdef class H1Conn:
         return ex
 
     async def _pump(self, ex: Exchange, body, chunked: bool) -> None:
-        write = (<object>self.transport).write  # the Python method: a C one cannot be kept as a value
+        write = self.transport.write
         try:
             async for chunk in body.stream():
                 if self.closed:
@@ -195,21 +194,21 @@ cdef class H1Conn:
         except (UpstreamReset, ConnectionError, ClientGone):
             self.close()
 
-    cpdef close(self):
+    def close(self) -> None:
         if not self.closed:
             self.closed = True
             if self.transport is not None:
                 self.transport.abort()
-        cdef Exchange ex = self.ex
+        ex = self.ex
         if ex is not None and ex.pump is not None and not ex.pump.done():
             ex.pump.cancel()
 
-    cpdef pause_reading(self):
+    def pause_reading(self) -> None:
         if not self.closed:
             self.read_paused = True
             self.transport.pause_reading()
 
-    cpdef resume_reading(self):
+    def resume_reading(self) -> None:
         if not self.closed:
             self.read_paused = False
             self.transport.resume_reading()

@@ -1,44 +1,40 @@
 """Metrics (Prometheus, own port), JSON access log, OpenTelemetry spans, and ``record()``, which
 accounts for each finished call in all three."""
+from __future__ import annotations
+
 import asyncio
 import json
 import os
 import sys
 import time
+from bisect import bisect_left
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricFamily
 
-include "source_hash.pxi"
-
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 LATENCY_BUCKETS_NS = tuple(round(b * 1e9) for b in LATENCY_BUCKETS)
-cdef long long BUCKETS_NS[14]
-for _i, _b in enumerate(LATENCY_BUCKETS_NS):
-    BUCKETS_NS[_i] = _b
 
 
-cdef class CallStats:
-    """Calls and their latencies for one (route, upstream): C counters updated once per call, read
+class CallStats:
+    """Calls and their latencies for one (route, upstream): plain integers updated once per call, read
     when /metrics is scraped. prometheus_client's Counter and Histogram take a lock and walk the
     buckets in Python on every update, which cost more than the rest of the bookkeeping of a call.
-    Statuses index an array (llhttp and the proxy only produce three-digit ones); durations are
+    Statuses index a list (llhttp and the proxy only produce three-digit ones); durations are
     integer nanoseconds."""
 
-    cpdef observe(self, int status, long long elapsed_ns):
-        cdef int b = 0
-        while b < 14 and BUCKETS_NS[b] < elapsed_ns:  # bisect_left over the bounds
-            b += 1
-        self.codes[status] += 1
-        self.buckets[b] += 1
-        self.sum_ns += elapsed_ns
+    __slots__ = ("codes", "buckets", "sum_ns")
 
-    def counts(self):
-        """{status: calls} of the statuses seen, the calls per latency bucket, and their total in ns."""
-        cdef int i
-        return ({i: self.codes[i] for i in range(1000) if self.codes[i]},
-                [self.buckets[i] for i in range(15)], self.sum_ns)
+    def __init__(self):
+        self.codes = [0] * 1000
+        self.buckets = [0] * (len(LATENCY_BUCKETS) + 1)  # the last one is +Inf
+        self.sum_ns = 0
+
+    def observe(self, status: int, elapsed_ns: int) -> None:
+        self.codes[status] += 1
+        self.buckets[bisect_left(LATENCY_BUCKETS_NS, elapsed_ns)] += 1
+        self.sum_ns += elapsed_ns
 
 
 class CallCollector:
@@ -53,14 +49,14 @@ class CallCollector:
         latency = HistogramMetricFamily("ambassador_request_duration_seconds",
                                         "Time from request head to end of response", labels=["route", "upstream"])
         for (route, upstream), st in list(self.stats.items()):
-            codes, buckets, sum_ns = st.counts()
-            for code, n in codes.items():
-                requests.add_metric([route, upstream, str(code)], n)
+            for code, n in enumerate(list(st.codes)):
+                if n:
+                    requests.add_metric([route, upstream, str(code)], n)
             cumulative, total = [], 0
-            for bound, n in zip((*(repr(b) for b in LATENCY_BUCKETS), "+Inf"), buckets):
+            for bound, n in zip((*(repr(b) for b in LATENCY_BUCKETS), "+Inf"), st.buckets):
                 total += n
                 cumulative.append((bound, total))
-            latency.add_metric([route, upstream], cumulative, sum_ns / 1e9)
+            latency.add_metric([route, upstream], cumulative, st.sum_ns / 1e9)
         yield requests
         yield latency
 
@@ -260,14 +256,17 @@ class Tracing:
         return span, [(k.encode(), v.encode("latin-1")) for k, v in out.items()]
 
 
-cpdef record(app, Call call):
+def record(app, call) -> None:
     """Accounts for a call that ended: its route's counters, its span, its access-log line."""
-    cdef long long end = _perf_counter_ns()
-    cdef long long elapsed = end - call.start
-    cdef int status = call.status
+    end = _perf_counter_ns()
+    elapsed = end - call.start
     route = call.route
+    status = call.status
     if route is not None:
-        (<CallStats>route.stats).observe(status, elapsed)
+        stats = route.stats  # CallStats.observe(), inlined
+        stats.codes[status] += 1
+        stats.buckets[bisect_left(LATENCY_BUCKETS_NS, elapsed)] += 1
+        stats.sum_ns += elapsed
     else:
         app.metrics.call_stats("-", "-").observe(status, elapsed)
     trace_id = None

@@ -1,11 +1,11 @@
 """One request/response on an upstream connection and what both connection kinds (HTTP/1.1 in
 ``upstream``, HTTP/2 in ``h2conn``) and the proxy share: hop-by-hop field names, field-list
 helpers and the failures."""
+from __future__ import annotations
+
 import asyncio
 
 from .errors import AmbassadorError
-
-include "source_hash.pxi"
 
 # RFC 9110 section 7.6.1, plus the pre-standard Keep-Alive/Proxy-Connection and proxy auth fields.
 HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"te", b"transfer-encoding",
@@ -35,7 +35,7 @@ class UpstreamReset(AmbassadorError):
     """The connection broke before the whole response was read."""
 
 
-cdef class Exchange:
+class Exchange:
     """One request/response on an upstream connection. Protocol callbacks push into it. The proxy
     learns of the response head either through ``owner`` (a call: its proxy's (``call.cc.server``)
     ``head_arrived(call)`` or ``try_failed(call, exc)`` is called from the connection's callbacks,
@@ -46,11 +46,14 @@ cdef class Exchange:
     The response's header fields are kept as pieces ready to send (``fields``, see above), without
     the hop-by-hop ones and Content-Length, whose values are kept aside (``length``, ``conn_value``)."""
 
-    def __init__(self, conn, bint reused):
+    __slots__ = ("conn", "status", "reason", "fields", "length", "conn_value", "keep_alive", "head", "ready", "owner",
+                 "sink", "pending", "done", "error", "body_sent", "received", "pump", "reused")
+
+    def __init__(self, conn, reused: bool):
         self.conn = conn
         self.status = 0
         self.reason = b""
-        self.fields = []
+        self.fields: list = []
         self.length = None
         self.conn_value = None
         self.keep_alive = True
@@ -58,15 +61,15 @@ cdef class Exchange:
         self.ready = False  # the response head is here
         self.owner = None
         self.sink = None
-        self.pending = []
+        self.pending: list = []
         self.done = False
-        self.error = None
+        self.error: BaseException | None = None
         self.body_sent = False
         self.received = False  # any response byte seen (a reset before that is a clean "nothing happened")
         self.pump = None
         self.reused = reused
 
-    cpdef head_done(self):
+    def head_done(self) -> None:
         self.ready = True
         head = self.head
         if head is not None and not head.done():
@@ -88,18 +91,18 @@ cdef class Exchange:
         if head is not None and not head.done():
             head.set_exception(TimeoutError())
 
-    cpdef data(self, chunk):
+    def data(self, chunk: bytes) -> None:
         if self.sink is not None:
             self.sink.data(chunk)
         else:
             self.pending.append(chunk)
 
-    cpdef complete(self):
+    def complete(self) -> None:
         self.done = True
         if self.sink is not None:
             self.sink.end()
 
-    cpdef fail(self, exc):
+    def fail(self, exc: BaseException) -> None:
         if self.done or self.error is not None:
             return
         self.error = exc
@@ -118,7 +121,7 @@ cdef class Exchange:
         elif self.sink is not None:
             self.sink.fail(exc)
 
-    cpdef attach(self, sink):
+    def attach(self, sink) -> None:
         self.sink = sink
         if self.pending:
             for chunk in self.pending:
@@ -130,7 +133,7 @@ cdef class Exchange:
             sink.fail(self.error)
 
     # HTTP/1.1: the exchange owns its connection while it runs; a finished one goes back to the pool.
-    cpdef release(self):
+    def release(self) -> None:
         conn = self.conn
         conn.ex = None
         up = conn.upstream
@@ -146,15 +149,15 @@ cdef class Exchange:
         else:
             conn.close()
 
-    cpdef abort(self):
+    def abort(self) -> None:
         conn = self.conn
         conn.close()
         conn.ex = None
 
-    cpdef pause(self):
+    def pause(self) -> None:
         self.conn.pause_reading()
 
-    cpdef resume(self):
+    def resume(self) -> None:
         self.conn.resume_reading()
 
 

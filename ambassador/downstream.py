@@ -4,6 +4,8 @@ taken as a retry hint) answered in order; and everything written back on it: an 
 answer (in one write when it is whole, else streamed through a Sink), the route's fallback, or
 the proxy's own JSON error.
 """
+from __future__ import annotations
+
 import asyncio
 import json
 from collections import deque
@@ -11,11 +13,9 @@ from http import HTTPStatus
 
 import httptools
 
-from .corked import cork_for
+from .corked import CorkedTransport, cork_for
 from .exchange import HOP_BY_HOP, UpstreamReset, without_fields
-from .request import Body
-
-include "source_hash.pxi"
+from .request import Body, Call
 
 # Fields the proxy rewrites or consumes itself on the way to the upstream.
 REQUEST_DROP = HOP_BY_HOP | {b"host", b"content-length", b"expect", b"x-ambassador-retry",
@@ -95,7 +95,7 @@ def _length_line(length: int, keep: bool) -> bytes:
     return line
 
 
-cdef class ClientConn:
+class ClientConn(asyncio.Protocol):
     """One client connection. Requests (pipelined or not) are answered in order: the next one starts
     when the call answering the previous one finishes."""
 
@@ -104,12 +104,12 @@ cdef class ClientConn:
         self.loop = server.loop
         self.transport = None
         self.parser = httptools.HttpRequestParser(self)
-        self.queue = deque()
-        self.call = None  # the call answering queue[0]
-        self.cur = None  # the call whose request body is being received
+        self.queue: deque[Call] = deque()
+        self.call: Call | None = None  # the call answering queue[0]
+        self.cur: Call | None = None  # the call whose request body is being received
         self.url = b""
-        self.fields = []
-        self.lc = {}
+        self.fields: list = []
+        self.lc: dict = {}
         self.filter = False
         self.hints = False
         self.framing = False  # Content-Length or Transfer-Encoding seen
@@ -133,9 +133,6 @@ cdef class ClientConn:
         if call is not None:
             self.call = None
             self.server.client_lost(call)
-
-    def eof_received(self):
-        return None  # close the transport (asyncio.Protocol's answer)
 
     def pause_writing(self) -> None:
         self.write_paused = True
@@ -169,10 +166,10 @@ cdef class ClientConn:
         self.closed = True
 
     # httptools callbacks
-    def on_url(self, bytes url):
+    def on_url(self, url: bytes) -> None:
         self.url += url
 
-    def on_header(self, bytes name, bytes value):
+    def on_header(self, name: bytes, value: bytes) -> None:
         field = _request_field(name)
         if field is None:
             field = request_field(name)
@@ -193,10 +190,9 @@ cdef class ClientConn:
         elif action == FRAMING:
             self.framing = True
 
-    def on_headers_complete(self):
-        cdef Call call
+    def on_headers_complete(self) -> None:
         p = self.parser
-        cdef dict lc = self.lc
+        lc = self.lc
         body = None
         framing = self.framing
         if framing:
@@ -232,7 +228,7 @@ cdef class ClientConn:
             cur.body.finish()
         self.cur = None
 
-    cpdef next(self):
+    def next(self) -> None:
         """Start answering the request at the head of the queue (and the following ones, as long as
         they finish at once)."""
         if self.dispatching:
@@ -246,7 +242,7 @@ cdef class ClientConn:
         finally:
             self.dispatching = False
 
-    cpdef finish(self, bint keep):
+    def finish(self, keep: bool) -> None:
         """The call answering queue[0] is over."""
         self.call = None
         queue = self.queue
@@ -263,7 +259,7 @@ cdef class ClientConn:
             self.closed = True
             self.transport.close()
 
-    cpdef bint keeps_alive(self, Call call) except -1:
+    def keeps_alive(self, call: Call) -> bool:
         return call.keep_alive and not self.draining and not self.server.draining
 
 
@@ -304,10 +300,10 @@ class Sink:
             self.fut.set_exception(exc)
 
 
-cpdef respond(Call call, Exchange ex):
+def respond(call: Call, ex) -> Sink | None:
     """Sends the answer's head, and its body when it is all here (one write, exact length).
     Returns the sink to stream the rest through, or None when the answer is complete."""
-    cdef ClientConn cc = call.cc
+    cc = call.cc
     route = call.route
     status = ex.status
     call.status = status

@@ -2,13 +2,13 @@
 replay it), the Call that follows it from its head to the end of its answer, and the head each try
 sends upstream, built from the client's fields (HTTP/1.1 bytes, or HTTP/2 header pairs).
 """
+from __future__ import annotations
+
 import asyncio
 import json
 import time
 
 from .exchange import ClientGone, field_pairs, without_fields
-
-include "source_hash.pxi"
 
 TRACE_FIELDS = frozenset({b"traceparent", b"tracestate"})
 REPLAY_LIMIT_HIGH = 1 << 20
@@ -113,13 +113,18 @@ class Body:
             await self.waiter
 
 
-cdef class Call:
+class Call:
     """One client request, from its head to the end of its answer: the request itself (``fields`` are
     its header fields to forward as pieces ``[name, b": ", value, b"\\r\\n", ...]``, the fields the proxy
     always drops already left out; ``filter`` says some may still have to go depending on the
     upstream: its token replaces Authorization, a span the trace fields, and Connection may name
     more hop-by-hop fields), what the access log, metrics and span say about it, and where the
     retry loop stands."""
+
+    __slots__ = ("cc", "method", "method_s", "method_json", "url", "path", "fields", "lc", "filter", "hints",
+                 "framing", "version", "keep_alive", "body", "t0", "start", "rt", "route", "span", "trace_pairs",
+                 "attempts", "retries", "instance", "error", "status", "fallback", "deadline", "allowed_retries",
+                 "base", "inst", "ex", "token", "task", "started", "resume", "kind", "cause", "detail", "sink")
 
     def __init__(self, cc, method, url, fields, lc, filter_, hints, framing, version, keep_alive, body, t0):
         self.cc = cc

@@ -9,23 +9,24 @@ written together, the writes of several calls share one wake-up (decision 0106).
 Every write, close and abort of a connection goes through its CorkedTransport, so each
 connection's bytes and its close go out in the order the proxy made them.
 """
-import weakref
+from __future__ import annotations
 
-include "source_hash.pxi"
+import weakref
 
 _CLOSE = None  # a close queued behind the connection's writes
 
 
-cdef class Cork:
+class Cork:
     """The writes one event loop made during its current tick."""
+
+    __slots__ = ("loop", "pending", "__weakref__")
 
     def __init__(self, loop):
         self.loop = loop
-        self.pending = []  # (CorkedTransport, bytes or _CLOSE); the same list for good
+        self.pending: list = []  # (CorkedTransport, bytes or _CLOSE); the same list for good
 
-    cpdef flush(self):
-        cdef list pending = self.pending
-        cdef CorkedTransport corked
+    def flush(self) -> None:
+        pending = self.pending
         try:
             for corked, data in pending:  # nothing here writes through a CorkedTransport
                 transport = corked.transport
@@ -49,22 +50,24 @@ def cork_for(loop) -> Cork:
     return cork
 
 
-cdef class CorkedTransport:
+class CorkedTransport:
     """A transport whose writes (and a close that follows them) wait for the end of the tick."""
 
-    def __init__(self, transport, Cork cork):
+    __slots__ = ("transport", "cork", "pending", "closing")
+
+    def __init__(self, transport, cork: Cork):
         self.transport = transport
         self.cork = cork
         self.pending = cork.pending
         self.closing = False
 
-    cpdef write(self, data):
-        cdef list pending = self.pending
+    def write(self, data: bytes) -> None:
+        pending = self.pending
         if not pending:
             self.cork.loop.call_soon(self.cork.flush)
         pending.append((self, data))
 
-    cpdef close(self):
+    def close(self) -> None:
         if not self.closing:
             self.closing = True
             if self.pending:
@@ -72,9 +75,8 @@ cdef class CorkedTransport:
             else:
                 self.transport.close()
 
-    cpdef abort(self):
+    def abort(self) -> None:
         """Cut now; what was written before goes to the socket first, as an unbuffered write would."""
-        cdef CorkedTransport corked
         self.closing = True
         transport = self.transport
         for corked, data in self.pending:
@@ -82,7 +84,7 @@ cdef class CorkedTransport:
                 transport.write(data)
         transport.abort()
 
-    cpdef bint is_closing(self) except -1:
+    def is_closing(self) -> bool:
         return self.closing or self.transport.is_closing()
 
     def pause_reading(self) -> None:

@@ -9,22 +9,17 @@ runs the general retry loop from where the callbacks left off.
 The client's connection and what is written back on it are in ``downstream``; the request and
 the head each try sends upstream in ``request``.
 """
+from __future__ import annotations
+
 import asyncio
 
 from .breaker import CLOSED
 from .config import IDEMPOTENT_METHODS
-from .downstream import fail, send_error, stream
+from .downstream import ClientConn, fail, respond, send_error, stream
 from .exchange import ClientGone, ConnectFailure, UpstreamReset
-from .request import VIA, base_h1, base_h2, h2_headers, request_head
+from .request import VIA, Call, base_h1, base_h2, h2_headers, request_head
 from .retry import backoff, max_retries
-
-from .downstream cimport ClientConn, respond
-from .exchange cimport Exchange
-from .request cimport Call
-from .telemetry cimport record
-from .upstream cimport H1Conn
-
-include "source_hash.pxi"
+from .telemetry import record
 
 FAILURE_STATUSES = frozenset({502, 503, 504})
 _INF = float("inf")
@@ -32,36 +27,27 @@ _INF = float("inf")
 _AFTER_FAILURE, _AFTER_STATUS, _STREAM = 1, 2, 3
 
 
-cdef class HTTPProxy:
+class HTTPProxy:
     """Forwarding logic shared by every client connection; holds a reference to the live runtime."""
-
-    cdef public object app, loop, retry_buffer, tick
-    cdef public set clients
-    cdef public bint draining
-    cdef public dict waiting
-    cdef public double tick_at
 
     def __init__(self, app):
         self.app = app
         self.loop = app.loop
-        self.clients = set()
+        self.clients: set[ClientConn] = set()
         self.draining = False
         self.retry_buffer = app.runtime.config.listener.retry_buffer
         # Calls waiting for a response head without a task, and their per-try deadlines. One timer,
         # set for the earliest deadline known when it was armed, checks them (rather than a timer
         # per try): under load it fires about once per per-try timeout.
-        self.waiting = {}
+        self.waiting: dict[Call, float] = {}
         self.tick = None
         self.tick_at = _INF
 
-    def protocol(self):
+    def protocol(self) -> ClientConn:
         return ClientConn(self)
 
     # ------------------------------------------------------------------------------ call lifecycle
-    cpdef begin(self, ClientConn cc, Call call):
-        cdef Exchange ex
-        cdef H1Conn conn
-        cdef double when
+    def begin(self, cc: ClientConn, call: Call) -> None:
         app = self.app
         rt = call.rt = app.runtime
         rt.in_flight += 1
@@ -128,21 +114,21 @@ cdef class HTTPProxy:
                             return
         self._continue(call, None)
 
-    cpdef _continue(self, Call call, resume):
+    def _continue(self, call: Call, resume) -> None:
         call.resume = resume
         call.task = self.loop.create_task(self._run(call))
 
-    cpdef _done(self, Call call):
+    def _done(self, call: Call) -> None:
         """The call is answered: account for it and let the connection go on."""
         self._close(call)
-        cdef ClientConn cc = call.cc
+        cc = call.cc
         cc.finish(call.keep_alive and not cc.draining and not self.draining
                   and call.error not in ("client_gone", "stream_broken"))
 
-    def _keep(self, Call call):
-        return (<ClientConn>call.cc).keeps_alive(call) and call.error not in ("client_gone", "stream_broken")
+    def _keep(self, call: Call) -> bool:
+        return call.cc.keeps_alive(call) and call.error not in ("client_gone", "stream_broken")
 
-    cpdef _close(self, Call call):
+    def _close(self, call: Call) -> None:
         """Account for a call that ended (counts, the access log; a retired route's last call
         closes it)."""
         rt = call.rt
@@ -151,7 +137,7 @@ cdef class HTTPProxy:
         if rt.retired and rt.in_flight == 0:
             rt.close()
 
-    def client_lost(self, Call call):
+    def client_lost(self, call: Call) -> None:
         """The client's connection closed while its call was in progress."""
         task = call.task
         if task is not None:
@@ -174,7 +160,7 @@ cdef class HTTPProxy:
         call.rt.budget.in_flight -= 1
         self._close(call)
 
-    async def _run(self, Call call):
+    async def _run(self, call: Call) -> None:
         call.started = True
         keep = False
         try:
@@ -186,16 +172,16 @@ cdef class HTTPProxy:
             raise
         finally:
             self._close(call)
-        (<ClientConn>call.cc).finish(keep)
+        call.cc.finish(keep)
 
     # ------------------------------------------------------------------- the first try's callbacks
-    cpdef _arm(self, double when):
+    def _arm(self, when: float) -> None:
         if self.tick is not None:
             self.tick.cancel()
         self.tick_at = when
         self.tick = self.loop.call_at(when, self._tick)
 
-    def _tick(self):
+    def _tick(self) -> None:
         self.tick = None
         self.tick_at = _INF
         waiting = self.waiting
@@ -206,13 +192,13 @@ cdef class HTTPProxy:
         if waiting:
             self._arm(min(waiting.values()))
 
-    def _timed_out(self, Call call):
+    def _timed_out(self, call: Call) -> None:
         call.ex.owner = None
         call.kind = "timeout"
         call.cause, call.detail = self._timeout_cause(call, call.inst)
         self._continue(call, _AFTER_FAILURE)
 
-    def _timeout_cause(self, Call call, inst):
+    def _timeout_cause(self, call: Call, inst) -> tuple[str, str]:
         cfg = call.route.cfg
         overall = self.loop.time() >= call.deadline - 0.0005
         self.app.metrics.timeouts.labels(call.route.up.name, "overall" if overall else "per_try").inc()
@@ -220,16 +206,15 @@ cdef class HTTPProxy:
             return "overall_timeout", f"no answer from {inst.key} within {cfg.timeout:g}s"
         return "upstream_timeout", f"no answer from {inst.key} within {cfg.per_try_timeout:g}s"
 
-    def try_failed(self, Call call, exc):
+    def try_failed(self, call: Call, exc: BaseException) -> None:
         """The first try's connection broke before the response head."""
         self.waiting.pop(call, None)
         call.kind = "reset"
         call.cause, call.detail = "upstream_reset", f"{call.inst.key}: {exc}"
         self._continue(call, _AFTER_FAILURE)
 
-    cpdef head_arrived(self, Call call):
+    def head_arrived(self, call: Call) -> None:
         """The first try's response head is here (and, usually, all of its body)."""
-        cdef Exchange ex
         self.waiting.pop(call, None)
         ex = call.ex
         status = ex.status
@@ -261,7 +246,7 @@ cdef class HTTPProxy:
         self._done(call)
 
     # ------------------------------------------------------------------------- the general loop
-    async def _forward(self, Call call):
+    async def _forward(self, call: Call) -> None:
         """Tries until one answer can go to the client, or the tries, the budget or the time run out.
         Resumes where the callbacks handed the call over (``call.resume``)."""
         req = call
@@ -473,7 +458,7 @@ cdef class HTTPProxy:
             for _ in range(budget_held):
                 budget.release()
 
-    def _retry_delay(self, route, retry_no, body, deadline):
+    def _retry_delay(self, route, retry_no: int, body, deadline: float) -> float | None:
         if body is not None and not body.replayable:
             return None
         delay = backoff(route.cfg.retry, retry_no)

@@ -39,19 +39,29 @@ def redis_ready():
     """(ok, detail) of the site's Redis (IDP_REDIS_URL), or None without one (dev mode). It carries
     the shared caches, Celery's queue and the webhook senders' limits; with the feature ``stateless``
     the caches are in the database, the rest is still there. A client of its own, closed after
-    one PING: nothing open here may be inherited by workers."""
+    one round trip: nothing open here may be inherited by workers."""
     if not settings.IDP_REDIS_URL:
         return None
     import redis
 
     client = redis.Redis.from_url(settings.IDP_REDIS_URL, socket_connect_timeout=1, socket_timeout=1)
     try:
-        client.ping()
-        return True, "UP"
+        version = client.info("server")["redis_version"]
     except Exception as exc:  # any Redis failure means not ready
         return False, exc.__class__.__name__
     finally:
         client.close()
+    return redis_version_ready(version)
+
+
+def redis_version_ready(version):
+    """(ok, detail) of a Redis server's version: webhook deliveries reach the workers through a
+    list taken with BLMPOP (decision 0119), which Redis has from 7.0; an older one would take
+    none, so it is not ready, in words."""
+    major_minor = tuple(int(part) for part in version.split(".")[:2])
+    if major_minor < (7, 0):
+        return False, f"Redis {version}: 7.0 or later is needed (webhook deliveries use BLMPOP)"
+    return True, "UP"
 
 
 def http_ready(listener):

@@ -20,17 +20,9 @@ source bench/lib.sh
 bench_start bench.oidc.settings
 $PY bench/oidc/setup_realm.py >/dev/null
 U=http://127.0.0.1:$PORT
-SECRET=bench-secret-0123456789abcdefghijklmnop
-BASIC="Authorization: Basic $(printf 'bench-app:%s' $SECRET | base64 -w0)"
-TOKEN=$U/realms/bench/protocol/openid-connect/token
+# shellcheck source=bench/oidc/grants.sh
+source bench/oidc/grants.sh
 TOKEN_ES256=$U/realms/bench-es256/protocol/openid-connect/token
-FORM=application/x-www-form-urlencoded
-
-# The benchmark's own sign-in (password grant, scope openid) at a token endpoint: the refresh token presented.
-signin() {
-  curl -fs -u "bench-app:$SECRET" -d grant_type=password -d username=bench-user -d password=bench-password-1 \
-    -d scope=openid "$1" | $PY -c 'import json,sys; print(json.load(sys.stdin)["refresh_token"])'
-}
 
 echo "machine: $(lscpu | awk -F: '/Model name/{gsub(/^ +/,"",$2); print $2}'), $(nproc) cores; $($PY -V);" \
   "$(date -u +%FT%TZ); granian: $WORKERS worker(s) x $THREADS thread(s); load average before: $(cut -d' ' -f1-3 /proc/loadavg)"

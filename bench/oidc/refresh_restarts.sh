@@ -21,15 +21,9 @@ source bench/lib.sh
 bench_start bench.oidc.settings
 $PY bench/oidc/setup_realm.py >/dev/null
 U=http://127.0.0.1:$PORT
-SECRET=bench-secret-0123456789abcdefghijklmnop
-BASIC="Authorization: Basic $(printf 'bench-app:%s' $SECRET | base64 -w0)"
-TOKEN=$U/realms/bench/protocol/openid-connect/token
-FORM=application/x-www-form-urlencoded
+# shellcheck source=bench/oidc/grants.sh
+source bench/oidc/grants.sh
 redis_commands() { redis-cli -u "$IDP_TEST_REDIS_URL" info stats | awk -F: '/^total_commands_processed/ {print $2 + 0}'; }
-signin() {
-  curl -fs -u "bench-app:$SECRET" -d grant_type=password -d username=bench-user -d password=bench-password-1 \
-    -d scope=openid "$TOKEN" | $PY -c 'import json,sys; print(json.load(sys.stdin)["refresh_token"])'
-}
 
 # counted NAME HEY-ARGS...: lib.sh's load, with perf counting the server's processes meanwhile.
 counted() {
@@ -63,7 +57,7 @@ for start in $(seq "$STARTS"); do
   start_server "$PWD" "$PORT" "$MPORT"
   for _ in $(seq 120); do curl -fs "$U/bench/bare" >/dev/null 2>&1 && break; sleep 0.5; done
   counted client_credentials -m POST -T $FORM -H "$BASIC" -d grant_type=client_credentials "$TOKEN"
-  NEW=$(signin)
+  NEW=$(signin "$TOKEN")
   FIRST=${FIRST:-$NEW}
   counted refresh_new_signin -m POST -T $FORM -H "$BASIC" -d "grant_type=refresh_token&refresh_token=$NEW" "$TOKEN"
   counted refresh_first_session -m POST -T $FORM -H "$BASIC" -d "grant_type=refresh_token&refresh_token=$FIRST" "$TOKEN"

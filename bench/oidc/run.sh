@@ -36,10 +36,8 @@ start_server "$PWD" "$PORT" "$MPORT"
 U=http://127.0.0.1:$PORT
 for _ in $(seq 60); do curl -fs "$U/bench/bare" >/dev/null 2>&1 && break; sleep 0.5; done
 
-SECRET=bench-secret-0123456789abcdefghijklmnop
-BASIC="Authorization: Basic $(printf 'bench-app:%s' $SECRET | base64 -w0)"
-TOKEN=$U/realms/bench/protocol/openid-connect/token
-FORM=application/x-www-form-urlencoded
+# shellcheck source=bench/oidc/grants.sh
+source bench/oidc/grants.sh
 
 echo "machine: $(lscpu | awk -F: '/Model name/{gsub(/^ +/,"",$2); print $2}'), $(nproc) cores; $($PY -V);" \
   "$(date -u +%FT%TZ);" \
@@ -70,8 +68,7 @@ UT=$(curl -fs -u "bench-app:$SECRET" -d grant_type=password -d username=bench-us
   "$UTOKEN" | $PY -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')
 load uma_decision -m POST -T $FORM -H "Authorization: Bearer $UT" -d "grant_type=urn:ietf:params:oauth:grant-type:uma-ticket&audience=bench-app&permission=Doc%23read&response_mode=decision" "$UTOKEN"
 load client_credentials_uma -m POST -T $FORM -H "$BASIC" -d grant_type=client_credentials "$UTOKEN"
-RT=$(curl -fs -u "bench-app:$SECRET" -d grant_type=password -d username=bench-user -d password=bench-password-1 \
-  -d scope=openid "$TOKEN" | $PY -c 'import json,sys; print(json.load(sys.stdin)["refresh_token"])')
+RT=$(signin "$TOKEN")
 load refresh_token -m POST -T $FORM -H "$BASIC" -d "grant_type=refresh_token&refresh_token=$RT" "$TOKEN"
 AT=$(curl -fs -u "bench-app:$SECRET" -d grant_type=client_credentials "$TOKEN" | \
   $PY -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')

@@ -2,6 +2,8 @@
 
 Every value can be set in Django settings under the same name; the mode files (dev, prod) only
 set what differs from these defaults."""
+import functools
+
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
@@ -68,3 +70,13 @@ _DEFAULTS = {
     "IDP_WEBHOOK_RECEIVER_RETRY_BASE": 10.0,  # seconds; doubles after every handler failure
     "IDP_WEBHOOK_RECEIVER_QUEUE_AGE_ALERT": 300,  # seconds: an older queued received event is an alert
 }
+
+
+@functools.cache
+def redis_client(url):
+    """One client (and connection pool) per Redis URL for the process: the senders' limits and the
+    deliveries' hand-off share it. Each command waits no longer than the broker's do (decision
+    0108, ``IDP_REDIS_SOCKET_TIMEOUT``)."""
+    import redis
+
+    return redis.Redis.from_url(url, **getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", {}))

@@ -11,12 +11,10 @@ sends of its deliveries (decision 0119). Received events are Celery tasks, one p
 This module sits below the work it hands out: ``WebhooksConfig.ready`` registers, per kind of
 job, the function that does it and the Celery task that runs it (``register``), and the sweep.
 """
-import functools
 import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 
@@ -99,22 +97,14 @@ def _run_here(kind, jobs):
         pool.submit(_run_closing, _jobs[kind][0], job)
 
 
-@functools.cache
-def _client(url):
-    import redis
-
-    # The push waits no longer than the broker's publish did (decision 0108); the pull's wait is
-    # shorter than that bound (IDP_REDIS_SOCKET_TIMEOUT, 5 s).
-    return redis.Redis.from_url(url, **getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", {}))
-
-
 def _redis():
     url = conf.get("IDP_WEBHOOK_REDIS_URL")
     if not url:
         raise ImproperlyConfigured("webhook deliveries reach the workers through Redis: set IDP_WEBHOOK_REDIS_URL "
                                    "(by default the Celery broker's), or IDP_WEBHOOK_INPROCESS to send them from "
                                    "this process (dev mode)")
-    return _client(url)
+    # The pull's wait (WAIT) is shorter than the client's bound on a command (5 s by default).
+    return conf.redis_client(url)
 
 
 def deliveries(ids):

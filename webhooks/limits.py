@@ -65,9 +65,7 @@ return out
 
 @functools.cache
 def _scripts(url):
-    import redis
-
-    client = redis.Redis.from_url(url)
+    client = conf.redis_client(url)
     return (client.register_script(_ACQUIRE_MANY), client.register_script(_RELEASE_MANY),
             client.register_script(_REWAIT))
 

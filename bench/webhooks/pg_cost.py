@@ -72,15 +72,41 @@ VARIANTS = {
     "no foreign keys": lambda: _without_foreign_keys("webhooks_delivery", "webhooks_deliveryattempt"),
     "delivery fillfactor 70": lambda: _sql("ALTER TABLE webhooks_delivery SET (fillfactor = 70)",
                                            "ALTER TABLE webhooks_delivery RESET (fillfactor)"),
+    # The queue's indexes as they were before decision 0124 (migration 0009): keyed on state and
+    # lease_until, which the claim changes; no fillfactor.
+    "state indexes": lambda: _sql(
+        "DROP INDEX wh_delivery_open_due, wh_delivery_open_ep, wh_delivery_open_ordered;"
+        "ALTER TABLE webhooks_delivery RESET (fillfactor);"
+        "CREATE INDEX wh_delivery_due ON webhooks_delivery (next_attempt_at) WHERE state = 'pending';"
+        "CREATE INDEX wh_delivery_lease ON webhooks_delivery (lease_until) WHERE state = 'sending';"
+        "CREATE INDEX wh_delivery_ep_due ON webhooks_delivery (endpoint_id, next_attempt_at) WHERE state = 'pending';"
+        "CREATE INDEX wh_delivery_ordered ON webhooks_delivery (endpoint_id, subject, id) "
+        "WHERE state IN ('pending', 'sending') AND subject <> ''",
+        "DROP INDEX wh_delivery_due, wh_delivery_lease, wh_delivery_ep_due, wh_delivery_ordered;"
+        "ALTER TABLE webhooks_delivery SET (fillfactor = 70);"
+        "CREATE INDEX wh_delivery_open_due ON webhooks_delivery (next_attempt_at) WHERE NOT finished;"
+        "CREATE INDEX wh_delivery_open_ep ON webhooks_delivery (endpoint_id, next_attempt_at) WHERE NOT finished;"
+        "CREATE INDEX wh_delivery_open_ordered ON webhooks_delivery (endpoint_id, subject, id) "
+        "WHERE NOT finished AND subject <> ''"),
 }
+
+
+def _updates():
+    """(updates, HOT updates) of the deliveries so far, this connection's counts flushed first."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_force_next_flush()")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'webhooks_delivery'")
+        return cursor.fetchone()
 
 
 def block(realm, events, flush, backend):
     """``events`` events through the three steps: {step: backend CPU seconds}, the rest of PostgreSQL's
-    CPU seconds, and the deliveries made."""
+    CPU seconds, the deliveries made and the share of their updates that were HOT."""
     spent = dict.fromkeys(STEPS, 0.0)
     made = []
     delivery.hand_off = lambda deliveries, endpoints: made.append([d.pk for d in deliveries])
+    updates0 = _updates()
     pg0 = server_cpu_seconds()[0]
     own0 = cpu_seconds(backend)
     n = 0
@@ -101,7 +127,8 @@ def block(realm, events, flush, backend):
         spent["record"] += t3 - t2
         n += len(jobs)
     rest = server_cpu_seconds()[0] - pg0 - (cpu_seconds(backend) - own0)
-    return spent, rest, n
+    updates = [b - a for a, b in zip(updates0, _updates())]
+    return spent, rest, n, updates[1] / max(updates[0], 1)
 
 
 def main():
@@ -130,11 +157,11 @@ def main():
             apply, undo = VARIANTS[name]()
             apply()
             try:
-                spent, rest, n = block(realm, args.events, args.flush, backend)
+                spent, rest, n, hot = block(realm, args.events, args.flush, backend)
             finally:
                 undo()
             figures[name].append({**{k: v / n * 1e6 for k, v in spent.items()}, "rest": rest / n * 1e6})
-            print(json.dumps({"block": b, "variant": name, "deliveries": n,
+            print(json.dumps({"block": b, "variant": name, "deliveries": n, "hot_updates": round(hot, 3),
                               "us_per_delivery": {k: round(v) for k, v in figures[name][-1].items()},
                               "load_average": os.getloadavg()[0]}), file=sys.stderr, flush=True)
     medians = {name: {k: round(statistics.median(f[k] for f in rows)) for k in (*STEPS, "rest")}

@@ -13,6 +13,8 @@ bench_start() {
   services_start >/dev/null
   HZ=$(getconf CLK_TCK)
   PG_PID=$(head -n1 "$SERVICES_DIR/pg/data/postmaster.pid")
+  # Redis daemonizes: its pid file may come a moment after redis-server returns on a busy machine.
+  for _ in $(seq 50); do [ -s "$SERVICES_DIR/redis.pid" ] && break; sleep 0.1; done
   REDIS_PID=$(cat "$SERVICES_DIR/redis.pid")
   PORT=$(_free_port); MPORT=$(_free_port)
   export PYTHONPATH=$PWD DJANGO_SETTINGS_MODULE=$1 IDP_DB_URL=$IDP_TEST_DB_URL \

@@ -124,7 +124,7 @@ def attributes_for(user, client):
         elif kind == "saml-group-membership-mapper":
             if config.get("full.path", "true") == "true":
                 # A group made in another process within the last second may not be there yet.
-                paths = realm_cache.group_paths(client.client.realm)
+                paths = realm_cache.group_tree(client.client.realm).paths
                 names = sorted(paths.get(g.pk) or g.path for g in user.groups.all())
             else:
                 names = sorted(g.name for g in user.groups.all())

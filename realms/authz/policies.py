@@ -54,38 +54,15 @@ def _user(identity, realm, policy, policies):
 
 def _group(identity, realm, policy, policies):
     mine = identity.group_ids()
-    tree = realm_cache.stored(realm, "authz-groups", _groups)
+    tree = realm_cache.group_tree(realm)
     for entry in config_list(policy, "groups"):
-        group_id = entry.get("id") or tree["paths"].get("/" + "/".join(n for n in str(entry.get("path", "")).split("/")
-                                                                         if n))
+        group_id = entry.get("id") or tree.ids.get("/" + "/".join(n for n in str(entry.get("path", "")).split("/")
+                                                                  if n))
         if group_id in mine:
             return True
-        if group_id is not None and entry.get("extendChildren") and mine & _descendants(tree["children"], group_id):
+        if group_id is not None and entry.get("extendChildren") and mine & tree.descendants(group_id):
             return True
     return False
-
-
-def _groups(realm):
-    """The realm's groups, read once per realm configuration: {"paths": {path: id}, "children":
-    {id: [child ids]}}."""
-    rows = {pk: (parent, name) for pk, parent, name in Group.objects.filter(realm=realm).values_list(
-        "pk", "parent_id", "name")}
-    children = {}
-    for pk, (parent, _) in rows.items():
-        children.setdefault(parent, []).append(pk)
-
-    def path(pk):
-        parent, name = rows[pk]
-        return (path(parent) if parent in rows else "") + "/" + name
-    return {"paths": {path(pk): pk for pk in rows}, "children": children}
-
-
-def _descendants(children, group_id):
-    found, frontier = set(), [group_id]
-    while frontier:
-        frontier = [child for pk in frontier for child in children.get(pk, ())]
-        found.update(frontier)
-    return found
 
 
 def _held(entries, has):

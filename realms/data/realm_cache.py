@@ -11,6 +11,7 @@ new generation in the shared Django cache
 sign-ins and token requests that do not read configuration from the database; see
 docs/decisions/0004-oidc-without-dot-models.md and docs/decisions/0011-sign-in-cpu-budget.md.
 """
+import functools
 import threading
 
 from django.conf import settings
@@ -164,25 +165,47 @@ def effective_roles(user):
     return effective_roles_in(config.roles_by_id() if config is not None else {}, user)
 
 
-def group_paths(realm):
-    """{group id: its path, Keycloak's "/parent/child"} of every group of the realm, read in one
-    query once per realm configuration (``Group.path`` reads a parent per level)."""
-    return stored(realm, "group-paths", _group_paths)
+class GroupTree:
+    """The realm's groups, read in one query once per realm configuration: ``paths`` {group id:
+    its path, Keycloak's "/parent/child"} and ``children`` {group id, None for the top level:
+    [child ids]} (``Group.path`` reads a parent per level)."""
+
+    def __init__(self, rows):
+        """``rows``: {group id: (parent id, name)}."""
+        self.paths, self.children = {}, {}
+
+        def path(pk):
+            if pk not in self.paths:
+                parent, name = rows[pk]
+                self.paths[pk] = (path(parent) if parent in rows else "") + "/" + name
+            return self.paths[pk]
+        for pk, (parent, _) in rows.items():
+            path(pk)
+            self.children.setdefault(parent, []).append(pk)
+
+    @functools.cached_property
+    def ids(self):
+        """{path: group id}: for configurations that name groups by path (Authorization Services'
+        group policy); built on first use."""
+        return {path: pk for pk, path in self.paths.items()}
+
+    def descendants(self, group_id):
+        """The ids of the group's children, their children and so on."""
+        found, frontier = set(), [group_id]
+        while frontier:
+            frontier = [child for pk in frontier for child in self.children.get(pk, ())]
+            found.update(frontier)
+        return found
 
 
-def _group_paths(realm):
-    rows = {pk: (parent, name) for pk, parent, name in Group.objects.filter(realm=realm).values_list(
-        "pk", "parent_id", "name")}
-    paths = {}
+_NO_GROUPS = GroupTree({})
 
-    def path(pk):
-        if pk not in paths:
-            parent, name = rows[pk]
-            paths[pk] = (path(parent) if parent in rows else "") + "/" + name
-        return paths[pk]
-    for pk in rows:
-        path(pk)
-    return paths
+
+def group_tree(realm) -> GroupTree:
+    """The realm's ``GroupTree``, kept with its configuration: every group change drops it."""
+    return stored(realm, "group-tree", lambda r: GroupTree({
+        pk: (parent, name) for pk, parent, name in Group.objects.filter(realm=r).values_list(
+            "pk", "parent_id", "name")})) or _NO_GROUPS
 
 
 def clear():

@@ -9,14 +9,13 @@ import uuid
 from realms.audit import events
 from realms.brokering import broker
 from realms.http.web import client_address, realm_url
-from realms.models import Client
 from realms.signin import engine
 from realms.sso import auth_sessions, sessions
 
 from . import builders, encryption, inbound, mappers, outbound, xml
 from . import constants as c
-from .clients import SamlClient, cached
-from .errors import StatusError, UntrustedRequest
+from .clients import by_url_name, cached
+from .errors import StatusError
 
 # Client-session notes that single logout needs later (NameID as the client knows it).
 NOTE_NAME_ID = "saml.name_id"
@@ -68,16 +67,12 @@ def idp_initiated_session(request, realm, url_name, relay_state=""):
     """(client, authentication session) of an IdP-initiated sign-in to the client that set
     ``saml_idp_initiated_sso_url_name`` (here, or through an identity provider's unsolicited
     Response at the broker's ``endpoint/clients/<url_name>``); UntrustedRequest for none."""
-    found = Client.objects.filter(realm=realm, protocol=c.PROTOCOL, enabled=True,
-                                  attributes__saml_idp_initiated_sso_url_name=url_name).first() if url_name else None
-    if found is None:
-        raise UntrustedRequest("Unknown IdP-initiated SSO URL name.", "client_not_found")
-    client = SamlClient(found)
+    client = by_url_name(realm, url_name)
     data = {"redirect_uri": client.acs_url("", c.BINDING_POST),
             "binding": client.response_binding("", c.BINDING_POST), "request_id": "",
             "relay_state": client.attributes.get(c.ATTR_IDP_INITIATED_RELAY_STATE) or relay_state,
             "name_id_format": client.name_id_format}
-    return found, auth_sessions.start(request, realm, found, protocol=c.PROTOCOL, client_data=data)
+    return client.client, auth_sessions.start(request, realm, client.client, protocol=c.PROTOCOL, client_data=data)
 
 
 def start_idp_initiated(request, realm, url_name, relay_state=""):
@@ -179,7 +174,8 @@ def _fail(ctx, error):
     else:
         exc = StatusError(c.STATUS_RESPONDER, "Sign-in could not be completed.", error,
                           sub_status=c.STATUS_AUTHN_FAILED)
-    return error_response(ctx.request, ctx.realm, SamlClient(ctx.client), data, exc, user_id=ctx.auth_session.user_id)
+    return error_response(ctx.request, ctx.realm, cached(ctx.realm).of(ctx.client), data, exc,
+                          user_id=ctx.auth_session.user_id)
 
 
 def register():

@@ -16,6 +16,7 @@ attribute entries; the assertion builder writes them into one AttributeStatement
 Common keys: ``attribute.name``, ``attribute.nameformat`` (Basic, URI Reference, Unspecified or
 the URN), ``friendly.name``.
 """
+import functools
 from dataclasses import dataclass
 
 from realms.data import realm_cache
@@ -86,16 +87,31 @@ def role_names(user, client):
     return sorted({r.name for r in roles})
 
 
-def _group_attribute_values(user, name):
-    values = []
-    for group in group_with_ancestors(list(user.groups.all())):
-        values += _multi((group.attributes or {}).get(name))
-    return values
+class _Reads:
+    """What several mappers of one assertion read of the user, read once for all of them: a role
+    list mapper and a client's own copy of it with another config, or a group mapper beside an
+    attribute mapper that aggregates groups' attributes, each read them again before."""
+
+    def __init__(self, user, client):
+        self.user, self.client = user, client
+
+    @functools.cached_property
+    def role_names(self):
+        return role_names(self.user, self.client)
+
+    @functools.cached_property
+    def groups(self):
+        return list(self.user.groups.all())
+
+    @functools.cached_property
+    def groups_with_ancestors(self):
+        return group_with_ancestors(self.groups)
 
 
 def attributes_for(user, client):
     """The attributes the SamlClient ``client``'s mappers give ``user``."""
     out = []
+    reads = _Reads(user, client)
     for mapper in client.mappers:
         config = mapper.config or {}
         kind = mapper.protocol_mapper
@@ -109,13 +125,14 @@ def attributes_for(user, client):
             name = config.get("user.attribute", "")
             values = _multi((user.attributes or {}).get(name))
             if config.get("aggregate.attrs") == "true":
-                values += [v for v in _group_attribute_values(user, name) if v not in values]
+                groups = [v for group in reads.groups_with_ancestors for v in _multi((group.attributes or {}).get(name))]
+                values += [v for v in groups if v not in values]
             if values:
                 out.append(_attribute(config, values))
         elif kind == "saml-hardcode-attribute-mapper":
             out.append(_attribute(config, [config.get("attribute.value", "")]))
         elif kind == "saml-role-list-mapper":
-            names = role_names(user, client)
+            names = reads.role_names
             if config.get("single") == "true":
                 if names:
                     out.append(_attribute(config, names, "Role"))
@@ -125,9 +142,9 @@ def attributes_for(user, client):
             if config.get("full.path", "true") == "true":
                 # A group made in another process within the last second may not be there yet.
                 paths = realm_cache.group_tree(client.client.realm).paths
-                names = sorted(paths.get(g.pk) or g.path for g in user.groups.all())
+                names = sorted(paths.get(g.pk) or g.path for g in reads.groups)
             else:
-                names = sorted(g.name for g in user.groups.all())
+                names = sorted(g.name for g in reads.groups)
             if config.get("single") == "true":
                 if names:
                     out.append(_attribute(config, names, "member"))

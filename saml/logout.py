@@ -97,38 +97,42 @@ def logout_step(request, realm, token):
 # SP-initiated logout ----------------------------------------------------------------------------
 
 def _session_to_end(request, realm, message):
-    """The user session the LogoutRequest names, or None: by SessionIndex (a client session of
-    this client), else the browser's SSO session if this client is part of it; the NameID must be
-    the one this client was given."""
+    """(the user session the LogoutRequest names, its client sessions with their clients), or
+    (None, []): by SessionIndex (a client session of this client), else the browser's SSO session
+    if this client is part of it; the NameID must be the one this client was given. The named
+    client sessions and their sessions' others are read in one statement: ending the session tells
+    all of them."""
     client = message.client.client
     name_id_el = message.root.find(f"{{{c.NS_SAML}}}NameID")
     name_id = (name_id_el.text or "").strip() if name_id_el is not None else ""
     indexes = [(el.text or "").strip() for el in message.root.findall(f"{{{c.NS_SAMLP}}}SessionIndex")]
-    candidates = ClientSession.objects.filter(client=client)
+    in_sessions = ClientSession.objects.select_related("client")
     if indexes:
-        candidates = candidates.filter(pk__in=indexes)
+        read = in_sessions.filter(user_session__in=ClientSession.objects.filter(
+            client=client, pk__in=indexes).values("user_session_id"))
     else:
         cookie_session = sso_cookie.session_from_request(request, realm)
         if cookie_session is None:
-            return None
-        candidates = candidates.filter(user_session=cookie_session)
-    for client_session in candidates:
-        if name_id and _name_id_of(client_session)[0] == name_id:
+            return None, []
+        read = in_sessions.filter(user_session=cookie_session)
+    found = list(read)
+    for client_session in found:
+        if (client_session.client_id == client.pk and (not indexes or client_session.pk in indexes)
+                and name_id and _name_id_of(client_session)[0] == name_id):
             user_session = sessions.get_valid_session(realm, client_session.user_session_id)
             if user_session is not None:
-                return user_session
-    return None
+                return user_session, [s for s in found if s.user_session_id == user_session.pk]
+    return None, []
 
 
 def handle_logout_request(request, realm, message):
     client = message.client
     inbound.record_request_id(message)
     url, binding = client.logout_endpoint(prefer_binding=message.binding)
-    user_session = _session_to_end(request, realm, message)
+    user_session, client_sessions = _session_to_end(request, realm, message)
     frames = []
     if user_session is not None:
         with transaction.atomic():
-            client_sessions = sessions.client_sessions_with_clients(user_session)
             frames = sessions.frontchannel_logout_urls(request, user_session, client_sessions,
                                                        exclude_client=client.client)
             sessions.end_session(user_session, reason=sessions.REASON_LOGOUT, client_sessions=client_sessions)
@@ -153,10 +157,9 @@ def handle_logout_request(request, realm, message):
         response = outbound.deliver(request, realm, client.client, url=url, binding=binding, param="SAMLResponse",
                                     element=element, relay_state=message.relay_state,
                                     sign=client.flag(c.ATTR_SERVER_SIGNATURE))
-    if user_session is not None and request.COOKIES.get(sso_cookie.COOKIE):
-        cookie_session = sso_cookie.session_from_request(request, realm)
-        if cookie_session is None:  # the browser's session is the one just ended
-            response = sso_cookie.clear_cookie(response, realm)
+    # By the id the cookie names: reading that session now would only find it gone.
+    if user_session is not None and sso_cookie.session_id(request, realm) == user_session.pk:
+        response = sso_cookie.clear_cookie(response, realm)  # the browser's session is the one just ended
     return response
 
 

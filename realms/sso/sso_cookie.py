@@ -29,16 +29,21 @@ def path(realm):
     return f"/realms/{realm.name}/"
 
 
-def session_from_request(request, realm):
-    """The live SSO session named by the request's cookie, or None."""
+def session_id(request, realm):
+    """The SSO session id the request's cookie names (its signature checked), or None; whether
+    that session is live is ``session_from_request``'s question."""
     value = request.COOKIES.get(COOKIE)
     if not value:
         return None
     try:
-        session_id = _signer(realm).unsign(value)
+        return _signer(realm).unsign(value)
     except signing.BadSignature:
         return None
-    return sessions.get_valid_session(realm, session_id)
+
+
+def session_from_request(request, realm):
+    """The live SSO session named by the request's cookie, or None."""
+    return sessions.get_valid_session(realm, session_id(request, realm))
 
 
 def set_cookie(response, request, realm, user_session):

@@ -92,17 +92,19 @@ VARIANTS = {
 
 
 def _updates():
-    """(updates, HOT updates) of the deliveries so far, this connection's counts flushed first."""
+    """(updates, HOT updates) of the deliveries so far, this connection's counts flushed first, and
+    the WAL's position (bytes): deterministic beside the CPU figures."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_stat_force_next_flush()")
     with connection.cursor() as cursor:
-        cursor.execute("SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'webhooks_delivery'")
+        cursor.execute("SELECT n_tup_upd, n_tup_hot_upd, pg_current_wal_lsn() - '0/0' FROM pg_stat_user_tables "
+                       "WHERE relname = 'webhooks_delivery'")
         return cursor.fetchone()
 
 
 def block(realm, events, flush, backend):
     """``events`` events through the three steps: {step: backend CPU seconds}, the rest of PostgreSQL's
-    CPU seconds, the deliveries made and the share of their updates that were HOT."""
+    CPU seconds, the deliveries made, the share of their updates that were HOT and the WAL bytes written."""
     spent = dict.fromkeys(STEPS, 0.0)
     made = []
     delivery.hand_off = lambda deliveries, endpoints: made.append([d.pk for d in deliveries])
@@ -128,7 +130,7 @@ def block(realm, events, flush, backend):
         n += len(jobs)
     rest = server_cpu_seconds()[0] - pg0 - (cpu_seconds(backend) - own0)
     updates = [b - a for a, b in zip(updates0, _updates())]
-    return spent, rest, n, updates[1] / max(updates[0], 1)
+    return spent, rest, n, updates[1] / max(updates[0], 1), int(updates[2])
 
 
 def main():
@@ -157,11 +159,12 @@ def main():
             apply, undo = VARIANTS[name]()
             apply()
             try:
-                spent, rest, n, hot = block(realm, args.events, args.flush, backend)
+                spent, rest, n, hot, wal = block(realm, args.events, args.flush, backend)
             finally:
                 undo()
             figures[name].append({**{k: v / n * 1e6 for k, v in spent.items()}, "rest": rest / n * 1e6})
             print(json.dumps({"block": b, "variant": name, "deliveries": n, "hot_updates": round(hot, 3),
+                              "wal_bytes_per_delivery": round(wal / n),
                               "us_per_delivery": {k: round(v) for k, v in figures[name][-1].items()},
                               "load_average": os.getloadavg()[0]}), file=sys.stderr, flush=True)
     medians = {name: {k: round(statistics.median(f[k] for f in rows)) for k in (*STEPS, "rest")}

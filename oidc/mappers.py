@@ -12,6 +12,7 @@ import json
 import uuid
 from urllib.parse import urlsplit
 
+from realms.data import realm_cache
 from realms.http import outbound
 from realms.registry import Registry
 from realms.sso import sessions
@@ -248,8 +249,13 @@ def client_roles(config, claims, ctx):
 
 @register("oidc-group-membership-mapper")
 def group_membership(config, claims, ctx):
-    full_path = config.get("full.path", "true") == "true"
-    groups = [g.path if full_path else g.name for g in ctx.user.groups.all()]
+    if config.get("full.path", "true") == "true":
+        # The realm's cached paths, not a parent read per level (``Group.path``); a group made in
+        # another process within the last second may not be there yet, and reads its own.
+        paths = realm_cache.group_tree(ctx.realm).paths
+        groups = [paths.get(g.pk) or g.path for g in ctx.user.groups.all()]
+    else:
+        groups = [g.name for g in ctx.user.groups.all()]
     config = {"claim.name": "groups", "multivalued": "true", **config}
     set_claim(claims, config, sorted(groups))
 

@@ -36,8 +36,6 @@ REVIEWED = {
     ("webhooks", "0002_endpoint_lanes_handshake"): BEFORE_0097,  # endpoint.ownership_handshake NOT NULL
     ("webhooks", "0008_no_foreign_key_constraints"): "drops foreign-key constraints only (decision 0116): "
                                                      "every write of the previous release still succeeds",
-    ("webhooks", "0009_delivery_finished_hot_claim"): "marks finished deliveries in a column the previous "
-                                                      "release never reads and sets a fillfactor (decision 0124)",
 }
 
 

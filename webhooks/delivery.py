@@ -186,7 +186,7 @@ def _claim_and_start(ids, lanes):
     disabled = [j for j in jobs if not j.endpoint.enabled]
     if disabled:
         Delivery.objects.filter(pk__in=[j.delivery_id for j in disabled], state=Delivery.SENDING).update(
-            state=Delivery.FAILED, finished=True, last_error="endpoint disabled", lease_until=None)
+            state=Delivery.FAILED, last_error="endpoint disabled", lease_until=None)
     jobs = [j for j in jobs if j.endpoint.enabled]
     slow_room = 0
     if lanes:
@@ -300,7 +300,7 @@ def pump(endpoint_id, n=1):
     now = timezone.now()
     with transaction.atomic():
         ids = list(Delivery.objects.select_for_update(skip_locked=True)
-                   .filter(endpoint_id=endpoint_id, finished=False, state=Delivery.PENDING, next_attempt_at__lte=now)
+                   .filter(endpoint_id=endpoint_id, state=Delivery.PENDING, next_attempt_at__lte=now)
                    .order_by(F("dispatched_at").asc(nulls_first=True), "next_attempt_at")
                    .values_list("pk", flat=True)[:n + 1])
         ids, left_behind = ids[:n], len(ids) > n
@@ -472,8 +472,8 @@ def record(results):
                 last_error=r.error, lease_until=None))
     sending = Delivery.objects.filter(state=Delivery.SENDING)  # a row retaken after its lease is not ours
     for (state, status, error), ids in finished.items():
-        sending.filter(pk__in=ids).update(state=state, finished=True, attempts=F("attempts") + 1,
-                                          last_status=status, last_error=error, lease_until=None)
+        sending.filter(pk__in=ids).update(state=state, attempts=F("attempts") + 1, last_status=status,
+                                          last_error=error, lease_until=None)
     if retries:
         sending.bulk_update(retries, ["state", "attempts", "step", "next_attempt_at", "dispatched_at",
                                       "last_status", "last_error", "lease_until"], batch_size=200)
@@ -551,7 +551,7 @@ def redeliver(deliveries):
                    .values_list("pk", flat=True))
         ordering.leave_order(ids)
         Delivery.objects.filter(pk__in=ids).update(
-            state=Delivery.PENDING, finished=False, step=0, next_attempt_at=now, dispatched_at=now, lease_until=None)
+            state=Delivery.PENDING, step=0, next_attempt_at=now, dispatched_at=now, lease_until=None)
         transaction.on_commit(lambda: dispatch.deliveries(ids))
     return len(ids)
 
@@ -567,11 +567,9 @@ def sweep(now=None):
     """Retake deliveries of dead workers, dispatch due retries and lost hand-offs; same for the
     receiver's queue. Runs every few seconds (Celery beat in production, a thread in dev)."""
     now = now or timezone.now()
-    # A sending row was due when claimed (its lease ends later): found among the due rows.
-    due = Delivery.objects.filter(finished=False, next_attempt_at__lte=now)
-    due.filter(state=Delivery.SENDING, lease_until__lt=now).update(
+    Delivery.objects.filter(state=Delivery.SENDING, lease_until__lt=now).update(
         state=Delivery.PENDING, next_attempt_at=now, dispatched_at=None, lease_until=None)
-    due = due.filter(state=Delivery.PENDING)
+    due = Delivery.objects.filter(state=Delivery.PENDING, next_attempt_at__lte=now)
     with transaction.atomic():
         ids = list(due.select_for_update(skip_locked=True).filter(dispatched_at__isnull=True)
                    .order_by("next_attempt_at").values_list("pk", flat=True)[:5000])

@@ -126,12 +126,12 @@ class SenderQueueCollector(_ScrapedCollector):
         counts = cache.get_many([OUTCOMES_KEY.format(o) for o in OUTCOMES])
         for outcome in OUTCOMES:
             attempts.add_metric([outcome], counts.get(OUTCOMES_KEY.format(outcome), 0))
-        # Read from the partial index of the rows not finished (decision 0124).
-        by_state = dict(Delivery.objects.filter(finished=False, state__in=(Delivery.PENDING, Delivery.SENDING)).order_by()
+        # Each state has its partial index: both counts and the minimum are read from them.
+        by_state = dict(Delivery.objects.filter(state__in=(Delivery.PENDING, Delivery.SENDING)).order_by()
                         .values_list("state").annotate(n=Count("id")))
         for state in (Delivery.PENDING, Delivery.SENDING):
             depth.add_metric([state], by_state.get(state, 0))
-        due = Delivery.objects.filter(finished=False, state=Delivery.PENDING).aggregate(first=Min("next_attempt_at"))["first"]
+        due = Delivery.objects.filter(state=Delivery.PENDING).aggregate(first=Min("next_attempt_at"))["first"]
         lag.add_metric([], max(0.0, time.time() - due.timestamp()) if due else 0.0)
 
 

@@ -164,10 +164,6 @@ class Delivery(models.Model):
     endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="deliveries", db_index=False,
                                  db_constraint=False)
     state = models.CharField(max_length=10, choices=STATES, default=PENDING)
-    # Delivered or failed for good: set with ``state`` when the delivery ends, and only then. The
-    # queue's indexes hold the rows not finished, never a column the claim writes (state pending
-    # to sending, lease_until), so that the claim's update is HOT: no index entry (decision 0124).
-    finished = models.BooleanField(default=False, db_default=False)
     # Fixed when the event is written, so every attempt sends the same bytes: "" is the message's
     # ``payload``, anything else a key of its ``bodies`` (webhooks.payloads.format_of).
     format = models.CharField(max_length=32, blank=True, default="", db_default="")
@@ -191,15 +187,15 @@ class Delivery(models.Model):
         constraints = [models.UniqueConstraint(fields=["message", "endpoint"], name="uniq_delivery")]
         indexes = [
             models.Index(fields=["endpoint", "-created_at"], name="wh_delivery_endpoint"),
-            # The rows not finished, pending and sending together (the claim changes nothing
-            # indexed). A sending row was due when claimed: the sweeper finds expired leases among
-            # the due rows; every query filters on ``state`` as well.
-            models.Index(fields=["next_attempt_at"], name="wh_delivery_open_due", condition=Q(finished=False)),
-            models.Index(fields=["endpoint", "next_attempt_at"], name="wh_delivery_open_ep",
-                         condition=Q(finished=False)),
+            # Pending and sending rows apart: a dead endpoint's backlog (pending) must not make
+            # the few rows in flight (sending) costly to find, nor the other way round.
+            models.Index(fields=["next_attempt_at"], name="wh_delivery_due", condition=Q(state="pending")),
+            models.Index(fields=["lease_until"], name="wh_delivery_lease", condition=Q(state="sending")),
+            models.Index(fields=["endpoint", "next_attempt_at"], name="wh_delivery_ep_due",
+                         condition=Q(state="pending")),
             # The head of each subject of an ordered endpoint; unordered rows ("") are not in it.
-            models.Index(fields=["endpoint", "subject", "id"], name="wh_delivery_open_ordered",
-                         condition=Q(finished=False) & ~Q(subject="")),
+            models.Index(fields=["endpoint", "subject", "id"], name="wh_delivery_ordered",
+                         condition=Q(state__in=["pending", "sending"]) & ~Q(subject="")),
         ]
 
     def __str__(self):

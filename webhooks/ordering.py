@@ -37,8 +37,8 @@ def subject(data):
 def _heads(pks):
     """{pk: the first unfinished delivery of its endpoint and subject} for deliveries ``pks``."""
     first = (Delivery.objects.filter(endpoint_id=OuterRef("endpoint_id"), subject=OuterRef("subject"),
-                                     finished=False, state__in=UNFINISHED)
-             .exclude(subject="")  # with finished, the partial index's predicate, so that the index serves
+                                     state__in=UNFINISHED)
+             .exclude(subject="")  # the partial index's predicate, so that the index serves
              .order_by("pk").values("pk")[:1])
     return dict(Delivery.objects.filter(pk__in=pks).order_by().annotate(head=Subquery(first))
                 .values_list("pk", "head"))
@@ -104,8 +104,7 @@ def leave_order(pks):
 def stop(endpoint_id, now):
     """The endpoint is no longer ordered: its unfinished deliveries leave the order, the held
     ones due now (the sweeper sends them)."""
-    unfinished = Delivery.objects.filter(endpoint_id=endpoint_id, finished=False, state__in=UNFINISHED).exclude(
-        subject="")
+    unfinished = Delivery.objects.filter(endpoint_id=endpoint_id, state__in=UNFINISHED).exclude(subject="")
     unfinished.filter(state=Delivery.PENDING, next_attempt_at__gt=now, last_error__startswith="held: ").update(
         subject="", next_attempt_at=now, dispatched_at=None, last_error="")
     unfinished.update(subject="")

@@ -260,7 +260,7 @@ def set_status(client, body):
         raise _stream_error("reason is a string of at most 1024 characters")
     with transaction.atomic():
         if status == SsfStream.DISABLED:
-            _pending(stream).update(state=Delivery.FAILED, finished=True, last_error="stream disabled", dispatched_at=None)
+            _pending(stream).update(state=Delivery.FAILED, last_error="stream disabled", dispatched_at=None)
         elif status == SsfStream.PAUSED and not stream.polled:
             _pending(stream).update(next_attempt_at=events.HELD_UNTIL, dispatched_at=None)
         elif status == SsfStream.ENABLED and stream.status != SsfStream.ENABLED and not stream.polled:
@@ -347,11 +347,10 @@ def poll(stream, body):
     limit, wait, ack, errs = _poll_request(body)
     now = timezone.now()
     if ack:
-        _pending(stream).filter(message_id__in=ack).update(state=Delivery.DELIVERED, finished=True, last_status=200,
-                                                           last_error="")
+        _pending(stream).filter(message_id__in=ack).update(state=Delivery.DELIVERED, last_status=200, last_error="")
     for jti, err in errs.items():
         error = f"{err.get('err', '')}: {err.get('description', '')}"[:255]
-        _pending(stream).filter(message_id=jti).update(state=Delivery.FAILED, finished=True, last_error=error)
+        _pending(stream).filter(message_id=jti).update(state=Delivery.FAILED, last_error=error)
     deadline = now + timedelta(seconds=LONG_POLL_SECONDS)
     while True:
         stream.refresh_from_db(fields=["status"])

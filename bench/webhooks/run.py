@@ -324,14 +324,6 @@ def _last_migration(tree):
     return max(p.stem for p in (tree / "webhooks" / "migrations").glob("0*.py"))
 
 
-def _old_variant(name):
-    """(apply, undo) of ``bench/webhooks/pg_cost.py``'s schema variant ``name`` (none: no change)."""
-    if not name:
-        return (lambda: None), (lambda: None)
-    from bench.webhooks.pg_cost import VARIANTS  # it imports this module
-    return VARIANTS[name]()
-
-
 def compare_trees(args, realm, endpoints):
     """All-healthy phases, this tree's worker against the old tree's, in alternating order; per
     round the new/old ratio of CPU per delivery (worker, PostgreSQL, Redis, all three)."""
@@ -341,16 +333,10 @@ def compare_trees(args, realm, endpoints):
         for n in range(args.rounds):
             phases = {}
             for i, name in enumerate(("new", "old") if n % 2 == 0 else ("old", "new")):
-                call_command("migrate", "webhooks", _last_migration(REPO if args.old_variant else trees[name]),
-                             verbosity=0)
-                apply, undo = _old_variant(args.old_variant if name == "old" else None)
-                apply()
-                try:
-                    phases[name] = run_phase(f"healthy-{name}", realm, endpoints, set(), args.rate, args.duration,
-                                             args.port + 2 * n + i, workdir, args.workers, args.threads,
-                                             args.settle, trees[name], subjects=args.subjects, web=args.web)
-                finally:
-                    undo()
+                call_command("migrate", "webhooks", _last_migration(trees[name]), verbosity=0)
+                phases[name] = run_phase(f"healthy-{name}", realm, endpoints, set(), args.rate, args.duration,
+                                         args.port + 2 * n + i, workdir, args.workers, args.threads, args.settle,
+                                         trees[name], subjects=args.subjects, web=args.web)
             phases["new_over_old"] = {
                 key: round(phases["new"]["cpu_ms_per_delivery"][key] / phases["old"]["cpu_ms_per_delivery"][key], 3)
                 for key in ("worker", "postgres", "redis", "total")}
@@ -408,9 +394,6 @@ def main():
     ap.add_argument("--history", type=int, default=100000, help="delivered events already in the tables")
     ap.add_argument("--port", type=int, default=18765)
     ap.add_argument("--old-tree", help="a worktree of an older commit: its workers against this tree's")
-    ap.add_argument("--old-variant", help="with --old-tree: both trees on this tree's migrations, the old "
-                                          "tree's phases with this schema variant of pg_cost.py (for a new "
-                                          "column this tree's producer writes)")
     ap.add_argument("--ordered", action="store_true", help="unordered against ordered endpoints (decision 0102)")
     ap.add_argument("--subjects", type=int, default=0, help="users the events cycle over; 0: a new one per event")
     ap.add_argument("--side-load", type=float, default=0,

@@ -72,22 +72,6 @@ VARIANTS = {
     "no foreign keys": lambda: _without_foreign_keys("webhooks_delivery", "webhooks_deliveryattempt"),
     "delivery fillfactor 70": lambda: _sql("ALTER TABLE webhooks_delivery SET (fillfactor = 70)",
                                            "ALTER TABLE webhooks_delivery RESET (fillfactor)"),
-    # The queue's indexes as they were before decision 0124 (migration 0009): keyed on state and
-    # lease_until, which the claim changes; no fillfactor.
-    "state indexes": lambda: _sql(
-        "DROP INDEX wh_delivery_open_due, wh_delivery_open_ep, wh_delivery_open_ordered;"
-        "ALTER TABLE webhooks_delivery RESET (fillfactor);"
-        "CREATE INDEX wh_delivery_due ON webhooks_delivery (next_attempt_at) WHERE state = 'pending';"
-        "CREATE INDEX wh_delivery_lease ON webhooks_delivery (lease_until) WHERE state = 'sending';"
-        "CREATE INDEX wh_delivery_ep_due ON webhooks_delivery (endpoint_id, next_attempt_at) WHERE state = 'pending';"
-        "CREATE INDEX wh_delivery_ordered ON webhooks_delivery (endpoint_id, subject, id) "
-        "WHERE state IN ('pending', 'sending') AND subject <> ''",
-        "DROP INDEX wh_delivery_due, wh_delivery_lease, wh_delivery_ep_due, wh_delivery_ordered;"
-        "ALTER TABLE webhooks_delivery SET (fillfactor = 70);"
-        "CREATE INDEX wh_delivery_open_due ON webhooks_delivery (next_attempt_at) WHERE NOT finished;"
-        "CREATE INDEX wh_delivery_open_ep ON webhooks_delivery (endpoint_id, next_attempt_at) WHERE NOT finished;"
-        "CREATE INDEX wh_delivery_open_ordered ON webhooks_delivery (endpoint_id, subject, id) "
-        "WHERE NOT finished AND subject <> ''"),
 }
 
 

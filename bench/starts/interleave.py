@@ -7,10 +7,12 @@ move every process's batches of one moment together; a property of the process (
 where its memory landed) keeps the same process dear or cheap in every round. A variant is a name
 and the environment of its processes: ``seed0:PYTHONHASHSEED=0``, ``noaslr:PYTHONHASHSEED=0,ASLR=0``
 (``ASLR=0``: started under ``setarch -R``, the same addresses every start), ``STARTS_GC=...`` as
-driver.py reads it; ``random`` alone: Python's random hash seed.
+driver.py reads it; ``random`` alone: Python's random hash seed. With ``--neighbour``, every other
+round runs beside a process on the drivers' core that walks 8 MiB over and over (each cache line
+once a pass): the same requests on a shared core, read against the rounds without it.
 
 Usage: interleave.py [--procs 4] [--rounds 6] [--n 200] [--scenarios refresh_token,client_credentials]
-                     VARIANT...   (env as driver.py; each driver pinned to core 0)"""
+                     [--neighbour] VARIANT...   (env as driver.py; each driver pinned to core 0)"""
 import argparse
 import json
 import os
@@ -18,6 +20,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+NEIGHBOUR = "data = bytearray(8 << 20)\nwhile True:\n    sum(data[::64])"
 
 
 def start(variant_env):
@@ -52,6 +56,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--scenarios", default="refresh_token,client_credentials")
+    parser.add_argument("--neighbour", action="store_true")
     parser.add_argument("variants", nargs="+")
     args = parser.parse_args()
     scenarios = args.scenarios.split(",")
@@ -61,28 +66,37 @@ def main():
           f"{args.rounds} rounds of {args.n} requests per scenario", flush=True)
     # Variants alternate in the start order and in every round, so that time hits them alike.
     procs = [(name, i, start(env)) for i in range(args.procs) for name, env in variants]
-    samples = {(name, i): {s: [] for s in scenarios} for name, i, _ in procs}
+    # With a neighbour, the odd rounds' samples go to the variant's "+neighbour" row.
+    rows = [(name + suffix, i) for name, i, _ in procs for suffix in ("", "+neighbour")]
+    samples = {row: {s: [] for s in scenarios} for row in rows}
     totals = {(name, i): {"gc": [0, 0, 0], "minflt": 0, "majflt": 0, "nvcsw": 0, "nivcsw": 0} for name, i, _ in procs}
     for round_ in range(args.rounds):
+        shared = args.neighbour and round_ % 2 == 1
+        neighbour = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", NEIGHBOUR]) if shared else None
         for name, i, process in (procs if round_ % 2 == 0 else procs[::-1]):
             for scenario in scenarios:
                 result = batch(process, scenario, args.n)
-                samples[name, i][scenario].append(result["cpu_us"])
+                samples[name + ("+neighbour" if shared else ""), i][scenario].append(result["cpu_us"])
                 total = totals[name, i]
                 total["gc"] = [a + b for a, b in zip(total["gc"], result["gc"])]
                 for key in ("minflt", "majflt", "nvcsw", "nivcsw"):
                     total[key] += result[key]
+        if neighbour:
+            neighbour.kill()
+            neighbour.wait()
     for _, _, process in procs:
         process.stdin.close()
         process.wait()
-    for name, _ in variants:
+    for name in dict.fromkeys(row for row, _ in rows):
+        if not samples[name, 0][scenarios[0]]:
+            continue
         print(f"variant {name}:")
         for scenario in scenarios:
             medians = []
             for i in range(args.procs):
                 values = samples[name, i][scenario]
                 medians.append(statistics.median(values))
-                total = totals[name, i]
+                total = totals[name.removesuffix("+neighbour"), i]
                 print(f"  {scenario:20s} process {i}: median {medians[-1]:7.0f} µs (batches {min(values):.0f}-"
                       f"{max(values):.0f}) | gc {total['gc']} minflt {total['minflt']} majflt {total['majflt']}"
                       f" csw {total['nvcsw']}/{total['nivcsw']}")

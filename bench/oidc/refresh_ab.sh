@@ -14,14 +14,8 @@ ROUNDS=${ROUNDS:-2}
 WORKERS=${WORKERS:-1}
 THREADS=${THREADS:-4}
 ES256=${ES256:-1}
-command -v hey >/dev/null || apt-get install -y -qq hey >/dev/null
-# shellcheck source=bench/lib.sh
-source bench/lib.sh
-bench_start bench.oidc.settings
-$PY bench/oidc/setup_realm.py >/dev/null
-U=http://127.0.0.1:$PORT
-# shellcheck source=bench/oidc/grants.sh
-source bench/oidc/grants.sh
+# shellcheck source=bench/oidc/realm.sh
+source bench/oidc/realm.sh
 TOKEN_ES256=$U/realms/bench-es256/protocol/openid-connect/token
 
 echo "machine: $(lscpu | awk -F: '/Model name/{gsub(/^ +/,"",$2); print $2}'), $(nproc) cores; $($PY -V);" \

@@ -14,15 +14,9 @@ STARTS=${STARTS:-4}
 DURATION=${DURATION:-8}
 WORKERS=1
 THREADS=${THREADS:-4}
-command -v hey >/dev/null || apt-get install -y -qq hey >/dev/null
 command -v perf >/dev/null || { echo "perf is needed (apt-get install linux-perf)" >&2; exit 1; }
-# shellcheck source=bench/lib.sh
-source bench/lib.sh
-bench_start bench.oidc.settings
-$PY bench/oidc/setup_realm.py >/dev/null
-U=http://127.0.0.1:$PORT
-# shellcheck source=bench/oidc/grants.sh
-source bench/oidc/grants.sh
+# shellcheck source=bench/oidc/realm.sh
+source bench/oidc/realm.sh
 redis_commands() { redis-cli -u "$IDP_TEST_REDIS_URL" info stats | awk -F: '/^total_commands_processed/ {print $2 + 0}'; }
 
 # counted NAME HEY-ARGS...: lib.sh's load, with perf counting the server's processes meanwhile.

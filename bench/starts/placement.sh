@@ -11,14 +11,8 @@ DURATION=${DURATION:-5}
 WORKERS=${WORKERS:-1}
 THREADS=${THREADS:-4}
 PLACES=${PLACES:-0 1 0,1}
-command -v hey >/dev/null || apt-get install -y -qq hey >/dev/null
-# shellcheck source=bench/lib.sh
-source bench/lib.sh
-bench_start bench.oidc.settings
-$PY bench/oidc/setup_realm.py >/dev/null
-U=http://127.0.0.1:$PORT
-# shellcheck source=bench/oidc/grants.sh
-source bench/oidc/grants.sh
+# shellcheck source=bench/oidc/realm.sh
+source bench/oidc/realm.sh
 start_server "$PWD" "$PORT" "$MPORT"
 for _ in $(seq 120); do curl -fs "$U/bench/bare" >/dev/null 2>&1 && break; sleep 0.5; done
 REFRESH=$(signin "$TOKEN")

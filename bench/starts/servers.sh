@@ -17,14 +17,8 @@ WORKERS=${WORKERS:-1}
 THREADS=${THREADS:-4}
 SCENARIOS=${SCENARIOS:-refresh_token client_credentials}
 [ $# -gt 0 ] || set -- new=.
-command -v hey >/dev/null || apt-get install -y -qq hey >/dev/null
-# shellcheck source=bench/lib.sh
-source bench/lib.sh
-bench_start bench.oidc.settings
-$PY bench/oidc/setup_realm.py >/dev/null
-U=http://127.0.0.1:$PORT  # IDP_BASE_URL's: every server issues tokens with this issuer
-# shellcheck source=bench/oidc/grants.sh
-source bench/oidc/grants.sh
+# shellcheck source=bench/oidc/realm.sh
+source bench/oidc/realm.sh
 SERVERS=()  # "name start pid port"
 # detail PID: user and system ticks and voluntary / involuntary context switches of a server's
 # processes, all their threads.

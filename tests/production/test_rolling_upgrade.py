@@ -28,12 +28,17 @@ SECRET = "app-secret-" + "s" * 24
 
 
 def previous_release():
-    """The commit before the latest one that added a migration with a column operation."""
-    latest = subprocess.run(
-        ["git", "log", "-1", "--format=%H", "--diff-filter=A", "-G", r"migrations\.(Add|Alter|Remove|Rename)Field",
-         "--", "*/migrations/0*.py"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
-    assert latest, "no migration in the history"
-    return latest + "^"
+    """The commit before the latest one that added a migration with a column operation that is still
+    in the tree (one added and reverted since leaves that release's schema the current one)."""
+    log = subprocess.run(
+        ["git", "log", "--format=%x00%H", "--name-only", "--diff-filter=A", "-G",
+         r"migrations\.(Add|Alter|Remove|Rename)Field", "--", "*/migrations/0*.py"],
+        cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    for entry in log.split("\0")[1:]:
+        commit, *added = entry.split()
+        if any((ROOT / path).exists() for path in added):
+            return commit + "^"
+    raise AssertionError("no migration in the history")
 
 
 @pytest.fixture(scope="module")

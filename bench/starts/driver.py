@@ -4,14 +4,12 @@ run batch by batch on command so that several processes can be loaded in turn (i
 Reads lines ``SCENARIO N`` from stdin (scenarios: refresh_token, client_credentials, bare_view),
 runs N requests and answers one JSON line: the process's CPU for them (``time.process_time``),
 the garbage collector's collections per generation, minor and major page faults and context
-switches (``getrusage``) over the batch. ``cmath.sqrt`` is called right before and after each
-batch and nowhere else, so that ``valgrind --tool=callgrind --dump-before=cmath_sqrt`` dumps the
-instructions of exactly the batch. The application's start is the worker's: built, warmed with one
-request of each scenario, then its objects frozen as ``idp.buffered_wsgi.django_application``
-does (``STARTS_GC=default`` leaves them in the collector's sight, ``off`` disables it).
+switches (``getrusage``) over the batch (instructions per request: bench/oidc/instructions.py).
+The application's start is the worker's: built, warmed with one request of each scenario, then its
+objects frozen as ``idp.buffered_wsgi.django_application`` does (``STARTS_GC=default`` leaves them
+in the collector's sight, ``off`` disables it).
 
 Usage: driver.py   (env as cpu.py: DJANGO_SETTINGS_MODULE, IDP_DB_URL, IDP_REDIS_URL, IDP_BASE_URL)"""
-import cmath
 import gc
 import json
 import os
@@ -45,12 +43,10 @@ def main():
         action, n = actions[name], int(n)
         gc0 = [s["collections"] for s in gc.get_stats()]
         r0 = resource.getrusage(resource.RUSAGE_SELF)
-        cmath.sqrt(0)
         started = time.process_time()
         for _ in range(n):
             action()
         cpu_s = time.process_time() - started
-        cmath.sqrt(0)
         r1 = resource.getrusage(resource.RUSAGE_SELF)
         print(json.dumps({
             "scenario": name, "n": n, "cpu_us": cpu_s / n * 1e6,

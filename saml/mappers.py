@@ -125,8 +125,9 @@ def attributes_for(user, client):
             name = config.get("user.attribute", "")
             values = _multi((user.attributes or {}).get(name))
             if config.get("aggregate.attrs") == "true":
-                groups = [v for group in reads.groups_with_ancestors for v in _multi((group.attributes or {}).get(name))]
-                values += [v for v in groups if v not in values]
+                inherited = [v for group in reads.groups_with_ancestors
+                             for v in _multi((group.attributes or {}).get(name))]
+                values += [v for v in inherited if v not in values]
             if values:
                 out.append(_attribute(config, values))
         elif kind == "saml-hardcode-attribute-mapper":
